@@ -1,0 +1,38 @@
+"""Lazy imports in the style of polygraphy: heavy modules load when first used, with a one-line hint if absent."""
+
+import importlib
+from types import ModuleType
+
+from common.errors import MissingDependencyError
+
+INSTALL_HINTS = {
+    "tensorrt": "TensorRT >= 10.3 is needed to build and run the engine: pip install 'tensorrt>=10.3' "
+    "(or run with --dry-run to check the graph and the reference without TensorRT)",
+    "cuda.bindings": "cuda-python is needed for the CUDA kernel: pip install cuda-python nvidia-cuda-nvrtc "
+    "nvidia-cuda-runtime",
+    "polygraphy": "polygraphy is needed to build and run the engine: pip install polygraphy",
+}
+
+
+def import_module(name: str) -> ModuleType:
+    """Imports `name`, or raises MissingDependencyError with the hint that says what to install."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        top = name if name in INSTALL_HINTS else name.split(".")[0]
+        hint = INSTALL_HINTS.get(top, f"pip install {top}")
+        raise MissingDependencyError(f"{name} could not be imported ({error}); {hint}") from None
+
+
+def import_tensorrt() -> ModuleType:
+    """Imports TensorRT; a folder of type stubs (tensorrt-stubs) imports as an empty namespace and counts as absent."""
+    trt = import_module("tensorrt")
+    if not hasattr(trt, "Builder"):
+        raise MissingDependencyError(f"tensorrt is only type stubs or an empty package here; {INSTALL_HINTS['tensorrt']}")
+    return trt
+
+
+def is_full_tensorrt(trt: ModuleType) -> bool:
+    """True for a TensorRT that can add Python plugins to a network (TensorRT-RTX cannot)."""
+    network_type = getattr(trt, "INetworkDefinition", None)
+    return network_type is not None and hasattr(network_type, "add_plugin_v3")
