@@ -166,7 +166,7 @@ def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
 
     from plugin.cuda_check import check
 
-    check(driver.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
+    check(driver.cuMemcpyDtoDAsync(driver.CUdeviceptr(dst), driver.CUdeviceptr(src), nbytes, driver.CUstream(stream)))
 
 
 class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
@@ -190,11 +190,16 @@ _registered_creators: list[ScatterAddPluginCreator] = []
 
 
 def register_scatter_add_creator() -> Any:
-    """Registers the creator in TensorRT's plugin registry once per process and returns the registered creator."""
+    """Registers the creator in TensorRT's plugin registry once per process and returns the registered creator.
+
+    Call it before building a network with the plugin and before deserializing an engine that contains it.
+    """
     registry = trt.get_plugin_registry()
-    existing = registry.get_creator(PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
-    if existing is not None:
-        return existing
+    key = (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
+    for existing in registry.all_creators:  # a scan, not get_creator: a lookup miss may log an error
+        if (getattr(existing, "name", None), getattr(existing, "plugin_version", None),
+                getattr(existing, "plugin_namespace", None)) == key:
+            return existing
     creator = ScatterAddPluginCreator()
     if not registry.register_creator(creator, PLUGIN_NAMESPACE):
         raise RuntimeError(f"TensorRT refused to register the {PLUGIN_NAME} plugin creator")

@@ -1,0 +1,81 @@
+"""The network: inputs X, src, idx, W -> scatter-add plugin -> Cast, DIV, MatrixMultiply, ReLU, SoftMax.
+
+    X [N, F]      src [E, F]      idx [E] int64
+       |              |                |
+       +-------- ScatterAdd plugin ----+        (adds src rows into X's rows idx, in place)
+                 |               |
+     aggregated [N, F]       counts [N, 1] int64
+     (X's memory)                |
+                 |          Cast to X's dtype
+                 |               |
+                 +----- DIV -----+
+                         |
+                    mean [N, F]          W [C, F]
+                         |                  |
+                         +-- MatrixMultiply(W, mean^T) --> [C, N] --> ReLU --> SoftMax(axis 0) --> "softmax" [C, N]
+
+The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
+X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
+Functions take the tensorrt module as `trt` so the plugin-free part also builds with TensorRT-RTX in tests.
+"""
+
+from typing import Any
+
+INPUT_STATE = "X"
+INPUT_SOURCE = "src"
+INPUT_INDEX = "idx"
+INPUT_WEIGHTS = "W"
+OUTPUT_SOFTMAX = "softmax"
+INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX, INPUT_WEIGHTS)
+
+
+def add_classifier_head(trt: Any, network: Any, aggregated: Any, counts: Any, weights_tensor: Any, dtype: Any) -> Any:
+    """Adds mean = aggregated / float(counts), softmax over classes of relu(W x mean^T); marks "softmax".
+
+    aggregated [N, F] and weights_tensor [C, F] have `dtype` (trt.float32 or trt.float16), counts [N, 1] is
+    int64. Returns the output tensor, [C, N] of `dtype`.
+    """
+    counts_cast = network.add_cast(counts, dtype)
+    counts_cast.name = "counts_to_features_dtype"
+    divide = network.add_elementwise(aggregated, counts_cast.get_output(0), trt.ElementWiseOperation.DIV)
+    divide.name = "mean"
+    matmul = network.add_matrix_multiply(
+        weights_tensor, trt.MatrixOperation.NONE, divide.get_output(0), trt.MatrixOperation.TRANSPOSE
+    )
+    matmul.name = "classifier"
+    relu = network.add_activation(matmul.get_output(0), trt.ActivationType.RELU)
+    relu.name = "relu"
+    softmax = network.add_softmax(relu.get_output(0))
+    softmax.axes = 1 << 0  # over the class axis of [C, N]
+    softmax.name = "softmax_over_classes"
+    output = softmax.get_output(0)
+    output.name = OUTPUT_SOFTMAX
+    network.mark_output(output)
+    return output
+
+
+def add_network_inputs(trt: Any, network: Any, dtype: Any, num_features: int, num_classes: int) -> dict[str, Any]:
+    """Adds X [-1, F], src [-1, F] (dtype), idx [-1] int64 and W [C, F] (dtype): N and E are dynamic."""
+    return {
+        INPUT_STATE: network.add_input(INPUT_STATE, dtype, (-1, num_features)),
+        INPUT_SOURCE: network.add_input(INPUT_SOURCE, dtype, (-1, num_features)),
+        INPUT_INDEX: network.add_input(INPUT_INDEX, trt.int64, (-1,)),
+        INPUT_WEIGHTS: network.add_input(INPUT_WEIGHTS, dtype, (num_classes, num_features)),
+    }
+
+
+def populate_network(trt: Any, network: Any, dtype: Any, num_features: int, num_classes: int) -> Any:
+    """Fills an empty strongly typed network with the whole graph; returns the plugin object.
+
+    Keep the returned plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
+    Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
+    """
+    from plugin.scatter_add_plugin import ScatterAddPlugin, register_scatter_add_creator
+
+    register_scatter_add_creator()
+    inputs = add_network_inputs(trt, network, dtype, num_features, num_classes)
+    plugin = ScatterAddPlugin()
+    layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
+    layer.name = "scatter_add_in_place"
+    add_classifier_head(trt, network, layer.get_output(0), layer.get_output(1), inputs[INPUT_WEIGHTS], dtype)
+    return plugin

@@ -1,0 +1,77 @@
+"""Optimization-profile bounds for the dynamic sizes N (nodes) and E (edges), and the checks a graph must pass.
+
+One engine serves every graph whose N and E lie within its profile and whose F, C and precision match.
+"""
+
+from dataclasses import dataclass
+
+from common.errors import InputError
+
+DEFAULT_MAX_NODES = 1 << 16
+DEFAULT_MAX_EDGES = 1 << 20
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """min <= opt <= max for one dynamic dimension; TensorRT tunes kernels for opt."""
+
+    min: int
+    opt: int
+    max: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min <= self.opt <= self.max:
+            raise InputError(f"profile bounds must satisfy 1 <= min <= opt <= max, got {self.min}, {self.opt}, {self.max}")
+
+    def contains(self, size: int) -> bool:
+        return self.min <= int(size) <= self.max
+
+    def __str__(self) -> str:
+        return f"[{self.min}, {self.max}] (opt {self.opt})"
+
+
+@dataclass(frozen=True)
+class ProfileBounds:
+    """The engine's optimization profile: ranges for N (rows of X) and E (rows of src, entries of idx)."""
+
+    nodes: SizeRange
+    edges: SizeRange
+
+
+def default_profile_bounds(num_nodes: int, num_edges: int) -> ProfileBounds:
+    """Min 1, opt the given graph, max at least 65536 nodes and 1048576 edges (more when the graph is larger)."""
+    return ProfileBounds(
+        nodes=SizeRange(1, max(num_nodes, 1), max(num_nodes, DEFAULT_MAX_NODES)),
+        edges=SizeRange(1, max(num_edges, 1), max(num_edges, DEFAULT_MAX_EDGES)),
+    )
+
+
+@dataclass(frozen=True)
+class EngineSignature:
+    """What an engine is fixed to: precision, features F, classes C, and the profile for N and E."""
+
+    precision: str
+    num_features: int
+    num_classes: int
+    bounds: ProfileBounds
+
+
+def check_graph_fits(signature: EngineSignature, precision: str, num_nodes: int, num_edges: int,
+                     num_features: int, num_classes: int) -> None:
+    """InputError naming the first mismatch between a graph and an engine (built or loaded)."""
+    if precision != signature.precision:
+        raise InputError(f"the engine was built for --precision {signature.precision}, got --precision {precision}")
+    if num_features != signature.num_features:
+        raise InputError(f"the engine was built for {signature.num_features} features per node, the graph has {num_features}")
+    if num_classes != signature.num_classes:
+        raise InputError(f"the engine was built for --num_classes {signature.num_classes}, got {num_classes}")
+    if not signature.bounds.nodes.contains(num_nodes):
+        raise InputError(
+            f"the graph has {num_nodes} nodes, outside the engine's profile {signature.bounds.nodes}; "
+            "build a new engine (without --load_engine)"
+        )
+    if not signature.bounds.edges.contains(num_edges):
+        raise InputError(
+            f"the graph has {num_edges} edges, outside the engine's profile {signature.bounds.edges}; "
+            "build a new engine (without --load_engine)"
+        )

@@ -1,0 +1,65 @@
+"""Runs an engine with polygraphy's TrtRunner on device buffers the caller owns, and reads X back afterwards.
+
+The inputs are uploaded into DeviceBuffers (cuda-python) and handed to TrtRunner as polygraphy DeviceViews, so
+TensorRT reads the caller's memory directly; after inference X's buffer is copied back to see whether the
+plugin's in-place write reached it.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from network.builder import INPUT_STATE, OUTPUT_SOFTMAX
+from network.device import DeviceBuffer
+
+
+@dataclass(frozen=True)
+class EngineOutputs:
+    """The classifier output, X's buffer before and after inference, and each output's engine-level alias."""
+
+    softmax: np.ndarray
+    state_before: np.ndarray
+    state_after: np.ndarray
+    aliased_inputs: dict[str, str | None]
+
+
+def engine_output_aliases(trt: Any, engine: Any) -> dict[str, str | None]:
+    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased)."""
+    outputs = [
+        engine.get_tensor_name(i)
+        for i in range(engine.num_io_tensors)
+        if engine.get_tensor_mode(engine.get_tensor_name(i)) == trt.TensorIOMode.OUTPUT
+    ]
+    return {name: engine.get_aliased_input_tensor(name) or None for name in outputs}
+
+
+def run_engine(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray]) -> EngineOutputs:
+    """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back."""
+    from polygraphy import cuda as polygraphy_cuda
+    from polygraphy.backend.trt import TrtRunner
+    from polygraphy.datatype import DataType
+
+    buffers: dict[str, DeviceBuffer] = {}
+    try:
+        for name, array in feeds.items():
+            buffers[name] = DeviceBuffer.from_array(array)
+        views = {
+            name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
+            for name, buffer in buffers.items()
+        }
+        with TrtRunner(engine) as runner:
+            # Shapes and dtypes were checked against the engine before (network.profile.check_graph_fits).
+            outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
+            softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
+        state_after = buffers[INPUT_STATE].download()
+    finally:
+        for buffer in buffers.values():
+            buffer.free()
+    return EngineOutputs(
+        softmax=softmax,
+        state_before=np.array(feeds[INPUT_STATE]),
+        state_after=state_after,
+        aliased_inputs=engine_output_aliases(trt, engine),
+    )

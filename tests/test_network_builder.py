@@ -1,0 +1,143 @@
+"""The plugin-free part of the network (Cast, DIV, MatrixMultiply, ReLU, SoftMax) built with a real builder.
+
+On the `trt` fixture: the full TensorRT where installed, else TensorRT-RTX, whose builder builds strongly typed
+networks with dynamic shapes on a machine without a GPU. TensorRT-RTX cannot add the Python plugin itself
+(INetworkDefinition has no add_plugin_v3), so the head is fed by network inputs standing where the plugin's
+outputs go; the whole network is built only by the end-to-end tests, on a machine with the full TensorRT.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from common.imports import is_full_tensorrt
+
+pytestmark = pytest.mark.trt_standin
+
+ROOT = Path(__file__).resolve().parent.parent
+NUM_FEATURES, NUM_CLASSES = 3, 4
+
+
+def head_network(trt, dtype):
+    """A strongly typed network: inputs aggregated [-1, F], counts [-1, 1] int64, W [C, F] -> the head."""
+    from network.builder import add_classifier_head
+
+    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    aggregated = network.add_input("aggregated", dtype, (-1, NUM_FEATURES))
+    counts = network.add_input("counts", trt.int64, (-1, 1))
+    weights = network.add_input("W", dtype, (NUM_CLASSES, NUM_FEATURES))
+    output = add_classifier_head(trt, network, aggregated, counts, weights, dtype)
+    return builder, network, output
+
+
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_head_output_shape_and_dtype(trt, precision):
+    dtype = getattr(trt, precision)
+    _, network, output = head_network(trt, dtype)
+    assert network.get_flag(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    assert output.name == "softmax" and output.is_network_output
+    assert tuple(output.shape) == (NUM_CLASSES, -1)  # [C, N], N dynamic
+    assert output.dtype == dtype
+
+
+def test_head_layers_in_order(trt):
+    _, network, _ = head_network(trt, trt.float16)
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    assert [layer.type for layer in layers] == [
+        trt.LayerType.CAST,
+        trt.LayerType.ELEMENTWISE,
+        trt.LayerType.MATRIX_MULTIPLY,
+        trt.LayerType.ACTIVATION,
+        trt.LayerType.SOFTMAX,
+    ]
+    cast, divide, matmul, relu, softmax = layers
+    cast.__class__ = trt.ICastLayer
+    divide.__class__ = trt.IElementWiseLayer
+    matmul.__class__ = trt.IMatrixMultiplyLayer
+    relu.__class__ = trt.IActivationLayer
+    softmax.__class__ = trt.ISoftMaxLayer
+    assert cast.to_type == trt.float16
+    assert divide.op == trt.ElementWiseOperation.DIV  # true division, not the seed's FLOOR_DIV
+    assert (matmul.op0, matmul.op1) == (trt.MatrixOperation.NONE, trt.MatrixOperation.TRANSPOSE)
+    assert relu.type == trt.ActivationType.RELU
+    assert softmax.axes == 1  # axis 0 of [C, N]: over the classes
+
+
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_head_builds_an_engine_with_dynamic_nodes(trt, precision):
+    dtype = getattr(trt, precision)
+    builder, network, _ = head_network(trt, dtype)
+    config = builder.create_builder_config()
+    profile = builder.create_optimization_profile()
+    profile.set_shape("aggregated", (1, NUM_FEATURES), (8, NUM_FEATURES), (4096, NUM_FEATURES))
+    profile.set_shape("counts", (1, 1), (8, 1), (4096, 1))
+    config.add_optimization_profile(profile)
+    config.set_preview_feature(trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03, True)
+    serialized = builder.build_serialized_network(network, config)
+    assert serialized is not None and serialized.nbytes > 0
+
+
+def test_tensorrt_rtx_cannot_add_python_plugins(trt):
+    """TensorRT-RTX has no INetworkDefinition.add_plugin_v3, so the full network cannot be built with it."""
+    if is_full_tensorrt(trt):
+        pytest.skip("the full TensorRT is installed here: the end-to-end tests build the whole network")
+    from network.builder import populate_network
+
+    assert not hasattr(trt.INetworkDefinition, "add_plugin_v3")
+    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    with pytest.raises(AttributeError, match="add_plugin_v3"):
+        populate_network(trt, network, trt.float32, NUM_FEATURES, NUM_CLASSES)
+
+
+POLYGRAPHY_BUILD = textwrap.dedent(
+    """
+    import sys
+    import tensorrt_rtx_bindings
+    sys.modules["tensorrt"] = tensorrt_rtx_bindings
+    from network.builder import add_classifier_head
+    from network.loaders import build_engine_bytes
+
+    F, C = 3, 4
+    def populate(trt, network):
+        assert network.get_flag(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        aggregated = network.add_input("aggregated", trt.float16, (-1, F))
+        counts = network.add_input("counts", trt.int64, (-1, 1))
+        weights = network.add_input("W", trt.float16, (C, F))
+        add_classifier_head(trt, network, aggregated, counts, weights, trt.float16)
+
+    shapes = {"aggregated": ((1, F), (4, F), (64, F)), "counts": ((1, 1), (4, 1), (64, 1))}
+    data, seconds = build_engine_bytes(populate, shapes, verbose=sys.argv[1] == "verbose")
+    print(f"ENGINE {len(data)} bytes in {seconds:.3f} s")
+    """
+)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_polygraphy_loader_builds_strongly_typed_with_aliasing_preview(trt, tmp_path, verbose):
+    """network.loaders.build_engine_bytes through polygraphy, driving TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1).
+
+    Runs in a subprocess: polygraphy picks its TensorRT module once, at import.
+    """
+    pytest.importorskip("tensorrt_rtx_bindings", reason="TensorRT-RTX is not installed")
+    shim = tmp_path / "tensorrt_rtx"
+    shim.mkdir()
+    (shim / "__init__.py").write_text("from tensorrt_rtx_bindings import *\nfrom tensorrt_rtx_bindings import __version__\n")
+    env = dict(os.environ, POLYGRAPHY_USE_TENSORRT_RTX="1", PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    result = subprocess.run(
+        [sys.executable, "-c", POLYGRAPHY_BUILD, "verbose" if verbose else "quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "ENGINE" in output
+    if verbose:  # TensorRT's own messages and polygraphy's config summary appear
+        assert "ALIASED_PLUGIN_IO_10_03" in output and "STRONGLY_TYPED" in output
+        assert len(output.splitlines()) > 20
+    else:
+        assert output.strip().splitlines() == [line for line in output.strip().splitlines() if line.startswith("ENGINE")]
