@@ -4,8 +4,6 @@ The engine's inputs live in these buffers, so after inference the caller can rea
 plugin's in-place update reached the caller's own buffer. No polygraphy or TensorRT here.
 """
 
-from typing import Any
-
 import numpy as np
 
 from common.errors import MissingDependencyError
@@ -14,7 +12,9 @@ from common.imports import import_module
 
 def require_cuda_device() -> None:
     """MissingDependencyError with a one-line hint unless cuda-python is installed and a CUDA GPU answers."""
-    runtime: Any = import_module("cuda.bindings.runtime")
+    import_module("cuda.bindings")  # MissingDependencyError with the install hint
+    from cuda.bindings import runtime
+
     status, count = runtime.cudaGetDeviceCount()
     if status != runtime.cudaError_t.cudaSuccess or count == 0:
         reason = "no CUDA GPU" if status == runtime.cudaError_t.cudaSuccess else status.name

@@ -94,11 +94,7 @@ def run_graph(
         populate = functools.partial(
             populate_network, dtype=trt_feature_dtype(trt, precision), num_features=num_features, num_classes=num_classes
         )
-        data, build_seconds = build_engine_bytes(
-            lambda trt_module, network: populate(trt_module, network),
-            sample_profile_shapes(signature.bounds, num_features),
-            verbose=verbose,
-        )
+        data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(signature.bounds, num_features), verbose=verbose)
         engine = deserialize_engine(data, "the engine just built", verbose=verbose)
         lines.append(report.build_line(build_seconds, signature))
     if save_engine is not None:
