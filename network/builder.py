@@ -19,7 +19,10 @@ X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dyn
 Functions take the tensorrt module as `trt` so the plugin-free part also builds with TensorRT-RTX in tests.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
+    from tensorrt import DataType, INetworkDefinition, ITensor
 
 INPUT_STATE = "X"
 INPUT_SOURCE = "src"
@@ -29,7 +32,14 @@ OUTPUT_SOFTMAX = "softmax"
 INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX, INPUT_WEIGHTS)
 
 
-def add_classifier_head(trt: Any, network: Any, aggregated: Any, counts: Any, weights_tensor: Any, dtype: Any) -> Any:
+def add_classifier_head(
+    trt: Any,
+    network: "INetworkDefinition",
+    aggregated: "ITensor",
+    counts: "ITensor",
+    weights_tensor: "ITensor",
+    dtype: "DataType",
+) -> "ITensor":
     """Adds mean = aggregated / float(counts), softmax over classes of relu(W x mean^T); marks "softmax".
 
     aggregated [N, F] and weights_tensor [C, F] have `dtype` (trt.float32 or trt.float16), counts [N, 1] is
@@ -54,17 +64,19 @@ def add_classifier_head(trt: Any, network: Any, aggregated: Any, counts: Any, we
     return output
 
 
-def add_network_inputs(trt: Any, network: Any, dtype: Any, num_features: int, num_classes: int) -> dict[str, Any]:
+def add_network_inputs(
+    trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int
+) -> dict[str, "ITensor"]:
     """Adds X [-1, F], src [-1, F] (dtype), idx [-1] int64 and W [C, F] (dtype): N and E are dynamic."""
     return {
-        INPUT_STATE: network.add_input(INPUT_STATE, dtype, (-1, num_features)),
-        INPUT_SOURCE: network.add_input(INPUT_SOURCE, dtype, (-1, num_features)),
-        INPUT_INDEX: network.add_input(INPUT_INDEX, trt.int64, (-1,)),
-        INPUT_WEIGHTS: network.add_input(INPUT_WEIGHTS, dtype, (num_classes, num_features)),
+        INPUT_STATE: network.add_input(INPUT_STATE, dtype, trt.Dims([-1, num_features])),
+        INPUT_SOURCE: network.add_input(INPUT_SOURCE, dtype, trt.Dims([-1, num_features])),
+        INPUT_INDEX: network.add_input(INPUT_INDEX, trt.int64, trt.Dims([-1])),
+        INPUT_WEIGHTS: network.add_input(INPUT_WEIGHTS, dtype, trt.Dims([num_classes, num_features])),
     }
 
 
-def populate_network(trt: Any, network: Any, dtype: Any, num_features: int, num_classes: int) -> Any:
+def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int) -> Any:
     """Fills an empty strongly typed network with the whole graph; returns the plugin object.
 
     Keep the returned plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.

@@ -9,12 +9,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import InputError
 from common.imports import import_module, import_tensorrt
 from network.builder import INPUT_INDEX, INPUT_NAMES, INPUT_SOURCE, INPUT_STATE, INPUT_WEIGHTS, OUTPUT_SOFTMAX
 from network.profile import EngineSignature, ProfileBounds, SizeRange
+
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
 
 ShapeRange = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
@@ -89,7 +92,7 @@ def read_engine_file(path: str | Path) -> bytes:
         raise InputError(f"cannot read the engine file {str(path)!r}: {error.strerror}") from None
 
 
-def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> Any:
+def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "ICudaEngine":
     """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent)."""
     import_module("polygraphy")
     from polygraphy.backend.trt import engine_from_bytes
@@ -108,7 +111,7 @@ def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> An
     return engine
 
 
-def engine_signature(trt: Any, engine: Any, source: str) -> EngineSignature:
+def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSignature:
     """Precision, F, C and the profile bounds for N and E, read from an engine of this sample."""
     names = {engine.get_tensor_name(i) for i in range(engine.num_io_tensors)}
     expected = set(INPUT_NAMES) | {OUTPUT_SOFTMAX}
@@ -118,7 +121,8 @@ def engine_signature(trt: Any, engine: Any, source: str) -> EngineSignature:
     state_dtype = engine.get_tensor_dtype(INPUT_STATE)
     if state_dtype not in precisions:
         raise InputError(f"{source} has an X of type {state_dtype}, expected float32 or float16")
-    num_classes, num_features = (int(n) for n in engine.get_tensor_shape(INPUT_WEIGHTS))
+    weights_shape = engine.get_tensor_shape(INPUT_WEIGHTS)
+    num_classes, num_features = int(weights_shape[0]), int(weights_shape[1])
     state_range = engine.get_tensor_profile_shape(INPUT_STATE, 0)
     edge_range = engine.get_tensor_profile_shape(INPUT_INDEX, 0)
     return EngineSignature(
@@ -126,7 +130,7 @@ def engine_signature(trt: Any, engine: Any, source: str) -> EngineSignature:
         num_features=num_features,
         num_classes=num_classes,
         bounds=ProfileBounds(
-            nodes=SizeRange(*(int(shape[0]) for shape in state_range)),
-            edges=SizeRange(*(int(shape[0]) for shape in edge_range)),
+            nodes=SizeRange(int(state_range[0][0]), int(state_range[1][0]), int(state_range[2][0])),
+            edges=SizeRange(int(edge_range[0][0]), int(edge_range[1][0]), int(edge_range[2][0])),
         ),
     )

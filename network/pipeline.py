@@ -103,7 +103,7 @@ def run_graph(
 
     outputs = run_engine(trt, engine, feeds)
     lines.append(report.plugin_alias_line())
-    lines.extend(report.engine_alias_lines(outputs.aliased_inputs))
+    lines.extend(report.engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
     zero_update = report.update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
     changed, state_line = report.state_buffer_line(outputs.state_before, outputs.state_after, zero_update)
     lines.append(state_line)

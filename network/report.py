@@ -27,8 +27,10 @@ def plugin_alias_line() -> str:
     return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
 
 
-def engine_alias_lines(aliased_inputs: dict[str, str | None]) -> list[str]:
+def engine_alias_lines(aliased_inputs: dict[str, str | None] | None, tensorrt_version: str = "?") -> list[str]:
     """One line per engine output with what ICudaEngine.get_aliased_input_tensor returned."""
+    if aliased_inputs is None:
+        return [f"Engine outputs: TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to report engine I/O aliasing"]
     return [
         f"Engine output {name!r}: get_aliased_input_tensor -> {alias!r}"
         + ("" if alias else " (no engine input shares its memory)")

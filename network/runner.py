@@ -7,35 +7,42 @@ plugin's in-place write reached it.
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from network.builder import INPUT_STATE, OUTPUT_SOFTMAX
 from network.device import DeviceBuffer
 
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
+
 
 @dataclass(frozen=True)
 class EngineOutputs:
-    """The classifier output, X's buffer before and after inference, and each output's engine-level alias."""
+    """The classifier output, X's buffer before and after inference, and each output's engine-level alias
+    (None when this TensorRT cannot report it)."""
 
     softmax: np.ndarray
     state_before: np.ndarray
     state_after: np.ndarray
-    aliased_inputs: dict[str, str | None]
+    aliased_inputs: dict[str, str | None] | None
 
 
-def engine_output_aliases(trt: Any, engine: Any) -> dict[str, str | None]:
-    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased)."""
-    outputs = [
-        engine.get_tensor_name(i)
-        for i in range(engine.num_io_tensors)
-        if engine.get_tensor_mode(engine.get_tensor_name(i)) == trt.TensorIOMode.OUTPUT
-    ]
-    return {name: engine.get_aliased_input_tensor(name) or None for name in outputs}
+def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | None] | None:
+    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased).
+
+    None when this TensorRT's engine has no get_aliased_input_tensor (older releases).
+    """
+    get_aliased_input_tensor = getattr(engine, "get_aliased_input_tensor", None)
+    if get_aliased_input_tensor is None:
+        return None
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    outputs = [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
+    return {name: get_aliased_input_tensor(name) or None for name in outputs}
 
 
-def run_engine(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray]) -> EngineOutputs:
+def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray]) -> EngineOutputs:
     """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back."""
     from polygraphy import cuda as polygraphy_cuda
     from polygraphy.backend.trt import TrtRunner

@@ -8,14 +8,18 @@ TensorRT is imported when this module is imported; everything else (CUDA, the ke
 Register the creator (register_scatter_add_creator) before deserializing an engine that contains the plugin.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.imports import import_tensorrt
 from plugin import rules
 
-# Typed as Any: the tensorrt-stubs package does not parse under mypy, and the module may be TensorRT-RTX in tests.
+if TYPE_CHECKING:  # descriptor types from tensorrt-stubs, for the method signatures below
+    from tensorrt import DataType, Dims, DimsExprs, DynamicPluginTensorDesc, IExprBuilder, PluginTensorDesc
+
+# Any, not the stubs' module type: it may be TensorRT-RTX (tests), and the stubs' plugin base classes have
+# signatures that do not match TensorRT's calling contract (e.g. get_aliased_input without its argument).
 trt: Any = import_tensorrt()
 
 PLUGIN_NAME = "ScatterAddInPlace"
@@ -33,6 +37,11 @@ _TRT_DTYPES: dict[np.dtype, Any] = {dtype: trt_dtype for trt_dtype, dtype in _NU
 def numpy_dtype(trt_dtype: Any) -> np.dtype | None:
     """The numpy dtype of a TensorRT DataType this plugin knows, else None."""
     return _NUMPY_DTYPES.get(trt_dtype)
+
+
+def dims_tuple(dims: "Dims") -> tuple[int, ...]:
+    """A TensorRT Dims as a tuple of ints (-1 marks a dimension unknown at build time)."""
+    return tuple(int(dims[i]) for i in range(len(dims)))
 
 
 def trt_dtype(dtype: np.dtype) -> Any:
@@ -67,29 +76,31 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return ScatterAddPlugin()
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
-    def get_output_data_types(self, input_types: list[Any]) -> list[Any]:
+    def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
         dtypes = rules.output_dtypes([numpy_dtype(t) for t in input_types])
         return [trt_dtype(dtype) for dtype in dtypes]
 
-    def get_output_shapes(self, inputs: list[Any], shape_inputs: list[Any], expr_builder: Any) -> list[Any]:
+    def get_output_shapes(
+        self, inputs: "list[DimsExprs]", shape_inputs: "list[DimsExprs]", expr_builder: "IExprBuilder"
+    ) -> "list[DimsExprs]":
         """aggregated has the state's (symbolic) shape [N, F]; counts is [N, 1]."""
         state = inputs[rules.STATE]
         return [trt.DimsExprs([state[0], state[1]]), trt.DimsExprs([state[0], expr_builder.constant(1)])]
 
-    def supports_format_combination(self, pos: int, in_out: list[Any], num_inputs: int) -> bool:
+    def supports_format_combination(self, pos: int, in_out: "list[DynamicPluginTensorDesc]", num_inputs: int) -> bool:
         dtypes = [numpy_dtype(desc.desc.type) for desc in in_out]
         linear = [desc.desc.format == trt.TensorFormat.LINEAR for desc in in_out]
         return num_inputs == rules.NUM_INPUTS and rules.supports_combination(pos, dtypes, linear)
 
-    def configure_plugin(self, inp: list[Any], out: list[Any]) -> None:
+    def configure_plugin(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> None:
         """Checks ranks and the feature dimension once, at build time (-1 marks a dynamic dimension)."""
-        rules.check_input_ranks([tuple(desc.desc.dims) for desc in inp])
+        rules.check_input_ranks([dims_tuple(desc.desc.dims) for desc in inp])
 
-    def get_workspace_size(self, inp: list[Any], out: list[Any]) -> int:
+    def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
         """The kernel's workspace for the largest shapes of the profile (float32 needs none)."""
         from plugin.kernels import scatter_add_workspace_size
 
-        sizes = rules.launch_sizes([tuple(desc.max) for desc in inp])
+        sizes = rules.launch_sizes([dims_tuple(desc.max) for desc in inp])
         dtype = numpy_dtype(inp[rules.STATE].desc.type)
         return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
 
@@ -104,17 +115,17 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     def set_tactic(self, tactic: int) -> None:
         pass
 
-    def on_shape_change(self, inp: list[Any], out: list[Any]) -> None:
+    def on_shape_change(self, inp: "list[PluginTensorDesc]", out: "list[PluginTensorDesc]") -> None:
         """Checks the concrete shapes and compiles/loads the kernel for this dtype (cached), outside enqueue."""
         from plugin.kernels import prepare_kernels
 
-        rules.launch_sizes([tuple(desc.dims) for desc in inp])
+        rules.launch_sizes([dims_tuple(desc.dims) for desc in inp])
         prepare_kernels(numpy_dtype(inp[rules.STATE].type))
 
     def enqueue(
         self,
-        input_desc: list[Any],
-        output_desc: list[Any],
+        input_desc: "list[PluginTensorDesc]",
+        output_desc: "list[PluginTensorDesc]",
         inputs: list[int],
         outputs: list[int],
         workspace: int,
@@ -128,7 +139,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         """
         from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
 
-        sizes = rules.launch_sizes([tuple(desc.dims) for desc in input_desc])
+        sizes = rules.launch_sizes([dims_tuple(desc.dims) for desc in input_desc])
         dtype = numpy_dtype(input_desc[rules.STATE].type)
         if dtype is None:
             raise ValueError(f"unsupported state dtype {input_desc[rules.STATE].type}")
