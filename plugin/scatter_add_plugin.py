@@ -31,7 +31,7 @@ _NUMPY_DTYPES: dict[Any, np.dtype] = {
     trt.float16: np.dtype(np.float16),
     trt.int64: np.dtype(np.int64),
 }
-_TRT_DTYPES: dict[np.dtype, Any] = {dtype: trt_dtype for trt_dtype, dtype in _NUMPY_DTYPES.items()}
+_TRT_DTYPES: dict[np.dtype, Any] = {dtype: tensorrt_type for tensorrt_type, dtype in _NUMPY_DTYPES.items()}
 
 
 def numpy_dtype(trt_dtype: Any) -> np.dtype | None:
@@ -67,8 +67,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.num_outputs = rules.NUM_OUTPUTS
 
     # --- IPluginV3 ---------------------------------------------------------------------------------------
-    def get_capability_interface(self, type: Any) -> Any:
-        """One object implements the core, build and runtime capabilities."""
+    def get_capability_interface(self, capability: Any) -> Any:
+        """One object implements the core, build and runtime capabilities (PluginCapabilityType)."""
         return self
 
     def clone(self) -> "ScatterAddPlugin":
