@@ -101,7 +101,7 @@ def run_graph(
         save_engine_file(data, save_engine)
         lines.append(f"Engine saved to {save_engine}")
 
-    outputs = run_engine(trt, engine, feeds)
+    outputs = run_engine(trt, engine, feeds, verbose=verbose)
     lines.append(report.plugin_alias_line())
     lines.extend(report.engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
     zero_update = report.update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)

@@ -13,6 +13,7 @@ import numpy as np
 
 from network.builder import INPUT_STATE, OUTPUT_SOFTMAX
 from network.device import DeviceBuffer
+from network.loaders import tensorrt_log_level
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -42,7 +43,7 @@ def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | No
     return {name: get_aliased_input_tensor(name) or None for name in outputs}
 
 
-def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray]) -> EngineOutputs:
+def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray], *, verbose: bool = False) -> EngineOutputs:
     """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back."""
     from polygraphy import cuda as polygraphy_cuda
     from polygraphy.backend.trt import TrtRunner
@@ -56,7 +57,7 @@ def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray])
             name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
             for name, buffer in buffers.items()
         }
-        with TrtRunner(engine) as runner:
+        with tensorrt_log_level(verbose), TrtRunner(engine) as runner:
             # Shapes and dtypes were checked against the engine before (network.profile.check_graph_fits).
             outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
             softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
