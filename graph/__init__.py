@@ -1,0 +1,31 @@
+"""Graph input: parsing the CLI's list strings, reading files, generating random graphs, validation.
+
+Everything here is numpy only (no TensorRT, no CUDA), so the CLI checks all input before the heavy imports.
+"""
+
+from graph.display import MAX_MATRIX_NODES, describe_graph
+from graph.files import GraphArrays, load_graph_file, load_node_features_file, parse_edge_list
+from graph.generate import MAX_RANDOM_EDGES, random_edge_batches, random_graph, random_node_features
+from graph.model import Graph
+from graph.parse import MAX_INPUT_CHARS, parse_edges, parse_node_features
+from graph.validate import FP16_MAX, check_fp16_range, validate_graph
+
+__all__ = [
+    "FP16_MAX",
+    "MAX_INPUT_CHARS",
+    "MAX_MATRIX_NODES",
+    "MAX_RANDOM_EDGES",
+    "Graph",
+    "GraphArrays",
+    "check_fp16_range",
+    "describe_graph",
+    "load_graph_file",
+    "load_node_features_file",
+    "parse_edge_list",
+    "parse_edges",
+    "parse_node_features",
+    "random_edge_batches",
+    "random_graph",
+    "random_node_features",
+    "validate_graph",
+]

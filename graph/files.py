@@ -1,0 +1,156 @@
+"""Graph input from files: .npz archives, edge-list text files and .npy node features.
+
+Loaders only read; validate_graph checks shapes, dtypes and values afterwards. Any file that cannot be read
+(missing, a directory, corrupt, pickled objects, too large) raises InputError with one line.
+"""
+
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from common.errors import InputError
+from graph.parse import MAX_ID_DIGITS, NumberError, read_integers
+
+GRAPH_ARRAYS = ("edges", "node_features", "state")
+MAX_EDGE_LIST_BYTES = 2**30
+"""Largest edge-list text file (1 GiB, about 70 million edges); larger graphs belong in an .npz."""
+
+# What np.load and the zip/zlib readers raise for files that are not what they claim to be (found by fuzzing
+# archives: zipfile raises NotImplementedError for unknown compression and RuntimeError for encryption).
+_UNREADABLE = (
+    OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, MemoryError,
+)
+
+_WORD, _SPACE, _NEWLINE, _HASH = range(4)
+_EDGE_LIST_CLASS = np.full(256, _WORD, dtype=np.uint8)
+_EDGE_LIST_CLASS[list(b" \t\r\v\f,")] = _SPACE
+_EDGE_LIST_CLASS[ord("\n")] = _NEWLINE
+_EDGE_LIST_CLASS[ord("#")] = _HASH
+
+
+@dataclass(frozen=True)
+class GraphArrays:
+    """The raw arrays of a graph file, before validation; node_features and state may be absent."""
+
+    edges: np.ndarray
+    node_features: np.ndarray | None = None
+    state: np.ndarray | None = None
+
+
+def _why(error: BaseException) -> str:
+    """A one-line, bounded description of a reader's exception."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:120]}{'...' if len(text) > 120 else ''}"
+
+
+def _check_file(path: Path, option: str) -> None:
+    if not path.exists():
+        raise InputError(f"{option} {path}: file not found")
+    if not path.is_file():
+        raise InputError(f"{option} {path}: not a regular file")
+
+
+def load_graph_file(path: str | Path) -> GraphArrays:
+    """Reads --graph FILE: an .npz archive (arrays `edges`, optional `node_features`, `state`) or, for any
+    other suffix, an edge-list text file (one `source target` pair per line; see parse_edge_list)."""
+    path = Path(path)
+    _check_file(path, "--graph")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        return _load_npz(path)
+    if suffix == ".npy":
+        raise InputError(
+            f"--graph {path}: a .npy file holds a single array; use an .npz with an 'edges' array "
+            "(and optional 'node_features', 'state') or an edge-list text file"
+        )
+    size = path.stat().st_size
+    if size > MAX_EDGE_LIST_BYTES:
+        raise InputError(
+            f"--graph {path}: {size:,} bytes is more than the edge-list limit of {MAX_EDGE_LIST_BYTES:,}; "
+            "store large graphs as .npz"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"--graph {path}: cannot read the file ({_why(error)})") from None
+    return GraphArrays(edges=parse_edge_list(data, f"--graph {path}"))
+
+
+def _load_npz(path: Path) -> GraphArrays:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise InputError(f"--graph {path}: holds a single array, not an .npz archive of named arrays")
+        with loaded:
+            names = list(loaded.files)
+            unknown = [name for name in names if name not in GRAPH_ARRAYS]
+            if unknown:
+                raise InputError(
+                    f"--graph {path}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}"
+                )
+            if "edges" not in names:
+                raise InputError(f"--graph {path}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
+            arrays = {name: loaded[name] for name in names}
+    except InputError:
+        raise
+    except _UNREADABLE as error:
+        raise InputError(f"--graph {path}: not a readable .npz archive ({_why(error)})") from None
+    return GraphArrays(**arrays)
+
+
+def load_node_features_file(path: str | Path) -> np.ndarray:
+    """Reads --node_features_file FILE.npy: one array [N] or [N, F] (checked later by validate_graph)."""
+    path = Path(path)
+    _check_file(path, "--node_features_file")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.ndarray):
+            loaded.close()
+            raise InputError(f"--node_features_file {path}: an .npz archive; expected a .npy file with one array")
+    except InputError:
+        raise
+    except _UNREADABLE as error:
+        raise InputError(f"--node_features_file {path}: not a readable .npy file ({_why(error)})") from None
+    return loaded
+
+
+def parse_edge_list(data: bytes, source: str = "edge list") -> np.ndarray:
+    """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
+    and/or a comma; blank lines and everything after '#' on a line are ignored. Vectorized like the string
+    parser: words are runs of non-separator bytes, and each line must hold zero or two of them.
+    """
+    text = np.frombuffer(data, dtype=np.uint8)
+    char_class = _EDGE_LIST_CLASS[text]
+    word_edge = np.diff((char_class == _WORD).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    start = np.flatnonzero(word_edge == 1)
+    end = np.flatnonzero(word_edge == -1)
+    del word_edge
+    newline = np.flatnonzero(char_class == _NEWLINE)
+    line = np.searchsorted(newline, start)  # 0-based line of each word
+    if b"#" in data:
+        hash_position = np.flatnonzero(char_class == _HASH)
+        hash_line, first = np.unique(np.searchsorted(newline, hash_position), return_index=True)
+        comment_start = np.full(newline.size + 1, text.size, dtype=np.int64)
+        comment_start[hash_line] = hash_position[first]
+        keep = start < comment_start[line]
+        start, end, line = start[keep], end[keep], line[keep]
+    words_per_line = np.bincount(line, minlength=newline.size + 1)
+    wrong = np.flatnonzero((words_per_line != 0) & (words_per_line != 2))
+    if wrong.size:
+        bad_line = int(wrong[0])
+        raise InputError(
+            f"{source}: line {bad_line + 1} has {words_per_line[bad_line]} values; each line holds "
+            "'source target' (separated by spaces or a comma; '#' starts a comment)"
+        )
+    try:
+        values = read_integers(text, start, end)
+    except NumberError as error:
+        word = data[start[error.index]:end[error.index]][:40].decode("ascii", errors="backslashreplace")
+        raise InputError(
+            f"{source}: line {int(line[error.index]) + 1}: {word!r} is not a node id (an integer of at most "
+            f"{MAX_ID_DIGITS} digits; '#' starts a comment)"
+        ) from None
+    return values.reshape(-1, 2)

@@ -1,0 +1,185 @@
+"""Graph files: .npz archives, edge-list text, .npy features; every unreadable file is one InputError."""
+
+import io
+import random
+
+import numpy as np
+import pytest
+
+from common.errors import InputError
+from graph import load_graph_file, load_node_features_file, parse_edge_list, validate_graph
+
+EDGES = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]], dtype=np.int64)
+
+
+def test_npz_with_edges_features_and_state(tmp_path):
+    path = tmp_path / "graph.npz"
+    features = np.arange(8.0).reshape(4, 2)
+    state = np.full((4, 2), 0.5)
+    np.savez(path, edges=EDGES, node_features=features, state=state)
+    arrays = load_graph_file(path)
+    np.testing.assert_array_equal(arrays.edges, EDGES)
+    np.testing.assert_array_equal(arrays.node_features, features)
+    np.testing.assert_array_equal(arrays.state, state)
+
+
+def test_compressed_npz_with_edges_only(tmp_path):
+    path = tmp_path / "graph.NPZ"
+    with open(path, "wb") as file:
+        np.savez_compressed(file, edges=EDGES.astype(np.int32))
+    arrays = load_graph_file(path)
+    np.testing.assert_array_equal(arrays.edges, EDGES)
+    assert arrays.node_features is None and arrays.state is None
+
+
+def test_edge_list_text_with_spaces_commas_comments_and_blank_lines(tmp_path):
+    path = tmp_path / "graph.txt"
+    path.write_text("# source target\n0 1\n1,2\n\n  2\t3  # a comment\r\n3 ,0\n0, 2\n# 7 7\n1 3")
+    np.testing.assert_array_equal(load_graph_file(path).edges, EDGES)
+
+
+def test_edge_list_comment_at_start_of_line_and_hash_only_file():
+    np.testing.assert_array_equal(parse_edge_list(b"#\n#x y z\n5 6\n"), [[5, 6]])
+    assert parse_edge_list(b"# nothing here\n").shape == (0, 2)
+    assert parse_edge_list(b"").shape == (0, 2)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (b"0 1\n1 2 3\n", "line 2 has 3 values"),
+        (b"0 1\n5\n", "line 2 has 1 value"),
+        (b"source,target\n0,1\n", "line 1: 'source' is not a node id"),
+        (b"0 1\n1 2.0\n", "line 2: '2.0' is not a node id"),
+        (b"0 1\n1 \xff\n", "line 2: '\\\\xff' is not a node id"),
+        (b"0 1\n1 99999999999999999999\n", "line 2: '99999999999999999999' is not a node id"),
+    ],
+)
+def test_bad_edge_list_lines_are_named(tmp_path, text, message):
+    path = tmp_path / "graph.edges"
+    path.write_bytes(text)
+    with pytest.raises(InputError) as error:
+        load_graph_file(path)
+    assert str(error.value).startswith(f"--graph {path}: ")
+    assert message in str(error.value)
+
+
+def test_edge_list_ids_out_of_range_are_found_by_validation(tmp_path):
+    path = tmp_path / "graph.txt"
+    path.write_text("0 1\n1 0\n1 -2\n")
+    edges = load_graph_file(path).edges
+    with pytest.raises(InputError, match=r"edge 2 \(1 -> -2\) has a negative node id"):
+        validate_graph([1.0, 2.0], edges)
+
+
+def _npz_bytes(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("missing.npz", None, "file not found"),
+        ("random.npz", b"\x00\x01 this is not a zip archive", "not a readable .npz archive"),
+        ("truncated.npz", _npz_bytes(edges=EDGES)[:100], "not a readable .npz archive"),
+        ("empty.npz", b"", "not a readable .npz archive"),
+        ("single.npz", None, "holds a single array, not an .npz archive"),
+        ("nameless.npz", _npz_bytes(node_features=np.ones(4)), "no 'edges' array (found: node_features)"),
+        ("typo.npz", _npz_bytes(edges=EDGES, features=np.ones(4)), "unknown array 'features'"),
+        ("objects.npz", _npz_bytes(edges=np.array([[0, 1]], dtype=object)), "Object arrays cannot be loaded"),
+        ("graph.npy", b"", "a .npy file holds a single array"),
+    ],
+)
+def test_unreadable_graph_files_are_one_line_input_errors(tmp_path, name, content, message):
+    path = tmp_path / name
+    if name == "single.npz":
+        with open(path, "wb") as file:
+            np.save(file, EDGES)
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError) as error:
+        load_graph_file(path)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_directory_is_not_a_graph_file(tmp_path):
+    with pytest.raises(InputError, match="not a regular file"):
+        load_graph_file(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "edges, message",
+    [
+        (EDGES.astype(np.float32), "node ids must be integers, got an array of dtype float32"),
+        (EDGES.reshape(3, 4), "expected shape [E, 2] (source, target), got shape [3, 4]"),
+        (EDGES.astype(bool), "got an array of dtype bool"),
+    ],
+)
+def test_npz_with_wrong_edge_dtype_or_shape_fails_validation(tmp_path, edges, message):
+    path = tmp_path / "graph.npz"
+    np.savez(path, edges=edges, node_features=np.ones(4))
+    arrays = load_graph_file(path)
+    with pytest.raises(InputError) as error:
+        validate_graph(arrays.node_features, arrays.edges, arrays.state)
+    assert message in str(error.value)
+
+
+def test_corrupted_archives_load_or_raise_input_error_never_anything_else(tmp_path):
+    """Truncations and overwritten bytes at seeded random places (the corruptions zip and npy readers meet)."""
+    originals = []
+    for save in (np.savez, np.savez_compressed):
+        buffer = io.BytesIO()
+        save(buffer, edges=EDGES, node_features=np.arange(4.0))
+        originals.append(buffer.getvalue())
+    rng = random.Random(1234)
+    path = tmp_path / "corrupt.npz"
+    outcomes = {"loaded": 0, "refused": 0}
+    for trial in range(300):
+        data = bytearray(originals[trial % 2])
+        if trial % 3 == 0:
+            data = data[: rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randrange(1, 6)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        path.write_bytes(bytes(data))
+        try:
+            arrays = load_graph_file(path)
+        except InputError as error:
+            assert "\n" not in str(error)
+            outcomes["refused"] += 1
+            continue
+        outcomes["loaded"] += 1
+        try:
+            validate_graph(arrays.node_features if arrays.node_features is not None else np.ones(4), arrays.edges)
+        except InputError:
+            pass
+    assert outcomes["refused"] > 100 and outcomes["loaded"] > 0
+
+
+def test_node_features_file(tmp_path):
+    path = tmp_path / "features.npy"
+    np.save(path, np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(load_node_features_file(path), np.arange(6.0).reshape(3, 2))
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("missing.npy", None, "--node_features_file {path}: file not found"),
+        ("garbage.npy", b"\x93NUMPY garbage", "not a readable .npy file"),
+        ("archive.npz", _npz_bytes(node_features=np.ones(3)), "an .npz archive; expected a .npy file"),
+        ("pickled.npy", None, "not a readable .npy file (ValueError: Object arrays cannot be loaded"),
+    ],
+)
+def test_unreadable_node_features_files(tmp_path, name, content, message):
+    path = tmp_path / name
+    if name == "pickled.npy":
+        np.save(path, np.array([1.0, "x"], dtype=object), allow_pickle=True)
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError) as error:
+        load_node_features_file(path)
+    assert message.format(path=path) in str(error.value)
