@@ -1,0 +1,87 @@
+"""Per-step time of adding a fixed batch of B edges into a state of N = 1e3 ... 1e8 nodes: it must stay flat.
+
+    python3 benchmarks/bench_state_update.py [--out DIR] [--batches 10000 1000000]
+
+The in-place use case: a large state on the GPU, a small update per step. Each step launches
+scatter_add_launch for a new batch (rotating over 8 pre-generated random batches: values standard normal,
+targets uniform over the N nodes) into the same state buffer, F = 1, counts skipped (counts = 0), so nothing
+in the launch is O(N). Device time per step from CUDA events (benchmarks/gpu_timing.py), median of many
+steps. The column "with counts" repeats the step with counts requested, whose zeroing is O(N) by nature.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.gpu_timing import device_name, ours, time_gpu_ms  # noqa: E402
+
+NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
+BATCHES_IN_ROTATION = 8
+
+
+def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
+    import torch
+
+    from plugin.kernels import scatter_add_workspace_size
+    from plugin.kernels.plan import describe
+
+    dtype = getattr(torch, dtype_name)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64))
+               for _ in range(BATCHES_IN_ROTATION)]
+    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name)
+    workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
+    counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64)
+    steps = [ours(state, src, index, None, workspace) for src, index in batches]
+    steps_with_counts = [ours(state, src, index, counts, workspace) for src, index in batches]
+    plan = describe(steps[0]())
+    row = dict(dtype=dtype_name, N=num_nodes, B=batch, plan=plan, workspace_bytes=size,
+               step_ms=time_gpu_ms(lambda i: steps[i](), sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200),
+               with_counts_ms=time_gpu_ms(lambda i: steps_with_counts[i](), sets=BATCHES_IN_ROTATION, min_reps=30,
+                                          max_reps=100))
+    del state, batches, workspace, counts
+    torch.cuda.empty_cache()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, help="folder for the table (.md)")
+    parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
+    args = parser.parse_args()
+    rows = []
+    for dtype_name in ("float32", "float16"):
+        for batch in args.batches:
+            for num_nodes in NODES:
+                row = step_times(num_nodes, batch, dtype_name)
+                rows.append(row)
+                print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step "
+                      f"({row['with_counts_ms'] * 1e3:.1f} with counts) [{row['plan']}]", flush=True)
+    lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B",
+             "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
+    for dtype_name in ("float32", "float16"):
+        for batch in args.batches:
+            sel = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
+            times = [r["step_ms"] * 1e3 for r in sel]
+            lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{t:.1f}" for t in times)
+                         + f" | {max(times) / min(times):.2f} |")
+    lines += ["", "With counts requested (their O(N) zeroing included), us:", "",
+              "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 |", "|" + " --- |" * 8]
+    for dtype_name in ("float32", "float16"):
+        for batch in args.batches:
+            sel = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
+            lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{r['with_counts_ms'] * 1e3:.1f}" for r in sel) + " |")
+    lines += ["", "Plans: " + "; ".join(f"{r['dtype']} B={r['B']:.0e} N={r['N']:.0e}: {r['plan']}" for r in rows)]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_state_update.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""NVRTC compilation of scatter_add.cu to a CUBIN for one GPU architecture, cached per (arch, dtype).
+
+A CUBIN (machine code for the exact architecture) rather than PTX: PTX from an NVRTC newer than the driver
+does not load, while a CUBIN from any NVRTC of the driver's major version does. NVRTC needs no GPU.
+"""
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from plugin.cuda_check import NvrtcError, check
+
+SOURCE_PATH = Path(__file__).with_name("scatter_add.cu")
+SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+MIN_ARCH = 75
+
+
+def kernel_dtype(dtype: object) -> np.dtype:
+    """np.dtype(dtype) if the kernel supports it (float32, float16), else ValueError naming it."""
+    try:
+        resolved = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"unsupported dtype {dtype!r}: the scatter-add kernel takes float32 or float16") from None
+    if resolved not in SUPPORTED_DTYPES:
+        raise ValueError(f"unsupported dtype {resolved}: the scatter-add kernel takes float32 or float16")
+    return resolved
+
+
+@functools.cache
+def nvrtc_supported_archs() -> tuple[int, ...]:
+    """The architectures (75, 80, ..., 120) this NVRTC compiles for, from nvrtcGetSupportedArchs."""
+    from cuda.bindings import nvrtc
+
+    return tuple(int(arch) for arch in check(nvrtc.nvrtcGetSupportedArchs()))
+
+
+def pick_arch(device_arch: int, supported: tuple[int, ...]) -> int:
+    """The architecture to compile for a device of compute capability `device_arch` (major*10 + minor).
+
+    The device's own if NVRTC knows it; else the newest known one of the same major version and an older
+    minor (CUBINs run on later minor versions of their major). ValueError if there is none.
+    """
+    if device_arch in supported:
+        return device_arch
+    same_major = [arch for arch in supported if arch // 10 == device_arch // 10 and arch <= device_arch]
+    if not same_major:
+        raise ValueError(
+            f"this NVRTC compiles for sm_{min(supported)}..sm_{max(supported)}, not for the device's sm_{device_arch}; "
+            "install an nvidia-cuda-nvrtc that supports it"
+        )
+    return max(same_major)
+
+
+def _include_dirs() -> list[str]:
+    """Where cuda_fp16.h lives: the nvidia-cuda-runtime wheel's headers, else a system CUDA toolkit."""
+    dirs = []
+    try:
+        from cuda import pathfinder
+
+        found = pathfinder.find_nvidia_header_directory("cudart")
+        if found:
+            dirs.append(str(found))
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    for toolkit in (Path("/usr/local/cuda/include"),):
+        if (toolkit / "cuda_fp16.h").exists():
+            dirs.append(str(toolkit))
+    return dirs
+
+
+def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for one (arch, dtype): a CUBIN for sm_<arch>, the dtype as SCATTER_HALF."""
+    half = 1 if kernel_dtype(dtype) == np.float16 else 0
+    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", f"-DSCATTER_HALF={half}", "--restrict"]
+    options += [f"--include-path={path}" for path in _include_dirs()]
+    return [option.encode() for option in (*options, *extra)]
+
+
+def compile_cubin(arch: int, dtype: object, extra_options: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """Compiles scatter_add.cu; returns (cubin, compiler log). NvrtcError carries the log on failure."""
+    from cuda.bindings import nvrtc
+
+    resolved = kernel_dtype(dtype)
+    program = check(nvrtc.nvrtcCreateProgram(SOURCE_PATH.read_bytes(), SOURCE_PATH.name.encode(), 0, [], []))
+    try:
+        options = compile_options(arch, resolved, extra_options)
+        (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        log_size = check(nvrtc.nvrtcGetProgramLogSize(program))
+        log_buffer = b" " * log_size
+        check(nvrtc.nvrtcGetProgramLog(program, log_buffer))
+        log = log_buffer.rstrip(b"\0 ").decode(errors="replace")
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise NvrtcError(f"NVRTC could not compile {SOURCE_PATH.name} for sm_{arch}, {resolved}: {status.name}\n{log}", status.name)
+        cubin_size = check(nvrtc.nvrtcGetCUBINSize(program))
+        cubin = b" " * cubin_size
+        check(nvrtc.nvrtcGetCUBIN(program, cubin))
+        return cubin, log
+    finally:
+        check(nvrtc.nvrtcDestroyProgram(program))
+
+
+@functools.cache
+def _compile_cached(arch: int, dtype: np.dtype) -> bytes:
+    return compile_cubin(arch, dtype)[0]
+
+
+def compile_scatter_add(arch: int, dtype: object) -> bytes:
+    """The CUBIN of scatter_add.cu for sm_<arch> and dtype (float32 or float16), compiled once per process."""
+    return _compile_cached(int(arch), kernel_dtype(dtype))

@@ -1,0 +1,233 @@
+"""How one scatter-add launch is laid out: kernel, vector width, grid, workspace table. Plain Python, no CUDA.
+
+The launcher (launch.py) asks `plan_launch` and then only issues the driver calls, so every choice below is
+testable without a GPU. Summary of the choices (BENCHMARKS.md has the measurements behind them):
+
+- float32 adds straight into the state: no workspace.
+  * "shared": few nodes and many edges (heavy contention): each block sums its edges into shared memory,
+    float32 sums plus 32-bit counts for all nodes (a slice of the features per block if a row does not fit),
+    then adds each touched node once into the state.
+  * "global": otherwise, atomics straight into the state (float4/float2 vector atomics on sm_90+). When the
+    state is much larger than L2 and rows are re-used (E >= 4 N) with wide rows, the edges are streamed once
+    per node range ("node passes") so that each range's rows stay in L2.
+- float16 accumulates in float32 in a workspace table, one entry per touched node, then adds each entry into
+  the half state once (apply_table). The table has min(N, 2^ceil(log2(2 min(N, E)))) entries: one slot per
+  node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
+  and applying it costs O(min(N, E) F), never O(N F) for a small update of a large state.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from plugin.kernels.compile import kernel_dtype
+
+THREADS_PER_BLOCK = 256  # the kernels' __launch_bounds__ (scatter_add.cu)
+ROWS_PER_LANE = 4  # rows each lane loads before its atomics (scatter_add.cu)
+RESIDENT_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4): the register cap lets 4 blocks share an SM
+MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
+TABLE_ALIGNMENT = 256
+ALGORITHMS = ("auto", "global", "shared")
+
+# "auto" uses the shared-memory kernel when each node gets at least this many edges on average...
+SHARED_MIN_EDGES_PER_NODE = 16
+# ...and the feature slice a block keeps is the whole row or at least this many features.
+SHARED_MIN_SLICE = 32
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the plan needs to know about the GPU (read once per context by the launcher)."""
+
+    arch: int  # compute capability, major * 10 + minor
+    sm_count: int
+    max_shared_per_block: int  # bytes of dynamic shared memory a block may opt in to
+    shared_per_sm: int
+    l2_bytes: int
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """The float16 path's float32 table in the workspace: int32 keys (node per slot, -1 empty), then values."""
+
+    capacity: int
+    hashed: bool  # False: slot = node (capacity = num_nodes); True: capacity = 2**table_log2 hash slots
+    table_log2: int
+    values_offset: int  # bytes from the workspace start; keys start at 0
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    name: str
+    grid: tuple[int, int]
+    shared_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    algorithm: str  # "global", "shared" or "hashed" (float16 with a hash table)
+    vec: int
+    lanes_log2: int
+    scatter: KernelLaunch
+    slice_width: int  # "shared": features per block; else num_features
+    node_ranges: tuple[tuple[int, int], ...]  # one scatter launch per range of target nodes
+    table: TableLayout | None  # float16 only
+    apply: KernelLaunch | None  # float16 only
+    apply_lanes_log2: int
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def lanes_log2_for(chunks: int) -> int:
+    """log2 of the lanes sharing one row: the power of two >= the row's chunks, at most a warp (32)."""
+    return min(5, (next_power_of_two(chunks)).bit_length() - 1)
+
+
+def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayout | None:
+    """The float16 table for these sizes (None when nothing can be added: N = 0 or E = 0).
+
+    The capacity min(N, P) with P = 2^ceil(log2(2 min(N, E))) never decreases when N or E grows, so a
+    workspace sized for the largest shapes serves every smaller launch.
+    """
+    distinct = min(num_nodes, num_edges)
+    if distinct <= 0:
+        return None
+    hashed_capacity = next_power_of_two(2 * distinct)
+    hashed = num_nodes > hashed_capacity
+    capacity = hashed_capacity if hashed else num_nodes
+    values_offset = -(-4 * capacity // TABLE_ALIGNMENT) * TABLE_ALIGNMENT
+    return TableLayout(
+        capacity=capacity,
+        hashed=hashed,
+        table_log2=hashed_capacity.bit_length() - 1 if hashed else 0,
+        values_offset=values_offset,
+        nbytes=values_offset + 4 * capacity * num_features,
+    )
+
+
+def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> int:
+    """Bytes of workspace a launch of at most these sizes needs: 0 for float32, the table for float16."""
+    for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
+        if not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    if kernel_dtype(dtype) == np.float32:
+        return 0
+    table = table_layout(num_nodes, num_edges, num_features)
+    return 0 if table is None else table.nbytes
+
+
+def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
+    """The widest VEC in (4, 2, 1) that divides num_features and keeps every row's chunks aligned.
+
+    src rows are read VEC elements at a time (src_itemsize * VEC bytes); the float32 destination (state or
+    table) gets VEC-wide vector atomics (4 * VEC bytes).
+    """
+    for vec in (4, 2, 1):
+        if num_features % vec == 0 and src_address % (src_itemsize * vec) == 0 and dest_address % (4 * vec) == 0:
+            return vec
+    return 1
+
+
+def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: DeviceInfo) -> int:
+    """Features per block that fit in shared memory with all nodes (sums + counts); 0 if not even VEC fit."""
+    if num_nodes <= 0:
+        return 0
+    floats_per_node = device.max_shared_per_block // (4 * num_nodes) - 1  # one word per node for counts
+    widest = min(num_features, floats_per_node - floats_per_node % vec)
+    if widest < vec:
+        return 0
+    slices = -(-num_features // widest)
+    even = -(-num_features // slices)  # the same work for every slice
+    return -(-even // vec) * vec
+
+
+def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsize: int, l2_bytes: int) -> int:
+    """How many node ranges ("passes") the global kernel should stream the edges through (1 = one launch).
+
+    Several passes pay when the destination is much larger than L2 (each atomic then reads and writes its row
+    in DRAM), rows are re-used (E >= 4 N: a row gets several atomics) and rows are wide enough that reading
+    the index once per pass costs less than one src row (passes * 8 bytes <= row bytes).
+    """
+    dest_bytes = num_nodes * row_bytes
+    if num_edges < 4 * num_nodes or dest_bytes <= l2_bytes // 2:
+        return 1
+    passes = -(-dest_bytes // (l2_bytes // 2))
+    return passes if passes * index_itemsize <= row_bytes else 1
+
+
+def plan_launch(
+    num_nodes: int,
+    num_edges: int,
+    num_features: int,
+    dtype: np.dtype,
+    device: DeviceInfo,
+    vec: int,
+    algorithm: str = "auto",
+    node_passes: int | None = None,
+) -> LaunchPlan:
+    """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring)."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
+    half = np.dtype(dtype) == np.float16
+    table = table_layout(num_nodes, num_edges, num_features) if half else None
+    chunks = num_features // vec
+
+    slice_width = shared_slice_width(num_nodes, num_features, vec, device)
+    shared_fits = slice_width > 0 and (table is None or not table.hashed)
+    if algorithm == "shared" and not shared_fits:
+        raise ValueError(f"the shared-memory kernel cannot hold {num_nodes} nodes on this device")
+    use_shared = algorithm == "shared" or (
+        algorithm == "auto"
+        and shared_fits
+        and num_edges >= SHARED_MIN_EDGES_PER_NODE * num_nodes
+        and (slice_width == num_features or slice_width >= SHARED_MIN_SLICE)
+    )
+
+    if use_shared:
+        slices = -(-num_features // slice_width)
+        shared_bytes = 4 * num_nodes * (slice_width + 1)
+        blocks_per_sm = max(1, min(THREADS_PER_BLOCK // 32, device.shared_per_sm // (shared_bytes + 1024)))
+        # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least
+        # one block per SM, at most the resident blocks.
+        most = max(1, device.sm_count * blocks_per_sm // slices)
+        blocks = max(1, min(most, max(device.sm_count, -(-num_edges // (4 * num_nodes)))))
+        lanes_log2 = lanes_log2_for(slice_width // vec)
+        scatter = KernelLaunch(f"scatter_shared_v{vec}", (blocks, slices), shared_bytes)
+        ranges: tuple[tuple[int, int], ...] = ((0, num_nodes),)
+        name = "shared"
+    else:
+        lanes_log2 = lanes_log2_for(chunks)
+        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
+        blocks = max(1, min(-(-num_edges // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
+        hashed = table is not None and table.hashed
+        kernel = "scatter_hashed" if hashed else "scatter_global"
+        scatter = KernelLaunch(f"{kernel}_v{vec}", (blocks, 1))
+        if node_passes is None:
+            node_passes = 1 if hashed else node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes)
+        passes = max(1, min(node_passes, num_nodes)) if not hashed else 1
+        ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
+        slice_width = num_features
+        name = "hashed" if hashed else "global"
+
+    apply = None
+    apply_lanes_log2 = lanes_log2_for(chunks)
+    if table is not None:
+        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
+        apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
+        apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
+    return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2)
+
+
+def describe(plan: LaunchPlan) -> str:
+    """One line for logs and benchmarks, e.g. 'global vec=4 passes=9 grid=528'."""
+    text = f"{plan.algorithm} vec={plan.vec} grid={plan.scatter.grid[0]}x{plan.scatter.grid[1]}"
+    if len(plan.node_ranges) > 1:
+        text += f" passes={len(plan.node_ranges)}"
+    if plan.scatter.shared_bytes:
+        text += f" smem={plan.scatter.shared_bytes}"
+    if plan.table is not None:
+        text += f" table={plan.table.capacity}{'h' if plan.table.hashed else 'd'}"
+    return text

@@ -1,0 +1,246 @@
+"""The scatter-add kernel without a GPU: NVRTC compilation for every architecture, workspace and launch plans,
+argument checks, error wrapping. GPU behaviour is in test_kernels_gpu.py."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plugin.cuda_check import CudaError, NvrtcError, check
+from plugin.kernels import compile_scatter_add, scatter_add_launch, scatter_add_workspace_size
+from plugin.kernels.compile import MIN_ARCH, compile_cubin, kernel_dtype, nvrtc_supported_archs, pick_arch
+from plugin.kernels.host import check_host_arrays
+from plugin.kernels.launch import KERNEL_NAMES
+from plugin.kernels.plan import (
+    MAX_NODES,
+    SHARED_MIN_EDGES_PER_NODE,
+    DeviceInfo,
+    lanes_log2_for,
+    plan_launch,
+    table_layout,
+    vector_width,
+)
+
+# A device description shaped like an H200 (sm_90, 132 SMs, 227 KiB opt-in shared memory per block, 50 MiB L2).
+H200_LIKE = DeviceInfo(arch=90, sm_count=132, max_shared_per_block=232448, shared_per_sm=233472, l2_bytes=50 * 2**20)
+DTYPES = [np.float32, np.float16]
+
+
+def archs_to_compile() -> list[int]:
+    return [arch for arch in nvrtc_supported_archs() if arch >= MIN_ARCH]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+@pytest.mark.parametrize("arch", archs_to_compile())
+def test_source_compiles_to_a_cubin_for_every_supported_arch(arch, dtype):
+    cubin = compile_scatter_add(arch, dtype)
+    assert cubin[:4] == b"\x7fELF"
+    for name in KERNEL_NAMES:
+        assert name.encode() in cubin, f"entry point {name} missing from the sm_{arch} cubin"
+
+
+def test_supported_archs_reach_from_sm75_to_beyond_hopper():
+    archs = archs_to_compile()
+    assert archs[0] == 75 and 90 in archs and max(archs) > 90
+
+
+def test_compilation_is_cached_per_arch_and_dtype():
+    assert compile_scatter_add(90, np.float32) is compile_scatter_add(90, "float32")
+    assert compile_scatter_add(90, np.float16) is not compile_scatter_add(90, np.float32)
+
+
+def test_compile_error_carries_the_nvrtc_log():
+    with pytest.raises(NvrtcError) as caught:
+        compile_cubin(90, np.float32, ("-Du64=struct",))
+    message = str(caught.value)
+    assert "NVRTC_ERROR_COMPILATION" in message and "scatter_add.cu" in message and "error" in message.split("\n", 1)[1]
+    assert isinstance(caught.value, CudaError) and caught.value.name == "NVRTC_ERROR_COMPILATION"
+
+
+def test_pick_arch_prefers_the_device_arch_then_an_older_minor_of_the_same_major():
+    supported = (75, 80, 86, 89, 90, 100, 120)
+    assert pick_arch(90, supported) == 90
+    assert pick_arch(87, supported) == 86
+    assert pick_arch(121, supported) == 120
+    with pytest.raises(ValueError, match="sm_70"):
+        pick_arch(70, supported)
+
+
+@pytest.mark.parametrize("bad", [np.float64, np.int32, "bfloat16", None])
+def test_unsupported_dtypes_are_refused(bad):
+    with pytest.raises(ValueError, match="float32 or float16"):
+        kernel_dtype(bad)
+
+
+def test_check_unwraps_values_and_raises_with_name_description_and_call():
+    from cuda.bindings import nvrtc, runtime
+
+    assert check((nvrtc.nvrtcResult.NVRTC_SUCCESS,)) is None
+    assert check((nvrtc.nvrtcResult.NVRTC_SUCCESS, 7)) == 7
+    assert check((nvrtc.nvrtcResult.NVRTC_SUCCESS, 7, 8)) == (7, 8)
+    with pytest.raises(CudaError) as caught:
+        check((runtime.cudaError_t.cudaErrorMemoryAllocation, None))
+    assert "cudaErrorMemoryAllocation" in str(caught.value) and "out of memory" in str(caught.value)
+    assert "test_kernels.py" in str(caught.value)  # the failing call's source line
+    with pytest.raises(CudaError, match=r"NVRTC_ERROR_INVALID_INPUT.*\(in nvrtcFoo\)"):
+        check((nvrtc.nvrtcResult.NVRTC_ERROR_INVALID_INPUT,), "nvrtcFoo")
+
+
+# --- workspace ---------------------------------------------------------------------------------------------
+def test_float32_needs_no_workspace():
+    assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32) == 0
+
+
+def test_float16_workspace_is_zero_without_edges_or_nodes():
+    assert scatter_add_workspace_size(1000, 0, 4, np.float16) == 0
+    assert scatter_add_workspace_size(0, 1000, 4, np.float16) == 0
+
+
+def test_float16_table_is_direct_for_small_states_and_hashed_for_large_ones():
+    direct = table_layout(1000, 10**6, 3)
+    assert direct is not None and not direct.hashed and direct.capacity == 1000
+    hashed = table_layout(10**8, 10**4, 3)
+    assert hashed is not None and hashed.hashed and hashed.capacity == 2**15 and hashed.table_log2 == 15
+    assert hashed.values_offset % 256 == 0 and hashed.nbytes == hashed.values_offset + 4 * 2**15 * 3
+
+
+def test_float16_workspace_does_not_grow_with_the_state_for_a_fixed_batch():
+    sizes = {scatter_add_workspace_size(nodes, 10**4, 8, np.float16) for nodes in (10**5, 10**6, 10**7, 10**8)}
+    assert len(sizes) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    nodes=st.integers(0, 10**7),
+    edges=st.integers(0, 10**7),
+    features=st.integers(1, 70),
+    smaller_nodes=st.floats(0, 1),
+    smaller_edges=st.floats(0, 1),
+)
+def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edges, features, smaller_nodes, smaller_edges):
+    largest = scatter_add_workspace_size(nodes, edges, features, np.float16)
+    n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
+    assert scatter_add_workspace_size(n, e, features, np.float16) <= largest
+    table = table_layout(n, e, features)
+    if table is not None and table.hashed:
+        assert table.capacity >= 2 * min(n, e) and table.capacity & (table.capacity - 1) == 0
+        assert table.capacity < n
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "7"])
+def test_workspace_size_refuses_bad_sizes(bad):
+    with pytest.raises(ValueError, match="non-negative integer"):
+        scatter_add_workspace_size(bad, 10, 1, np.float16)
+
+
+# --- launch plans ------------------------------------------------------------------------------------------
+def test_vector_width_follows_features_and_alignment():
+    assert vector_width(64, 256, 4, 512) == 4
+    assert vector_width(64, 256 + 8, 4, 512) == 2
+    assert vector_width(6, 256, 4, 512) == 2
+    assert vector_width(3, 256, 4, 512) == 1
+    assert vector_width(64, 256 + 8, 2, 512) == 4  # float16 src: 4 halves = 8 bytes
+    assert vector_width(64, 256, 4, 512 + 4) == 1
+
+
+def test_lanes_per_row_cover_the_row_up_to_a_warp():
+    assert [1 << lanes_log2_for(chunks) for chunks in (1, 2, 3, 16, 32, 33, 100)] == [1, 2, 4, 16, 32, 32, 32]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+def test_few_nodes_many_edges_use_shared_memory(dtype):
+    plan = plan_launch(1000, 10**6, 1, np.dtype(dtype), H200_LIKE, vec=1)
+    assert plan.algorithm == "shared" and plan.scatter.name == "scatter_shared_v1"
+    assert plan.scatter.shared_bytes == 4 * 1000 * 2 <= H200_LIKE.max_shared_per_block
+
+
+def test_wide_rows_of_few_nodes_are_sliced_to_fit_shared_memory():
+    plan = plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4)
+    assert plan.algorithm == "shared" and plan.slice_width < 64 and plan.slice_width % 4 == 0
+    assert plan.scatter.grid[1] == -(-64 // plan.slice_width)
+    assert plan.scatter.shared_bytes <= H200_LIKE.max_shared_per_block
+
+
+def test_many_nodes_use_global_atomics_and_fewer_edges_than_nodes_never_use_shared():
+    assert plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1).algorithm == "global"
+    edges = SHARED_MIN_EDGES_PER_NODE * 1000 - 1
+    assert plan_launch(1000, edges, 1, np.dtype(np.float32), H200_LIKE, vec=1).algorithm == "global"
+
+
+def test_large_float16_state_with_a_small_batch_uses_the_hash_table():
+    plan = plan_launch(10**8, 10**4, 1, np.dtype(np.float16), H200_LIKE, vec=1)
+    assert plan.algorithm == "hashed" and plan.table is not None and plan.table.hashed
+    assert plan.apply is not None and plan.apply.name == "apply_table_v1"
+
+
+def test_node_passes_cover_all_nodes_once_and_only_for_large_states_with_reused_wide_rows():
+    plan = plan_launch(10**6, 10**7, 64, np.dtype(np.float32), H200_LIKE, vec=4)
+    ranges = plan.node_ranges
+    assert len(ranges) > 1 and ranges[0][0] == 0 and ranges[-1][1] == 10**6
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert len(plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1).node_ranges) == 1
+    assert len(plan_launch(10**6, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).node_ranges) == 1
+    assert len(plan_launch(10**6, 10**7, 64, np.dtype(np.float32), H200_LIKE, vec=4, node_passes=1).node_ranges) == 1
+
+
+def test_grids_stay_within_one_resident_wave():
+    for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:
+        plan = plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1)
+        assert 1 <= plan.scatter.grid[0] * plan.scatter.grid[1] <= 8 * H200_LIKE.sm_count
+
+
+def test_forcing_shared_memory_for_too_many_nodes_is_refused():
+    with pytest.raises(ValueError, match="cannot hold"):
+        plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="shared")
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        plan_launch(10, 10, 1, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="fast")
+
+
+# --- argument checks before any CUDA call (no GPU here) -----------------------------------------------------
+def launch_args(**overrides):
+    args = dict(state=256, src=512, index=768, counts=0, num_nodes=10, num_edges=5, num_features=2,
+                dtype=np.float32, stream=0)
+    args.update(overrides)
+    return args
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(dtype=np.float64), "float32 or float16"),
+        (dict(num_nodes=-1), "num_nodes"),
+        (dict(num_edges=2.0), "num_edges"),
+        (dict(num_features=0), "num_features"),
+        (dict(num_nodes=MAX_NODES + 1), "32-bit"),
+        (dict(src=0), "src and index"),
+        (dict(index=0), "src and index"),
+        (dict(state=0), "state"),
+        (dict(dtype=np.float16), "workspace"),
+        (dict(dtype=np.float16, workspace=1024, workspace_size=8), "workspace of"),
+    ],
+)
+def test_launch_refuses_bad_arguments_before_touching_cuda(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        scatter_add_launch(**launch_args(**overrides))
+
+
+@pytest.mark.parametrize(
+    "state, src, index, message",
+    [
+        (np.zeros((4, 2), np.float32), np.zeros((3, 2), np.float16), np.zeros(3, np.int64), "dtype"),
+        (np.zeros((4, 2), np.float32), np.zeros((3, 3), np.float32), np.zeros(3, np.int64), "features"),
+        (np.zeros((4, 2), np.float32), np.zeros(3, np.float32), np.zeros(3, np.int64), r"\[N, F\]"),
+        (np.zeros((4, 2), np.float32), np.zeros((3, 2), np.float32), np.zeros(4, np.int64), "one entry per src row"),
+        (np.zeros((4, 2), np.float32), np.zeros((3, 2), np.float32), np.zeros(3, np.float32), "integers"),
+        (np.zeros((4, 0), np.float32), np.zeros((3, 0), np.float32), np.zeros(3, np.int64), "at least one feature"),
+        (np.zeros((4, 2), np.int32), np.zeros((3, 2), np.int32), np.zeros(3, np.int64), "float32 or float16"),
+    ],
+)
+def test_host_entry_refuses_mismatched_arrays(state, src, index, message):
+    with pytest.raises(ValueError, match=message):
+        check_host_arrays(state, src, index)
+
+
+def test_host_entry_accepts_flat_arrays_and_small_integer_indices():
+    state, src, index = check_host_arrays(np.ones(4, np.float16), np.ones(3, np.float16), np.array([0, 1, 3], np.int32))
+    assert state.shape == (4,) and index.dtype == np.int64

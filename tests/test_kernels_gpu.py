@@ -1,0 +1,231 @@
+"""The scatter-add kernel on a GPU against a float64 numpy reference (skipped without a GPU).
+
+Fresh random inputs every run (never zeros); counts, skipped and the workspace are poisoned before each launch,
+so unwritten or uncleared memory shows. Error bounds (README "float16 accumulation"), for a node of degree d
+with initial value s, edge values x_i, reference r = s + sum x_i:
+    float32: |out - r| <= d * u32 * (|s| + sum |x_i|)                   (atomic float32 chain, any order)
+    float16: |out - r| <= u16 * |r| + d * u32 * (|r| + sum |x_i|) + 2^-25  (float32 table, one half rounding)
+with u32 = 2^-24, u16 = 2^-11. Norm-wise, float32 must also be within 1e-5 of float64.
+"""
+
+import numpy as np
+import pytest
+
+from plugin.kernels import scatter_add_launch, scatter_add_numpy, scatter_add_workspace_size
+from plugin.kernels.host import DeviceArray
+
+pytestmark = pytest.mark.gpu
+
+U32 = 2.0**-24
+U16 = 2.0**-11
+RNG = np.random.default_rng()  # fresh inputs every run; failures print the sizes and errors
+
+
+def reference(state, src, index):
+    """float64 (state + scatter-add of src by index, counts, degree, sum of |src| per node), skipping bad ids."""
+    num_nodes = state.shape[0]
+    state64 = state.astype(np.float64).reshape(num_nodes, -1)
+    src64 = src.astype(np.float64).reshape(len(index), -1)
+    ok = (index >= 0) & (index < num_nodes)
+    targets, rows = index[ok], src64[ok]
+    out = state64.copy()
+    abs_sum = np.zeros_like(state64)
+    for f in range(state64.shape[1]):
+        out[:, f] += np.bincount(targets, weights=rows[:, f], minlength=num_nodes)
+        abs_sum[:, f] = np.bincount(targets, weights=np.abs(rows[:, f]), minlength=num_nodes)
+    counts = np.bincount(targets, minlength=num_nodes).astype(np.int64)
+    return out, counts, abs_sum, state64
+
+
+def assert_within_bound(out, state, src, index, dtype):
+    expected, counts, abs_sum, state64 = reference(state, src, index)
+    got = out.astype(np.float64).reshape(expected.shape)
+    assert np.all(np.isfinite(got)), "non-finite output"
+    error = np.abs(got - expected)
+    degree = counts[:, None].astype(np.float64)
+    if dtype == np.float32:
+        bound = degree * U32 * (np.abs(state64) + abs_sum)
+    else:
+        bound = U16 * np.abs(expected) + degree * U32 * (np.abs(expected) + abs_sum) + 2.0**-25
+    worst = np.argmax(error - bound)
+    assert np.all(error <= bound), (
+        f"error {error.flat[worst]:.3g} > bound {bound.flat[worst]:.3g} at flat {worst} "
+        f"(degree {degree.flat[worst // expected.shape[1]]:.0f})"
+    )
+    untouched = counts == 0
+    assert np.array_equal(got[untouched], state64[untouched]), "a node without edges changed"
+    if dtype == np.float32:
+        relative = np.linalg.norm(got - expected) / np.linalg.norm(expected)
+        assert relative <= 1e-5, f"norm-wise relative error {relative:.3g}"
+    return counts
+
+
+def random_inputs(num_nodes, num_edges, num_features, dtype, index=None):
+    state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
+    src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
+    if index is None:
+        index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
+    return state, src, index
+
+
+SIZES = [  # (N, E, F)
+    (1000, 10**6, 1),
+    (10**4, 10**6, 1),
+    (10**6, 10**7, 1),
+    (10**6, 10**6, 3),
+    (1000, 10**5, 64),
+    (10**4, 10**6, 64),
+    (10**6, 10**6, 64),
+    (10**5, 10**4, 3),
+    (1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features", SIZES)
+def test_random_graphs_match_float64(nodes, edges, features, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    out, counts = scatter_add_numpy(state, src, index)
+    expected_counts = assert_within_bound(out, state, src, index, dtype)
+    assert counts.shape == (nodes, 1) and counts.dtype == np.int64
+    assert np.array_equal(counts[:, 0], expected_counts)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("algorithm, nodes, features", [("global", 1000, 1), ("global", 1000, 64), ("shared", 1000, 3),
+                                                        ("shared", 5000, 64), ("global", 7, 5)])
+def test_each_kernel_variant_matches_float64(algorithm, nodes, features, dtype):
+    state, src, index = random_inputs(nodes, 300_000, features, dtype)
+    out, counts = scatter_add_numpy(state, src, index, algorithm=algorithm)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes", [1, 1000, 10**6])
+def test_all_edges_into_one_node(nodes, dtype):
+    edges = 10**6 if dtype == np.float32 else 10**4
+    state, _, _ = random_inputs(nodes, 0, 2, dtype)
+    src = RNG.uniform(0, 1, (edges, 2)).astype(dtype)  # one sign: naive half accumulation would stall at 2048-4096
+    index = np.full(edges, RNG.integers(0, nodes), np.int64)
+    out, counts = scatter_add_numpy(state, src, index)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_one_node_of_degree_ten_thousand_among_many_shuffled(dtype):
+    nodes, hub = 10**5, int(RNG.integers(0, 10**5))
+    index = np.concatenate([np.full(10**4, hub), RNG.integers(0, nodes, 2 * 10**5)]).astype(np.int64)
+    RNG.shuffle(index)
+    state = RNG.uniform(0, 1, (nodes, 3)).astype(dtype)
+    src = RNG.uniform(0, 1, (len(index), 3)).astype(dtype)
+    out, counts = scatter_add_numpy(state, src, index)
+    assert counts[hub, 0] >= 10**4
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, features", [(1000, 1), (10**6, 3)])
+def test_no_edges_leaves_the_state_and_zeroes_the_counts(nodes, features, dtype):
+    state, src, index = random_inputs(nodes, 0, features, dtype)
+    out, counts, skipped = scatter_add_numpy(state, src, index, return_skipped=True)
+    assert np.array_equal(out, state) and not counts.any() and skipped == 0
+
+
+def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto"):
+    """Launches on buffers whose outputs are poisoned, with 4 KiB guard zones around the state; returns
+    (new state, counts or None, skipped, whether the guards are intact)."""
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+
+    nodes, features = state.shape
+    guard = 4096
+    state_bytes = state.nbytes
+    arena = DeviceArray((guard + state_bytes + guard,), np.uint8)
+    arena.fill_bytes(0xA5)
+    state_ptr = arena.ptr + guard
+    check(driver.cuMemcpyHtoD(state_ptr, state.ctypes.data, state_bytes))
+    src_d, index_d = DeviceArray.from_array(src), DeviceArray.from_array(index)
+    counts_d = DeviceArray((nodes, 1), np.int64)
+    skipped_d = DeviceArray((1,), np.uint64)
+    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype)
+    workspace_d = DeviceArray((max(size, 1),), np.uint8)
+    for buffer in (counts_d, skipped_d, workspace_d):
+        buffer.fill_bytes(poison)
+    try:
+        scatter_add_launch(state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr if with_counts else 0,
+                           num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
+                           workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
+                           node_passes=node_passes, algorithm=algorithm)
+        check(driver.cuCtxSynchronize())
+        whole = arena.download()
+        out = whole[guard:guard + state_bytes].view(state.dtype).reshape(state.shape)
+        guards_intact = bool(np.all(whole[:guard] == 0xA5) and np.all(whole[guard + state_bytes:] == 0xA5))
+        counts = counts_d.download() if with_counts else None
+        untouched_counts = bool(np.all(counts_d.download().view(np.uint8) == poison)) if not with_counts else None
+        return out, counts, int(skipped_d.download()[0]), guards_intact, untouched_counts
+    finally:
+        for buffer in (arena, src_d, index_d, counts_d, skipped_d, workspace_d):
+            buffer.free()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, features, algorithm", [(1000, 4, "shared"), (1000, 4, "global"), (10**6, 1, "auto")])
+def test_out_of_range_indices_are_skipped_counted_and_never_written(nodes, features, algorithm, dtype):
+    edges = 200_000
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    bad = RNG.choice(edges, 5000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, -2, nodes, nodes + 1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63)]), len(bad))
+    out, counts, skipped, guards_intact, _ = launch_with_guards(state, src, index, algorithm=algorithm)
+    assert guards_intact, "bytes around the state changed"
+    assert skipped == len(bad)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_without_counts_the_state_is_still_right_and_counts_memory_untouched(dtype):
+    state, src, index = random_inputs(5000, 500_000, 2, dtype)
+    out, counts, _, guards_intact, counts_untouched = launch_with_guards(state, src, index, with_counts=False)
+    assert counts is None and counts_untouched and guards_intact
+    assert_within_bound(out, state, src, index, dtype)
+
+
+@pytest.mark.parametrize("passes", [2, 7])
+def test_node_passes_give_the_same_result(passes):
+    state, src, index = random_inputs(10**5, 10**6, 8, np.float32)
+    out, counts, skipped, guards_intact, _ = launch_with_guards(state, src, index, node_passes=passes)
+    assert guards_intact and skipped == 0
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features", [(1000, 10**6, 3), (10**6, 10**6, 64)])
+def test_same_inputs_twice_agree_within_rounding(nodes, edges, features, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    first, _ = scatter_add_numpy(state, src, index)
+    second, _ = scatter_add_numpy(state, src, index)
+    expected, counts, abs_sum, _ = reference(state, src, index)
+    degree = counts[:, None].astype(np.float64)
+    ulp = U32 if dtype == np.float32 else U16
+    allowed = 2 * (ulp * np.abs(expected) + degree * U32 * (np.abs(expected) + abs_sum)) + 2.0**-24
+    assert np.all(np.abs(first.astype(np.float64) - second.astype(np.float64)) <= allowed)
+
+
+def test_kernels_are_loaded_per_context():
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.launch import current_context, prepare_kernels
+
+    first = prepare_kernels(np.float32)
+    device = check(driver.cuCtxGetDevice())
+    context = check(driver.cuCtxCreate(None, 0, device))
+    try:
+        assert current_context() == int(check(driver.cuCtxGetId(context)))
+        second = prepare_kernels(np.float32)
+        assert second.module is not first.module
+        state, src, index = random_inputs(100, 10_000, 2, np.float32)
+        out, counts = scatter_add_numpy(state, src, index)
+        assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, np.float32))
+    finally:
+        check(driver.cuCtxDestroy(context))
