@@ -71,9 +71,10 @@ def _check_incoming_edges(edges: np.ndarray, num_nodes: int) -> None:
     if missing.size:
         named = ", ".join(str(node) for node in missing[:MAX_NAMED_NODES])
         more = f" and {missing.size - MAX_NAMED_NODES} more" if missing.size > MAX_NAMED_NODES else ""
+        one = missing.size == 1
         raise InputError(
-            f"edges: node{'' if missing.size == 1 else 's'} {named}{more} of {num_nodes} "
-            "have no incoming edge (their mean is undefined); every node must be the target of an edge"
+            f"edges: node{'' if one else 's'} {named}{more} of {num_nodes} ha{'s' if one else 've'} no incoming "
+            f"edge (the mean is undefined); every node must be the target of an edge"
         )
 
 

@@ -50,7 +50,7 @@ def test_state_of_a_single_feature_may_be_flat():
         ([1.0, 2.0], [[0, 1], [1, -1]], None, "edges: edge 1 (1 -> -1) has a negative node id"),
         ([1.0, 2.0], [[0, 1], [2, 0]], None, "edge 1 (2 -> 0) refers to a node that does not exist; there are 2 nodes"),
         ([1.0, 2.0], np.array([[0, 1], [1, 2**63]], dtype=np.uint64), None, "edge 1 (1 -> 9223372036854775808)"),
-        ([1.0, 2.0, 3.0], [[0, 1], [1, 0]], None, "edges: node 2 of 3 have no incoming edge"),
+        ([1.0, 2.0, 3.0], [[0, 1], [1, 0]], None, "edges: node 2 of 3 has no incoming edge"),
         ([1.0, 2.0], [[0, 1], [1, 0]], [1.0, np.nan], "state: node 1 feature 0 is nan"),
         ([1.0, 2.0], [[0, 1], [1, 0]], [[1.0, 2.0], [3.0, 4.0]], "state: shape [2, 2] differs from node_features' [2, 1]"),
     ],

@@ -1,0 +1,242 @@
+"""The command line: output lines, exit codes, --dry-run, --help, aliases, files and bad input.
+
+Most runs go through a subprocess, as a user would start the sample; the long list of bad inputs also runs
+in-process through main() (same code, much faster), and a subset of it through a subprocess.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aliased_io_plugin as cli
+from reference import gnn_reference, make_weights
+from tests.conftest import full_tensorrt_missing_reason
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = str(ROOT / "aliased_io_plugin.py")
+SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
+SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def printed_matrix(stdout: str) -> np.ndarray:
+    """The numbers printed between "Classifier output:" and the next blank line, as a [C, N] array."""
+    block = stdout.split("Classifier output:\n", 1)[1].split("\n\n", 1)[0]
+    rows = [row for row in block.replace("[[", "[").split("]") if row.strip()]
+    return np.array([[float(value) for value in row.replace("[", " ").split()] for row in rows])
+
+
+def test_dry_run_prints_the_seed_sample_output():
+    result = run_cli("--dry-run", "--seed", "5")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[:8] == [
+        "Setting seed to: 5",
+        "",
+        "Adjacency matrix for graph:",
+        "[0, 1, 1, 0]",
+        "[0, 0, 1, 1]",
+        "[0, 0, 0, 1]",
+        "[1, 0, 0, 0]",
+        "",
+    ]
+    assert lines[8] == "Classifier output:"
+    expected = gnn_reference(SEED_FEATURES, SEED_EDGES, make_weights(5, 3, 1))["softmax"]
+    np.testing.assert_allclose(printed_matrix(result.stdout), expected, atol=1e-6)
+    assert "no engine was built" in result.stdout
+
+
+def test_seed_is_drawn_and_printed_when_absent_and_reproduces_the_run():
+    first = run_cli("--dry-run")
+    assert first.returncode == 0, first.stderr
+    seed = re.match(r"Setting seed to: (\d+)\n", first.stdout).group(1)
+    again = run_cli("--dry-run", "--seed", seed)
+    assert again.stdout == first.stdout
+
+
+def test_hyphenated_aliases_match_the_underscore_spellings(tmp_path):
+    features = tmp_path / "features.npy"
+    np.save(features, np.arange(1.0, 31.0))
+    common = ["--seed", "3", "--random_graph", "30", "90"]
+    underscore = run_cli(*common, "--node_features_file", str(features), "--num_classes", "2", "--dry_run")
+    hyphen = run_cli(
+        "--seed", "3", "--random-graph", "30", "90", "--node-features-file", str(features), "--num-classes", "2",
+        "--dry-run",
+    )
+    assert underscore.returncode == 0, underscore.stderr
+    assert hyphen.stdout == underscore.stdout
+    string_form = run_cli("--node-features", "[[1,2],[3,4],[5,6],[7,8]]", "--seed", "1", "--dry-run")
+    assert string_form.returncode == 0, string_form.stderr
+    assert printed_matrix(string_form.stdout).shape == (3, 4)
+
+
+def test_help_lists_the_options_and_the_exit_codes():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for option in (
+        "--precision {fp32,fp16}", "--node_features", "--node-features", "--edges", "--num_classes", "--num-classes",
+        "--validate", "--seed", "--dry-run", "--graph FILE", "--node_features_file", "--random_graph NODES EDGES",
+        "--verbose",
+    ):
+        assert option in result.stdout, option
+    for code in ("0  success", "1  --validate", "2  bad input", "3  a dependency is missing"):
+        assert code in result.stdout
+    assert "67,108,864 characters" in result.stdout
+
+
+def test_features_with_several_columns_and_state_from_an_npz(tmp_path):
+    path = tmp_path / "graph.npz"
+    features = np.arange(8.0).reshape(4, 2)
+    state = np.full((4, 2), 0.25)
+    np.savez(path, edges=np.array(SEED_EDGES), node_features=features, state=state)
+    result = run_cli("--graph", str(path), "--seed", "9", "--dry-run", "--num_classes", "4")
+    assert result.returncode == 0, result.stderr
+    expected = gnn_reference(features, SEED_EDGES, make_weights(9, 4, 2), state)["softmax"]
+    np.testing.assert_allclose(printed_matrix(result.stdout), expected, atol=1e-6)
+
+
+def test_edge_list_file_with_features_file(tmp_path):
+    edges = tmp_path / "graph.txt"
+    edges.write_text("# source target\n" + "\n".join(f"{s},{t}" for s, t in SEED_EDGES) + "\n")
+    features = tmp_path / "features.npy"
+    np.save(features, np.array(SEED_FEATURES))
+    from_file = run_cli("--graph", str(edges), "--node_features_file", str(features), "--seed", "4", "--dry-run")
+    from_strings = run_cli("--seed", "4", "--dry-run")
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout == from_strings.stdout
+
+
+def test_large_random_graph_prints_a_summary_not_a_matrix():
+    result = run_cli("--random_graph", "2000", "20000", "--seed", "2", "--dry-run", "--verbose")
+    assert result.returncode == 0, result.stderr
+    assert "Adjacency matrix" not in result.stdout
+    summary = [line for line in result.stdout.splitlines() if line.startswith("Graph: ")]
+    assert len(summary) == 1 and summary[0].startswith("Graph: 2,000 nodes, 20,000 edges, 1 feature per node")
+    assert "Computed the float64 reference in" in result.stdout
+    assert "..." in result.stdout.split("Classifier output:")[1]  # numpy summarizes a [3, 2000] matrix
+
+
+def test_dry_run_imports_neither_tensorrt_nor_cuda():
+    code = (
+        "import sys; import aliased_io_plugin as cli; status = cli.main(['--dry-run', '--seed', '1', "
+        "'--precision', 'fp16']); heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tensorrt', 'tensorrt_rtx_bindings', 'cuda', 'polygraphy', 'network', 'plugin')); "
+        "print('HEAVY', heavy); sys.exit(status)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+
+
+@pytest.mark.skipif(full_tensorrt_missing_reason() is None, reason="TensorRT and a GPU are here: the engine runs")
+def test_without_tensorrt_a_run_stops_with_exit_3_and_one_line_naming_what_to_install():
+    result = run_cli("--seed", "1")
+    assert result.returncode == 3
+    assert result.stdout.startswith("Setting seed to: 1\n")  # input was checked and printed first
+    error_lines = result.stderr.strip().splitlines()
+    assert len(error_lines) == 1, result.stderr
+    assert error_lines[0].startswith("aliased_io_plugin.py: error: ")
+    assert "pip install" in error_lines[0] and "tensorrt" in error_lines[0].lower()
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.tensorrt
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_end_to_end_validate_succeeds(precision):
+    result = run_cli("--seed", "1", "--precision", precision, "--validate")
+    assert result.returncode == 0, result.stderr
+    assert "Validation against reference successful!" in result.stdout
+    expected = gnn_reference(SEED_FEATURES, SEED_EDGES, make_weights(1, 3, 1))["softmax"]
+    np.testing.assert_allclose(printed_matrix(result.stdout), expected, atol=2e-2)
+
+
+BAD_INPUTS = [
+    (["--node_features", "5"], "node_features: expected a list"),
+    (["--node_features", "[1,abc,3,4]"], "'abc' at position 3 is not a number"),
+    (["--node_features", "[1,nan,3,4]"], "node 1 feature 0 is nan"),
+    (["--node_features", "[1,3,5,inf]"], "node 3 feature 0 is inf"),
+    (["--node_features", "[[1,2],[3],[5,6],[7,8]]"], "node 1 (position 7) has 1 feature but node 0 has 2"),
+    (["--node_features", "[]"], "the node list is empty"),
+    (["--edges", "[[0,1],[1]]"], "edge 1 '[1]' at position 7 has 1 value"),
+    (["--edges", "[[0,1],[1,2.5]]"], "'2.5' at position 10 is not a node id"),
+    (["--edges", "{0: 1}"], "unexpected character '{'"),
+    (["--edges", "[[0,1],[1,2],[2,3],[3,-1]]"], "edge 3 (3 -> -1) has a negative node id"),
+    (["--edges", "[[0,1],[1,2],[2,3],[3,0],[0,4]]"], "edge 4 (0 -> 4) refers to a node that does not exist"),
+    (["--edges", "[[0,1],[1,2],[2,3],[0,2]]"], "node 0 of 4 has no incoming edge"),
+    (["--edges", "[" * 50_000 + "]" * 50_000], "nested deeper than 2 levels"),
+    (["--num_classes", "0"], "--num_classes must be an integer from 1 to 4,096, got '0'"),
+    (["--num_classes", "abc"], "got 'abc'"),
+    (["--num-classes", "5000"], "got '5000'"),
+    (["--seed", "-1"], "--seed must be an integer from 0 to 9,223,372,036,854,775,807, got '-1'"),
+    (["--seed", "1e5"], "got '1e5'"),
+    (["--seed", str(2**64)], "--seed must be an integer"),
+    (["--precision", "fp64"], "argument --precision: invalid choice: 'fp64'"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--edges", "[[0,1]]", "--graph", "g.npz"], "argument --graph: not allowed with argument --edges"),
+    (["--graph", "does-not-exist.npz"], "--graph does-not-exist.npz: file not found"),
+    (["--node_features_file", "does-not-exist.npy"], "--node_features_file does-not-exist.npy: file not found"),
+    (["--random_graph", "10", "5"], "EDGES (5) must be at least NODES (10)"),
+    (["--random_graph", "1e3", "5000"], "--random_graph NODES must be an integer from 1 to 100,000,000, got '1e3'"),
+    (["--random_graph", "100", "200", "--node_features", "[1,2]"], "describe 2 nodes but --random_graph asks for 100"),
+    (["--random_graph", "40000", "40000", "--num_classes", "4096"], "more than the limit of 134,217,728 values"),
+    (["--precision", "fp16", "--node_features", "[1,3,5,70000]"], "node_features at [3, 0] is 70000, beyond float16"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUTS)
+def test_bad_input_exits_2_with_one_line(capsys, args, message):
+    status = cli.main([*args, "--dry-run"])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""  # nothing is printed before every input is checked
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aliased_io_plugin.py: error: ")
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize("index", [0, 3, 9, 12, 13, 18, 20, 25])
+def test_bad_input_through_a_subprocess(index):
+    args, message = BAD_INPUTS[index]
+    result = run_cli(*args)  # no --dry-run: validation must stop the run before any engine work
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_corrupt_and_featureless_graph_files_exit_2(tmp_path):
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 broken archive")
+    result = run_cli("--graph", str(corrupt), "--dry-run")
+    assert result.returncode == 2 and "not a readable .npz archive" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+    featureless = tmp_path / "edges.npz"
+    np.savez(featureless, edges=np.array(SEED_EDGES))
+    result = run_cli("--graph", str(featureless), "--dry-run")
+    assert result.returncode == 2 and "has no node_features" in result.stderr
+
+    wrong_dtype = tmp_path / "float_edges.npz"
+    np.savez(wrong_dtype, edges=np.array(SEED_EDGES, dtype=np.float32), node_features=np.ones(4))
+    result = run_cli("--graph", str(wrong_dtype), "--dry-run")
+    assert result.returncode == 2 and "node ids must be integers, got an array of dtype float32" in result.stderr
+
+
+def test_validation_report_lines_and_status():
+    expected = gnn_reference(SEED_FEATURES, SEED_EDGES, make_weights(0, 3, 1))["softmax"]
+    lines, status = cli.validation_report(expected.astype(np.float16), expected, "fp16")
+    assert status == 0 and lines[0] == "Validation against reference successful!"
+    assert lines[1].startswith("Against the float64 reference: largest absolute error")
+    wrong = expected[::-1]
+    lines, status = cli.validation_report(wrong, expected, "fp32")
+    assert status == 1 and lines[0] == "Validation against reference failed!"
