@@ -23,7 +23,10 @@ def cuda_gpu_missing_reason() -> str | None:
         from cuda.bindings import driver
     except ImportError as error:
         return f"cuda-python is not installed ({error})"
-    (status,) = driver.cuInit(0)
+    try:
+        (status,) = driver.cuInit(0)
+    except Exception as error:  # cuda-python 13 raises when the driver library itself is absent
+        return f"no CUDA driver library here ({type(error).__name__})"
     if status != driver.CUresult.CUDA_SUCCESS:
         return f"no CUDA driver or GPU here (cuInit: {status.name})"
     status, count = driver.cuDeviceGetCount()
