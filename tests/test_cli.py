@@ -91,7 +91,7 @@ def test_help_lists_the_options_and_the_exit_codes():
         assert option in result.stdout, option
     for code in ("0  success", "1  --validate", "2  bad input", "3  a dependency is missing"):
         assert code in result.stdout
-    assert "67,108,864 characters" in result.stdout
+    assert "33,554,432 characters" in result.stdout
 
 
 def test_features_with_several_columns_and_state_from_an_npz(tmp_path):

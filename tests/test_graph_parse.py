@@ -125,7 +125,7 @@ def test_deep_nesting_is_an_input_error_not_a_recursion_error(parse):
 def test_strings_beyond_the_length_limit_are_refused_before_parsing(parse):
     text = "[" + " " * MAX_INPUT_CHARS + "]"
     start = time.perf_counter()
-    with pytest.raises(InputError, match="more than the limit of 67,108,864"):
+    with pytest.raises(InputError, match="more than the limit of 33,554,432"):
         parse(text)
     assert time.perf_counter() - start < 1.0  # refused by its length, not parsed
 
