@@ -72,7 +72,7 @@ exit status:
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse with its usage errors turned into InputError, so that they print as one line with exit 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise InputError(f"{message} (see --help)")
 
 
@@ -137,41 +137,44 @@ class Prepared:
     timings: list[str]
 
 
+def _given_node_features(options: argparse.Namespace) -> np.ndarray | None:
+    """Node features from --node_features_file or --node_features; None when neither is given."""
+    if options.node_features_file is not None:
+        return load_node_features_file(options.node_features_file)
+    if options.node_features is not None:
+        return parse_node_features(options.node_features)
+    return None
+
+
 def load_graph(options: argparse.Namespace, seed: int) -> Graph:
     """The graph from --graph, --random_graph or the --node_features/--edges strings, validated."""
-    node_features = None
-    state = None
-    num_nodes = 0  # set by --random_graph
+    given_features = _given_node_features(options)
     if options.graph is not None:
         arrays = load_graph_file(options.graph)
-        edges, node_features, state = arrays.edges, arrays.node_features, arrays.state
-        if node_features is not None and (options.node_features is not None or options.node_features_file):
+        if arrays.node_features is not None and given_features is not None:
             raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
-    elif options.random_graph is not None:
-        num_nodes = _integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
-        num_edges = _integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
-        rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
-        edges = random_graph(num_nodes, num_edges, rng)
-        if options.node_features is None and options.node_features_file is None:
-            node_features = random_node_features(num_nodes, 1, rng)
-    else:
-        edges = parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)
-
-    if node_features is None:
-        if options.node_features_file is not None:
-            node_features = load_node_features_file(options.node_features_file)
-        elif options.node_features is not None or options.graph is None:
-            node_features = parse_node_features(
-                options.node_features if options.node_features is not None else DEFAULT_NODE_FEATURES
-            )
-        else:
+        features = arrays.node_features if arrays.node_features is not None else given_features
+        if features is None:
             raise InputError(
                 f"--graph {options.graph} has no node_features: add them to the .npz or pass "
                 "--node_features_file FILE.npy or --node_features"
             )
-    if options.random_graph is not None and len(node_features) != num_nodes:
-        raise InputError(f"the node features describe {len(node_features)} nodes but --random_graph asks for {num_nodes}")
-    return validate_graph(node_features, edges, state)
+        return validate_graph(features, arrays.edges, arrays.state)
+
+    if options.random_graph is not None:
+        num_nodes = _integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
+        num_edges = _integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
+        rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
+        edges = random_graph(num_nodes, num_edges, rng)
+        features = given_features if given_features is not None else random_node_features(num_nodes, 1, rng)
+        if len(features) != num_nodes:
+            raise InputError(
+                f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}"
+            )
+        return validate_graph(features, edges)
+
+    features = given_features if given_features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
+    return validate_graph(features, parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES))
 
 
 def prepare(options: argparse.Namespace) -> Prepared:

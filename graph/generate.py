@@ -13,7 +13,7 @@ _CHUNK = 1 << 20  # edges drawn per step, so that temporaries stay at a few MB w
 
 
 def _count(value, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
         raise InputError(f"{what} must be an integer from {low:,} to {high:,}, got {value!r}")
     return int(value)
 

@@ -110,9 +110,9 @@ def _tokenize(text: str, what: str, max_depth: int, example: str) -> _Tokens:
     char_class = _CHAR_CLASS[data]
     other = np.flatnonzero(char_class == _OTHER)
     if other.size:
-        position = int(other[0])
+        offset = int(other[0])
         raise InputError(
-            f"{what}: unexpected character {text[position]!r} at position {position}; "
+            f"{what}: unexpected character {text[offset]!r} at position {offset}; "
             f"only numbers, '[', ']', ',' and spaces are allowed, as in {example}"
         )
 

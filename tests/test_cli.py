@@ -221,6 +221,11 @@ def test_corrupt_and_featureless_graph_files_exit_2(tmp_path):
     assert result.returncode == 2 and "not a readable .npz archive" in result.stderr
     assert result.stderr.count("\n") == 1
 
+    with_features = tmp_path / "graph.npz"
+    np.savez(with_features, edges=np.array(SEED_EDGES), node_features=np.ones(4))
+    result = run_cli("--graph", str(with_features), "--node_features", "[1,2,3,4]", "--dry-run")
+    assert result.returncode == 2 and "holds node_features already" in result.stderr
+
     featureless = tmp_path / "edges.npz"
     np.savez(featureless, edges=np.array(SEED_EDGES))
     result = run_cli("--graph", str(featureless), "--dry-run")
