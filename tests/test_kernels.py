@@ -12,7 +12,9 @@ from plugin.kernels.compile import MIN_ARCH, compile_cubin, kernel_dtype, nvrtc_
 from plugin.kernels.host import check_host_arrays
 from plugin.kernels.launch import KERNEL_NAMES
 from plugin.kernels.plan import (
+    MAX_EDGES,
     MAX_NODES,
+    QUEUE_BYTES_PER_BLOCK,
     SHARED_MIN_EDGES_PER_NODE,
     DeviceInfo,
     lanes_log2_for,
@@ -154,11 +156,13 @@ def test_few_nodes_many_edges_use_shared_memory(dtype):
     assert plan.scatter.shared_bytes == 4 * 1000 * 2 <= H200_LIKE.max_shared_per_block
 
 
-def test_wide_rows_of_few_nodes_are_sliced_to_fit_shared_memory():
-    plan = plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4)
+def test_rows_too_wide_for_shared_memory_use_global_atomics_unless_sliced_on_request():
+    assert plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "global"
+    plan = plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
     assert plan.algorithm == "shared" and plan.slice_width < 64 and plan.slice_width % 4 == 0
     assert plan.scatter.grid[1] == -(-64 // plan.slice_width)
-    assert plan.scatter.shared_bytes <= H200_LIKE.max_shared_per_block
+    assert plan.slice_width * plan.scatter.grid[1] - 64 < 4 * plan.scatter.grid[1]  # slices of even width
+    assert plan.scatter.shared_bytes + QUEUE_BYTES_PER_BLOCK <= H200_LIKE.max_shared_per_block
 
 
 def test_many_nodes_use_global_atomics_and_fewer_edges_than_nodes_never_use_shared():
@@ -211,7 +215,8 @@ def launch_args(**overrides):
         (dict(num_nodes=-1), "num_nodes"),
         (dict(num_edges=2.0), "num_edges"),
         (dict(num_features=0), "num_features"),
-        (dict(num_nodes=MAX_NODES + 1), "32-bit"),
+        (dict(num_nodes=MAX_NODES + 1), "32-bit node ids"),
+        (dict(num_edges=MAX_EDGES + 1), "32-bit counts"),
         (dict(src=0), "src and index"),
         (dict(index=0), "src and index"),
         (dict(state=0), "state"),

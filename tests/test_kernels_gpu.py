@@ -190,12 +190,30 @@ def test_without_counts_the_state_is_still_right_and_counts_memory_untouched(dty
     assert_within_bound(out, state, src, index, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("passes", [2, 7])
-def test_node_passes_give_the_same_result(passes):
-    state, src, index = random_inputs(10**5, 10**6, 8, np.float32)
+def test_node_passes_give_the_same_result_and_count_skipped_rows_once(passes, dtype):
+    nodes = 10**5
+    state, src, index = random_inputs(nodes, 10**6, 8, dtype)
+    index[RNG.choice(len(index), 777, replace=False)] = nodes + 5
     out, counts, skipped, guards_intact, _ = launch_with_guards(state, src, index, node_passes=passes)
-    assert guards_intact and skipped == 0
-    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, np.float32))
+    assert guards_intact and skipped == 777
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+def test_scatter_kernels_static_shared_memory_matches_the_plan():
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.launch import prepare_kernels
+    from plugin.kernels.plan import QUEUE_BYTES_PER_BLOCK
+
+    for dtype in (np.float32, np.float16):
+        for name, function in prepare_kernels(dtype).functions.items():
+            if name.startswith("scatter"):
+                static = check(driver.cuFuncGetAttribute(
+                    driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
+                assert static == QUEUE_BYTES_PER_BLOCK, name
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])

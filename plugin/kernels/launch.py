@@ -16,7 +16,7 @@ import numpy as np
 
 from plugin.cuda_check import check
 from plugin.kernels.compile import compile_scatter_add, kernel_dtype, nvrtc_supported_archs, pick_arch
-from plugin.kernels.plan import MAX_NODES, DeviceInfo, LaunchPlan, plan_launch, table_layout, vector_width
+from plugin.kernels.plan import MAX_EDGES, MAX_NODES, DeviceInfo, LaunchPlan, plan_launch, table_layout, vector_width
 
 KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
@@ -26,7 +26,7 @@ _POINTER = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _I32 = ctypes.c_int32
 _GLOBAL_ARG_TYPES = (_POINTER, _POINTER, _I64, _I64, _I32, _I32, _POINTER, _POINTER, _I32, _POINTER, _POINTER, _I64, _I64)
-_SHARED_ARG_TYPES = (_POINTER, _POINTER, _I64, _I32, _I32, _I32, _I32, _POINTER, _POINTER, _POINTER, _POINTER)
+_SHARED_ARG_TYPES = (_POINTER, _POINTER, _I64, _I32, _I32, _I32, _I32, _POINTER, _POINTER, _POINTER)
 _APPLY_ARG_TYPES = (_POINTER, _POINTER, _POINTER, _I64, _I32, _I32)
 
 
@@ -112,12 +112,12 @@ def _load(dtype: np.dtype) -> LoadedKernels:
     cubin = compile_scatter_add(pick_arch(device.arch, nvrtc_supported_archs()), dtype)
     module = check(driver.cuModuleLoadData(cubin))
     functions = {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in KERNEL_NAMES}
+    attribute = driver.CUfunction_attribute
     for name, function in functions.items():
-        if name.startswith("scatter_shared"):
+        if name.startswith("scatter_shared"):  # may use all the opt-in shared memory beside its static queue
+            static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
             check(driver.cuFuncSetAttribute(
-                function,
-                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                device.max_shared_per_block,
+                function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, device.max_shared_per_block - static
             ))
     return LoadedKernels(module, functions, device)
 
@@ -134,6 +134,8 @@ def _validate(state: int, src: int, index: int, num_nodes: int, num_edges: int, 
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if num_features < 1:
         raise ValueError(f"num_features must be at least 1, got {num_features}")
+    if num_edges > MAX_EDGES:
+        raise ValueError(f"num_edges {num_edges} exceeds the kernel's limit of {MAX_EDGES} (32-bit counts)")
     if num_nodes > MAX_NODES:
         raise ValueError(f"num_nodes {num_nodes} exceeds the kernel's limit of {MAX_NODES} (32-bit node ids)")
     if num_edges > 0 and (not src or not index):
@@ -189,9 +191,10 @@ def scatter_add_launch(
     dest = workspace + table.values_offset if table is not None else state
     vec = vector_width(num_features, src, dtype.itemsize, dest)
     plan = _cached_plan(num_nodes, num_edges, num_features, dtype, kernels.device, vec, algorithm, node_passes)
-    keys = workspace if table is not None else 0
+    keys = workspace if table is not None and table.hashed else 0  # a table with one slot per node needs no keys
     if table is not None:
-        check(driver.cuMemsetD32Async(keys, 0xFFFFFFFF, table.capacity, stream))
+        if keys:
+            check(driver.cuMemsetD32Async(keys, 0xFFFFFFFF, table.capacity, stream))
         check(driver.cuMemsetD32Async(dest, 0, table.capacity * num_features, stream))
 
     scatter = plan.scatter
@@ -199,7 +202,7 @@ def scatter_add_launch(
     for node_lo, node_hi in plan.node_ranges:
         if plan.algorithm == "shared":
             args: tuple[Any, ...] = (src, index, num_edges, num_nodes, num_features, plan.lanes_log2, plan.slice_width,
-                                     dest, keys, counts, skipped)
+                                     dest, counts, skipped)
             types: tuple[Any, ...] = _SHARED_ARG_TYPES
         else:
             table_log2 = table.table_log2 if table is not None else 0

@@ -5,15 +5,17 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
 
 - float32 adds straight into the state: no workspace.
   * "shared": few nodes and many edges (heavy contention): each block sums its edges into shared memory,
-    float32 sums plus 32-bit counts for all nodes (a slice of the features per block if a row does not fit),
-    then adds each touched node once into the state.
+    float32 sums plus 32-bit counts for all nodes, then adds each touched node once into the state. (Forced
+    with algorithm="shared", rows too wide for shared memory are cut into feature slices, one per block row
+    of the grid; "auto" never does that: measured slower than global atomics.)
   * "global": otherwise, atomics straight into the state (float4/float2 vector atomics on sm_90+). When the
     state is much larger than L2 and rows are re-used (E >= 4 N) with wide rows, the edges are streamed once
     per node range ("node passes") so that each range's rows stay in L2.
 - float16 accumulates in float32 in a workspace table, one entry per touched node, then adds each entry into
   the half state once (apply_table). The table has min(N, 2^ceil(log2(2 min(N, E)))) entries: one slot per
   node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
-  and applying it costs O(min(N, E) F), never O(N F) for a small update of a large state.
+  and applying it costs O(min(N, E) F), never O(N F) for a small update of a large state. One slot per
+  node needs no keys: apply_table skips entries that are still +0.0.
 """
 
 from dataclasses import dataclass
@@ -24,15 +26,16 @@ from plugin.kernels.compile import kernel_dtype
 
 THREADS_PER_BLOCK = 256  # the kernels' __launch_bounds__ (scatter_add.cu)
 ROWS_PER_LANE = 4  # rows each lane loads before its atomics (scatter_add.cu)
-RESIDENT_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4): the register cap lets 4 blocks share an SM
+RESIDENT_BLOCKS_PER_SM = 3  # __launch_bounds__(256, 3) in scatter_add.cu: 3 blocks share an SM
+QUEUE_BYTES_PER_BLOCK = 8 * 3 * 4 * 256  # static shared memory of the scatter kernels (RowQueue per warp)
+MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 count
 MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
 ALGORITHMS = ("auto", "global", "shared")
 
-# "auto" uses the shared-memory kernel when each node gets at least this many edges on average...
+# "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
+# node gets at least this many edges on average (measured: BENCHMARKS.md).
 SHARED_MIN_EDGES_PER_NODE = 16
-# ...and the feature slice a block keeps is the whole row or at least this many features.
-SHARED_MIN_SLICE = 32
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class TableLayout:
-    """The float16 path's float32 table in the workspace: int32 keys (node per slot, -1 empty), then values."""
+    """The float16 path's float32 table in the workspace: int32 keys (node per slot, -1 empty; used only when
+    hashed), then capacity x num_features float32 values."""
 
     capacity: int
     hashed: bool  # False: slot = node (capacity = num_nodes); True: capacity = 2**table_log2 hash slots
@@ -135,7 +139,8 @@ def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: Devi
     """Features per block that fit in shared memory with all nodes (sums + counts); 0 if not even VEC fit."""
     if num_nodes <= 0:
         return 0
-    floats_per_node = device.max_shared_per_block // (4 * num_nodes) - 1  # one word per node for counts
+    budget = device.max_shared_per_block - QUEUE_BYTES_PER_BLOCK
+    floats_per_node = budget // (4 * num_nodes) - 1  # one word per node for counts
     widest = min(num_features, floats_per_node - floats_per_node % vec)
     if widest < vec:
         return 0
@@ -150,6 +155,7 @@ def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsi
     Several passes pay when the destination is much larger than L2 (each atomic then reads and writes its row
     in DRAM), rows are re-used (E >= 4 N: a row gets several atomics) and rows are wide enough that reading
     the index once per pass costs less than one src row (passes * 8 bytes <= row bytes).
+    Each pass keeps about half of L2 worth of destination rows.
     """
     dest_bytes = num_nodes * row_bytes
     if num_edges < 4 * num_nodes or dest_bytes <= l2_bytes // 2:
@@ -183,13 +189,14 @@ def plan_launch(
         algorithm == "auto"
         and shared_fits
         and num_edges >= SHARED_MIN_EDGES_PER_NODE * num_nodes
-        and (slice_width == num_features or slice_width >= SHARED_MIN_SLICE)
+        and slice_width == num_features
     )
 
     if use_shared:
         slices = -(-num_features // slice_width)
         shared_bytes = 4 * num_nodes * (slice_width + 1)
-        blocks_per_sm = max(1, min(THREADS_PER_BLOCK // 32, device.shared_per_sm // (shared_bytes + 1024)))
+        per_block = shared_bytes + QUEUE_BYTES_PER_BLOCK + 1024  # the driver reserves 1 KiB per block
+        blocks_per_sm = max(1, min(THREADS_PER_BLOCK // 32, device.shared_per_sm // per_block))
         # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least
         # one block per SM, at most the resident blocks.
         most = max(1, device.sm_count * blocks_per_sm // slices)

@@ -6,12 +6,19 @@
 //                     per touched node), then apply_table adds each entry into the half state with a single
 //                     rounding. See README "float16 accumulation" for the scheme and its error bound.
 //
-// Work mapping (all kernels): a row of F features is cut into F / VEC chunks of VEC consecutive features;
-// 2^lanes_log2 lanes of a warp share one row, one chunk each (looping when a row has more chunks than 32).
-// Each lane loads ROWS_PER_LANE rows before it issues any atomic, so several loads are in flight.
-// Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles below need.
+// Work mapping of the two scatter kernels, per warp:
+//   1. scan_window: the warp reads the targets of WINDOW_ROWS consecutive edges, one coalesced load per lane
+//      and step, counts out-of-range targets, resolves each edge's slot and queues the edges it must add
+//      (in shared memory, compacted with a ballot).
+//   2. add_queued_rows: a row of F features is cut into F / VEC chunks of VEC consecutive features;
+//      2^lanes_log2 lanes share one queued row, one chunk each (looping when a row has more than 32 chunks).
+//      Each lane loads ROWS_PER_LANE rows before its first atomic, so several loads are in flight; rows with
+//      the same slot are summed in registers first (combine_equal_targets).
+// Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles need.
 //
 // Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given.
+// counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
+// num_edges < 2^32, so no count carries into the high word).
 
 #include <cuda_fp16.h>
 
@@ -27,8 +34,19 @@ typedef unsigned long long u64;
 #define FULL_MASK 0xffffffffu
 #define ROWS_PER_LANE 4
 #define THREADS_PER_BLOCK 256  // the launcher uses the same block size
-#define MIN_BLOCKS_PER_SM 4     // caps registers at 64 per thread: half the SM's threads resident
+#define WARPS_PER_BLOCK (THREADS_PER_BLOCK / 32)
+#define MIN_BLOCKS_PER_SM 3     // caps registers at 80 per thread (no spills): 768 threads per SM
+#define WINDOW_LOADS 8          // index loads per lane per window
+#define WINDOW_ROWS (32 * WINDOW_LOADS)
 #define NO_SLOT (-1)  // an empty table slot, or a row this lane does not add (absent, skipped, merged away)
+
+// The edges of one window that a warp must add: offset in the window, slot and node (both < 2^31).
+// 3 * 4 * WINDOW_ROWS bytes per warp, 24 KiB per block (plan.py QUEUE_BYTES_PER_BLOCK).
+struct RowQueue {
+    int offset[WINDOW_ROWS];
+    int slot[WINDOW_ROWS];
+    int node[WINDOW_ROWS];
+};
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
@@ -148,51 +166,71 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int table_log
     }
 }
 
-// Rows whose node lies in [node_lo, node_hi) are added into dest (float32, num_features per slot):
-//   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
-//                   node (then keys[node] = node marks it touched; keys = nullptr for float32).
-//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
-//                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
-// Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while edges
-// stream past; rows outside the range are left to another launch. Skipped rows are counted only by the
-// launch whose range starts at 0.
-template <int VEC, bool HASHED>
-__device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
-                                                    i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
-                                                    float* __restrict__ dest, int* __restrict__ keys, int table_log2,
-                                                    u64* __restrict__ counts, u64* __restrict__ skipped, i64 node_lo,
-                                                    i64 node_hi) {
+// Adds count to the low 32-bit word of an int64 count (zeroed by the launcher, which keeps num_edges < 2^32).
+__device__ __forceinline__ void add_count(u64* counts, int node, unsigned count) {
+    atomicAdd(reinterpret_cast<unsigned*>(counts + node), count);
+}
+
+// Reads the targets of edges [base, base + WINDOW_ROWS) and queues, compacted, those whose node lies in
+// [node_lo, node_hi): slot = node, or (HASHED) the table slot of node, inserted if new. Counts out-of-range
+// targets into skipped_here when count_skipped. Returns how many edges were queued (the same on all lanes).
+template <bool HASHED>
+__device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 base, i64 num_edges, i64 num_nodes,
+                                           i64 node_lo, i64 node_hi, int* __restrict__ keys, int table_log2,
+                                           bool count_skipped, unsigned& skipped_here, RowQueue& queue) {
+    const int lane = threadIdx.x & 31;
+    i64 node[WINDOW_LOADS];
+#pragma unroll
+    for (int k = 0; k < WINDOW_LOADS; ++k) {
+        const i64 edge = base + k * 32 + lane;
+        node[k] = edge < num_edges ? __ldcs(index + edge) : 0;
+    }
+    int queued = 0;
+#pragma unroll
+    for (int k = 0; k < WINDOW_LOADS; ++k) {
+        const bool present = base + k * 32 + lane < num_edges;
+        const bool in_range = present && node[k] >= 0 && node[k] < num_nodes;
+        if (count_skipped && present && !in_range) ++skipped_here;
+        const bool active = in_range && node[k] >= node_lo && node[k] < node_hi;
+        int slot = (int)node[k];
+        if constexpr (HASHED) {
+            if (active) slot = find_or_insert(keys, slot, table_log2);
+        }
+        const unsigned active_lanes = __ballot_sync(FULL_MASK, active);
+        if (active) {
+            const int position = queued + __popc(active_lanes & ((1u << lane) - 1u));
+            queue.offset[position] = k * 32 + lane;
+            queue.slot[position] = slot;
+            queue.node[position] = (int)node[k];
+        }
+        queued += __popc(active_lanes);
+    }
+    __syncwarp();
+    return queued;
+}
+
+// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: for each queued row and
+// chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets (count is
+// the number of rows summed into values, 0 on chunks other than 0).
+template <int VEC, typename Add>
+__device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src, i64 base, int num_features,
+                                                int first_feature, int chunks, int lanes_log2, const RowQueue& queue,
+                                                int queued, Add add) {
     const int lane = threadIdx.x & 31;
     const int lanes = 1 << lanes_log2;
     const int rows_per_warp = 32 >> lanes_log2;
     const int row_in_warp = lane >> lanes_log2;
     const int chunk_lane = lane & (lanes - 1);
-    const int chunks = num_features / VEC;
-    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
-    const i64 rows_per_iteration = (i64)rows_per_warp * ROWS_PER_LANE;
-    const bool count_skipped = skipped != nullptr && node_lo == 0;
-    unsigned skipped_here = 0;
-
-    for (i64 base = warp * rows_per_iteration; base < num_edges; base += num_warps * rows_per_iteration) {
-        i64 node[ROWS_PER_LANE];
-        int row_slot[ROWS_PER_LANE];
+    for (int first = 0; first < queued; first += rows_per_warp * ROWS_PER_LANE) {
+        int row_slot[ROWS_PER_LANE], node[ROWS_PER_LANE];
+        i64 edge[ROWS_PER_LANE];
 #pragma unroll
         for (int r = 0; r < ROWS_PER_LANE; ++r) {
-            const i64 edge = base + (i64)r * rows_per_warp + row_in_warp;
-            node[r] = edge < num_edges ? __ldcs(index + edge) : (i64)NO_SLOT;
-            const bool in_range = node[r] >= 0 && node[r] < num_nodes;
-            if (count_skipped && edge < num_edges && !in_range && chunk_lane == 0) ++skipped_here;
-            row_slot[r] = (in_range && node[r] >= node_lo && node[r] < node_hi) ? (int)node[r] : NO_SLOT;
-        }
-#pragma unroll
-        for (int r = 0; r < ROWS_PER_LANE; ++r) {
-            if (row_slot[r] == NO_SLOT || keys == nullptr) continue;
-            if constexpr (HASHED) {
-                row_slot[r] = find_or_insert(keys, row_slot[r], table_log2);
-            } else if (keys[row_slot[r]] != row_slot[r]) {
-                keys[row_slot[r]] = row_slot[r];
-            }
+            const int position = first + r * rows_per_warp + row_in_warp;
+            const bool live = position < queued;
+            row_slot[r] = live ? queue.slot[position] : NO_SLOT;
+            node[r] = live ? queue.node[position] : 0;
+            edge[r] = base + (live ? queue.offset[position] : 0);
         }
         for (int first_chunk = 0; first_chunk < chunks; first_chunk += lanes) {
             const int chunk = first_chunk + chunk_lane;
@@ -204,8 +242,7 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
                 slot[r] = chunk < chunks ? row_slot[r] : NO_SLOT;
                 count[r] = chunk == 0 ? 1u : 0u;
                 if (slot[r] != NO_SLOT) {
-                    const i64 edge = base + (i64)r * rows_per_warp + row_in_warp;
-                    load_chunk<VEC>(src + edge * num_features + (i64)chunk * VEC, v[r]);
+                    load_chunk<VEC>(src + edge[r] * num_features + first_feature + (i64)chunk * VEC, v[r]);
                 } else {
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) v[r][k] = 0.0f;
@@ -214,11 +251,42 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
             combine_equal_targets<VEC>(slot, v, count, lanes_log2);
 #pragma unroll
             for (int r = 0; r < ROWS_PER_LANE; ++r) {
-                if (slot[r] == NO_SLOT) continue;
-                atomic_add_chunk<VEC>(dest + (i64)slot[r] * num_features + (i64)chunk * VEC, v[r]);
-                if (counts != nullptr && count[r] != 0) atomicAdd(counts + node[r], (u64)count[r]);
+                if (slot[r] != NO_SLOT) add(slot[r], node[r], chunk, v[r], count[r]);
             }
         }
+    }
+    __syncwarp();  // the queue is rewritten by the next window
+}
+
+// Edges whose node lies in [node_lo, node_hi) are added into dest (float32, num_features per slot):
+//   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
+//                   node (keys unused).
+//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
+//                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
+// Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while the
+// edges stream past; edges of other ranges are skipped at the cost of reading their index. Out-of-range
+// targets are counted only by the launch whose range starts at 0.
+template <int VEC, bool HASHED>
+__device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
+                                                    i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
+                                                    float* __restrict__ dest, int* __restrict__ keys, int table_log2,
+                                                    u64* __restrict__ counts, u64* __restrict__ skipped, i64 node_lo,
+                                                    i64 node_hi) {
+    __shared__ RowQueue queues[WARPS_PER_BLOCK];
+    RowQueue& queue = queues[threadIdx.x >> 5];
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const bool count_skipped = skipped != nullptr && node_lo == 0;
+    const int chunks = num_features / VEC;
+    unsigned skipped_here = 0;
+    auto add = [&](int slot, int node, int chunk, const float (&v)[VEC], unsigned count) {
+        atomic_add_chunk<VEC>(dest + (i64)slot * num_features + (i64)chunk * VEC, v);
+        if (counts != nullptr && count != 0) add_count(counts, node, count);
+    };
+    for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
+        const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, table_log2,
+                                               count_skipped, skipped_here, queue);
+        add_queued_rows<VEC>(src, base, num_features, 0, chunks, lanes_log2, queue, queued, add);
     }
     if (count_skipped) add_skipped(skipped, skipped_here);
 }
@@ -226,15 +294,17 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
 // Privatized variant for few nodes and many edges: each block sums its share of the edges into shared
 // memory (float32 sums of a slice of features, slice_width wide, for all nodes, plus 32-bit counts), then
 // adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
-// slice; only slice 0 writes counts, touched marks and skipped. dest is the float32 state, or the float16
-// path's table with one slot per node.
+// slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
+// with one slot per node.
 template <int VEC>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
-                                                    int slice_width, float* __restrict__ dest, int* __restrict__ keys,
+                                                    int slice_width, float* __restrict__ dest,
                                                     u64* __restrict__ counts, u64* __restrict__ skipped) {
+    __shared__ RowQueue queues[WARPS_PER_BLOCK];
+    RowQueue& queue = queues[threadIdx.x >> 5];
     extern __shared__ float shared_sums[];
-    unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + (i64)num_nodes * slice_width);
+    unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + num_nodes * slice_width);
     const int first_feature = blockIdx.y * slice_width;
     const int width = min(slice_width, num_features - first_feature);
     const int chunks = width / VEC;
@@ -243,53 +313,19 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
     for (int i = threadIdx.x; i < num_nodes * (slice_width + 1); i += blockDim.x) shared_sums[i] = 0.0f;
     __syncthreads();
 
-    const int lane = threadIdx.x & 31;
-    const int lanes = 1 << lanes_log2;
-    const int rows_per_warp = 32 >> lanes_log2;
-    const int row_in_warp = lane >> lanes_log2;
-    const int chunk_lane = lane & (lanes - 1);
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
-    const i64 rows_per_iteration = (i64)rows_per_warp * ROWS_PER_LANE;
     unsigned skipped_here = 0;
-
-    for (i64 base = warp * rows_per_iteration; base < num_edges; base += num_warps * rows_per_iteration) {
-        int row_slot[ROWS_PER_LANE];
+    auto add = [&](int slot, int node, int chunk, const float (&v)[VEC], unsigned count) {
+        float* sums = shared_sums + slot * slice_width + chunk * VEC;
 #pragma unroll
-        for (int r = 0; r < ROWS_PER_LANE; ++r) {
-            const i64 edge = base + (i64)r * rows_per_warp + row_in_warp;
-            const i64 node = edge < num_edges ? __ldcs(index + edge) : (i64)NO_SLOT;
-            const bool in_range = node >= 0 && node < num_nodes;
-            if (edge < num_edges && !in_range && chunk_lane == 0) ++skipped_here;
-            row_slot[r] = in_range ? (int)node : NO_SLOT;
-        }
-        for (int first_chunk = 0; first_chunk < chunks; first_chunk += lanes) {
-            const int chunk = first_chunk + chunk_lane;
-            int slot[ROWS_PER_LANE];
-            float v[ROWS_PER_LANE][VEC];
-            unsigned count[ROWS_PER_LANE];
-#pragma unroll
-            for (int r = 0; r < ROWS_PER_LANE; ++r) {
-                slot[r] = chunk < chunks ? row_slot[r] : NO_SLOT;
-                count[r] = chunk == 0 ? 1u : 0u;
-                if (slot[r] != NO_SLOT) {
-                    const i64 edge = base + (i64)r * rows_per_warp + row_in_warp;
-                    load_chunk<VEC>(src + edge * num_features + first_feature + chunk * VEC, v[r]);
-                } else {
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k) v[r][k] = 0.0f;
-                }
-            }
-            combine_equal_targets<VEC>(slot, v, count, lanes_log2);
-#pragma unroll
-            for (int r = 0; r < ROWS_PER_LANE; ++r) {
-                if (slot[r] == NO_SLOT) continue;
-                float* sums = shared_sums + slot[r] * slice_width + chunk * VEC;
-#pragma unroll
-                for (int k = 0; k < VEC; ++k) atomicAdd(sums + k, v[r][k]);
-                if (count[r] != 0) atomicAdd(shared_counts + slot[r], count[r]);
-            }
-        }
+        for (int k = 0; k < VEC; ++k) atomicAdd(sums + k, v[k]);
+        if (count != 0) atomicAdd(shared_counts + slot, count);
+    };
+    for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
+        const int queued = scan_window<false>(index, base, num_edges, num_nodes, 0, num_nodes, nullptr, 0,
+                                              skipped != nullptr && first_slice, skipped_here, queue);
+        add_queued_rows<VEC>(src, base, num_features, first_feature, chunks, lanes_log2, queue, queued, add);
     }
     if (skipped != nullptr && first_slice) add_skipped(skipped, skipped_here);
     __syncthreads();
@@ -303,15 +339,14 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] = shared_sums[node * slice_width + chunk * VEC + k];
         atomic_add_chunk<VEC>(dest + (i64)node * num_features + first_feature + chunk * VEC, v);
-        if (first_slice && chunk == 0) {
-            if (counts != nullptr) atomicAdd(counts + node, (u64)count);
-            if (keys != nullptr) keys[node] = node;
-        }
+        if (first_slice && chunk == 0 && counts != nullptr) add_count(counts, node, count);
     }
 }
 
-// float16 path, last step: for every touched slot (keys[slot] = its node), state[node] += table[slot],
-// added in float32 and rounded to the state's type once.
+// float16 path, last step: state[node] += table[slot], added in float32 and rounded to the state's type once.
+// Hashed table (keys != nullptr): node = keys[slot], empty slots (NO_SLOT) skipped. One slot per node
+// (keys == nullptr): node = slot, and entries still +0.0 are skipped, so a node without edges keeps its
+// value bit for bit (adding +0.0 would only turn -0.0 into +0.0).
 template <int VEC>
 __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const int* __restrict__ keys,
                                             const float* __restrict__ values, i64 capacity, int num_features,
@@ -323,13 +358,15 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
     for (i64 slot = warp * rows_per_warp + (lane >> lanes_log2); slot < capacity; slot += num_warps * rows_per_warp) {
-        const int node = keys[slot];
+        const int node = keys != nullptr ? keys[slot] : (int)slot;
         if (node == NO_SLOT) continue;
         for (int chunk = lane & (lanes - 1); chunk < chunks; chunk += lanes) {
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
+                const float sum = values[slot * num_features + chunk * VEC + k];
+                if (__float_as_uint(sum) == 0u) continue;
                 scalar_t* p = state + (i64)node * num_features + chunk * VEC + k;
-                store_scalar(p, to_float(*p) + values[slot * num_features + chunk * VEC + k]);
+                store_scalar(p, to_float(*p) + sum);
             }
         }
     }
@@ -353,9 +390,9 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                                                \
         scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
-                              int lanes_log2, int slice_width, float* dest, int* keys, u64* counts, u64* skipped) {     \
-        scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest, keys,  \
-                                 counts, skipped);                                                                    \
+                              int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {                \
+        scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest, counts,\
+                                 skipped);                                                                    \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
         apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,      \
