@@ -117,40 +117,64 @@ def load_node_features_file(path: str | Path) -> np.ndarray:
     return loaded
 
 
+_EDGE_LIST_CHUNK = 16 * 2**20  # bytes parsed at a time (whole lines): bounds the temporaries at ~10x that
+
+
 def parse_edge_list(data: bytes, source: str = "edge list") -> np.ndarray:
     """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
-    and/or a comma; blank lines and everything after '#' on a line are ignored. Vectorized like the string
-    parser: words are runs of non-separator bytes, and each line must hold zero or two of them.
+    and/or a comma; blank lines and everything after '#' on a line are ignored.
+
+    The text is parsed in blocks of whole lines (_EDGE_LIST_CHUNK bytes), each vectorized like the string
+    parser, so the memory beyond the result stays bounded whatever the file size.
     """
-    text = np.frombuffer(data, dtype=np.uint8)
+    blocks = []
+    begin, first_line = 0, 0
+    while begin < len(data):
+        stop = len(data)
+        if begin + _EDGE_LIST_CHUNK < len(data):
+            stop = data.rfind(b"\n", begin, begin + _EDGE_LIST_CHUNK) + 1
+            if stop <= begin:  # one line longer than a block: take it whole
+                stop = data.find(b"\n", begin + _EDGE_LIST_CHUNK) + 1 or len(data)
+        blocks.append(_parse_edge_lines(memoryview(data)[begin:stop], first_line, source))
+        first_line += data.count(b"\n", begin, stop)
+        begin = stop
+    return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+
+
+def _parse_edge_lines(block: memoryview, first_line: int, source: str) -> np.ndarray:
+    """One block of whole lines. Words, newlines and '#' form one token stream: a word's line is the count
+    of newlines before it, and a word is in a comment when a '#' came after its line's start."""
+    text = np.frombuffer(block, dtype=np.uint8)
     char_class = _EDGE_LIST_CLASS[text]
     word_edge = np.diff((char_class == _WORD).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    start = np.flatnonzero(word_edge == 1)
-    end = np.flatnonzero(word_edge == -1)
-    del word_edge
-    newline = np.flatnonzero(char_class == _NEWLINE)
-    line = np.searchsorted(newline, start)  # 0-based line of each word
-    if b"#" in data:
-        hash_position = np.flatnonzero(char_class == _HASH)
-        hash_line, first = np.unique(np.searchsorted(newline, hash_position), return_index=True)
-        comment_start = np.full(newline.size + 1, text.size, dtype=np.int64)
-        comment_start[hash_line] = hash_position[first]
-        keep = start < comment_start[line]
-        start, end, line = start[keep], end[keep], line[keep]
-    words_per_line = np.bincount(line, minlength=newline.size + 1)
+    word_end = np.flatnonzero(word_edge == -1)
+    position = np.flatnonzero((word_edge[:-1] == 1) | (char_class >= _NEWLINE))
+    del word_edge, char_class
+    kind = _EDGE_LIST_CLASS[text[position]]
+    is_newline = kind == _NEWLINE
+    line = np.cumsum(is_newline, dtype=np.int32)  # line of each token within the block
+    is_word = kind == _WORD
+    keep = is_word
+    if (kind == _HASH).any():
+        hashes = np.cumsum(kind == _HASH, dtype=np.int32)
+        hashes_before_line = np.maximum.accumulate(np.where(is_newline, hashes, 0))
+        keep = is_word & (hashes == hashes_before_line)
+        word_end = word_end[keep[is_word]]
+    start, line = position[keep], line[keep]
+    words_per_line = np.bincount(line)
     wrong = np.flatnonzero((words_per_line != 0) & (words_per_line != 2))
     if wrong.size:
         bad_line = int(wrong[0])
         raise InputError(
-            f"{source}: line {bad_line + 1} has {words_per_line[bad_line]} values; each line holds "
+            f"{source}: line {first_line + bad_line + 1} has {words_per_line[bad_line]} values; each line holds "
             "'source target' (separated by spaces or a comma; '#' starts a comment)"
         )
     try:
-        values = read_integers(text, start, end)
+        values = read_integers(text, start, word_end)
     except NumberError as error:
-        word = data[start[error.index]:end[error.index]][:40].decode("ascii", errors="backslashreplace")
+        word = bytes(block[start[error.index]:word_end[error.index]][:40]).decode("ascii", errors="backslashreplace")
         raise InputError(
-            f"{source}: line {int(line[error.index]) + 1}: {word!r} is not a node id (an integer of at most "
-            f"{MAX_ID_DIGITS} digits; '#' starts a comment)"
+            f"{source}: line {first_line + int(line[error.index]) + 1}: {word!r} is not a node id (an integer "
+            f"of at most {MAX_ID_DIGITS} digits; '#' starts a comment)"
         ) from None
     return values.reshape(-1, 2)

@@ -158,29 +158,38 @@ def _tokenize(text: str, what: str, max_depth: int, example: str) -> _Tokens:
     return tokens
 
 
+_POWERS_OF_TEN = 10 ** np.arange(MAX_ID_DIGITS, dtype=np.int64)
+_INTEGER_CHUNK = 1 << 20  # numbers per step of read_integers: temporaries stay at a few MB
+
+
 def read_integers(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Decimal integers (optional sign, at most MAX_ID_DIGITS digits) in data[start[i]:end[i]], as int64.
 
-    Reads one digit column at a time over all numbers, so the work is vectorized and the extra memory is a
-    few arrays of the numbers' count. Raises NumberError with the first invalid number's index.
+    Vectorized over the numbers, one digit column at a time from the right, in chunks of a million numbers.
+    Raises NumberError with the index of the first invalid number.
     """
-    values = np.zeros(start.size, dtype=np.int64)
-    if start.size == 0:
-        return values
+    values = np.empty(start.size, dtype=np.int64)
+    for begin in range(0, start.size, _INTEGER_CHUNK):
+        stop = min(begin + _INTEGER_CHUNK, start.size)
+        chunk_values, invalid = _read_integer_chunk(data, start[begin:stop], end[begin:stop])
+        if invalid.any():
+            raise NumberError(begin + int(np.argmax(invalid)))
+        values[begin:stop] = chunk_values
+    return values
+
+
+def _read_integer_chunk(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = data[start]
     negative = first == ord("-")
-    digits_start = start + (negative | (first == ord("+")))
-    num_digits = end - digits_start
-    invalid = (num_digits == 0) | (num_digits > MAX_ID_DIGITS)
-    for column in range(min(int(num_digits.max()), MAX_ID_DIGITS)):
-        rows = np.flatnonzero(num_digits > column)
-        digit = data[digits_start[rows] + column].astype(np.int64) - ord("0")
-        invalid[rows[(digit < 0) | (digit > 9)]] = True
-        values[rows] = values[rows] * 10 + digit
-    if invalid.any():
-        raise NumberError(int(np.argmax(invalid)))
-    np.negative(values, out=values, where=negative)
-    return values
+    num_digits = end - start - (negative | (first == ord("+")))
+    invalid = (num_digits <= 0) | (num_digits > MAX_ID_DIGITS)
+    values = np.zeros(start.size, dtype=np.int64)
+    for column in range(min(int(num_digits.max()), MAX_ID_DIGITS)):  # column 0 is the last digit
+        present = column < num_digits
+        digit = data[np.where(present, end - 1 - column, start)] - np.uint8(ord("0"))  # uint8: below '0' wraps
+        invalid |= present & (digit > 9)
+        values += np.where(present, digit, 0) * _POWERS_OF_TEN[column]
+    return np.where(negative, -values, values), invalid
 
 
 def _read_floats(tokens: _Tokens) -> np.ndarray:

@@ -40,8 +40,24 @@ def test_edge_list_text_with_spaces_commas_comments_and_blank_lines(tmp_path):
 
 def test_edge_list_comment_at_start_of_line_and_hash_only_file():
     np.testing.assert_array_equal(parse_edge_list(b"#\n#x y z\n5 6\n"), [[5, 6]])
+    np.testing.assert_array_equal(parse_edge_list(b"1 2 # 3 4\n#\n 5 6#7\n# 8\n\n11 12"), [[1, 2], [5, 6], [11, 12]])
     assert parse_edge_list(b"# nothing here\n").shape == (0, 2)
     assert parse_edge_list(b"").shape == (0, 2)
+
+
+@pytest.mark.parametrize("block_bytes", [1, 7, 64])
+def test_edge_lists_parse_in_blocks_of_whole_lines(monkeypatch, block_bytes):
+    import graph.files
+
+    text = b"# header\n1 2\n3 4 # x\n55555555555 6\n\n7,8\n" * 3
+    whole = parse_edge_list(text)
+    monkeypatch.setattr(graph.files, "_EDGE_LIST_CHUNK", block_bytes)
+    np.testing.assert_array_equal(parse_edge_list(text), whole)
+    assert whole.shape == (12, 2)
+    with pytest.raises(InputError, match="line 19 has 3 values"):
+        parse_edge_list(text + b"1 2 3\n")
+    with pytest.raises(InputError, match="line 18: 'x9' is not a node id"):
+        parse_edge_list(text[:-4] + b"x9 8\n")
 
 
 @pytest.mark.parametrize(
