@@ -4,7 +4,7 @@ Each character is classified with a lookup table, the string is cut into tokens 
 and the structure is checked with whole-array operations: the bracket depth is a cumulative sum, the grammar
 is a table of which token may follow which, and integers are read one digit column at a time. Nothing
 recurses, so a deeply nested string is only a depth that is too large, and MAX_INPUT_CHARS bounds the memory
-(the peak is about 18 bytes per input character: some 600 MB at the limit).
+(the peak is about 13 bytes per input character: some 420 MB at the limit).
 """
 
 from dataclasses import dataclass
@@ -193,11 +193,15 @@ def _read_integer_chunk(data: np.ndarray, start: np.ndarray, end: np.ndarray) ->
 
 
 def _read_floats(tokens: _Tokens) -> np.ndarray:
-    """All numbers of the token stream as float64 (NaN and Inf parse; validation rejects them later)."""
+    """All numbers of the token stream as float64 (NaN and Inf parse; validation rejects them later).
+
+    The numbers are cut out in one bytes.split() and converted by Python's float(), which is faster than
+    numpy's string casts; only the letters of nan/inf/e reach it, never '_' or spaces.
+    """
     blanked = np.where(tokens.is_number_char, tokens.data, np.uint8(ord(" ")))
     words = blanked.tobytes().split()
     try:
-        return np.array(words).astype(np.float64)
+        return np.fromiter(map(float, words), dtype=np.float64, count=len(words))
     except ValueError:
         pass
     for index, word in enumerate(words):
@@ -205,7 +209,7 @@ def _read_floats(tokens: _Tokens) -> np.ndarray:
             float(word)
         except ValueError:
             raise NumberError(index) from None
-    raise AssertionError("numpy rejected a number that float() accepts")
+    raise AssertionError("unreachable: float() rejected a number and then accepted them all")
 
 
 def _number_token(tokens: _Tokens, number_index: int) -> int:
