@@ -180,11 +180,10 @@ def plot(rows, path: Path) -> None:
 
 
 VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides})
-    (10**4, 10**6, 1, "float32", {"global": dict(algorithm="global"), "shared": dict(algorithm="shared")}),
-    (10**3, 10**6, 64, "float32", {"global": dict(algorithm="global"), "shared": dict(algorithm="shared")}),
-    (10**6, 10**7, 64, "float32", {"p1": dict(node_passes=1), "p4": dict(node_passes=4), "p16": dict(node_passes=16)}),
-    (10**6, 10**7, 64, "float16", {"p1": dict(node_passes=1), "p4": dict(node_passes=4)}),
-    (10**5, 10**7, 64, "float32", {"p1": dict(node_passes=1), "p2": dict(node_passes=2)}),
+    (10**6, 10**7, 64, "float32", {"p1": dict(node_passes=1), "p6": dict(node_passes=6), "p12": dict(node_passes=12)}),
+    (10**6, 10**7, 64, "float16", {"p1": dict(node_passes=1), "p6": dict(node_passes=6)}),
+    (10**3, 10**6, 64, "float32", {"shared": dict(algorithm="shared")}),
+    (10**4, 10**6, 1, "float32", {"global": dict(algorithm="global")}),
 ]
 
 
