@@ -1,0 +1,119 @@
+"""network.timing's statistics, network.progress and network.benchmark's report: plain Python, no GPU."""
+
+import io
+import random
+import statistics
+
+import pytest
+
+from network.benchmark import BenchmarkResult, benchmark_lines
+from network.progress import LARGE_FILE_BYTES, file_load_progress, human_bytes, progress
+from network.timing import describe_summary, format_duration, percentile, summarize
+
+
+def test_percentile_is_nearest_rank():
+    values = [10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0]  # 1..10, shuffled
+    assert percentile(values, 0.9) == 9.0  # 9 of the 10 values are <= 9
+    assert percentile(values, 0.5) == 5.0
+    assert percentile(values, 1.0) == 10.0
+    assert percentile(values, 0.01) == 1.0
+    assert percentile([3.5], 0.9) == 3.5
+    assert percentile(list(range(1, 101)), 0.9) == 90
+    assert percentile(list(range(1, 21)), 0.9) == 18
+    assert percentile([1.0, 2.0, 3.0], 0.9) == 3.0  # ceil(2.7) = 3rd
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 10, 99, 1000])
+def test_percentile_agrees_with_its_definition(size):
+    rng = random.Random(size)
+    values = [rng.uniform(0, 5) for _ in range(size)]
+    p90 = percentile(values, 0.9)
+    at_or_below = sum(value <= p90 for value in values)
+    assert at_or_below >= 0.9 * size  # at least 90% at or below it ...
+    assert sum(value < p90 for value in values) < 0.9 * size  # ... and it is the smallest such value
+
+
+@pytest.mark.parametrize("values, fraction", [([], 0.5), ([1.0], 0.0), ([1.0], 1.5)])
+def test_percentile_rejects_bad_arguments(values, fraction):
+    with pytest.raises(ValueError):
+        percentile(values, fraction)
+
+
+def test_summarize():
+    values = [0.5, 0.2, 0.9, 0.3, 0.4, 0.35]
+    summary = summarize(values)
+    assert summary.count == 6
+    assert summary.median_ms == statistics.median(values) == 0.375
+    assert summary.p90_ms == 0.9  # ceil(5.4) = 6th of 6
+    assert (summary.min_ms, summary.max_ms) == (0.2, 0.9)
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@pytest.mark.parametrize("ms, text", [
+    (0.0123, "12.3 us"), (0.5, "500.0 us"), (1.0, "1 ms"), (4.567, "4.57 ms"), (123.4, "123 ms"), (7890.0, "7.89 s"),
+])
+def test_format_duration(ms, text):
+    assert format_duration(ms) == text
+
+
+def test_describe_summary():
+    summary = summarize([0.010, 0.012, 0.011, 0.050])
+    assert describe_summary(summary) == "median 11.5 us, p90 50.0 us, min 10.0 us, max 50.0 us over 4 runs"
+    assert describe_summary(summarize([2.0]), p90=False) == "median 2 ms, min 2 ms, max 2 ms over 1 run"
+
+
+def test_benchmark_lines_give_the_kernel_share():
+    result = BenchmarkResult(warmup=10, engine=summarize([0.040, 0.050, 0.045]), kernel=summarize([0.010, 0.012, 0.011]))
+    assert result.kernel_share == pytest.approx(0.011 / 0.045)
+    lines = benchmark_lines(result)
+    assert lines[0].startswith("Benchmark: 3 timed executions after 10 warm-up ones")
+    assert "median 45.0 us, p90 50.0 us, min 40.0 us" in lines[1]
+    assert "scatter_add_launch alone" in lines[2] and "median 11.0 us" in lines[2]
+    assert lines[3].endswith("= 24%")
+
+
+def test_progress_writes_start_and_elapsed():
+    out = io.StringIO()
+    with progress("Building engine", stream=out):
+        assert out.getvalue() == "Building engine ..."  # visible while the step runs
+    text = out.getvalue()
+    assert text.startswith("Building engine ... done in ") and text.endswith(" s\n")
+    float(text.removeprefix("Building engine ... done in ").removesuffix(" s\n"))
+
+
+def test_progress_says_failed_and_reraises():
+    out = io.StringIO()
+    with pytest.raises(KeyError):
+        with progress("Reading x", stream=out):
+            raise KeyError("boom")
+    assert out.getvalue() == "Reading x ... failed\n"
+
+
+def test_progress_disabled_writes_nothing():
+    out = io.StringIO()
+    with progress("Building engine", enabled=False, stream=out):
+        pass
+    assert out.getvalue() == ""
+
+
+def test_human_bytes():
+    assert [human_bytes(n) for n in (0, 1023, 1536, 64 << 20, 3 << 30, 5 << 40)] == [
+        "0 B", "1023 B", "1.5 KiB", "64.0 MiB", "3.0 GiB", "5120.0 GiB",
+    ]
+
+
+def test_file_load_progress_only_for_large_files(tmp_path, capsys):
+    small = tmp_path / "small.npz"
+    small.write_bytes(b"x" * 100)
+    large = tmp_path / "large.bin"
+    with open(large, "wb") as handle:  # sparse: the size counts, not the bytes on disk
+        handle.truncate(LARGE_FILE_BYTES)
+    for path in (small, tmp_path / "missing.npz"):
+        with file_load_progress(str(path), "--graph"):
+            pass
+        assert capsys.readouterr().err == ""
+    with file_load_progress(str(large), "--graph"):
+        pass
+    err = capsys.readouterr().err
+    assert err.startswith(f"Reading --graph {large} (64.0 MiB) ... done in ")
