@@ -14,6 +14,10 @@
                          |                  |
                          +-- MatrixMultiply(W, mean^T) --> [C, N] --> ReLU --> SoftMax(axis 0) --> "softmax" [C, N]
 
+With --steps the engine holds the state-update network instead: the same inputs without W, the plugin, and its
+aggregated output marked as the engine output "X_out" (counts is left unused), so the updated state outlives
+the execution (populate_state_network).
+
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
 Functions take the tensorrt module as `trt` so the plugin-free part also builds with TensorRT-RTX in tests.
@@ -29,7 +33,9 @@ INPUT_SOURCE = "src"
 INPUT_INDEX = "idx"
 INPUT_WEIGHTS = "W"
 OUTPUT_SOFTMAX = "softmax"
+OUTPUT_STATE = "X_out"
 INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX, INPUT_WEIGHTS)
+STATE_INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX)
 
 
 def add_classifier_head(
@@ -65,15 +71,18 @@ def add_classifier_head(
 
 
 def add_network_inputs(
-    trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int
+    trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int | None
 ) -> dict[str, "ITensor"]:
-    """Adds X [-1, F], src [-1, F] (dtype), idx [-1] int64 and W [C, F] (dtype): N and E are dynamic."""
-    return {
+    """Adds X [-1, F], src [-1, F] (dtype), idx [-1] int64 and, unless num_classes is None, W [C, F] (dtype):
+    N and E are dynamic."""
+    inputs = {
         INPUT_STATE: network.add_input(INPUT_STATE, dtype, trt.Dims([-1, num_features])),
         INPUT_SOURCE: network.add_input(INPUT_SOURCE, dtype, trt.Dims([-1, num_features])),
         INPUT_INDEX: network.add_input(INPUT_INDEX, trt.int64, trt.Dims([-1])),
-        INPUT_WEIGHTS: network.add_input(INPUT_WEIGHTS, dtype, trt.Dims([num_classes, num_features])),
     }
+    if num_classes is not None:
+        inputs[INPUT_WEIGHTS] = network.add_input(INPUT_WEIGHTS, dtype, trt.Dims([num_classes, num_features]))
+    return inputs
 
 
 def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int) -> Any:
@@ -90,4 +99,30 @@ def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType",
     layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
     layer.name = "scatter_add_in_place"
     add_classifier_head(trt, network, layer.get_output(0), layer.get_output(1), inputs[INPUT_WEIGHTS], dtype)
+    return plugin
+
+
+def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "ITensor":
+    """Names the plugin's aggregated output "X_out" and marks it as the engine output (the state after the update)."""
+    aggregated.name = OUTPUT_STATE
+    network.mark_output(aggregated)
+    return aggregated
+
+
+def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int) -> Any:
+    """Fills an empty strongly typed network with X, src, idx -> plugin -> "X_out"; returns the plugin object.
+
+    For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
+    the execution. Whether TensorRT makes "X_out" share X's memory at the engine boundary is TensorRT's choice,
+    reported by ICudaEngine.get_aliased_input_tensor("X_out"). The counts output is not marked (unused).
+    Needs the full TensorRT (add_plugin_v3); keep the returned plugin alive until the engine is built.
+    """
+    from plugin.scatter_add_plugin import ScatterAddPlugin, register_scatter_add_creator
+
+    register_scatter_add_creator()
+    inputs = add_network_inputs(trt, network, dtype, num_features, None)
+    plugin = ScatterAddPlugin()
+    layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
+    layer.name = "scatter_add_in_place"
+    mark_state_output(network, layer.get_output(0))
     return plugin

@@ -13,8 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from common.errors import InputError
 from common.imports import import_module, import_tensorrt
-from network.builder import INPUT_INDEX, INPUT_NAMES, INPUT_SOURCE, INPUT_STATE, INPUT_WEIGHTS, OUTPUT_SOFTMAX
-from network.profile import EngineSignature, ProfileBounds, SizeRange
+from network.builder import (
+    INPUT_INDEX,
+    INPUT_NAMES,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    INPUT_WEIGHTS,
+    OUTPUT_SOFTMAX,
+    OUTPUT_STATE,
+    STATE_INPUT_NAMES,
+)
+from network.profile import CLASSIFIER, STATE_UPDATE, EngineSignature, ProfileBounds, SizeRange
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -112,17 +121,22 @@ def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "I
 
 
 def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSignature:
-    """Precision, F, C and the profile bounds for N and E, read from an engine of this sample."""
+    """Precision, F, C, the profile bounds for N and E, and the network kind, read from an engine of this sample."""
     names = {engine.get_tensor_name(i) for i in range(engine.num_io_tensors)}
-    expected = set(INPUT_NAMES) | {OUTPUT_SOFTMAX}
-    if names != expected:
-        raise InputError(f"{source} is not an engine of this sample: tensors {sorted(names)}, expected {sorted(expected)}")
+    kinds = {
+        CLASSIFIER: set(INPUT_NAMES) | {OUTPUT_SOFTMAX},
+        STATE_UPDATE: set(STATE_INPUT_NAMES) | {OUTPUT_STATE},
+    }
+    kind = next((kind for kind, expected in kinds.items() if names == expected), None)
+    if kind is None:
+        expected_text = " or ".join(str(sorted(expected)) for expected in kinds.values())
+        raise InputError(f"{source} is not an engine of this sample: tensors {sorted(names)}, expected {expected_text}")
     precisions = {trt.float32: "fp32", trt.float16: "fp16"}
     state_dtype = engine.get_tensor_dtype(INPUT_STATE)
     if state_dtype not in precisions:
         raise InputError(f"{source} has an X of type {state_dtype}, expected float32 or float16")
-    weights_shape = engine.get_tensor_shape(INPUT_WEIGHTS)
-    num_classes, num_features = int(weights_shape[0]), int(weights_shape[1])
+    num_features = int(engine.get_tensor_shape(INPUT_STATE)[1])
+    num_classes = int(engine.get_tensor_shape(INPUT_WEIGHTS)[0]) if kind == CLASSIFIER else 0
     state_range = engine.get_tensor_profile_shape(INPUT_STATE, 0)
     edge_range = engine.get_tensor_profile_shape(INPUT_INDEX, 0)
     return EngineSignature(
@@ -133,4 +147,5 @@ def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSign
             nodes=SizeRange(int(state_range[0][0]), int(state_range[1][0]), int(state_range[2][0])),
             edges=SizeRange(int(edge_range[0][0]), int(edge_range[1][0]), int(edge_range[2][0])),
         ),
+        kind=kind,
     )

@@ -5,12 +5,13 @@ Plain functions of numbers and arrays, no TensorRT.
 
 import numpy as np
 
-from network.profile import EngineSignature
+from network.profile import STATE_UPDATE, EngineSignature
 
 
 def describe_signature(signature: EngineSignature) -> str:
+    network = "state update network (output X_out)" if signature.kind == STATE_UPDATE else f"C={signature.num_classes}"
     return (
-        f"precision {signature.precision}, F={signature.num_features}, C={signature.num_classes}, "
+        f"precision {signature.precision}, F={signature.num_features}, {network}, "
         f"N in {signature.bounds.nodes}, E in {signature.bounds.edges}"
     )
 

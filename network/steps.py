@@ -1,0 +1,305 @@
+"""--steps K --batch_edges B: K executions of the state-update engine on one state buffer X, each adding a new
+batch of B random edges, then the final state against the float64 reference of all batches.
+
+The graph gives the nodes, their features and the initial state (zeros unless the graph has one); its own
+edges are not used in this mode. Batch k is B uniform random (source, target) pairs over the N nodes
+(graph.random_edge_batches with default_rng((seed, STEPS_RANDOM_STREAM))); src holds the sources' features and
+idx the targets, so each execution adds B feature rows into X.
+
+The state persists across executions only if the engine's output "X_out" ends up in X: where TensorRT aliases
+X_out to X at the engine boundary (ICudaEngine.get_aliased_input_tensor("X_out") == "X"), the output is bound
+to X's buffer and every execution updates X in place; otherwise the runner copies X_out into X after each
+step (O(N*F) bytes) and says so. Everything here except run_state_steps is plain numpy.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.errors import InputError
+from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
+from network.timing import describe_summary, summarize
+
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
+
+STEPS_RANDOM_STREAM = 2  # batches draw from default_rng((seed, 2)); the CLI's --random_graph uses (seed, 1)
+MAX_STEPS = 1_000_000
+WARMUP_EXECUTIONS = 1
+
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11}
+SMALLEST_SUBNORMAL = {"fp32": 2.0**-149, "fp16": 2.0**-24}
+LARGEST_FINITE = {"fp32": float(np.finfo(np.float32).max), "fp16": float(np.finfo(np.float16).max)}
+
+
+def make_step_batches(num_nodes: int, steps: int, batch_edges: int, seed: int) -> list[np.ndarray]:
+    """`steps` int64 [batch_edges, 2] arrays of random (source, target) pairs in [0, num_nodes), from the seed.
+
+    InputError (from graph.random_edge_batches) for counts out of range or more than its edge limit in all.
+    """
+    from graph import random_edge_batches
+
+    return random_edge_batches(num_nodes, steps, batch_edges, np.random.default_rng((seed, STEPS_RANDOM_STREAM)))
+
+
+def step_inputs(features: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """src [B, F] (the sources' rows of `features`, in its dtype) and idx [B] int64 (the targets) of one batch."""
+    return np.ascontiguousarray(features[batch[:, 0]]), np.ascontiguousarray(batch[:, 1], dtype=np.int64)
+
+
+def _as_matrix(values: np.ndarray) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    return array[:, None] if array.ndim == 1 else array
+
+
+def expected_final_state(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None) -> np.ndarray:
+    """float64 [N, F]: the initial state (zeros when None) plus every batch's source features added into its
+    targets: reference.gnn_reference's "aggregated" for all batches' edges at once."""
+    from reference import gnn_reference
+
+    features = _as_matrix(node_features)
+    edges = np.concatenate(list(batches)) if batches else np.zeros((0, 2), np.int64)
+    no_classes = np.zeros((1, features.shape[1]))  # only the aggregated sums are used
+    with np.errstate(invalid="ignore", over="ignore"):  # the mean of a node no batch reaches is NaN; unused here
+        return gnn_reference(features, edges, no_classes, state)["aggregated"]
+
+
+def accumulated_magnitude(node_features: np.ndarray, batches: Sequence[np.ndarray],
+                          state: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(S [N, F], additions [N, 1]): S = |initial state| + the sum of |added values| per element, the largest
+    magnitude any partial sum can reach; additions = how many rows were added into each node."""
+    from reference import scatter_add_rows
+
+    features = _as_matrix(node_features)
+    num_nodes = features.shape[0]
+    edges = np.concatenate(list(batches)) if batches else np.zeros((0, 2), np.int64)
+    magnitude = scatter_add_rows(np.abs(features), edges[:, 0], edges[:, 1], num_nodes)
+    if state is not None:
+        magnitude += np.abs(_as_matrix(state)).reshape(magnitude.shape)
+    additions = np.bincount(edges[:, 1], minlength=num_nodes)[:, None]
+    return magnitude, additions
+
+
+def state_error_bound(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None,
+                      precision: str) -> np.ndarray:
+    """Worst-case |engine - float64 reference| per element of the final state, for `precision`.
+
+    Element (n, f) ends as the floating-point sum of the initial state and k_n added values, each rounded to
+    the precision once when uploaded (relative error <= u). However the additions are ordered or grouped
+    (atomics in any order; float16 partial sums kept in float32 before they reach the state), each rounds to
+    a format at least as precise, so the classic bound for recursive summation holds:
+        |error| <= gamma(k_n + 1) * S_n + (k_n + 1) * tiny,   gamma(m) = m u / (1 - m u),
+    with S_n from accumulated_magnitude, u the unit roundoff (2^-24 for fp32, 2^-11 for fp16) and tiny the
+    smallest subnormal (for results that underflow). It is a worst case: typical errors are far smaller, and
+    the bound loosens as nodes receive more additions (for fp16, about 5e-4 * k_n * S_n).
+    """
+    if precision not in UNIT_ROUNDOFF:
+        raise InputError(f"precision must be one of {sorted(UNIT_ROUNDOFF)}, got {precision!r}")
+    unit, tiny = UNIT_ROUNDOFF[precision], SMALLEST_SUBNORMAL[precision]
+    magnitude, additions = accumulated_magnitude(node_features, batches, state)
+    roundings = (additions + 1).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        gamma = np.where(roundings * unit < 1.0, roundings * unit / (1.0 - roundings * unit), np.inf)
+    return gamma * magnitude + roundings * tiny
+
+
+def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None,
+                      precision: str) -> None:
+    """InputError when a partial sum of the state could exceed the precision's largest finite value."""
+    magnitude, _ = accumulated_magnitude(node_features, batches, state)
+    if magnitude.size == 0:
+        return
+    largest = LARGEST_FINITE[precision]
+    position = np.unravel_index(int(np.argmax(magnitude)), magnitude.shape)
+    if magnitude[position] > largest:
+        raise InputError(
+            f"with --precision {precision} the state of node {int(position[0])} could reach "
+            f"{magnitude[position]:.6g} (sum of magnitudes over its initial state and {len(batches)} batches), "
+            f"beyond the largest {precision} value {largest:g}; use --precision fp32 or fewer --steps"
+        )
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """The final state against the reference: ok when every element is within its rounding bound."""
+
+    ok: bool
+    max_abs_error: float
+    bound_at_max_error: float
+    elements_beyond_bound: int
+    elements: int
+
+    def summary(self) -> str:
+        return (
+            f"largest absolute error {self.max_abs_error:.3g} (worst-case rounding bound there "
+            f"{self.bound_at_max_error:.3g}); {self.elements_beyond_bound} of {self.elements} elements beyond "
+            "their bound"
+        )
+
+
+def compare_state(actual: np.ndarray, expected: np.ndarray, bound: np.ndarray) -> StateCheck:
+    """Elementwise |actual - expected| <= bound (NaN fails); shapes must match."""
+    actual64 = _as_matrix(actual)
+    expected64 = _as_matrix(expected)
+    if actual64.shape != expected64.shape or bound.shape != expected64.shape:
+        raise ValueError(f"shapes differ: actual {actual64.shape}, expected {expected64.shape}, bound {bound.shape}")
+    if expected64.size == 0:
+        return StateCheck(True, 0.0, 0.0, 0, 0)
+    error = np.abs(actual64 - expected64)
+    within = error <= bound  # False where the error is NaN
+    worst = np.unravel_index(int(np.argmax(np.where(np.isnan(error), np.inf, error))), error.shape)
+    return StateCheck(
+        ok=bool(within.all()),
+        max_abs_error=float(error[worst]),
+        bound_at_max_error=float(bound[worst]),
+        elements_beyond_bound=int(np.count_nonzero(~within)),
+        elements=int(error.size),
+    )
+
+
+def validation_lines(check: StateCheck, steps: int) -> list[str]:
+    """The seed's verdict line, then what was compared and the errors."""
+    verdict = "successful" if check.ok else "failed"
+    return [
+        f"Validation against reference {verdict}!",
+        f"Final state against the float64 reference of all {steps} batches: {check.summary()}",
+    ]
+
+
+@dataclass(frozen=True)
+class StepsRun:
+    """What run_state_steps observed.
+
+    final_state: X read back after the last step (precision dtype). step_ms: per-step execution time.
+    copy_ms: per-step time of the runner's X_out -> X copy (empty when X_out was bound to X). aliases: what
+    get_aliased_input_tensor reported per output (None: this TensorRT cannot tell). state_bound_to_input:
+    X_out was bound to X's buffer. first_step_changed_state: X's buffer differed after the first execution,
+    before any copy (None when the first batch adds zero everywhere, so it cannot be told).
+    """
+
+    final_state: np.ndarray
+    step_ms: list[float]
+    copy_ms: list[float]
+    aliases: dict[str, str | None] | None
+    state_bound_to_input: bool
+    first_step_changed_state: bool | None
+    warmup_executions: int
+
+
+def aliasing_line(aliases: dict[str, str | None] | None, bound_to_input: bool, tensorrt_version: str = "?") -> str:
+    """What TensorRT reported for "X_out" and how the runner bound it."""
+    if aliases is None:
+        return (f"Engine output {OUTPUT_STATE!r}: TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor "
+                "to ask, so X_out got a buffer of its own")
+    alias = aliases.get(OUTPUT_STATE)
+    if bound_to_input:
+        return (f"Engine output {OUTPUT_STATE!r}: get_aliased_input_tensor -> {alias!r}, so X_out was bound to X's buffer "
+                "and each execution updated X in place; the runner copied nothing")
+    return f"Engine output {OUTPUT_STATE!r}: get_aliased_input_tensor -> {alias!r}, so X_out got a buffer of its own"
+
+
+def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int, itemsize: int,
+                       tensorrt_version: str = "?") -> list[str]:
+    """The lines --steps prints: what ran, aliasing as TensorRT reported it, copies, X after step 1, timings."""
+    steps = len(run.step_ms)
+    lines = [
+        f"Steps: {steps} executions on one state buffer X [{num_nodes}, {num_features}], each adding a new batch of "
+        f"{batch_edges:,} random edges (after {run.warmup_executions} warm-up execution(s) that add zeros)",
+        aliasing_line(run.aliases, run.state_bound_to_input, tensorrt_version),
+    ]
+    if run.copy_ms:
+        lines.append(
+            f"The runner copied X_out into X after every step: {len(run.copy_ms)} device-to-device copies of "
+            f"{num_nodes * num_features * itemsize:,} bytes (O(N*F)); copy time {describe_summary(summarize(run.copy_ms))}"
+        )
+    if run.first_step_changed_state is None:
+        lines.append("X's buffer after the first execution: the first batch adds zero everywhere, so an in-place write cannot be seen")
+    elif run.first_step_changed_state:
+        lines.append("X's buffer after the first execution, before any copy by the runner: changed (updated in place)")
+    else:
+        lines.append("X's buffer after the first execution, before any copy by the runner: unchanged (the update went to another buffer)")
+    lines.append(f"Per-step engine time (CUDA events around execute_async_v3): {describe_summary(summarize(run.step_ms))}")
+    return lines
+
+
+def run_state_steps(
+    trt: Any,
+    engine: "ICudaEngine",
+    initial_state: np.ndarray,
+    features: np.ndarray,
+    batches: Sequence[np.ndarray],
+    *,
+    warmup: int = WARMUP_EXECUTIONS,
+    observe_first_step: bool = True,
+) -> StepsRun:
+    """Executes the state-update engine once per batch on one X buffer and times each execution.
+
+    initial_state [N, F] and features [N, F] in the engine's dtype; batches: equal-length int64 [B, 2] arrays.
+    Before the timed steps, `warmup` executions add an all-zero src (X keeps its values) so that first-run costs
+    (the plugin's kernel compilation at shape change) stay out of the timings. Needs TensorRT, cuda-python, a GPU.
+    """
+    from network.device import DeviceBuffer
+    from network.report import update_is_zero
+    from network.session import ExecutionSession, copy_device_to_device
+    from network.timing import EventTimer
+
+    if not batches:
+        raise ValueError("no batches to run")
+    batch_edges = len(batches[0])
+    if any(len(batch) != batch_edges for batch in batches):
+        raise ValueError("all batches must have the same number of edges")
+    num_nodes, num_features = initial_state.shape
+    dtype = initial_state.dtype
+    buffers = {
+        INPUT_STATE: DeviceBuffer.from_array(initial_state),
+        INPUT_SOURCE: DeviceBuffer((batch_edges, num_features), dtype),
+        INPUT_INDEX: DeviceBuffer((batch_edges,), np.dtype(np.int64)),
+    }
+    session: ExecutionSession | None = None
+    timer: EventTimer | None = None
+    step_ms: list[float] = []
+    copy_ms: list[float] = []
+    first_changed: bool | None = None
+    try:
+        session = ExecutionSession(trt, engine, buffers)
+        timer = EventTimer()
+        state = buffers[INPUT_STATE]
+        state_out = session.outputs.get(OUTPUT_STATE)  # None when X_out is bound to X
+        stream = session.stream
+
+        buffers[INPUT_SOURCE].upload(np.zeros((batch_edges, num_features), dtype))
+        buffers[INPUT_INDEX].upload(batches[0][:, 1])
+        for _ in range(warmup):
+            session.execute()
+        session.synchronize()
+
+        for step, batch in enumerate(batches):
+            src, index = step_inputs(features, batch)
+            buffers[INPUT_SOURCE].upload(src)
+            buffers[INPUT_INDEX].upload(index)
+            step_ms.append(timer.time(stream, session.execute))
+            if step == 0 and observe_first_step:
+                if not update_is_zero(src, index, num_nodes):
+                    first_changed = not np.array_equal(state.download(), initial_state)
+            if state_out is not None:
+                output = state_out
+                copy_ms.append(timer.time(stream, lambda: copy_device_to_device(state, output, stream)))
+        final_state = state.download()
+        return StepsRun(
+            final_state=final_state,
+            step_ms=step_ms,
+            copy_ms=copy_ms,
+            aliases=session.aliases,
+            state_bound_to_input=OUTPUT_STATE in session.bound_to_input,
+            first_step_changed_state=first_changed,
+            warmup_executions=warmup,
+        )
+    finally:
+        if timer is not None:
+            timer.close()
+        if session is not None:
+            session.close()
+        for buffer in buffers.values():
+            buffer.free()
