@@ -25,18 +25,8 @@ import numpy as np
 from plugin.kernels.compile import kernel_dtype
 
 THREADS_PER_BLOCK = 256  # the kernels' __launch_bounds__ (scatter_add.cu)
-
-
-def rows_per_lane(vec: int) -> int:
-    """Rows each lane loads before its atomics: ROWS_PER_LANE(VEC) in scatter_add.cu."""
-    return 8 if vec == 4 else 4
-
-
-def resident_blocks_per_sm(vec: int) -> int:
-    """Blocks of the global kernels that share an SM: MIN_BLOCKS_PER_SM(VEC) in scatter_add.cu."""
-    return 2 if vec == 4 else 3
-
-
+ROWS_PER_LANE = 4  # rows each lane loads before its atomics (scatter_add.cu)
+RESIDENT_BLOCKS_PER_SM = 3  # __launch_bounds__(256, 3) in scatter_add.cu: 3 blocks share an SM
 QUEUE_BYTES_PER_BLOCK = 8 * 3 * 4 * 256  # static shared memory of the scatter kernels (RowQueue per warp)
 MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 count
 MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
@@ -217,8 +207,8 @@ def plan_launch(
         name = "shared"
     else:
         lanes_log2 = lanes_log2_for(chunks)
-        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * rows_per_lane(vec)
-        blocks = max(1, min(-(-num_edges // rows_per_block), device.sm_count * resident_blocks_per_sm(vec)))
+        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
+        blocks = max(1, min(-(-num_edges // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         hashed = table is not None and table.hashed
         kernel = "scatter_hashed" if hashed else "scatter_global"
         scatter = KernelLaunch(f"{kernel}_v{vec}", (blocks, 1))
@@ -233,7 +223,7 @@ def plan_launch(
     apply_lanes_log2 = lanes_log2_for(chunks)
     if table is not None:
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
-        apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * 4))
+        apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
     return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2)
 

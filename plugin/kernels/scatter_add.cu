@@ -12,7 +12,7 @@
 //      (in shared memory, compacted with a ballot).
 //   2. add_queued_rows: a row of F features is cut into F / VEC chunks of VEC consecutive features;
 //      2^lanes_log2 lanes share one queued row, one chunk each (looping when a row has more than 32 chunks).
-//      Each lane loads rows_per_lane(VEC) rows before its first atomic, so several loads are in flight; rows with
+//      Each lane loads ROWS_PER_LANE rows before its first atomic, so several loads are in flight; rows with
 //      the same slot are summed in registers first (combine_equal_targets).
 // Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles need.
 //
@@ -32,12 +32,10 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 #define FULL_MASK 0xffffffffu
-// Rows each lane loads before its first atomic: 8 for 16-byte chunks (wide rows are bandwidth-bound and need
-// more bytes in flight; 128 registers, 2 blocks per SM), else 4 (80 registers, 3 blocks per SM).
-#define ROWS_PER_LANE(VEC) ((VEC) == 4 ? 8 : 4)
-#define MIN_BLOCKS_PER_SM(VEC) ((VEC) == 4 ? 2 : 3)
+#define ROWS_PER_LANE 4
 #define THREADS_PER_BLOCK 256  // the launcher uses the same block size
 #define WARPS_PER_BLOCK (THREADS_PER_BLOCK / 32)
+#define MIN_BLOCKS_PER_SM 3     // caps registers at 80 per thread (no spills): 768 threads per SM
 #define WINDOW_LOADS 8          // index loads per lane per window
 #define WINDOW_ROWS (32 * WINDOW_LOADS)
 #define NO_SLOT (-1)  // an empty table slot, or a row this lane does not add (absent, skipped, merged away)
@@ -107,11 +105,11 @@ __device__ __forceinline__ void atomic_add_chunk(float* dest, const float (&v)[V
 // slot NO_SLOT; its value and count live on in the entry that absorbed it, so each value is added once.
 // This cuts atomics on hot nodes (degree 1e4 into one node: 32x fewer per warp) and shortens the chain of
 // float32 additions into one address. Must be called by all 32 lanes.
-template <int VEC, int R>
-__device__ __forceinline__ void combine_equal_targets(int (&slot)[R], float (&v)[R][VEC], unsigned (&count)[R],
-                                                      int lanes_log2) {
+template <int VEC>
+__device__ __forceinline__ void combine_equal_targets(int (&slot)[ROWS_PER_LANE], float (&v)[ROWS_PER_LANE][VEC],
+                                                      unsigned (&count)[ROWS_PER_LANE], int lanes_log2) {
 #pragma unroll
-    for (int r = 1; r < R; ++r) {
+    for (int r = 1; r < ROWS_PER_LANE; ++r) {
 #pragma unroll
         for (int s = 0; s < r; ++s) {
             if (slot[r] != NO_SLOT && slot[s] == slot[r]) {
@@ -129,7 +127,7 @@ __device__ __forceinline__ void combine_equal_targets(int (&slot)[R], float (&v)
         const bool root = pos < lanes;                          // absorbs the entry `step` lanes above
         const bool partner = pos >= step && pos < step + lanes;  // is absorbed by the entry `step` lanes below
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < ROWS_PER_LANE; ++r) {
             const int above = __shfl_down_sync(FULL_MASK, slot[r], step);
             const int below = __shfl_up_sync(FULL_MASK, slot[r], step);
             float other[VEC];
@@ -223,12 +221,11 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
     const int rows_per_warp = 32 >> lanes_log2;
     const int row_in_warp = lane >> lanes_log2;
     const int chunk_lane = lane & (lanes - 1);
-    constexpr int R = ROWS_PER_LANE(VEC);
-    for (int first = 0; first < queued; first += rows_per_warp * R) {
-        int row_slot[R], node[R];
-        i64 edge[R];
+    for (int first = 0; first < queued; first += rows_per_warp * ROWS_PER_LANE) {
+        int row_slot[ROWS_PER_LANE], node[ROWS_PER_LANE];
+        i64 edge[ROWS_PER_LANE];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < ROWS_PER_LANE; ++r) {
             const int position = first + r * rows_per_warp + row_in_warp;
             const bool live = position < queued;
             row_slot[r] = live ? queue.slot[position] : NO_SLOT;
@@ -237,11 +234,11 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
         }
         for (int first_chunk = 0; first_chunk < chunks; first_chunk += lanes) {
             const int chunk = first_chunk + chunk_lane;
-            int slot[R];
-            float v[R][VEC];
-            unsigned count[R];
+            int slot[ROWS_PER_LANE];
+            float v[ROWS_PER_LANE][VEC];
+            unsigned count[ROWS_PER_LANE];
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
+            for (int r = 0; r < ROWS_PER_LANE; ++r) {
                 slot[r] = chunk < chunks ? row_slot[r] : NO_SLOT;
                 count[r] = chunk == 0 ? 1u : 0u;
                 if (slot[r] != NO_SLOT) {
@@ -251,9 +248,9 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
                     for (int k = 0; k < VEC; ++k) v[r][k] = 0.0f;
                 }
             }
-            combine_equal_targets<VEC, R>(slot, v, count, lanes_log2);
+            combine_equal_targets<VEC>(slot, v, count, lanes_log2);
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
+            for (int r = 0; r < ROWS_PER_LANE; ++r) {
                 if (slot[r] != NO_SLOT) add(slot[r], node[r], chunk, v[r], count[r]);
             }
         }
@@ -377,14 +374,14 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 
 // Entry points with C names, one per vector width.
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM(VEC))                                                                \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
         scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,   \
                               int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,        \
                               i64 node_lo, i64 node_hi) {                                                              \
         scatter_rows_global<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,       \
                                         table_log2, counts, skipped, node_lo, node_hi);                               \
     }                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM(VEC))                                                                \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
         scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,   \
                               int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,        \
                               i64 node_lo, i64 node_hi) {                                                              \
@@ -397,7 +394,7 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
         scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest, counts,\
                                  skipped);                                                                    \
     }                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM(VEC))                                                                \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
         apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,      \
                            int lanes_log2) {                                                                          \
         apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2);                                    \
