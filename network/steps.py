@@ -107,11 +107,22 @@ def state_error_bound(node_features: np.ndarray, batches: Sequence[np.ndarray], 
 
 def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None,
                       precision: str) -> None:
-    """InputError when a partial sum of the state could exceed the precision's largest finite value."""
+    """InputError when a feature, the initial state or a partial sum of the state could exceed the precision's
+    largest finite value (float16: 65504), naming the node and the value."""
+    largest = LARGEST_FINITE[precision]
+    for what, values in (("node_features", node_features), ("state", state)):
+        if values is None:
+            continue
+        too_large = np.abs(_as_matrix(values)) > largest
+        if too_large.any():
+            node, feature = (int(i) for i in np.argwhere(too_large)[0])
+            raise InputError(
+                f"--precision {precision}: {what} at [{node}, {feature}] is {float(_as_matrix(values)[node, feature]):g}, "
+                f"beyond the largest {precision} value {largest:g}; use --precision fp32"
+            )
     magnitude, _ = accumulated_magnitude(node_features, batches, state)
     if magnitude.size == 0:
         return
-    largest = LARGEST_FINITE[precision]
     position = np.unravel_index(int(np.argmax(magnitude)), magnitude.shape)
     if magnitude[position] > largest:
         raise InputError(

@@ -199,6 +199,16 @@ def test_fp16_state_that_could_overflow_is_an_input_error():
     check_state_range(features, batches[:2], None, "fp16")  # 6e4 fits
 
 
+@pytest.mark.parametrize("what, value, features, state", [
+    ("node_features", "-70000", np.array([1.0, -7e4]), None),
+    ("state", "-100000", np.array([1.0, 2.0]), np.array([[0.0], [-1e5]])),
+])
+def test_fp16_feature_or_state_out_of_range_is_an_input_error(what, value, features, state):
+    with pytest.raises(InputError, match=rf"--precision fp16: {what} at \[1, 0\] is {value}, beyond"):
+        check_state_range(features, [np.array([[0, 0]])], state, "fp16")
+    check_state_range(features, [np.array([[0, 0]])], state, "fp32")
+
+
 # --- profile bounds and engine kinds -----------------------------------------------------------------------
 
 
@@ -296,3 +306,16 @@ def test_state_network_inputs_and_output_on_the_standin(trt):
     output = mark_state_output(network, stand_in_for_plugin)
     assert network.num_outputs == 1 and network.get_output(0).name == OUTPUT_STATE == output.name
     assert tuple(output.shape) == (-1, 3) and output.dtype == trt.float16
+
+
+@pytest.mark.trt_standin
+def test_run_steps_refuses_tensorrt_without_add_plugin_v3_before_any_work(trt):
+    from common.errors import MissingDependencyError
+    from common.imports import is_full_tensorrt
+    from network.pipeline import run_steps
+
+    if is_full_tensorrt(trt):
+        pytest.skip("the full TensorRT is installed here (see tests/test_e2e_state.py)")
+    with pytest.raises(MissingDependencyError, match="add_plugin_v3") as raised:
+        run_steps(None, "not-a-precision", [])  # neither the graph nor the batches are read
+    assert "\n" not in str(raised.value)
