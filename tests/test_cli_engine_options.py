@@ -1,0 +1,170 @@
+"""The command line's engine options: --save_engine, --load_engine, --max_nodes, --max_edges, --steps,
+--batch_edges, --benchmark. Their checks run before TensorRT or CUDA is imported: bad values exit 2 with one
+line. --dry-run with --steps prints the reference of the final state. No TensorRT or GPU needed."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aliased_io_plugin as cli
+from graph import MAX_RANDOM_EDGES
+from network.benchmark import MAX_ITERATIONS
+from network.profile import MAX_PROFILE_SIZE
+from network.progress import LARGE_FILE_BYTES
+from network.steps import MAX_STEPS
+from tests.conftest import full_tensorrt_missing_reason
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = str(ROOT / "aliased_io_plugin.py")
+SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_limits_match_the_network_packages():
+    """The CLI repeats these limits so that a dry run imports nothing from network/; they must agree."""
+    assert cli.MAX_PROFILE_SIZE == MAX_PROFILE_SIZE
+    assert cli.MAX_STEPS == MAX_STEPS
+    assert cli.MAX_BENCHMARK_ITERATIONS == MAX_ITERATIONS
+    assert cli.LARGE_FILE_BYTES == LARGE_FILE_BYTES
+
+
+@pytest.fixture
+def files(tmp_path):
+    engine = tmp_path / "saved.engine"
+    engine.write_bytes(b"not really an engine")  # only its existence is checked before TensorRT loads
+    return {"engine": str(engine), "folder": str(tmp_path), "missing_folder": str(tmp_path / "nope" / "x.engine")}
+
+
+BAD_ENGINE_OPTIONS = [
+    (["--steps", "0", "--batch_edges", "5"], f"--steps must be an integer from 1 to {MAX_STEPS:,}, got '0'"),
+    (["--steps", "2.5", "--batch_edges", "5"], "--steps must be an integer from 1 to 1,000,000, got '2.5'"),
+    (["--steps", "3"], "--steps 3 needs --batch_edges B"),
+    (["--batch_edges", "5"], "--batch_edges needs --steps K"),
+    (["--steps", "2", "--batch_edges", "-1"], f"--batch_edges must be an integer from 1 to {MAX_RANDOM_EDGES:,}, got '-1'"),
+    (["--steps", "1000", "--batch-edges", "100001"], "adds 100,001,000 edges in all, more than the limit of 100,000,000"),
+    (["--benchmark", "0"], "--benchmark must be an integer from 1 to 1,000,000, got '0'"),
+    (["--benchmark", "ten"], "got 'ten'"),
+    (["--steps", "2", "--batch_edges", "2", "--benchmark", "5"], "--benchmark times the classifier engine"),
+    (["--max_nodes", "0"], f"--max_nodes must be an integer from 1 to {MAX_PROFILE_SIZE:,}, got '0'"),
+    (["--max-edges", str(MAX_PROFILE_SIZE + 1)], "--max_edges must be an integer from 1 to 2,147,483,647"),
+    (["--max_nodes", "3"], "the graph has 4 nodes, more than --max_nodes 3"),
+    (["--max_edges", "5"], "the graph has 6 edges, more than --max_edges 5"),
+    (["--steps", "2", "--batch_edges", "10", "--max_edges", "9"], "each --steps batch has 10 edges, more than --max_edges 9"),
+    (["--steps", "2", "--batch_edges", "10", "--max_nodes", "2"], "the graph has 4 nodes, more than --max_nodes 2"),
+    (["--load_engine", "{missing}"], "--load_engine {missing}: file not found"),
+    (["--load_engine", "{folder}"], "--load_engine {folder}: not a regular file"),
+    (["--load-engine", ""], "--load_engine '': file not found"),
+    (["--save_engine", "{folder}"], "--save_engine {folder}: is a folder"),
+    (["--save-engine", "{missing_folder}"], "the folder {missing_folder_parent} does not exist"),
+    (["--load_engine", "{engine}", "--save_engine", "{folder}/copy.engine"], "--load_engine and --save_engine: give one"),
+    (["--load_engine", "{engine}", "--max_nodes", "100"], "an engine from --load_engine keeps the profile"),
+    (["--precision", "fp16", "--node_features", "[60000,60000,60000,60000]", "--steps", "2", "--batch_edges", "8"],
+     "beyond the largest fp16 value 65504; use --precision fp32 or fewer --steps"),
+    (["--precision", "fp16", "--node_features", "[1,3,5,70000]", "--steps", "1", "--batch_edges", "1"],
+     "--precision fp16: node_features at [3, 0] is 70000, beyond the largest fp16 value 65504"),
+]
+
+
+def fill(args, message, files):
+    names = dict(files, missing=os.path.join(files["folder"], "missing.engine"),
+                 missing_folder_parent=os.path.dirname(files["missing_folder"]))
+    return [arg.format(**names) for arg in args], message.format(**names)
+
+
+@pytest.mark.parametrize("args, message", BAD_ENGINE_OPTIONS)
+def test_bad_engine_option_exits_2_with_one_line(capsys, files, args, message):
+    args, message = fill(args, message, files)
+    status = cli.main([*args, "--seed", "1"])  # not a dry run: the checks come before any engine work
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aliased_io_plugin.py: error: ")
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize("index", [2, 6, 11, 15, 22])
+def test_bad_engine_option_through_a_subprocess(files, index):
+    args, message = fill(*BAD_ENGINE_OPTIONS[index], files)
+    result = run_cli(*args, "--seed", "1")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_lists_the_engine_options():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for option in ("--save_engine", "--load_engine", "--max_nodes", "--max_edges", "--steps", "--batch_edges",
+                   "--benchmark"):
+        assert option in result.stdout
+
+
+def printed_state(stdout: str) -> np.ndarray:
+    block = stdout.split("Final state X after", 1)[1].split(":\n", 1)[1].split("\n\n", 1)[0]
+    return np.array([float(value) for value in block.replace("[", " ").replace("]", " ").split()])
+
+
+def test_dry_run_with_steps_prints_the_reference_of_all_batches():
+    result = run_cli("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--node_features", "[1,10,100,1000]")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "the graph gives the 4 nodes, their features and the initial state (its own 6 edges are not used)" in result.stdout
+    assert "Final state X after 3 batches:" in result.stdout
+    # The contract: batch k is the k-th draw of graph.random_edge_batches from default_rng((seed, 2)).
+    from graph import random_edge_batches
+
+    batches = random_edge_batches(4, 3, 5, np.random.default_rng((4, 2)))
+    expected = np.zeros(4)
+    for batch in batches:
+        np.add.at(expected, batch[:, 1], np.array([1.0, 10.0, 100.0, 1000.0])[batch[:, 0]])
+    np.testing.assert_array_equal(printed_state(result.stdout), expected)
+    assert "no engine was built" in result.stdout
+
+
+def test_dry_run_mentions_engine_options_it_cannot_use(files):
+    result = run_cli("--dry-run", "--seed", "1", "--save_engine", os.path.join(files["folder"], "a.engine"), "--benchmark", "5")
+    assert result.returncode == 0, result.stderr
+    assert "(--save_engine, --benchmark: no engine to act on in a dry run.)" in result.stdout
+    assert not os.path.exists(os.path.join(files["folder"], "a.engine"))
+
+
+def test_dry_run_with_steps_imports_neither_tensorrt_nor_cuda():
+    code = (
+        "import sys; import aliased_io_plugin as cli; status = cli.main(['--dry-run', '--seed', '1', '--steps', '2', "
+        "'--batch_edges', '3', '--max_nodes', '10', '--precision', 'fp16', '--validate']); heavy = sorted(m for m in "
+        "sys.modules if m.split('.')[0] in ('tensorrt', 'tensorrt_rtx_bindings', 'cuda', 'polygraphy', 'plugin')); "
+        "print('HEAVY', heavy); sys.exit(status)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+
+
+def test_large_file_load_shows_progress_on_stderr(tmp_path):
+    features = tmp_path / "features.npy"
+    np.save(features, np.ones(LARGE_FILE_BYTES // 8 + 1))  # just over the threshold
+    # The features describe far more nodes than the default edges reach: loading succeeds, validation fails.
+    result = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"Reading --node_features_file {features} (64.0 MiB) ... done in ")
+    assert lines[1].startswith("aliased_io_plugin.py: error: ") and len(lines) == 2
+
+
+@pytest.mark.skipif(full_tensorrt_missing_reason() is None, reason="TensorRT and a GPU are here: the engine runs")
+@pytest.mark.parametrize("args", [["--steps", "2", "--batch_edges", "3"], ["--benchmark", "3"]])
+def test_without_tensorrt_engine_modes_stop_with_exit_3_and_one_line(args):
+    result = run_cli("--seed", "1", *args)
+    assert result.returncode == 3
+    assert result.stdout.startswith("Setting seed to: 1\n")
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install" in lines[0]
