@@ -1,0 +1,149 @@
+"""Per-step engine time at a fixed batch of B edges vs the state size N = 1e3 ... 1e8 (F = 1), through TensorRT.
+
+    python3 benchmarks/bench_engine_state.py [--batch_edges 10000] [--steps 50] [--precision fp32]
+                                             [--nodes 1000 ... 100000000] [--out DIR]
+
+The engine-level companion of benchmarks/bench_state_update.py (which times the kernel alone). One
+state-update engine is built (X, src, idx -> scatter-add plugin -> output X_out; profile N in [1, max N],
+E = B) and reused for every N: for each N, network.steps.run_state_steps executes it --steps times on one
+state buffer X of N zeros, each step adding a new batch of B random edges, after one warm-up execution that
+adds zeros. Per-step time = CUDA events on the session's stream around execute_async_v3 (host enqueue time
+included when the GPU waits for it). The table also shows what TensorRT reported for X_out
+(ICudaEngine.get_aliased_input_tensor), whether the runner therefore copied X_out into X after each step
+(and that copy's median), and whether the final state matched the float64 reference.
+
+What grows with N besides the update itself: the plugin asks the kernel for counts on every execution, and
+counts (N int64 values) are zeroed each time, an O(N) memset; a copy of X at the engine boundary, if TensorRT
+makes one, is O(N) too. Needs the full TensorRT (>= 10.3), polygraphy, cuda-python and a GPU; where one is
+missing the script prints one line saying so and exits with status 3.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from common.errors import MissingDependencyError  # noqa: E402
+
+NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
+EXIT_MISSING_DEPENDENCY = 3
+
+
+def device_name() -> str:
+    from cuda.bindings import runtime
+
+    from plugin.cuda_check import check
+
+    properties = check(runtime.cudaGetDeviceProperties(0))
+    name = properties.name
+    return (name.decode() if isinstance(name, bytes) else str(name)).rstrip("\x00")
+
+
+def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
+    """One state-update engine whose profile covers N in [1, max_nodes] and E = batch_edges exactly."""
+    import functools
+
+    from network.builder import populate_state_network
+    from network.loaders import build_engine_bytes, deserialize_engine, sample_profile_shapes, trt_feature_dtype
+    from network.profile import ProfileBounds, SizeRange
+
+    bounds = ProfileBounds(SizeRange(1, max_nodes, max_nodes), SizeRange(batch_edges, batch_edges, batch_edges))
+    populate = functools.partial(populate_state_network, dtype=trt_feature_dtype(trt, precision), num_features=1)
+    data, seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, 1))
+    return deserialize_engine(data, "the benchmark engine"), seconds
+
+
+def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:
+    from network.inputs import feature_dtype
+    from network.steps import (
+        compare_state,
+        expected_final_state,
+        make_step_batches,
+        run_state_steps,
+        state_error_bound,
+    )
+    from network.timing import summarize
+
+    rng = np.random.default_rng(seed)
+    dtype = feature_dtype(precision)
+    features = rng.standard_normal((num_nodes, 1)).astype(dtype)
+    batches = make_step_batches(num_nodes, steps, batch_edges, seed)
+    run = run_state_steps(trt, engine, np.zeros((num_nodes, 1), dtype), features, batches)
+    features64 = features.astype(np.float64)
+    check = compare_state(run.final_state, expected_final_state(features64, batches, None),
+                          state_error_bound(features64, batches, None, precision))
+    step = summarize(run.step_ms)
+    alias = "method missing" if run.aliases is None else repr(run.aliases.get("X_out"))
+    return dict(
+        N=num_nodes, median_us=step.median_ms * 1e3, min_us=step.min_ms * 1e3, max_us=step.max_ms * 1e3,
+        alias=alias, copied=bool(run.copy_ms),
+        copy_us=summarize(run.copy_ms).median_ms * 1e3 if run.copy_ms else None,
+        changed=run.first_step_changed_state, ok=check.ok,
+    )
+
+
+def table(rows: list[dict], header: str) -> str:
+    lines = [header, "",
+             "| N | per-step median (us) | min | max | get_aliased_input_tensor('X_out') | runner copied X_out -> X | "
+             "copy median (us) | X changed by step 1 | final state ok |",
+             "|" + " --- |" * 9]
+    for row in rows:
+        copy = f"{row['copy_us']:.1f}" if row["copy_us"] is not None else "-"
+        lines.append(
+            f"| {row['N']:.0e} | {row['median_us']:.1f} | {row['min_us']:.1f} | {row['max_us']:.1f} | {row['alias']} | "
+            f"{'yes' if row['copied'] else 'no'} | {copy} | {row['changed']} | {row['ok']} |"
+        )
+    medians = [row["median_us"] for row in rows]
+    if medians:
+        lines += ["", f"largest / smallest per-step median: {max(medians) / min(medians):.2f}"]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch_edges", type=int, default=10_000, help="edges per step, B (default 10000)")
+    parser.add_argument("--steps", type=int, default=50, help="timed steps per N (default 50)")
+    parser.add_argument("--precision", choices=["fp32", "fp16"], default="fp32")
+    parser.add_argument("--nodes", type=int, nargs="+", default=NODES, help="state sizes N (default 1e3 ... 1e8)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="folder for the table (bench_engine_state.md)")
+    args = parser.parse_args()
+    if args.batch_edges < 1 or args.steps < 1 or min(args.nodes) < 1:
+        parser.error("--batch_edges, --steps and every --nodes value must be at least 1")
+
+    from network.pipeline import require_engine_dependencies
+
+    try:
+        trt = require_engine_dependencies()
+    except MissingDependencyError as error:
+        print(f"bench_engine_state.py: cannot run: {error}", file=sys.stderr)
+        return EXIT_MISSING_DEPENDENCY
+
+    start = time.perf_counter()
+    engine, build_seconds = build_state_engine(trt, args.precision, max(args.nodes), args.batch_edges)
+    print(f"Built one state-update engine in {build_seconds:.1f} s (N up to {max(args.nodes):,}, E = {args.batch_edges:,})",
+          flush=True)
+    rows = []
+    for num_nodes in sorted(args.nodes):
+        row = measure(trt, engine, num_nodes, args.batch_edges, args.steps, args.precision, args.seed)
+        rows.append(row)
+        print(f"N={num_nodes:.0e}: {row['median_us']:.1f} us per step (median), X_out alias {row['alias']}, "
+              f"copied: {row['copied']}, final state ok: {row['ok']}", flush=True)
+    header = (f"{device_name()}, TensorRT {getattr(trt, '__version__', '?')}, {args.precision}, F = 1, "
+              f"B = {args.batch_edges:,} edges per step, {args.steps} steps per N (after 1 warm-up); "
+              f"total {time.perf_counter() - start:.0f} s")
+    text = table(rows, header)
+    print()
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_engine_state.md").write_text(text + "\n")
+    return 0 if all(row["ok"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
