@@ -373,31 +373,31 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 }
 
 // Entry points with C names, one per vector width.
-#define SCATTER_ENTRY_POINTS(VEC)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
-        scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,   \
-                              int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,        \
-                              i64 node_lo, i64 node_hi) {                                                              \
-        scatter_rows_global<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,       \
-                                        table_log2, counts, skipped, node_lo, node_hi);                               \
-    }                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
-        scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,   \
-                              int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,        \
-                              i64 node_lo, i64 node_hi) {                                                              \
-        scatter_rows_global<VEC, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,        \
-                                       table_log2, counts, skipped, node_lo, node_hi);                                \
-    }                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                                                \
-        scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
-                              int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {                \
-        scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest, counts,\
-                                 skipped);                                                                    \
-    }                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                                                \
-        apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,      \
-                           int lanes_log2) {                                                                          \
-        apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2);                                    \
+#define SCATTER_ENTRY_POINTS(VEC)                                                                                \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
+                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
+                          i64 node_lo, i64 node_hi) {                                                            \
+        scatter_rows_global<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,  \
+                                        table_log2, counts, skipped, node_lo, node_hi);                          \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
+                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
+                          i64 node_lo, i64 node_hi) {                                                            \
+        scatter_rows_global<VEC, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,   \
+                                       table_log2, counts, skipped, node_lo, node_hi);                           \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, \
+                          int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {             \
+        scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,  \
+                                 counts, skipped);                                                               \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
+                       int lanes_log2) {                                                                         \
+        apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2);                               \
     }
 
 SCATTER_ENTRY_POINTS(1)
