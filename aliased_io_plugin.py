@@ -186,7 +186,9 @@ def _readable_file(path: str, option: str) -> str:
 
 def _writable_file(path: str, option: str) -> str:
     target = Path(path)
-    if not path or target.is_dir():
+    if not path:
+        raise InputError(f"{option} '': expected a file name")
+    if target.is_dir():
         raise InputError(f"{option} {_shown_path(path)}: is a folder, expected a file name")
     folder = target.parent
     if not folder.is_dir():

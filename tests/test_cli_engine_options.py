@@ -62,6 +62,8 @@ BAD_ENGINE_OPTIONS = [
     (["--load_engine", "{folder}"], "--load_engine {folder}: not a regular file"),
     (["--load-engine", ""], "--load_engine '': file not found"),
     (["--save_engine", "{folder}"], "--save_engine {folder}: is a folder"),
+    (["--save_engine", ""], "--save_engine '': expected a file name"),
+    (["--save_engine", "no\nsuch/x.engine"], "--save_engine 'no\\nsuch/x.engine': the folder 'no\\nsuch' does not exist"),
     (["--save-engine", "{missing_folder}"], "the folder {missing_folder_parent} does not exist"),
     (["--load_engine", "{engine}", "--save_engine", "{folder}/copy.engine"], "--load_engine and --save_engine: give one"),
     (["--load_engine", "{engine}", "--max_nodes", "100"], "an engine from --load_engine keeps the profile"),
@@ -90,7 +92,7 @@ def test_bad_engine_option_exits_2_with_one_line(capsys, files, args, message):
     assert message in lines[0]
 
 
-@pytest.mark.parametrize("index", [2, 6, 11, 15, 22])
+@pytest.mark.parametrize("index", [2, 6, 11, 15, 20, 24])
 def test_bad_engine_option_through_a_subprocess(files, index):
     args, message = fill(*BAD_ENGINE_OPTIONS[index], files)
     result = run_cli(*args, "--seed", "1")
