@@ -1,4 +1,5 @@
-"""The scatter-add plugin's rules as plain functions: tensor positions, data types, formats, shapes, aliasing.
+"""The scatter-add plugin's rules as plain functions: tensor positions, data types, formats, shapes, aliasing,
+and its one attribute, compute_counts.
 
 The TensorRT plugin class (plugin.scatter_add_plugin) turns TensorRT's descriptors into numpy dtypes, shape
 tuples and booleans and asks these functions, so every rule runs and is tested without TensorRT.
@@ -8,32 +9,65 @@ Plugin I/O (positions as TensorRT numbers them: inputs first, then outputs):
     1 src    [E, F] same dtype as state  (row e is added into state[index[e]])
     2 index  [E]    int64
     3 aggregated [N, F] same dtype as state  (output 0, the same memory as input 0)
-    4 counts     [N, 1] int64                (output 1, in-edges per node)
+    4 counts     [N, 1] int64                (output 1, in-edges per node; only with compute_counts)
+
+compute_counts (plugin field "compute_counts", int32 0 or 1, default 1) says whether the plugin has the counts
+output. Computing counts zeroes N int64 values on every execution, O(N) whatever the update's size, so a
+network that does not use counts (the state-update network of --steps) builds the plugin with 0: then it has
+one output and each execution costs in proportion to the update (E rows), not to the state.
 """
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 STATE, SOURCE, INDEX = 0, 1, 2
 NUM_INPUTS = 3
 AGGREGATED, COUNTS = 0, 1
-NUM_OUTPUTS = 2
 
 FEATURE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 INDEX_DTYPE = np.dtype(np.int64)
 COUNTS_DTYPE = np.dtype(np.int64)
 
+COMPUTE_COUNTS_FIELD = "compute_counts"
+FIELD_NAMES = (COMPUTE_COUNTS_FIELD,)
+FIELD_DTYPE = np.dtype(np.int32)  # every field is one int32 (PluginFieldType.INT32)
+DEFAULT_COMPUTE_COUNTS = True  # also what an engine serialized before the field existed gets back
 
-def supports_combination(pos: int, dtypes: Sequence[np.dtype | None], linear: Sequence[bool]) -> bool:
+
+def as_compute_counts(value: object) -> bool:
+    """compute_counts as a bool from True/False or the integers 0/1; ValueError for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+        return bool(value)
+    if isinstance(value, (int, np.integer, float, np.floating)):
+        shown = str(value.item() if isinstance(value, np.generic) else value)  # 7, not np.int64(7)
+    else:
+        shown = repr(value)
+    raise ValueError(f"{COMPUTE_COUNTS_FIELD} must be 0 or 1, got {shown}")
+
+
+def num_outputs(*, compute_counts: bool) -> int:
+    """aggregated, plus counts when the plugin computes them."""
+    return 2 if compute_counts else 1
+
+
+def supports_combination(
+    pos: int, dtypes: Sequence[np.dtype | None], linear: Sequence[bool], *, compute_counts: bool
+) -> bool:
     """Whether the plugin accepts the data type and format at `pos`, given the choices at positions before it.
 
     `dtypes[i]` is the numpy dtype TensorRT proposes for position i (None for a type numpy lacks, e.g. int8),
-    `linear[i]` whether its format is LINEAR. TensorRT asks about one position at a time and has fixed the
-    positions before it, so a rule may only look back: position 0 picks the feature dtype, the others follow it.
+    `linear[i]` whether its format is LINEAR; there are 3 inputs and num_outputs(compute_counts) outputs.
+    TensorRT asks about one position at a time and has fixed the positions before it, so a rule may only look
+    back: position 0 picks the feature dtype, the others follow it.
     """
-    if pos < 0 or pos >= NUM_INPUTS + NUM_OUTPUTS or len(dtypes) != NUM_INPUTS + NUM_OUTPUTS:
+    total = NUM_INPUTS + num_outputs(compute_counts=compute_counts)
+    if pos < 0 or pos >= total or len(dtypes) != total or len(linear) != total:
         return False
     if not linear[pos]:
         return False
@@ -47,8 +81,9 @@ def supports_combination(pos: int, dtypes: Sequence[np.dtype | None], linear: Se
     return dtype == COUNTS_DTYPE  # pos == NUM_INPUTS + COUNTS
 
 
-def output_dtypes(input_dtypes: Sequence[np.dtype | None]) -> list[np.dtype]:
-    """Data types of (aggregated, counts) for the given input types; ValueError names an unsupported input."""
+def output_dtypes(input_dtypes: Sequence[np.dtype | None], *, compute_counts: bool) -> list[np.dtype]:
+    """Data types of (aggregated, counts), or of (aggregated,) without counts, for the given input types;
+    ValueError names an unsupported input."""
     if len(input_dtypes) != NUM_INPUTS:
         raise ValueError(f"the scatter-add plugin takes {NUM_INPUTS} inputs (state, src, index), got {len(input_dtypes)}")
     state, src, index = input_dtypes
@@ -58,12 +93,61 @@ def output_dtypes(input_dtypes: Sequence[np.dtype | None]) -> list[np.dtype]:
         raise ValueError(f"src (input 1) must have the state's dtype {state}, got {src}")
     if index != INDEX_DTYPE:
         raise ValueError(f"index (input 2) must be int64, got {index}")
-    return [state, COUNTS_DTYPE]
+    return [state, COUNTS_DTYPE] if compute_counts else [state]
+
+
+Dim = TypeVar("Dim")
+
+
+def output_shapes(num_nodes: Dim, num_features: Dim, one: Dim, *, compute_counts: bool) -> list[list[Dim]]:
+    """Shapes of (aggregated [N, F], counts [N, 1]), or of (aggregated,) without counts.
+
+    The dimensions are whatever the caller computes with: TensorRT's symbolic expressions (the state's N and F,
+    and `one` = the constant 1) in get_output_shapes, plain ints in tests.
+    """
+    shapes = [[num_nodes, num_features], [num_nodes, one]]
+    return shapes[: num_outputs(compute_counts=compute_counts)]
 
 
 def aliased_input(output_index: int) -> int:
-    """The input that an output shares memory with: output 0 (aggregated) is input 0 (state); -1 for none."""
+    """The input that an output shares memory with: output 0 (aggregated) is input 0 (state); -1 for none.
+
+    The same with or without counts: aggregated is output 0 either way, and counts (output 1) has its own buffer.
+    """
     return STATE if output_index == AGGREGATED else -1
+
+
+def check_field_names(names: Sequence[str]) -> None:
+    """ValueError for a field name the plugin does not know, or one given twice."""
+    unknown = [name for name in names if name not in FIELD_NAMES]
+    if unknown:
+        raise ValueError(f"unknown plugin field(s) {unknown}; the scatter-add plugin takes only {list(FIELD_NAMES)}")
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(f"plugin field(s) {repeated} given more than once")
+
+
+def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
+    """compute_counts from the plugin fields by name (each an int32 array): what the creator builds the plugin with.
+
+    A missing field means DEFAULT_COMPUTE_COUNTS (1), so engines serialized before the field existed keep their
+    meaning. ValueError for an unknown name, an array that is not exactly one int32, or a value other than 0/1.
+    """
+    check_field_names(list(fields))
+    if COMPUTE_COUNTS_FIELD not in fields:
+        return DEFAULT_COMPUTE_COUNTS
+    values = np.asarray(fields[COMPUTE_COUNTS_FIELD])
+    if values.dtype != FIELD_DTYPE or values.shape != (1,):
+        raise ValueError(
+            f"{COMPUTE_COUNTS_FIELD} must be one int32 value (0 or 1), got {values.size} value(s) of type {values.dtype}"
+        )
+    return as_compute_counts(int(values[0]))
+
+
+def fields_to_serialize(*, compute_counts: bool) -> dict[str, np.ndarray]:
+    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1]}; the inverse of
+    compute_counts_from_fields."""
+    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE)}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The in-place scatter-add as a TensorRT Python plugin (IPluginV3 with the V3One core, build and runtime parts).
 
 Inputs: state [N, F], src [E, F] (float32 or float16), index [E] int64. Outputs: aggregated [N, F], which is
-input 0's memory (get_aliased_input(0) == 0), and counts [N, 1] int64. enqueue adds src rows into the state
-in place on TensorRT's stream; the rules (types, formats, shapes, aliasing) live in plugin.rules.
+input 0's memory (get_aliased_input(0) == 0), and, when the plugin field compute_counts is 1 (the default),
+counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream; the rules (types,
+formats, shapes, aliasing, fields) live in plugin.rules.
 
 TensorRT is imported when this module is imported; everything else (CUDA, the kernel) when first used.
 Register the creator (register_scatter_add_creator) before deserializing an engine that contains the plugin.
@@ -49,14 +50,50 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
+def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
+    """A trt.PluginFieldCollection of INT32 fields from {name: int32 array}.
+
+    A PluginField points at its array's memory without owning it, and the collection copies the fields, so
+    the caller must keep `fields` (the arrays) alive for as long as TensorRT may read the collection.
+    """
+    for name, values in fields.items():
+        if values.dtype != rules.FIELD_DTYPE:  # TensorRT reads the bytes as int32 whatever numpy holds
+            raise ValueError(f"plugin field {name!r} must be an int32 array, got {values.dtype}")
+    return trt.PluginFieldCollection(
+        [trt.PluginField(name, values, trt.PluginFieldType.INT32) for name, values in fields.items()]
+    )
+
+
+# The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
+# collection get_fields_to_serialize returns after the call, through pointers into the collection and into
+# the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
+_FIELD_ARRAYS = {flag: rules.fields_to_serialize(compute_counts=flag) for flag in (True, False)}
+_FIELD_COLLECTIONS = {flag: plugin_field_collection(arrays) for flag, arrays in _FIELD_ARRAYS.items()}
+
+
+def read_plugin_fields(field_collection: Any) -> bool:
+    """compute_counts from the PluginFieldCollection TensorRT hands the creator (a network's or a
+    deserialized engine's); ValueError names an unknown or repeated field, a type other than INT32 or a bad value."""
+    fields = list(field_collection)
+    rules.check_field_names([field.name for field in fields])
+    values: dict[str, np.ndarray] = {}
+    for field in fields:
+        if field.type != trt.PluginFieldType.INT32:
+            raise ValueError(f"plugin field {field.name!r} must have type INT32, got {field.type.name}")
+        values[field.name] = np.array(field.data, dtype=rules.FIELD_DTYPE)  # a copy: data is TensorRT's memory
+    return rules.compute_counts_from_fields(values)
+
+
 class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuildV2, trt.IPluginV3OneRuntime):
     """state[index[e], :] += src[e, :] for every edge e, in place; counts[n] = number of edges into n.
 
-    The plugin has no attributes: every size comes from the tensor shapes, so get_fields_to_serialize is empty
-    and a deserialized engine recreates the plugin from the registered creator alone.
+    One attribute, compute_counts (plugin field "compute_counts", int32 0/1, default 1): with 1 the plugin
+    has two outputs (aggregated, counts); with 0 only aggregated, and enqueue does not touch counts, so an
+    execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
+    get_fields_to_serialize writes compute_counts, so a deserialized engine's creator recreates the same plugin.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         trt.IPluginV3OneBuildV2.__init__(self)
@@ -64,7 +101,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        self.num_outputs = rules.NUM_OUTPUTS
+        self.compute_counts = rules.as_compute_counts(compute_counts)
+        self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
 
     # --- IPluginV3 ---------------------------------------------------------------------------------------
     def get_capability_interface(self, capability: Any) -> Any:
@@ -72,25 +110,28 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self
 
     def clone(self) -> "ScatterAddPlugin":
-        """A new plugin; there is no state to copy besides what __init__ sets."""
-        return ScatterAddPlugin()
+        """A new plugin with the same compute_counts; there is no other state to copy."""
+        return ScatterAddPlugin(compute_counts=self.compute_counts)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
     def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
-        dtypes = rules.output_dtypes([numpy_dtype(t) for t in input_types])
+        dtypes = rules.output_dtypes([numpy_dtype(t) for t in input_types], compute_counts=self.compute_counts)
         return [trt_dtype(dtype) for dtype in dtypes]
 
     def get_output_shapes(
         self, inputs: "list[DimsExprs]", shape_inputs: "list[DimsExprs]", expr_builder: "IExprBuilder"
     ) -> "list[DimsExprs]":
-        """aggregated has the state's (symbolic) shape [N, F]; counts is [N, 1]."""
+        """aggregated has the state's (symbolic) shape [N, F]; counts, if computed, is [N, 1]."""
         state = inputs[rules.STATE]
-        return [trt.DimsExprs([state[0], state[1]]), trt.DimsExprs([state[0], expr_builder.constant(1)])]
+        shapes = rules.output_shapes(state[0], state[1], expr_builder.constant(1), compute_counts=self.compute_counts)
+        return [trt.DimsExprs(shape) for shape in shapes]
 
     def supports_format_combination(self, pos: int, in_out: "list[DynamicPluginTensorDesc]", num_inputs: int) -> bool:
         dtypes = [numpy_dtype(desc.desc.type) for desc in in_out]
         linear = [desc.desc.format == trt.TensorFormat.LINEAR for desc in in_out]
-        return num_inputs == rules.NUM_INPUTS and rules.supports_combination(pos, dtypes, linear)
+        return num_inputs == rules.NUM_INPUTS and rules.supports_combination(
+            pos, dtypes, linear, compute_counts=self.compute_counts
+        )
 
     def configure_plugin(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> None:
         """Checks ranks and the feature dimension once, at build time (-1 marks a dynamic dimension)."""
@@ -133,9 +174,10 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     ) -> None:
         """Launches the kernel on TensorRT's stream with TensorRT's workspace: no synchronisation, no allocation.
 
-        With aliasing, outputs[0] is inputs[0] and the kernel adds into it. Should TensorRT ever hand the
-        output its own buffer, the state is first copied into it (a device-to-device copy on the same stream),
-        so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
+        With aliasing, outputs[0] is inputs[0] and the kernel adds into it. Without compute_counts there is no
+        outputs[1] and the kernel gets counts=0: no O(N) zeroing, only the E rows are touched. Should TensorRT
+        ever hand the output its own buffer, the state is first copied into it (a device-to-device copy on the
+        same stream), so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
         """
         from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
 
@@ -151,7 +193,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
             state=state,
             src=inputs[rules.SOURCE],
             index=inputs[rules.INDEX],
-            counts=outputs[rules.COUNTS],
+            counts=outputs[rules.COUNTS] if self.compute_counts else 0,
             num_nodes=sizes.num_nodes,
             num_edges=sizes.num_edges,
             num_features=sizes.num_features,
@@ -166,7 +208,11 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self.clone()
 
     def get_fields_to_serialize(self) -> Any:
-        return trt.PluginFieldCollection([])
+        """compute_counts as one INT32 field; the creator reads it back when an engine is deserialized.
+
+        Returns a module-level collection (see _FIELD_COLLECTIONS): TensorRT reads it after this call returns.
+        """
+        return _FIELD_COLLECTIONS[self.compute_counts]
 
 
 def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
@@ -188,13 +234,19 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        self.field_names = trt.PluginFieldCollection([])
+        # The fields create_plugin accepts, each with its type and default value (compute_counts: INT32, 1).
+        self.field_names = _FIELD_COLLECTIONS[rules.DEFAULT_COMPUTE_COUNTS]
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
-        unknown = [field.name for field in field_collection]
-        if unknown:
-            raise ValueError(f"{PLUGIN_NAME} takes no plugin fields, got {unknown}")
-        return ScatterAddPlugin()
+        """A plugin from the fields of a network or of a deserialized engine (compute_counts; default 1).
+
+        ValueError (a null plugin, reported by TensorRT, when called through TensorRT) for bad fields.
+        """
+        try:
+            compute_counts = read_plugin_fields(field_collection)
+        except ValueError as error:
+            raise ValueError(f"{PLUGIN_NAME}: {error}") from None
+        return ScatterAddPlugin(compute_counts=compute_counts)
 
 
 _registered_creators: list[ScatterAddPluginCreator] = []

@@ -6,9 +6,11 @@ called the way TensorRT calls them; where the binding offers a C++ entry point (
 the creator's create_plugin) the test goes through it, so the C++ side's casts are exercised too.
 """
 
+import gc
 import importlib
 import itertools
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.trt_standin
@@ -33,15 +35,21 @@ def tensor_desc(trt, dtype, dims, fmt=None, low=None, high=None):
     return dynamic
 
 
-def plugin_io(trt, feature, num_nodes=4, num_edges=6, num_features=3):
-    """DynamicPluginTensorDescs of (state, src, index, aggregated, counts) for a consistent combination."""
-    return [
+def plugin_io(trt, feature, num_nodes=4, num_edges=6, num_features=3, compute_counts=True):
+    """DynamicPluginTensorDescs of (state, src, index, aggregated[, counts]) for a consistent combination."""
+    io = [
         tensor_desc(trt, feature, [num_nodes, num_features]),
         tensor_desc(trt, feature, [num_edges, num_features]),
         tensor_desc(trt, trt.int64, [num_edges]),
         tensor_desc(trt, feature, [num_nodes, num_features]),
         tensor_desc(trt, trt.int64, [num_nodes, 1]),
     ]
+    return io if compute_counts else io[:4]
+
+
+def int32_field(trt, name, values, field_type=None):
+    """A PluginField as TensorRT's Python API takes it: a numpy array (kept alive by the caller) and its type."""
+    return trt.PluginField(name, values, trt.PluginFieldType.INT32 if field_type is None else field_type)
 
 
 def spec_allows(trt, pos, dtype, fmt, state_dtype):
@@ -62,7 +70,16 @@ def test_plugin_identity(trt, sap):
         sap.PLUGIN_VERSION,
         sap.PLUGIN_NAMESPACE,
     )
-    assert plugin.num_outputs == 2
+    assert plugin.num_outputs == 2 and plugin.compute_counts is True
+    without_counts = sap.ScatterAddPlugin(compute_counts=False)
+    assert without_counts.num_outputs == 1 and without_counts.compute_counts is False
+    assert sap.ScatterAddPlugin(compute_counts=0).num_outputs == 1
+
+
+@pytest.mark.parametrize("value", [2, -1, "0", None])
+def test_plugin_refuses_a_compute_counts_other_than_0_or_1(trt, sap, value):
+    with pytest.raises(ValueError, match="compute_counts must be 0 or 1"):
+        sap.ScatterAddPlugin(compute_counts=value)
 
 
 def test_capability_interfaces_pass_tensorrt_casts(trt, sap):
@@ -90,11 +107,33 @@ def test_supports_format_combination_every_position_dtype_and_format(trt, sap):
     assert checked == 2 * 5 * len(dtypes) * len(formats)
 
 
+def test_supports_format_combination_without_counts_every_position_dtype_and_format(trt, sap):
+    """The one-output plugin: positions 0-3 as above; a fifth position (counts) does not exist."""
+    plugin = sap.ScatterAddPlugin(compute_counts=False)
+    dtypes = [trt.float32, trt.float16, trt.bfloat16, trt.int8, trt.int32, trt.int64, trt.bool, trt.uint8]
+    formats = [trt.TensorFormat.LINEAR, trt.TensorFormat.CHW32, trt.TensorFormat.HWC8]
+    checked = 0
+    for state_dtype, pos, dtype, fmt in itertools.product((trt.float32, trt.float16), range(4), dtypes, formats):
+        in_out = plugin_io(trt, state_dtype, compute_counts=False)
+        in_out[pos] = tensor_desc(trt, dtype, list(in_out[pos].desc.dims), fmt)
+        for later in range(pos + 1, 4):
+            in_out[later] = tensor_desc(trt, trt.bool, [1], trt.TensorFormat.CHW32)
+        expected = spec_allows(trt, pos, dtype, fmt, state_dtype)
+        assert plugin.supports_format_combination(pos, in_out, 3) == expected, (state_dtype, pos, dtype, fmt)
+        checked += 1
+    assert checked == 2 * 4 * len(dtypes) * len(formats)
+    # TensorRT never asks the one-output plugin about five positions, nor the two-output one about four
+    assert not plugin.supports_format_combination(4, plugin_io(trt, trt.float32), 3)
+    assert not sap.ScatterAddPlugin().supports_format_combination(0, plugin_io(trt, trt.float32, compute_counts=False), 3)
+
+
 @pytest.mark.parametrize("feature", ["float32", "float16"])
 def test_get_output_data_types(trt, sap, feature):
     plugin = sap.ScatterAddPlugin()
     dtype = getattr(trt, feature)
     assert plugin.get_output_data_types([dtype, dtype, trt.int64]) == [dtype, trt.int64]
+    without_counts = sap.ScatterAddPlugin(compute_counts=False)
+    assert without_counts.get_output_data_types([dtype, dtype, trt.int64]) == [dtype]
 
 
 def test_get_output_data_types_refuses_mixed_features(trt, sap):
@@ -106,6 +145,7 @@ def test_get_aliased_input(trt, sap):
     plugin = sap.ScatterAddPlugin()
     assert plugin.get_aliased_input(0) == 0
     assert plugin.get_aliased_input(1) == -1
+    assert sap.ScatterAddPlugin(compute_counts=False).get_aliased_input(0) == 0  # its only output
 
 
 def test_configure_plugin_checks_dynamic_shapes(trt, sap):
@@ -140,36 +180,89 @@ def test_get_workspace_size_uses_the_profile_maximum(trt, sap):
             assert size == 0  # the float32 path uses no workspace (issue 5)
 
 
-def test_clone_is_an_independent_equivalent_plugin(trt, sap):
-    plugin = sap.ScatterAddPlugin()
-    copy = plugin.clone()
-    assert copy is not plugin and isinstance(copy, sap.ScatterAddPlugin)
-    assert (copy.plugin_name, copy.plugin_version, copy.num_outputs) == (plugin.plugin_name, plugin.plugin_version, 2)
-    assert copy.get_aliased_input(0) == 0
-    attached = plugin.attach_to_context(None)
-    assert attached is not plugin and isinstance(attached, sap.ScatterAddPlugin)
+@pytest.mark.parametrize("compute_counts", [True, False])
+def test_clone_is_an_independent_equivalent_plugin(trt, sap, compute_counts):
+    plugin = sap.ScatterAddPlugin(compute_counts=compute_counts)
+    outputs = 2 if compute_counts else 1
+    for copy in (plugin.clone(), plugin.attach_to_context(None)):
+        assert copy is not plugin and isinstance(copy, sap.ScatterAddPlugin)
+        assert (copy.plugin_name, copy.plugin_version, copy.num_outputs) == (plugin.plugin_name, plugin.plugin_version, outputs)
+        assert copy.compute_counts is compute_counts
+        assert copy.get_aliased_input(0) == 0
 
 
-def test_fields_round_trip_through_the_creator(trt, sap):
-    """The plugin serializes no fields; the creator rebuilds an equivalent plugin from them (what deserialization does)."""
+@pytest.mark.parametrize("compute_counts", [True, False])
+def test_fields_round_trip_through_the_creator(trt, sap, compute_counts):
+    """get_fields_to_serialize -> the creator's create_plugin through TensorRT's C++ entry point (what engine
+    deserialization does) gives a plugin with the same compute_counts, number of outputs and output types."""
     creator = sap.register_scatter_add_creator()
-    fields = sap.ScatterAddPlugin().get_fields_to_serialize()
-    assert isinstance(fields, trt.PluginFieldCollection) and len(fields) == 0
+    fields = sap.ScatterAddPlugin(compute_counts=compute_counts).get_fields_to_serialize()
+    assert isinstance(fields, trt.PluginFieldCollection) and len(fields) == 1
+    (field,) = fields
+    assert field.name == "compute_counts" and field.type == trt.PluginFieldType.INT32 and field.size == 1
+    assert field.data.dtype == np.int32 and field.data.tolist() == [int(compute_counts)]
     for phase in (trt.TensorRTPhase.BUILD, trt.TensorRTPhase.RUNTIME):
         rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, phase)  # via C++
         assert isinstance(rebuilt, sap.ScatterAddPlugin)
-        assert rebuilt.get_aliased_input(0) == 0 and rebuilt.num_outputs == 2
+        assert rebuilt.compute_counts is compute_counts
+        assert rebuilt.num_outputs == (2 if compute_counts else 1)
+        assert rebuilt.get_aliased_input(0) == 0
+        expected_types = [trt.float16, trt.int64] if compute_counts else [trt.float16]
+        assert rebuilt.get_output_data_types([trt.float16, trt.float16, trt.int64]) == expected_types
 
 
-def test_creator_refuses_unknown_fields(trt, sap):
-    import numpy as np
+def test_serialized_fields_stay_valid_after_the_call(trt, sap):
+    """TensorRT reads the returned collection after get_fields_to_serialize returns, and a PluginField only
+    points at its array: the value must survive the plugin and fresh allocations that could reuse its memory."""
+    fields = sap.ScatterAddPlugin(compute_counts=False).get_fields_to_serialize()  # the plugin is gone at once
+    gc.collect()
+    churn = [np.full(1, 77, np.int32) for _ in range(20_000)]
+    assert fields[0].data.tolist() == [0]
+    del churn
 
+
+def test_no_fields_give_the_plugin_with_counts(trt, sap):
+    """An engine serialized before compute_counts existed has no fields: the creator gives the two-output plugin."""
+    creator = sap.register_scatter_add_creator()
+    rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, trt.PluginFieldCollection([]),
+                                                     trt.TensorRTPhase.RUNTIME)
+    assert rebuilt.compute_counts is True and rebuilt.num_outputs == 2
+
+
+BAD_FIELDS = [
+    ("num_nodes", np.array([4], np.int32), None, r"unknown plugin field\(s\) \['num_nodes'\]"),
+    ("compute_counts", np.array([2], np.int32), None, "compute_counts must be 0 or 1, got 2$"),
+    ("compute_counts", np.array([-1], np.int32), None, "compute_counts must be 0 or 1, got -1$"),
+    ("compute_counts", np.array([1, 0], np.int32), None, "one int32 value .* got 2 value"),
+    ("compute_counts", np.array([1.0], np.float32), "FLOAT32", "'compute_counts' must have type INT32, got FLOAT32"),
+    ("compute_counts", np.array([1], np.int64), "INT64", "must have type INT32, got INT64"),
+    ("compute_counts", np.array([1], np.float16), "FLOAT16", "must have type INT32, got FLOAT16"),
+]
+
+
+@pytest.mark.parametrize("name, values, field_type, message", BAD_FIELDS, ids=[m[:30] for *_, m in BAD_FIELDS])
+def test_creator_refuses_bad_fields(trt, sap, name, values, field_type, message):
     creator = sap.ScatterAddPluginCreator()
-    fields = trt.PluginFieldCollection([trt.PluginField("num_nodes", np.array([4], np.int32), trt.PluginFieldType.INT32)])
-    with pytest.raises(ValueError, match="num_nodes"):
+    field = int32_field(trt, name, values, None if field_type is None else getattr(trt.PluginFieldType, field_type))
+    fields = trt.PluginFieldCollection([field])
+    with pytest.raises(ValueError, match=message) as raised:
         creator.create_plugin(sap.PLUGIN_NAME, fields, trt.TensorRTPhase.RUNTIME)
+    assert str(raised.value).startswith(f"{sap.PLUGIN_NAME}: ") and "\n" not in str(raised.value)
     # Through TensorRT's C++ entry point the exception becomes a null plugin (TensorRT then reports the error).
     assert trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, trt.TensorRTPhase.RUNTIME) is None
+
+
+def test_creator_refuses_a_repeated_field(trt, sap):
+    zero, one = np.array([0], np.int32), np.array([1], np.int32)
+    fields = trt.PluginFieldCollection([int32_field(trt, "compute_counts", zero), int32_field(trt, "compute_counts", one)])
+    with pytest.raises(ValueError, match="given more than once"):
+        sap.ScatterAddPluginCreator().create_plugin(sap.PLUGIN_NAME, fields, trt.TensorRTPhase.BUILD)
+
+
+def test_plugin_field_collection_refuses_arrays_that_are_not_int32(trt, sap):
+    """TensorRT would read an int64 [1] as the int32 pair (1, 0): the helper refuses it instead."""
+    with pytest.raises(ValueError, match="int32 array, got int64"):
+        sap.plugin_field_collection({"compute_counts": np.array([1], np.int64)})
 
 
 def test_creator_describes_the_plugin(trt, sap):
@@ -179,7 +272,13 @@ def test_creator_describes_the_plugin(trt, sap):
         sap.PLUGIN_VERSION,
         sap.PLUGIN_NAMESPACE,
     )
-    assert len(creator.field_names) == 0
+    (advertised,) = creator.field_names  # what create_plugin accepts: name, type and the default value
+    assert advertised.name == "compute_counts" and advertised.type == trt.PluginFieldType.INT32
+    assert advertised.size == 1 and advertised.data.tolist() == [1]
+    gc.collect()
+    churn = [np.full(1, 77, np.int32) for _ in range(20_000)]
+    assert creator.field_names[0].data.tolist() == [1]  # the creator keeps the array alive
+    del churn
 
 
 def test_registration_is_idempotent(trt, sap):

@@ -8,37 +8,57 @@ from plugin import rules
 F32, F16, I64, I32 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int64), np.dtype(np.int32)
 
 
-def combination(state, src=None, index=I64, aggregated=None, counts=I64):
+def combination(state, src=None, index=I64, aggregated=None, counts=I64, *, compute_counts=True):
+    """dtypes at every position: (state, src, index, aggregated, counts), or without counts."""
     src = state if src is None else src
     aggregated = state if aggregated is None else aggregated
-    return [state, src, index, aggregated, counts]
+    return [state, src, index, aggregated, counts] if compute_counts else [state, src, index, aggregated]
 
 
+def supports(pos, dtypes, linear=None, *, compute_counts):
+    linear = [True] * len(dtypes) if linear is None else linear
+    return rules.supports_combination(pos, dtypes, linear, compute_counts=compute_counts)
+
+
+WITH_AND_WITHOUT_COUNTS = pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no_counts"])
+
+
+def test_number_of_outputs():
+    assert rules.num_outputs(compute_counts=True) == 2
+    assert rules.num_outputs(compute_counts=False) == 1
+
+
+@WITH_AND_WITHOUT_COUNTS
 @pytest.mark.parametrize("feature", [F32, F16])
-def test_consistent_combination_is_accepted_at_every_position(feature):
-    dtypes = combination(feature)
-    assert all(rules.supports_combination(pos, dtypes, [True] * 5) for pos in range(5))
+def test_consistent_combination_is_accepted_at_every_position(feature, compute_counts):
+    dtypes = combination(feature, compute_counts=compute_counts)
+    assert len(dtypes) == 3 + rules.num_outputs(compute_counts=compute_counts)
+    assert all(supports(pos, dtypes, compute_counts=compute_counts) for pos in range(len(dtypes)))
 
 
-@pytest.mark.parametrize("pos", range(5))
-def test_non_linear_format_is_refused_at_every_position(pos):
-    linear = [True] * 5
-    linear[pos] = False
-    assert not rules.supports_combination(pos, combination(F32), linear)
+@WITH_AND_WITHOUT_COUNTS
+def test_non_linear_format_is_refused_at_every_position(compute_counts):
+    dtypes = combination(F32, compute_counts=compute_counts)
+    for pos in range(len(dtypes)):
+        linear = [True] * len(dtypes)
+        linear[pos] = False
+        assert not supports(pos, dtypes, linear, compute_counts=compute_counts)
 
 
+@WITH_AND_WITHOUT_COUNTS
 @pytest.mark.parametrize("state", [np.dtype(np.float64), I32, I64, np.dtype(np.int8), None])
-def test_state_must_be_float32_or_float16(state):
-    assert not rules.supports_combination(rules.STATE, combination(state), [True] * 5)
+def test_state_must_be_float32_or_float16(state, compute_counts):
+    assert not supports(rules.STATE, combination(state, compute_counts=compute_counts), compute_counts=compute_counts)
 
 
+@WITH_AND_WITHOUT_COUNTS
 @pytest.mark.parametrize("pos", [rules.SOURCE, rules.NUM_INPUTS + rules.AGGREGATED])
-def test_src_and_aggregated_follow_the_state_dtype(pos):
-    dtypes = combination(F32)
+def test_src_and_aggregated_follow_the_state_dtype(pos, compute_counts):
+    dtypes = combination(F32, compute_counts=compute_counts)
     dtypes[pos] = F16
-    assert not rules.supports_combination(pos, dtypes, [True] * 5)
+    assert not supports(pos, dtypes, compute_counts=compute_counts)
     dtypes[rules.STATE] = F16
-    assert rules.supports_combination(pos, dtypes, [True] * 5)
+    assert supports(pos, dtypes, compute_counts=compute_counts)
 
 
 @pytest.mark.parametrize("pos", [rules.INDEX, rules.NUM_INPUTS + rules.COUNTS])
@@ -46,28 +66,45 @@ def test_src_and_aggregated_follow_the_state_dtype(pos):
 def test_index_and_counts_are_int64(pos, dtype):
     dtypes = combination(F16)
     dtypes[pos] = dtype
-    assert not rules.supports_combination(pos, dtypes, [True] * 5)
+    assert not supports(pos, dtypes, compute_counts=True)
 
 
-def test_rules_never_look_at_later_positions():
+def test_without_counts_index_is_still_int64():
+    dtypes = combination(F16, compute_counts=False)
+    dtypes[rules.INDEX] = I32
+    assert not supports(rules.INDEX, dtypes, compute_counts=False)
+
+
+@WITH_AND_WITHOUT_COUNTS
+def test_rules_never_look_at_later_positions(compute_counts):
     """TensorRT has not chosen the positions after `pos` yet; garbage there must not change the answer."""
-    for pos in range(5):
-        dtypes = combination(F16)
-        garbage = dtypes[: pos + 1] + [np.dtype(np.bool_)] * (4 - pos)
-        linear = [True] * (pos + 1) + [False] * (4 - pos)
-        assert rules.supports_combination(pos, garbage, linear)
+    total = 3 + rules.num_outputs(compute_counts=compute_counts)
+    for pos in range(total):
+        dtypes = combination(F16, compute_counts=compute_counts)
+        garbage = dtypes[: pos + 1] + [np.dtype(np.bool_)] * (total - 1 - pos)
+        linear = [True] * (pos + 1) + [False] * (total - 1 - pos)
+        assert supports(pos, garbage, linear, compute_counts=compute_counts)
 
 
 def test_out_of_range_position_is_refused():
-    assert not rules.supports_combination(5, combination(F32), [True] * 5)
-    assert not rules.supports_combination(-1, combination(F32), [True] * 5)
+    assert not supports(5, combination(F32), compute_counts=True)
+    assert not supports(-1, combination(F32), compute_counts=True)
+    assert not supports(4, combination(F32, compute_counts=False) + [I64], compute_counts=False)
+
+
+def test_the_number_of_positions_must_match_the_outputs():
+    """Four positions for the plugin with counts, or five for the one without, are not its I/O."""
+    assert not supports(0, combination(F32, compute_counts=False), compute_counts=True)
+    assert not supports(0, combination(F32, compute_counts=True), compute_counts=False)
 
 
 @pytest.mark.parametrize("feature", [F32, F16])
 def test_output_dtypes(feature):
-    assert rules.output_dtypes([feature, feature, I64]) == [feature, I64]
+    assert rules.output_dtypes([feature, feature, I64], compute_counts=True) == [feature, I64]
+    assert rules.output_dtypes([feature, feature, I64], compute_counts=False) == [feature]
 
 
+@WITH_AND_WITHOUT_COUNTS
 @pytest.mark.parametrize(
     "inputs, message",
     [
@@ -77,14 +114,74 @@ def test_output_dtypes(feature):
         ([F32, F32], "3 inputs"),
     ],
 )
-def test_output_dtypes_name_the_bad_input(inputs, message):
+def test_output_dtypes_name_the_bad_input(inputs, message, compute_counts):
     with pytest.raises(ValueError, match=message):
-        rules.output_dtypes(inputs)
+        rules.output_dtypes(inputs, compute_counts=compute_counts)
+
+
+def test_output_shapes():
+    assert rules.output_shapes(7, 3, 1, compute_counts=True) == [[7, 3], [7, 1]]
+    assert rules.output_shapes(7, 3, 1, compute_counts=False) == [[7, 3]]
 
 
 def test_only_output_0_aliases_input_0():
     assert rules.aliased_input(0) == 0
     assert [rules.aliased_input(i) for i in (1, 2, -1)] == [-1, -1, -1]
+
+
+# --- the compute_counts attribute and its plugin field -----------------------------------------------------
+
+
+@pytest.mark.parametrize("value, expected", [(True, True), (False, False), (1, True), (0, False), (np.int32(0), False)])
+def test_compute_counts_accepts_bools_and_0_or_1(value, expected):
+    assert rules.as_compute_counts(value) is expected
+
+
+@pytest.mark.parametrize("value, shown", [(2, "got 2"), (-1, "got -1"), (np.int64(7), "got 7"), (1.0, "got 1.0"),
+                                          (np.float64(0.5), "got 0.5"),
+                                          ("1", "got '1'"), (None, "got None")])
+def test_compute_counts_refuses_other_values(value, shown):
+    with pytest.raises(ValueError, match=f"compute_counts must be 0 or 1, {shown}$"):
+        rules.as_compute_counts(value)
+
+
+@pytest.mark.parametrize("compute_counts", [True, False])
+def test_fields_round_trip(compute_counts):
+    fields = rules.fields_to_serialize(compute_counts=compute_counts)
+    assert list(fields) == ["compute_counts"]
+    values = fields["compute_counts"]
+    assert values.dtype == np.int32 and values.tolist() == [int(compute_counts)]
+    assert rules.compute_counts_from_fields(fields) is compute_counts
+
+
+def test_missing_field_means_counts_as_before_the_field_existed():
+    assert rules.compute_counts_from_fields({}) is True
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"num_nodes": np.array([4], np.int32)}, r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts'\]"),
+        ({"compute_counts": np.array([2], np.int32)}, "compute_counts must be 0 or 1, got 2$"),
+        ({"compute_counts": np.array([-1], np.int32)}, "compute_counts must be 0 or 1, got -1$"),
+        ({"compute_counts": np.array([1, 0], np.int32)}, "one int32 value .* got 2 value"),
+        ({"compute_counts": np.array([], np.int32)}, "one int32 value .* got 0 value"),
+        ({"compute_counts": np.array([1], np.int64)}, "of type int64"),
+        ({"compute_counts": np.array([1.0], np.float32)}, "of type float32"),
+    ],
+)
+def test_bad_fields_are_refused(fields, message):
+    with pytest.raises(ValueError, match=message):
+        rules.compute_counts_from_fields(fields)
+
+
+def test_field_names_unknown_or_repeated():
+    rules.check_field_names(["compute_counts"])
+    rules.check_field_names([])
+    with pytest.raises(ValueError, match=r"\['Compute_counts'\]"):
+        rules.check_field_names(["Compute_counts"])
+    with pytest.raises(ValueError, match=r"\['compute_counts'\] given more than once"):
+        rules.check_field_names(["compute_counts", "compute_counts"])
 
 
 def test_launch_sizes_from_concrete_shapes():
