@@ -64,7 +64,7 @@ def expected_aggregation(features, edges, state):
     return result["aggregated"], result["counts"]
 
 
-def plugin_descs(trt, dtype, num_nodes, num_edges, num_features):
+def plugin_descs(trt, dtype, num_nodes, num_edges, num_features, compute_counts=True):
     feature = trt.float16 if dtype == np.float16 else trt.float32
 
     def desc(data_type, dims):
@@ -74,7 +74,7 @@ def plugin_descs(trt, dtype, num_nodes, num_edges, num_features):
 
     inputs = [desc(feature, [num_nodes, num_features]), desc(feature, [num_edges, num_features]), desc(trt.int64, [num_edges])]
     outputs = [desc(feature, [num_nodes, num_features]), desc(trt.int64, [num_nodes, 1])]
-    return inputs, outputs
+    return inputs, outputs if compute_counts else outputs[:1]
 
 
 def workspace_for(trt, plugin, inputs, outputs):
@@ -97,7 +97,10 @@ def tolerance(precision, state, features, edges, counts):
     return (counts + 1) * 2.0**-11 * magnitude
 
 
-def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features, *, aliased=True, repeats=1, seed=None):
+def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features, *, aliased=True, repeats=1, seed=None,
+                plugin=None):
+    """Runs `plugin` (default: the plugin with counts) the way an execution context does; with a plugin without
+    counts the outputs are [aggregated] only, and the poisoned counts buffer is handed to nobody."""
     from network.device import DeviceBuffer
 
     from plugin.cuda_check import check
@@ -107,8 +110,8 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
     rng = np.random.default_rng(seed)
     features, state, edges = random_graph(rng, num_nodes, num_edges, num_features)
     features, state = features.astype(dtype).astype(np.float64), state.astype(dtype).astype(np.float64)
-    plugin = sap.ScatterAddPlugin().attach_to_context(None)
-    inputs, outputs = plugin_descs(trt, dtype, num_nodes, num_edges, num_features)
+    plugin = (sap.ScatterAddPlugin() if plugin is None else plugin).attach_to_context(None)
+    inputs, outputs = plugin_descs(trt, dtype, num_nodes, num_edges, num_features, plugin.compute_counts)
     buffers = {
         "state": DeviceBuffer.from_array(state.astype(dtype)),
         "src": DeviceBuffer.from_array(features[edges[:, 0]].astype(dtype)),
@@ -121,12 +124,13 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
     try:
         plugin.on_shape_change(inputs, outputs)
         output = buffers["state" if aliased else "output"]
+        output_pointers = [output.ptr, buffers["counts"].ptr] if plugin.compute_counts else [output.ptr]
         for _ in range(repeats):
             plugin.enqueue(
                 inputs,
                 outputs,
                 [buffers["state"].ptr, buffers["src"].ptr, buffers["index"].ptr],
-                [output.ptr, buffers["counts"].ptr],
+                output_pointers,
                 buffers["workspace"].ptr,
                 stream,
             )
@@ -176,3 +180,60 @@ def test_enqueue_with_no_edges_leaves_the_state_and_zeroes_counts(trt, sap, stre
     _, state, _, results = run_enqueue(trt, sap, stream, precision, 5, 0, 3)
     np.testing.assert_array_equal(results["state"].astype(np.float64), state)
     np.testing.assert_array_equal(results["counts"], np.zeros((5, 1), np.int64))
+
+
+# --- compute_counts = 0: the state-update network's plugin (one output, no counts, nothing O(N) per execution) ---
+
+
+def plugin_without_counts(trt, sap):
+    """The one-output plugin as a deserialized engine recreates it: from its serialized fields, through the
+    registered creator's C++ entry point."""
+    fields = sap.ScatterAddPlugin(compute_counts=False).get_fields_to_serialize()
+    creator = sap.register_scatter_add_creator()
+    plugin = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, trt.TensorRTPhase.RUNTIME)
+    assert plugin is not None and plugin.compute_counts is False and plugin.num_outputs == 1
+    return plugin
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("num_nodes, num_edges, num_features", [(7, 40, 1), (1000, 50_000, 3), (20_000, 200_000, 64)])
+def test_enqueue_without_counts_adds_into_the_aliased_state(trt, sap, stream, precision, num_nodes, num_edges,
+                                                            num_features):
+    """One output pointer only (an access to outputs[1] would raise); the poisoned counts buffer stays as it was."""
+    features, state, edges, results = run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
+                                                  plugin=plugin_without_counts(trt, sap))
+    aggregated, counts = expected_aggregation(features, edges, state)
+    np.testing.assert_array_equal(results["counts"], np.full((num_nodes, 1), -7, np.int64))
+    error = np.abs(results["state"].astype(np.float64) - aggregated)
+    bound = tolerance(precision, state, features, edges, counts)
+    assert np.all(error <= bound), f"largest error {error.max():.3g}, its bound {bound.flat[error.argmax()]:.3g}"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_enqueue_without_counts_is_cumulative_over_steps(trt, sap, stream, precision):
+    """Three executions on one state, as --steps runs them: each adds the batch again."""
+    plugin = sap.ScatterAddPlugin(compute_counts=False)
+    features, state, edges, results = run_enqueue(trt, sap, stream, precision, 500, 5000, 2, repeats=3, plugin=plugin)
+    once, counts = expected_aggregation(features, edges, state)
+    thrice = state + 3 * (once - state)
+    np.testing.assert_array_equal(results["counts"], np.full((500, 1), -7, np.int64))
+    bound = 3 * tolerance(precision, state, features, np.concatenate([edges] * 3), 3 * counts)
+    assert np.all(np.abs(results["state"].astype(np.float64) - thrice) <= bound)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_enqueue_without_counts_or_aliasing_copies_the_state_first(trt, sap, stream, precision):
+    features, state, edges, results = run_enqueue(trt, sap, stream, precision, 300, 3000, 4, aliased=False,
+                                                  plugin=sap.ScatterAddPlugin(compute_counts=False))
+    aggregated, counts = expected_aggregation(features, edges, state)
+    np.testing.assert_array_equal(results["state"].astype(np.float64), state)
+    np.testing.assert_array_equal(results["counts"], np.full((300, 1), -7, np.int64))
+    bound = tolerance(precision, state, features, edges, counts)
+    assert np.all(np.abs(results["output"].astype(np.float64) - aggregated) <= bound)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_enqueue_without_counts_and_no_edges_leaves_the_state(trt, sap, stream, precision):
+    _, state, _, results = run_enqueue(trt, sap, stream, precision, 5, 0, 3, plugin=sap.ScatterAddPlugin(compute_counts=False))
+    np.testing.assert_array_equal(results["state"].astype(np.float64), state)
+    np.testing.assert_array_equal(results["counts"], np.full((5, 1), -7, np.int64))
