@@ -12,10 +12,11 @@ included when the GPU waits for it). The table also shows what TensorRT reported
 (ICudaEngine.get_aliased_input_tensor), whether the runner therefore copied X_out into X after each step
 (and that copy's median), and whether the final state matched the float64 reference.
 
-What grows with N besides the update itself: the plugin asks the kernel for counts on every execution, and
-counts (N int64 values) are zeroed each time, an O(N) memset; a copy of X at the engine boundary, if TensorRT
-makes one, is O(N) too. Needs the full TensorRT (>= 10.3), polygraphy, cuda-python and a GPU; where one is
-missing the script prints one line saying so and exits with status 3.
+What could grow with N besides the update itself: the state-update engine's plugin is built with
+compute_counts=0, so it computes no counts and zeroes nothing of size N; a copy of X at the engine boundary,
+if TensorRT makes one, is O(N), and the table shows whether the runner made one. Needs the full TensorRT
+(>= 10.3), polygraphy, cuda-python and a GPU; where one is missing the script prints one line saying so and
+exits with status 3.
 """
 
 import argparse

@@ -14,9 +14,9 @@
                          |                  |
                          +-- MatrixMultiply(W, mean^T) --> [C, N] --> ReLU --> SoftMax(axis 0) --> "softmax" [C, N]
 
-With --steps the engine holds the state-update network instead: the same inputs without W, the plugin, and its
-aggregated output marked as the engine output "X_out" (counts is left unused), so the updated state outlives
-the execution (populate_state_network).
+With --steps the engine holds the state-update network instead: the same inputs without W, the plugin built
+with compute_counts=0 (one output, aggregated: no counts, so no O(N) zeroing of counts per execution), and that
+output marked as the engine output "X_out", so the updated state outlives the execution (populate_state_network).
 
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
@@ -24,6 +24,8 @@ Functions take the tensorrt module as `trt` so the plugin-free part also builds 
 """
 
 from typing import TYPE_CHECKING, Any
+
+from network.profile import CLASSIFIER, STATE_UPDATE
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
     from tensorrt import DataType, INetworkDefinition, ITensor
@@ -85,17 +87,31 @@ def add_network_inputs(
     return inputs
 
 
+def scatter_add_plugin_for(kind: str) -> Any:
+    """A new ScatterAddPlugin for a network kind: with counts for CLASSIFIER (the mean divides by them), without
+    for STATE_UPDATE (nothing reads counts there; computing them would zero N int64 values every execution).
+
+    Imports the plugin module, so TensorRT (or the stand-in) must be importable.
+    """
+    from plugin.scatter_add_plugin import ScatterAddPlugin
+
+    computes_counts = {CLASSIFIER: True, STATE_UPDATE: False}
+    if kind not in computes_counts:
+        raise ValueError(f"unknown network kind {kind!r}; expected {CLASSIFIER!r} or {STATE_UPDATE!r}")
+    return ScatterAddPlugin(compute_counts=computes_counts[kind])
+
+
 def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int) -> Any:
     """Fills an empty strongly typed network with the whole graph; returns the plugin object.
 
     Keep the returned plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
     Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
     """
-    from plugin.scatter_add_plugin import ScatterAddPlugin, register_scatter_add_creator
+    from plugin.scatter_add_plugin import register_scatter_add_creator
 
     register_scatter_add_creator()
     inputs = add_network_inputs(trt, network, dtype, num_features, num_classes)
-    plugin = ScatterAddPlugin()
+    plugin = scatter_add_plugin_for(CLASSIFIER)
     layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
     layer.name = "scatter_add_in_place"
     add_classifier_head(trt, network, layer.get_output(0), layer.get_output(1), inputs[INPUT_WEIGHTS], dtype)
@@ -114,14 +130,16 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
 
     For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
     the execution. Whether TensorRT makes "X_out" share X's memory at the engine boundary is TensorRT's choice,
-    reported by ICudaEngine.get_aliased_input_tensor("X_out"). The counts output is not marked (unused).
-    Needs the full TensorRT (add_plugin_v3); keep the returned plugin alive until the engine is built.
+    reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
+    aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
+    serialized: a loaded engine keeps it). Needs the full TensorRT (add_plugin_v3); keep the returned plugin
+    alive until the engine is built.
     """
-    from plugin.scatter_add_plugin import ScatterAddPlugin, register_scatter_add_creator
+    from plugin.scatter_add_plugin import register_scatter_add_creator
 
     register_scatter_add_creator()
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
-    plugin = ScatterAddPlugin()
+    plugin = scatter_add_plugin_for(STATE_UPDATE)
     layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
     layer.name = "scatter_add_in_place"
     mark_state_output(network, layer.get_output(0))

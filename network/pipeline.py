@@ -162,7 +162,7 @@ def run_graph(
     lines = list(prepared.lines)
 
     outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
-    lines.append(report.plugin_alias_line())
+    lines.append(report.plugin_alias_line(compute_counts=True))
     lines.extend(report.engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
     zero_update = report.update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
     changed, state_line = report.state_buffer_line(outputs.state_before, outputs.state_after, zero_update)
@@ -227,7 +227,7 @@ def run_steps(
     )
     run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
     lines = list(prepared.lines)
-    lines.append(report.plugin_alias_line())
+    lines.append(report.plugin_alias_line(compute_counts=False))
     lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, dtype.itemsize,
                                     getattr(trt, "__version__", "?")))
     return StepsResult(

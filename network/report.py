@@ -24,8 +24,13 @@ def load_line(path: str, signature: EngineSignature) -> str:
     return f"Engine loaded from {path} ({describe_signature(signature)})"
 
 
-def plugin_alias_line() -> str:
-    return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
+def plugin_alias_line(compute_counts: bool) -> str:
+    """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.builder.scatter_add_plugin_for:
+    counts in the classifier, compute_counts=0 in the state-update network)."""
+    if compute_counts:
+        return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
+    return ("Plugin (compute_counts=0): output 0 (aggregated), its only output, aliases input 0 (X) -- "
+            "get_aliased_input(0) == 0; no counts are computed")
 
 
 def engine_alias_lines(aliased_inputs: dict[str, str | None] | None, tensorrt_version: str = "?") -> list[str]:

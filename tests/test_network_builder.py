@@ -82,17 +82,65 @@ def test_head_builds_an_engine_with_dynamic_nodes(trt, precision):
     assert serialized is not None and serialized.nbytes > 0
 
 
-def test_tensorrt_rtx_cannot_add_python_plugins(trt):
-    """TensorRT-RTX has no INetworkDefinition.add_plugin_v3, so the full network cannot be built with it."""
+@pytest.mark.parametrize("kind", ["classifier", "state update"])
+def test_tensorrt_rtx_cannot_add_python_plugins(trt, kind):
+    """TensorRT-RTX has no INetworkDefinition.add_plugin_v3, so neither network can be built with it: both
+    populate functions get as far as adding the plugin."""
     if is_full_tensorrt(trt):
         pytest.skip("the full TensorRT is installed here: the end-to-end tests build the whole network")
-    from network.builder import populate_network
+    from network.builder import populate_network, populate_state_network
 
     assert not hasattr(trt.INetworkDefinition, "add_plugin_v3")
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
     with pytest.raises(AttributeError, match="add_plugin_v3"):
-        populate_network(trt, network, trt.float32, NUM_FEATURES, NUM_CLASSES)
+        if kind == "classifier":
+            populate_network(trt, network, trt.float32, NUM_FEATURES, NUM_CLASSES)
+        else:
+            populate_state_network(trt, network, trt.float32, NUM_FEATURES)
+
+
+def test_each_network_gets_its_plugin_variant(trt):
+    """The classifier's plugin computes counts (its mean divides by them); the state-update network's plugin does
+    not (compute_counts=0: one output, no O(N) zeroing per execution), and it serializes that choice."""
+    from network.builder import scatter_add_plugin_for
+    from network.profile import CLASSIFIER, STATE_UPDATE
+
+    classifier = scatter_add_plugin_for(CLASSIFIER)
+    assert classifier.compute_counts is True and classifier.num_outputs == 2
+    state = scatter_add_plugin_for(STATE_UPDATE)
+    assert state.compute_counts is False and state.num_outputs == 1
+    assert state.get_output_data_types([trt.float32, trt.float32, trt.int64]) == [trt.float32]
+    (field,) = state.get_fields_to_serialize()
+    assert (field.name, field.data.tolist()) == ("compute_counts", [0])
+    with pytest.raises(ValueError, match="unknown network kind 'other'"):
+        scatter_add_plugin_for("other")
+
+
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_state_network_without_the_plugin_builds(trt, precision):
+    """The state-update network's plugin-free part: inputs X, src, idx with the sample's profile, an identity
+    standing where the plugin's only output goes, marked "X_out"; one engine output, no counts anywhere."""
+    from network.builder import OUTPUT_STATE, STATE_INPUT_NAMES, add_network_inputs, mark_state_output
+    from network.loaders import sample_profile_shapes
+    from network.profile import ProfileBounds, SizeRange
+
+    dtype = getattr(trt, precision)
+    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    inputs = add_network_inputs(trt, network, dtype, NUM_FEATURES, None)
+    mark_state_output(network, network.add_identity(inputs["X"]).get_output(0))
+    assert [network.get_input(i).name for i in range(network.num_inputs)] == list(STATE_INPUT_NAMES)
+    assert [network.get_output(i).name for i in range(network.num_outputs)] == [OUTPUT_STATE]
+    config = builder.create_builder_config()
+    profile = builder.create_optimization_profile()
+    bounds = ProfileBounds(nodes=SizeRange(1, 8, 4096), edges=SizeRange(1, 16, 1024))
+    for name, (low, opt, high) in sample_profile_shapes(bounds, NUM_FEATURES).items():
+        profile.set_shape(name, low, opt, high)
+    config.add_optimization_profile(profile)
+    config.set_preview_feature(trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03, True)
+    serialized = builder.build_serialized_network(network, config)
+    assert serialized is not None and serialized.nbytes > 0
 
 
 POLYGRAPHY_BUILD = textwrap.dedent(

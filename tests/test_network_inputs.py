@@ -15,7 +15,7 @@ from network.profile import (
     check_graph_fits,
     default_profile_bounds,
 )
-from network.report import engine_alias_lines, state_buffer_line, update_is_zero
+from network.report import engine_alias_lines, plugin_alias_line, state_buffer_line, update_is_zero
 
 SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
@@ -142,6 +142,15 @@ def test_update_is_zero_sums_per_target():
     assert not update_is_zero(np.array([[1.0], [-1.0], [0.5]]), index, 3)
     assert not update_is_zero(np.array([[0.0, 0.0], [0.0, 2.0], [0.0, 0.0]]), index, 2)
     assert update_is_zero(np.zeros((0, 2)), np.zeros(0, np.int64), 2)
+
+
+def test_plugin_alias_line_with_and_without_counts():
+    assert plugin_alias_line(compute_counts=True) == (
+        "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
+    )
+    line = plugin_alias_line(compute_counts=False)
+    assert line.startswith("Plugin (compute_counts=0): output 0 (aggregated), its only output, aliases input 0 (X)")
+    assert "output 1" not in line
 
 
 def test_engine_alias_lines():
