@@ -14,7 +14,8 @@ _CHUNK = 1 << 20  # edges drawn per step, so that temporaries stay at a few MB w
 
 def _count(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
-        raise InputError(f"{what} must be an integer from {low:,} to {high:,}, got {value!r}")
+        shown = value.item() if isinstance(value, np.generic) else value  # 0, not numpy 2's np.int64(0)
+        raise InputError(f"{what} must be an integer from {low:,} to {high:,}, got {shown!r}")
     return int(value)
 
 

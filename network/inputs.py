@@ -42,9 +42,10 @@ def to_feature_dtype(name: str, values: np.ndarray, dtype: np.dtype) -> np.ndarr
     overflow = np.isinf(converted) & np.isfinite(values)
     if overflow.any():
         position = tuple(int(i) for i in np.argwhere(overflow)[0])
+        value = float(values[position])  # a plain number: numpy 2 would print np.float64(70000.0)
         raise InputError(
-            f"{name}{list(position)} = {values[position]!r} does not fit in {dtype} (largest finite value "
-            f"{np.finfo(dtype).max}); use --precision fp32"
+            f"{name}{list(position)} = {value} does not fit in {dtype} (largest finite value "
+            f"{float(np.finfo(dtype).max):g}); use --precision fp32"
         )
     return converted
 

@@ -100,3 +100,12 @@ def test_random_edge_batches_reject_bad_counts(args, message):
     with pytest.raises(InputError) as error:
         random_edge_batches(*args, np.random.default_rng(0))
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("value, shown", [(np.int64(0), "got 0"), (np.float64(3.5), "got 3.5"), (2.5, "got 2.5"),
+                                          ("7", "got '7'"), (np.int32(10**9), "got 1000000000")])
+def test_bad_counts_are_shown_as_plain_values(value, shown):
+    """numpy 2 reprs numpy scalars as np.int64(0); the message shows the value itself."""
+    with pytest.raises(InputError) as error:
+        random_graph(value, 5, np.random.default_rng(0))
+    assert str(error.value) == f"random graph NODES must be an integer from 1 to 100,000,000, {shown}"

@@ -68,6 +68,18 @@ def test_fp16_overflow_names_the_array_and_value(name, kwargs):
         engine_inputs(**arguments)
 
 
+def test_fp16_overflow_message_prints_plain_numbers():
+    """Under numpy 2 a numpy scalar's repr is np.float64(70000.0); the message shows the number itself."""
+    with pytest.raises(InputError) as raised:
+        engine_inputs(np.array([1.0, 7e4]), np.array([[0, 1]]), np.ones((1, 1)), "fp16")
+    assert str(raised.value) == (
+        "node_features[1, 0] = 70000.0 does not fit in float16 (largest finite value 65504); use --precision fp32"
+    )
+    with pytest.raises(InputError, match=r"state\[2, 1\] = -123456.5 does not fit"):
+        engine_inputs(np.ones(3), np.array([[0, 1]]), np.ones((1, 2)), "fp16",
+                      state=np.array([[0.0, 0.0], [0.0, 0.0], [0.0, -123456.5]]))
+
+
 def test_fp32_takes_values_beyond_fp16():
     feeds = engine_inputs(np.array([1.0, 7e4]), np.array([[0, 1], [1, 0]]), np.ones((1, 1)), "fp32")
     assert feeds["src"][1, 0] == np.float32(7e4)  # edge 1 -> 0 carries node 1's feature
