@@ -98,8 +98,11 @@ def validate_graph(node_features, edges, state=None) -> Graph:
     return Graph(node_features=features, edges=edge_array, state=state_array)
 
 
-def check_fp16_range(graph: Graph, aggregated: np.ndarray, logits: np.ndarray) -> None:
-    """For --precision fp16: the features, the state, the aggregated sums and the logits must fit float16.
+def check_fp16_range(
+    graph: Graph, aggregated: np.ndarray, logits: np.ndarray, counts: np.ndarray | None = None
+) -> None:
+    """For --precision fp16: the features, the state, the aggregated sums, the logits and the in-degrees
+    (`counts`, which the network casts to float16 before dividing) must fit float16.
 
     `aggregated` and `logits` (weights @ mean.T) come from the float64 reference; a value beyond 65504 would
     become Inf in the engine (a negative logit may, since ReLU maps -Inf to 0). (Partial sums of mixed-sign features may exceed the final sum; the kernel's
@@ -110,6 +113,7 @@ def check_fp16_range(graph: Graph, aggregated: np.ndarray, logits: np.ndarray) -
         ("state", graph.state),
         ("aggregated features (state + sum of incoming neighbours)", aggregated),
         ("logits (weights @ mean, after ReLU)", np.maximum(logits, 0.0)),  # -Inf would become 0 anyway
+        ("in-degree (the edge count the mean divides by)", counts),
     ):
         if values is None:
             continue
@@ -118,5 +122,5 @@ def check_fp16_range(graph: Graph, aggregated: np.ndarray, logits: np.ndarray) -
             index = tuple(int(i) for i in np.argwhere(too_large)[0])
             raise InputError(
                 f"--precision fp16: {what} at {list(index)} is {values[index]:.6g}, beyond float16's range "
-                f"(+-{FP16_MAX:g}); use --precision fp32 or smaller features"
+                f"(+-{FP16_MAX:g}); use --precision fp32" + ("" if what.startswith("in-degree") else " or smaller features")
             )

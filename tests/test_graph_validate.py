@@ -84,6 +84,22 @@ def test_fp16_range_check_names_the_value_beyond_65504():
         check_fp16_range(small, np.ones((2, 1)), np.array([[0, 0], [0, 0], [0, 70000.0]]))
     check_fp16_range(small, np.full((2, 1), FP16_MAX), np.full((3, 2), FP16_MAX))  # the limit itself is fine
     check_fp16_range(small, np.ones((2, 1)), np.full((3, 2), -1e6))  # ReLU turns -Inf logits into 0
+    with pytest.raises(InputError, match=r"in-degree .* at \[1, 0\] is 70000"):
+        check_fp16_range(small, np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [70000]]))
+    check_fp16_range(small, np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [int(FP16_MAX)]]))
+
+
+def test_cli_refuses_fp16_in_degree_beyond_65504():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, str(root / "aliased_io_plugin.py"), "--precision", "fp16", "--dry-run",
+               "--random_graph", "1", "70000", "--node_features", "[0.001]", "--seed", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=root)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "in-degree" in result.stderr and "beyond float16's range" in result.stderr
 
 
 def test_small_graphs_print_the_adjacency_matrix_large_ones_a_summary():
