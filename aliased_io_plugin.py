@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError, MissingDependencyError
+from common.limits import LARGE_FILE_BYTES, MAX_BENCHMARK_ITERATIONS, MAX_PROFILE_SIZE, MAX_STEPS
 from graph import (
     MAX_RANDOM_EDGES,
     Graph,
@@ -50,12 +51,6 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 RANDOM_GRAPH_STREAM = 1  # --random_graph draws from default_rng((seed, 1)), apart from the weights' default_rng(seed)
-# Engine options (kept equal to network.profile.MAX_PROFILE_SIZE, network.steps.MAX_STEPS and
-# network.benchmark.MAX_ITERATIONS; repeated here so that a dry run imports nothing from network/).
-MAX_PROFILE_SIZE = 2**31 - 1
-MAX_STEPS = 1_000_000
-MAX_BENCHMARK_ITERATIONS = 1_000_000
-LARGE_FILE_BYTES = 64 << 20  # loading a file this large shows progress on stderr (network.progress.LARGE_FILE_BYTES)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.limits import MAX_BENCHMARK_ITERATIONS
 from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE
 from network.timing import TimingSummary, describe_summary, summarize
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
 DEFAULT_WARMUP = 10
-MAX_ITERATIONS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ One engine serves every graph whose N and E lie within its profile and whose F, 
 from dataclasses import dataclass
 
 from common.errors import InputError
+from common.limits import MAX_PROFILE_SIZE
 
 DEFAULT_MAX_NODES = 1 << 16
 DEFAULT_MAX_EDGES = 1 << 20
-MAX_PROFILE_SIZE = 2**31 - 1  # largest --max_nodes / --max_edges the CLI takes
 
 CLASSIFIER = "classifier"  # inputs X, src, idx, W; output softmax (the sample's network)
 STATE_UPDATE = "state update"  # inputs X, src, idx; output X_out (the plugin's aggregated state; --steps)

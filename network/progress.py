@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-LARGE_FILE_BYTES = 64 << 20  # loads of files at least this large show progress
+from common.limits import LARGE_FILE_BYTES  # loads of files at least this large show progress
 
 
 def human_bytes(size: int) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.errors import InputError
+from common.limits import MAX_STEPS
 from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
 from network.timing import describe_summary, summarize
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
 STEPS_RANDOM_STREAM = 2  # batches draw from default_rng((seed, 2)); the CLI's --random_graph uses (seed, 1)
-MAX_STEPS = 1_000_000
 WARMUP_EXECUTIONS = 1
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11}

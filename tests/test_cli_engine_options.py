@@ -12,10 +12,8 @@ import pytest
 
 import aliased_io_plugin as cli
 from graph import MAX_RANDOM_EDGES
-from network.benchmark import MAX_ITERATIONS
-from network.profile import MAX_PROFILE_SIZE
-from network.progress import LARGE_FILE_BYTES
-from network.steps import MAX_STEPS
+from common.limits import LARGE_FILE_BYTES, MAX_PROFILE_SIZE, MAX_STEPS
+
 from tests.conftest import full_tensorrt_missing_reason
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,14 +23,6 @@ SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
-
-def test_cli_limits_match_the_network_packages():
-    """The CLI repeats these limits so that a dry run imports nothing from network/; they must agree."""
-    assert cli.MAX_PROFILE_SIZE == MAX_PROFILE_SIZE
-    assert cli.MAX_STEPS == MAX_STEPS
-    assert cli.MAX_BENCHMARK_ITERATIONS == MAX_ITERATIONS
-    assert cli.LARGE_FILE_BYTES == LARGE_FILE_BYTES
 
 
 @pytest.fixture
