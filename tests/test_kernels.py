@@ -1,6 +1,8 @@
 """The scatter-add kernel without a GPU: NVRTC compilation for every architecture, workspace and launch plans,
 argument checks, error wrapping. GPU behaviour is in test_kernels_gpu.py."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,10 +16,16 @@ from plugin.kernels.launch import KERNEL_NAMES
 from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
+    PAIRED_MAX_EDGES,
+    PAIRS_OVER_SHARED_MIN_NODES,
     QUEUE_BYTES_PER_BLOCK,
     SHARED_MIN_EDGES_PER_NODE,
+    SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
+    THREADS_PER_BLOCK,
     DeviceInfo,
+    edge_chunks_for,
     lanes_log2_for,
+    pairs_nbytes,
     plan_launch,
     table_layout,
     vector_width,
@@ -89,8 +97,21 @@ def test_check_unwraps_values_and_raises_with_name_description_and_call():
 
 
 # --- workspace ---------------------------------------------------------------------------------------------
-def test_float32_needs_no_workspace():
+def test_float32_needs_no_workspace_unless_pairing_values_with_counts():
     assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32) == 0
+    assert scatter_add_workspace_size(10**8, 10**8, 3, np.float32) == 0
+    assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32, with_counts=False) == 0
+    assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 8 * 10**6 == pairs_nbytes(10**6)
+    assert scatter_add_workspace_size(10**6, 0, 1, np.float32) == 0
+
+
+def test_float16_workspace_holds_the_table_or_the_pairs():
+    table = table_layout(1000, 10**6, 1)
+    assert table is not None
+    with_counts = scatter_add_workspace_size(1000, 10**6, 1, np.float16)
+    assert with_counts >= table.nbytes and with_counts >= pairs_nbytes(1000)
+    assert scatter_add_workspace_size(1000, 10**6, 1, np.float16, with_counts=False) == table.nbytes
+    assert scatter_add_workspace_size(1000, 10**6, 2, np.float16) == table_layout(1000, 10**6, 2).nbytes
 
 
 def test_float16_workspace_is_zero_without_edges_or_nodes():
@@ -115,14 +136,19 @@ def test_float16_workspace_does_not_grow_with_the_state_for_a_fixed_batch():
 @given(
     nodes=st.integers(0, 10**7),
     edges=st.integers(0, 10**7),
-    features=st.integers(1, 70),
+    features=st.sampled_from([1, 1, 2, 3, 64]) | st.integers(1, 70),
     smaller_nodes=st.floats(0, 1),
     smaller_edges=st.floats(0, 1),
+    dtype=st.sampled_from([np.float16, np.float32]),
+    with_counts=st.booleans(),
 )
-def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edges, features, smaller_nodes, smaller_edges):
-    largest = scatter_add_workspace_size(nodes, edges, features, np.float16)
+def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edges, features, smaller_nodes, smaller_edges,
+                                                                     dtype, with_counts):
+    largest = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts)
     n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
-    assert scatter_add_workspace_size(n, e, features, np.float16) <= largest
+    assert scatter_add_workspace_size(n, e, features, dtype, with_counts=with_counts) <= largest
+    if with_counts and features == 1 and e > 0:
+        assert largest >= pairs_nbytes(n)  # room for the paired path of the smaller launch
     table = table_layout(n, e, features)
     if table is not None and table.hashed:
         assert table.capacity >= 2 * min(n, e) and table.capacity & (table.capacity - 1) == 0
@@ -193,6 +219,80 @@ def test_grids_stay_within_one_resident_wave():
         assert 1 <= plan.scatter.grid[0] * plan.scatter.grid[1] <= 8 * H200_LIKE.sm_count
 
 
+def paired_plan(nodes, edges, dtype=np.float32, device=H200_LIKE, **overrides):
+    args = dict(with_counts=True, workspace_bytes=pairs_nbytes(nodes))
+    args.update(overrides)
+    algorithm = args.pop("algorithm", "auto")
+    return plan_launch(nodes, edges, 1, np.dtype(dtype), device, vec=1, algorithm=algorithm, **args)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+def test_one_feature_with_counts_pairs_value_and_count_in_one_atomic(dtype):
+    plan = paired_plan(10**6, 10**7, dtype)
+    assert plan.paired and plan.algorithm == "global" and plan.scatter.name == "scatter_global_pairs"
+    assert plan.fold is not None and plan.fold.name == "fold_pairs" and plan.edge_chunks == ((0, 10**7),)
+    assert plan.fold.grid[0] * THREADS_PER_BLOCK >= 10**6  # a thread per node
+    assert plan.table is None and plan.apply is None  # float16 too: the pairs replace its table
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+def test_paired_global_atomics_replace_large_shared_arrays_below_their_edges_per_node(dtype):
+    big, small = PAIRS_OVER_SHARED_MIN_NODES, PAIRS_OVER_SHARED_MIN_NODES - 1
+    below = paired_plan(big, SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * big - 1, dtype)
+    assert below.algorithm == "global" and below.paired
+    above = paired_plan(big, SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * big, dtype)
+    assert above.algorithm == "shared" and not above.paired  # pairs do not pay in the shared kernel
+    few_nodes = paired_plan(small, SHARED_MIN_EDGES_PER_NODE * small, dtype)
+    assert few_nodes.algorithm == "shared" and not few_nodes.paired
+    no_counts = paired_plan(big, SHARED_MIN_EDGES_PER_NODE * big, dtype, with_counts=False)
+    assert no_counts.algorithm == "shared" and not no_counts.paired
+    forced = paired_plan(1000, 10**6, dtype, algorithm="shared", paired=True)
+    assert forced.algorithm == "shared" and forced.paired and forced.scatter.name == "scatter_shared_pairs"
+    assert not paired_plan(1000, 10**6, dtype, algorithm="shared").paired
+
+
+def test_pairs_only_where_they_fit_and_pay():
+    assert not paired_plan(10**6, 10**7, with_counts=False).paired
+    assert not paired_plan(10**6, 10**7, workspace_bytes=pairs_nbytes(10**6) - 1).paired
+    assert not paired_plan(10**6, 10**7, device=dataclasses.replace(H200_LIKE, arch=80)).paired  # no vector atomics
+    assert not paired_plan(10**6, 10**6 - 1).paired  # E < N: the O(N) fold would cost more than it saves
+    assert paired_plan(10**6, 10**6).paired
+    wide = plan_launch(10**6, 10**7, 3, np.dtype(np.float32), H200_LIKE, vec=1, with_counts=True, workspace_bytes=10**9)
+    assert not wide.paired and wide.fold is None and wide.edge_chunks == ((0, 10**7),)
+    half = paired_plan(10**6, 10**5, np.float16)
+    assert not half.paired and half.table is not None and half.apply is not None
+
+
+def test_forcing_pairs_is_refused_where_they_cannot_be_used():
+    assert paired_plan(10**6, 10**5, paired=True).paired
+    assert not paired_plan(10**6, 10**7, paired=False).paired
+    with pytest.raises(ValueError, match="paired path needs"):
+        paired_plan(10**6, 10**7, paired=True, with_counts=False)
+    with pytest.raises(ValueError, match="paired path needs"):
+        paired_plan(10**6, 10**7, paired=True, workspace_bytes=100)
+
+
+@pytest.mark.parametrize("edges, chunks", [(1, 1), (2**24, 1), (2**24 + 1, 2), (10**8, 6), (MAX_EDGES, 256)])
+def test_paired_edges_are_folded_at_least_every_2_to_the_24_edges(edges, chunks):
+    # A float32 count is exact up to 2^24: no node may gather more between two folds.
+    plan = paired_plan(1, edges, paired=True)
+    assert plan.paired and len(plan.edge_chunks) == chunks
+    assert plan.edge_chunks[0][0] == 0 and plan.edge_chunks[-1][1] == edges
+    assert all(a[1] == b[0] for a, b in zip(plan.edge_chunks, plan.edge_chunks[1:]))
+    assert all(0 < hi - lo <= PAIRED_MAX_EDGES for lo, hi in plan.edge_chunks)
+    with pytest.raises(ValueError, match="exact float32 counts"):
+        paired_plan(1, edges, pair_chunk_edges=PAIRED_MAX_EDGES + 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunk=st.integers(1, 2**24), whole=st.integers(0, 300), rest=st.floats(0, 1))
+def test_edge_chunks_cover_the_edges_once_in_order(chunk, whole, rest):
+    edges = max(1, whole * chunk + int(rest * (chunk - 1)))
+    chunks = edge_chunks_for(edges, chunk)
+    assert chunks[0][0] == 0 and chunks[-1][1] == edges and len(chunks) == -(-edges // chunk)
+    assert all(a[1] == b[0] and 0 < a[1] - a[0] <= chunk for a, b in zip(chunks, chunks[1:]))
+
+
 def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     with pytest.raises(ValueError, match="cannot hold"):
         plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="shared")
@@ -222,6 +322,7 @@ def launch_args(**overrides):
         (dict(state=0), "state"),
         (dict(dtype=np.float16), "workspace"),
         (dict(dtype=np.float16, workspace=1024, workspace_size=8), "workspace of"),
+        (dict(dtype=np.float16, num_features=1, counts=1024, workspace=1024, workspace_size=79), "workspace of"),
     ],
 )
 def test_launch_refuses_bad_arguments_before_touching_cuda(overrides, message):

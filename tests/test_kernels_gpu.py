@@ -13,6 +13,7 @@ import pytest
 
 from plugin.kernels import scatter_add_launch, scatter_add_numpy, scatter_add_workspace_size
 from plugin.kernels.host import DeviceArray
+from plugin.kernels.plan import PAIRED_MAX_EDGES
 
 pytestmark = pytest.mark.gpu
 
@@ -131,9 +132,11 @@ def test_no_edges_leaves_the_state_and_zeroes_the_counts(nodes, features, dtype)
     assert np.array_equal(out, state) and not counts.any() and skipped == 0
 
 
-def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto"):
-    """Launches on buffers whose outputs are poisoned, with 4 KiB guard zones around the state; returns
-    (new state, counts or None, skipped, whether the guards are intact)."""
+def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto",
+                       paired=None, pair_chunk_edges=PAIRED_MAX_EDGES):
+    """Launches on buffers whose outputs and workspace are poisoned, with 4 KiB guard zones around the state;
+    returns (new state, counts or None, skipped, whether the guards are intact, whether counts memory stayed
+    untouched (without counts), the launch plan)."""
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
@@ -148,22 +151,23 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
     src_d, index_d = DeviceArray.from_array(src), DeviceArray.from_array(index)
     counts_d = DeviceArray((nodes, 1), np.int64)
     skipped_d = DeviceArray((1,), np.uint64)
-    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype)
+    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype, with_counts=with_counts)
     workspace_d = DeviceArray((max(size, 1),), np.uint8)
     for buffer in (counts_d, skipped_d, workspace_d):
         buffer.fill_bytes(poison)
     try:
-        scatter_add_launch(state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr if with_counts else 0,
-                           num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
-                           workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
-                           node_passes=node_passes, algorithm=algorithm)
+        plan = scatter_add_launch(
+            state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr if with_counts else 0,
+            num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
+            workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
+            node_passes=node_passes, algorithm=algorithm, paired=paired, pair_chunk_edges=pair_chunk_edges)
         check(driver.cuCtxSynchronize())
         whole = arena.download()
         out = whole[guard:guard + state_bytes].view(state.dtype).reshape(state.shape)
         guards_intact = bool(np.all(whole[:guard] == 0xA5) and np.all(whole[guard + state_bytes:] == 0xA5))
         counts = counts_d.download() if with_counts else None
         untouched_counts = bool(np.all(counts_d.download().view(np.uint8) == poison)) if not with_counts else None
-        return out, counts, int(skipped_d.download()[0]), guards_intact, untouched_counts
+        return out, counts, int(skipped_d.download()[0]), guards_intact, untouched_counts, plan
     finally:
         for buffer in (arena, src_d, index_d, counts_d, skipped_d, workspace_d):
             buffer.free()
@@ -176,7 +180,7 @@ def test_out_of_range_indices_are_skipped_counted_and_never_written(nodes, featu
     state, src, index = random_inputs(nodes, edges, features, dtype)
     bad = RNG.choice(edges, 5000, replace=False)
     index[bad] = RNG.choice(np.array([-1, -2, nodes, nodes + 1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63)]), len(bad))
-    out, counts, skipped, guards_intact, _ = launch_with_guards(state, src, index, algorithm=algorithm)
+    out, counts, skipped, guards_intact, _, _ = launch_with_guards(state, src, index, algorithm=algorithm)
     assert guards_intact, "bytes around the state changed"
     assert skipped == len(bad)
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
@@ -185,8 +189,8 @@ def test_out_of_range_indices_are_skipped_counted_and_never_written(nodes, featu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_without_counts_the_state_is_still_right_and_counts_memory_untouched(dtype):
     state, src, index = random_inputs(5000, 500_000, 2, dtype)
-    out, counts, _, guards_intact, counts_untouched = launch_with_guards(state, src, index, with_counts=False)
-    assert counts is None and counts_untouched and guards_intact
+    out, counts, _, guards_intact, counts_untouched, plan = launch_with_guards(state, src, index, with_counts=False)
+    assert counts is None and counts_untouched and guards_intact and not plan.paired
     assert_within_bound(out, state, src, index, dtype)
 
 
@@ -196,9 +200,43 @@ def test_node_passes_give_the_same_result_and_count_skipped_rows_once(passes, dt
     nodes = 10**5
     state, src, index = random_inputs(nodes, 10**6, 8, dtype)
     index[RNG.choice(len(index), 777, replace=False)] = nodes + 5
-    out, counts, skipped, guards_intact, _ = launch_with_guards(state, src, index, node_passes=passes)
+    out, counts, skipped, guards_intact, _, _ = launch_with_guards(state, src, index, node_passes=passes)
     assert guards_intact and skipped == 777
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, algorithm", [(1000, "shared"), (10**5, "global")])
+@pytest.mark.parametrize("paired, chunk", [(True, PAIRED_MAX_EDGES), (True, 50_000), (False, PAIRED_MAX_EDGES)])
+def test_paired_value_count_path_matches_float64(nodes, algorithm, paired, chunk, dtype):
+    # F = 1 with counts: (value, count) pairs in the poisoned workspace, counts folded after every `chunk`
+    # edges; the values are added into the state once (float16: one rounding, whatever the chunks).
+    edges = 300_000
+    state, src, index = random_inputs(nodes, edges, 1, dtype)
+    bad = RNG.choice(edges, 3000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, nodes, 2**31, -(2**63), 2**63 - 1]), len(bad))
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm,
+                                                                      paired=paired, pair_chunk_edges=chunk)
+    assert plan.paired == paired and plan.algorithm == algorithm and len(plan.edge_chunks) == (-(-edges // chunk) if paired else 1)
+    assert guards_intact and skipped == len(bad)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("algorithm", ["shared", "global"])
+def test_paired_counts_stay_exact_beyond_2_to_the_24_edges_into_one_node(algorithm):
+    # A float32 count stops at 2^24 (2^24 + 1 rounds back): the launcher folds before any node gets more.
+    # Values are 0 or 1/8 and the state whole numbers, so every partial sum (< 2^21) is exact in float32.
+    edges, nodes = 2**24 + 4097, 1000
+    hub = int(RNG.integers(0, nodes))
+    state = np.round(100 * RNG.standard_normal((nodes, 1))).astype(np.float32)
+    src = (RNG.integers(0, 2, (edges, 1)) / 8).astype(np.float32)
+    index = np.full(edges, hub, np.int64)
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm,
+                                                                      paired=True)
+    assert plan.paired and len(plan.edge_chunks) == 2 and guards_intact and skipped == 0
+    assert counts[hub, 0] == edges and np.count_nonzero(counts) == 1
+    assert out[hub, 0] == state[hub, 0] + src[:, 0].astype(np.float64).sum()
+    assert np.array_equal(np.delete(out, hub), np.delete(state, hub))
 
 
 def test_scatter_kernels_static_shared_memory_matches_the_plan():

@@ -3,7 +3,7 @@
 The launcher (launch.py) asks `plan_launch` and then only issues the driver calls, so every choice below is
 testable without a GPU. Summary of the choices (BENCHMARKS.md has the measurements behind them):
 
-- float32 adds straight into the state: no workspace.
+- float32 adds straight into the state: no workspace, except on the paired path below.
   * "shared": few nodes and many edges (heavy contention): each block sums its edges into shared memory,
     float32 sums plus 32-bit counts for all nodes, then adds each touched node once into the state. (Forced
     with algorithm="shared", rows too wide for shared memory are cut into feature slices, one per block row
@@ -16,6 +16,18 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
   and applying it costs O(min(N, E) F), never O(N F) for a small update of a large state. One slot per
   node needs no keys: apply_table skips entries that are still +0.0.
+- Paired path (F = 1 with counts requested, on sm_90+, E >= N): counts already cost O(N) (their zeroing),
+  so a workspace of N (value, count) float32 pairs costs nothing extra in order: one 8-byte vector atomic
+  per edge instead of a value atomic and a count atomic (the L2's atomic rate bounds F = 1; measured 1.7x
+  faster at N = 1e6, E >= 1e7), then fold_pairs writes the counts and adds the values into the state (one
+  rounding, float16 too). float32 counts are exact up to 2^24, so the counts are folded after every chunk
+  of at most PAIRED_MAX_EDGES edges (the values keep summing in float32). With E < N the O(N) fold costs
+  more than the atomics it saves. Paired global atomics also beat the shared kernel where its per-block
+  arrays are large (N >= PAIRS_OVER_SHARED_MIN_NODES) and nodes get fewer than
+  SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (measured, 100 edges per node: N = 1e4 pairs 0.028 against
+  shared 0.035 ms, N = 1e3 shared 0.011 against pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against
+  pairs 0.105). The shared kernel itself gains nothing from pairs (its flush is not what bounds it), so
+  "auto" pairs only global atomics.
 """
 
 from dataclasses import dataclass
@@ -31,6 +43,13 @@ QUEUE_BYTES_PER_BLOCK = 8 * 3 * 4 * 256  # static shared memory of the scatter k
 MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 count
 MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
+PAIR_BYTES = 8  # one (value, count) float32 pair per node on the paired path
+PAIRED_MAX_EDGES = 2**24  # float32 counts are exact up to 2^24: fold after at most this many edges
+PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N (the fold is O(N))
+# Where pairs pay, "auto" takes them over shared memory for N >= PAIRS_OVER_SHARED_MIN_NODES unless nodes get
+# at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
+PAIRS_OVER_SHARED_MIN_NODES = 4096
+SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
 ALGORITHMS = ("auto", "global", "shared")
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
@@ -76,9 +95,12 @@ class LaunchPlan:
     scatter: KernelLaunch
     slice_width: int  # "shared": features per block; else num_features
     node_ranges: tuple[tuple[int, int], ...]  # one scatter launch per range of target nodes
-    table: TableLayout | None  # float16 only
-    apply: KernelLaunch | None  # float16 only
+    table: TableLayout | None  # float16 without pairs only
+    apply: KernelLaunch | None  # float16 without pairs only
     apply_lanes_log2: int
+    paired: bool = False  # (value, count) pairs in the workspace, folded by `fold` after each edge chunk
+    edge_chunks: tuple[tuple[int, int], ...] = ()  # [lo, hi) edge ranges, one scatter launch (per node range) each
+    fold: KernelLaunch | None = None  # paired only
 
 
 def next_power_of_two(n: int) -> int:
@@ -112,15 +134,24 @@ def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayo
     )
 
 
-def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> int:
-    """Bytes of workspace a launch of at most these sizes needs: 0 for float32, the table for float16."""
+def pairs_nbytes(num_nodes: int) -> int:
+    """Workspace bytes of the paired path: one (value, count) float32 pair per node."""
+    return PAIR_BYTES * num_nodes
+
+
+def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *, with_counts: bool = True) -> int:
+    """Bytes of workspace a launch of at most these sizes needs.
+
+    float16: the table. With counts and one feature (F = 1): also room for the paired path's N pairs (8 N
+    bytes, O(N) like the counts themselves), else 0 for float32. A size for the largest shapes serves every
+    smaller launch; a launch given less workspace than its pairs need takes the unpaired path.
+    """
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    if kernel_dtype(dtype) == np.float32:
-        return 0
-    table = table_layout(num_nodes, num_edges, num_features)
-    return 0 if table is None else table.nbytes
+    table = table_layout(num_nodes, num_edges, num_features) if kernel_dtype(dtype) == np.float16 else None
+    pairs = pairs_nbytes(num_nodes) if with_counts and num_features == 1 and num_nodes > 0 and num_edges > 0 else 0
+    return max(0 if table is None else table.nbytes, pairs)
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -164,6 +195,18 @@ def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsi
     return passes if passes * index_itemsize <= row_bytes else 1
 
 
+def pairs_possible(num_nodes: int, num_features: int, *, with_counts: bool, workspace_bytes: int) -> bool:
+    """Whether the paired path can run: one feature, counts requested, room for the N pairs."""
+    return with_counts and num_features == 1 and num_nodes > 0 and workspace_bytes >= pairs_nbytes(num_nodes)
+
+
+def edge_chunks_for(num_edges: int, chunk_edges: int) -> tuple[tuple[int, int], ...]:
+    """[lo, hi) ranges of at most chunk_edges edges covering [0, num_edges) in order."""
+    if chunk_edges < 1:
+        raise ValueError(f"chunk_edges must be at least 1, got {chunk_edges}")
+    return tuple((lo, min(lo + chunk_edges, num_edges)) for lo in range(0, num_edges, chunk_edges))
+
+
 def plan_launch(
     num_nodes: int,
     num_edges: int,
@@ -173,24 +216,45 @@ def plan_launch(
     vec: int,
     algorithm: str = "auto",
     node_passes: int | None = None,
+    *,
+    with_counts: bool = False,
+    workspace_bytes: int = 0,
+    paired: bool | None = None,
+    pair_chunk_edges: int = PAIRED_MAX_EDGES,
 ) -> LaunchPlan:
-    """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring)."""
+    """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
+
+    with_counts: counts are requested; workspace_bytes: usable workspace (for the paired path); paired and
+    pair_chunk_edges (at most PAIRED_MAX_EDGES) override the paired path's choice and chunk size.
+    """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
+    if not 1 <= pair_chunk_edges <= PAIRED_MAX_EDGES:
+        raise ValueError(f"pair_chunk_edges must be in [1, {PAIRED_MAX_EDGES}] (exact float32 counts), got {pair_chunk_edges}")
     half = np.dtype(dtype) == np.float16
-    table = table_layout(num_nodes, num_edges, num_features) if half else None
+    possible = pairs_possible(num_nodes, num_features, with_counts=with_counts, workspace_bytes=workspace_bytes)
+    if paired and not possible:
+        raise ValueError(f"the paired path needs counts, one feature and a workspace of {pairs_nbytes(num_nodes)} "
+                         f"bytes (got counts={with_counts}, {num_features} features, {workspace_bytes} bytes)")
+    pairs_pay = possible and device.arch >= 90 and num_edges >= PAIRED_MIN_EDGES_PER_NODE * num_nodes
+    full_table = table_layout(num_nodes, num_edges, num_features) if half else None
     chunks = num_features // vec
 
     slice_width = shared_slice_width(num_nodes, num_features, vec, device)
-    shared_fits = slice_width > 0 and (table is None or not table.hashed)
+    shared_fits = slice_width > 0 and (full_table is None or not full_table.hashed)
     if algorithm == "shared" and not shared_fits:
         raise ValueError(f"the shared-memory kernel cannot hold {num_nodes} nodes on this device")
+    pairs_beat_shared = (pairs_pay and num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
+                         and num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * num_nodes)
     use_shared = algorithm == "shared" or (
         algorithm == "auto"
         and shared_fits
         and num_edges >= SHARED_MIN_EDGES_PER_NODE * num_nodes
         and slice_width == num_features
+        and not pairs_beat_shared
     )
+    pairs = paired if paired is not None else pairs_pay and not use_shared
+    table = None if pairs else full_table
 
     if use_shared:
         slices = -(-num_features // slice_width)
@@ -202,7 +266,8 @@ def plan_launch(
         most = max(1, device.sm_count * blocks_per_sm // slices)
         blocks = max(1, min(most, max(device.sm_count, -(-num_edges // (4 * num_nodes)))))
         lanes_log2 = lanes_log2_for(slice_width // vec)
-        scatter = KernelLaunch(f"scatter_shared_v{vec}", (blocks, slices), shared_bytes)
+        kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{vec}"
+        scatter = KernelLaunch(kernel, (blocks, slices), shared_bytes)
         ranges: tuple[tuple[int, int], ...] = ((0, num_nodes),)
         name = "shared"
     else:
@@ -210,8 +275,8 @@ def plan_launch(
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
         blocks = max(1, min(-(-num_edges // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         hashed = table is not None and table.hashed
-        kernel = "scatter_hashed" if hashed else "scatter_global"
-        scatter = KernelLaunch(f"{kernel}_v{vec}", (blocks, 1))
+        kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{vec}" if hashed else f"scatter_global_v{vec}"
+        scatter = KernelLaunch(kernel, (blocks, 1))
         if node_passes is None:
             node_passes = 1 if hashed else node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes)
         passes = max(1, min(node_passes, num_nodes)) if not hashed else 1
@@ -225,7 +290,13 @@ def plan_launch(
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
         apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
-    return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2)
+    fold = None
+    chunks_of_edges: tuple[tuple[int, int], ...] = ((0, num_edges),)
+    if pairs:
+        fold = KernelLaunch("fold_pairs", (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1))  # a thread per node
+        chunks_of_edges = edge_chunks_for(num_edges, pair_chunk_edges)
+    return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2,
+                      paired=pairs, edge_chunks=chunks_of_edges, fold=fold)
 
 
 def describe(plan: LaunchPlan) -> str:
@@ -237,4 +308,6 @@ def describe(plan: LaunchPlan) -> str:
         text += f" smem={plan.scatter.shared_bytes}"
     if plan.table is not None:
         text += f" table={plan.table.capacity}{'h' if plan.table.hashed else 'd'}"
+    if plan.paired:
+        text += " pairs" + (f" chunks={len(plan.edge_chunks)}" if len(plan.edge_chunks) > 1 else "")
     return text

@@ -19,6 +19,12 @@
 // Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given.
 // counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
 // num_edges < 2^32, so no count carries into the high word).
+//
+// Paired path (F = 1 with counts, *_pairs kernels): value and count of a node live side by side as two
+// float32 in the workspace, so one 8-byte vector atomic per edge (Hopper: red.global.add.v2.f32) replaces
+// the value atomic and the count atomic, which the L2's atomic rate bounds. fold_pairs writes the counts as
+// int64 and finally adds each value into the state. A float32 count is exact up to 2^24: the launcher folds
+// the counts after every chunk of at most 2^24 edges (plan.py PAIRED_MAX_EDGES).
 
 #include <cuda_fp16.h>
 
@@ -98,6 +104,16 @@ __device__ __forceinline__ void atomic_add_chunk(float* dest, const float (&v)[V
 #pragma unroll
         for (int k = 0; k < VEC; ++k) atomicAdd(dest + k, v[k]);
     }
+}
+
+// pair[0] += value, pair[1] += count: one 8-byte vector atomic on sm_90+ global memory, else two.
+__device__ __forceinline__ void atomic_add_pair(float* pair, float value, unsigned count) {
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float2*>(pair), make_float2(value, (float)count));
+#else
+    atomicAdd(pair, value);
+    atomicAdd(pair + 1, (float)count);
+#endif
 }
 
 // Sums entries that go to the same slot before any atomic: first a lane's own rows, then a tree across the
@@ -263,15 +279,18 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
 //                   node (keys unused).
 //   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
 //                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
+//   PAIRED = true:  (VEC = 1, slot = node) dest holds (value, count) float32 pairs: one atomic_add_pair per
+//                   slot; counts unused (fold_pairs writes them).
 // Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while the
 // edges stream past; edges of other ranges are skipped at the cost of reading their index. Out-of-range
 // targets are counted only by the launch whose range starts at 0.
-template <int VEC, bool HASHED>
+template <int VEC, bool HASHED, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
                                                     float* __restrict__ dest, int* __restrict__ keys, int table_log2,
                                                     u64* __restrict__ counts, u64* __restrict__ skipped, i64 node_lo,
                                                     i64 node_hi) {
+    static_assert(!PAIRED || (VEC == 1 && !HASHED), "pairs hold one feature per node");
     __shared__ RowQueue queues[WARPS_PER_BLOCK];
     RowQueue& queue = queues[threadIdx.x >> 5];
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -280,8 +299,12 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
     const int chunks = num_features / VEC;
     unsigned skipped_here = 0;
     auto add = [&](int slot, int node, int chunk, const float (&v)[VEC], unsigned count) {
-        atomic_add_chunk<VEC>(dest + (i64)slot * num_features + (i64)chunk * VEC, v);
-        if (counts != nullptr && count != 0) add_count(counts, node, count);
+        if constexpr (PAIRED) {
+            atomic_add_pair(dest + 2 * (i64)slot, v[0], count);
+        } else {
+            atomic_add_chunk<VEC>(dest + (i64)slot * num_features + (i64)chunk * VEC, v);
+            if (counts != nullptr && count != 0) add_count(counts, node, count);
+        }
     };
     for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
         const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, table_log2,
@@ -295,8 +318,10 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
 // memory (float32 sums of a slice of features, slice_width wide, for all nodes, plus 32-bit counts), then
 // adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
 // slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
-// with one slot per node.
-template <int VEC>
+// with one slot per node; PAIRED (VEC = 1, one slice): dest holds (value, count) pairs, one
+// atomic_add_pair per touched node. Each block starts its flush at a different node, so the blocks, which
+// finish their edges at about the same time, do not all queue atomics on the same few L2 lines.
+template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
                                                     int slice_width, float* __restrict__ dest,
@@ -330,7 +355,10 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
     if (skipped != nullptr && first_slice) add_skipped(skipped, skipped_here);
     __syncthreads();
 
-    for (int i = threadIdx.x; i < num_nodes * chunks; i += blockDim.x) {
+    const int entries = num_nodes * chunks;
+    const int first_entry = (int)((i64)blockIdx.x * entries / gridDim.x);
+    for (int j = threadIdx.x; j < entries; j += blockDim.x) {
+        const int i = j < entries - first_entry ? j + first_entry : j - (entries - first_entry);
         const int node = i / chunks;
         const int chunk = i - node * chunks;
         const unsigned count = shared_counts[node];
@@ -338,8 +366,12 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
         float v[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] = shared_sums[node * slice_width + chunk * VEC + k];
-        atomic_add_chunk<VEC>(dest + (i64)node * num_features + first_feature + chunk * VEC, v);
-        if (first_slice && chunk == 0 && counts != nullptr) add_count(counts, node, count);
+        if constexpr (PAIRED) {
+            atomic_add_pair(dest + 2 * (i64)node, v[0], count);
+        } else {
+            atomic_add_chunk<VEC>(dest + (i64)node * num_features + first_feature + chunk * VEC, v);
+            if (first_slice && chunk == 0 && counts != nullptr) add_count(counts, node, count);
+        }
     }
 }
 
@@ -372,27 +404,45 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }
 }
 
+// Paired path, after each chunk of edges: counts[node] = count so far (int64; the chunk's float32 count is
+// exact, at most 2^24). After the last chunk also state[node] += value, added in float32 and rounded to the
+// state's type once (nodes without edges keep their value bit for bit); before it only the pair's count is
+// zeroed, and the value keeps summing in float32 over all chunks (one rounding, as for the float16 table).
+__device__ __forceinline__ void fold_pairs_into(scalar_t* __restrict__ state, float2* __restrict__ pairs,
+                                                u64* __restrict__ counts, i64 num_nodes, bool first, bool last) {
+    const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= num_nodes) return;
+    const float2 pair = pairs[node];
+    const u64 count = (first ? 0ull : counts[node]) + (u64)pair.y;
+    counts[node] = count;
+    if (!last) {
+        pairs[node].y = 0.0f;
+    } else if (count != 0) {
+        store_scalar(state + node, to_float(state[node]) + pair.x);
+    }
+}
+
 // Entry points with C names, one per vector width.
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
                           int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
                           i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,  \
-                                        table_log2, counts, skipped, node_lo, node_hi);                          \
+        scatter_rows_global<VEC, false, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, \
+                                               keys, table_log2, counts, skipped, node_lo, node_hi);             \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
                           int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
                           i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,   \
-                                       table_log2, counts, skipped, node_lo, node_hi);                           \
+        scatter_rows_global<VEC, true, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest,  \
+                                              keys, table_log2, counts, skipped, node_lo, node_hi);              \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, \
                           int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {             \
-        scatter_rows_shared<VEC>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,  \
-                                 counts, skipped);                                                               \
+        scatter_rows_shared<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, \
+                                        dest, counts, skipped);                                                  \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
@@ -403,3 +453,23 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 SCATTER_ENTRY_POINTS(1)
 SCATTER_ENTRY_POINTS(2)
 SCATTER_ENTRY_POINTS(4)
+
+// The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
+// dest = the (value, count) pairs, counts unused; then fold_pairs.
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+scatter_global_pairs(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,
+                     int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,
+                     i64 node_hi) {
+    scatter_rows_global<1, false, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,
+                                        table_log2, counts, skipped, node_lo, node_hi);
+}
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+scatter_shared_pairs(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,
+                     int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {
+    scatter_rows_shared<1, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,
+                                 counts, skipped);
+}
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+fold_pairs(scalar_t* state, float* pairs, u64* counts, i64 num_nodes, int first, int last) {
+    fold_pairs_into(state, reinterpret_cast<float2*>(pairs), counts, num_nodes, first != 0, last != 0);
+}
