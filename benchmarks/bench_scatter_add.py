@@ -1,6 +1,6 @@
 """Scatter-add (sums and counts) on the GPU: this repository's kernel against torch, PyG and a label-loop kernel.
 
-    python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick] [--variants]
+    python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick] [--variants] [--baseline DIR]
 
 Needs torch (and optionally torch_geometric, triton, matplotlib) on a CUDA machine. Per row: the median of
 CUDA-event timings after warm-up (benchmarks/gpu_timing.py), fresh random inputs (standard normal values,
@@ -10,6 +10,8 @@ Methods: ours = scatter_add_launch with counts (memsets included); torch = state
 + torch.bincount(index, minlength=N); PyG = torch_geometric.utils.scatter(src, index, 0, dim_size=N,
 reduce="sum") + bincount (into a new tensor, not added to the state); label-loop = benchmarks/label_loop_triton.py
 (F = 1, N <= 1e4, E * N <= 1e10 only). Prints a markdown table; with --out writes it (.md, .csv) and a plot.
+--variants times the kernel's variants at chosen sizes; --baseline DIR imports `plugin` from DIR (e.g. an
+older version's files) and times only its "auto" plan at those sizes, to compare versions in one run.
 """
 
 import argparse
@@ -77,14 +79,22 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
     row["plan"] = describe(ours(state, *inputs[0], counts, workspace)())  # also compiles and loads the kernels
     launches = [ours(state, src, index, counts, workspace) for src, index in inputs]
     row["ours_ms"] = time_gpu_ms(lambda i: launches[i](), sets=sets)
-    # The plan "auto" did not pick, where it had a choice: one pass instead of node passes, global atomics
-    # instead of shared memory.
-    other = dict(node_passes=1) if "passes=" in row["plan"] else dict(algorithm="global") if "shared" in row["plan"] else None
-    row["other_ms"], row["other_plan"] = float("nan"), ""
-    if other is not None and with_others:
-        alternatives = [ours(state, src, index, counts, workspace, **other) for src, index in inputs]
-        row["other_ms"] = time_gpu_ms(lambda i: alternatives[i](), sets=sets)
-        row["other_plan"] = describe(alternatives[0]())
+    # The plans "auto" did not pick, where it had a choice: unpaired value and count atomics instead of
+    # pairs, one pass instead of node passes, global atomics instead of shared memory and back.
+    others = {}
+    if " pairs" in row["plan"]:
+        others["unpaired"] = dict(paired=False)
+    if "passes=" in row["plan"]:
+        others["1 pass"] = dict(node_passes=1)
+    if row["plan"].startswith("shared"):
+        others["global"] = dict(algorithm="global")
+    elif " pairs" in row["plan"] and num_nodes <= 10**4:  # "auto" chose paired global atomics over shared memory
+        others["shared"] = dict(algorithm="shared")
+    row["others"] = ""
+    for name, kwargs in (others if with_others else {}).items():
+        alternatives = [ours(state, src, index, counts, workspace, **kwargs) for src, index in inputs]
+        row[f"other[{name}]_ms"] = time_gpu_ms(lambda i: alternatives[i](), sets=sets)
+        row["others"] += f"{'; ' if row['others'] else ''}{fmt(row[f'other[{name}]_ms'])} {name}"
     for name, kwargs in (variants or {}).items():
         variant = [ours(state, src, index, counts, workspace, **kwargs) for src, index in inputs]
         row[f"ours[{name}]_ms"] = time_gpu_ms(lambda i: variant[i](), sets=sets)
@@ -136,7 +146,7 @@ def exp10(n: int) -> str:
 
 def markdown(rows) -> str:
     head = ("| dtype | N | E | F | floor ms | ours ms | % of floor | torch ms | PyG ms | label-loop ms | "
-            "x best | target ms (rule) | met | ours, other plan ms |")
+            "x best | target ms (rule) | met | ours, other plans ms |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         met = "yes" if r["ours_ms"] <= r["target_ms"] else f"no ({r['ours_ms'] / r['target_ms']:.1f}x over)"
@@ -144,7 +154,7 @@ def markdown(rows) -> str:
             f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | {fmt(r['floor_ms'])} | {fmt(r['ours_ms'])} | "
             f"{100 * r['floor_ms'] / r['ours_ms']:.0f}% | {fmt(r['torch_ms'])} | {fmt(r['pyg_ms'])} | "
             f"{fmt(r['label_loop_ms'])} | {r['speedup']:.1f} | {fmt(r['target_ms'])} ({r['target']}) | {met} | "
-            f"{fmt(r['other_ms'])} {r['other_plan'].split(' ')[0] if r['other_plan'] else ''} |"
+            f"{r['others'] or '–'} |"
         )
     return "\n".join(lines)
 
@@ -179,11 +189,14 @@ def plot(rows, path: Path) -> None:
     figure.savefig(path, dpi=72)
 
 
-VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides})
-    (10**6, 10**7, 64, "float32", {"p1": dict(node_passes=1), "p6": dict(node_passes=6), "p12": dict(node_passes=12)}),
-    (10**6, 10**7, 64, "float16", {"p1": dict(node_passes=1), "p6": dict(node_passes=6)}),
-    (10**3, 10**6, 64, "float32", {"shared": dict(algorithm="shared")}),
-    (10**4, 10**6, 1, "float32", {"global": dict(algorithm="global")}),
+VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides}): F = 1 with counts, pairs or not
+    (10**6, 10**7, 1, "float32", {"unpaired": dict(paired=False),
+                                  "paired, chunks of 2^22": dict(paired=True, pair_chunk_edges=2**22)}),
+    (10**6, 10**8, 1, "float32", {"unpaired": dict(paired=False)}),
+    (10**4, 10**6, 1, "float32", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
+    (10**3, 10**5, 1, "float32", {"shared": dict(algorithm="shared"), "global unpaired": dict(paired=False)}),
+    (10**3, 10**6, 1, "float32", {"global paired": dict(algorithm="global", paired=True)}),
+    (10**4, 10**6, 1, "float16", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
 ]
 
 
@@ -194,14 +207,22 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="folder for the table (.md, .csv) and the plot (.png)")
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
     parser.add_argument("--variants", action="store_true", help="time the kernel's variants at chosen sizes")
+    parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at the "
+                        "variant sizes only")
     args = parser.parse_args()
+    if args.baseline:
+        sys.path.insert(0, str(args.baseline.resolve()))
     started = time.time()
     bandwidth = copy_bandwidth_bytes_per_s()
     print(f"{device_name()}: device-to-device copy {bandwidth / 1e12:.2f} TB/s (read + write)", flush=True)
 
-    if args.variants:
+    if args.variants or args.baseline:
+        import plugin.kernels
+
+        print(f"plugin.kernels from {Path(plugin.kernels.__file__).parent}", flush=True)
         for n, e, f, dtype, variants in VARIANT_SIZES:
-            row = bench_row(n, e, f, getattr(torch, dtype), bandwidth, with_others=False, variants=variants)
+            row = bench_row(n, e, f, getattr(torch, dtype), bandwidth, with_others=False,
+                            variants=None if args.baseline else variants)
             extra = "  ".join(f"{k}={fmt(v)} [{row.get('plan[' + k[5:-4] + ']', '')}]" for k, v in row.items()
                               if k.startswith("ours[") and k.endswith("_ms"))
             print(f"{dtype} N={exp10(n)} E={exp10(e)} F={f}: floor {fmt(row['floor_ms'])} auto={fmt(row['ours_ms'])} "
@@ -217,7 +238,8 @@ def main() -> int:
             row = bench_row(n, e, f, dtype, bandwidth)
             rows.append(row)
             print(f"{row['dtype']} N={exp10(n)} E={exp10(e)} F={f} [{row['plan']}]: ours {fmt(row['ours_ms'])} "
-                  f"torch {fmt(row['torch_ms'])} PyG {fmt(row['pyg_ms'])} floor {fmt(row['floor_ms'])}", flush=True)
+                  f"torch {fmt(row['torch_ms'])} PyG {fmt(row['pyg_ms'])} floor {fmt(row['floor_ms'])} "
+                  f"others: {row['others'] or '-'}", flush=True)
     table = markdown(rows)
     header = (f"{device_name()}, copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), torch {torch.__version__}; "
               f"plans: " + "; ".join(f"{r['dtype']} {exp10(r['N'])}/{exp10(r['E'])}/{r['F']}: {r['plan']}" for r in rows))
@@ -227,7 +249,7 @@ def main() -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_scatter_add.md").write_text(header + "\n\n" + table + "\n")
         with open(args.out / "bench_scatter_add.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
             writer.writeheader()
             writer.writerows(rows)
         try:

@@ -58,8 +58,12 @@ def copy_bandwidth_bytes_per_s(nbytes: int = 4 << 30) -> float:
 
 
 def ours(state: Any, src: Any, index: Any, counts: Any, workspace: Any, *, algorithm: str = "auto",
-         node_passes: int | None = None) -> Callable[[], Any]:
-    """A call of this repository's kernel on torch tensors (state [N, F], src [E, F], index [E] int64)."""
+         node_passes: int | None = None, **overrides: Any) -> Callable[[], Any]:
+    """A call of this repository's kernel on torch tensors (state [N, F], src [E, F], index [E] int64).
+
+    overrides (e.g. paired=False, pair_chunk_edges=...) go to scatter_add_launch as they are, so an older
+    version of the kernel package (bench_scatter_add.py --baseline) runs without them.
+    """
     import torch
 
     from plugin.kernels import scatter_add_launch
@@ -75,7 +79,7 @@ def ours(state: Any, src: Any, index: Any, counts: Any, workspace: Any, *, algor
             stream=torch.cuda.current_stream().cuda_stream,
             workspace=workspace.data_ptr() if workspace is not None else 0,
             workspace_size=workspace.numel() if workspace is not None else 0,
-            algorithm=algorithm, node_passes=node_passes,
+            algorithm=algorithm, node_passes=node_passes, **overrides,
         )
 
     return call
