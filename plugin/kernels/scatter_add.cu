@@ -319,8 +319,7 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
 // adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
 // slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
 // with one slot per node; PAIRED (VEC = 1, one slice): dest holds (value, count) pairs, one
-// atomic_add_pair per touched node. Each block starts its flush at a different node, so the blocks, which
-// finish their edges at about the same time, do not all queue atomics on the same few L2 lines.
+// atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
@@ -355,10 +354,7 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
     if (skipped != nullptr && first_slice) add_skipped(skipped, skipped_here);
     __syncthreads();
 
-    const int entries = num_nodes * chunks;
-    const int first_entry = (int)((i64)blockIdx.x * entries / gridDim.x);
-    for (int j = threadIdx.x; j < entries; j += blockDim.x) {
-        const int i = j < entries - first_entry ? j + first_entry : j - (entries - first_entry);
+    for (int i = threadIdx.x; i < num_nodes * chunks; i += blockDim.x) {
         const int node = i / chunks;
         const int chunk = i - node * chunks;
         const unsigned count = shared_counts[node];
