@@ -1,6 +1,7 @@
 """Scatter-add (sums and counts) on the GPU: this repository's kernel against torch, PyG and a label-loop kernel.
 
-    python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick] [--variants] [--baseline DIR]
+    python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...]
+                                            [--variants] [--baseline DIR]
 
 Needs torch (and optionally torch_geometric, triton, matplotlib) on a CUDA machine. Per row: the median of
 CUDA-event timings after warm-up (benchmarks/gpu_timing.py), fresh random inputs (standard normal values,
@@ -10,6 +11,7 @@ Methods: ours = scatter_add_launch with counts (memsets included); torch = state
 + torch.bincount(index, minlength=N); PyG = torch_geometric.utils.scatter(src, index, 0, dim_size=N,
 reduce="sum") + bincount (into a new tensor, not added to the state); label-loop = benchmarks/label_loop_triton.py
 (F = 1, N <= 1e4, E * N <= 1e10 only). Prints a markdown table; with --out writes it (.md, .csv) and a plot.
+--sizes and --dtypes restrict the table to some rows (e.g. --sizes 1e6:1e7:1,1e4:1e6:1 --dtypes float32).
 --variants times the kernel's variants at chosen sizes; --baseline DIR imports `plugin` from DIR (e.g. an
 older version's files) and times only its "auto" plan at those sizes, to compare versions in one run.
 """
@@ -190,14 +192,30 @@ def plot(rows, path: Path) -> None:
 
 
 VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides}): F = 1 with counts, pairs or not
-    (10**6, 10**7, 1, "float32", {"unpaired": dict(paired=False),
-                                  "paired, chunks of 2^22": dict(paired=True, pair_chunk_edges=2**22)}),
-    (10**6, 10**8, 1, "float32", {"unpaired": dict(paired=False)}),
+    (10**6, 10**7, 1, "float32", {"unpaired": dict(paired=False)}),
+    (10**6, 10**7, 1, "float16", {"unpaired": dict(paired=False)}),
     (10**4, 10**6, 1, "float32", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
     (10**3, 10**5, 1, "float32", {"shared": dict(algorithm="shared"), "global unpaired": dict(paired=False)}),
     (10**3, 10**6, 1, "float32", {"global paired": dict(algorithm="global", paired=True)}),
     (10**4, 10**6, 1, "float16", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
 ]
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    """'1e6:1e7:1,1e4:1e6:64' -> [(1000000, 10000000, 1), (10000, 1000000, 64)]."""
+    sizes = []
+    for item in text.split(","):
+        parts = item.split(":")
+        if len(parts) != 3:
+            raise argparse.ArgumentTypeError(f"expected N:E:F, got {item!r}")
+        try:
+            values = [float(part) for part in parts]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected numbers in N:E:F, got {item!r}") from None
+        if any(v != int(v) or v < 1 for v in values):
+            raise argparse.ArgumentTypeError(f"N, E and F must be positive integers, got {item!r}")
+        sizes.append((int(values[0]), int(values[1]), int(values[2])))
+    return sizes
 
 
 def main() -> int:
@@ -206,6 +224,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the table (.md, .csv) and the plot (.png)")
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
+    parser.add_argument("--sizes", type=parse_sizes, help="only these rows, N:E:F comma-separated (1e6 allowed)")
+    parser.add_argument("--dtypes", default="float32,float16", help="comma-separated: float32, float16")
     parser.add_argument("--variants", action="store_true", help="time the kernel's variants at chosen sizes")
     parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at the "
                         "variant sizes only")
@@ -230,8 +250,8 @@ def main() -> int:
         print(f"variants took {time.time() - started:.0f} s", flush=True)
         return 0
 
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    dtypes = [torch.float32] if args.quick else [torch.float32, torch.float16]
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    dtypes = [torch.float32] if args.quick else [getattr(torch, name) for name in args.dtypes.split(",")]
     rows = []
     for dtype in dtypes:
         for n, e, f in sizes:

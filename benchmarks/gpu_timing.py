@@ -61,7 +61,7 @@ def ours(state: Any, src: Any, index: Any, counts: Any, workspace: Any, *, algor
          node_passes: int | None = None, **overrides: Any) -> Callable[[], Any]:
     """A call of this repository's kernel on torch tensors (state [N, F], src [E, F], index [E] int64).
 
-    overrides (e.g. paired=False, pair_chunk_edges=...) go to scatter_add_launch as they are, so an older
+    overrides (e.g. paired=False) go to scatter_add_launch as they are, so an older
     version of the kernel package (bench_scatter_add.py --baseline) runs without them.
     """
     import torch

@@ -23,9 +23,7 @@ from plugin.kernels.plan import (
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
     DeviceInfo,
-    edge_chunks_for,
     lanes_log2_for,
-    pairs_nbytes,
     plan_launch,
     table_layout,
     vector_width,
@@ -97,21 +95,18 @@ def test_check_unwraps_values_and_raises_with_name_description_and_call():
 
 
 # --- workspace ---------------------------------------------------------------------------------------------
-def test_float32_needs_no_workspace_unless_pairing_values_with_counts():
+def test_float32_needs_no_workspace():
+    # The paired path (F = 1 with counts) sums in the counts buffer: no workspace either.
     assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32) == 0
     assert scatter_add_workspace_size(10**8, 10**8, 3, np.float32) == 0
-    assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32, with_counts=False) == 0
-    assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 8 * 10**6 == pairs_nbytes(10**6)
+    assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 0, 1, np.float32) == 0
 
 
-def test_float16_workspace_holds_the_table_or_the_pairs():
-    table = table_layout(1000, 10**6, 1)
-    assert table is not None
-    with_counts = scatter_add_workspace_size(1000, 10**6, 1, np.float16)
-    assert with_counts >= table.nbytes and with_counts >= pairs_nbytes(1000)
-    assert scatter_add_workspace_size(1000, 10**6, 1, np.float16, with_counts=False) == table.nbytes
-    assert scatter_add_workspace_size(1000, 10**6, 2, np.float16) == table_layout(1000, 10**6, 2).nbytes
+def test_float16_workspace_is_its_table_for_any_width():
+    for features in (1, 2, 64):
+        table = table_layout(1000, 10**6, features)
+        assert table is not None and scatter_add_workspace_size(1000, 10**6, features, np.float16) == table.nbytes
 
 
 def test_float16_workspace_is_zero_without_edges_or_nodes():
@@ -140,15 +135,12 @@ def test_float16_workspace_does_not_grow_with_the_state_for_a_fixed_batch():
     smaller_nodes=st.floats(0, 1),
     smaller_edges=st.floats(0, 1),
     dtype=st.sampled_from([np.float16, np.float32]),
-    with_counts=st.booleans(),
 )
 def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edges, features, smaller_nodes, smaller_edges,
-                                                                     dtype, with_counts):
-    largest = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts)
+                                                                     dtype):
+    largest = scatter_add_workspace_size(nodes, edges, features, dtype)
     n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
-    assert scatter_add_workspace_size(n, e, features, dtype, with_counts=with_counts) <= largest
-    if with_counts and features == 1 and e > 0:
-        assert largest >= pairs_nbytes(n)  # room for the paired path of the smaller launch
+    assert scatter_add_workspace_size(n, e, features, dtype) <= largest
     table = table_layout(n, e, features)
     if table is not None and table.hashed:
         assert table.capacity >= 2 * min(n, e) and table.capacity & (table.capacity - 1) == 0
@@ -220,7 +212,7 @@ def test_grids_stay_within_one_resident_wave():
 
 
 def paired_plan(nodes, edges, dtype=np.float32, device=H200_LIKE, **overrides):
-    args = dict(with_counts=True, workspace_bytes=pairs_nbytes(nodes))
+    args = dict(with_counts=True)
     args.update(overrides)
     algorithm = args.pop("algorithm", "auto")
     return plan_launch(nodes, edges, 1, np.dtype(dtype), device, vec=1, algorithm=algorithm, **args)
@@ -230,7 +222,7 @@ def paired_plan(nodes, edges, dtype=np.float32, device=H200_LIKE, **overrides):
 def test_one_feature_with_counts_pairs_value_and_count_in_one_atomic(dtype):
     plan = paired_plan(10**6, 10**7, dtype)
     assert plan.paired and plan.algorithm == "global" and plan.scatter.name == "scatter_global_pairs"
-    assert plan.fold is not None and plan.fold.name == "fold_pairs" and plan.edge_chunks == ((0, 10**7),)
+    assert plan.fold is not None and plan.fold.name == "fold_pairs" and len(plan.node_ranges) == 1
     assert plan.fold.grid[0] * THREADS_PER_BLOCK >= 10**6  # a thread per node
     assert plan.table is None and plan.apply is None  # float16 too: the pairs replace its table
 
@@ -251,46 +243,44 @@ def test_paired_global_atomics_replace_large_shared_arrays_below_their_edges_per
     assert not paired_plan(1000, 10**6, dtype, algorithm="shared").paired
 
 
-def test_pairs_only_where_they_fit_and_pay():
-    assert not paired_plan(10**6, 10**7, with_counts=False).paired
-    assert not paired_plan(10**6, 10**7, workspace_bytes=pairs_nbytes(10**6) - 1).paired
-    assert not paired_plan(10**6, 10**7, device=dataclasses.replace(H200_LIKE, arch=80)).paired  # no vector atomics
-    assert not paired_plan(10**6, 10**6 - 1).paired  # E < N: the O(N) fold would cost more than it saves
-    assert paired_plan(10**6, 10**6).paired
-    wide = plan_launch(10**6, 10**7, 3, np.dtype(np.float32), H200_LIKE, vec=1, with_counts=True, workspace_bytes=10**9)
-    assert not wide.paired and wide.fold is None and wide.edge_chunks == ((0, 10**7),)
-    half = paired_plan(10**6, 10**5, np.float16)
-    assert not half.paired and half.table is not None and half.apply is not None
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+def test_pairs_only_where_they_fit_and_pay(dtype):
+    assert not paired_plan(10**6, 10**7, dtype, with_counts=False).paired
+    assert not paired_plan(10**6, 10**7, dtype, counts_aligned=False).paired  # the pairs live in the counts
+    assert not paired_plan(10**6, 10**7, dtype, device=dataclasses.replace(H200_LIKE, arch=80)).paired
+    assert not paired_plan(10**6, 10**6 - 1, dtype).paired  # E < N: the O(N) fold would cost more than it saves
+    assert paired_plan(10**6, 10**6, dtype).paired
+    wide = plan_launch(10**6, 10**7, 3, np.dtype(dtype), H200_LIKE, vec=1, with_counts=True)
+    assert not wide.paired and wide.fold is None
+    assert (wide.table is not None) == (dtype == np.float16)
+    unpaired = paired_plan(10**6, 10**5, dtype)
+    assert not unpaired.paired and unpaired.fold is None and (unpaired.apply is not None) == (dtype == np.float16)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes", [1, 10**5, 10**6])
+def test_pairs_only_up_to_2_to_the_24_edges(nodes, dtype):
+    # A float32 count is exact up to 2^24 and one pair per node leaves nowhere to fold earlier: beyond 2^24
+    # edges a node could gather more, so the launch takes the two-atomic path (float16: with its table).
+    at = paired_plan(nodes, PAIRED_MAX_EDGES, dtype, algorithm="global")
+    assert at.paired and at.fold is not None and at.table is None
+    over = paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, algorithm="global")
+    assert not over.paired and over.fold is None and over.scatter.name == "scatter_global_v1"
+    assert (over.table is not None and over.apply is not None) == (dtype == np.float16)
+    assert not paired_plan(nodes, MAX_EDGES, dtype, algorithm="global").paired
+    with pytest.raises(ValueError, match="at most 16777216 edges"):
+        paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, paired=True)
 
 
 def test_forcing_pairs_is_refused_where_they_cannot_be_used():
     assert paired_plan(10**6, 10**5, paired=True).paired
+    assert paired_plan(10**6, 10**7, device=dataclasses.replace(H200_LIKE, arch=80), paired=True).paired
     assert not paired_plan(10**6, 10**7, paired=False).paired
+    for refused in (dict(with_counts=False), dict(counts_aligned=False)):
+        with pytest.raises(ValueError, match="paired path needs"):
+            paired_plan(10**6, 10**7, paired=True, **refused)
     with pytest.raises(ValueError, match="paired path needs"):
-        paired_plan(10**6, 10**7, paired=True, with_counts=False)
-    with pytest.raises(ValueError, match="paired path needs"):
-        paired_plan(10**6, 10**7, paired=True, workspace_bytes=100)
-
-
-@pytest.mark.parametrize("edges, chunks", [(1, 1), (2**24, 1), (2**24 + 1, 2), (10**8, 6), (MAX_EDGES, 256)])
-def test_paired_edges_are_folded_at_least_every_2_to_the_24_edges(edges, chunks):
-    # A float32 count is exact up to 2^24: no node may gather more between two folds.
-    plan = paired_plan(1, edges, paired=True)
-    assert plan.paired and len(plan.edge_chunks) == chunks
-    assert plan.edge_chunks[0][0] == 0 and plan.edge_chunks[-1][1] == edges
-    assert all(a[1] == b[0] for a, b in zip(plan.edge_chunks, plan.edge_chunks[1:]))
-    assert all(0 < hi - lo <= PAIRED_MAX_EDGES for lo, hi in plan.edge_chunks)
-    with pytest.raises(ValueError, match="exact float32 counts"):
-        paired_plan(1, edges, pair_chunk_edges=PAIRED_MAX_EDGES + 1)
-
-
-@settings(max_examples=200, deadline=None)
-@given(chunk=st.integers(1, 2**24), whole=st.integers(0, 300), rest=st.floats(0, 1))
-def test_edge_chunks_cover_the_edges_once_in_order(chunk, whole, rest):
-    edges = max(1, whole * chunk + int(rest * (chunk - 1)))
-    chunks = edge_chunks_for(edges, chunk)
-    assert chunks[0][0] == 0 and chunks[-1][1] == edges and len(chunks) == -(-edges // chunk)
-    assert all(a[1] == b[0] and 0 < a[1] - a[0] <= chunk for a, b in zip(chunks, chunks[1:]))
+        plan_launch(10**6, 10**7, 2, np.dtype(np.float32), H200_LIKE, vec=2, with_counts=True, paired=True)
 
 
 def test_forcing_shared_memory_for_too_many_nodes_is_refused():
@@ -323,6 +313,7 @@ def launch_args(**overrides):
         (dict(dtype=np.float16), "workspace"),
         (dict(dtype=np.float16, workspace=1024, workspace_size=8), "workspace of"),
         (dict(dtype=np.float16, num_features=1, counts=1024, workspace=1024, workspace_size=79), "workspace of"),
+        (dict(dtype=np.float16, num_features=1, counts=1024), "workspace"),  # also where pairs would replace the table
     ],
 )
 def test_launch_refuses_bad_arguments_before_touching_cuda(overrides, message):

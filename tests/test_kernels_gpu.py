@@ -113,6 +113,17 @@ def test_all_edges_into_one_node(nodes, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_paired_path_with_all_edges_into_one_node(dtype):
+    # The (value, count) pair of one node takes every float2 atomic; float16 still sums in float32.
+    nodes, edges = 1000, 10**6 if dtype == np.float32 else 10**4
+    state, _, _ = random_inputs(nodes, 0, 1, dtype)
+    src = RNG.uniform(0, 1, (edges, 1)).astype(dtype)
+    index = np.full(edges, RNG.integers(0, nodes), np.int64)
+    out, counts = scatter_add_numpy(state, src, index, algorithm="global", paired=True)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_one_node_of_degree_ten_thousand_among_many_shuffled(dtype):
     nodes, hub = 10**5, int(RNG.integers(0, 10**5))
     index = np.concatenate([np.full(10**4, hub), RNG.integers(0, nodes, 2 * 10**5)]).astype(np.int64)
@@ -133,10 +144,10 @@ def test_no_edges_leaves_the_state_and_zeroes_the_counts(nodes, features, dtype)
 
 
 def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto",
-                       paired=None, pair_chunk_edges=PAIRED_MAX_EDGES):
-    """Launches on buffers whose outputs and workspace are poisoned, with 4 KiB guard zones around the state;
-    returns (new state, counts or None, skipped, whether the guards are intact, whether counts memory stayed
-    untouched (without counts), the launch plan)."""
+                       paired=None, counts_offset=0):
+    """Launches on buffers whose outputs and workspace are poisoned, with 4 KiB guard zones around the state
+    and counts_offset bytes (0 or 4) before the counts; returns (new state, counts or None, skipped, whether
+    the guards are intact, whether counts memory stayed untouched (without counts), the launch plan)."""
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
@@ -149,25 +160,28 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
     state_ptr = arena.ptr + guard
     check(driver.cuMemcpyHtoD(state_ptr, state.ctypes.data, state_bytes))
     src_d, index_d = DeviceArray.from_array(src), DeviceArray.from_array(index)
-    counts_d = DeviceArray((nodes, 1), np.int64)
+    counts_d = DeviceArray((8 * nodes + 8,), np.uint8)  # cuMemAlloc: 256-byte aligned, + counts_offset
     skipped_d = DeviceArray((1,), np.uint64)
-    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype, with_counts=with_counts)
+    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype)
     workspace_d = DeviceArray((max(size, 1),), np.uint8)
     for buffer in (counts_d, skipped_d, workspace_d):
         buffer.fill_bytes(poison)
     try:
         plan = scatter_add_launch(
-            state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr if with_counts else 0,
+            state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr + counts_offset if with_counts else 0,
             num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
             workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
-            node_passes=node_passes, algorithm=algorithm, paired=paired, pair_chunk_edges=pair_chunk_edges)
+            node_passes=node_passes, algorithm=algorithm, paired=paired)
         check(driver.cuCtxSynchronize())
         whole = arena.download()
         out = whole[guard:guard + state_bytes].view(state.dtype).reshape(state.shape)
-        guards_intact = bool(np.all(whole[:guard] == 0xA5) and np.all(whole[guard + state_bytes:] == 0xA5))
-        counts = counts_d.download() if with_counts else None
-        untouched_counts = bool(np.all(counts_d.download().view(np.uint8) == poison)) if not with_counts else None
-        return out, counts, int(skipped_d.download()[0]), guards_intact, untouched_counts, plan
+        counts_bytes = counts_d.download()
+        guards_intact = bool(np.all(whole[:guard] == 0xA5) and np.all(whole[guard + state_bytes:] == 0xA5)
+                             and np.all(counts_bytes[:counts_offset] == poison)
+                             and np.all(counts_bytes[counts_offset + 8 * nodes:] == poison))
+        counts = counts_bytes[counts_offset:counts_offset + 8 * nodes].view(np.int64).reshape(nodes, 1)
+        untouched_counts = bool(np.all(counts_bytes == poison)) if not with_counts else None
+        return out, counts if with_counts else None, int(skipped_d.download()[0]), guards_intact, untouched_counts, plan
     finally:
         for buffer in (arena, src_d, index_d, counts_d, skipped_d, workspace_d):
             buffer.free()
@@ -207,33 +221,51 @@ def test_node_passes_give_the_same_result_and_count_skipped_rows_once(passes, dt
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("nodes, algorithm", [(1000, "shared"), (10**5, "global")])
-@pytest.mark.parametrize("paired, chunk", [(True, PAIRED_MAX_EDGES), (True, 50_000), (False, PAIRED_MAX_EDGES)])
-def test_paired_value_count_path_matches_float64(nodes, algorithm, paired, chunk, dtype):
-    # F = 1 with counts: (value, count) pairs in the poisoned workspace, counts folded after every `chunk`
-    # edges; the values are added into the state once (float16: one rounding, whatever the chunks).
+@pytest.mark.parametrize("paired", [True, False])
+def test_paired_value_count_path_matches_float64(nodes, algorithm, paired, dtype):
+    # F = 1 with counts: (value, count) pairs summed in the poisoned counts buffer itself (no workspace for
+    # float32), then folded into int64 counts; values added into the state once (float16: one rounding).
     edges = 300_000
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     bad = RNG.choice(edges, 3000, replace=False)
     index[bad] = RNG.choice(np.array([-1, nodes, 2**31, -(2**63), 2**63 - 1]), len(bad))
     out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm,
-                                                                      paired=paired, pair_chunk_edges=chunk)
-    assert plan.paired == paired and plan.algorithm == algorithm and len(plan.edge_chunks) == (-(-edges // chunk) if paired else 1)
+                                                                      paired=paired)
+    assert plan.paired == paired and plan.algorithm == algorithm and (plan.fold is not None) == paired
     assert guards_intact and skipped == len(bad)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+    if dtype == np.float32:
+        assert scatter_add_workspace_size(nodes, edges, 1, dtype) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_counts_not_8_byte_aligned_take_the_two_atomic_path(dtype):
+    # The pairs live in the counts: an int64 buffer 4 bytes off 8-byte alignment cannot hold float2 atomics.
+    nodes, edges = 10**5, 10**6
+    state, src, index = random_inputs(nodes, edges, 1, dtype)
+    aligned = launch_with_guards(state, src, index)
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, counts_offset=4)
+    assert aligned[5].paired and not plan.paired and plan.fold is None
+    assert guards_intact and skipped == 0
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
 
 
-@pytest.mark.parametrize("algorithm", ["shared", "global"])
-def test_paired_counts_stay_exact_beyond_2_to_the_24_edges_into_one_node(algorithm):
-    # A float32 count stops at 2^24 (2^24 + 1 rounds back): the launcher folds before any node gets more.
-    # Values are 0 or 1/8 and the state whole numbers, so every partial sum (< 2^21) is exact in float32.
-    edges, nodes = 2**24 + 4097, 1000
+@pytest.mark.parametrize("edges, algorithm, paired", [(PAIRED_MAX_EDGES, "auto", True),
+                                                      (PAIRED_MAX_EDGES + 1, "auto", False),
+                                                      (PAIRED_MAX_EDGES + 4097, "global", False),
+                                                      (PAIRED_MAX_EDGES + 4097, "shared", False)])
+def test_counts_stay_exact_at_and_beyond_2_to_the_24_edges_into_one_node(edges, algorithm, paired):
+    # A float32 count stops at 2^24 (2^24 + 1 rounds back): pairs up to 2^24 edges, two atomics beyond
+    # (integer counts). All edges go to one node of a small state; values are 0 or 1/8 and the state whole
+    # numbers, so every partial sum (< 2^21) is exact in float32 and the sum must come out exact.
+    nodes = 10**5 if algorithm != "shared" else 1000  # auto: paired global atomics where E <= 2^24
     hub = int(RNG.integers(0, nodes))
     state = np.round(100 * RNG.standard_normal((nodes, 1))).astype(np.float32)
-    src = (RNG.integers(0, 2, (edges, 1)) / 8).astype(np.float32)
+    src = (RNG.integers(0, 2, (edges, 1), dtype=np.int8) / np.float32(8)).astype(np.float32)
     index = np.full(edges, hub, np.int64)
-    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm,
-                                                                      paired=True)
-    assert plan.paired and len(plan.edge_chunks) == 2 and guards_intact and skipped == 0
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm)
+    assert plan.paired == paired and guards_intact and skipped == 0
+    assert plan.algorithm == ("global" if algorithm == "auto" else algorithm)
     assert counts[hub, 0] == edges and np.count_nonzero(counts) == 1
     assert out[hub, 0] == state[hub, 0] + src[:, 0].astype(np.float64).sum()
     assert np.array_equal(np.delete(out, hub), np.delete(state, hub))

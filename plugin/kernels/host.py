@@ -11,7 +11,7 @@ import numpy as np
 from plugin.cuda_check import check
 from plugin.kernels.compile import kernel_dtype
 from plugin.kernels.launch import current_context, scatter_add_launch
-from plugin.kernels.plan import PAIRED_MAX_EDGES, workspace_size
+from plugin.kernels.plan import workspace_size
 
 
 class DeviceArray:
@@ -97,13 +97,12 @@ def scatter_add_numpy(
     with_counts: bool = True,
     algorithm: str = "auto",
     paired: bool | None = None,
-    pair_chunk_edges: int = PAIRED_MAX_EDGES,
 ) -> tuple[Any, ...]:
     """(state + scatter of src rows by index, counts int64 [N, 1]) computed on the GPU; inputs are not changed.
 
     With return_skipped=True also returns the number of index values outside [0, N) (those rows are
-    ignored). with_counts=False launches without counts (returns None for them); `algorithm`, `paired` and
-    `pair_chunk_edges` pick a kernel variant as in scatter_add_launch.
+    ignored). with_counts=False launches without counts (returns None for them); `algorithm` and `paired` pick
+    a kernel variant as in scatter_add_launch.
     """
     from cuda.bindings import driver
 
@@ -123,7 +122,7 @@ def scatter_add_numpy(
         state_d, src_d, index_d = device(state), device(src), device(index)
         counts_d = device((num_nodes, 1), np.int64) if with_counts else None
         skipped_d = device((1,), np.uint64)
-        size = workspace_size(num_nodes, num_edges, num_features, state.dtype, with_counts=with_counts)
+        size = workspace_size(num_nodes, num_edges, num_features, state.dtype)
         workspace_d = device((size,), np.uint8) if size else None
         stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
         scatter_add_launch(
@@ -141,7 +140,6 @@ def scatter_add_numpy(
             skipped=skipped_d.ptr,
             algorithm=algorithm,
             paired=paired,
-            pair_chunk_edges=pair_chunk_edges,
         )
         check(driver.cuStreamSynchronize(stream))
         result: tuple[Any, ...] = (state_d.download(), counts_d.download() if counts_d else None)

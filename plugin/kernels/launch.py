@@ -2,9 +2,8 @@
 
 `prepare_kernels(dtype)` compiles (NVRTC, cached per arch and dtype) and loads the module into the current
 context; the plugin calls it outside enqueue. `scatter_add_launch` only issues asynchronous driver calls on
-the caller's stream: memsets of counts (or of the paired path's pairs), skipped and the float16 table, then
-one kernel per edge chunk and node range (the paired path folds after each chunk), then (float16)
-apply_table. No synchronisation, allocation or host copy.
+the caller's stream: memsets of counts, skipped and the float16 table, then one kernel per node range, then
+(float16) apply_table or (paired path) fold_pairs. No synchronisation, allocation or host copy.
 """
 
 import ctypes
@@ -21,10 +20,8 @@ from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
     PAIR_BYTES,
-    PAIRED_MAX_EDGES,
     DeviceInfo,
     LaunchPlan,
-    pairs_nbytes,
     plan_launch,
     table_layout,
     vector_width,
@@ -40,7 +37,7 @@ _I32 = ctypes.c_int32
 _GLOBAL_ARG_TYPES = (_POINTER, _POINTER, _I64, _I64, _I32, _I32, _POINTER, _POINTER, _I32, _POINTER, _POINTER, _I64, _I64)
 _SHARED_ARG_TYPES = (_POINTER, _POINTER, _I64, _I32, _I32, _I32, _I32, _POINTER, _POINTER, _POINTER)
 _APPLY_ARG_TYPES = (_POINTER, _POINTER, _POINTER, _I64, _I32, _I32)
-_FOLD_ARG_TYPES = (_POINTER, _POINTER, _POINTER, _I64, _I32, _I32)
+_FOLD_ARG_TYPES = (_POINTER, _POINTER, _I64)
 
 
 @dataclass(frozen=True)
@@ -137,11 +134,10 @@ def _load(dtype: np.dtype) -> LoadedKernels:
 
 @functools.lru_cache(maxsize=256)
 def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dtype, device: DeviceInfo, vec: int,
-                 algorithm: str, node_passes: int | None, with_counts: bool, pairs_fit: bool, paired: bool | None,
-                 pair_chunk_edges: int) -> LaunchPlan:
+                 algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
+                 paired: bool | None) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
-                       with_counts=with_counts, workspace_bytes=pairs_nbytes(num_nodes) if pairs_fit else 0,
-                       paired=paired, pair_chunk_edges=pair_chunk_edges)
+                       with_counts=with_counts, counts_aligned=counts_aligned, paired=paired)
 
 
 def _validate(state: int, src: int, index: int, num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -177,51 +173,41 @@ def scatter_add_launch(
     algorithm: str = "auto",
     node_passes: int | None = None,
     paired: bool | None = None,
-    pair_chunk_edges: int = PAIRED_MAX_EDGES,
 ) -> LaunchPlan | None:
     """state[index[e], :] += src[e, :] for e < num_edges, in place on `stream`; counts[n] = #{e: index[e] = n}.
 
     All pointers are device addresses (int; 0 = absent). counts (int64 [N, 1]) and skipped (one 64-bit
     word: rows whose index is < 0 or >= num_nodes, which are never written) are zeroed and filled when given;
-    counts = 0 skips them and their O(N) zeroing. `workspace` of scatter_add_workspace_size(...) bytes:
-    float16 needs it; float32 with counts and F = 1 uses it for the paired path (without it, or with less,
-    that launch takes the unpaired path). `algorithm` ("auto", "global", "shared"), `node_passes`, `paired`
-    and `pair_chunk_edges` override plan.py's choices for tests and benchmarks. Returns the plan (None when
-    E = 0).
+    counts = 0 skips them and their O(N) zeroing. float16 needs `workspace` of at least
+    scatter_add_workspace_size(...) bytes; float32 none. With counts and F = 1 the paired path (plan.py)
+    sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
+    256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared"),
+    `node_passes` and `paired` override plan.py's choices for tests and benchmarks. Returns the plan (None
+    when E = 0).
     """
     from cuda.bindings import driver
 
     dtype = kernel_dtype(dtype)
     _validate(state, src, index, num_nodes, num_edges, num_features)
-    pairs_fit = (bool(counts) and num_features == 1 and bool(workspace) and workspace % PAIR_BYTES == 0
-                 and workspace_size >= pairs_nbytes(num_nodes))
     table = table_layout(num_nodes, num_edges, num_features) if dtype == np.float16 else None
-    if table is not None and not pairs_fit:  # else the plan decides whether the table is needed
+    if table is not None:  # also where the paired path will not use it: the same workspace on every device
         _check_table_workspace(table.nbytes, workspace, workspace_size)
     kernels = prepare_kernels(dtype)
 
+    if counts:
+        check(driver.cuMemsetD32Async(counts, 0, 2 * num_nodes, stream))  # also the paired path's zero pairs
     if skipped:
         check(driver.cuMemsetD32Async(skipped, 0, 2, stream))
     if num_edges == 0:
-        if counts:
-            check(driver.cuMemsetD32Async(counts, 0, 2 * num_nodes, stream))
         return None
 
     table_dest = workspace + table.values_offset if table is not None else state
     vec = vector_width(num_features, src, dtype.itemsize, table_dest)  # the paired path has F = 1, so vec = 1
     plan = _cached_plan(num_nodes, num_edges, num_features, dtype, kernels.device, vec, algorithm, node_passes,
-                        bool(counts), pairs_fit, paired, pair_chunk_edges)
-    table = plan.table
-    if table is not None:
-        _check_table_workspace(table.nbytes, workspace, workspace_size)
+                        bool(counts), counts % PAIR_BYTES == 0, paired)
+    table = plan.table  # None on the paired path
+    dest = counts if plan.paired else table_dest  # the paired path sums (value, count) pairs in the counts
     keys = workspace if table is not None and table.hashed else 0  # a table with one slot per node needs no keys
-    if plan.paired:
-        dest = workspace  # the pairs; fold_pairs writes every count, so counts need no zeroing
-        check(driver.cuMemsetD32Async(dest, 0, 2 * num_nodes, stream))
-    else:
-        dest = table_dest
-        if counts:
-            check(driver.cuMemsetD32Async(counts, 0, 2 * num_nodes, stream))
     if table is not None:
         if keys:
             check(driver.cuMemsetD32Async(keys, 0xFFFFFFFF, table.capacity, stream))
@@ -230,24 +216,20 @@ def scatter_add_launch(
     scatter = plan.scatter
     function = kernels.functions[scatter.name]
     scatter_counts = 0 if plan.paired else counts
-    src_row_bytes = num_features * dtype.itemsize
-    for chunk, (edge_lo, edge_hi) in enumerate(plan.edge_chunks):
-        chunk_src, chunk_index, chunk_edges = src + edge_lo * src_row_bytes, index + edge_lo * 8, edge_hi - edge_lo
-        for node_lo, node_hi in plan.node_ranges:
-            if plan.algorithm == "shared":
-                args: tuple[Any, ...] = (chunk_src, chunk_index, chunk_edges, num_nodes, num_features, plan.lanes_log2,
-                                         plan.slice_width, dest, scatter_counts, skipped)
-                types: tuple[Any, ...] = _SHARED_ARG_TYPES
-            else:
-                table_log2 = table.table_log2 if table is not None else 0
-                args = (chunk_src, chunk_index, chunk_edges, num_nodes, num_features, plan.lanes_log2, dest, keys,
-                        table_log2, scatter_counts, skipped, node_lo, node_hi)
-                types = _GLOBAL_ARG_TYPES
-            _launch(function, scatter.grid, scatter.shared_bytes, stream, args, types)
-        if plan.fold is not None:
-            last = chunk == len(plan.edge_chunks) - 1
-            args = (state, dest, counts, num_nodes, int(chunk == 0), int(last))
-            _launch(kernels.functions[plan.fold.name], plan.fold.grid, 0, stream, args, _FOLD_ARG_TYPES)
+    for node_lo, node_hi in plan.node_ranges:
+        if plan.algorithm == "shared":
+            args: tuple[Any, ...] = (src, index, num_edges, num_nodes, num_features, plan.lanes_log2, plan.slice_width,
+                                     dest, scatter_counts, skipped)
+            types: tuple[Any, ...] = _SHARED_ARG_TYPES
+        else:
+            table_log2 = table.table_log2 if table is not None else 0
+            args = (src, index, num_edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
+                    scatter_counts, skipped, node_lo, node_hi)
+            types = _GLOBAL_ARG_TYPES
+        _launch(function, scatter.grid, scatter.shared_bytes, stream, args, types)
+    if plan.fold is not None:
+        _launch(kernels.functions[plan.fold.name], plan.fold.grid, 0, stream, (state, counts, num_nodes),
+                _FOLD_ARG_TYPES)
     if plan.apply is not None and table is not None:
         args = (state, keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
         _launch(kernels.functions[plan.apply.name], plan.apply.grid, 0, stream, args, _APPLY_ARG_TYPES)

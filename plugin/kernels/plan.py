@@ -3,7 +3,7 @@
 The launcher (launch.py) asks `plan_launch` and then only issues the driver calls, so every choice below is
 testable without a GPU. Summary of the choices (BENCHMARKS.md has the measurements behind them):
 
-- float32 adds straight into the state: no workspace, except on the paired path below.
+- float32 adds straight into the state: no workspace.
   * "shared": few nodes and many edges (heavy contention): each block sums its edges into shared memory,
     float32 sums plus 32-bit counts for all nodes, then adds each touched node once into the state. (Forced
     with algorithm="shared", rows too wide for shared memory are cut into feature slices, one per block row
@@ -16,18 +16,18 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
   and applying it costs O(min(N, E) F), never O(N F) for a small update of a large state. One slot per
   node needs no keys: apply_table skips entries that are still +0.0.
-- Paired path (F = 1 with counts requested, on sm_90+, E >= N): counts already cost O(N) (their zeroing),
-  so a workspace of N (value, count) float32 pairs costs nothing extra in order: one 8-byte vector atomic
-  per edge instead of a value atomic and a count atomic (the L2's atomic rate bounds F = 1; measured 1.7x
-  faster at N = 1e6, E >= 1e7), then fold_pairs writes the counts and adds the values into the state (one
-  rounding, float16 too). float32 counts are exact up to 2^24, so the counts are folded after every chunk
-  of at most PAIRED_MAX_EDGES edges (the values keep summing in float32). With E < N the O(N) fold costs
-  more than the atomics it saves. Paired global atomics also beat the shared kernel where its per-block
-  arrays are large (N >= PAIRS_OVER_SHARED_MIN_NODES) and nodes get fewer than
-  SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (measured, 100 edges per node: N = 1e4 pairs 0.028 against
-  shared 0.035 ms, N = 1e3 shared 0.011 against pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against
-  pairs 0.105). The shared kernel itself gains nothing from pairs (its flush is not what bounds it), so
-  "auto" pairs only global atomics.
+- Paired path (F = 1 with counts requested, on sm_90+, N <= E <= PAIRED_MAX_EDGES = 2^24): node n's float32
+  (value, count) pair is summed in the 8 bytes of counts[n] itself (int64, zeroed by the launcher anyway;
+  8-byte aligned, else no pairs), with one 8-byte vector atomic per edge instead of a value atomic and a
+  count atomic (the L2's atomic rate bounds F = 1; measured 1.7x faster at N = 1e6, E = 1e7); then
+  fold_pairs turns each pair into the int64 count and adds the value into the state (one rounding, float16
+  too). No workspace. float32 counts are exact up to 2^24, and with one pair per node there is nowhere to
+  fold earlier, so E > 2^24 takes the two-atomic path. With E < N the O(N) fold costs more than the
+  atomics it saves. Paired global atomics also beat the shared kernel where its per-block arrays are large
+  (N >= PAIRS_OVER_SHARED_MIN_NODES) and nodes get fewer than SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges
+  (measured, 100 edges per node: N = 1e4 pairs 0.028 against shared 0.035 ms, N = 1e3 shared 0.011 against
+  pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against pairs 0.105). The shared kernel itself gains
+  nothing from pairs (its flush is not what bounds it), so "auto" pairs only global atomics.
 """
 
 from dataclasses import dataclass
@@ -43,8 +43,8 @@ QUEUE_BYTES_PER_BLOCK = 8 * 3 * 4 * 256  # static shared memory of the scatter k
 MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 count
 MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
-PAIR_BYTES = 8  # one (value, count) float32 pair per node on the paired path
-PAIRED_MAX_EDGES = 2**24  # float32 counts are exact up to 2^24: fold after at most this many edges
+PAIR_BYTES = 8  # one (value, count) float32 pair per node, in its int64 count, on the paired path
+PAIRED_MAX_EDGES = 2**24  # float32 counts are exact up to 2^24: pairs only for launches of at most 2^24 edges
 PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N (the fold is O(N))
 # Where pairs pay, "auto" takes them over shared memory for N >= PAIRS_OVER_SHARED_MIN_NODES unless nodes get
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
@@ -98,8 +98,7 @@ class LaunchPlan:
     table: TableLayout | None  # float16 without pairs only
     apply: KernelLaunch | None  # float16 without pairs only
     apply_lanes_log2: int
-    paired: bool = False  # (value, count) pairs in the workspace, folded by `fold` after each edge chunk
-    edge_chunks: tuple[tuple[int, int], ...] = ()  # [lo, hi) edge ranges, one scatter launch (per node range) each
+    paired: bool = False  # (value, count) pairs in the counts buffer, then `fold`
     fold: KernelLaunch | None = None  # paired only
 
 
@@ -134,24 +133,19 @@ def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayo
     )
 
 
-def pairs_nbytes(num_nodes: int) -> int:
-    """Workspace bytes of the paired path: one (value, count) float32 pair per node."""
-    return PAIR_BYTES * num_nodes
+def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> int:
+    """Bytes of workspace a launch of at most these sizes needs: 0 for float32, the table for float16.
 
-
-def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *, with_counts: bool = True) -> int:
-    """Bytes of workspace a launch of at most these sizes needs.
-
-    float16: the table. With counts and one feature (F = 1): also room for the paired path's N pairs (8 N
-    bytes, O(N) like the counts themselves), else 0 for float32. A size for the largest shapes serves every
-    smaller launch; a launch given less workspace than its pairs need takes the unpaired path.
+    A size for the largest shapes serves every smaller launch. (The paired path needs none: its pairs live in
+    the counts.)
     """
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    table = table_layout(num_nodes, num_edges, num_features) if kernel_dtype(dtype) == np.float16 else None
-    pairs = pairs_nbytes(num_nodes) if with_counts and num_features == 1 and num_nodes > 0 and num_edges > 0 else 0
-    return max(0 if table is None else table.nbytes, pairs)
+    if kernel_dtype(dtype) == np.float32:
+        return 0
+    table = table_layout(num_nodes, num_edges, num_features)
+    return 0 if table is None else table.nbytes
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -195,16 +189,12 @@ def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsi
     return passes if passes * index_itemsize <= row_bytes else 1
 
 
-def pairs_possible(num_nodes: int, num_features: int, *, with_counts: bool, workspace_bytes: int) -> bool:
-    """Whether the paired path can run: one feature, counts requested, room for the N pairs."""
-    return with_counts and num_features == 1 and num_nodes > 0 and workspace_bytes >= pairs_nbytes(num_nodes)
-
-
-def edge_chunks_for(num_edges: int, chunk_edges: int) -> tuple[tuple[int, int], ...]:
-    """[lo, hi) ranges of at most chunk_edges edges covering [0, num_edges) in order."""
-    if chunk_edges < 1:
-        raise ValueError(f"chunk_edges must be at least 1, got {chunk_edges}")
-    return tuple((lo, min(lo + chunk_edges, num_edges)) for lo in range(0, num_edges, chunk_edges))
+def pairs_possible(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool,
+                   counts_aligned: bool) -> bool:
+    """Whether the paired path can run: one feature, counts requested in an 8-byte-aligned buffer (the pairs
+    live in it), at most PAIRED_MAX_EDGES edges (float32 counts exact)."""
+    return (with_counts and counts_aligned and num_features == 1 and num_nodes > 0
+            and num_edges <= PAIRED_MAX_EDGES)
 
 
 def plan_launch(
@@ -218,24 +208,23 @@ def plan_launch(
     node_passes: int | None = None,
     *,
     with_counts: bool = False,
-    workspace_bytes: int = 0,
+    counts_aligned: bool = True,
     paired: bool | None = None,
-    pair_chunk_edges: int = PAIRED_MAX_EDGES,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
-    with_counts: counts are requested; workspace_bytes: usable workspace (for the paired path); paired and
-    pair_chunk_edges (at most PAIRED_MAX_EDGES) override the paired path's choice and chunk size.
+    with_counts: counts are requested; counts_aligned: their address is a multiple of PAIR_BYTES (needed by
+    the paired path); paired overrides the paired path's choice (tests, benchmarks).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
-    if not 1 <= pair_chunk_edges <= PAIRED_MAX_EDGES:
-        raise ValueError(f"pair_chunk_edges must be in [1, {PAIRED_MAX_EDGES}] (exact float32 counts), got {pair_chunk_edges}")
     half = np.dtype(dtype) == np.float16
-    possible = pairs_possible(num_nodes, num_features, with_counts=with_counts, workspace_bytes=workspace_bytes)
+    possible = pairs_possible(num_nodes, num_edges, num_features, with_counts=with_counts,
+                              counts_aligned=counts_aligned)
     if paired and not possible:
-        raise ValueError(f"the paired path needs counts, one feature and a workspace of {pairs_nbytes(num_nodes)} "
-                         f"bytes (got counts={with_counts}, {num_features} features, {workspace_bytes} bytes)")
+        raise ValueError(f"the paired path needs counts ({PAIR_BYTES}-byte aligned), one feature and at most "
+                         f"{PAIRED_MAX_EDGES} edges (got counts={with_counts}, aligned={counts_aligned}, "
+                         f"{num_features} features, {num_edges} edges)")
     pairs_pay = possible and device.arch >= 90 and num_edges >= PAIRED_MIN_EDGES_PER_NODE * num_nodes
     full_table = table_layout(num_nodes, num_edges, num_features) if half else None
     chunks = num_features // vec
@@ -290,13 +279,9 @@ def plan_launch(
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
         apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
-    fold = None
-    chunks_of_edges: tuple[tuple[int, int], ...] = ((0, num_edges),)
-    if pairs:
-        fold = KernelLaunch("fold_pairs", (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1))  # a thread per node
-        chunks_of_edges = edge_chunks_for(num_edges, pair_chunk_edges)
+    fold = KernelLaunch("fold_pairs", (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1)) if pairs else None
     return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2,
-                      paired=pairs, edge_chunks=chunks_of_edges, fold=fold)
+                      paired=pairs, fold=fold)
 
 
 def describe(plan: LaunchPlan) -> str:
@@ -309,5 +294,5 @@ def describe(plan: LaunchPlan) -> str:
     if plan.table is not None:
         text += f" table={plan.table.capacity}{'h' if plan.table.hashed else 'd'}"
     if plan.paired:
-        text += " pairs" + (f" chunks={len(plan.edge_chunks)}" if len(plan.edge_chunks) > 1 else "")
+        text += " pairs"
     return text

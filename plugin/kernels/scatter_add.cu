@@ -1,10 +1,11 @@
 // Scatter-add of edge rows into node rows, in place: state[index[e], f] += src[e, f], counts[index[e]] += 1.
 //
 // Compiled at run time by NVRTC (plugin/kernels/compile.py), once per (architecture, dtype):
-//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state.
+//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state (paired path: below).
 //   -DSCATTER_HALF=1  float16 state and src; the kernels add into a float32 table in the workspace (one entry
 //                     per touched node), then apply_table adds each entry into the half state with a single
-//                     rounding. See README "float16 accumulation" for the scheme and its error bound.
+//                     rounding; the paired path sums in float32 pairs instead and rounds once too. See README
+//                     "float16 accumulation" for the scheme and its error bound.
 //
 // Work mapping of the two scatter kernels, per warp:
 //   1. scan_window: the warp reads the targets of WINDOW_ROWS consecutive edges, one coalesced load per lane
@@ -20,11 +21,12 @@
 // counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
 // num_edges < 2^32, so no count carries into the high word).
 //
-// Paired path (F = 1 with counts, *_pairs kernels): value and count of a node live side by side as two
-// float32 in the workspace, so one 8-byte vector atomic per edge (Hopper: red.global.add.v2.f32) replaces
-// the value atomic and the count atomic, which the L2's atomic rate bounds. fold_pairs writes the counts as
-// int64 and finally adds each value into the state. A float32 count is exact up to 2^24: the launcher folds
-// the counts after every chunk of at most 2^24 edges (plan.py PAIRED_MAX_EDGES).
+// Paired path (F = 1 with counts, *_pairs kernels): value and count of a node are summed side by side as two
+// float32 in the 8 bytes of the node's int64 count (zeroed by the launcher; no workspace), so one 8-byte
+// vector atomic per edge (Hopper: red.global.add.v2.f32) replaces the value atomic and the count atomic,
+// which the L2's atomic rate bounds. fold_pairs then turns each pair back into the int64 count and adds the
+// value into the state once. A float32 count is exact up to 2^24: the launcher pairs only launches of at
+// most 2^24 edges (plan.py PAIRED_MAX_EDGES), so no node can gather more.
 
 #include <cuda_fp16.h>
 
@@ -279,8 +281,8 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
 //                   node (keys unused).
 //   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
 //                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
-//   PAIRED = true:  (VEC = 1, slot = node) dest holds (value, count) float32 pairs: one atomic_add_pair per
-//                   slot; counts unused (fold_pairs writes them).
+//   PAIRED = true:  (VEC = 1, slot = node) dest is the counts buffer holding (value, count) float32 pairs:
+//                   one atomic_add_pair per slot; counts unused (fold_pairs writes them).
 // Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while the
 // edges stream past; edges of other ranges are skipped at the cost of reading their index. Out-of-range
 // targets are counted only by the launch whose range starts at 0.
@@ -318,8 +320,8 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
 // memory (float32 sums of a slice of features, slice_width wide, for all nodes, plus 32-bit counts), then
 // adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
 // slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
-// with one slot per node; PAIRED (VEC = 1, one slice): dest holds (value, count) pairs, one
-// atomic_add_pair per touched node.
+// with one slot per node; PAIRED (VEC = 1, one slice): dest is the counts buffer holding (value, count)
+// pairs, one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
@@ -400,24 +402,6 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }
 }
 
-// Paired path, after each chunk of edges: counts[node] = count so far (int64; the chunk's float32 count is
-// exact, at most 2^24). After the last chunk also state[node] += value, added in float32 and rounded to the
-// state's type once (nodes without edges keep their value bit for bit); before it only the pair's count is
-// zeroed, and the value keeps summing in float32 over all chunks (one rounding, as for the float16 table).
-__device__ __forceinline__ void fold_pairs_into(scalar_t* __restrict__ state, float2* __restrict__ pairs,
-                                                u64* __restrict__ counts, i64 num_nodes, bool first, bool last) {
-    const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (node >= num_nodes) return;
-    const float2 pair = pairs[node];
-    const u64 count = (first ? 0ull : counts[node]) + (u64)pair.y;
-    counts[node] = count;
-    if (!last) {
-        pairs[node].y = 0.0f;
-    } else if (count != 0) {
-        store_scalar(state + node, to_float(state[node]) + pair.x);
-    }
-}
-
 // Entry points with C names, one per vector width.
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
@@ -451,7 +435,7 @@ SCATTER_ENTRY_POINTS(2)
 SCATTER_ENTRY_POINTS(4)
 
 // The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
-// dest = the (value, count) pairs, counts unused; then fold_pairs.
+// dest = the counts buffer, zeroed, as (value, count) float32 pairs; counts unused. Then fold_pairs.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
 scatter_global_pairs(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,
                      int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,
@@ -465,7 +449,18 @@ scatter_shared_pairs(const scalar_t* src, const i64* index, i64 num_edges, int n
     scatter_rows_shared<1, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,
                                  counts, skipped);
 }
+
+// Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value
+// in the low word, little-endian, as float2 atomics wrote it); it becomes the int64 count (exact: at most
+// 2^24 edges per launch), and state[node] += value, added in float32 and rounded to the state's type once
+// (nodes without edges keep their value bit for bit). Each thread reads, then overwrites, only its own node.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-fold_pairs(scalar_t* state, float* pairs, u64* counts, i64 num_nodes, int first, int last) {
-    fold_pairs_into(state, reinterpret_cast<float2*>(pairs), counts, num_nodes, first != 0, last != 0);
+fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes) {
+    const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= num_nodes) return;
+    const u64 pair = counts[node];
+    const float value = __uint_as_float((unsigned)pair);
+    const float count = __uint_as_float((unsigned)(pair >> 32));
+    counts[node] = (u64)count;
+    if (count != 0.0f) store_scalar(state + node, to_float(state[node]) + value);
 }
