@@ -56,21 +56,21 @@ def benchmark_engine(
     warmup: int = DEFAULT_WARMUP,
 ) -> BenchmarkResult:
     """Times `iterations` executions of the classifier engine on `feeds` and as many kernel launches alone."""
-    from network.device import DeviceBuffer
+    from plugin.device_array import DeviceArray
     from network.session import ExecutionSession
     from network.timing import EventTimer
     from plugin.kernels import prepare_kernels, scatter_add_launch, scatter_add_workspace_size
 
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
-    buffers = {name: DeviceBuffer.from_array(array) for name, array in feeds.items()}
+    buffers = {name: DeviceArray.from_array(array) for name, array in feeds.items()}
     num_nodes, num_features = feeds[INPUT_STATE].shape
     num_edges = len(feeds[INPUT_INDEX])
     dtype = feeds[INPUT_STATE].dtype
     workspace_size = int(scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype))
     kernel_buffers = {
-        "counts": DeviceBuffer((num_nodes, 1), np.dtype(np.int64)),
-        "workspace": DeviceBuffer((workspace_size,), np.dtype(np.uint8)),
+        "counts": DeviceArray((num_nodes, 1), np.dtype(np.int64)),
+        "workspace": DeviceArray((workspace_size,), np.dtype(np.uint8)),
     }
     session: ExecutionSession | None = None
     timer: EventTimer | None = None

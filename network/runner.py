@@ -1,6 +1,6 @@
 """Runs an engine with polygraphy's TrtRunner on device buffers the caller owns, and reads X back afterwards.
 
-The inputs are uploaded into DeviceBuffers (cuda-python) and handed to TrtRunner as polygraphy DeviceViews, so
+The inputs are uploaded into DeviceArrays (cuda-python) and handed to TrtRunner as polygraphy DeviceViews, so
 TensorRT reads the caller's memory directly; after inference X's buffer is copied back to see whether the
 plugin's in-place write reached it.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from network.builder import INPUT_STATE, OUTPUT_SOFTMAX
-from network.device import DeviceBuffer
+from plugin.device_array import DeviceArray
 from network.loaders import tensorrt_log_level
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray],
     from polygraphy.backend.trt import TrtRunner
     from polygraphy.datatype import DataType
 
-    buffers: dict[str, DeviceBuffer] = {}
+    buffers: dict[str, DeviceArray] = {}
     try:
         for name, array in feeds.items():
-            buffers[name] = DeviceBuffer.from_array(array)
+            buffers[name] = DeviceArray.from_array(array)
         views = {
             name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
             for name, buffer in buffers.items()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from network.device import DeviceBuffer
+from plugin.device_array import DeviceArray
 from network.runner import engine_output_aliases
 
 if TYPE_CHECKING:
@@ -31,13 +31,13 @@ class ExecutionSession:
     `outputs[output]` holds the buffers this session allocated for the others.
     """
 
-    def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, DeviceBuffer]) -> None:
+    def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, DeviceArray]) -> None:
         from cuda.bindings import runtime
 
         from plugin.cuda_check import check
 
         self.inputs = dict(inputs)
-        self.outputs: dict[str, DeviceBuffer] = {}
+        self.outputs: dict[str, DeviceArray] = {}
         self.bound_to_input: dict[str, str] = {}
         self.aliases = engine_output_aliases(trt, engine)
         self.stream: int = 0
@@ -61,7 +61,7 @@ class ExecutionSession:
                 else:
                     dims = self.context.get_tensor_shape(name)
                     shape = tuple(int(dims[i]) for i in range(len(dims)))
-                    self.outputs[name] = DeviceBuffer(shape, np.dtype(trt.nptype(engine.get_tensor_dtype(name))))
+                    self.outputs[name] = DeviceArray(shape, np.dtype(trt.nptype(engine.get_tensor_dtype(name))))
                     self._bind(name, self.outputs[name].ptr)
         except BaseException:
             self.close()
@@ -99,7 +99,7 @@ class ExecutionSession:
             self.stream = 0
 
 
-def copy_device_to_device(dst: DeviceBuffer, src: DeviceBuffer, stream: int) -> None:
+def copy_device_to_device(dst: DeviceArray, src: DeviceArray, stream: int) -> None:
     """Enqueues a copy of src's bytes into dst (same size) on `stream`."""
     from cuda.bindings import runtime
 

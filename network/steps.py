@@ -251,7 +251,7 @@ def run_state_steps(
     Before the timed steps, `warmup` executions add an all-zero src (X keeps its values) so that first-run costs
     (the plugin's kernel compilation at shape change) stay out of the timings. Needs TensorRT, cuda-python, a GPU.
     """
-    from network.device import DeviceBuffer
+    from plugin.device_array import DeviceArray
     from network.report import update_is_zero
     from network.session import ExecutionSession, copy_device_to_device
     from network.timing import EventTimer
@@ -264,9 +264,9 @@ def run_state_steps(
     num_nodes, num_features = initial_state.shape
     dtype = initial_state.dtype
     buffers = {
-        INPUT_STATE: DeviceBuffer.from_array(initial_state),
-        INPUT_SOURCE: DeviceBuffer((batch_edges, num_features), dtype),
-        INPUT_INDEX: DeviceBuffer((batch_edges,), np.dtype(np.int64)),
+        INPUT_STATE: DeviceArray.from_array(initial_state),
+        INPUT_SOURCE: DeviceArray((batch_edges, num_features), dtype),
+        INPUT_INDEX: DeviceArray((batch_edges,), np.dtype(np.int64)),
     }
     session: ExecutionSession | None = None
     timer: EventTimer | None = None

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from plugin.kernels import scatter_add_launch, scatter_add_numpy, scatter_add_workspace_size
-from plugin.kernels.host import DeviceArray
+from plugin.device_array import DeviceArray
 from plugin.kernels.plan import PAIRED_MAX_EDGES
 
 pytestmark = pytest.mark.gpu

@@ -101,7 +101,7 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
                 plugin=None):
     """Runs `plugin` (default: the plugin with counts) the way an execution context does; with a plugin without
     counts the outputs are [aggregated] only, and the poisoned counts buffer is handed to nobody."""
-    from network.device import DeviceBuffer
+    from plugin.device_array import DeviceArray
 
     from plugin.cuda_check import check
 
@@ -113,14 +113,14 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
     plugin = (sap.ScatterAddPlugin() if plugin is None else plugin).attach_to_context(None)
     inputs, outputs = plugin_descs(trt, dtype, num_nodes, num_edges, num_features, plugin.compute_counts)
     buffers = {
-        "state": DeviceBuffer.from_array(state.astype(dtype)),
-        "src": DeviceBuffer.from_array(features[edges[:, 0]].astype(dtype)),
-        "index": DeviceBuffer.from_array(edges[:, 1]),
-        "counts": DeviceBuffer.from_array(np.full((num_nodes, 1), -7, np.int64)),  # poisoned
-        "workspace": DeviceBuffer((max(workspace_for(trt, plugin, inputs, outputs), 1),), np.uint8),
+        "state": DeviceArray.from_array(state.astype(dtype)),
+        "src": DeviceArray.from_array(features[edges[:, 0]].astype(dtype)),
+        "index": DeviceArray.from_array(edges[:, 1]),
+        "counts": DeviceArray.from_array(np.full((num_nodes, 1), -7, np.int64)),  # poisoned
+        "workspace": DeviceArray((max(workspace_for(trt, plugin, inputs, outputs), 1),), np.uint8),
     }
     if not aliased:
-        buffers["output"] = DeviceBuffer.from_array(np.full((num_nodes, num_features), 99, dtype))  # poisoned
+        buffers["output"] = DeviceArray.from_array(np.full((num_nodes, num_features), 99, dtype))  # poisoned
     try:
         plugin.on_shape_change(inputs, outputs)
         output = buffers["state" if aliased else "output"]

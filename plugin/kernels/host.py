@@ -9,59 +9,10 @@ from typing import Any
 import numpy as np
 
 from plugin.cuda_check import check
+from plugin.device_array import DeviceArray
 from plugin.kernels.compile import kernel_dtype
 from plugin.kernels.launch import current_context, scatter_add_launch
 from plugin.kernels.plan import workspace_size
-
-
-class DeviceArray:
-    """cuMemAlloc'ed bytes for one numpy shape and dtype, with blocking copies; free() releases them."""
-
-    def __init__(self, shape: tuple[int, ...], dtype: object) -> None:
-        from cuda.bindings import driver
-
-        current_context()
-        self.shape = tuple(int(n) for n in shape)
-        self.dtype = np.dtype(dtype)  # type: ignore[call-overload]
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-        self.ptr = int(check(driver.cuMemAlloc(max(self.nbytes, 1))))  # non-null even when empty
-
-    @classmethod
-    def from_array(cls, array: np.ndarray) -> "DeviceArray":
-        buffer = cls(array.shape, array.dtype)
-        buffer.upload(array)
-        return buffer
-
-    def upload(self, array: np.ndarray) -> None:
-        from cuda.bindings import driver
-
-        host = np.ascontiguousarray(array, dtype=self.dtype)
-        if host.shape != self.shape:
-            raise ValueError(f"cannot upload shape {host.shape} into a device array of shape {self.shape}")
-        if self.nbytes:
-            check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes))
-
-    def fill_bytes(self, byte: int) -> None:
-        """Sets every byte to `byte` (e.g. 0xFF to poison an output before a launch)."""
-        from cuda.bindings import driver
-
-        if self.nbytes:
-            check(driver.cuMemsetD8(self.ptr, byte, self.nbytes))
-
-    def download(self) -> np.ndarray:
-        from cuda.bindings import driver
-
-        host = np.empty(self.shape, dtype=self.dtype)
-        if self.nbytes:
-            check(driver.cuMemcpyDtoH(host.ctypes.data, self.ptr, self.nbytes))
-        return host
-
-    def free(self) -> None:
-        from cuda.bindings import driver
-
-        if self.ptr:
-            check(driver.cuMemFree(self.ptr))
-            self.ptr = 0
 
 
 def check_host_arrays(state: Any, src: Any, index: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
