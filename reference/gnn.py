@@ -37,7 +37,8 @@ def gnn_reference(node_features, edges, weights, state=None) -> dict[str, np.nda
       counts [N, 1] = incoming edges per node;
       mean [N, F] = aggregated / counts (true division; NaN or Inf for a node without incoming edges,
         which validate_graph rejects);
-      softmax [C, N] = softmax over the classes (axis 0) of relu(weights @ mean.T).
+      logits [C, N] = weights @ mean.T (before ReLU);
+      softmax [C, N] = softmax over the classes (axis 0) of relu(logits).
     """
     features = np.asarray(node_features, dtype=np.float64)
     if features.ndim == 1:
@@ -54,4 +55,4 @@ def gnn_reference(node_features, edges, weights, state=None) -> dict[str, np.nda
         mean = aggregated / counts
     logits = np.asarray(weights, dtype=np.float64) @ mean.T
     softmax = softmax_over_classes(np.maximum(logits, 0.0))
-    return {"aggregated": aggregated, "counts": counts, "mean": mean, "softmax": softmax}
+    return {"aggregated": aggregated, "counts": counts, "mean": mean, "logits": logits, "softmax": softmax}

@@ -20,12 +20,13 @@ def test_seed_graph_by_hand():
     np.testing.assert_array_equal(result["aggregated"], [[7.0], [1.0], [4.0], [8.0]])
     np.testing.assert_array_equal(result["counts"], [[1.0], [1.0], [2.0], [2.0]])
     np.testing.assert_array_equal(result["mean"], [[7.0], [1.0], [2.0], [4.0]])
-    # logits [C, N] = W @ mean.T, ReLU: class 0 -> mean, class 1 -> 0, class 2 -> mean / 2.
+    # logits [C, N] = W @ mean.T (before ReLU), then ReLU: class 0 -> mean, class 1 -> 0, class 2 -> mean / 2.
+    np.testing.assert_array_equal(result["logits"], [[7.0, 1.0, 2.0, 4.0], [-7.0, -1.0, -2.0, -4.0], [3.5, 0.5, 1.0, 2.0]])
     for node, mean in enumerate([7.0, 1.0, 2.0, 4.0]):
         exps = [math.exp(mean), math.exp(0.0), math.exp(mean / 2)]
         expected = [value / sum(exps) for value in exps]
         np.testing.assert_allclose(result["softmax"][:, node], expected, rtol=1e-14)
-    assert all(result[key].dtype == np.float64 for key in ("aggregated", "counts", "mean", "softmax"))
+    assert all(result[key].dtype == np.float64 for key in ("aggregated", "counts", "mean", "logits", "softmax"))
     assert result["softmax"].shape == (3, 4) and result["counts"].shape == (4, 1)
 
 
