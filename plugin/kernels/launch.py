@@ -20,6 +20,7 @@ from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
     PAIR_BYTES,
+    THREADS_PER_BLOCK,
     DeviceInfo,
     LaunchPlan,
     plan_launch,
@@ -246,8 +247,6 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
 def _launch(function: Any, grid: tuple[int, int], shared_bytes: int, stream: int, args: tuple[Any, ...],
             types: tuple[Any, ...]) -> None:
     from cuda.bindings import driver
-
-    from plugin.kernels.plan import THREADS_PER_BLOCK
 
     check(driver.cuLaunchKernel(function, grid[0], grid[1], 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
                                 (args, types), 0))
