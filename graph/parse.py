@@ -216,6 +216,12 @@ def _number_token(tokens: _Tokens, number_index: int) -> int:
     return int(np.searchsorted(tokens.position, tokens.number_start[number_index]))
 
 
+def _numbers_per_list(is_list_open: np.ndarray, is_number: np.ndarray) -> np.ndarray:
+    """How many numbers each inner list holds, given the tokens that open one; every number must be in one."""
+    list_of_token = np.cumsum(is_list_open, dtype=np.int32) - 1
+    return np.bincount(list_of_token[is_number], minlength=int(np.count_nonzero(is_list_open)))
+
+
 def parse_edges(text: str) -> np.ndarray:
     """Parses "[[s,t],...]" (source -> target pairs of integer node ids) into int64 [E, 2]; no range checks."""
     what = "edges"
@@ -229,9 +235,7 @@ def parse_edges(text: str) -> np.ndarray:
             f"at position {tokens.position[token]}"
         )
     pair_open = (tokens.kind == _OPEN) & (tokens.depth == 2)
-    num_pairs = int(np.count_nonzero(pair_open))
-    pair_of_token = np.cumsum(pair_open, dtype=np.int32) - 1
-    sizes = np.bincount(pair_of_token[is_number], minlength=num_pairs)
+    sizes = _numbers_per_list(pair_open, is_number)
     wrong_size = np.flatnonzero(sizes != 2)
     if wrong_size.size:
         pair = int(wrong_size[0])
@@ -249,7 +253,7 @@ def parse_edges(text: str) -> np.ndarray:
             f"{what}: {tokens.describe(token)} at position {tokens.position[token]} is not a node id "
             f"(an integer of at most {MAX_ID_DIGITS} digits)"
         ) from None
-    return values.reshape(num_pairs, 2)
+    return values.reshape(sizes.size, 2)
 
 
 def parse_node_features(text: str) -> np.ndarray:
@@ -274,8 +278,7 @@ def parse_node_features(text: str) -> np.ndarray:
                 f"{what}: mixes numbers and lists: the number {tokens.describe(token)} at position "
                 f"{tokens.position[token]} stands next to lists of features; use one form"
             )
-        row_of_token = np.cumsum(row_open, dtype=np.int32) - 1
-        sizes = np.bincount(row_of_token[is_number], minlength=num_rows)
+        sizes = _numbers_per_list(row_open, is_number)
         row_position = tokens.position[np.flatnonzero(row_open)]
         empty = np.flatnonzero(sizes == 0)
         if empty.size:
