@@ -46,16 +46,13 @@ def device_name() -> str:
 
 def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
     """One state-update engine whose profile covers N in [1, max_nodes] and E = batch_edges exactly."""
-    import functools
-
-    from network.builder import populate_state_network
-    from network.loaders import build_engine_bytes, deserialize_engine, sample_profile_shapes, trt_feature_dtype
-    from network.profile import ProfileBounds, SizeRange
+    from network.pipeline import prepare_engine
+    from network.profile import STATE_UPDATE, ProfileBounds, SizeRange
 
     bounds = ProfileBounds(SizeRange(1, max_nodes, max_nodes), SizeRange(batch_edges, batch_edges, batch_edges))
-    populate = functools.partial(populate_state_network, dtype=trt_feature_dtype(trt, precision), num_features=1)
-    data, seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, 1))
-    return deserialize_engine(data, "the benchmark engine"), seconds
+    prepared = prepare_engine(trt, kind=STATE_UPDATE, precision=precision, num_nodes=max_nodes, num_edges=batch_edges,
+                              num_features=1, num_classes=0, profile=bounds)
+    return prepared.engine, prepared.build_seconds
 
 
 def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:
