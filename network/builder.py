@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from network.profile import CLASSIFIER, STATE_UPDATE
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
-    from tensorrt import DataType, INetworkDefinition, ITensor
+    from tensorrt import DataType, INetworkDefinition, IPluginV3Layer, ITensor
 
 INPUT_STATE = "X"
 INPUT_SOURCE = "src"
@@ -101,19 +101,30 @@ def scatter_add_plugin_for(kind: str) -> Any:
     return ScatterAddPlugin(compute_counts=computes_counts[kind])
 
 
+def add_scatter_add_layer(
+    network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str
+) -> tuple["IPluginV3Layer", Any]:
+    """Registers the plugin creator and adds the scatter-add plugin for `kind` on X, src, idx; returns (layer,
+    plugin). Keep the plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
+    Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
+    """
+    from plugin.scatter_add_plugin import register_scatter_add_creator
+
+    register_scatter_add_creator()
+    plugin = scatter_add_plugin_for(kind)
+    layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
+    layer.name = "scatter_add_in_place"
+    return layer, plugin
+
+
 def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int) -> Any:
     """Fills an empty strongly typed network with the whole graph; returns the plugin object.
 
     Keep the returned plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
     Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
     """
-    from plugin.scatter_add_plugin import register_scatter_add_creator
-
-    register_scatter_add_creator()
     inputs = add_network_inputs(trt, network, dtype, num_features, num_classes)
-    plugin = scatter_add_plugin_for(CLASSIFIER)
-    layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
-    layer.name = "scatter_add_in_place"
+    layer, plugin = add_scatter_add_layer(network, inputs, CLASSIFIER)
     add_classifier_head(trt, network, layer.get_output(0), layer.get_output(1), inputs[INPUT_WEIGHTS], dtype)
     return plugin
 
@@ -135,12 +146,7 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
     serialized: a loaded engine keeps it). Needs the full TensorRT (add_plugin_v3); keep the returned plugin
     alive until the engine is built.
     """
-    from plugin.scatter_add_plugin import register_scatter_add_creator
-
-    register_scatter_add_creator()
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
-    plugin = scatter_add_plugin_for(STATE_UPDATE)
-    layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
-    layer.name = "scatter_add_in_place"
+    layer, plugin = add_scatter_add_layer(network, inputs, STATE_UPDATE)
     mark_state_output(network, layer.get_output(0))
     return plugin
