@@ -47,6 +47,20 @@ def plugin_io(trt, feature, num_nodes=4, num_edges=6, num_features=3, compute_co
     return io if compute_counts else io[:4]
 
 
+def profile_inputs(trt, feature):
+    """DynamicPluginTensorDescs of (state, src, index) with dynamic N (1..64) and E (1..256), F = 3."""
+    return [
+        tensor_desc(trt, feature, [-1, 3], low=[1, 3], high=[64, 3]),
+        tensor_desc(trt, feature, [-1, 3], low=[1, 3], high=[256, 3]),
+        tensor_desc(trt, trt.int64, [-1], low=[1], high=[256]),
+    ]
+
+
+def plugin_key(sap):
+    """(name, version, namespace) that the plugin and its creator must both report."""
+    return (sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE)
+
+
 def int32_field(trt, name, values, field_type=None):
     """A PluginField as TensorRT's Python API takes it: a numpy array (kept alive by the caller) and its type."""
     return trt.PluginField(name, values, trt.PluginFieldType.INT32 if field_type is None else field_type)
@@ -65,11 +79,7 @@ def spec_allows(trt, pos, dtype, fmt, state_dtype):
 
 def test_plugin_identity(trt, sap):
     plugin = sap.ScatterAddPlugin()
-    assert (plugin.plugin_name, plugin.plugin_version, plugin.plugin_namespace) == (
-        sap.PLUGIN_NAME,
-        sap.PLUGIN_VERSION,
-        sap.PLUGIN_NAMESPACE,
-    )
+    assert (plugin.plugin_name, plugin.plugin_version, plugin.plugin_namespace) == plugin_key(sap)
     assert plugin.num_outputs == 2 and plugin.compute_counts is True
     without_counts = sap.ScatterAddPlugin(compute_counts=False)
     assert without_counts.num_outputs == 1 and without_counts.compute_counts is False
@@ -91,37 +101,27 @@ def test_capability_interfaces_pass_tensorrt_casts(trt, sap):
     assert isinstance(plugin, trt.IPluginV3OneBuildV2)  # the build interface with get_aliased_input
 
 
-def test_supports_format_combination_every_position_dtype_and_format(trt, sap):
-    plugin = sap.ScatterAddPlugin()
+@pytest.mark.parametrize("compute_counts", [True, False])
+def test_supports_format_combination_every_position_dtype_and_format(trt, sap, compute_counts):
+    """Positions 0-4 of the two-output plugin; positions 0-3 of the one-output plugin (it has no counts)."""
+    plugin = sap.ScatterAddPlugin(compute_counts=compute_counts)
+    positions = 5 if compute_counts else 4
     dtypes = [trt.float32, trt.float16, trt.bfloat16, trt.int8, trt.int32, trt.int64, trt.bool, trt.uint8]
     formats = [trt.TensorFormat.LINEAR, trt.TensorFormat.CHW32, trt.TensorFormat.HWC8]
     checked = 0
-    for state_dtype, pos, dtype, fmt in itertools.product((trt.float32, trt.float16), range(5), dtypes, formats):
-        in_out = plugin_io(trt, state_dtype)
+    for state_dtype, pos, dtype, fmt in itertools.product((trt.float32, trt.float16), range(positions), dtypes, formats):
+        in_out = plugin_io(trt, state_dtype, compute_counts=compute_counts)
         in_out[pos] = tensor_desc(trt, dtype, list(in_out[pos].desc.dims), fmt)
-        for later in range(pos + 1, 5):  # not chosen yet by TensorRT: must not matter
+        for later in range(pos + 1, positions):  # not chosen yet by TensorRT: must not matter
             in_out[later] = tensor_desc(trt, trt.bool, [1], trt.TensorFormat.CHW32)
         expected = spec_allows(trt, pos, dtype, fmt, state_dtype)
         assert plugin.supports_format_combination(pos, in_out, 3) == expected, (state_dtype, pos, dtype, fmt)
         checked += 1
-    assert checked == 2 * 5 * len(dtypes) * len(formats)
+    assert checked == 2 * positions * len(dtypes) * len(formats)
 
 
-def test_supports_format_combination_without_counts_every_position_dtype_and_format(trt, sap):
-    """The one-output plugin: positions 0-3 as above; a fifth position (counts) does not exist."""
+def test_supports_format_combination_refuses_the_other_variants_positions(trt, sap):
     plugin = sap.ScatterAddPlugin(compute_counts=False)
-    dtypes = [trt.float32, trt.float16, trt.bfloat16, trt.int8, trt.int32, trt.int64, trt.bool, trt.uint8]
-    formats = [trt.TensorFormat.LINEAR, trt.TensorFormat.CHW32, trt.TensorFormat.HWC8]
-    checked = 0
-    for state_dtype, pos, dtype, fmt in itertools.product((trt.float32, trt.float16), range(4), dtypes, formats):
-        in_out = plugin_io(trt, state_dtype, compute_counts=False)
-        in_out[pos] = tensor_desc(trt, dtype, list(in_out[pos].desc.dims), fmt)
-        for later in range(pos + 1, 4):
-            in_out[later] = tensor_desc(trt, trt.bool, [1], trt.TensorFormat.CHW32)
-        expected = spec_allows(trt, pos, dtype, fmt, state_dtype)
-        assert plugin.supports_format_combination(pos, in_out, 3) == expected, (state_dtype, pos, dtype, fmt)
-        checked += 1
-    assert checked == 2 * 4 * len(dtypes) * len(formats)
     # TensorRT never asks the one-output plugin about five positions, nor the two-output one about four
     assert not plugin.supports_format_combination(4, plugin_io(trt, trt.float32), 3)
     assert not sap.ScatterAddPlugin().supports_format_combination(0, plugin_io(trt, trt.float32, compute_counts=False), 3)
@@ -150,11 +150,7 @@ def test_get_aliased_input(trt, sap):
 
 def test_configure_plugin_checks_dynamic_shapes(trt, sap):
     plugin = sap.ScatterAddPlugin()
-    io = [
-        tensor_desc(trt, trt.float16, [-1, 3], low=[1, 3], high=[64, 3]),
-        tensor_desc(trt, trt.float16, [-1, 3], low=[1, 3], high=[256, 3]),
-        tensor_desc(trt, trt.int64, [-1], low=[1], high=[256]),
-    ]
+    io = profile_inputs(trt, trt.float16)
     plugin.configure_plugin(io, [])
     io[1] = tensor_desc(trt, trt.float16, [-1, 2])
     with pytest.raises(ValueError, match="features"):
@@ -162,19 +158,12 @@ def test_configure_plugin_checks_dynamic_shapes(trt, sap):
 
 
 def test_get_workspace_size_uses_the_profile_maximum(trt, sap):
-    import numpy as np
-
     kernels = pytest.importorskip("plugin.kernels", reason="plugin.kernels (issue 5) is not in this tree yet")
     if not hasattr(kernels, "scatter_add_workspace_size"):
         pytest.skip("plugin.kernels has no scatter_add_workspace_size yet (issue 5)")
     plugin = sap.ScatterAddPlugin()
     for feature, dtype in ((trt.float32, np.float32), (trt.float16, np.float16)):
-        io = [
-            tensor_desc(trt, feature, [-1, 3], low=[1, 3], high=[64, 3]),
-            tensor_desc(trt, feature, [-1, 3], low=[1, 3], high=[256, 3]),
-            tensor_desc(trt, trt.int64, [-1], low=[1], high=[256]),
-        ]
-        size = plugin.get_workspace_size(io, [])
+        size = plugin.get_workspace_size(profile_inputs(trt, feature), [])
         assert size == kernels.scatter_add_workspace_size(64, 256, 3, np.dtype(dtype))
         if feature == trt.float32:
             assert size == 0  # the float32 path uses no workspace (issue 5)
@@ -267,11 +256,7 @@ def test_plugin_field_collection_refuses_arrays_that_are_not_int32(trt, sap):
 
 def test_creator_describes_the_plugin(trt, sap):
     creator = sap.ScatterAddPluginCreator()
-    assert (creator.name, creator.plugin_version, creator.plugin_namespace) == (
-        sap.PLUGIN_NAME,
-        sap.PLUGIN_VERSION,
-        sap.PLUGIN_NAMESPACE,
-    )
+    assert (creator.name, creator.plugin_version, creator.plugin_namespace) == plugin_key(sap)
     (advertised,) = creator.field_names  # what create_plugin accepts: name, type and the default value
     assert advertised.name == "compute_counts" and advertised.type == trt.PluginFieldType.INT32
     assert advertised.size == 1 and advertised.data.tolist() == [1]
