@@ -30,6 +30,12 @@ class EngineOutputs:
     aliased_inputs: dict[str, str | None] | None
 
 
+def engine_output_names(trt: Any, engine: "ICudaEngine") -> list[str]:
+    """The engine's output tensors, in the engine's I/O order."""
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    return [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
+
+
 def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | None] | None:
     """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased).
 
@@ -38,9 +44,7 @@ def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | No
     get_aliased_input_tensor = getattr(engine, "get_aliased_input_tensor", None)
     if get_aliased_input_tensor is None:
         return None
-    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-    outputs = [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
-    return {name: get_aliased_input_tensor(name) or None for name in outputs}
+    return {name: get_aliased_input_tensor(name) or None for name in engine_output_names(trt, engine)}
 
 
 def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray], *, verbose: bool = False) -> EngineOutputs:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from plugin.device_array import DeviceArray
-from network.runner import engine_output_aliases
+from network.runner import engine_output_aliases, engine_output_names
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -50,10 +50,7 @@ class ExecutionSession:
                 if not self.context.set_input_shape(name, buffer.shape):
                     raise RuntimeError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
                 self._bind(name, buffer.ptr)
-            names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-            for name in names:
-                if engine.get_tensor_mode(name) != trt.TensorIOMode.OUTPUT:
-                    continue
+            for name in engine_output_names(trt, engine):
                 alias = (self.aliases or {}).get(name)
                 if alias is not None:
                     self.bound_to_input[name] = alias
