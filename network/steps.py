@@ -54,13 +54,18 @@ def _as_matrix(values: np.ndarray) -> np.ndarray:
     return array[:, None] if array.ndim == 1 else array
 
 
+def _all_edges(batches: Sequence[np.ndarray]) -> np.ndarray:
+    """Every batch's (source, target) pairs in one [sum of B, 2] array."""
+    return np.concatenate(list(batches)) if batches else np.zeros((0, 2), np.int64)
+
+
 def expected_final_state(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None) -> np.ndarray:
     """float64 [N, F]: the initial state (zeros when None) plus every batch's source features added into its
     targets: reference.gnn_reference's "aggregated" for all batches' edges at once."""
     from reference import gnn_reference
 
     features = _as_matrix(node_features)
-    edges = np.concatenate(list(batches)) if batches else np.zeros((0, 2), np.int64)
+    edges = _all_edges(batches)
     no_classes = np.zeros((1, features.shape[1]))  # only the aggregated sums are used
     with np.errstate(invalid="ignore", over="ignore"):  # the mean of a node no batch reaches is NaN; unused here
         return gnn_reference(features, edges, no_classes, state)["aggregated"]
@@ -74,7 +79,7 @@ def accumulated_magnitude(node_features: np.ndarray, batches: Sequence[np.ndarra
 
     features = _as_matrix(node_features)
     num_nodes = features.shape[0]
-    edges = np.concatenate(list(batches)) if batches else np.zeros((0, 2), np.int64)
+    edges = _all_edges(batches)
     magnitude = scatter_add_rows(np.abs(features), edges[:, 0], edges[:, 1], num_nodes)
     if state is not None:
         magnitude += np.abs(_as_matrix(state)).reshape(magnitude.shape)
