@@ -29,6 +29,23 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def assert_one_line_error(status: int, captured, message: str) -> None:
+    """main() returned 2, printed nothing on stdout and one line on stderr that contains `message`."""
+    assert status == 2
+    assert captured.out == ""  # nothing is printed before every input is checked
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aliased_io_plugin.py: error: ")
+    assert message in lines[0]
+
+
+def assert_one_line_error_from_subprocess(result: subprocess.CompletedProcess, message: str) -> None:
+    """The script exited 2 with nothing on stdout, one line on stderr that contains `message`, no traceback."""
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def printed_matrix(stdout: str) -> np.ndarray:
     """The numbers printed between "Classifier output:" and the next blank line, as a [C, N] array."""
     block = stdout.split("Classifier output:\n", 1)[1].split("\n\n", 1)[0]
@@ -188,23 +205,14 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("args, message", BAD_INPUTS)
 def test_bad_input_exits_2_with_one_line(capsys, args, message):
-    status = cli.main([*args, "--dry-run"])
-    captured = capsys.readouterr()
-    assert status == 2
-    assert captured.out == ""  # nothing is printed before every input is checked
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("aliased_io_plugin.py: error: ")
-    assert message in lines[0]
+    assert_one_line_error(cli.main([*args, "--dry-run"]), capsys.readouterr(), message)
 
 
 @pytest.mark.parametrize("index", [0, 3, 9, 12, 13, 18, 20, 25])
 def test_bad_input_through_a_subprocess(index):
     args, message = BAD_INPUTS[index]
     result = run_cli(*args)  # no --dry-run: validation must stop the run before any engine work
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1 and message in result.stderr
-    assert "Traceback" not in result.stderr
+    assert_one_line_error_from_subprocess(result, message)
 
 
 def test_corrupt_and_featureless_graph_files_exit_2(tmp_path):

@@ -3,9 +3,6 @@
 line. --dry-run with --steps prints the reference of the final state. No TensorRT or GPU needed."""
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,14 +13,7 @@ from graph import MAX_RANDOM_EDGES
 from common.limits import LARGE_FILE_BYTES, MAX_PROFILE_SIZE, MAX_STEPS
 
 from tests.conftest import full_tensorrt_missing_reason
-
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = str(ROOT / "aliased_io_plugin.py")
-SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
-
-
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+from tests.test_cli import SEED_FEATURES, assert_one_line_error, assert_one_line_error_from_subprocess, run_cli
 
 
 @pytest.fixture
@@ -75,22 +65,13 @@ def fill(args, message, files):
 def test_bad_engine_option_exits_2_with_one_line(capsys, files, args, message):
     args, message = fill(args, message, files)
     status = cli.main([*args, "--seed", "1"])  # not a dry run: the checks come before any engine work
-    captured = capsys.readouterr()
-    assert status == 2
-    assert captured.out == ""
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("aliased_io_plugin.py: error: ")
-    assert message in lines[0]
+    assert_one_line_error(status, capsys.readouterr(), message)
 
 
 @pytest.mark.parametrize("index", [2, 6, 11, 15, 20, 24])
 def test_bad_engine_option_through_a_subprocess(files, index):
     args, message = fill(*BAD_ENGINE_OPTIONS[index], files)
-    result = run_cli(*args, "--seed", "1")
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1 and message in result.stderr
-    assert "Traceback" not in result.stderr
+    assert_one_line_error_from_subprocess(run_cli(*args, "--seed", "1"), message)
 
 
 def test_help_lists_the_engine_options():
