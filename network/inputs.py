@@ -50,6 +50,18 @@ def to_feature_dtype(name: str, values: np.ndarray, dtype: np.dtype) -> np.ndarr
     return converted
 
 
+def state_and_features(
+    node_features: np.ndarray, state: np.ndarray | None, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """(X, features) as `dtype`: the state (zeros when None) and the node features ([N] is one feature per
+    node); InputError if a value does not fit (to_feature_dtype), the state checked first."""
+    features = np.asarray(node_features, dtype=np.float64)
+    if features.ndim == 1:
+        features = features[:, None]
+    state_values = np.zeros(features.shape) if state is None else np.asarray(state, dtype=np.float64)
+    return to_feature_dtype("state", state_values, dtype), to_feature_dtype("node_features", features, dtype)
+
+
 def engine_inputs(
     node_features: np.ndarray,
     edges: np.ndarray,
@@ -59,14 +71,11 @@ def engine_inputs(
 ) -> dict[str, np.ndarray]:
     """X [N, F] (state, zeros when None), src [E, F], idx [E] int64, W [C, F]; features in `precision`."""
     dtype = feature_dtype(precision)
-    features = np.asarray(node_features, dtype=np.float64)
-    if features.ndim == 1:
-        features = features[:, None]
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    state_values = np.zeros(features.shape) if state is None else np.asarray(state, dtype=np.float64)
+    state_values, features = state_and_features(node_features, state, dtype)
     return {
-        INPUT_STATE: to_feature_dtype("state", state_values, dtype),
-        INPUT_SOURCE: to_feature_dtype("node_features", features, dtype)[edges[:, 0]],
+        INPUT_STATE: state_values,
+        INPUT_SOURCE: features[edges[:, 0]],
         INPUT_INDEX: np.ascontiguousarray(edges[:, 1]),
         INPUT_WEIGHTS: to_feature_dtype("weights", np.asarray(weights, dtype=np.float64), dtype),
     }

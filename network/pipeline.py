@@ -208,17 +208,15 @@ def run_steps(
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
     engine. For fp16, call network.steps.check_state_range first (the state must not overflow).
     """
-    from network.inputs import feature_dtype, to_feature_dtype
+    from network.inputs import feature_dtype, state_and_features
     from network.steps import run_state_steps, steps_report_lines
 
     trt = require_engine_dependencies()
     if not batches:
         raise InputError("--steps needs at least one batch")
     dtype = feature_dtype(precision)
-    features = to_feature_dtype("node_features", np.asarray(graph.node_features, dtype=np.float64), dtype)
+    initial_state, features = state_and_features(graph.node_features, graph.state, dtype)
     num_nodes, num_features = features.shape
-    initial = np.zeros((num_nodes, num_features)) if graph.state is None else np.asarray(graph.state, dtype=np.float64)
-    initial_state = to_feature_dtype("state", initial.reshape(num_nodes, num_features), dtype)
     batch_edges = len(batches[0])
     prepared = prepare_engine(
         trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
