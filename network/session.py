@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from plugin.cuda_check import check
 from plugin.device_array import DeviceArray
 from network.runner import engine_output_aliases, engine_output_names
 
@@ -33,8 +34,6 @@ class ExecutionSession:
 
     def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, DeviceArray]) -> None:
         from cuda.bindings import runtime
-
-        from plugin.cuda_check import check
 
         self.inputs = dict(inputs)
         self.outputs: dict[str, DeviceArray] = {}
@@ -76,15 +75,11 @@ class ExecutionSession:
     def synchronize(self) -> None:
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
-
         check(runtime.cudaStreamSynchronize(self.stream))
 
     def close(self) -> None:
         """Waits for the stream, frees the buffers this session allocated and the stream; inputs stay the caller's."""
         from cuda.bindings import runtime
-
-        from plugin.cuda_check import check
 
         if self.stream:
             check(runtime.cudaStreamSynchronize(self.stream))
@@ -99,8 +94,6 @@ class ExecutionSession:
 def copy_device_to_device(dst: DeviceArray, src: DeviceArray, stream: int) -> None:
     """Enqueues a copy of src's bytes into dst (same size) on `stream`."""
     from cuda.bindings import runtime
-
-    from plugin.cuda_check import check
 
     if dst.nbytes != src.nbytes:
         raise ValueError(f"cannot copy {src.nbytes} bytes into a buffer of {dst.nbytes}")
