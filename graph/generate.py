@@ -5,9 +5,7 @@ import numbers
 import numpy as np
 
 from common.errors import InputError
-
-MAX_RANDOM_EDGES = 100_000_000
-"""Largest generated graph: 1e8 edges take 1.6 GB as int64 [E, 2]."""
+from common.limits import MAX_RANDOM_EDGES  # largest generated graph: 1e8 edges take 1.6 GB as int64 [E, 2]
 
 _CHUNK = 1 << 20  # edges drawn per step, so that temporaries stay at a few MB whatever the graph size
 

@@ -12,13 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.errors import InputError
-
-MAX_INPUT_CHARS = 32 * 2**20
-"""Longest accepted string: 32 Mi characters, about two million edges written as [[s,t],...].
-
-Larger graphs belong in a file (--graph); a single command-line argument is limited to 128 KiB on Linux anyway,
-so the limit matters to callers of parse_edges and parse_node_features from Python.
-"""
+from common.limits import MAX_INPUT_CHARS
+from common.text import excerpt
 
 MAX_NUMBER_CHARS = 64
 """Longest accepted single number, in characters."""
@@ -86,13 +81,6 @@ class _Tokens:
             return repr(self.text[start])
         end = int(self.number_end[np.searchsorted(self.number_start, start)])
         return excerpt(self.text, start, end)
-
-
-def excerpt(text: str, start: int, end: int | None = None, limit: int = 24) -> str:
-    """repr() of text[start:end], cut to `limit` characters with '...'."""
-    end = len(text) if end is None else end
-    piece = text[start:min(end, start + limit)]
-    return repr(piece) + ("..." if end - start > limit else "")
 
 
 def _tokenize(text: str, what: str, max_depth: int, example: str) -> _Tokens:

@@ -1,0 +1,182 @@
+"""The inputs a run of aliased_io_plugin.py needs, read and checked before TensorRT or CUDA is imported: the
+seed, the graph (from --graph, --random_graph or the list strings), the seeded weights, the --steps batches
+and, where the run needs it, the float64 reference. numpy only.
+"""
+
+import argparse
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cli.options import (
+    DEFAULT_EDGES,
+    DEFAULT_NODE_FEATURES,
+    MAX_CLASSES,
+    MAX_OUTPUT_ELEMENTS,
+    MAX_SEED,
+    EngineOptions,
+    integer,
+    parse_engine_options,
+)
+from common.errors import InputError
+from common.limits import LARGE_FILE_BYTES, MAX_RANDOM_EDGES
+from graph import (
+    Graph,
+    check_fp16_range,
+    load_graph_file,
+    load_node_features_file,
+    parse_edges,
+    parse_node_features,
+    random_graph,
+    random_node_features,
+    validate_graph,
+)
+from reference import gnn_reference, make_weights
+
+RANDOM_GRAPH_STREAM = 1  # --random_graph draws from default_rng((seed, 1)), apart from the weights' default_rng(seed)
+
+
+@dataclass(frozen=True)
+class StepsPlan:
+    """--steps: the batches drawn from the seed and, for --dry-run and --validate, the float64 reference of the
+    final state with its worst-case rounding bound (network.steps)."""
+
+    batches: list[np.ndarray]
+    final_state: np.ndarray | None
+    bound: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything the run needs, checked before TensorRT or CUDA is imported."""
+
+    seed: int
+    graph: Graph
+    weights: np.ndarray
+    reference: dict[str, np.ndarray] | None  # computed for --dry-run, --validate and fp16 range checks
+    timings: list[str]
+    engine: EngineOptions = EngineOptions()
+    profile: Any = None  # network.profile.ProfileBounds from --max_nodes/--max_edges, else None (the default)
+    steps: StepsPlan | None = None
+
+
+def _load_with_progress(load: Any, path: str, option: str) -> Any:
+    """load(path), with a progress line on stderr for files of LARGE_FILE_BYTES or more."""
+    try:
+        large = os.stat(path).st_size >= LARGE_FILE_BYTES
+    except (OSError, ValueError):  # the loader reports a missing or unreadable file in its own words
+        large = False
+    if not large:
+        return load(path)
+    from network.progress import file_load_progress
+
+    with file_load_progress(path, option):
+        return load(path)
+
+
+def _given_node_features(options: argparse.Namespace) -> np.ndarray | None:
+    """Node features from --node_features_file or --node_features; None when neither is given."""
+    if options.node_features_file is not None:
+        return _load_with_progress(load_node_features_file, options.node_features_file, "--node_features_file")
+    if options.node_features is not None:
+        return parse_node_features(options.node_features)
+    return None
+
+
+def load_graph(options: argparse.Namespace, seed: int) -> Graph:
+    """The graph from --graph, --random_graph or the --node_features/--edges strings, validated."""
+    given_features = _given_node_features(options)
+    if options.graph is not None:
+        arrays = _load_with_progress(load_graph_file, options.graph, "--graph")
+        if arrays.node_features is not None and given_features is not None:
+            raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
+        features = arrays.node_features if arrays.node_features is not None else given_features
+        if features is None:
+            raise InputError(
+                f"--graph {options.graph} has no node_features: add them to the .npz or pass "
+                "--node_features_file FILE.npy or --node_features"
+            )
+        return validate_graph(features, arrays.edges, arrays.state)
+
+    if options.random_graph is not None:
+        num_nodes = integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
+        num_edges = integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
+        rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
+        edges = random_graph(num_nodes, num_edges, rng)
+        features = given_features if given_features is not None else random_node_features(num_nodes, 1, rng)
+        if len(features) != num_nodes:
+            raise InputError(
+                f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}"
+            )
+        return validate_graph(features, edges)
+
+    features = given_features if given_features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
+    return validate_graph(features, parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES))
+
+
+def prepare(options: argparse.Namespace) -> Prepared:
+    """Checks every option and input, draws the seed if none was given, and computes the reference."""
+    timings: list[str] = []
+    seed = secrets.randbelow(2**32) if options.seed is None else integer(options.seed, "--seed", 0, MAX_SEED)
+    num_classes = integer(options.num_classes, "--num_classes", 1, MAX_CLASSES)
+    engine = parse_engine_options(options)
+
+    start = time.perf_counter()
+    graph = load_graph(options, seed)
+    timings.append(f"Read and validated the graph in {time.perf_counter() - start:.3f} s")
+    weights = make_weights(seed, num_classes, graph.num_features)
+    if engine.steps is not None:
+        steps = prepare_steps(options, engine, graph, seed, timings)
+        return Prepared(seed, graph, weights, None, timings, engine, profile_bounds(engine, graph), steps)
+
+    if num_classes * graph.num_nodes > MAX_OUTPUT_ELEMENTS:
+        raise InputError(
+            f"--num_classes {num_classes} with {graph.num_nodes:,} nodes gives a [{num_classes}, {graph.num_nodes}] "
+            f"output, more than the limit of {MAX_OUTPUT_ELEMENTS:,} values"
+        )
+    expected = None
+    if options.dry_run or options.validate or options.precision == "fp16":
+        start = time.perf_counter()
+        expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state)
+        timings.append(f"Computed the float64 reference in {time.perf_counter() - start:.3f} s")
+        if options.precision == "fp16":
+            check_fp16_range(graph, expected["aggregated"], expected["logits"], expected["counts"])
+    return Prepared(seed, graph, weights, expected, timings, engine, profile_bounds(engine, graph))
+
+
+def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:
+    """network.profile.ProfileBounds from --max_nodes/--max_edges (InputError when the graph, or with --steps a
+    batch, exceeds them); None when neither is given (the engine then gets the default profile)."""
+    if not engine.sets_profile:
+        return None
+    from network.profile import requested_profile_bounds
+
+    if engine.batch_edges is not None:
+        return requested_profile_bounds(graph.num_nodes, engine.batch_edges, engine.max_nodes, engine.max_edges,
+                                        edges_source="each --steps batch")
+    return requested_profile_bounds(graph.num_nodes, graph.num_edges, engine.max_nodes, engine.max_edges)
+
+
+def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Graph, seed: int,
+                  timings: list[str]) -> StepsPlan:
+    """Draws the --steps batches; for fp16 checks that the state cannot overflow; for --dry-run and --validate
+    computes the final state's reference and its rounding bound."""
+    from network.steps import check_state_range, expected_final_state, make_step_batches, state_error_bound
+
+    assert engine.steps is not None and engine.batch_edges is not None
+    start = time.perf_counter()
+    batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
+    timings.append(f"Drew {engine.steps:,} batches of {engine.batch_edges:,} edges in {time.perf_counter() - start:.3f} s")
+    if options.precision == "fp16":
+        check_state_range(graph.node_features, batches, graph.state, "fp16")
+    final_state = bound = None
+    if options.dry_run or options.validate:
+        start = time.perf_counter()
+        final_state = expected_final_state(graph.node_features, batches, graph.state)
+        bound = state_error_bound(graph.node_features, batches, graph.state, options.precision)
+        timings.append(f"Computed the float64 reference of the final state in {time.perf_counter() - start:.3f} s")
+    return StepsPlan(batches, final_state, bound)

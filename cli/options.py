@@ -1,0 +1,235 @@
+"""Options of aliased_io_plugin.py: the parser, its --help text and the checks of every value that needs no
+input file (integers in range, readable and writable paths, combinations of the engine options).
+
+Standard library only: --help and these checks work before numpy, TensorRT or CUDA is imported. A bad value
+raises InputError, which the command line prints as one line with exit status 2.
+"""
+
+import argparse
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.errors import InputError
+from common.limits import (
+    MAX_BENCHMARK_ITERATIONS,
+    MAX_INPUT_CHARS,
+    MAX_PROFILE_SIZE,
+    MAX_RANDOM_EDGES,
+    MAX_STEPS,
+)
+from common.text import excerpt, shown_path
+
+PROG = "aliased_io_plugin.py"
+DEFAULT_NODE_FEATURES = "[1.0,3.0,5.0,7.0]"
+DEFAULT_EDGES = "[[0,1],[1,2],[2,3],[3,0],[0,2],[1,3]]"
+DEFAULT_NUM_CLASSES = "3"
+
+DESCRIPTION = (
+    "In-place (aliased I/O) TensorRT plugin sample: classify the nodes of a graph by the mean of their "
+    "neighbours' features, where the first layer, a scatter-add plugin, adds those features into its input in place."
+)
+
+EXIT_OK = 0
+EXIT_VALIDATION_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_MISSING_DEPENDENCY = 3
+
+MAX_CLASSES = 4096
+MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
+MAX_SEED = 2**63 - 1
+
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
+
+EPILOG = f"""\
+inputs:
+  --node_features and --edges take the seed sample's list syntax, parsed without eval: at most
+  {MAX_INPUT_CHARS:,} characters; larger graphs go in a file (--graph). --graph FILE reads an .npz
+  (arrays edges [E,2] integer, optional node_features [N] or [N,F], state [N,F]) or an edge-list text file
+  (one "source target" pair per line, separated by spaces or a comma, '#' starts a comment; at most 1 GiB).
+  --random_graph NODES EDGES (NODES <= EDGES <= {MAX_RANDOM_EDGES:,}) draws a graph with skewed in-degrees
+  from the seed; its node features are drawn too unless given. Every node needs an incoming edge.
+  --num_classes is 1..{MAX_CLASSES} with num_classes * nodes <= {MAX_OUTPUT_ELEMENTS:,}; --seed is 0..2**63-1.
+
+engine reuse, state across runs, benchmark:
+  --save_engine PATH writes the built engine; --load_engine PATH runs a saved one instead of building (the
+  plugin creator is registered first). One engine serves every graph with its precision, F and C (and its
+  network: --steps engines hold the state-update network) whose N and E lie in its optimization profile:
+  N from 1 to --max_nodes, E from 1 to --max_edges (defaults: max(N, 65,536) and max(E, 1,048,576)); a
+  graph outside it stops with exit 2 naming the value and the bound. --max_nodes/--max_edges are 1..2**31-1.
+  --steps K --batch_edges B (K <= {MAX_STEPS:,}, K * B <= {MAX_RANDOM_EDGES:,}): K executions on one state
+  buffer X (the graph's nodes, features and initial state; its edges are not used), each adding a new batch
+  of B random edges drawn from the seed; prints the per-step time and whether TensorRT aliased the output
+  X_out to X or the runner copied it back; --validate compares the final state with the float64 reference.
+  --benchmark ITERS (1..{MAX_BENCHMARK_ITERATIONS:,}) times ITERS executions after warm-up with CUDA events,
+  then the scatter-add kernel alone on the same buffers, and prints median, p90, min and the kernel's share.
+
+exit status:
+  0  success
+  1  --validate: the engine's output differs from the float64 reference beyond the tolerance
+  2  bad input: one line on stderr names the problem and the value
+  3  a dependency is missing (TensorRT >= 10.3, cuda-python, polygraphy or a CUDA GPU): one line on stderr
+     says what to install; --dry-run needs none of them
+"""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse with its usage errors turned into InputError, so that they print as one line with exit 2."""
+
+    def error(self, message: str):
+        raise InputError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"], help="Precision for node features")
+    features = parser.add_mutually_exclusive_group()
+    features.add_argument(
+        "--node_features", "--node-features",
+        help=f"List of node features: one number per node, or equal-length lists of F numbers per node "
+        f"(default: {DEFAULT_NODE_FEATURES}, with the default edges)",
+    )
+    features.add_argument(
+        "--node_features_file", "--node-features-file", metavar="FILE.npy",
+        help="Node features from a .npy file of shape [N] or [N, F]",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--edges",
+        help=f"Pairs of source->target directed edges. Every node must have at least one incoming edge "
+        f"(default: {DEFAULT_EDGES})",
+    )
+    source.add_argument("--graph", metavar="FILE", help="Read the graph from an .npz archive or an edge-list text file")
+    source.add_argument(
+        "--random_graph", "--random-graph", nargs=2, metavar=("NODES", "EDGES"),
+        help="Generate a seeded random graph with power-law-like in-degrees",
+    )
+    parser.add_argument(
+        "--num_classes", "--num-classes", default=DEFAULT_NUM_CLASSES,
+        help=f"Number of classes in the classifier (default: {DEFAULT_NUM_CLASSES})",
+    )
+    parser.add_argument("--validate", action="store_true", help="Validate result with reference")
+    parser.add_argument("--seed", help="Seed to use for weights generation (default: drawn at random and printed)")
+    parser.add_argument(
+        "--dry-run", "--dry_run", dest="dry_run", action="store_true",
+        help="Validate the input, print the graph and the float64 reference output, and exit without TensorRT or CUDA",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="Print timings and the engine build log")
+    engine = parser.add_argument_group("engine reuse, state across runs, benchmark")
+    engine.add_argument("--save_engine", "--save-engine", metavar="PATH", help="Save the engine to PATH")
+    engine.add_argument(
+        "--load_engine", "--load-engine", metavar="PATH",
+        help="Load the engine from PATH instead of building one (the graph must fit its profile)",
+    )
+    engine.add_argument(
+        "--max_nodes", "--max-nodes", metavar="N", help="Largest N the new engine's profile accepts (default: max(N, 65536))"
+    )
+    engine.add_argument(
+        "--max_edges", "--max-edges", metavar="E",
+        help="Largest E (with --steps: B) the new engine's profile accepts (default: max(E, 1048576))",
+    )
+    engine.add_argument(
+        "--steps", metavar="K", help="Run K executions on one state buffer X, each adding --batch_edges random edges"
+    )
+    engine.add_argument("--batch_edges", "--batch-edges", metavar="B", help="Edges added per --steps execution")
+    engine.add_argument(
+        "--benchmark", metavar="ITERS",
+        help="Time ITERS engine executions (CUDA events, after warm-up) and the kernel alone on the same buffers",
+    )
+    return parser
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line parsed (sys.argv when argv is None); InputError on a usage error."""
+    return build_parser().parse_args(argv)
+
+
+def integer(text: str, option: str, low: int, high: int) -> int:
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()) or not low <= int(text) <= high:
+        shown = excerpt(text, 0) if isinstance(text, str) else repr(text)
+        raise InputError(f"{option} must be an integer from {low:,} to {high:,}, got {shown}")
+    return int(text)
+
+
+def _readable_file(path: str, option: str) -> str:
+    if not path or not Path(path).exists():
+        raise InputError(f"{option} {shown_path(path)}: file not found")
+    if not Path(path).is_file():
+        raise InputError(f"{option} {shown_path(path)}: not a regular file")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{option} {shown_path(path)}: not readable")
+    return path
+
+
+def _writable_file(path: str, option: str) -> str:
+    target = Path(path)
+    if not path:
+        raise InputError(f"{option} '': expected a file name")
+    if target.is_dir():
+        raise InputError(f"{option} {shown_path(path)}: is a folder, expected a file name")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(f"{option} {shown_path(path)}: the folder {shown_path(str(folder))} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise InputError(f"{option} {shown_path(path)}: not writable")
+    return path
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, checked."""
+
+    save_engine: str | None = None
+    load_engine: str | None = None
+    max_nodes: int | None = None
+    max_edges: int | None = None
+    steps: int | None = None
+    batch_edges: int | None = None
+    benchmark: int | None = None
+
+    @property
+    def sets_profile(self) -> bool:
+        return self.max_nodes is not None or self.max_edges is not None
+
+
+def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
+    """Checks the engine options on their own (the graph is checked against them later); InputError if bad."""
+
+    def optional(name: str, option: str, high: int) -> int | None:
+        text = getattr(options, name)
+        return None if text is None else integer(text, option, 1, high)
+
+    parsed = EngineOptions(
+        save_engine=None if options.save_engine is None else _writable_file(options.save_engine, "--save_engine"),
+        load_engine=None if options.load_engine is None else _readable_file(options.load_engine, "--load_engine"),
+        max_nodes=optional("max_nodes", "--max_nodes", MAX_PROFILE_SIZE),
+        max_edges=optional("max_edges", "--max_edges", MAX_PROFILE_SIZE),
+        steps=optional("steps", "--steps", MAX_STEPS),
+        batch_edges=optional("batch_edges", "--batch_edges", MAX_RANDOM_EDGES),
+        benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
+    )
+    if parsed.load_engine is not None and parsed.save_engine is not None:
+        raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
+    if parsed.load_engine is not None and parsed.sets_profile:
+        raise InputError(
+            "--max_nodes/--max_edges set the profile of a new engine; an engine from --load_engine keeps the profile "
+            "it was built with"
+        )
+    if parsed.steps is not None and parsed.batch_edges is None:
+        raise InputError(f"--steps {parsed.steps} needs --batch_edges B, the number of edges each step adds")
+    if parsed.batch_edges is not None and parsed.steps is None:
+        raise InputError("--batch_edges needs --steps K")
+    if parsed.steps is not None and parsed.batch_edges is not None and parsed.steps * parsed.batch_edges > MAX_RANDOM_EDGES:
+        raise InputError(
+            f"--steps {parsed.steps:,} with --batch_edges {parsed.batch_edges:,} adds "
+            f"{parsed.steps * parsed.batch_edges:,} edges in all, more than the limit of {MAX_RANDOM_EDGES:,}"
+        )
+    if parsed.steps is not None and parsed.benchmark is not None:
+        raise InputError("--benchmark times the classifier engine and --steps prints its own per-step times: use one")
+    return parsed
