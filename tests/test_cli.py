@@ -246,3 +246,21 @@ def test_validation_report_lines_and_status():
     wrong = expected[::-1]
     lines, status = cli.validation_report(wrong, expected, "fp32")
     assert status == 1 and lines[0] == "Validation against reference failed!"
+
+
+def run_cli_without(module: str, *args: str) -> subprocess.CompletedProcess:
+    """The script run as a user would, in an interpreter where importing `module` fails as if not installed."""
+    code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = [{SCRIPT!r}, *{list(args)!r}]; "
+            f"runpy.run_path({SCRIPT!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_without_numpy_a_run_stops_with_exit_3_and_one_line_but_help_works():
+    result = run_cli_without("numpy", "--dry-run")
+    assert result.returncode == 3 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "numpy is not installed" in result.stderr and "pip install" in result.stderr
+    assert "Traceback" not in result.stderr
+    help_text = run_cli_without("numpy", "--help")
+    assert help_text.returncode == 0 and "--dry-run" in help_text.stdout
+    usage_error = run_cli_without("numpy", "--precision", "fp64")  # the parser needs no numpy either
+    assert usage_error.returncode == 2 and "invalid choice: 'fp64'" in usage_error.stderr
