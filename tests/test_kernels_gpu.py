@@ -1,7 +1,7 @@
 """The scatter-add kernel on a GPU against a float64 numpy reference (skipped without a GPU).
 
 Fresh random inputs every run (never zeros); counts, skipped and the workspace are poisoned before each launch,
-so unwritten or uncleared memory shows. Error bounds (README "float16 accumulation"), for a node of degree d
+so unwritten or uncleared memory shows. Error bounds (docs/kernel.md, "float16 accumulation"), for a node of degree d
 with initial value s, edge values x_i, reference r = s + sum x_i:
     float32: |out - r| <= d * u32 * (|s| + sum |x_i|)                   (atomic float32 chain, any order)
     float16: |out - r| <= u16 * |r| + d * u32 * (|r| + sum |x_i|) + 2^-25  (float32 table, one half rounding)

@@ -8,7 +8,7 @@ cuda-python's driver API. Importing this package needs no GPU; cuda-python is im
     compile_scatter_add(arch, dtype)   the CUBIN for sm_<arch> (cached)
     scatter_add_numpy(state, src, index, return_skipped=False) -> (new_state, counts[, skipped])
 
-plan.py documents which kernel runs when; README "The scatter-add kernel" and BENCHMARKS.md the rest.
+plan.py documents which kernel runs when; docs/kernel.md and BENCHMARKS.md the rest.
 """
 
 from plugin.cuda_check import CudaError, NvrtcError
