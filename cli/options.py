@@ -20,6 +20,7 @@ from common.limits import (
     MAX_STEPS,
 )
 from common.text import excerpt, shown_path
+from common.versions import POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 PROG = "aliased_io_plugin.py"
 DEFAULT_NODE_FEATURES = "[1.0,3.0,5.0,7.0]"
@@ -69,8 +70,8 @@ exit status:
   0  success
   1  --validate: the engine's output differs from the float64 reference beyond the tolerance
   2  bad input: one line on stderr names the problem and the value
-  3  a dependency is missing (TensorRT >= 10.3, cuda-python, polygraphy or a CUDA GPU): one line on stderr
-     says what to install; --dry-run needs none of them
+  3  a dependency is missing or too old (TensorRT >= {TENSORRT_FLOOR}, polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python or
+     a CUDA GPU): one line on stderr says what to install; --dry-run needs none of them
 """
 
 

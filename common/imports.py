@@ -4,13 +4,15 @@ import importlib
 from types import ModuleType
 
 from common.errors import MissingDependencyError
+from common.versions import POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 INSTALL_HINTS = {
-    "tensorrt": "TensorRT >= 10.3 is needed to build and run the engine: pip install 'tensorrt>=10.3' "
+    "tensorrt": f"TensorRT >= {TENSORRT_FLOOR} is needed to build and run the engine: pip install 'tensorrt>={TENSORRT_FLOOR}' "
     "(or run with --dry-run to check the graph and the reference without TensorRT)",
     "cuda.bindings": "cuda-python is needed for the CUDA kernel: pip install cuda-python nvidia-cuda-nvrtc "
     "nvidia-cuda-runtime",
-    "polygraphy": "polygraphy is needed to build and run the engine: pip install polygraphy",
+    "polygraphy": f"polygraphy >= {POLYGRAPHY_FLOOR} is needed to build and run the engine: "
+    f"pip install 'polygraphy>={POLYGRAPHY_FLOOR}'",
 }
 
 

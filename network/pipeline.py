@@ -15,6 +15,7 @@ import numpy as np
 
 from common.errors import InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
+from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
 from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, populate_network, populate_state_network
 from network.inputs import GraphArrays, make_engine_inputs
 from network.profile import (
@@ -45,14 +46,16 @@ class EngineRunResult:
 
 
 def require_engine_dependencies() -> Any:
-    """The full TensorRT module, after checking polygraphy, cuda-python and a GPU; MissingDependencyError if not."""
+    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
+    a GPU, in that order and before any CUDA work; MissingDependencyError (one line, exit 3) if not."""
     trt = import_tensorrt()
     if not is_full_tensorrt(trt):
         raise MissingDependencyError(
             f"this tensorrt ({getattr(trt, '__version__', '?')}) cannot add Python plugins to a network "
-            "(no INetworkDefinition.add_plugin_v3; TensorRT-RTX is not enough): pip install 'tensorrt>=10.3'"
+            f"(no INetworkDefinition.add_plugin_v3; TensorRT-RTX is not enough): pip install 'tensorrt>={TENSORRT_FLOOR}'"
         )
-    import_module("polygraphy")
+    check_tensorrt_version(getattr(trt, "__version__", None))
+    check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
     from network.device import require_cuda_device
 
     require_cuda_device()

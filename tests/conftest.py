@@ -1,10 +1,20 @@
-"""Markers that skip with a reason where the GPU or the full TensorRT is missing, and the TensorRT stand-in."""
+"""Markers that skip with a reason where the GPU or the full TensorRT is missing, and the TensorRT stand-ins.
+
+Three kinds of `tensorrt` can be under the tests, and the report header names the one in use:
+- the full TensorRT (a user's machine with a GPU): everything runs;
+- none (CI's default run): the `trt` fixture gives TensorRT-RTX, which has a real builder but no add_plugin_v3;
+- TensorRT's real Python bindings over stand-in libraries (`../shared/trt-bindings/setup VERSION DIR`, then
+  PYTHONPATH=DIR; CI's real-bindings matrix): real classes, enums and descriptor types, no Builder, Runtime or
+  plugin registry. Tests marked `trt_bindings` run there; other tests that use `trt`, tests that ask for
+  `plugin_registry` and `tensorrt` tests skip there, saying so.
+"""
 
 import functools
 import importlib
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -14,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 from common.errors import MissingDependencyError  # noqa: E402
 from common.imports import import_tensorrt, is_full_tensorrt  # noqa: E402
+from common.versions import TENSORRT_FLOOR  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,21 +46,58 @@ def cuda_gpu_missing_reason() -> str | None:
     return None
 
 
+def installed_tensorrt() -> ModuleType | None:
+    """The importable `tensorrt` (full TensorRT or the real bindings over stand-in libraries), else None."""
+    try:
+        return import_tensorrt()
+    except MissingDependencyError:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def stand_in_libraries_reason() -> str | None:
+    """Why this `tensorrt` has no Builder, Runtime or plugin registry where it is TensorRT's real Python bindings
+    over the stand-in libraries of ../shared/trt-bindings/setup (tensorrt_libs.STUB, or no plugin registry);
+    None for the full TensorRT or none at all."""
+    trt = installed_tensorrt()
+    if trt is None:
+        return None
+    stub = getattr(sys.modules.get("tensorrt_libs"), "STUB", False)
+    if not stub and trt.get_plugin_registry() is not None:
+        return None
+    return (f"needs TensorRT's Builder, Runtime or plugin registry: this tensorrt {trt.__version__} is the real Python "
+            "bindings over stand-in libraries (tensorrt_libs.STUB), which have none")
+
+
 @functools.lru_cache(maxsize=None)
 def full_tensorrt_missing_reason() -> str | None:
     """None where the full TensorRT (with add_plugin_v3) and a GPU exist, else why not."""
     if os.environ.get("TRT_RTX"):
         return "TensorRT-RTX is loaded as `tensorrt` (TRT_RTX=1): it cannot add Python plugins to a network"
-    try:
-        trt = import_tensorrt()
-    except MissingDependencyError:
-        return "TensorRT is not installed (pip install 'tensorrt>=10.3' where NVIDIA's package index is reachable)"
+    trt = installed_tensorrt()
+    if trt is None:
+        return f"TensorRT is not installed (pip install 'tensorrt>={TENSORRT_FLOOR}' where NVIDIA's package index is reachable)"
     if not is_full_tensorrt(trt):
         return f"this tensorrt ({getattr(trt, '__version__', '?')}) cannot add Python plugins (no add_plugin_v3)"
-    return cuda_gpu_missing_reason()
+    return stand_in_libraries_reason() or cuda_gpu_missing_reason()
+
+
+def pytest_report_header(config):
+    """Which `tensorrt` this run uses, so that every run of the matrix says what it tested."""
+    trt = installed_tensorrt()
+    if trt is None:
+        try:
+            standin = importlib.import_module("tensorrt_rtx_bindings")
+        except ImportError:
+            return "tensorrt: not installed, nor TensorRT-RTX: tests that use TensorRT's types skip"
+        return (f"tensorrt: not installed; the `trt` fixture uses TensorRT-RTX {standin.__version__} "
+                f"({Path(standin.__file__).parent}) as a stand-in")
+    kind = "real Python bindings over stand-in libraries" if stand_in_libraries_reason() else "full TensorRT"
+    return f"tensorrt: {trt.__version__} from {Path(trt.__file__).parent} ({kind})"
 
 
 def pytest_collection_modifyitems(config, items):
+    stand_in_reason = stand_in_libraries_reason()
     for item in items:
         if "gpu" in item.keywords:
             reason = cuda_gpu_missing_reason()
@@ -59,13 +107,25 @@ def pytest_collection_modifyitems(config, items):
             reason = full_tensorrt_missing_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"end-to-end test on real TensorRT: {reason}"))
+        elif stand_in_reason and "trt" in getattr(item, "fixturenames", ()) and "trt_bindings" not in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=stand_in_reason))
+
+
+@pytest.fixture
+def plugin_registry(trt):
+    """TensorRT's plugin registry; skips (saying why) over the stand-in libraries, which have none."""
+    reason = stand_in_libraries_reason()
+    if reason:
+        pytest.skip(reason)
+    return trt.get_plugin_registry()
 
 
 @pytest.fixture(scope="session")
 def trt():
-    """The full TensorRT where it is installed, else TensorRT-RTX standing in for it (aliased as `tensorrt`).
+    """The installed `tensorrt` (the full TensorRT, or in the real-bindings matrix TensorRT's real Python bindings
+    over stand-in libraries), else TensorRT-RTX standing in for it (aliased as `tensorrt`).
 
-    The stand-in has the real builder, DataType, TensorFormat, PluginTensorDesc and IPluginV3* bases, so the
+    TensorRT-RTX has the real builder, DataType, TensorFormat, PluginTensorDesc and IPluginV3* bases, so the
     plugin's build-time methods and the plugin-free part of the network run on it; it cannot add a Python
     plugin to a network (no add_plugin_v3).
     """

@@ -100,6 +100,7 @@ def test_tensorrt_rtx_cannot_add_python_plugins(trt, kind):
             populate_state_network(trt, network, trt.float32, NUM_FEATURES)
 
 
+@pytest.mark.trt_bindings
 def test_each_network_gets_its_plugin_variant(trt):
     """The classifier's plugin computes counts (its mean divides by them); the state-update network's plugin does
     not (compute_counts=0: one output, no O(N) zeroing per execution), and it serializes that choice."""

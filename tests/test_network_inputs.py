@@ -171,6 +171,6 @@ def test_engine_alias_lines():
         "Engine output 'softmax': get_aliased_input_tensor -> None (no engine input shares its memory)",
         "Engine output 'aggregated': get_aliased_input_tensor -> 'X'",
     ]
-    assert engine_alias_lines(None, "10.3.0") == [
-        "Engine outputs: TensorRT 10.3.0 has no ICudaEngine.get_aliased_input_tensor to report engine I/O aliasing"
+    assert engine_alias_lines(None, "10.13.3.9") == [
+        "Engine outputs: TensorRT 10.13.3.9 has no ICudaEngine.get_aliased_input_tensor to report engine I/O aliasing"
     ]

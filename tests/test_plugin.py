@@ -1,19 +1,28 @@
 """The plugin's build-time methods, clone, fields and creator, called with TensorRT's real descriptor objects.
 
 Runs on the `trt` fixture: the full TensorRT where installed, else TensorRT-RTX, whose PluginTensorDesc,
-DynamicPluginTensorDesc, DataType, TensorFormat, IPluginV3* bases and plugin registry are real. Methods are
-called the way TensorRT calls them; where the binding offers a C++ entry point (get_capability_interface,
-the creator's create_plugin) the test goes through it, so the C++ side's casts are exercised too.
+DynamicPluginTensorDesc, DataType, TensorFormat, IPluginV3* bases and plugin registry are real; and in CI's
+real-bindings matrix on TensorRT's own Python bindings of 10.4 ... 11.4 over stand-in libraries (no registry:
+the test that registers the creator skips there). Methods are called the way TensorRT calls them; where the
+binding offers a C++ entry point (get_capability_interface, the creator's create_plugin) the test goes
+through it, so the C++ side's casts are exercised too.
 """
 
 import gc
 import importlib
 import itertools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.trt_standin
+pytestmark = [pytest.mark.trt_standin, pytest.mark.trt_bindings]
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +193,7 @@ def test_clone_is_an_independent_equivalent_plugin(trt, sap, compute_counts):
 def test_fields_round_trip_through_the_creator(trt, sap, compute_counts):
     """get_fields_to_serialize -> the creator's create_plugin through TensorRT's C++ entry point (what engine
     deserialization does) gives a plugin with the same compute_counts, number of outputs and output types."""
-    creator = sap.register_scatter_add_creator()
+    creator = sap.ScatterAddPluginCreator()
     fields = sap.ScatterAddPlugin(compute_counts=compute_counts).get_fields_to_serialize()
     assert isinstance(fields, trt.PluginFieldCollection) and len(fields) == 1
     (field,) = fields
@@ -212,7 +221,7 @@ def test_serialized_fields_stay_valid_after_the_call(trt, sap):
 
 def test_no_fields_give_the_plugin_with_counts(trt, sap):
     """An engine serialized before compute_counts existed has no fields: the creator gives the two-output plugin."""
-    creator = sap.register_scatter_add_creator()
+    creator = sap.ScatterAddPluginCreator()
     rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, trt.PluginFieldCollection([]),
                                                      trt.TensorRTPhase.RUNTIME)
     assert rebuilt.compute_counts is True and rebuilt.num_outputs == 2
@@ -266,11 +275,44 @@ def test_creator_describes_the_plugin(trt, sap):
     del churn
 
 
-def test_registration_is_idempotent(trt, sap):
-    registry = trt.get_plugin_registry()
+def test_registration_is_idempotent(trt, sap, plugin_registry):
+    registry = plugin_registry
     first = sap.register_scatter_add_creator()
     second = sap.register_scatter_add_creator()
     assert first is second
     assert registry.get_creator(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE) is first
     matching = [c for c in registry.all_creators if c.name == sap.PLUGIN_NAME and c.plugin_version == sap.PLUGIN_VERSION]
     assert len(matching) == 1
+
+
+FREE_PLUGINS = textwrap.dedent(
+    """
+    import gc
+    import importlib
+    import sys
+
+    trt = sys.modules["tensorrt"] = importlib.import_module(sys.argv[1])  # tensorrt, or TensorRT-RTX standing in
+    from plugin.scatter_add_plugin import PLUGIN_NAME, ScatterAddPlugin, ScatterAddPluginCreator
+
+    plugin = ScatterAddPlugin()
+    copy = plugin.clone()
+    creator = ScatterAddPluginCreator()
+    made = trt.IPluginCreatorV3One.create_plugin(creator, PLUGIN_NAME, plugin.get_fields_to_serialize(),
+                                                 trt.TensorRTPhase.RUNTIME)
+    assert isinstance(made, ScatterAddPlugin)
+    del plugin, copy, made, creator
+    gc.collect()
+    print("freed plugins on tensorrt", trt.__version__, flush=True)
+    """
+)
+
+
+def test_freeing_plugin_objects_does_not_crash_the_process(trt, sap):
+    """The reason for the TensorRT >= 10.4 floor: 10.3's bindings crash the process (SIGSEGV, a use-after-free in
+    ~PyIPluginV3Impl) once a Python IPluginV3 object is freed. Frees a plugin, its clone and one made through the
+    creator's C++ entry point, then lets the interpreter exit, in a fresh process; its exit status must be 0."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-c", FREE_PLUGINS, trt.__name__], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, f"exit status {result.returncode} on tensorrt {trt.__version__}: {result.stderr[-2000:]}"
+    assert f"freed plugins on tensorrt {trt.__version__}" in result.stdout

@@ -11,7 +11,7 @@ import importlib
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.gpu, pytest.mark.trt_standin]
+pytestmark = [pytest.mark.gpu, pytest.mark.trt_standin, pytest.mark.trt_bindings]
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16}
 

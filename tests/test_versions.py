@@ -1,0 +1,114 @@
+"""The TensorRT (>= 10.4) and polygraphy (>= 0.53.6) floors: version parsing, the one-line refusal, and the
+engine path refusing an old TensorRT with exit 3 before any CUDA work."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.errors import MissingDependencyError
+from common.versions import (
+    POLYGRAPHY_FLOOR,
+    TENSORRT_FLOOR,
+    check_polygraphy_version,
+    check_tensorrt_version,
+    parse_version,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("10.4.0", (10, 4, 0)), ("10.13.3.9", (10, 13, 3, 9)), ("11.4.0.106", (11, 4, 0, 106)),
+    ("0.53.6.post1", (0, 53, 6)), ("10.16.1.11+cuda13", (10, 16, 1, 11)), ("10", (10,)),
+    ("", None), ("?", None), ("v10.4", None), (None, None), (10.4, None),
+])
+def test_parse_version(text, parsed):
+    assert parse_version(text) == parsed
+
+
+@pytest.mark.parametrize("found", ["10.4", "10.4.0", "10.10.0", "10.13.3.9", "10.16.1.11", "11.4.0.106", "12.0"])
+def test_tensorrt_10_4_and_newer_pass(found):
+    check_tensorrt_version(found)  # compared as numbers: 10.10 is newer than 10.4
+
+
+@pytest.mark.parametrize("found", ["10.3.0", "10.3.0.26", "10.0.1", "8.6.1", "?", None])
+def test_older_or_unreadable_tensorrt_is_refused_in_one_line(found):
+    with pytest.raises(MissingDependencyError) as raised:
+        check_tensorrt_version(found)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert str(found) in message and f"tensorrt >= {TENSORRT_FLOOR} is needed" in message
+    assert "crash" in message and "plugin object is freed" in message  # why
+    assert f"pip install 'tensorrt>={TENSORRT_FLOOR}'" in message
+
+
+@pytest.mark.parametrize("found, ok", [("0.53.6", True), ("0.54.0", True), ("1.0", True), ("0.53.5", False),
+                                       ("0.49.13", False), (None, False)])
+def test_polygraphy_floor(found, ok):
+    if ok:
+        check_polygraphy_version(found)
+        return
+    with pytest.raises(MissingDependencyError, match=f"polygraphy >= {POLYGRAPHY_FLOOR} is needed") as raised:
+        check_polygraphy_version(found)
+    assert "TensorRT 11" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def write_package(folder: Path, name: str, source: str) -> None:
+    (folder / name).mkdir()
+    (folder / name / "__init__.py").write_text(source)
+
+
+def run_cli_with(tmp_path: Path, tensorrt_version: str, polygraphy_version: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """The CLI's engine path in a fresh process whose `tensorrt` and `polygraphy` are empty packages reporting
+    these versions (a tensorrt with add_plugin_v3, as TensorRT 10.3 has); returns the result and the CUDA,
+    plugin and polygraphy modules the run imported."""
+    write_package(tmp_path, "tensorrt", f"__version__ = {tensorrt_version!r}\nclass Builder: pass\n"
+                                        "class INetworkDefinition:\n    def add_plugin_v3(self, *args): pass\n")
+    write_package(tmp_path, "polygraphy", f"__version__ = {polygraphy_version!r}\n")
+    code = ("import json, sys; import aliased_io_plugin as cli; status = cli.main(['--seed', '1']); "
+            "print('LOADED', json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('cuda', 'plugin')))); "
+            "sys.exit(status)")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    loaded = next(line for line in result.stdout.splitlines() if line.startswith("LOADED "))
+    return result, json.loads(loaded[len("LOADED "):])
+
+
+@pytest.mark.parametrize("tensorrt_version, polygraphy_version, expected", [
+    ("10.3.0", "0.53.6", "tensorrt 10.3.0 found; tensorrt >= 10.4 is needed (10.3's Python bindings crash the process"),
+    ("10.4.0", "0.49.13", "polygraphy 0.49.13 found; polygraphy >= 0.53.6 is needed"),
+])
+def test_cli_refuses_an_old_release_with_exit_3_before_any_cuda_work(tmp_path, tensorrt_version, polygraphy_version,
+                                                                     expected):
+    result, loaded = run_cli_with(tmp_path, tensorrt_version, polygraphy_version)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("aliased_io_plugin.py: error: ") and expected in result.stderr
+    assert loaded == []  # neither cuda-python nor the plugin (nor its kernel) was touched
+
+
+@pytest.mark.trt_bindings
+def test_each_real_tensorrt_of_the_matrix_passes_the_floor(trt):
+    """In the real-bindings matrix: the engine path accepts 10.4.0, 10.13.3.9, 10.16.1.11 and 11.4.0.106 by their
+    own __version__ (the full TensorRT, where installed, too)."""
+    if trt.__name__ != "tensorrt":
+        pytest.skip(f"{trt.__name__} ({trt.__version__}) stands in for tensorrt here; the matrix runs this test")
+    check_tensorrt_version(trt.__version__)
+
+
+def test_the_floors_are_the_same_everywhere_they_are_named():
+    """requirements.txt, the install hints and --help name the floors of common.versions, and no older release."""
+    from common.imports import INSTALL_HINTS
+
+    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    assert f"tensorrt>={TENSORRT_FLOOR}" in requirements and f"polygraphy>={POLYGRAPHY_FLOOR}" in requirements
+    assert f"'tensorrt>={TENSORRT_FLOOR}'" in INSTALL_HINTS["tensorrt"]
+    assert f"'polygraphy>={POLYGRAPHY_FLOOR}'" in INSTALL_HINTS["polygraphy"]
+    help_text = subprocess.run([sys.executable, str(ROOT / "aliased_io_plugin.py"), "--help"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=60).stdout
+    assert f"TensorRT >= {TENSORRT_FLOOR}" in help_text and f"polygraphy >= {POLYGRAPHY_FLOOR}" in help_text
+    assert ">= 10.3" not in help_text and "0.49" not in help_text
