@@ -61,8 +61,9 @@ engine reuse, state across runs, benchmark:
   graph outside it stops with exit 2 naming the value and the bound. --max_nodes/--max_edges are 1..2**31-1.
   --steps K --batch_edges B (K <= {MAX_STEPS:,}, K * B <= {MAX_RANDOM_EDGES:,}): K executions on one state
   buffer X (the graph's nodes, features and initial state; its edges are not used), each adding a new batch
-  of B random edges drawn from the seed; prints the per-step time and whether TensorRT aliased the output
-  X_out to X or the runner copied it back; --validate compares the final state with the float64 reference.
+  of B random edges drawn from the seed; X_out is bound at X's address, so nothing is copied back; prints
+  the per-step time and what TensorRT says about X_out; --validate compares the final state with the
+  float64 reference.
   --benchmark ITERS (1..{MAX_BENCHMARK_ITERATIONS:,}) times ITERS executions after warm-up with CUDA events,
   then the scatter-add kernel alone on the same buffers, and prints median, p90, min and the kernel's share.
 

@@ -229,8 +229,7 @@ def run_steps(
     run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
     lines = list(prepared.lines)
     lines.append(report.plugin_alias_line(compute_counts=False))
-    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, dtype.itemsize,
-                                    getattr(trt, "__version__", "?")))
+    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?")))
     return StepsResult(
         final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,
         build_seconds=prepared.build_seconds, run=run,

@@ -4,13 +4,14 @@ polygraphy's TrtRunner (network/runner.py) serves the single run; --steps and --
 engine many times on the same buffers and time each execution, so they drive the execution context
 directly: set the input shapes and tensor addresses once, then execute_async_v3 on this session's stream.
 
-Engine outputs: where ICudaEngine.get_aliased_input_tensor(output) names an input, TensorRT updates that
-input in place and the output must be bound to the input's own address (TensorRT's rule for aliased engine
-I/O), so the session binds it there. Every other output gets its own buffer here. Where this TensorRT has no
-get_aliased_input_tensor, every output gets its own buffer (nothing is assumed to be aliased).
+Engine outputs: the caller names the outputs it wants at an input's address (`outputs_at_inputs`; --steps
+binds its state output X_out at X, as NVIDIA's in-place sample quickly_deployable_plugins/qdp_runner.py
+does), and an output that ICudaEngine.get_aliased_input_tensor names an input for is bound there too
+(TensorRT's rule for aliased engine I/O). Every other output gets its own buffer here. What
+get_aliased_input_tensor said is kept for the report (None where this TensorRT has no such method).
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,22 +24,44 @@ if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
 
+def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | None] | None,
+                    outputs_at_inputs: Mapping[str, str]) -> dict[str, str | None]:
+    """For each engine output, the input whose address it is bound at (None: a buffer of its own).
+
+    `outputs_at_inputs` are the caller's choices; `aliases` is what get_aliased_input_tensor reported (None when
+    it cannot be asked), and an output it names an input for is bound there. ValueError when the two disagree.
+    """
+    bindings: dict[str, str | None] = {}
+    for name in output_names:
+        wanted, reported = outputs_at_inputs.get(name), (aliases or {}).get(name)
+        if wanted is not None and reported is not None and wanted != reported:
+            raise ValueError(f"engine output {name!r}: TensorRT aliases it to input {reported!r}, not {wanted!r}")
+        bindings[name] = wanted or reported
+    unknown = sorted(set(outputs_at_inputs) - set(output_names))
+    if unknown:
+        raise ValueError(f"the engine has no output(s) {unknown}; its outputs are {list(output_names)}")
+    return bindings
+
+
 class ExecutionSession:
     """One execution context of `engine` with every I/O tensor bound; execute() enqueues on `self.stream`.
 
     `inputs` are the caller's buffers (shapes within the engine's profile); the caller may upload new contents
-    between executions (same shapes). `aliases` is what get_aliased_input_tensor reported per output (None when
-    it cannot be asked); `bound_to_input[output]` names the input buffer an output was bound to, and
-    `outputs[output]` holds the buffers this session allocated for the others.
+    between executions (same shapes). `outputs_at_inputs` {output: input} binds those outputs at their input's
+    address (output_bindings). `aliases` is what get_aliased_input_tensor reported per output (None when it
+    cannot be asked); `bound_to_input[output]` names the input an output was bound at, and `outputs[output]`
+    holds the buffers this session allocated for the others.
     """
 
-    def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, DeviceArray]) -> None:
+    def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, DeviceArray],
+                 outputs_at_inputs: Mapping[str, str] | None = None) -> None:
         from cuda.bindings import runtime
 
         self.inputs = dict(inputs)
         self.outputs: dict[str, DeviceArray] = {}
-        self.bound_to_input: dict[str, str] = {}
         self.aliases = engine_output_aliases(trt, engine)
+        bindings = output_bindings(engine_output_names(trt, engine), self.aliases, outputs_at_inputs or {})
+        self.bound_to_input = {name: alias for name, alias in bindings.items() if alias is not None}
         self.stream: int = 0
         self.context = engine.create_execution_context()
         if self.context is None:
@@ -49,10 +72,8 @@ class ExecutionSession:
                 if not self.context.set_input_shape(name, buffer.shape):
                     raise RuntimeError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
                 self._bind(name, buffer.ptr)
-            for name in engine_output_names(trt, engine):
-                alias = (self.aliases or {}).get(name)
+            for name, alias in bindings.items():
                 if alias is not None:
-                    self.bound_to_input[name] = alias
                     self._bind(name, self.inputs[alias].ptr)
                 else:
                     dims = self.context.get_tensor_shape(name)
@@ -90,12 +111,3 @@ class ExecutionSession:
             check(runtime.cudaStreamDestroy(self.stream))
             self.stream = 0
 
-
-def copy_device_to_device(dst: DeviceArray, src: DeviceArray, stream: int) -> None:
-    """Enqueues a copy of src's bytes into dst (same size) on `stream`."""
-    from cuda.bindings import runtime
-
-    if dst.nbytes != src.nbytes:
-        raise ValueError(f"cannot copy {src.nbytes} bytes into a buffer of {dst.nbytes}")
-    if src.nbytes:
-        check(runtime.cudaMemcpyAsync(dst.ptr, src.ptr, src.nbytes, runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice, stream))

@@ -6,10 +6,13 @@ edges are not used in this mode. Batch k is B uniform random (source, target) pa
 (graph.random_edge_batches with default_rng((seed, STEPS_RANDOM_STREAM))); src holds the sources' features and
 idx the targets, so each execution adds B feature rows into X.
 
-The state persists across executions only if the engine's output "X_out" ends up in X: where TensorRT aliases
-X_out to X at the engine boundary (ICudaEngine.get_aliased_input_tensor("X_out") == "X"), the output is bound
-to X's buffer and every execution updates X in place; otherwise the runner copies X_out into X after each
-step (O(N*F) bytes) and says so. Everything here except run_state_steps is plain numpy.
+The state persists across executions because the engine's output "X_out" is bound at X's own address, as
+NVIDIA's in-place sample (quickly_deployable_plugins/qdp_runner.py) binds its output: whatever TensorRT does
+inside the engine, the updated state ends in X, and nothing is copied back (a copy of X_out into X would cost
+O(N*F) per step, what in-place updates exist to avoid). If TensorRT runs the plugin on X's buffer, the update
+is in place; if it copied X first, its write of X_out lands in X. The report still says what
+ICudaEngine.get_aliased_input_tensor("X_out") answers (TensorRT >= 10.15). Everything here except
+run_state_steps is plain numpy.
 """
 
 from collections.abc import Sequence
@@ -189,53 +192,43 @@ class StepsRun:
     """What run_state_steps observed.
 
     final_state: X read back after the last step (precision dtype). step_ms: per-step execution time.
-    copy_ms: per-step time of the runner's X_out -> X copy (empty when X_out was bound to X). aliases: what
-    get_aliased_input_tensor reported per output (None: this TensorRT cannot tell). state_bound_to_input:
-    X_out was bound to X's buffer. first_step_changed_state: X's buffer differed after the first execution,
-    before any copy (None when the first batch adds zero everywhere, so it cannot be told).
+    aliases: what get_aliased_input_tensor reported per output (None: this TensorRT cannot tell); X_out is
+    bound at X's address either way. first_step_changed_state: X's buffer differed after the first execution
+    (None when the first batch adds zero everywhere, so it cannot be told).
     """
 
     final_state: np.ndarray
     step_ms: list[float]
-    copy_ms: list[float]
     aliases: dict[str, str | None] | None
-    state_bound_to_input: bool
     first_step_changed_state: bool | None
     warmup_executions: int
 
 
-def aliasing_line(aliases: dict[str, str | None] | None, bound_to_input: bool, tensorrt_version: str = "?") -> str:
-    """What TensorRT reported for "X_out" and how the runner bound it."""
+def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str = "?") -> str:
+    """What TensorRT reported for "X_out", and how the runner bound it (at X's address, always)."""
     if aliases is None:
-        return (f"Engine output {OUTPUT_STATE!r}: TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor "
-                "to ask, so X_out got a buffer of its own")
-    alias = aliases.get(OUTPUT_STATE)
-    if bound_to_input:
-        return (f"Engine output {OUTPUT_STATE!r}: get_aliased_input_tensor -> {alias!r}, so X_out was bound to X's buffer "
-                "and each execution updated X in place; the runner copied nothing")
-    return f"Engine output {OUTPUT_STATE!r}: get_aliased_input_tensor -> {alias!r}, so X_out got a buffer of its own"
+        reported = f"TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to ask"
+    else:
+        reported = f"get_aliased_input_tensor -> {aliases.get(OUTPUT_STATE)!r}"
+    return (f"Engine output {OUTPUT_STATE!r}: {reported}; the runner binds X_out at X's address, so every execution "
+            "leaves the state in X and nothing is copied back")
 
 
-def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int, itemsize: int,
+def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int,
                        tensorrt_version: str = "?") -> list[str]:
-    """The lines --steps prints: what ran, aliasing as TensorRT reported it, copies, X after step 1, timings."""
+    """The lines --steps prints: what ran, aliasing as TensorRT reported it, X after step 1, timings."""
     steps = len(run.step_ms)
     lines = [
         f"Steps: {steps} executions on one state buffer X [{num_nodes}, {num_features}], each adding a new batch of "
         f"{batch_edges:,} random edges (after {run.warmup_executions} warm-up execution(s) that add zeros)",
-        aliasing_line(run.aliases, run.state_bound_to_input, tensorrt_version),
+        aliasing_line(run.aliases, tensorrt_version),
     ]
-    if run.copy_ms:
-        lines.append(
-            f"The runner copied X_out into X after every step: {len(run.copy_ms)} device-to-device copies of "
-            f"{num_nodes * num_features * itemsize:,} bytes (O(N*F)); copy time {describe_summary(summarize(run.copy_ms))}"
-        )
     if run.first_step_changed_state is None:
-        lines.append("X's buffer after the first execution: the first batch adds zero everywhere, so an in-place write cannot be seen")
+        lines.append("X's buffer after the first execution: the first batch adds zero everywhere, so the update cannot be seen")
     elif run.first_step_changed_state:
-        lines.append("X's buffer after the first execution, before any copy by the runner: changed (updated in place)")
+        lines.append("X's buffer after the first execution: changed (the update reached X)")
     else:
-        lines.append("X's buffer after the first execution, before any copy by the runner: unchanged (the update went to another buffer)")
+        lines.append("X's buffer after the first execution: unchanged (the update did not reach X: see the validation)")
     lines.append(f"Per-step engine time (CUDA events around execute_async_v3): {describe_summary(summarize(run.step_ms))}")
     return lines
 
@@ -258,7 +251,7 @@ def run_state_steps(
     """
     from plugin.device_array import DeviceArray
     from network.report import update_is_zero
-    from network.session import ExecutionSession, copy_device_to_device
+    from network.session import ExecutionSession
     from network.timing import EventTimer
 
     if not batches:
@@ -276,13 +269,11 @@ def run_state_steps(
     session: ExecutionSession | None = None
     timer: EventTimer | None = None
     step_ms: list[float] = []
-    copy_ms: list[float] = []
     first_changed: bool | None = None
     try:
-        session = ExecutionSession(trt, engine, buffers)
+        session = ExecutionSession(trt, engine, buffers, outputs_at_inputs={OUTPUT_STATE: INPUT_STATE})
         timer = EventTimer()
         state = buffers[INPUT_STATE]
-        state_out = session.outputs.get(OUTPUT_STATE)  # None when X_out is bound to X
         stream = session.stream
 
         buffers[INPUT_SOURCE].upload(np.zeros((batch_edges, num_features), dtype))
@@ -299,16 +290,11 @@ def run_state_steps(
             if step == 0 and observe_first_step:
                 if not update_is_zero(src, index, num_nodes):
                     first_changed = not np.array_equal(state.download(), initial_state)
-            if state_out is not None:
-                output = state_out
-                copy_ms.append(timer.time(stream, lambda: copy_device_to_device(state, output, stream)))
         final_state = state.download()
         return StepsRun(
             final_state=final_state,
             step_ms=step_ms,
-            copy_ms=copy_ms,
             aliases=session.aliases,
-            state_bound_to_input=OUTPUT_STATE in session.bound_to_input,
             first_step_changed_state=first_changed,
             warmup_executions=warmup,
         )

@@ -23,15 +23,15 @@ def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def assert_state_report_is_consistent(stdout: str, steps: int) -> None:
-    """X_out bound to X and nothing copied, or X_out in its own buffer and a copy after every step."""
+    """What TensorRT said about X_out, X_out bound at X's address whatever it said, nothing copied back, and
+    X changed by the first step."""
     alias_lines = [line for line in stdout.splitlines() if line.startswith("Engine output 'X_out'")]
     assert len(alias_lines) == 1, stdout
-    if "X_out was bound to X's buffer" in alias_lines[0]:
-        assert "get_aliased_input_tensor -> 'X'" in alias_lines[0]
-        assert "The runner copied X_out into X" not in stdout
-    else:
-        assert "X_out got a buffer of its own" in alias_lines[0]
-        assert f"The runner copied X_out into X after every step: {steps} device-to-device copies" in stdout
+    assert re.search(r"get_aliased_input_tensor -> ('X'|None)|has no ICudaEngine.get_aliased_input_tensor", alias_lines[0])
+    assert alias_lines[0].endswith("the runner binds X_out at X's address, so every execution leaves the state in X "
+                                   "and nothing is copied back")
+    assert "copied X_out into X" not in stdout
+    assert "X's buffer after the first execution: changed (the update reached X)" in stdout
     assert re.search(rf"Per-step engine time \(CUDA events around execute_async_v3\): median .* over {steps} runs", stdout)
 
 
@@ -133,8 +133,7 @@ def test_engine_state_benchmark_runs_and_reports_the_engine_boundary():
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert cells[4] in ("'X'", "None", "method missing")
-        assert cells[5] == ("no" if cells[4] == "'X'" else "yes")
-        assert cells[8] == "True"
+        assert cells[5:] == ["True", "True"]  # X changed by step 1 (X_out is bound at X), final state ok
 
 
 @pytest.mark.skipif(full_tensorrt_missing_reason() is None, reason="TensorRT and a GPU are here: the benchmark runs")

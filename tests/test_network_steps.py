@@ -23,7 +23,6 @@ from network.steps import (
     StateCheck,
     StepsRun,
     accumulated_magnitude,
-    aliasing_line,
     check_state_range,
     compare_state,
     expected_final_state,
@@ -259,37 +258,55 @@ def test_signature_description_names_the_network():
 
 
 def steps_run(**changes):
-    fields = dict(final_state=np.zeros((4, 1), np.float32), step_ms=[0.020, 0.022, 0.021], copy_ms=[],
-                  aliases={"X_out": "X"}, state_bound_to_input=True, first_step_changed_state=True, warmup_executions=1)
+    fields = dict(final_state=np.zeros((4, 1), np.float32), step_ms=[0.020, 0.022, 0.021], aliases={"X_out": "X"},
+                  first_step_changed_state=True, warmup_executions=1)
     fields.update(changes)
     return StepsRun(**fields)
 
 
-def test_report_when_tensorrt_aliases_x_out_to_x():
-    lines = steps_report_lines(steps_run(), 4, 1, 100, 4, "10.9")
-    text = "\n".join(lines)
+BOUND_AT_X = "the runner binds X_out at X's address, so every execution leaves the state in X and nothing is copied back"
+
+
+@pytest.mark.parametrize("aliases, reported", [
+    ({"X_out": "X"}, "get_aliased_input_tensor -> 'X'"),
+    ({"X_out": None}, "get_aliased_input_tensor -> None"),
+    (None, "TensorRT 10.13.3.9 has no ICudaEngine.get_aliased_input_tensor to ask"),
+])
+def test_report_says_what_tensorrt_answered_and_that_x_out_is_bound_at_x(aliases, reported):
+    lines = steps_report_lines(steps_run(aliases=aliases), 4, 1, 100, "10.13.3.9")
     assert lines[0].startswith("Steps: 3 executions on one state buffer X [4, 1], each adding a new batch of 100")
-    assert "get_aliased_input_tensor -> 'X', so X_out was bound to X's buffer" in text
-    assert "copied nothing" in text and "copied X_out into X" not in text
-    assert "before any copy by the runner: changed" in text
+    assert lines[1] == f"Engine output 'X_out': {reported}; {BOUND_AT_X}"
+    assert lines[2] == "X's buffer after the first execution: changed (the update reached X)"
     assert lines[-1] == "Per-step engine time (CUDA events around execute_async_v3): median 21.0 us, p90 22.0 us, min 20.0 us, max 22.0 us over 3 runs"
+    assert not any("cop" in line for line in lines[2:])  # no copy-back line, whatever TensorRT answered
 
 
-def test_report_when_tensorrt_does_not_alias_and_the_runner_copies():
-    run = steps_run(aliases={"X_out": None}, state_bound_to_input=False, copy_ms=[0.5, 0.4, 0.6],
-                    first_step_changed_state=False)
-    text = "\n".join(steps_report_lines(run, 1000, 2, 100, 2))
-    assert "get_aliased_input_tensor -> None, so X_out got a buffer of its own" in text
-    assert "The runner copied X_out into X after every step: 3 device-to-device copies of 4,000 bytes (O(N*F))" in text
-    assert "copy time median 500.0 us" in text
-    assert "unchanged (the update went to another buffer)" in text
+def test_report_when_the_first_step_cannot_show_or_did_not_reach_x():
+    unseen = "\n".join(steps_report_lines(steps_run(first_step_changed_state=None), 4, 1, 8))
+    assert "the first batch adds zero everywhere, so the update cannot be seen" in unseen
+    missed = "\n".join(steps_report_lines(steps_run(first_step_changed_state=False), 4, 1, 8))
+    assert "unchanged (the update did not reach X: see the validation)" in missed
 
 
-def test_report_when_tensorrt_cannot_tell():
-    assert "TensorRT 10.2 has no ICudaEngine.get_aliased_input_tensor" in aliasing_line(None, False, "10.2")
-    text = "\n".join(steps_report_lines(steps_run(aliases=None, state_bound_to_input=False, copy_ms=[1.0, 1.0, 1.0],
-                                                  first_step_changed_state=None), 4, 1, 8, 4))
-    assert "cannot be seen" in text
+@pytest.mark.parametrize("aliases", [{"X_out": "X"}, {"X_out": None}, None])
+def test_x_out_is_bound_at_x_whatever_get_aliased_input_tensor_says(aliases):
+    """--steps binds X_out at X's address like NVIDIA's qdp_runner.py: with TensorRT's alias, without it, and on a
+    TensorRT that cannot be asked (before 10.15). No buffer of its own, so nothing to copy back."""
+    from network.session import output_bindings
+
+    assert output_bindings(["X_out"], aliases, {"X_out": "X"}) == {"X_out": "X"}
+
+
+def test_output_bindings_follow_tensorrt_for_other_outputs_and_refuse_contradictions():
+    from network.session import output_bindings
+
+    assert output_bindings(["softmax"], {"softmax": None}, {}) == {"softmax": None}  # the classifier: its own buffer
+    assert output_bindings(["cache_out"], {"cache_out": "cache"}, {}) == {"cache_out": "cache"}  # TensorRT's rule
+    assert output_bindings(["softmax"], None, {}) == {"softmax": None}
+    with pytest.raises(ValueError, match="TensorRT aliases it to input 'W', not 'X'"):
+        output_bindings(["X_out"], {"X_out": "W"}, {"X_out": "X"})
+    with pytest.raises(ValueError, match=r"the engine has no output\(s\) \['X_out'\]"):
+        output_bindings(["softmax"], None, {"X_out": "X"})
 
 
 def test_state_network_inputs_and_output_on_the_standin(trt):
@@ -319,3 +336,13 @@ def test_run_steps_refuses_tensorrt_without_add_plugin_v3_before_any_work(trt):
     with pytest.raises(MissingDependencyError, match="add_plugin_v3") as raised:
         run_steps(None, "not-a-precision", [])  # neither the graph nor the batches are read
     assert "\n" not in str(raised.value)
+
+
+def test_engine_state_benchmark_table_has_no_copy_back_column():
+    from benchmarks.bench_engine_state import table
+
+    row = dict(N=1000, median_us=10.0, min_us=9.0, max_us=11.0, alias="None", changed=True, ok=True)
+    header, _, columns, _, cells, *_ = table([row], "H200").splitlines()
+    assert columns == ("| N | per-step median (us) | min | max | get_aliased_input_tensor('X_out') | X changed by step 1 | "
+                       "final state ok |")
+    assert cells == "| 1e+03 | 10.0 | 9.0 | 11.0 | None | True | True |"
