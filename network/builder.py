@@ -108,11 +108,16 @@ def add_scatter_add_layer(
     plugin). Keep the plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
     Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
     """
-    from plugin.scatter_add_plugin import register_scatter_add_creator
+    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_VERSION, register_scatter_add_creator
 
     register_scatter_add_creator()
     plugin = scatter_add_plugin_for(kind)
     layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
+    if layer is None:  # TensorRT logs why (a build callback of the plugin failed) and returns no layer
+        raise RuntimeError(
+            f"TensorRT could not add the {PLUGIN_NAME} plugin (version {PLUGIN_VERSION}, {kind} network) to the "
+            "network: add_plugin_v3 returned None; TensorRT's log says which plugin method failed (run with -v)"
+        )
     layer.name = "scatter_add_in_place"
     return layer, plugin
 

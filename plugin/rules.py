@@ -57,17 +57,18 @@ def num_outputs(*, compute_counts: bool) -> int:
 
 
 def supports_combination(
-    pos: int, dtypes: Sequence[np.dtype | None], linear: Sequence[bool], *, compute_counts: bool
+    pos: int, dtypes: Sequence[np.dtype | None], linear: Sequence[bool], *, num_io: int, compute_counts: bool
 ) -> bool:
     """Whether the plugin accepts the data type and format at `pos`, given the choices at positions before it.
 
-    `dtypes[i]` is the numpy dtype TensorRT proposes for position i (None for a type numpy lacks, e.g. int8),
-    `linear[i]` whether its format is LINEAR; there are 3 inputs and num_outputs(compute_counts) outputs.
-    TensorRT asks about one position at a time and has fixed the positions before it, so a rule may only look
-    back: position 0 picks the feature dtype, the others follow it.
+    TensorRT asks about one position at a time and has fixed only the positions up to `pos`: what it passes
+    for later positions is undefined, so the caller hands over positions 0..pos only. `dtypes[i]` is the numpy
+    dtype TensorRT proposes for position i (None for a type numpy lacks, e.g. int8), `linear[i]` whether its
+    format is LINEAR; `num_io` is how many descriptors TensorRT passed (3 inputs and num_outputs outputs).
+    Position 0 picks the feature dtype, the others follow it.
     """
     total = NUM_INPUTS + num_outputs(compute_counts=compute_counts)
-    if pos < 0 or pos >= total or len(dtypes) != total or len(linear) != total:
+    if num_io != total or pos < 0 or pos >= total or len(dtypes) != pos + 1 or len(linear) != pos + 1:
         return False
     if not linear[pos]:
         return False
@@ -179,6 +180,17 @@ def launch_sizes(shapes: Sequence[Sequence[int]]) -> LaunchSizes:
     if min(num_nodes, num_features, num_edges) < 0:
         raise ValueError(f"shapes must be concrete at run time, got {[tuple(shape) for shape in shapes]}")
     return LaunchSizes(num_nodes=int(num_nodes), num_edges=int(num_edges), num_features=int(num_features))
+
+
+def profile_maximum_sizes(max_shapes: Sequence[Sequence[int]], state_dtype: np.dtype | None) -> LaunchSizes:
+    """N, E and F of the profile's largest shapes (what the workspace is sized for); ValueError when a maximum
+    is dynamic (-1), the shapes do not fit together, or the state's type is not float32/float16."""
+    check_input_ranks(max_shapes)
+    if any(-1 in tuple(shape) for shape in max_shapes):
+        raise ValueError(f"the profile's largest shapes must be concrete, got {[tuple(shape) for shape in max_shapes]}")
+    if state_dtype not in FEATURE_DTYPES:
+        raise ValueError(f"the state (input 0) must be float32 or float16, got {state_dtype}")
+    return launch_sizes(max_shapes)
 
 
 def state_nbytes(sizes: LaunchSizes, dtype: np.dtype) -> int:

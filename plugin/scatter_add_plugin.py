@@ -50,6 +50,16 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]") -> int:
+    """Workspace bytes for the profile's largest shapes of (state, src, index); ValueError (rules.profile_maximum_sizes)
+    for a dynamic maximum, shapes that do not fit together or an unsupported state type."""
+    from plugin.kernels import scatter_add_workspace_size
+
+    dtype = numpy_dtype(inp[rules.STATE].desc.type)
+    sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
+    return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
+
+
 def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
     """A trt.PluginFieldCollection of INT32 fields from {name: int32 array}.
 
@@ -127,23 +137,25 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return [trt.DimsExprs(shape) for shape in shapes]
 
     def supports_format_combination(self, pos: int, in_out: "list[DynamicPluginTensorDesc]", num_inputs: int) -> bool:
-        dtypes = [numpy_dtype(desc.desc.type) for desc in in_out]
-        linear = [desc.desc.format == trt.TensorFormat.LINEAR for desc in in_out]
-        return num_inputs == rules.NUM_INPUTS and rules.supports_combination(
-            pos, dtypes, linear, compute_counts=self.compute_counts
-        )
+        """Reads the descriptors at positions 0..pos only: TensorRT leaves the later ones undefined."""
+        if num_inputs != rules.NUM_INPUTS or not 0 <= pos < len(in_out):
+            return False
+        chosen = [in_out[i].desc for i in range(pos + 1)]
+        dtypes = [numpy_dtype(desc.type) for desc in chosen]
+        linear = [desc.format == trt.TensorFormat.LINEAR for desc in chosen]
+        return rules.supports_combination(pos, dtypes, linear, num_io=len(in_out), compute_counts=self.compute_counts)
 
     def configure_plugin(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> None:
-        """Checks ranks and the feature dimension once, at build time (-1 marks a dynamic dimension)."""
+        """Checks ranks and the feature dimension once, at build time (-1 marks a dynamic dimension), and
+        everything get_workspace_size needs: TensorRT turns an exception here into a build error, but swallows
+        one raised in get_workspace_size and uses 0 bytes."""
         rules.check_input_ranks([dims_tuple(desc.desc.dims) for desc in inp])
+        profile_workspace_size(inp)
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
-        """The kernel's workspace for the largest shapes of the profile (float32 needs none)."""
-        from plugin.kernels import scatter_add_workspace_size
-
-        sizes = rules.launch_sizes([dims_tuple(desc.max) for desc in inp])
-        dtype = numpy_dtype(inp[rules.STATE].desc.type)
-        return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
+        """The kernel's workspace for the largest shapes of the profile (float32 needs none). TensorRT calls
+        configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
+        return profile_workspace_size(inp)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""

@@ -118,6 +118,25 @@ def test_each_network_gets_its_plugin_variant(trt):
         scatter_add_plugin_for("other")
 
 
+@pytest.mark.parametrize("kind", ["classifier", "state update"])
+def test_add_plugin_v3_returning_none_is_one_clear_error_naming_the_plugin(trt, plugin_registry, kind):
+    """TensorRT's add_plugin_v3 returns None (no exception) when the plugin's build callbacks fail: the builder
+    stops there with one line naming the plugin, not with an AttributeError on None further on. The network
+    is a stand-in whose add_plugin_v3 answers None, as TensorRT's does then."""
+    from network.builder import INPUT_NAMES, add_scatter_add_layer
+
+    class NetworkRefusingThePlugin:
+        def add_plugin_v3(self, inputs, shape_inputs, plugin):
+            assert len(inputs) == 3 and shape_inputs == [] and plugin.plugin_name == "ScatterAddInPlace"
+            return None
+
+    with pytest.raises(RuntimeError) as raised:
+        add_scatter_add_layer(NetworkRefusingThePlugin(), {name: object() for name in INPUT_NAMES}, kind)
+    message = str(raised.value)
+    assert message.startswith(f"TensorRT could not add the ScatterAddInPlace plugin (version 1, {kind} network)")
+    assert "add_plugin_v3 returned None" in message and "\n" not in message
+
+
 @pytest.mark.parametrize("precision", ["float32", "float16"])
 def test_state_network_without_the_plugin_builds(trt, precision):
     """The state-update network's plugin-free part: inputs X, src, idx with the sample's profile, an identity

@@ -129,6 +129,38 @@ def test_supports_format_combination_every_position_dtype_and_format(trt, sap, c
     assert checked == 2 * positions * len(dtypes) * len(formats)
 
 
+class ChosenUpTo:
+    """TensorRT's in_out for a call at `pos`: real descriptors, where reading one past `pos` fails the test
+    (TensorRT leaves them undefined). len() is allowed: it reads no descriptor."""
+
+    def __init__(self, descriptors, pos):
+        self.descriptors, self.pos, self.touched = list(descriptors), pos, []
+
+    def __len__(self):
+        return len(self.descriptors)
+
+    def __getitem__(self, index):
+        if not isinstance(index, int) or not 0 <= index <= self.pos:
+            self.touched.append(index)
+            raise AssertionError(f"supports_format_combination(pos={self.pos}) read in_out[{index}]")
+        return self.descriptors[index]
+
+    def __iter__(self):
+        self.touched.append("iter")
+        raise AssertionError(f"supports_format_combination(pos={self.pos}) iterated over every descriptor")
+
+
+@pytest.mark.parametrize("compute_counts", [True, False])
+def test_supports_format_combination_reads_nothing_past_pos(trt, sap, compute_counts):
+    plugin = sap.ScatterAddPlugin(compute_counts=compute_counts)
+    for state_dtype in (trt.float32, trt.float16):
+        io = plugin_io(trt, state_dtype, compute_counts=compute_counts)
+        for pos in range(len(io)):
+            in_out = ChosenUpTo(io, pos)
+            assert plugin.supports_format_combination(pos, in_out, 3) is True, (state_dtype, pos)
+            assert in_out.touched == []
+
+
 def test_supports_format_combination_refuses_the_other_variants_positions(trt, sap):
     plugin = sap.ScatterAddPlugin(compute_counts=False)
     # TensorRT never asks the one-output plugin about five positions, nor the two-output one about four
@@ -176,6 +208,46 @@ def test_get_workspace_size_uses_the_profile_maximum(trt, sap):
         assert size == kernels.scatter_add_workspace_size(64, 256, 3, np.dtype(dtype))
         if feature == trt.float32:
             assert size == 0  # the float32 path uses no workspace (issue 5)
+
+
+def test_configure_plugin_checks_what_get_workspace_size_needs(trt, sap):
+    """TensorRT swallows an exception in get_workspace_size and uses 0 bytes, so configure_plugin (whose
+    exceptions stop the build) refuses what would make it fail: a dynamic profile maximum, a state type
+    other than float32/float16. Each refusal is one line naming the value."""
+    plugin = sap.ScatterAddPlugin()
+    dynamic_maximum = profile_inputs(trt, trt.float16)
+    dynamic_maximum[0] = tensor_desc(trt, trt.float16, [-1, 3], low=[1, 3], high=[-1, 3])
+    int32_state = profile_inputs(trt, trt.float32)
+    int32_state[0] = tensor_desc(trt, trt.int32, [-1, 3], low=[1, 3], high=[64, 3])
+    for inputs, message in ((dynamic_maximum, r"largest shapes must be concrete, got \[\(-1, 3\)"),
+                            (int32_state, "the state .* must be float32 or float16, got None")):
+        with pytest.raises(ValueError, match=message) as raised:
+            plugin.configure_plugin(inputs, [])
+        assert "\n" not in str(raised.value)
+
+
+def test_get_workspace_size_cannot_raise_once_configure_plugin_accepted(trt, sap):
+    """Over states, maxima and feature counts good and bad: configure_plugin either refuses the descriptors
+    or get_workspace_size answers for them (an int >= 0), never an exception TensorRT would swallow."""
+    plugin = sap.ScatterAddPlugin()
+    accepted = refused = 0
+    for state_type, src_type, max_nodes, max_edges, src_features in itertools.product(
+            (trt.float32, trt.float16, trt.int32, trt.int8), (trt.float32, trt.float16),
+            (64, -1, 0, 2**31 - 1), (256, -1, 0), (3, 2, -1)):
+        inputs = [
+            tensor_desc(trt, state_type, [-1, 3], low=[1, 3], high=[max_nodes, 3]),
+            tensor_desc(trt, src_type, [-1, src_features], low=[1, 3], high=[max_edges, src_features]),
+            tensor_desc(trt, trt.int64, [-1], low=[1], high=[max_edges]),
+        ]
+        try:
+            plugin.configure_plugin(inputs, [])
+        except ValueError:
+            refused += 1
+            continue
+        size = plugin.get_workspace_size(inputs, [])
+        assert isinstance(size, int) and size >= 0
+        accepted += 1
+    assert accepted > 0 and refused > 0
 
 
 @pytest.mark.parametrize("compute_counts", [True, False])

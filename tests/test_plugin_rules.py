@@ -16,8 +16,10 @@ def combination(state, src=None, index=I64, aggregated=None, counts=I64, *, comp
 
 
 def supports(pos, dtypes, linear=None, *, compute_counts):
+    """What the plugin asks: the choices at positions 0..pos, and how many positions TensorRT passed."""
     linear = [True] * len(dtypes) if linear is None else linear
-    return rules.supports_combination(pos, dtypes, linear, compute_counts=compute_counts)
+    return rules.supports_combination(pos, dtypes[: pos + 1], linear[: pos + 1], num_io=len(dtypes),
+                                      compute_counts=compute_counts)
 
 
 WITH_AND_WITHOUT_COUNTS = pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no_counts"])
@@ -76,14 +78,17 @@ def test_without_counts_index_is_still_int64():
 
 
 @WITH_AND_WITHOUT_COUNTS
-def test_rules_never_look_at_later_positions(compute_counts):
-    """TensorRT has not chosen the positions after `pos` yet; garbage there must not change the answer."""
-    total = 3 + rules.num_outputs(compute_counts=compute_counts)
+def test_rules_take_only_the_positions_up_to_pos(compute_counts):
+    """TensorRT has not chosen the positions after `pos` yet: the rules are given positions 0..pos, and refuse
+    a call that hands them more or fewer."""
+    dtypes = combination(F16, compute_counts=compute_counts)
+    total = len(dtypes)
     for pos in range(total):
-        dtypes = combination(F16, compute_counts=compute_counts)
-        garbage = dtypes[: pos + 1] + [np.dtype(np.bool_)] * (total - 1 - pos)
-        linear = [True] * (pos + 1) + [False] * (total - 1 - pos)
-        assert supports(pos, garbage, linear, compute_counts=compute_counts)
+        assert rules.supports_combination(pos, dtypes[: pos + 1], [True] * (pos + 1), num_io=total,
+                                          compute_counts=compute_counts)
+        for count in {0, pos, total} - {pos + 1}:
+            assert not rules.supports_combination(pos, dtypes[:count], [True] * count, num_io=total,
+                                                  compute_counts=compute_counts)
 
 
 def test_out_of_range_position_is_refused():
