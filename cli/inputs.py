@@ -26,9 +26,10 @@ from common.errors import InputError
 from common.limits import LARGE_FILE_BYTES, MAX_RANDOM_EDGES
 from graph import (
     Graph,
-    check_fp16_range,
+    check_precision_range,
     load_graph_file,
     load_node_features_file,
+    may_overflow,
     parse_edges,
     parse_node_features,
     random_graph,
@@ -57,7 +58,7 @@ class Prepared:
     seed: int
     graph: Graph
     weights: np.ndarray
-    reference: dict[str, np.ndarray] | None  # computed for --dry-run, --validate and fp16 range checks
+    reference: dict[str, np.ndarray] | None  # computed for --dry-run, --validate and range checks
     timings: list[str]
     engine: EngineOptions = EngineOptions()
     profile: Any = None  # network.profile.ProfileBounds from --max_nodes/--max_edges, else None (the default)
@@ -128,6 +129,7 @@ def prepare(options: argparse.Namespace) -> Prepared:
     start = time.perf_counter()
     graph = load_graph(options, seed)
     timings.append(f"Read and validated the graph in {time.perf_counter() - start:.3f} s")
+    check_precision_range(graph, options.precision)  # the features and the state themselves
     weights = make_weights(seed, num_classes, graph.num_features)
     if engine.steps is not None:
         steps = prepare_steps(options, engine, graph, seed, timings)
@@ -139,12 +141,13 @@ def prepare(options: argparse.Namespace) -> Prepared:
             f"output, more than the limit of {MAX_OUTPUT_ELEMENTS:,} values"
         )
     expected = None
-    if options.dry_run or options.validate or options.precision == "fp16":
+    fp16 = options.precision == "fp16"
+    if options.dry_run or options.validate or fp16 or may_overflow(graph, weights, options.precision):
         start = time.perf_counter()
         expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state)
         timings.append(f"Computed the float64 reference in {time.perf_counter() - start:.3f} s")
-        if options.precision == "fp16":
-            check_fp16_range(graph, expected["aggregated"], expected["logits"], expected["counts"])
+        counts = expected["counts"] if fp16 else None  # fp16 casts the in-degrees before dividing
+        check_precision_range(graph, options.precision, expected["aggregated"], expected["logits"], counts)
     return Prepared(seed, graph, weights, expected, timings, engine, profile_bounds(engine, graph))
 
 
@@ -163,7 +166,7 @@ def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:
 
 def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Graph, seed: int,
                   timings: list[str]) -> StepsPlan:
-    """Draws the --steps batches; for fp16 checks that the state cannot overflow; for --dry-run and --validate
+    """Draws the --steps batches; checks that the state cannot overflow the precision; for --dry-run and --validate
     computes the final state's reference and its rounding bound."""
     from network.steps import check_state_range, expected_final_state, make_step_batches, state_error_bound
 
@@ -171,8 +174,7 @@ def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Gra
     start = time.perf_counter()
     batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
     timings.append(f"Drew {engine.steps:,} batches of {engine.batch_edges:,} edges in {time.perf_counter() - start:.3f} s")
-    if options.precision == "fp16":
-        check_state_range(graph.node_features, batches, graph.state, "fp16")
+    check_state_range(graph.node_features, batches, graph.state, options.precision)
     final_state = bound = None
     if options.dry_run or options.validate:
         start = time.perf_counter()

@@ -10,6 +10,8 @@ from common.errors import InputError
 from graph.model import Graph
 
 FP16_MAX = float(np.finfo(np.float16).max)  # 65504
+LARGEST_FINITE = {"fp32": float(np.finfo(np.float32).max), "fp16": FP16_MAX}
+TYPE_NAME = {"fp32": "float32", "fp16": "float16"}
 MAX_NAMED_NODES = 5  # how many nodes without an incoming edge an error message lists
 
 
@@ -98,29 +100,48 @@ def validate_graph(node_features, edges, state=None) -> Graph:
     return Graph(node_features=features, edges=edge_array, state=state_array)
 
 
-def check_fp16_range(
-    graph: Graph, aggregated: np.ndarray, logits: np.ndarray, counts: np.ndarray | None = None
+def check_precision_range(
+    graph: Graph,
+    precision: str,
+    aggregated: np.ndarray | None = None,
+    logits: np.ndarray | None = None,
+    counts: np.ndarray | None = None,
 ) -> None:
-    """For --precision fp16: the features, the state, the aggregated sums, the logits and the in-degrees
-    (`counts`, which the network casts to float16 before dividing) must fit float16.
-
-    `aggregated` and `logits` (weights @ mean.T) come from the float64 reference; a value beyond 65504 would
-    become Inf in the engine (a negative logit may, since ReLU maps -Inf to 0). (Partial sums of mixed-sign features may exceed the final sum; the kernel's
-    accumulation precision decides whether that matters.)
+    """The features and the state must fit the precision's type (float32: +-3.4e38, float16: +-65504), and so
+    must, when given, the float64 reference's aggregated sums, its logits and (for fp16, which casts the
+    counts before dividing) the in-degrees `counts`. A value beyond would become Inf in the engine (a negative
+    logit may, since ReLU maps -Inf to 0). (Partial sums of mixed-sign features may exceed the final sum; the
+    kernel's accumulation precision decides whether that matters.)
     """
+    largest = LARGEST_FINITE[precision]
     for what, values in (
         ("node_features", graph.node_features),
         ("state", graph.state),
         ("aggregated features (state + sum of incoming neighbours)", aggregated),
-        ("logits (weights @ mean, after ReLU)", np.maximum(logits, 0.0)),  # -Inf would become 0 anyway
+        ("logits (weights @ mean, after ReLU)", None if logits is None else np.maximum(logits, 0.0)),
         ("in-degree (the edge count the mean divides by)", counts),
     ):
         if values is None:
             continue
-        too_large = np.abs(values) > FP16_MAX
+        too_large = np.abs(values) > largest
         if too_large.any():
             index = tuple(int(i) for i in np.argwhere(too_large)[0])
+            advice = "use smaller values" if precision == "fp32" else "use --precision fp32"
+            if precision == "fp16" and not what.startswith("in-degree"):
+                advice += " or smaller features"
             raise InputError(
-                f"--precision fp16: {what} at {list(index)} is {values[index]:.6g}, beyond float16's range "
-                f"(+-{FP16_MAX:g}); use --precision fp32" + ("" if what.startswith("in-degree") else " or smaller features")
+                f"--precision {precision}: {what} at {list(index)} is {values[index]:.6g}, beyond {TYPE_NAME[precision]}'s "
+                f"range (+-{largest:.6g}); {advice}"
             )
+
+
+def may_overflow(graph: Graph, weights: np.ndarray, precision: str) -> bool:
+    """False when no aggregated sum or logit can exceed the precision's range, by a bound from the largest
+    feature, state value, in-degree and weights (O(N·F + E), no reference needed); True when only the float64
+    reference can tell."""
+    largest = LARGEST_FINITE[precision]
+    in_degree = int(np.bincount(graph.edges[:, 1], minlength=graph.num_nodes).max()) if graph.num_edges else 0
+    state = 0.0 if graph.state is None else float(np.abs(graph.state).max())
+    aggregated = state + in_degree * float(np.abs(graph.node_features).max())
+    logits = float(np.abs(weights).sum(axis=1).max()) * aggregated  # |mean| <= |aggregated| (in-degree >= 1)
+    return not (aggregated <= largest and logits <= largest)

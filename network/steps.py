@@ -23,6 +23,7 @@ import numpy as np
 
 from common.errors import InputError
 from common.limits import MAX_STEPS
+from graph.validate import LARGEST_FINITE
 from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
 from network.timing import describe_summary, summarize
 
@@ -34,7 +35,6 @@ WARMUP_EXECUTIONS = 1
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11}
 SMALLEST_SUBNORMAL = {"fp32": 2.0**-149, "fp16": 2.0**-24}
-LARGEST_FINITE = {"fp32": float(np.finfo(np.float32).max), "fp16": float(np.finfo(np.float16).max)}
 
 
 def make_step_batches(num_nodes: int, steps: int, batch_edges: int, seed: int) -> list[np.ndarray]:
@@ -126,7 +126,8 @@ def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], 
             node, feature = (int(i) for i in np.argwhere(too_large)[0])
             raise InputError(
                 f"--precision {precision}: {what} at [{node}, {feature}] is {float(_as_matrix(values)[node, feature]):g}, "
-                f"beyond the largest {precision} value {largest:g}; use --precision fp32"
+                f"beyond the largest {precision} value {largest:g}; "
+                + ("use smaller values" if precision == "fp32" else "use --precision fp32")
             )
     magnitude, _ = accumulated_magnitude(node_features, batches, state)
     if magnitude.size == 0:
@@ -136,7 +137,8 @@ def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], 
         raise InputError(
             f"with --precision {precision} the state of node {int(position[0])} could reach "
             f"{magnitude[position]:.6g} (sum of magnitudes over its initial state and {len(batches)} batches), "
-            f"beyond the largest {precision} value {largest:g}; use --precision fp32 or fewer --steps"
+            f"beyond the largest {precision} value {largest:g}; "
+            + ("use fewer --steps or smaller values" if precision == "fp32" else "use --precision fp32 or fewer --steps")
         )
 
 

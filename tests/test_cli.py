@@ -200,6 +200,11 @@ BAD_INPUTS = [
     (["--random_graph", "100", "200", "--node_features", "[1,2]"], "describe 2 nodes but --random_graph asks for 100"),
     (["--random_graph", "40000", "40000", "--num_classes", "4096"], "more than the limit of 134,217,728 values"),
     (["--precision", "fp16", "--node_features", "[1,3,5,70000]"], "node_features at [3, 0] is 70000, beyond float16"),
+    (["--node_features", "[1e39,3,5,7]"], "--precision fp32: node_features at [0, 0] is 1e+39, beyond float32's range"),
+    (["--node_features", "[3e38,3e38,5,7]"],  # node 2 adds nodes 0 and 1
+     "--precision fp32: aggregated features (state + sum of incoming neighbours) at [2, 0] is 6e+38"),
+    (["--node_features", "[1e39,3,5,7]", "--steps", "2", "--batch_edges", "2"],
+     "--precision fp32: node_features at [0, 0] is 1e+39, beyond float32's range"),
 ]
 
 

@@ -51,7 +51,7 @@ BAD_ENGINE_OPTIONS = [
     (["--precision", "fp16", "--node_features", "[60000,60000,60000,60000]", "--steps", "2", "--batch_edges", "8"],
      "beyond the largest fp16 value 65504; use --precision fp32 or fewer --steps"),
     (["--precision", "fp16", "--node_features", "[1,3,5,70000]", "--steps", "1", "--batch_edges", "1"],
-     "--precision fp16: node_features at [3, 0] is 70000, beyond the largest fp16 value 65504"),
+     "--precision fp16: node_features at [3, 0] is 70000, beyond float16's range (+-65504)"),
 ]
 
 

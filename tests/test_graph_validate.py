@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from graph import FP16_MAX, Graph, check_fp16_range, describe_graph, validate_graph
+from graph import FP16_MAX, Graph, check_precision_range, describe_graph, may_overflow, validate_graph
+from reference import gnn_reference
 
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
 
@@ -76,17 +77,32 @@ def test_empty_edge_list_leaves_every_node_without_incoming_edge():
 def test_fp16_range_check_names_the_value_beyond_65504():
     graph = validate_graph([1.0, 70000.0], [[0, 1], [1, 0]])
     with pytest.raises(InputError, match=r"node_features at \[1, 0\] is 70000, beyond float16's range"):
-        check_fp16_range(graph, np.zeros((2, 1)), np.zeros((3, 2)))
+        check_precision_range(graph, "fp16", np.zeros((2, 1)), np.zeros((3, 2)))
     small = validate_graph([1.0, 2.0], [[0, 1], [1, 0]])
     with pytest.raises(InputError, match=r"aggregated features .* at \[0, 0\]"):
-        check_fp16_range(small, np.array([[FP16_MAX * 1.01], [1.0]]), np.zeros((3, 2)))
+        check_precision_range(small, "fp16", np.array([[FP16_MAX * 1.01], [1.0]]), np.zeros((3, 2)))
     with pytest.raises(InputError, match=r"logits .* at \[2, 1\] is 70000"):
-        check_fp16_range(small, np.ones((2, 1)), np.array([[0, 0], [0, 0], [0, 70000.0]]))
-    check_fp16_range(small, np.full((2, 1), FP16_MAX), np.full((3, 2), FP16_MAX))  # the limit itself is fine
-    check_fp16_range(small, np.ones((2, 1)), np.full((3, 2), -1e6))  # ReLU turns -Inf logits into 0
+        check_precision_range(small, "fp16", np.ones((2, 1)), np.array([[0, 0], [0, 0], [0, 70000.0]]))
+    check_precision_range(small, "fp16", np.full((2, 1), FP16_MAX), np.full((3, 2), FP16_MAX))  # the limit itself is fine
+    check_precision_range(small, "fp16", np.ones((2, 1)), np.full((3, 2), -1e6))  # ReLU turns -Inf logits into 0
     with pytest.raises(InputError, match=r"in-degree .* at \[1, 0\] is 70000"):
-        check_fp16_range(small, np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [70000]]))
-    check_fp16_range(small, np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [int(FP16_MAX)]]))
+        check_precision_range(small, "fp16", np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [70000]]))
+    check_precision_range(small, "fp16", np.ones((2, 1)), np.zeros((3, 2)), np.array([[1], [int(FP16_MAX)]]))
+
+
+def test_fp32_range_check_names_the_value_beyond_float32():
+    graph = validate_graph([1.0, 1e39], [[0, 1], [1, 0]])  # finite in float64, Inf in float32
+    with pytest.raises(InputError, match=r"--precision fp32: node_features at \[1, 0\] is 1e\+39, beyond float32's range"):
+        check_precision_range(graph, "fp32")
+    large = validate_graph([3e38, 3e38], [[1, 0], [0, 1], [1, 1]])  # node 1 sums to 6e38
+    check_precision_range(large, "fp32")
+    weights = np.ones((2, 1))
+    assert may_overflow(large, weights, "fp32")
+    reference = gnn_reference(large.node_features, large.edges, weights)
+    with pytest.raises(InputError, match=r"aggregated features .* at \[1, 0\] is 6e\+38"):
+        check_precision_range(large, "fp32", reference["aggregated"], reference["logits"])
+    small = validate_graph([1.0, 2.0], [[0, 1], [1, 0]])
+    assert not may_overflow(small, weights, "fp32") and may_overflow(validate_graph([6e4, 1.0], [[0, 1], [0, 0], [1, 1]]), weights, "fp16")
 
 
 def test_cli_refuses_fp16_in_degree_beyond_65504():
