@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Setting seed to: {prepared.seed}")
     print()
     print("\n".join(describe_graph(prepared.graph)))
+    if prepared.features_note:
+        print(prepared.features_note)
     print()
     if options.verbose:
         print("\n".join(prepared.timings))

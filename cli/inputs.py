@@ -27,6 +27,7 @@ from common.limits import LARGE_FILE_BYTES, MAX_RANDOM_EDGES
 from graph import (
     Graph,
     check_precision_range,
+    implied_node_count,
     load_graph_file,
     load_node_features_file,
     may_overflow,
@@ -38,7 +39,9 @@ from graph import (
 )
 from reference import gnn_reference, make_weights
 
-RANDOM_GRAPH_STREAM = 1  # --random_graph draws from default_rng((seed, 1)), apart from the weights' default_rng(seed)
+RANDOM_GRAPH_STREAM = 1
+"""--random_graph and the features of a --graph file without node_features draw from default_rng((seed, 1)),
+apart from the weights' default_rng(seed)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class Prepared:
     engine: EngineOptions = EngineOptions()
     profile: Any = None  # network.profile.ProfileBounds from --max_nodes/--max_edges, else None (the default)
     steps: StepsPlan | None = None
+    features_note: str | None = None  # says so when the node features were drawn from the seed
 
 
 def _load_with_progress(load: Any, path: str, option: str) -> Any:
@@ -88,35 +92,41 @@ def _given_node_features(options: argparse.Namespace) -> np.ndarray | None:
     return None
 
 
-def load_graph(options: argparse.Namespace, seed: int) -> Graph:
-    """The graph from --graph, --random_graph or the --node_features/--edges strings, validated."""
+DRAWN_FEATURES_NOTE = "Node features: none given, so {} drawn from the seed, uniform in [0, 10)"
+
+
+def load_graph(options: argparse.Namespace, seed: int) -> tuple[Graph, str | None]:
+    """The graph from --graph, --random_graph or the --node_features/--edges strings, validated, and a note
+    when its node features were drawn from the seed (a graph file without them, or --random_graph)."""
     given_features = _given_node_features(options)
     if options.graph is not None:
         arrays = _load_with_progress(load_graph_file, options.graph, "--graph")
         if arrays.node_features is not None and given_features is not None:
             raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
         features = arrays.node_features if arrays.node_features is not None else given_features
-        if features is None:
-            raise InputError(
-                f"--graph {options.graph} has no node_features: add them to the .npz or pass "
-                "--node_features_file FILE.npy or --node_features"
-            )
-        return validate_graph(features, arrays.edges, arrays.state)
+        if features is None:  # drawn from the seed, as for --random_graph (one feature, or the state's F)
+            num_features = 1 if arrays.state is None or np.ndim(arrays.state) < 2 else np.shape(arrays.state)[1]
+            rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
+            features = random_node_features(implied_node_count(arrays.edges), num_features, rng)
+            note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
+            return validate_graph(features, arrays.edges, arrays.state), note
+        return validate_graph(features, arrays.edges, arrays.state), None
 
     if options.random_graph is not None:
         num_nodes = integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
         num_edges = integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
         rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
         edges = random_graph(num_nodes, num_edges, rng)
-        features = given_features if given_features is not None else random_node_features(num_nodes, 1, rng)
-        if len(features) != num_nodes:
+        if given_features is None:
+            return validate_graph(random_node_features(num_nodes, 1, rng), edges), DRAWN_FEATURES_NOTE.format("one per node is")
+        if len(given_features) != num_nodes:
             raise InputError(
-                f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}"
+                f"the node features describe {len(given_features)} nodes but --random_graph asks for {num_nodes}"
             )
-        return validate_graph(features, edges)
+        return validate_graph(given_features, edges), None
 
     features = given_features if given_features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
-    return validate_graph(features, parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES))
+    return validate_graph(features, parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)), None
 
 
 def prepare(options: argparse.Namespace) -> Prepared:
@@ -127,13 +137,13 @@ def prepare(options: argparse.Namespace) -> Prepared:
     engine = parse_engine_options(options)
 
     start = time.perf_counter()
-    graph = load_graph(options, seed)
+    graph, features_note = load_graph(options, seed)
     timings.append(f"Read and validated the graph in {time.perf_counter() - start:.3f} s")
     check_precision_range(graph, options.precision)  # the features and the state themselves
     weights = make_weights(seed, num_classes, graph.num_features)
     if engine.steps is not None:
         steps = prepare_steps(options, engine, graph, seed, timings)
-        return Prepared(seed, graph, weights, None, timings, engine, profile_bounds(engine, graph), steps)
+        return Prepared(seed, graph, weights, None, timings, engine, profile_bounds(engine, graph), steps, features_note)
 
     if num_classes * graph.num_nodes > MAX_OUTPUT_ELEMENTS:
         raise InputError(
@@ -148,7 +158,8 @@ def prepare(options: argparse.Namespace) -> Prepared:
         timings.append(f"Computed the float64 reference in {time.perf_counter() - start:.3f} s")
         counts = expected["counts"] if fp16 else None  # fp16 casts the in-degrees before dividing
         check_precision_range(graph, options.precision, expected["aggregated"], expected["logits"], counts)
-    return Prepared(seed, graph, weights, expected, timings, engine, profile_bounds(engine, graph))
+    return Prepared(seed, graph, weights, expected, timings, engine, profile_bounds(engine, graph),
+                    features_note=features_note)
 
 
 def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:

@@ -48,9 +48,12 @@ inputs:
   --node_features and --edges take the seed sample's list syntax, parsed without eval: at most
   {MAX_INPUT_CHARS:,} characters; larger graphs go in a file (--graph). --graph FILE reads an .npz
   (arrays edges [E,2] integer, optional node_features [N] or [N,F], state [N,F]) or an edge-list text file
-  (one "source target" pair per line, separated by spaces or a comma, '#' starts a comment; at most 1 GiB).
-  --random_graph NODES EDGES (NODES <= EDGES <= {MAX_RANDOM_EDGES:,}) draws a graph with skewed in-degrees
-  from the seed; its node features are drawn too unless given. Every node needs an incoming edge.
+  (one "source target" pair per line, separated by spaces or a comma, '#' starts a comment, a UTF-8 byte
+  order mark is ignored; at most 1 GiB). --random_graph NODES EDGES (NODES <= EDGES <= {MAX_RANDOM_EDGES:,})
+  draws a graph with skewed in-degrees from the seed. Node features: --node_features or --node_features_file,
+  else the .npz's node_features; a --graph or --random_graph without any gets them drawn from the seed,
+  uniform in [0, 10), one per node (as many as the state's columns when the .npz holds a state), and the run
+  says so. Every node needs an incoming edge (N = the largest node id + 1 when no features give N).
   --num_classes is 1..{MAX_CLASSES} with num_classes * nodes <= {MAX_OUTPUT_ELEMENTS:,}; --seed is 0..2**63-1.
 
 engine reuse, state across runs, benchmark:
@@ -99,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     features.add_argument(
         "--node_features_file", "--node-features-file", metavar="FILE.npy",
-        help="Node features from a .npy file of shape [N] or [N, F]",
+        help="Node features from a .npy file of shape [N] or [N, F] (without either option, --graph and "
+        "--random_graph draw them from the seed)",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(

@@ -11,3 +11,16 @@ def excerpt(text: str, start: int, end: int | None = None, limit: int = 24) -> s
 def shown_path(path: str) -> str:
     """The path as typed, or its repr() when it holds characters that would break a one-line message."""
     return path if path.isprintable() and path.strip() == path and path else repr(path)
+
+
+def quoted_bytes(data: bytes) -> str:
+    """data read as UTF-8 in quotes, each undecodable byte (\\xff) and unprintable character (\\ufeff) escaped
+    once, so that a word from a file shows in a one-line message as it is."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    shown = "".join(
+        char if char.isprintable()
+        else f"\\x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF
+        else repr(char)[1:-1]
+        for char in text
+    )
+    return f"'{shown}'"

@@ -8,7 +8,7 @@ from graph.files import GraphArrays, load_graph_file, load_node_features_file, p
 from graph.generate import MAX_RANDOM_EDGES, random_edge_batches, random_graph, random_node_features
 from graph.model import Graph
 from graph.parse import MAX_INPUT_CHARS, parse_edges, parse_node_features
-from graph.validate import FP16_MAX, LARGEST_FINITE, check_precision_range, may_overflow, validate_graph
+from graph.validate import FP16_MAX, LARGEST_FINITE, check_precision_range, implied_node_count, may_overflow, validate_graph
 
 __all__ = [
     "FP16_MAX",
@@ -20,6 +20,7 @@ __all__ = [
     "LARGEST_FINITE",
     "check_precision_range",
     "describe_graph",
+    "implied_node_count",
     "load_graph_file",
     "load_node_features_file",
     "may_overflow",

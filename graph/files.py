@@ -4,6 +4,8 @@ Loaders only read; validate_graph checks shapes, dtypes and values afterwards. A
 (missing, a directory, corrupt, pickled objects, too large) raises InputError with one line.
 """
 
+import codecs
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -12,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import InputError
+from common.text import quoted_bytes
 from graph.parse import MAX_ID_DIGITS, NumberError, read_integers
 
 GRAPH_ARRAYS = ("edges", "node_features", "state")
@@ -19,9 +22,11 @@ MAX_EDGE_LIST_BYTES = 2**30
 """Largest edge-list text file (1 GiB, about 70 million edges); larger graphs belong in an .npz."""
 
 # What np.load and the zip/zlib readers raise for files that are not what they claim to be (found by fuzzing
-# archives: zipfile raises NotImplementedError for unknown compression and RuntimeError for encryption).
+# archives: zipfile raises NotImplementedError for unknown compression and RuntimeError for encryption; a .npy
+# header that is not a complete Python literal raises tokenize.TokenError or SyntaxError).
 _UNREADABLE = (
     OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, MemoryError,
+    tokenize.TokenError, SyntaxError,
 )
 
 _WORD, _SPACE, _NEWLINE, _HASH = range(4)
@@ -40,10 +45,25 @@ class GraphArrays:
     state: np.ndarray | None = None
 
 
-def _why(error: BaseException) -> str:
-    """A one-line, bounded description of a reader's exception."""
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text[:120]}{'...' if len(text) > 120 else ''}"
+def _why_unreadable(error: BaseException) -> str:
+    """The sample's own words for a reader's exception: short, whole, with nothing the user cannot act on."""
+    if "Object arrays" in str(error):
+        return "it holds an array of Python objects (pickled), which the sample never loads; save numeric arrays"
+    if "pickle" in str(error):  # np.load takes a file that is neither .npy nor .npz for a pickle
+        return "not in NumPy's format (the sample never loads pickled data)"
+    if isinstance(error, zipfile.BadZipFile):
+        return "not a zip archive, or a damaged one"
+    if isinstance(error, (EOFError, zlib.error)) or "EOF" in str(error) or "could only read" in str(error):
+        return "the file is truncated or damaged"
+    if isinstance(error, NotImplementedError):
+        return "an archive compressed with a method Python cannot read; save it with numpy.savez"
+    if isinstance(error, RuntimeError):
+        return "an encrypted archive; save it with numpy.savez"
+    if isinstance(error, MemoryError):
+        return "not enough memory to read it"
+    if isinstance(error, OSError) and error.strerror:
+        return f"cannot read it ({error.strerror})"
+    return "the file is damaged or not in NumPy's format"
 
 
 def _check_file(path: Path, option: str) -> None:
@@ -75,7 +95,7 @@ def load_graph_file(path: str | Path) -> GraphArrays:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise InputError(f"--graph {path}: cannot read the file ({_why(error)})") from None
+        raise InputError(f"--graph {path}: {_why_unreadable(error)}") from None
     return GraphArrays(edges=parse_edge_list(data, f"--graph {path}"))
 
 
@@ -97,7 +117,7 @@ def _load_npz(path: Path) -> GraphArrays:
     except InputError:
         raise
     except _UNREADABLE as error:
-        raise InputError(f"--graph {path}: not a readable .npz archive ({_why(error)})") from None
+        raise InputError(f"--graph {path}: not a readable .npz archive: {_why_unreadable(error)}") from None
     return GraphArrays(**arrays)
 
 
@@ -113,7 +133,7 @@ def load_node_features_file(path: str | Path) -> np.ndarray:
     except InputError:
         raise
     except _UNREADABLE as error:
-        raise InputError(f"--node_features_file {path}: not a readable .npy file ({_why(error)})") from None
+        raise InputError(f"--node_features_file {path}: not a readable .npy file: {_why_unreadable(error)}") from None
     return loaded
 
 
@@ -122,13 +142,14 @@ _EDGE_LIST_CHUNK = 16 * 2**20  # bytes parsed at a time (whole lines): bounds th
 
 def parse_edge_list(data: bytes, source: str = "edge list") -> np.ndarray:
     """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
-    and/or a comma; blank lines and everything after '#' on a line are ignored.
+    and/or a comma; blank lines and everything after '#' on a line are ignored, and so is a UTF-8 byte order mark.
 
     The text is parsed in blocks of whole lines (_EDGE_LIST_CHUNK bytes), each vectorized like the string
     parser, so the memory beyond the result stays bounded whatever the file size.
     """
     blocks = []
-    begin, first_line = 0, 0
+    begin = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # as Windows editors save UTF-8
+    first_line = 0
     while begin < len(data):
         stop = len(data)
         if begin + _EDGE_LIST_CHUNK < len(data):
@@ -172,9 +193,9 @@ def _parse_edge_lines(block: memoryview, first_line: int, source: str) -> np.nda
     try:
         values = read_integers(text, start, word_end)
     except NumberError as error:
-        word = bytes(block[start[error.index]:word_end[error.index]][:40]).decode("ascii", errors="backslashreplace")
+        word = quoted_bytes(bytes(block[start[error.index]:word_end[error.index]][:40]))
         raise InputError(
-            f"{source}: line {first_line + int(line[error.index]) + 1}: {word!r} is not a node id (an integer "
+            f"{source}: line {first_line + int(line[error.index]) + 1}: {word} is not a node id (an integer "
             f"of at most {MAX_ID_DIGITS} digits; '#' starts a comment)"
         ) from None
     return values.reshape(-1, 2)

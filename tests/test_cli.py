@@ -220,27 +220,58 @@ def test_bad_input_through_a_subprocess(index):
     assert_one_line_error_from_subprocess(result, message)
 
 
-def test_corrupt_and_featureless_graph_files_exit_2(tmp_path):
+def test_corrupt_and_pickled_files_exit_2_with_the_samples_own_one_line(tmp_path):
     corrupt = tmp_path / "corrupt.npz"
     corrupt.write_bytes(b"PK\x03\x04 broken archive")
-    result = run_cli("--graph", str(corrupt), "--dry-run")
-    assert result.returncode == 2 and "not a readable .npz archive" in result.stderr
-    assert result.stderr.count("\n") == 1
+    pickled = tmp_path / "pickled.npy"
+    np.save(pickled, np.array([{"a": 1}, 2], dtype=object), allow_pickle=True)
+    header = tmp_path / "header.npy"  # an unfinished header: numpy raised tokenize.TokenError, a traceback before
+    header.write_bytes(b"\x93NUMPY\x01\x00\x60\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3,), "
+                       b"'a_key_numpy_does_not_know': 'with a long value'}  \n")
+    for args, message in (
+        (["--graph", str(corrupt)], "not a readable .npz archive: not a zip archive, or a damaged one"),
+        (["--node_features_file", str(pickled)], "holds an array of Python objects (pickled), which the sample never loads"),
+        (["--node_features_file", str(header)], "not a readable .npy file: the file is truncated or damaged"),
+    ):
+        result = run_cli(*args, "--dry-run")
+        assert_one_line_error_from_subprocess(result, message)
+        assert "allow_pickle" not in result.stderr and "Error" not in result.stderr  # no numpy words
+        assert not result.stderr.rstrip().endswith("...")  # whole, not cut off
 
     with_features = tmp_path / "graph.npz"
     np.savez(with_features, edges=np.array(SEED_EDGES), node_features=np.ones(4))
     result = run_cli("--graph", str(with_features), "--node_features", "[1,2,3,4]", "--dry-run")
     assert result.returncode == 2 and "holds node_features already" in result.stderr
 
-    featureless = tmp_path / "edges.npz"
-    np.savez(featureless, edges=np.array(SEED_EDGES))
-    result = run_cli("--graph", str(featureless), "--dry-run")
-    assert result.returncode == 2 and "has no node_features" in result.stderr
-
     wrong_dtype = tmp_path / "float_edges.npz"
     np.savez(wrong_dtype, edges=np.array(SEED_EDGES, dtype=np.float32), node_features=np.ones(4))
     result = run_cli("--graph", str(wrong_dtype), "--dry-run")
     assert result.returncode == 2 and "node ids must be integers, got an array of dtype float32" in result.stderr
+
+
+def test_graph_files_without_features_all_follow_one_rule_drawn_from_the_seed(tmp_path):
+    """An edge list, an edges-only .npz and --random_graph: features drawn from the seed, uniform in [0, 10),
+    the same for the same edges and seed whatever the file, and the run says so."""
+    text = tmp_path / "edges.txt"
+    text.write_bytes(b"\xef\xbb\xbf" + "\n".join(f"{s} {t}" for s, t in SEED_EDGES).encode())  # with a BOM
+    archive = tmp_path / "edges.npz"
+    np.savez(archive, edges=np.array(SEED_EDGES))
+    from_text = run_cli("--graph", str(text), "--seed", "6", "--dry-run")
+    from_archive = run_cli("--graph", str(archive), "--seed", "6", "--dry-run")
+    assert from_text.returncode == 0, from_text.stderr
+    assert from_text.stdout == from_archive.stdout
+    assert "Node features: none given, so one per node is drawn from the seed, uniform in [0, 10)" in from_text.stdout
+    features = np.random.default_rng((6, 1)).uniform(0.0, 10.0, size=(4, 1))
+    expected = gnn_reference(features, SEED_EDGES, make_weights(6, 3, 1))["softmax"]
+    np.testing.assert_allclose(printed_matrix(from_text.stdout), expected, atol=1e-6)
+    assert "Node features: none given" in run_cli("--random_graph", "20", "40", "--dry-run").stdout
+    assert "Node features" not in run_cli("--graph", str(text), "--node_features", "[1,2,3,4]", "--dry-run").stdout
+
+    too_few = tmp_path / "sparse.txt"
+    too_few.write_text("0 1\n1 999999999999\n")  # N would be 1e12: refused before anything of size N
+    assert_one_line_error_from_subprocess(run_cli("--graph", str(too_few), "--dry-run"),
+                                          "2 edges with node ids up to 999999999999 cannot give each of")
+    assert "drawn from the seed" in run_cli("--help").stdout
 
 
 def test_validation_report_lines_and_status():
