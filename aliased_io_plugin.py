@@ -13,6 +13,7 @@ The story of a run, one function each:
 """
 
 import argparse
+import signal
 import sys
 
 from cli.options import (
@@ -163,4 +164,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # output into a closed pipe (| head) ends the run quietly, as other tools do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

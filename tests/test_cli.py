@@ -5,6 +5,7 @@ in-process through main() (same code, much faster), and a subset of it through a
 """
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -300,3 +301,14 @@ def test_without_numpy_a_run_stops_with_exit_3_and_one_line_but_help_works():
     assert help_text.returncode == 0 and "--dry-run" in help_text.stdout
     usage_error = run_cli_without("numpy", "--precision", "fp64")  # the parser needs no numpy either
     assert usage_error.returncode == 2 and "invalid choice: 'fp64'" in usage_error.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly_like_other_tools():
+    """`aliased_io_plugin.py --dry-run ... | head -1`: the reader is gone before the output is written."""
+    process = subprocess.Popen([sys.executable, SCRIPT, "--dry-run", "--random_graph", "2000", "20000"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=120) == -signal.SIGPIPE  # what `head` does to `cat` and every C tool
+    assert stderr == b""
