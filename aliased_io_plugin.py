@@ -159,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
     except InputError as error:
         return _error(error, EXIT_BAD_INPUT)
-    except MissingDependencyError as error:
-        return _error(error, EXIT_MISSING_DEPENDENCY)
+    except MissingDependencyError as error:  # the hints name no option: --dry-run is this script's own
+        return _error(f"{error} (or run with --dry-run: the graph and the reference need none of this)",
+                      EXIT_MISSING_DEPENDENCY)
 
 
 if __name__ == "__main__":

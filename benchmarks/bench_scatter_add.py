@@ -24,7 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import copy_bandwidth_bytes_per_s, device_name, ours, time_gpu_ms  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    copy_bandwidth_bytes_per_s,
+    device_name,
+    ours,
+    require_torch_gpu,
+    time_gpu_ms,
+)
 
 FULL_SIZES = sorted(
     [(n, e, f) for f in (1, 64) for n in (10**3, 10**6) for e in (10**5, 10**6, 10**7, 10**8)]
@@ -219,8 +225,6 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
 
 
 def main() -> int:
-    import torch
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the table (.md, .csv) and the plot (.png)")
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
@@ -230,6 +234,9 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at the "
                         "variant sizes only")
     args = parser.parse_args()
+    require_torch_gpu("bench_scatter_add.py")
+    import torch
+
     if args.baseline:
         sys.path.insert(0, str(args.baseline.resolve()))
     started = time.time()

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.gpu_timing import device_name, ours, time_gpu_ms  # noqa: E402
+from benchmarks.gpu_timing import require_torch_gpu  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="folder for the table (.md)")
     parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
     args = parser.parse_args()
+    require_torch_gpu("bench_state_update.py")
     rows = []
     for dtype_name in ("float32", "float16"):
         for batch in args.batches:

@@ -89,3 +89,20 @@ def device_name() -> str:
     import torch
 
     return torch.cuda.get_device_name()
+
+
+EXIT_MISSING_DEPENDENCY = 3
+
+
+def require_torch_gpu(script: str) -> None:
+    """Exits with status 3 and one line when torch or a CUDA GPU is missing (these benchmarks time the kernel
+    on torch tensors); call it after parsing the options, so that --help works anywhere."""
+    try:
+        import torch
+    except ImportError:
+        missing = "torch is not installed; this benchmark times the kernel on torch tensors: pip install torch"
+    else:
+        missing = None if torch.cuda.is_available() else "torch sees no CUDA GPU here; run it on a machine with one"
+    if missing:
+        print(f"{script}: cannot run: {missing}", file=sys.stderr)
+        sys.exit(EXIT_MISSING_DEPENDENCY)

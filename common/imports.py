@@ -7,8 +7,7 @@ from common.errors import MissingDependencyError
 from common.versions import POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 INSTALL_HINTS = {
-    "tensorrt": f"TensorRT >= {TENSORRT_FLOOR} is needed to build and run the engine: pip install 'tensorrt>={TENSORRT_FLOOR}' "
-    "(or run with --dry-run to check the graph and the reference without TensorRT)",
+    "tensorrt": f"TensorRT >= {TENSORRT_FLOOR} is needed to build and run the engine: pip install 'tensorrt>={TENSORRT_FLOOR}'",
     "cuda.bindings": "cuda-python is needed for the CUDA kernel: pip install cuda-python nvidia-cuda-nvrtc "
     "nvidia-cuda-runtime",
     "polygraphy": f"polygraphy >= {POLYGRAPHY_FLOOR} is needed to build and run the engine: "

@@ -1,0 +1,45 @@
+"""The benchmark scripts as a user without their dependencies meets them: --help works, a run prints one line
+and exits 3, and no message suggests an option the script does not have. No GPU needed."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCH_SCRIPTS = ["benchmarks/bench_scatter_add.py", "benchmarks/bench_state_update.py"]
+
+
+def run_without(modules: list[str], script: str, *args: str) -> subprocess.CompletedProcess:
+    """`script` run as a user would, in an interpreter where importing each of `modules` fails."""
+    path = str(ROOT / script)
+    code = (f"import runpy, sys; sys.modules.update(dict.fromkeys({modules!r})); sys.argv = [{path!r}, *{list(args)!r}]; "
+            f"runpy.run_path({path!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def assert_options_exist(message: str, script: str) -> None:
+    """Every --option the message names is one of the script's own."""
+    help_text = run_without([], script, "--help").stdout
+    for option in re.findall(r"(?<![\w-])--[a-z][\w-]*", message):
+        assert option in help_text, f"{script} suggests {option}, which it does not have"
+
+
+@pytest.mark.parametrize("script", TORCH_SCRIPTS)
+def test_without_torch_help_works_and_a_run_is_one_line_with_exit_3(script):
+    help_result = run_without(["torch"], script, "--help")
+    assert help_result.returncode == 0 and "usage:" in help_result.stdout, help_result.stderr
+    result = run_without(["torch"], script)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "torch is not installed" in result.stderr and "pip install torch" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("script", ["benchmarks/bench_engine_state.py", "aliased_io_plugin.py"])
+def test_without_tensorrt_the_one_line_names_only_options_that_exist(script):
+    result = run_without(["tensorrt"], script)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert_options_exist(result.stderr, script)
