@@ -1,0 +1,144 @@
+"""The AOT plugins' kernels without TensorRT: the PTX, each kernel's argument list and its launch parameters.
+
+scatter_add_aot.cu holds five kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
+int32 arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that
+order, and `aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes
+N, E, F and the table capacity C. Both are plain functions that take ints or TensorRT's symbolic sizes
+(tensorrt.plugin ShapeExpr), so the AOT implementation (plugin/scatter_add_aot.py) hands TensorRT the same
+formulas that the GPU test evaluates for concrete sizes. docs/aot_plugin.md explains the design.
+
+PTX, not a CUBIN: AOT plugins accept only PTX. It targets the virtual architecture compute_75 (PTX_ARCH), the
+oldest NVRTC 13 compiles for, so one engine's PTX loads on every GPU TensorRT 10.16 and 11.x run on (Turing
+and newer); the driver compiles it for the GPU when the engine is loaded. Its PTX ISA version follows the
+NVRTC that made it: NVRTC 13 PTX needs a CUDA 13 driver (R580+); for a CUDA 12 driver build the engine with
+nvidia-cuda-nvrtc-cu12.
+"""
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from plugin.cuda_check import NvrtcError, check
+
+AOT_SOURCE_PATH = Path(__file__).with_name("scatter_add_aot.cu")
+PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; runs on sm_75 and newer
+THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
+MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
+MAX_TABLE_EDGES = (2**31 - 2) // 2  # the float16 table's capacity 2 E + 1 is an int32 argument
+
+SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
+
+
+@dataclass(frozen=True)
+class AotKernel:
+    """One kernel of scatter_add_aot.cu as TensorRT launches it: the plugin's input tensors, the extra int32
+    arguments (names from SIZE_NAMES), the output tensors (in the kernel's parameter order), and which size
+    counts the rows its grid covers."""
+
+    name: str
+    inputs: tuple[str, ...]
+    extra_args: tuple[str, ...]
+    outputs: tuple[str, ...]
+    rows: str
+
+
+AOT_KERNELS: dict[str, AotKernel] = {
+    kernel.name: kernel
+    for kernel in (
+        AotKernel("scatter_add_f32", ("state", "src", "index"), ("num_nodes", "num_edges", "num_features"),
+                  ("state",), "num_edges"),
+        AotKernel("scatter_add_f32_counts", ("state", "src", "index", "counts"),
+                  ("num_nodes", "num_edges", "num_features"), ("state", "counts"), "num_edges"),
+        AotKernel("scatter_table_f16", ("src", "index", "keys", "values"),
+                  ("num_edges", "num_features", "capacity"), ("keys", "values"), "num_edges"),
+        AotKernel("scatter_table_f16_counts", ("src", "index", "keys", "values", "counts"),
+                  ("num_nodes", "num_edges", "num_features", "capacity"), ("keys", "values", "counts"), "num_edges"),
+        AotKernel("apply_table_f16", ("state", "keys", "values"), ("num_nodes", "num_features", "capacity"),
+                  ("state",), "capacity"),
+    )
+}
+
+
+def table_capacity(num_edges: Any) -> Any:
+    """Slots of the float16 path's hash table for E edges: 2 E + 1 (at most half full, never empty).
+
+    Works for an int and for a symbolic size (the network computes the same with shape layers).
+    """
+    return num_edges * 2 + 1
+
+
+def _symbolic_ops() -> tuple[Any, Any, Any]:
+    import tensorrt.plugin as trtp
+
+    return trtp.cdiv, trtp.min, trtp.max
+
+
+def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, int]:
+    """(grid_x, block_x, shared_mem) of `kernel` for sizes {name: int or symbolic size}.
+
+    grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
+    element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still
+    launches a valid (empty) grid. Plain ints give ints; symbolic sizes give a tensorrt.plugin expression.
+    """
+    elements = sizes[kernel.rows] * sizes["num_features"]
+    if isinstance(elements, int):
+        blocks = -(-elements // THREADS_PER_BLOCK)
+        grid = max(1, min(blocks, MAX_BLOCKS))
+    else:
+        cdiv, sym_min, sym_max = _symbolic_ops()
+        grid = sym_max(sym_min(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
+    return grid, THREADS_PER_BLOCK, 0
+
+
+def aot_extra_args(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The extra int32 arguments of `kernel`, in its parameter order, from sizes (ints or symbolic)."""
+    return tuple(sizes[name] for name in kernel.extra_args)
+
+
+def check_aot_sizes(sizes: Mapping[str, int]) -> None:
+    """ValueError unless every size is a non-negative int32 and F >= 1 (the kernels take int32 sizes)."""
+    for name, value in sizes.items():
+        if not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
+            raise ValueError(f"{name} must be an integer from 0 to 2**31-1 for the AOT kernels, got {value!r}")
+    if sizes.get("num_features", 1) < 1:
+        raise ValueError(f"num_features must be at least 1, got {sizes['num_features']}")
+
+
+def aot_compile_options() -> list[bytes]:
+    """NVRTC options: PTX for compute_<PTX_ARCH>, C++17, cuda_fp16.h's folder."""
+    from plugin.kernels.compile import _include_dirs
+
+    options = [f"--gpu-architecture=compute_{PTX_ARCH}", "--std=c++17", "--restrict"]
+    options += [f"--include-path={path}" for path in _include_dirs()]
+    return [option.encode() for option in options]
+
+
+def compile_aot_ptx_uncached() -> bytes:
+    """Compiles scatter_add_aot.cu to PTX with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
+    from cuda.bindings import nvrtc
+
+    source = AOT_SOURCE_PATH.read_bytes()
+    program = check(nvrtc.nvrtcCreateProgram(source, AOT_SOURCE_PATH.name.encode(), 0, [], []))
+    try:
+        options = aot_compile_options()
+        (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            log_size = check(nvrtc.nvrtcGetProgramLogSize(program))
+            log = b" " * log_size
+            check(nvrtc.nvrtcGetProgramLog(program, log))
+            text = log.rstrip(b"\0 ").decode(errors="replace")
+            raise NvrtcError(f"NVRTC could not compile {AOT_SOURCE_PATH.name}: {status.name}\n{text}", status.name)
+        size = check(nvrtc.nvrtcGetPTXSize(program))
+        ptx = b" " * size
+        check(nvrtc.nvrtcGetPTX(program, ptx))
+        return ptx  # NUL-terminated, as nvrtcGetPTX writes it: a C string for cuModuleLoadData
+    finally:
+        check(nvrtc.nvrtcDestroyProgram(program))
+
+
+@functools.cache
+def compile_aot_ptx() -> bytes:
+    """The PTX of scatter_add_aot.cu (all five kernels), compiled once per process."""
+    return compile_aot_ptx_uncached()

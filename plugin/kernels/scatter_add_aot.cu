@@ -1,0 +1,128 @@
+// The scatter-add as kernels for TensorRT's ahead-of-time (AOT) plugins (plugin/scatter_add_aot.py).
+//
+// TensorRT launches exactly one kernel per AOT plugin, with the arguments in this order (tensorrt/plugin
+// _plugin_class.py and _lib.py; docs/aot_plugin.md): the plugin's input pointers, then its extra int32
+// arguments, then its output pointers. An aliased output's pointer is the input's pointer again, so each
+// kernel reads inputs it does not modify and writes through the output pointers. Nothing here zeroes or
+// allocates: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in the network.
+//
+//   scatter_add_f32           float32 state += src rows by index (atomics straight into the state)
+//   scatter_add_f32_counts    the same, and counts[index[e]] += 1 (counts zeroed by the network)
+//   scatter_table_f16         float16 path, step 1: sums src rows (float32) into a hash table keyed by node
+//   scatter_table_f16_counts  the same, and counts
+//   apply_table_f16           float16 path, step 2: state[key] = half(float(state[key]) + sum), one rounding
+//
+// Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
+// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. Rows whose index is
+// outside [0, num_nodes) are skipped and never written. Self-contained: it shares no code with
+// scatter_add.cu, so the Python plugin's kernels can change without touching engines built with these.
+
+#include <cuda_fp16.h>
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
+#define EMPTY_KEY (-1)             // the network fills the keys with -1
+#define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
+
+__device__ __forceinline__ i64 first_element() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ i64 element_stride() { return (i64)gridDim.x * blockDim.x; }
+
+// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent. The
+// capacity (2 E + 1, set by the network) exceeds twice the number of distinct nodes, so probing ends.
+__device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity) {
+    unsigned slot = (unsigned)(((u64)(unsigned)node * 2654435761ull) % (unsigned)capacity);
+    while (true) {
+        const int key = *((volatile int*)&keys[slot]);
+        if (key == node) return (int)slot;
+        if (key == EMPTY_KEY) {
+            const int previous = atomicCAS(&keys[slot], EMPTY_KEY, node);
+            if (previous == EMPTY_KEY || previous == node) return (int)slot;
+        }
+        slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
+    }
+}
+
+// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge).
+__device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
+                                                 int num_nodes, int num_edges, int num_features,
+                                                 float* state_out, u64* counts_out) {
+    const i64 total = (i64)num_edges * num_features;
+    for (i64 i = first_element(); i < total; i += element_stride()) {
+        const i64 edge = i / num_features;
+        const int feature = (int)(i - edge * num_features);
+        const i64 node = __ldg(index + edge);
+        if (node < 0 || node >= num_nodes) continue;
+        atomicAdd(state_out + node * num_features + feature, __ldg(src + i));
+        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
+    }
+}
+
+// values_out[slot(index[e]), f] += float(src[e, f]) with keys_out[slot] = index[e]; nodes in [0, node_limit).
+// Without counts node_limit is 2^31 - 1 (apply_table_f16 skips keys >= N); with counts it is N.
+__device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict__ src, const i64* __restrict__ index,
+                                                       i64 node_limit, int num_edges, int num_features,
+                                                       int capacity, int* keys_out, float* values_out,
+                                                       u64* counts_out) {
+    const i64 total = (i64)num_edges * num_features;
+    for (i64 i = first_element(); i < total; i += element_stride()) {
+        const i64 edge = i / num_features;
+        const int feature = (int)(i - edge * num_features);
+        const i64 node = __ldg(index + edge);
+        if (node < 0 || node >= node_limit) continue;
+        const int slot = find_or_insert(keys_out, (int)node, capacity);
+        atomicAdd(values_out + (i64)slot * num_features + feature, __half2float(src[i]));
+        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
+scatter_add_f32(const float* state_in, const float* src, const i64* index,
+                int num_nodes, int num_edges, int num_features,
+                float* state_out) {
+    scatter_rows_f32(src, index, num_nodes, num_edges, num_features, state_out, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
+scatter_add_f32_counts(const float* state_in, const float* src, const i64* index, const i64* counts_in,
+                       int num_nodes, int num_edges, int num_features,
+                       float* state_out, u64* counts_out) {
+    scatter_rows_f32(src, index, num_nodes, num_edges, num_features, state_out, counts_out);
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
+scatter_table_f16(const __half* src, const i64* index, const int* keys_in, const float* values_in,
+                  int num_edges, int num_features, int capacity,
+                  int* keys_out, float* values_out) {
+    scatter_table_rows_f16(src, index, MAX_KEY, num_edges, num_features, capacity, keys_out, values_out, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
+scatter_table_f16_counts(const __half* src, const i64* index, const int* keys_in, const float* values_in,
+                         const i64* counts_in,
+                         int num_nodes, int num_edges, int num_features, int capacity,
+                         int* keys_out, float* values_out, u64* counts_out) {
+    scatter_table_rows_f16(src, index, num_nodes, num_edges, num_features, capacity, keys_out, values_out,
+                           counts_out);
+}
+
+// state_out[keys[s], f] = half(float(state_out[keys[s], f]) + values[s, f]) for every filled slot s whose key
+// is a node of this state (< num_nodes). Each node has at most one slot, so no two threads write one element.
+// Sums still +0.0 are skipped, so a touched node whose sum is +0.0 keeps its value bit for bit.
+extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
+apply_table_f16(const __half* state_in, const int* keys, const float* values,
+                int num_nodes, int num_features, int capacity,
+                __half* state_out) {
+    const i64 total = (i64)capacity * num_features;
+    for (i64 i = first_element(); i < total; i += element_stride()) {
+        const i64 slot = i / num_features;
+        const int feature = (int)(i - slot * num_features);
+        const int node = __ldg(keys + slot);
+        if (node == EMPTY_KEY || node >= num_nodes) continue;
+        const float sum = __ldg(values + i);
+        if (__float_as_uint(sum) == 0u) continue;
+        __half* element = state_out + (i64)node * num_features + feature;
+        *element = __float2half_rn(__half2float(*element) + sum);
+    }
+}
