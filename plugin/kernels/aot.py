@@ -9,12 +9,15 @@ formulas that the GPU test evaluates for concrete sizes. docs/aot_plugin.md expl
 
 PTX, not a CUBIN: AOT plugins accept only PTX. It targets the virtual architecture compute_75 (PTX_ARCH), the
 oldest NVRTC 13 compiles for, so one engine's PTX loads on every GPU TensorRT 10.16 and 11.x run on (Turing
-and newer); the driver compiles it for the GPU when the engine is loaded. Its PTX ISA version follows the
-NVRTC that made it: NVRTC 13 PTX needs a CUDA 13 driver (R580+); for a CUDA 12 driver build the engine with
-nvidia-cuda-nvrtc-cu12.
+and newer); the driver compiles it for the GPU when the engine is loaded. A driver refuses PTX whose ISA
+version is newer than it knows, and NVRTC writes its own (13.5 writes 9.5, which needs a CUDA 13.5 driver),
+so `compile_aot_ptx` declares PTX_ISA_VERSION 8.0 instead, which every CUDA 12 and 13 driver loads: the
+kernels use nothing newer than PTX ISA 6.3 (sm_75's atomics, atom.cas, ld.global.nc). The GPU test loads
+exactly this PTX with cuModuleLoadData.
 """
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +27,12 @@ from plugin.cuda_check import NvrtcError, check
 
 AOT_SOURCE_PATH = Path(__file__).with_name("scatter_add_aot.cu")
 PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; runs on sm_75 and newer
+PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.16 and 11.x run with
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
 MAX_TABLE_EDGES = (2**31 - 2) // 2  # the float16 table's capacity 2 E + 1 is an int32 argument
 
+_VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
 
 
@@ -133,9 +138,29 @@ def compile_aot_ptx_uncached() -> bytes:
         size = check(nvrtc.nvrtcGetPTXSize(program))
         ptx = b" " * size
         check(nvrtc.nvrtcGetPTX(program, ptx))
-        return ptx  # NUL-terminated, as nvrtcGetPTX writes it: a C string for cuModuleLoadData
+        return declare_ptx_isa(ptx, PTX_ISA_VERSION)
     finally:
         check(nvrtc.nvrtcDestroyProgram(program))
+
+
+def ptx_isa_version(ptx: bytes) -> tuple[int, int]:
+    """The (major, minor) of the PTX's `.version` directive; ValueError if it has none."""
+    match = _VERSION_LINE.search(ptx)
+    if match is None:
+        raise ValueError("no .version directive in the PTX")
+    return int(match.group(1)), int(match.group(2))
+
+
+def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
+    """The PTX with its `.version` directive lowered to `version` (kept when already that or older).
+
+    The rest of the text is unchanged, NUL-terminated as nvrtcGetPTX writes it (a C string for
+    cuModuleLoadData). Lowering is sound only for code that needs nothing newer: the driver's JIT rejects
+    an instruction the declared ISA lacks, which the GPU test would show.
+    """
+    if ptx_isa_version(ptx) <= version:
+        return ptx
+    return _VERSION_LINE.sub(f".version {version[0]}.{version[1]}".encode(), ptx, count=1)
 
 
 @functools.cache

@@ -29,6 +29,23 @@ typedef unsigned long long u64;
 __device__ __forceinline__ i64 first_element() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 element_stride() { return (i64)gridDim.x * blockDim.x; }
 
+// Element i of a row-major [rows, num_features] array as (row, feature); 32-bit division where it fits
+// (64-bit division is emulated and would dominate these loops).
+__device__ __forceinline__ i64 split_element(i64 i, int num_features, int& feature) {
+    if (num_features == 1) {
+        feature = 0;
+        return i;
+    }
+    if (i <= 0xffffffffLL) {
+        const unsigned row = (unsigned)i / (unsigned)num_features;
+        feature = (int)((unsigned)i - row * (unsigned)num_features);
+        return row;
+    }
+    const i64 row = i / num_features;
+    feature = (int)(i - row * num_features);
+    return row;
+}
+
 // The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent. The
 // capacity (2 E + 1, set by the network) exceeds twice the number of distinct nodes, so probing ends.
 __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity) {
@@ -50,8 +67,8 @@ __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, 
                                                  float* state_out, u64* counts_out) {
     const i64 total = (i64)num_edges * num_features;
     for (i64 i = first_element(); i < total; i += element_stride()) {
-        const i64 edge = i / num_features;
-        const int feature = (int)(i - edge * num_features);
+        int feature;
+        const i64 edge = split_element(i, num_features, feature);
         const i64 node = __ldg(index + edge);
         if (node < 0 || node >= num_nodes) continue;
         atomicAdd(state_out + node * num_features + feature, __ldg(src + i));
@@ -67,8 +84,8 @@ __device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict_
                                                        u64* counts_out) {
     const i64 total = (i64)num_edges * num_features;
     for (i64 i = first_element(); i < total; i += element_stride()) {
-        const i64 edge = i / num_features;
-        const int feature = (int)(i - edge * num_features);
+        int feature;
+        const i64 edge = split_element(i, num_features, feature);
         const i64 node = __ldg(index + edge);
         if (node < 0 || node >= node_limit) continue;
         const int slot = find_or_insert(keys_out, (int)node, capacity);
@@ -116,8 +133,8 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
                 __half* state_out) {
     const i64 total = (i64)capacity * num_features;
     for (i64 i = first_element(); i < total; i += element_stride()) {
-        const i64 slot = i / num_features;
-        const int feature = (int)(i - slot * num_features);
+        int feature;
+        const i64 slot = split_element(i, num_features, feature);
         const int node = __ldg(keys + slot);
         if (node == EMPTY_KEY || node >= num_nodes) continue;
         const float sum = __ldg(values + i);

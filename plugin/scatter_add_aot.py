@@ -1,0 +1,185 @@
+"""The in-place scatter-add as TensorRT ahead-of-time (AOT) plugins, with `tensorrt.plugin` (TensorRT >= 10.16).
+
+An engine built with these holds the PTX of plugin/kernels/scatter_add_aot.cu and symbolic launch parameters,
+and runs with no Python: deserialize it from C++, trtexec or a process that imports only tensorrt. TensorRT
+launches ONE kernel per AOT plugin, so whatever must exist before the atomics comes from the network as an
+input that the plugin aliases to an output (network/aot_layers.py makes them with fill layers):
+
+    scatter_add         (state, src, index)                 -> state.aliased()                     float32
+    scatter_add_counts  (state, src, index, counts)         -> state.aliased(), counts.aliased()   float32
+    scatter_table       (src, index, keys, values)          -> keys.aliased(), values.aliased()    float16
+    scatter_table_counts(src, index, keys, values, counts)  -> ... and counts.aliased()            float16
+    apply_table         (state, keys, values)               -> state.aliased()                     float16
+
+counts [N, 1] int64 arrive zeroed; keys [C] int32 arrive as -1 and values [C, F] float32 as 0, with
+C = 2 E + 1 (plugin.kernels.aot.table_capacity): the float16 path sums in float32 in a table whose size follows
+E, not N, then apply_table rounds each touched node once. docs/aot_plugin.md gives the reasons.
+
+Registered with lazy_register=True: importing this module needs TensorRT's Python package with
+tensorrt.plugin but no plugin registry (the creator is registered when a network first uses a plugin).
+"""
+
+from typing import Any
+
+from common.errors import MissingDependencyError
+from common.imports import import_tensorrt
+from plugin.kernels.aot import AOT_KERNELS, AotKernel, aot_extra_args, aot_launch_params, compile_aot_ptx
+
+trt: Any = import_tensorrt()
+try:
+    import tensorrt.plugin as trtp
+except ImportError as error:
+    raise MissingDependencyError(
+        f"--plugin aot needs tensorrt.plugin with aot_impl (TensorRT >= 10.16); this TensorRT "
+        f"{getattr(trt, '__version__', '?')} has none ({error})"
+    ) from None
+if not hasattr(trtp, "aot_impl"):
+    raise MissingDependencyError(
+        f"--plugin aot needs tensorrt.plugin.aot_impl (TensorRT >= 10.16); TensorRT {trt.__version__} lacks it"
+    )
+
+NAMESPACE = "aliased_io"
+SCATTER_ADD = f"{NAMESPACE}::scatter_add"
+SCATTER_ADD_COUNTS = f"{NAMESPACE}::scatter_add_counts"
+SCATTER_TABLE = f"{NAMESPACE}::scatter_table"
+SCATTER_TABLE_COUNTS = f"{NAMESPACE}::scatter_table_counts"
+APPLY_TABLE = f"{NAMESPACE}::apply_table"
+
+# The kernel each plugin launches (plugin/kernels/aot.py AOT_KERNELS).
+PLUGIN_KERNELS = {
+    SCATTER_ADD: "scatter_add_f32",
+    SCATTER_ADD_COUNTS: "scatter_add_f32_counts",
+    SCATTER_TABLE: "scatter_table_f16",
+    SCATTER_TABLE_COUNTS: "scatter_table_f16_counts",
+    APPLY_TABLE: "apply_table_f16",
+}
+
+AotResult = tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs]
+
+
+def _require(desc: trtp.TensorDesc, name: str, dtype: Any, ndim: int) -> None:
+    """ValueError (TensorRT then fails the build, naming the plugin) unless `desc` has this type and rank."""
+    if desc.dtype != dtype or desc.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D {dtype} tensor, got a {desc.ndim}-D {desc.dtype} tensor")
+
+
+def _check_edges(src: trtp.TensorDesc, src_dtype: Any, index: trtp.TensorDesc, counts: trtp.TensorDesc | None) -> None:
+    _require(src, "src", src_dtype, 2)
+    _require(index, "index", trt.int64, 1)
+    if counts is not None:
+        _require(counts, "counts", trt.int64, 2)
+
+
+def sizes_from_descs(descs: dict[str, trtp.TensorDesc]) -> dict[str, Any]:
+    """N, E, F and C as TensorRT's symbolic sizes, from whichever of the plugin's tensors carry them:
+    N from state (else counts), E from index, F from src (else state), C from keys."""
+    sizes: dict[str, Any] = {}
+    if "state" in descs:
+        sizes["num_nodes"] = descs["state"].shape_expr[0]
+    elif "counts" in descs:
+        sizes["num_nodes"] = descs["counts"].shape_expr[0]
+    if "index" in descs:
+        sizes["num_edges"] = descs["index"].shape_expr[0]
+    sizes["num_features"] = (descs["src"] if "src" in descs else descs["state"]).shape_expr[1]
+    if "keys" in descs:
+        sizes["capacity"] = descs["keys"].shape_expr[0]
+    return sizes
+
+
+def aot_kernel_for(plugin_id: str, descs: dict[str, trtp.TensorDesc]) -> AotResult:
+    """What every aot_impl below returns: the kernel's name, the PTX, launch parameters and extra arguments,
+    symbolic in the sizes of `descs` (the plugin's input descriptors by the kernel's tensor names)."""
+    kernel: AotKernel = AOT_KERNELS[PLUGIN_KERNELS[plugin_id]]
+    sizes = sizes_from_descs(descs)
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    launch = trtp.KernelLaunchParams()
+    launch.grid_x = grid
+    launch.block_x = block
+    launch.shared_mem = shared
+    extra = trtp.SymIntExprs.from_tuple([trtp.SymInt32(value) for value in aot_extra_args(kernel, sizes)])
+    return kernel.name, compile_aot_ptx(), launch, extra
+
+
+# --- float32: one plugin, atomics straight into the state ------------------------------------------------
+@trtp.register(SCATTER_ADD, lazy_register=True)
+def scatter_add_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc) -> trtp.TensorDesc:
+    _require(state, "state", trt.float32, 2)
+    _check_edges(src, trt.float32, index, None)
+    return state.aliased()
+
+
+@trtp.aot_impl(SCATTER_ADD)
+def scatter_add_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
+                    outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(SCATTER_ADD, {"state": state, "src": src, "index": index})
+
+
+@trtp.register(SCATTER_ADD_COUNTS, lazy_register=True)
+def scatter_add_counts_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
+                            counts: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
+    _require(state, "state", trt.float32, 2)
+    _check_edges(src, trt.float32, index, counts)
+    return state.aliased(), counts.aliased()
+
+
+@trtp.aot_impl(SCATTER_ADD_COUNTS)
+def scatter_add_counts_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
+                           counts: trtp.TensorDesc, outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(SCATTER_ADD_COUNTS, {"state": state, "src": src, "index": index, "counts": counts})
+
+
+# --- float16: sum in a float32 table (size from E), then apply it to the state -------------------------------
+def _check_table(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc,
+                 counts: trtp.TensorDesc | None) -> None:
+    _check_edges(src, trt.float16, index, counts)
+    _require(keys, "keys", trt.int32, 1)
+    _require(values, "values", trt.float32, 2)
+
+
+@trtp.register(SCATTER_TABLE, lazy_register=True)
+def scatter_table_desc(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
+                       values: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
+    _check_table(src, index, keys, values, None)
+    return keys.aliased(), values.aliased()
+
+
+@trtp.aot_impl(SCATTER_TABLE)
+def scatter_table_aot(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc,
+                      outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(SCATTER_TABLE, {"src": src, "index": index, "keys": keys, "values": values})
+
+
+@trtp.register(SCATTER_TABLE_COUNTS, lazy_register=True)
+def scatter_table_counts_desc(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
+                              values: trtp.TensorDesc, counts: trtp.TensorDesc
+                              ) -> tuple[trtp.TensorDesc, trtp.TensorDesc, trtp.TensorDesc]:
+    _check_table(src, index, keys, values, counts)
+    return keys.aliased(), values.aliased(), counts.aliased()
+
+
+@trtp.aot_impl(SCATTER_TABLE_COUNTS)
+def scatter_table_counts_aot(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
+                             values: trtp.TensorDesc, counts: trtp.TensorDesc, outputs: tuple[trtp.TensorDesc],
+                             tactic: int) -> AotResult:
+    return aot_kernel_for(SCATTER_TABLE_COUNTS,
+                          {"src": src, "index": index, "keys": keys, "values": values, "counts": counts})
+
+
+@trtp.register(APPLY_TABLE, lazy_register=True)
+def apply_table_desc(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc) -> trtp.TensorDesc:
+    _require(state, "state", trt.float16, 2)
+    _require(keys, "keys", trt.int32, 1)
+    _require(values, "values", trt.float32, 2)
+    return state.aliased()
+
+
+@trtp.aot_impl(APPLY_TABLE)
+def apply_table_aot(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc,
+                    outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(APPLY_TABLE, {"state": state, "keys": keys, "values": values})
+
+
+def plugin_op(plugin_id: str) -> Any:
+    """The `tensorrt.plugin.op` entry of a plugin: calling it with ITensors gives what add_plugin takes."""
+    namespace, name = plugin_id.split("::")
+    return getattr(getattr(trtp.op, namespace), name)

@@ -1,0 +1,263 @@
+"""The AOT plugins without a GPU: the PTX (NVRTC), each kernel's parameter list against the order TensorRT
+launches with, the launch-parameter function, and `register`/`aot_impl` run against TensorRT's real Python
+bindings (tensorrt.plugin, 10.16 and 11.x; marked trt_bindings, skipped with the reason where it is missing).
+
+Symbolic sizes: TensorRT hands aot_impl IDimensionExpr-backed shapes and an IExprBuilder. Here a small
+builder evaluates the same operations on concrete numbers (its expressions are real trt.IDimensionExpr
+instances, which tensorrt.plugin requires), so the launch parameters and extra arguments aot_impl returns can
+be compared with aot_launch_params evaluated on plain ints.
+"""
+
+import importlib
+import re
+
+import pytest
+
+from plugin.kernels.aot import (
+    AOT_KERNELS,
+    MAX_BLOCKS,
+    PTX_ARCH,
+    PTX_ISA_VERSION,
+    THREADS_PER_BLOCK,
+    aot_extra_args,
+    aot_launch_params,
+    check_aot_sizes,
+    compile_aot_ptx,
+    declare_ptx_isa,
+    ptx_isa_version,
+    table_capacity,
+)
+
+SIZES = [  # (N, E, F)
+    (1, 0, 1),
+    (5, 7, 3),
+    (1000, 10**4, 64),
+    (10**6, 10**7, 1),
+    (2**31 - 1, 2**30 - 1, 4),
+]
+
+
+def entry_params(ptx: bytes, name: str) -> list[str]:
+    """The PTX parameter types of kernel `name`, in order (e.g. ['u64', 'u64', 'u32'])."""
+    match = re.search(rb"\.entry " + name.encode() + rb"\((.*?)\)", ptx, re.DOTALL)
+    assert match, f"kernel {name} not in the PTX"
+    return [kind.decode() for kind in re.findall(rb"\.param \.(\w+) ", match.group(1))]
+
+
+def int_sizes(num_nodes, num_edges, num_features):
+    return {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+            "capacity": table_capacity(num_edges)}
+
+
+# --- PTX and the plain launch description (no TensorRT) ------------------------------------------------------
+def test_aot_ptx_has_every_kernel_for_compute_75_at_isa_8_0():
+    ptx = compile_aot_ptx()
+    assert re.search(rb"^\.target sm_" + str(PTX_ARCH).encode() + rb"$", ptx, re.MULTILINE)
+    assert ptx_isa_version(ptx) == PTX_ISA_VERSION == (8, 0)
+    assert ptx.endswith(b"\0") and ptx.count(b"\0") == 1  # one C string, as cuModuleLoadData reads it
+    for name in AOT_KERNELS:
+        assert re.search(rb"\.visible \.entry " + name.encode() + rb"\(", ptx), name
+
+
+@pytest.mark.parametrize("name", sorted(AOT_KERNELS))
+def test_aot_kernel_parameters_follow_tensorrts_order(name):
+    """TensorRT passes input pointers, then the extra int32 arguments, then output pointers."""
+    kernel = AOT_KERNELS[name]
+    expected = ["u64"] * len(kernel.inputs) + ["u32"] * len(kernel.extra_args) + ["u64"] * len(kernel.outputs)
+    assert entry_params(compile_aot_ptx(), name) == expected
+
+
+def test_aot_kernels_alias_outputs_to_inputs_of_the_same_name():
+    for kernel in AOT_KERNELS.values():
+        assert set(kernel.outputs) <= set(kernel.inputs), kernel.name
+        assert set(kernel.extra_args) <= {"num_nodes", "num_edges", "num_features", "capacity"}
+
+
+@pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
+@pytest.mark.parametrize("name", sorted(AOT_KERNELS))
+def test_aot_launch_params_cover_every_element_with_at_least_one_block(name, num_nodes, num_edges, num_features):
+    kernel = AOT_KERNELS[name]
+    sizes = int_sizes(num_nodes, num_edges, num_features)
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    elements = sizes[kernel.rows] * num_features
+    assert (block, shared) == (THREADS_PER_BLOCK, 0)
+    assert 1 <= grid <= MAX_BLOCKS
+    assert grid == max(1, min(-(-elements // block), MAX_BLOCKS))
+    assert grid * block >= elements or grid == MAX_BLOCKS  # beyond that the kernels loop
+    assert aot_extra_args(kernel, sizes) == tuple(sizes[arg] for arg in kernel.extra_args)
+
+
+def test_aot_table_capacity_is_more_than_twice_the_edges():
+    assert [table_capacity(e) for e in (0, 1, 10)] == [1, 3, 21]
+
+
+def test_aot_check_sizes_rejects_what_int32_arguments_cannot_carry():
+    check_aot_sizes({"num_nodes": 2**31 - 1, "num_edges": 0, "num_features": 1})
+    with pytest.raises(ValueError, match="num_edges"):
+        check_aot_sizes({"num_edges": 2**31})
+    with pytest.raises(ValueError, match="num_features"):
+        check_aot_sizes({"num_features": 0})
+
+
+def test_aot_declare_ptx_isa_lowers_only_a_newer_version():
+    ptx = b"//\n.version 9.5\n.target sm_75\n\0"
+    assert declare_ptx_isa(ptx, (8, 0)) == b"//\n.version 8.0\n.target sm_75\n\0"
+    assert declare_ptx_isa(b".version 7.8\n\0", (8, 0)) == b".version 7.8\n\0"
+    with pytest.raises(ValueError, match="version"):
+        ptx_isa_version(b".target sm_75\n")
+
+
+# --- register / aot_impl on TensorRT's real bindings ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def aot():
+    """(tensorrt, tensorrt.plugin, plugin.scatter_add_aot) from the real bindings, or a skip saying why not."""
+    try:
+        trt = importlib.import_module("tensorrt")
+        trtp = importlib.import_module("tensorrt.plugin")
+    except ImportError as error:
+        pytest.skip(f"needs TensorRT's Python package with tensorrt.plugin (10.16+): {error}")
+    if not hasattr(trtp, "aot_impl"):
+        pytest.skip(f"TensorRT {getattr(trt, '__version__', '?')} has no tensorrt.plugin.aot_impl (needs 10.16+)")
+    return trt, trtp, importlib.import_module("plugin.scatter_add_aot")
+
+
+class SymbolicSizes:
+    """A stand-in for TensorRT's IExprBuilder that evaluates on concrete numbers; its expressions are real
+    trt.IDimensionExpr objects (made without TensorRT's factory) carrying their value."""
+
+    def __init__(self, trt):
+        self.trt = trt
+        op = trt.DimensionOperation
+        self.operations = {
+            op.SUM: lambda a, b: a + b, op.PROD: lambda a, b: a * b, op.SUB: lambda a, b: a - b,
+            op.MAX: max, op.MIN: min, op.FLOOR_DIV: lambda a, b: a // b, op.CEIL_DIV: lambda a, b: -(-a // b),
+            op.EQUAL: lambda a, b: int(a == b), op.LESS: lambda a, b: int(a < b),
+        }
+        expr_type = type("EvaluatedExpr", (trt.IDimensionExpr,), {})
+        self.expr_type = expr_type
+
+    def expr(self, value):
+        expr = self.trt.IDimensionExpr.__new__(self.expr_type)
+        expr.value = int(value)
+        return expr
+
+    def constant(self, value):
+        return self.expr(value)
+
+    def operation(self, op, first, second):
+        return self.expr(self.operations[op](first.value, second.value))
+
+
+@pytest.fixture
+def symbolic(aot):
+    """Sets tensorrt.plugin's expression builder to SymbolicSizes for one test, as TensorRT does during a build."""
+    trt, trtp, _ = aot
+    symbolic_int = plugin_internals(trtp, "_tensor").SymIntExpr  # holds the builder of TensorRT's current call
+    builder = SymbolicSizes(trt)
+    previous = symbolic_int._exprBuilder
+    symbolic_int._exprBuilder = builder
+    yield builder
+    symbolic_int._exprBuilder = previous
+
+
+def tensor_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dtype):
+    """TensorDescs of the kernel's inputs with symbolic shapes for these sizes (types as the network makes them)."""
+    trt, trtp, _ = aot
+    capacity = table_capacity(num_edges)
+    shapes = {"state": (num_nodes, num_features), "src": (num_edges, num_features), "index": (num_edges,),
+              "counts": (num_nodes, 1), "keys": (capacity,), "values": (capacity, num_features)}
+    types = {"state": dtype, "src": dtype, "index": trt.int64, "counts": trt.int64, "keys": trt.int32,
+             "values": trt.float32}
+    descs = {}
+    for name in kernel.inputs:
+        shape = trtp.ShapeExprs.from_tuple(tuple(trtp.ShapeExpr(builder.expr(n)) for n in shapes[name]))
+        descs[name] = trtp.from_shape_expr(shape, types[name])
+    return descs
+
+
+def plugin_internals(trtp, name):
+    """A private module of tensorrt.plugin where its code lives (tensorrt_bindings.plugin in the wheels)."""
+    return importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "." + name)
+
+
+def qdp_registry():
+    """tensorrt.plugin's table of registered plugin definitions (register function, aot_impl, outputs)."""
+    return plugin_internals(importlib.import_module("tensorrt.plugin"), "_lib").QDP_REGISTRY
+
+
+def aot_plugin_instance(trtp, definition, name, namespace):
+    """TensorRT's own AOT plugin object (what the creator makes for add_plugin(..., aot=True)), no registry."""
+    instance = plugin_internals(trtp, "_plugin_class")._TemplateAOTPlugin(name, namespace, definition.num_outputs)
+    instance.init(definition.register_func, {}, definition.aot_impl_attr_names, definition.aot_impl_func,
+                  definition.autotune_attr_names, definition.autotune_func)
+    return instance
+
+
+def evaluated(expr):
+    return expr._expr.value
+
+
+VARIANTS = [  # (plugin id suffix, dtype name): both dtypes, with and without counts
+    ("scatter_add", "float32"),
+    ("scatter_add_counts", "float32"),
+    ("scatter_table", "float16"),
+    ("scatter_table_counts", "float16"),
+    ("apply_table", "float16"),
+]
+
+
+@pytest.mark.trt_bindings
+@pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES[:4])
+@pytest.mark.parametrize("plugin,dtype_name", VARIANTS)
+def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, plugin, dtype_name, num_nodes, num_edges,
+                                                         num_features):
+    trt, trtp, module = aot
+    plugin_id = f"{module.NAMESPACE}::{plugin}"
+    kernel = AOT_KERNELS[module.PLUGIN_KERNELS[plugin_id]]
+    descs = tensor_descs(aot, symbolic, kernel, num_nodes, num_edges, num_features, getattr(trt, dtype_name))
+    definition = qdp_registry()[plugin_id]
+    outputs = definition.register_func(*descs.values())
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+
+    name, ptx, launch, extra = definition.aot_impl_func(*descs.values(), outputs, 0)
+
+    assert isinstance(name, str) and isinstance(ptx, bytes)
+    assert re.search(rb"\.visible \.entry " + name.encode() + rb"\(", ptx)
+    assert ptx == compile_aot_ptx()
+    assert isinstance(launch, trtp.KernelLaunchParams)
+    assert isinstance(extra, trtp.SymIntExprs) and len(extra) == len(kernel.extra_args)
+    assert all(isinstance(arg, trtp.SymInt32) for arg in extra)  # what get_launch_params accepts
+    sizes = int_sizes(num_nodes, num_edges, num_features)
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    got = [evaluated(getattr(launch, field)) for field in ("grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                                                           "block_z", "shared_mem")]
+    assert got == [grid, 1, 1, block, 1, 1, shared]
+    assert [evaluated(arg) for arg in extra] == list(aot_extra_args(kernel, sizes))
+
+
+@pytest.mark.trt_bindings
+@pytest.mark.parametrize("plugin,dtype_name", VARIANTS)
+def test_aot_register_declares_aliased_outputs_through_tensorrts_plugin_class(aot, plugin, dtype_name):
+    """TensorRT's own AOT plugin class (tensorrt.plugin) reports get_aliased_input from our register function."""
+    trt, trtp, module = aot
+    plugin_id = f"{module.NAMESPACE}::{plugin}"
+    kernel = AOT_KERNELS[module.PLUGIN_KERNELS[plugin_id]]
+    instance = aot_plugin_instance(trtp, qdp_registry()[plugin_id], plugin, module.NAMESPACE)
+    types = {"state": getattr(trt, dtype_name), "src": getattr(trt, dtype_name), "index": trt.int64,
+             "counts": trt.int64, "keys": trt.int32, "values": trt.float32}
+    ranks = {"state": 2, "src": 2, "index": 1, "counts": 2, "keys": 1, "values": 2}
+    output_types = instance.get_output_data_types([types[n] for n in kernel.inputs], [ranks[n] for n in kernel.inputs])
+
+    assert instance.get_num_outputs() == len(kernel.outputs)
+    assert output_types == [types[n] for n in kernel.outputs]
+    assert [instance.get_aliased_input(i) for i in range(len(kernel.outputs))] == [
+        kernel.inputs.index(name) for name in kernel.outputs
+    ]
+
+
+@pytest.mark.trt_bindings
+def test_aot_register_refuses_the_wrong_dtype(aot):
+    trt, trtp, module = aot
+    instance = aot_plugin_instance(trtp, qdp_registry()[module.SCATTER_ADD], "scatter_add", module.NAMESPACE)
+    with pytest.raises(ValueError, match="state must be a 2-D"):
+        instance.get_output_data_types([trt.float16, trt.float16, trt.int64], [2, 2, 1])
