@@ -84,6 +84,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         profile=prepared.profile,
         show_progress=True,
         benchmark_iterations=prepared.engine.benchmark,
+        plugin=prepared.engine.plugin,
     )
     print("Classifier output:")
     print(format_matrix(result.softmax))
@@ -115,6 +116,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         load_engine=prepared.engine.load_engine,
         profile=prepared.profile,
         show_progress=True,
+        plugin=prepared.engine.plugin,
     )
     print(steps_note(prepared.graph, prepared.steps.batches))
     print()

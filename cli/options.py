@@ -41,6 +41,9 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
+PLUGINS = ("python", "aot")  # network.builder PYTHON_PLUGIN, AOT_PLUGIN
+MAX_AOT_HALF_EDGES = (2**31 - 2) // 2  # plugin.kernels.aot.MAX_TABLE_EDGES (this module imports no numpy)
+
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 
 EPILOG = f"""\
@@ -69,6 +72,9 @@ engine reuse, state across runs, benchmark:
   float64 reference.
   --benchmark ITERS (1..{MAX_BENCHMARK_ITERATIONS:,}) times ITERS executions after warm-up with CUDA events,
   then the scatter-add kernel alone on the same buffers, and prints median, p90, min and the kernel's share.
+  --plugin python (default) builds the scatter-add as the Python IPluginV3 plugin (Python at run time);
+  --plugin aot as tensorrt.plugin AOT plugins (TensorRT >= 10.16): the engine holds PTX and runs without
+  Python, e.g. in trtexec or C++ (docs/aot_plugin.md). A loaded engine holds the plugin it was built with.
 
 exit status:
   0  success
@@ -148,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--benchmark", metavar="ITERS",
         help="Time ITERS engine executions (CUDA events, after warm-up) and the kernel alone on the same buffers",
     )
+    engine.add_argument(
+        "--plugin", choices=PLUGINS,
+        help="Scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot (PTX in the engine, "
+        "no Python at run time; TensorRT >= 10.16)",
+    )
     return parser
 
 
@@ -198,6 +209,7 @@ class EngineOptions:
     steps: int | None = None
     batch_edges: int | None = None
     benchmark: int | None = None
+    plugin: str = PLUGINS[0]
 
     @property
     def sets_profile(self) -> bool:
@@ -219,6 +231,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         steps=optional("steps", "--steps", MAX_STEPS),
         batch_edges=optional("batch_edges", "--batch_edges", MAX_RANDOM_EDGES),
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
+        plugin=getattr(options, "plugin", None) or PLUGINS[0],
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
@@ -238,4 +251,19 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         )
     if parsed.steps is not None and parsed.benchmark is not None:
         raise InputError("--benchmark times the classifier engine and --steps prints its own per-step times: use one")
+    check_plugin_options(parsed, getattr(options, "plugin", None) is not None, getattr(options, "precision", "fp32"))
     return parsed
+
+
+def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:
+    """--plugin applies to a new engine; --benchmark times the Python plugin's kernel; the AOT float16 table
+    (2 E + 1 slots) takes an int32 size. InputError naming the clash."""
+    if plugin_given and parsed.load_engine is not None:
+        raise InputError(f"--plugin {parsed.plugin} chooses the scatter-add of a new engine; an engine from "
+                         "--load_engine holds the plugin it was built with")
+    if parsed.plugin == "aot" and parsed.benchmark is not None:
+        raise InputError("--benchmark times the Python plugin's kernel beside the engine; for --plugin aot run "
+                         "benchmarks/bench_aot.py")
+    if parsed.plugin == "aot" and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
+        raise InputError(f"--max_edges {parsed.max_edges:,} is more than --plugin aot --precision fp16 takes "
+                         f"({MAX_AOT_HALF_EDGES:,}: its float32 table has 2 E + 1 slots, an int32 size)")

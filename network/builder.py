@@ -18,6 +18,9 @@ With --steps the engine holds the state-update network instead: the same inputs 
 with compute_counts=0 (one output, aggregated: no counts, so no O(N) zeroing of counts per execution), and that
 output marked as the engine output "X_out", so the updated state outlives the execution (populate_state_network).
 
+With --plugin aot the scatter-add is the AOT plugin pair of plugin/scatter_add_aot.py instead, with the zeroed
+tensors its single kernel needs made by fill layers (network/aot_layers.py); the rest of each network is the same.
+
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
 Functions take the tensorrt module as `trt` so the plugin-free part also builds with TensorRT-RTX in tests.
@@ -38,6 +41,9 @@ OUTPUT_SOFTMAX = "softmax"
 OUTPUT_STATE = "X_out"
 INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX, INPUT_WEIGHTS)
 STATE_INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX)
+PYTHON_PLUGIN = "python"  # ScatterAddPlugin: IPluginV3 in Python, needs Python at run time
+AOT_PLUGIN = "aot"  # tensorrt.plugin AOT plugins: PTX in the engine, no Python at run time
+PLUGINS = (PYTHON_PLUGIN, AOT_PLUGIN)
 
 
 def add_classifier_head(
@@ -122,16 +128,35 @@ def add_scatter_add_layer(
     return layer, plugin
 
 
-def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int) -> Any:
-    """Fills an empty strongly typed network with the whole graph; returns the plugin object.
+def add_scatter_add(
+    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str
+) -> tuple["ITensor", "ITensor | None", Any]:
+    """The scatter-add for `kind` with the `plugin` implementation ("python" or "aot"): returns (aggregated,
+    counts or None, what must stay alive until the engine is built)."""
+    if plugin == PYTHON_PLUGIN:
+        layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
+        return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
+    if plugin == AOT_PLUGIN:
+        from network.aot_layers import add_aot_scatter_add
 
-    Keep the returned plugin alive until the engine is built: add_plugin_v3 does not hold a Python reference.
-    Needs the full TensorRT (INetworkDefinition.add_plugin_v3); TensorRT-RTX has no add_plugin_v3.
+        num_features = int(inputs[INPUT_STATE].shape[1])
+        return add_aot_scatter_add(trt, network, inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX],
+                                   num_features, with_counts=kind == CLASSIFIER)
+    raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
+
+
+def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int,
+                     plugin: str = PYTHON_PLUGIN) -> Any:
+    """Fills an empty strongly typed network with the whole graph; returns what must stay alive until the
+    engine is built (the Python plugin object: add_plugin_v3 does not hold a Python reference).
+
+    Needs the full TensorRT (add_plugin_v3; with plugin="aot", add_plugin and tensorrt.plugin, 10.16+).
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, num_classes)
-    layer, plugin = add_scatter_add_layer(network, inputs, CLASSIFIER)
-    add_classifier_head(trt, network, layer.get_output(0), layer.get_output(1), inputs[INPUT_WEIGHTS], dtype)
-    return plugin
+    aggregated, counts, keep_alive = add_scatter_add(trt, network, inputs, CLASSIFIER, plugin)
+    assert counts is not None
+    add_classifier_head(trt, network, aggregated, counts, inputs[INPUT_WEIGHTS], dtype)
+    return keep_alive
 
 
 def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "ITensor":
@@ -141,17 +166,19 @@ def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "
     return aggregated
 
 
-def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int) -> Any:
+def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int,
+                           plugin: str = PYTHON_PLUGIN) -> Any:
     """Fills an empty strongly typed network with X, src, idx -> plugin -> "X_out"; returns the plugin object.
 
     For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
     the execution. Whether TensorRT makes "X_out" share X's memory at the engine boundary is TensorRT's choice,
     reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
     aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
-    serialized: a loaded engine keeps it). Needs the full TensorRT (add_plugin_v3); keep the returned plugin
+    serialized: a loaded engine keeps it). With plugin="aot" the AOT plugins without counts (float16: the table
+    is sized from E), so an execution is O(E*F) there too. Needs the full TensorRT; keep the returned object
     alive until the engine is built.
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
-    layer, plugin = add_scatter_add_layer(network, inputs, STATE_UPDATE)
-    mark_state_output(network, layer.get_output(0))
-    return plugin
+    aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin)
+    mark_state_output(network, aggregated)
+    return keep_alive

@@ -16,7 +16,15 @@ import numpy as np
 from common.errors import InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
 from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
-from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, populate_network, populate_state_network
+from network.builder import (
+    AOT_PLUGIN,
+    INPUT_INDEX,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    PYTHON_PLUGIN,
+    populate_network,
+    populate_state_network,
+)
 from network.inputs import GraphArrays, make_engine_inputs
 from network.profile import (
     CLASSIFIER,
@@ -45,9 +53,10 @@ class EngineRunResult:
     benchmark: Any = None  # network.benchmark.BenchmarkResult with --benchmark
 
 
-def require_engine_dependencies() -> Any:
+def require_engine_dependencies(plugin: str = PYTHON_PLUGIN) -> Any:
     """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
-    a GPU, in that order and before any CUDA work; MissingDependencyError (one line, exit 3) if not."""
+    a GPU, in that order and before any CUDA work (to build with plugin="aot", also tensorrt.plugin's
+    aot_impl); MissingDependencyError (one line, exit 3) if not."""
     trt = import_tensorrt()
     if not is_full_tensorrt(trt):
         raise MissingDependencyError(
@@ -55,6 +64,8 @@ def require_engine_dependencies() -> Any:
             f"(no INetworkDefinition.add_plugin_v3; TensorRT-RTX is not enough): pip install 'tensorrt>={TENSORRT_FLOOR}'"
         )
     check_tensorrt_version(getattr(trt, "__version__", None))
+    if plugin == AOT_PLUGIN:
+        import_module("plugin.scatter_add_aot")  # MissingDependencyError without tensorrt.plugin.aot_impl
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
     from network.device import require_cuda_device
 
@@ -87,9 +98,11 @@ def prepare_engine(
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
     edges_source: str = "the graph",
+    plugin: str = PYTHON_PLUGIN,
 ) -> PreparedEngine:
-    """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE); saves it
-    to `save_engine` if given. InputError when the sizes do not fit the engine (loaded or requested)."""
+    """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE) with the
+    scatter-add `plugin` ("python" or "aot"); saves it to `save_engine` if given. InputError when the sizes do
+    not fit the engine (loaded or requested)."""
     from network.loaders import (
         build_engine_bytes,
         deserialize_engine,
@@ -120,9 +133,10 @@ def prepare_engine(
         check_fits(signature)
         dtype = trt_feature_dtype(trt, precision)
         if kind == CLASSIFIER:
-            populate = functools.partial(populate_network, dtype=dtype, num_features=num_features, num_classes=num_classes)
+            populate = functools.partial(populate_network, dtype=dtype, num_features=num_features,
+                                         num_classes=num_classes, plugin=plugin)
         else:
-            populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features)
+            populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin)
         with progress(f"Building the {kind} engine", enabled=show_progress):
             data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
         engine = deserialize_engine(data, "the engine just built", verbose=verbose)
@@ -144,15 +158,17 @@ def run_graph(
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
     benchmark_iterations: int | None = None,
+    plugin: str = PYTHON_PLUGIN,
 ) -> EngineRunResult:
     """Builds (or loads) the engine, runs it once on `graph` and reports; optionally benchmarks it.
 
     `profile` bounds N and E of a newly built engine (default: default_profile_bounds); a loaded engine keeps
     its own. InputError when the graph does not fit the engine (precision, F, C, N or E) or a file is bad.
     `show_progress` writes a progress line for the engine build to stderr. `benchmark_iterations` adds that
-    many timed executions (and as many timed kernel launches) after the run (network.benchmark).
+    many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
+    ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own.
     """
-    trt = require_engine_dependencies()
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN)
     from network.runner import run_engine
 
     feeds = make_engine_inputs(graph, weights, precision)
@@ -160,12 +176,12 @@ def run_graph(
     prepared = prepare_engine(
         trt, kind=CLASSIFIER, precision=precision, num_nodes=num_nodes, num_edges=len(feeds[INPUT_INDEX]),
         num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, save_engine=save_engine,
-        load_engine=load_engine, profile=profile, show_progress=show_progress,
+        load_engine=load_engine, profile=profile, show_progress=show_progress, plugin=plugin,
     )
     lines = list(prepared.lines)
 
     outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
-    lines.append(report.plugin_alias_line(compute_counts=True))
+    lines.append(report.plugin_alias_line(compute_counts=True, plugin=plugin, loaded=load_engine is not None))
     lines.extend(report.engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
     zero_update = report.update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
     changed, state_line = report.state_buffer_line(outputs.state_before, outputs.state_after, zero_update)
@@ -204,17 +220,19 @@ def run_steps(
     load_engine: str | Path | None = None,
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
+    plugin: str = PYTHON_PLUGIN,
 ) -> StepsResult:
     """--steps: builds (or loads) the state-update engine and executes it once per batch on one X buffer.
 
     The graph gives N, the node features and the initial state; `batches` (network.steps.make_step_batches)
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
-    engine. For fp16, call network.steps.check_state_range first (the state must not overflow).
+    engine. For fp16, call network.steps.check_state_range first (the state must not overflow). `plugin`
+    ("python" or "aot") picks the scatter-add of a new engine.
     """
     from network.inputs import feature_dtype, state_and_features
     from network.steps import run_state_steps, steps_report_lines
 
-    trt = require_engine_dependencies()
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN)
     if not batches:
         raise InputError("--steps needs at least one batch")
     dtype = feature_dtype(precision)
@@ -224,11 +242,11 @@ def run_steps(
     prepared = prepare_engine(
         trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
         num_features=num_features, num_classes=0, verbose=verbose, save_engine=save_engine, load_engine=load_engine,
-        profile=profile, show_progress=show_progress, edges_source="each --steps batch",
+        profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
     )
     run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
     lines = list(prepared.lines)
-    lines.append(report.plugin_alias_line(compute_counts=False))
+    lines.append(report.plugin_alias_line(compute_counts=False, plugin=plugin, loaded=load_engine is not None))
     lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?")))
     return StepsResult(
         final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,

@@ -24,9 +24,16 @@ def load_line(path: str, signature: EngineSignature) -> str:
     return f"Engine loaded from {path} ({describe_signature(signature)})"
 
 
-def plugin_alias_line(compute_counts: bool) -> str:
+def plugin_alias_line(compute_counts: bool, plugin: str = "python", loaded: bool = False) -> str:
     """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.builder.scatter_add_plugin_for:
-    counts in the classifier, compute_counts=0 in the state-update network)."""
+    counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
+    network/aot_layers.py). A loaded engine holds whichever plugin it was built with."""
+    if loaded:
+        return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
+    if plugin == "aot":
+        counts = "; counts alias a zero tensor made by a fill layer" if compute_counts else "; no counts are computed"
+        return ("AOT plugin (tensorrt.plugin, PTX in the engine, no Python at run time): aggregated aliases X "
+                f"(TensorDesc.aliased()){counts}")
     if compute_counts:
         return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
     return ("Plugin (compute_counts=0): output 0 (aggregated), its only output, aliases input 0 (X) -- "
