@@ -167,3 +167,61 @@ def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
 def compile_aot_ptx() -> bytes:
     """The PTX of scatter_add_aot.cu (all five kernels), compiled once per process."""
     return compile_aot_ptx_uncached()
+
+
+def aot_argument_types(kernel: AotKernel) -> tuple[Any, ...]:
+    """ctypes of the kernel's parameters in TensorRT's order: pointers, int32 extra arguments, pointers."""
+    import ctypes
+
+    return ((ctypes.c_void_p,) * len(kernel.inputs) + (ctypes.c_int32,) * len(kernel.extra_args)
+            + (ctypes.c_void_p,) * len(kernel.outputs))
+
+
+def load_aot_functions(ptx: bytes | None = None) -> tuple[Any, dict[str, Any]]:
+    """(module, {name: CUfunction}) of the AOT PTX (default: compile_aot_ptx()) loaded with cuModuleLoadData
+    into the current context, the way TensorRT loads it from an engine. For tests and benchmarks."""
+    from cuda.bindings import driver
+
+    from plugin.kernels.launch import current_context
+
+    current_context()
+    module = check(driver.cuModuleLoadData(compile_aot_ptx() if ptx is None else ptx))
+    return module, {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in AOT_KERNELS}
+
+
+def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int],
+                      stream: int) -> None:
+    """Launches `kernel` as TensorRT does for its AOT plugin: the grid of aot_launch_params(sizes), then
+    (input pointers, extra arguments, output pointers), where an aliased output's pointer is its input's.
+    `pointers` maps tensor names (state, src, index, counts, keys, values) to device addresses."""
+    from cuda.bindings import driver
+
+    check_aot_sizes(sizes)
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    arguments = (tuple(pointers[name] for name in kernel.inputs) + aot_extra_args(kernel, sizes)
+                 + tuple(pointers[name] for name in kernel.outputs))
+    check(driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, shared, stream,
+                                (arguments, aot_argument_types(kernel)), 0))
+
+
+def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
+                        num_nodes: int, num_edges: int, num_features: int, stream: int) -> None:
+    """What an AOT engine runs for one scatter-add, on `stream`: the fills the network's layers make (counts
+    to 0 when pointers has "counts"; float16: keys to -1, values to 0), then the plugin kernels. float16
+    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32). For tests and benchmarks."""
+    from cuda.bindings import driver
+
+    sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+             "capacity": table_capacity(num_edges)}
+    with_counts = "counts" in pointers
+    if with_counts:
+        check(driver.cuMemsetD32Async(pointers["counts"], 0, 2 * num_nodes, stream))
+    if not half:
+        name = "scatter_add_f32_counts" if with_counts else "scatter_add_f32"
+        launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
+        return
+    check(driver.cuMemsetD32Async(pointers["keys"], 0xFFFFFFFF, sizes["capacity"], stream))
+    check(driver.cuMemsetD32Async(pointers["values"], 0, sizes["capacity"] * num_features, stream))
+    name = "scatter_table_f16_counts" if with_counts else "scatter_table_f16"
+    launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
+    launch_aot_kernel(functions["apply_table_f16"], AOT_KERNELS["apply_table_f16"], pointers, sizes, stream)

@@ -1,0 +1,117 @@
+"""Per-step device time of the AOT scatter-add (--plugin aot) beside torch index_add_ and the Python plugin's kernel.
+
+    python3 benchmarks/bench_aot.py [--out DIR] [--batches 10000 1000000] [--nodes 1000 ... 100000000]
+
+What an AOT --steps engine runs per execution, on the GPU: float32 one kernel (scatter_add_f32); float16 the
+two fills the network makes (keys -1, values 0, 2B+1 slots) and two kernels (scatter_table_f16,
+apply_table_f16). The PTX is the one the plugins put into an engine, loaded with cuModuleLoadData and launched
+with TensorRT's argument order and launch parameters (plugin.kernels.aot). F = 1, no counts (the --steps
+network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating over 8
+pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same run
+and on the same tensors: torch state.index_add_(0, index, src) and the Python plugin's kernel
+(scatter_add_launch, counts skipped). Device time from CUDA events after warm-up, median of many steps
+(benchmarks/gpu_timing.py). The Python plugin's host time per execution is not here (bench_enqueue.py); an
+AOT engine has none in Python.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.gpu_timing import device_name, ours, time_gpu_ms  # noqa: E402
+
+NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
+BATCHES_IN_ROTATION = 8
+
+
+def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> dict:
+    import torch
+
+    from plugin.kernels import scatter_add_workspace_size
+    from plugin.kernels.aot import run_aot_scatter_add, table_capacity
+
+    dtype = getattr(torch, dtype_name)
+    half = dtype == torch.float16
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64))
+               for _ in range(BATCHES_IN_ROTATION)]
+    capacity = table_capacity(batch)
+    keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
+    values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
+
+    def aot_step(i: int) -> None:
+        src, index = batches[i]
+        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
+        if half:
+            pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
+        run_aot_scatter_add(functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
+                            num_features=1, stream=torch.cuda.current_stream().cuda_stream)
+
+    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name)
+    workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
+    python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
+    timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
+    row = dict(dtype=dtype_name, N=num_nodes, B=batch,
+               aot_ms=time_gpu_ms(aot_step, **timing),
+               torch_ms=time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **timing),
+               python_plugin_ms=time_gpu_ms(lambda i: python_plugin[i](), **timing))
+    del state, batches, keys, values, workspace
+    torch.cuda.empty_cache()
+    return row
+
+
+def table(rows: list[dict], batches: list[int], nodes: list[int]) -> list[str]:
+    header = "| dtype | B | method | " + " | ".join(f"N = {n:.0e}" for n in nodes) + " |"
+    lines = [header, "|" + " --- |" * (3 + len(nodes))]
+    for dtype_name in ("float32", "float16"):
+        for batch in batches:
+            selected = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
+            for key, label in (("aot_ms", "AOT plugin"), ("torch_ms", "torch index_add_"),
+                               ("python_plugin_ms", "Python plugin's kernel")):
+                lines.append(f"| {dtype_name} | {batch:.0e} | {label} | "
+                             + " | ".join(f"{r[key] * 1e3:.1f}" for r in selected) + " |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, help="folder for the table (bench_aot.md)")
+    parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
+    parser.add_argument("--nodes", type=int, nargs="+", default=NODES)
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_aot.py needs torch (pip install torch) and a CUDA GPU", file=sys.stderr)
+        return 3
+    if not torch.cuda.is_available():
+        print("bench_aot.py needs a CUDA GPU", file=sys.stderr)
+        return 3
+    from plugin.kernels.aot import load_aot_functions
+
+    torch.zeros(1, device="cuda")  # the primary context, shared with the driver API
+    _, functions = load_aot_functions()
+    rows = []
+    for dtype_name in ("float32", "float16"):
+        for batch in args.batches:
+            for num_nodes in args.nodes:
+                row = step_times(functions, num_nodes, batch, dtype_name)
+                rows.append(row)
+                print(f"{dtype_name} B={batch} N={num_nodes}: AOT {row['aot_ms'] * 1e3:.1f} us, torch "
+                      f"{row['torch_ms'] * 1e3:.1f} us, Python plugin's kernel {row['python_plugin_ms'] * 1e3:.1f} us",
+                      file=sys.stderr, flush=True)
+    lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
+             ""] + table(rows, args.batches, args.nodes)
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_aot.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The AOT kernels on a GPU, launched the way TensorRT launches an AOT plugin, against float64 (skipped without
+a GPU).
+
+The exact PTX the AOT plugins put into an engine (plugin.kernels.aot.compile_aot_ptx) is loaded with
+cuModuleLoadData; each kernel is launched with TensorRT's argument order (input pointers, extra int32
+arguments, output pointers; an aliased output gets its input's pointer) and with the grid and extra arguments
+of aot_launch_params / aot_extra_args evaluated for the concrete N, E, F. The fills the network's layers make
+(counts 0, keys -1, values 0) are memsets here. Fresh random inputs every run, a non-zero state, out-of-range
+indices (negative, N, and beyond int32), E = 0, hot nodes; guard rows around the state and the counts must
+stay untouched. Error bounds: tests/test_kernels_gpu.py.
+"""
+
+import numpy as np
+import pytest
+
+from plugin.device_array import DeviceArray
+from plugin.kernels.aot import compile_aot_ptx, load_aot_functions, run_aot_scatter_add, table_capacity
+from tests.test_kernels_gpu import assert_within_bound, reference
+
+pytestmark = pytest.mark.gpu
+
+RNG = np.random.default_rng()
+GUARD_ROWS = 64
+SIZES = [  # (N, E, F)
+    (1, 0, 1),
+    (1000, 0, 3),
+    (7, 1000, 3),
+    (1000, 10**4, 64),
+    (10**5, 10**6, 3),
+    (10**6, 2 * 10**5, 64),
+    (10**6, 10**7, 1),
+]
+
+
+@pytest.fixture(scope="module")
+def aot_functions():
+    module, functions = load_aot_functions(compile_aot_ptx())
+    yield functions
+    from cuda.bindings import driver
+
+    driver.cuModuleUnload(module)
+
+
+def random_indices(num_nodes, num_edges):
+    """Uniform targets, 10% of edges into node 0 (a hot node), about 1% out of range (negative, N and up,
+    and values beyond int32 that must not wrap into a node)."""
+    index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
+    index[RNG.random(num_edges) < 0.1] = 0
+    bad = RNG.random(num_edges) < 0.01
+    choices = np.array([-1, -num_nodes, num_nodes, num_nodes + 5, 2**31 + 3, 2**32, -(2**40)], dtype=np.int64)
+    index[bad] = RNG.choice(choices, int(bad.sum()))
+    return index
+
+
+@pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
+def test_aot_kernels_match_float64(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts):
+    state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
+    src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
+    index = random_indices(num_nodes, num_edges)
+    sentinel = np.full((GUARD_ROWS, num_features), 12.5, dtype)
+    half = dtype == np.float16
+    buffers = {}
+    try:
+        buffers["state"] = DeviceArray.from_array(np.concatenate([sentinel, state, sentinel]))
+        buffers["src"] = DeviceArray.from_array(src)
+        buffers["index"] = DeviceArray.from_array(index)
+        pointers = {name: buffer.ptr for name, buffer in buffers.items()}
+        pointers["state"] += GUARD_ROWS * num_features * state.itemsize
+        if with_counts:
+            buffers["counts"] = DeviceArray.from_array(np.full((num_nodes + 2 * GUARD_ROWS, 1), 77, np.int64))
+            pointers["counts"] = buffers["counts"].ptr + GUARD_ROWS * 8
+        if half:
+            capacity = table_capacity(num_edges)
+            buffers["keys"] = DeviceArray((capacity,), np.int32)
+            buffers["values"] = DeviceArray((capacity, num_features), np.float32)
+            buffers["keys"].fill_bytes(0x5A)  # garbage the fills must replace
+            buffers["values"].fill_bytes(0x5A)
+            pointers.update(keys=buffers["keys"].ptr, values=buffers["values"].ptr)
+        run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=num_edges,
+                            num_features=num_features, stream=0)
+        out = buffers["state"].download()
+        counts = buffers["counts"].download() if with_counts else None
+    finally:
+        for buffer in buffers.values():
+            buffer.free()
+
+    assert np.array_equal(out[:GUARD_ROWS], sentinel) and np.array_equal(out[-GUARD_ROWS:], sentinel), "guard written"
+    assert_within_bound(out[GUARD_ROWS:-GUARD_ROWS], state, src, index, dtype)
+    if with_counts:
+        expected_counts = reference(state, src, index)[1]
+        assert np.all(counts[:GUARD_ROWS] == 77) and np.all(counts[-GUARD_ROWS:] == 77), "counts guard written"
+        assert np.array_equal(counts[GUARD_ROWS:-GUARD_ROWS, 0], expected_counts)
