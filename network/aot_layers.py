@@ -59,10 +59,10 @@ class ShapeTensors:
         concat.axis = 0
         return concat.get_output(0)
 
-    def filled(self, shape: "ITensor", rank: int, value: int | float, dtype: type) -> "ITensor":
+    def filled(self, shape: "ITensor", rank: int, value: int | float, dtype: Any) -> "ITensor":
         """A tensor of `shape` (an int64 shape tensor of length `rank`) filled with `value` of numpy `dtype`
         (int32, int64 or float32), by a LINSPACE fill layer with start `value` and delta 0."""
-        trt_types = {np.int32: self.trt.int32, np.int64: self.trt.int64, np.float32: self.trt.float32}
+        trt_types: dict[Any, Any] = {np.int32: self.trt.int32, np.int64: self.trt.int64, np.float32: self.trt.float32}
         fill = self.network.add_fill(self.trt.Dims([1] * rank), self.trt.FillOperation.LINSPACE, trt_types[dtype])
         fill.set_input(0, shape)
         fill.set_input(1, self.constant(np.array(value, dtype)))

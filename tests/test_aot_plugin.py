@@ -113,9 +113,12 @@ def aot():
     """(tensorrt, tensorrt.plugin, plugin.scatter_add_aot) from the real bindings, or a skip saying why not."""
     try:
         trt = importlib.import_module("tensorrt")
-        trtp = importlib.import_module("tensorrt.plugin")
     except ImportError as error:
         pytest.skip(f"needs TensorRT's Python package with tensorrt.plugin (10.16+): {error}")
+    try:
+        trtp = importlib.import_module("tensorrt.plugin")
+    except ImportError:
+        pytest.skip(f"TensorRT {getattr(trt, '__version__', '?')} has no tensorrt.plugin (needs 10.16+)")
     if not hasattr(trtp, "aot_impl"):
         pytest.skip(f"TensorRT {getattr(trt, '__version__', '?')} has no tensorrt.plugin.aot_impl (needs 10.16+)")
     return trt, trtp, importlib.import_module("plugin.scatter_add_aot")
