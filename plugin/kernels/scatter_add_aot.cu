@@ -14,8 +14,9 @@
 //
 // Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
 // correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. Rows whose index is
-// outside [0, num_nodes) are skipped and never written. Self-contained: it shares no code with
-// scatter_add.cu, so the Python plugin's kernels can change without touching engines built with these.
+// outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert repeats
+// scatter_add.cu's probing): an engine holds this PTX, so these kernels change only when the AOT plugins do,
+// not whenever the Python plugin's kernels are tuned.
 
 #include <cuda_fp16.h>
 
@@ -61,19 +62,29 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity)
     }
 }
 
-// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge).
-__device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
-                                                 int num_nodes, int num_edges, int num_features,
-                                                 float* state_out, u64* counts_out) {
+// Calls body(i, node, feature) for every element i = (edge, feature) of a [num_edges, num_features] src whose
+// target node = index[edge] lies in [0, node_limit); other rows are skipped.
+template <typename Body>
+__device__ __forceinline__ void for_each_targeted_element(const i64* __restrict__ index, i64 node_limit,
+                                                          int num_edges, int num_features, Body body) {
     const i64 total = (i64)num_edges * num_features;
     for (i64 i = first_element(); i < total; i += element_stride()) {
         int feature;
         const i64 edge = split_element(i, num_features, feature);
         const i64 node = __ldg(index + edge);
-        if (node < 0 || node >= num_nodes) continue;
+        if (node < 0 || node >= node_limit) continue;
+        body(i, node, feature);
+    }
+}
+
+// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge).
+__device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
+                                                 int num_nodes, int num_edges, int num_features,
+                                                 float* state_out, u64* counts_out) {
+    for_each_targeted_element(index, num_nodes, num_edges, num_features, [&](i64 i, i64 node, int feature) {
         atomicAdd(state_out + node * num_features + feature, __ldg(src + i));
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
-    }
+    });
 }
 
 // values_out[slot(index[e]), f] += float(src[e, f]) with keys_out[slot] = index[e]; nodes in [0, node_limit).
@@ -82,16 +93,11 @@ __device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict_
                                                        i64 node_limit, int num_edges, int num_features,
                                                        int capacity, int* keys_out, float* values_out,
                                                        u64* counts_out) {
-    const i64 total = (i64)num_edges * num_features;
-    for (i64 i = first_element(); i < total; i += element_stride()) {
-        int feature;
-        const i64 edge = split_element(i, num_features, feature);
-        const i64 node = __ldg(index + edge);
-        if (node < 0 || node >= node_limit) continue;
+    for_each_targeted_element(index, node_limit, num_edges, num_features, [&](i64 i, i64 node, int feature) {
         const int slot = find_or_insert(keys_out, (int)node, capacity);
         atomicAdd(values_out + (i64)slot * num_features + feature, __half2float(src[i]));
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
-    }
+    });
 }
 
 extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
