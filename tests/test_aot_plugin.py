@@ -111,14 +111,17 @@ def test_aot_declare_ptx_isa_lowers_only_a_newer_version():
 @pytest.fixture(scope="module")
 def aot():
     """(tensorrt, tensorrt.plugin, plugin.scatter_add_aot) from the real bindings, or a skip saying why not."""
+    from common.errors import MissingDependencyError
+    from common.imports import import_tensorrt
+
     try:
-        trt = importlib.import_module("tensorrt")
-    except ImportError as error:
+        trt = import_tensorrt()
+    except MissingDependencyError as error:
         pytest.skip(f"needs TensorRT's Python package with tensorrt.plugin (10.16+): {error}")
     try:
         trtp = importlib.import_module("tensorrt.plugin")
     except ImportError:
-        pytest.skip(f"TensorRT {getattr(trt, '__version__', '?')} has no tensorrt.plugin (needs 10.16+)")
+        pytest.skip(f"this tensorrt ({getattr(trt, '__version__', '?')}) has no tensorrt.plugin (TensorRT 10.16+ has)")
     if not hasattr(trtp, "aot_impl"):
         pytest.skip(f"TensorRT {getattr(trt, '__version__', '?')} has no tensorrt.plugin.aot_impl (needs 10.16+)")
     return trt, trtp, importlib.import_module("plugin.scatter_add_aot")
@@ -264,3 +267,38 @@ def test_aot_register_refuses_the_wrong_dtype(aot):
     instance = aot_plugin_instance(trtp, qdp_registry()[module.SCATTER_ADD], "scatter_add", module.NAMESPACE)
     with pytest.raises(ValueError, match="state must be a 2-D"):
         instance.get_output_data_types([trt.float16, trt.float16, trt.int64], [2, 2, 1])
+
+
+# --- the CLI's --plugin option (no TensorRT needed: checked before any engine work) ----------------------------
+BAD_AOT_OPTIONS = [
+    (["--plugin", "cuda"], "argument --plugin: invalid choice: 'cuda'"),
+    (["--plugin", "aot", "--benchmark", "3"], "for --plugin aot run benchmarks/bench_aot.py"),
+    (["--plugin", "python", "--load_engine", "{engine}"], "--plugin python chooses the scatter-add of a new engine"),
+    (["--plugin", "aot", "--precision", "fp16", "--max_edges", "1073741824"],
+     "--max_edges 1,073,741,824 is more than --plugin aot --precision fp16 takes (1,073,741,823"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_AOT_OPTIONS)
+def test_aot_cli_option_clashes_exit_2_with_one_line(capsys, tmp_path, args, message):
+    import aliased_io_plugin as cli
+    from tests.test_cli import assert_one_line_error
+
+    engine = tmp_path / "saved.engine"
+    engine.write_bytes(b"only its existence is checked before TensorRT loads")
+    status = cli.main([arg.format(engine=engine) for arg in args] + ["--seed", "1"])
+    assert_one_line_error(status, capsys.readouterr(), message)
+
+
+def test_aot_cli_option_reaches_the_engine_options():
+    from cli.options import parse_arguments, parse_engine_options
+
+    assert parse_engine_options(parse_arguments([])).plugin == "python"
+    assert parse_engine_options(parse_arguments(["--plugin", "aot", "--precision", "fp16"])).plugin == "aot"
+    assert parse_engine_options(parse_arguments(["--plugin", "aot", "--max_edges", "2000000000"])).plugin == "aot"
+
+
+def test_aot_cli_dry_run_imports_neither_tensorrt_nor_cuda():
+    from tests.import_check import heavy_modules_imported_by
+
+    assert heavy_modules_imported_by(["--plugin", "aot", "--dry-run", "--seed", "1"]) == []
