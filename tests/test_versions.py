@@ -92,12 +92,20 @@ def test_cli_refuses_an_old_release_with_exit_3_before_any_cuda_work(tmp_path, t
 
 
 @pytest.mark.trt_bindings
-def test_each_real_tensorrt_of_the_matrix_passes_the_floor(trt):
+def test_each_real_tensorrt_of_the_matrix_passes_the_floor_and_is_recognised(trt):
     """In the real-bindings matrix: the engine path accepts 10.4.0, 10.13.3.9, 10.16.1.11 and 11.4.0.106 by their
-    own __version__ (the full TensorRT, where installed, too)."""
+    own __version__, and the conftest recognises the stand-in libraries under them (so tests that need a
+    Builder, Runtime or registry skip there, saying so). With TensorRT-RTX standing in, there is no `tensorrt`
+    installed and nothing to recognise."""
+    from tests.conftest import stand_in_libraries_reason
+
+    reason = stand_in_libraries_reason()
     if trt.__name__ != "tensorrt":
-        pytest.skip(f"{trt.__name__} ({trt.__version__}) stands in for tensorrt here; the matrix runs this test")
+        assert reason is None
+        return
     check_tensorrt_version(trt.__version__)
+    if trt.get_plugin_registry() is None:
+        assert reason is not None and f"tensorrt {trt.__version__} is the real Python bindings over stand-in" in reason
 
 
 def test_the_floors_are_the_same_everywhere_they_are_named():
