@@ -22,12 +22,14 @@ from cli.options import (
     EXIT_OK,
     EXIT_VALIDATION_FAILED,
     PROG,
+    check_options,
     parse_arguments,
 )
 from common.errors import InputError, MissingDependencyError
+from common.progress import shows_progress
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
-    from cli.inputs import Prepared, prepare
+    from cli.inputs import Prepared, prepare, read_graph
     from cli.report import format_matrix, steps_note, validation_report
     from graph import describe_graph
 
@@ -82,7 +84,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         save_engine=prepared.engine.save_engine,
         load_engine=prepared.engine.load_engine,
         profile=prepared.profile,
-        show_progress=True,
+        show_progress=shows_progress(options.verbose),
         benchmark_iterations=prepared.engine.benchmark,
         plugin=prepared.engine.plugin,
     )
@@ -115,7 +117,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         save_engine=prepared.engine.save_engine,
         load_engine=prepared.engine.load_engine,
         profile=prepared.profile,
-        show_progress=True,
+        show_progress=shows_progress(options.verbose),
         plugin=prepared.engine.plugin,
     )
     print(steps_note(prepared.graph, prepared.steps.batches))
@@ -134,26 +136,30 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     return EXIT_OK if check.ok else EXIT_VALIDATION_FAILED
 
 
+def read_inputs(options: argparse.Namespace) -> "Prepared":
+    """Step 2: the seed and the graph, each printed as soon as it is known, then the weights and the reference."""
+    settings = check_options(options)
+    print(f"Setting seed to: {settings.seed}")
+    print(flush=True)
+    show_progress = shows_progress(options.verbose)
+    graph_input = read_graph(options, settings, show_progress)
+    print("\n".join(describe_graph(graph_input.graph)))
+    if graph_input.features_note:
+        print(graph_input.features_note)
+    print(flush=True)
+    return prepare(options, settings, graph_input, show_progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         options = parse_arguments(argv)  # 1. options
         if NUMPY_MISSING is not None:
             return _error(NUMPY_MISSING, EXIT_MISSING_DEPENDENCY)
-        prepared = prepare(options)  # 2. graph, weights, reference
+        prepared = read_inputs(options)  # 2. graph, weights, reference
     except InputError as error:
         return _error(error, EXIT_BAD_INPUT)
     except MemoryError:
         return _error("not enough memory for this graph; try a smaller one", EXIT_BAD_INPUT)
-
-    print(f"Setting seed to: {prepared.seed}")
-    print()
-    print("\n".join(describe_graph(prepared.graph)))
-    if prepared.features_note:
-        print(prepared.features_note)
-    print()
-    if options.verbose:
-        print("\n".join(prepared.timings))
-        print()
 
     if options.dry_run:
         return dry_run(options, prepared)

@@ -5,8 +5,6 @@ and, where the run needs it, the float64 reference. numpy only.
 
 import argparse
 import os
-import secrets
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,15 +13,14 @@ import numpy as np
 from cli.options import (
     DEFAULT_EDGES,
     DEFAULT_NODE_FEATURES,
-    MAX_CLASSES,
     MAX_OUTPUT_ELEMENTS,
-    MAX_SEED,
     EngineOptions,
+    Settings,
     integer,
-    parse_engine_options,
 )
 from common.errors import InputError
-from common.limits import LARGE_FILE_BYTES, MAX_RANDOM_EDGES
+from common.limits import MAX_RANDOM_EDGES
+from common.progress import human_bytes, progress
 from graph import (
     Graph,
     check_precision_range,
@@ -55,6 +52,14 @@ class StepsPlan:
 
 
 @dataclass(frozen=True)
+class GraphInput:
+    """The graph, validated, with a note when its node features were drawn from the seed."""
+
+    graph: Graph
+    features_note: str | None
+
+
+@dataclass(frozen=True)
 class Prepared:
     """Everything the run needs, checked before TensorRT or CUDA is imported."""
 
@@ -62,89 +67,78 @@ class Prepared:
     graph: Graph
     weights: np.ndarray
     reference: dict[str, np.ndarray] | None  # computed for --dry-run, --validate and range checks
-    timings: list[str]
     engine: EngineOptions = EngineOptions()
     profile: Any = None  # network.profile.ProfileBounds from --max_nodes/--max_edges, else None (the default)
     steps: StepsPlan | None = None
-    features_note: str | None = None  # says so when the node features were drawn from the seed
 
 
-def _load_with_progress(load: Any, path: str, option: str) -> Any:
-    """load(path), with a progress line on stderr for files of LARGE_FILE_BYTES or more."""
+def _size(path: str) -> str:
     try:
-        large = os.stat(path).st_size >= LARGE_FILE_BYTES
+        return human_bytes(os.stat(path).st_size)
     except (OSError, ValueError):  # the loader reports a missing or unreadable file in its own words
-        large = False
-    if not large:
-        return load(path)
-    from network.progress import file_load_progress
-
-    with file_load_progress(path, option):
-        return load(path)
-
-
-def _given_node_features(options: argparse.Namespace) -> np.ndarray | None:
-    """Node features from --node_features_file or --node_features; None when neither is given."""
-    if options.node_features_file is not None:
-        return _load_with_progress(load_node_features_file, options.node_features_file, "--node_features_file")
-    if options.node_features is not None:
-        return parse_node_features(options.node_features)
-    return None
+        return "?"
 
 
 DRAWN_FEATURES_NOTE = "Node features: none given, so {} drawn from the seed, uniform in [0, 10)"
 
 
-def load_graph(options: argparse.Namespace, seed: int) -> tuple[Graph, str | None]:
+def read_graph(options: argparse.Namespace, settings: Settings, show_progress: bool = False) -> GraphInput:
     """The graph from --graph, --random_graph or the --node_features/--edges strings, validated, and a note
     when its node features were drawn from the seed (a graph file without them, or --random_graph)."""
-    given_features = _given_node_features(options)
-    if options.graph is not None:
-        arrays = _load_with_progress(load_graph_file, options.graph, "--graph")
-        if arrays.node_features is not None and given_features is not None:
-            raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
-        features = arrays.node_features if arrays.node_features is not None else given_features
-        if features is None:  # drawn from the seed, as for --random_graph (one feature, or the state's F)
-            num_features = 1 if arrays.state is None or np.ndim(arrays.state) < 2 else np.shape(arrays.state)[1]
-            rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
-            features = random_node_features(implied_node_count(arrays.edges), num_features, rng)
-            note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
-            return validate_graph(features, arrays.edges, arrays.state), note
-        return validate_graph(features, arrays.edges, arrays.state), None
+    rng = np.random.default_rng((settings.seed, RANDOM_GRAPH_STREAM))
+    note = None
+    features = None
+    if options.node_features_file is not None:
+        path = options.node_features_file
+        with progress(f"Reading --node_features_file {path} ({_size(path)})", enabled=show_progress):
+            features = load_node_features_file(path)
+    elif options.node_features is not None:
+        features = parse_node_features(options.node_features)
 
-    if options.random_graph is not None:
+    state = None
+    if options.graph is not None:
+        with progress(f"Reading --graph {options.graph} ({_size(options.graph)})", enabled=show_progress) as advance:
+            arrays = load_graph_file(options.graph, on_progress=advance)
+        if arrays.node_features is not None and features is not None:
+            raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
+        edges, state = arrays.edges, arrays.state
+        features = arrays.node_features if arrays.node_features is not None else features
+        if features is None:  # drawn from the seed, as for --random_graph (one feature, or the state's F)
+            num_features = 1 if state is None or np.ndim(state) < 2 else np.shape(state)[1]
+            features = random_node_features(implied_node_count(edges), num_features, rng)
+            note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
+    elif options.random_graph is not None:
         num_nodes = integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
         num_edges = integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
-        rng = np.random.default_rng((seed, RANDOM_GRAPH_STREAM))
-        edges = random_graph(num_nodes, num_edges, rng)
-        if given_features is None:
-            return validate_graph(random_node_features(num_nodes, 1, rng), edges), DRAWN_FEATURES_NOTE.format("one per node is")
-        if len(given_features) != num_nodes:
-            raise InputError(
-                f"the node features describe {len(given_features)} nodes but --random_graph asks for {num_nodes}"
-            )
-        return validate_graph(given_features, edges), None
+        with progress(f"Drawing a random graph of {num_edges:,} edges", enabled=show_progress) as advance:
+            edges = random_graph(num_nodes, num_edges, rng, on_progress=advance)
+        if features is None:
+            features = random_node_features(num_nodes, 1, rng)
+            note = DRAWN_FEATURES_NOTE.format("one per node is")
+        elif len(features) != num_nodes:
+            raise InputError(f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}")
+    else:
+        features = features if features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
+        edges = parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)
 
-    features = given_features if given_features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
-    return validate_graph(features, parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)), None
+    with progress("Validating the graph", enabled=show_progress):
+        graph = validate_graph(features, edges, state)
+        check_precision_range(graph, options.precision)  # the features and the state themselves
+    return GraphInput(graph, note)
 
 
-def prepare(options: argparse.Namespace) -> Prepared:
-    """Checks every option and input, draws the seed if none was given, and computes the reference."""
-    timings: list[str] = []
-    seed = secrets.randbelow(2**32) if options.seed is None else integer(options.seed, "--seed", 0, MAX_SEED)
-    num_classes = integer(options.num_classes, "--num_classes", 1, MAX_CLASSES)
-    engine = parse_engine_options(options)
-
-    start = time.perf_counter()
-    graph, features_note = load_graph(options, seed)
-    timings.append(f"Read and validated the graph in {time.perf_counter() - start:.3f} s")
-    check_precision_range(graph, options.precision)  # the features and the state themselves
-    weights = make_weights(seed, num_classes, graph.num_features)
+def prepare(options: argparse.Namespace, settings: Settings, graph_input: GraphInput,
+            show_progress: bool = False) -> Prepared:
+    """The seeded weights, the --steps batches and, where the run needs it, the float64 reference, after the
+    checks that need the graph (output size, the precision's range, the engine profile)."""
+    graph = graph_input.graph
+    weights = make_weights(settings.seed, settings.num_classes, graph.num_features)
+    engine = settings.engine
     if engine.steps is not None:
-        steps = prepare_steps(options, engine, graph, seed, timings)
-        return Prepared(seed, graph, weights, None, timings, engine, profile_bounds(engine, graph), steps, features_note)
+        steps = prepare_steps(options, engine, graph, settings.seed, show_progress)
+        return Prepared(settings.seed, graph, weights, None, engine, profile_bounds(engine, graph), steps)
 
+    num_classes = settings.num_classes
     if num_classes * graph.num_nodes > MAX_OUTPUT_ELEMENTS:
         raise InputError(
             f"--num_classes {num_classes} with {graph.num_nodes:,} nodes gives a [{num_classes}, {graph.num_nodes}] "
@@ -153,13 +147,11 @@ def prepare(options: argparse.Namespace) -> Prepared:
     expected = None
     fp16 = options.precision == "fp16"
     if options.dry_run or options.validate or fp16 or may_overflow(graph, weights, options.precision):
-        start = time.perf_counter()
-        expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state)
-        timings.append(f"Computed the float64 reference in {time.perf_counter() - start:.3f} s")
+        with progress("Computing the float64 reference", enabled=show_progress):
+            expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state)
         counts = expected["counts"] if fp16 else None  # fp16 casts the in-degrees before dividing
         check_precision_range(graph, options.precision, expected["aggregated"], expected["logits"], counts)
-    return Prepared(seed, graph, weights, expected, timings, engine, profile_bounds(engine, graph),
-                    features_note=features_note)
+    return Prepared(settings.seed, graph, weights, expected, engine, profile_bounds(engine, graph))
 
 
 def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:
@@ -176,20 +168,18 @@ def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:
 
 
 def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Graph, seed: int,
-                  timings: list[str]) -> StepsPlan:
+                  show_progress: bool = False) -> StepsPlan:
     """Draws the --steps batches; checks that the state cannot overflow the precision; for --dry-run and --validate
     computes the final state's reference and its rounding bound."""
     from network.steps import check_state_range, expected_final_state, make_step_batches, state_error_bound
 
     assert engine.steps is not None and engine.batch_edges is not None
-    start = time.perf_counter()
-    batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
-    timings.append(f"Drew {engine.steps:,} batches of {engine.batch_edges:,} edges in {time.perf_counter() - start:.3f} s")
+    with progress(f"Drawing {engine.steps:,} batches of {engine.batch_edges:,} edges", enabled=show_progress):
+        batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
     check_state_range(graph.node_features, batches, graph.state, options.precision)
     final_state = bound = None
     if options.dry_run or options.validate:
-        start = time.perf_counter()
-        final_state = expected_final_state(graph.node_features, batches, graph.state)
-        bound = state_error_bound(graph.node_features, batches, graph.state, options.precision)
-        timings.append(f"Computed the float64 reference of the final state in {time.perf_counter() - start:.3f} s")
+        with progress("Computing the float64 reference of the final state", enabled=show_progress):
+            final_state = expected_final_state(graph.node_features, batches, graph.state)
+            bound = state_error_bound(graph.node_features, batches, graph.state, options.precision)
     return StepsPlan(batches, final_state, bound)

@@ -8,6 +8,7 @@ raises InputError, which the command line prints as one line with exit status 2.
 import argparse
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", "--dry_run", dest="dry_run", action="store_true",
         help="Validate the input, print the graph and the float64 reference output, and exit without TensorRT or CUDA",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="Print timings and the engine build log")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="Report every step with its time on stderr (without -v: only on a terminal, and only steps "
+        "that take over a second) and print the engine build log",
+    )
     engine = parser.add_argument_group("engine reuse, state across runs, benchmark")
     engine.add_argument("--save_engine", "--save-engine", metavar="PATH", help="Save the engine to PATH")
     engine.add_argument(
@@ -196,6 +201,24 @@ def _writable_file(path: str, option: str) -> str:
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise InputError(f"{option} {shown_path(path)}: not writable")
     return path
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options checked before any input is read: the seed (drawn when not given), the class count and
+    the engine options."""
+
+    seed: int
+    num_classes: int
+    engine: "EngineOptions"
+
+
+def check_options(options: argparse.Namespace) -> Settings:
+    """Checks --seed, --num_classes and the engine options (InputError if bad) and draws the seed if none was
+    given. The graph is checked when it is read (cli.inputs)."""
+    seed = secrets.randbelow(2**32) if options.seed is None else integer(options.seed, "--seed", 0, MAX_SEED)
+    num_classes = integer(options.num_classes, "--num_classes", 1, MAX_CLASSES)
+    return Settings(seed, num_classes, parse_engine_options(options))
 
 
 @dataclass(frozen=True)

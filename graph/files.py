@@ -7,6 +7,7 @@ Loaders only read; validate_graph checks shapes, dtypes and values afterwards. A
 import codecs
 import tokenize
 import zipfile
+from collections.abc import Callable
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,9 +74,10 @@ def _check_file(path: Path, option: str) -> None:
         raise InputError(f"{option} {path}: not a regular file")
 
 
-def load_graph_file(path: str | Path) -> GraphArrays:
+def load_graph_file(path: str | Path, on_progress: Callable[[float], None] | None = None) -> GraphArrays:
     """Reads --graph FILE: an .npz archive (arrays `edges`, optional `node_features`, `state`) or, for any
-    other suffix, an edge-list text file (one `source target` pair per line; see parse_edge_list)."""
+    other suffix, an edge-list text file (one `source target` pair per line; see parse_edge_list, which calls
+    `on_progress` with the fraction parsed)."""
     path = Path(path)
     _check_file(path, "--graph")
     suffix = path.suffix.lower()
@@ -96,7 +98,7 @@ def load_graph_file(path: str | Path) -> GraphArrays:
         data = path.read_bytes()
     except OSError as error:
         raise InputError(f"--graph {path}: {_why_unreadable(error)}") from None
-    return GraphArrays(edges=parse_edge_list(data, f"--graph {path}"))
+    return GraphArrays(edges=parse_edge_list(data, f"--graph {path}", on_progress))
 
 
 def _load_npz(path: Path) -> GraphArrays:
@@ -140,7 +142,8 @@ def load_node_features_file(path: str | Path) -> np.ndarray:
 _EDGE_LIST_CHUNK = 16 * 2**20  # bytes parsed at a time (whole lines): bounds the temporaries at ~10x that
 
 
-def parse_edge_list(data: bytes, source: str = "edge list") -> np.ndarray:
+def parse_edge_list(data: bytes, source: str = "edge list",
+                    on_progress: Callable[[float], None] | None = None) -> np.ndarray:
     """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
     and/or a comma; blank lines and everything after '#' on a line are ignored, and so is a UTF-8 byte order mark.
 
@@ -159,6 +162,8 @@ def parse_edge_list(data: bytes, source: str = "edge list") -> np.ndarray:
         blocks.append(_parse_edge_lines(memoryview(data)[begin:stop], first_line, source))
         first_line += data.count(b"\n", begin, stop)
         begin = stop
+        if on_progress is not None:
+            on_progress(stop / len(data))
     return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
 
 

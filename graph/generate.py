@@ -1,6 +1,7 @@
 """Seeded random graphs for scale tests: skewed (power-law-like) in-degrees, every node with an incoming edge."""
 
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,7 +18,8 @@ def _count(value, what: str, low: int, high: int) -> int:
     return int(value)
 
 
-def random_graph(num_nodes: int, num_edges: int, rng: np.random.Generator) -> np.ndarray:
+def random_graph(num_nodes: int, num_edges: int, rng: np.random.Generator,
+                 on_progress: Callable[[float], None] | None = None) -> np.ndarray:
     """int64 [num_edges, 2] source -> target pairs; the same rng state gives the same graph.
 
     The first num_nodes edges point at every node once (in random order), so every mean is defined. The
@@ -25,6 +27,7 @@ def random_graph(num_nodes: int, num_edges: int, rng: np.random.Generator) -> np
     drawn with probability log((r + 2) / (r + 1)) / log(N + 1), about 1 / ((r + 1) log N), which gives a
     power-law in-degree tail (a few hubs, many nodes of in-degree 1). Sources are uniform. Self-loops and
     repeated edges occur, as in real edge lists. With num_edges == num_nodes every in-degree is 1.
+    `on_progress`, if given, is called with the fraction done after each chunk of edges.
     """
     num_nodes = _count(num_nodes, "random graph NODES", 1, MAX_RANDOM_EDGES)
     num_edges = _count(num_edges, "random graph EDGES", 1, MAX_RANDOM_EDGES)
@@ -37,14 +40,19 @@ def random_graph(num_nodes: int, num_edges: int, rng: np.random.Generator) -> np
     ranking = rng.permutation(num_nodes)  # ranking[r]: the node with the r-th largest expected in-degree
     edges[:num_nodes, 1] = ranking
     log_span = np.log(num_nodes + 1.0)
+    work = 2 * num_edges - num_nodes  # sources, then the targets after the first num_nodes
     for start in range(0, num_edges, _CHUNK):
         stop = min(start + _CHUNK, num_edges)
         edges[start:stop, 0] = rng.integers(0, num_nodes, size=stop - start, dtype=np.int64)
+        if on_progress is not None:
+            on_progress(stop / work)
     for start in range(num_nodes, num_edges, _CHUNK):
         stop = min(start + _CHUNK, num_edges)
         rank = np.exp(rng.random(stop - start) * log_span).astype(np.int64) - 1
         np.minimum(rank, num_nodes - 1, out=rank)  # exp() may round up to N + 1 at the very top
         edges[start:stop, 1] = ranking[rank]
+        if on_progress is not None:
+            on_progress((num_edges + stop - num_nodes) / work)
     return edges
 
 

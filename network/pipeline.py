@@ -15,6 +15,7 @@ import numpy as np
 
 from common.errors import InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
+from common.progress import file_load_progress, progress
 from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
 from network.builder import (
     AOT_PLUGIN,
@@ -112,7 +113,6 @@ def prepare_engine(
         save_engine_file,
         trt_feature_dtype,
     )
-    from network.progress import file_load_progress, progress
 
     lines: list[str] = []
     build_seconds: float | None = None
@@ -164,7 +164,7 @@ def run_graph(
 
     `profile` bounds N and E of a newly built engine (default: default_profile_bounds); a loaded engine keeps
     its own. InputError when the graph does not fit the engine (precision, F, C, N or E) or a file is bad.
-    `show_progress` writes a progress line for the engine build to stderr. `benchmark_iterations` adds that
+    `show_progress` reports the engine build and the run on stderr (common.progress). `benchmark_iterations` adds that
     many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
     ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own.
     """
@@ -180,7 +180,8 @@ def run_graph(
     )
     lines = list(prepared.lines)
 
-    outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
+    with progress("Running the engine", enabled=show_progress):
+        outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
     lines.append(report.plugin_alias_line(compute_counts=True, plugin=plugin, loaded=load_engine is not None))
     lines.extend(report.engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
     zero_update = report.update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
@@ -191,7 +192,8 @@ def run_graph(
     if benchmark_iterations is not None:
         from network.benchmark import benchmark_engine, benchmark_lines
 
-        benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations)
+        with progress(f"Benchmarking {benchmark_iterations:,} executions", enabled=show_progress):
+            benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations)
         lines.extend(benchmark_lines(benchmark))
     return EngineRunResult(
         softmax=outputs.softmax, report_lines=lines, state_changed_in_place=changed,
@@ -244,7 +246,8 @@ def run_steps(
         num_features=num_features, num_classes=0, verbose=verbose, save_engine=save_engine, load_engine=load_engine,
         profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
     )
-    run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
+    with progress(f"Running {len(batches):,} steps", enabled=show_progress):
+        run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
     lines = list(prepared.lines)
     lines.append(report.plugin_alias_line(compute_counts=False, plugin=plugin, loaded=load_engine is not None))
     lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?")))

@@ -117,15 +117,18 @@ def test_dry_run_with_steps_imports_neither_tensorrt_nor_cuda():
     assert heavy_modules_imported_by(args, ("tensorrt", "tensorrt_rtx_bindings", "cuda", "polygraphy", "plugin")) == []
 
 
-def test_large_file_load_shows_progress_on_stderr(tmp_path):
+def test_progress_on_stderr_only_with_verbose_when_stderr_is_not_a_terminal(tmp_path):
     features = tmp_path / "features.npy"
-    np.save(features, np.ones(LARGE_FILE_BYTES // 8 + 1))  # just over the threshold
+    np.save(features, np.ones(LARGE_FILE_BYTES // 8 + 1))  # 64 MiB
     # The features describe far more nodes than the default edges reach: loading succeeds, validation fails.
-    result = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1")
-    assert result.returncode == 2
-    lines = result.stderr.splitlines()
+    quiet = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1")
+    assert quiet.returncode == 2 and quiet.stderr.count("\n") == 1  # the error line alone
+    verbose = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1", "-v")
+    assert verbose.returncode == 2
+    lines = verbose.stderr.splitlines()
     assert lines[0].startswith(f"Reading --node_features_file {features} (64.0 MiB) ... done in ")
-    assert lines[1].startswith("aliased_io_plugin.py: error: ") and len(lines) == 2
+    assert lines[1] == "Validating the graph ... failed"
+    assert lines[2].startswith("aliased_io_plugin.py: error: ") and len(lines) == 3
 
 
 @pytest.mark.skipif(full_tensorrt_missing_reason() is None, reason="TensorRT and a GPU are here: the engine runs")

@@ -1,13 +1,11 @@
-"""network.timing's statistics, network.progress and network.benchmark's report: plain Python, no GPU."""
+"""network.timing's statistics and network.benchmark's report: plain Python, no GPU."""
 
-import io
 import random
 import statistics
 
 import pytest
 
 from network.benchmark import BenchmarkResult, benchmark_lines
-from network.progress import LARGE_FILE_BYTES, file_load_progress, human_bytes, progress
 from network.timing import describe_summary, format_duration, percentile, summarize
 
 
@@ -71,49 +69,3 @@ def test_benchmark_lines_give_the_kernel_share():
     assert "median 45.0 us, p90 50.0 us, min 40.0 us" in lines[1]
     assert "scatter_add_launch alone" in lines[2] and "median 11.0 us" in lines[2]
     assert lines[3].endswith("= 24%")
-
-
-def test_progress_writes_start_and_elapsed():
-    out = io.StringIO()
-    with progress("Building engine", stream=out):
-        assert out.getvalue() == "Building engine ..."  # visible while the step runs
-    text = out.getvalue()
-    assert text.startswith("Building engine ... done in ") and text.endswith(" s\n")
-    float(text.removeprefix("Building engine ... done in ").removesuffix(" s\n"))
-
-
-def test_progress_says_failed_and_reraises():
-    out = io.StringIO()
-    with pytest.raises(KeyError):
-        with progress("Reading x", stream=out):
-            raise KeyError("boom")
-    assert out.getvalue() == "Reading x ... failed\n"
-
-
-def test_progress_disabled_writes_nothing():
-    out = io.StringIO()
-    with progress("Building engine", enabled=False, stream=out):
-        pass
-    assert out.getvalue() == ""
-
-
-def test_human_bytes():
-    assert [human_bytes(n) for n in (0, 1023, 1536, 64 << 20, 3 << 30, 5 << 40)] == [
-        "0 B", "1023 B", "1.5 KiB", "64.0 MiB", "3.0 GiB", "5120.0 GiB",
-    ]
-
-
-def test_file_load_progress_only_for_large_files(tmp_path, capsys):
-    small = tmp_path / "small.npz"
-    small.write_bytes(b"x" * 100)
-    large = tmp_path / "large.bin"
-    with open(large, "wb") as handle:  # sparse: the size counts, not the bytes on disk
-        handle.truncate(LARGE_FILE_BYTES)
-    for path in (small, tmp_path / "missing.npz"):
-        with file_load_progress(str(path), "--graph"):
-            pass
-        assert capsys.readouterr().err == ""
-    with file_load_progress(str(large), "--graph"):
-        pass
-    err = capsys.readouterr().err
-    assert err.startswith(f"Reading --graph {large} (64.0 MiB) ... done in ")
