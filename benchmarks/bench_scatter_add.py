@@ -197,13 +197,15 @@ def plot(rows, path: Path) -> None:
     figure.savefig(path, dpi=72)
 
 
-VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides}): F = 1 with counts, pairs or not
-    (10**6, 10**7, 1, "float32", {"unpaired": dict(paired=False)}),
-    (10**6, 10**7, 1, "float16", {"unpaired": dict(paired=False)}),
-    (10**4, 10**6, 1, "float32", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
-    (10**3, 10**5, 1, "float32", {"shared": dict(algorithm="shared"), "global unpaired": dict(paired=False)}),
-    (10**3, 10**6, 1, "float32", {"global paired": dict(algorithm="global", paired=True)}),
-    (10**4, 10**6, 1, "float16", {"shared": dict(algorithm="shared"), "shared paired": dict(algorithm="shared", paired=True)}),
+def _sliced(*widths: int) -> dict:
+    return {f"shared {w}": dict(algorithm="shared", max_slice_width=w) for w in widths}
+
+
+VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides}): the shared kernel's feature slices at F = 64
+    (10**3, 10**6, 64, "float32", _sliced(32, 16, 8, 4)),
+    (10**3, 10**7, 64, "float32", _sliced(32, 16, 8, 4)),
+    (10**4, 10**6, 64, "float32", _sliced(4)),
+    (10**3, 10**6, 64, "float16", _sliced(32, 16, 8)),
 ]
 
 

@@ -7,6 +7,9 @@ scatter_add_launch for a new batch (rotating over 8 pre-generated random batches
 targets uniform over the N nodes) into the same state buffer, F = 1, counts skipped (counts = 0), so nothing
 in the launch is O(N). Device time per step from CUDA events (benchmarks/gpu_timing.py), median of many
 steps. The column "with counts" repeats the step with counts requested, whose zeroing is O(N) by nature.
+Host time per step: what the caller's thread spends issuing one step (the same batch buffers every step, as
+an engine's bindings are; gpu_timing.host_us_per_call). Wall time per step: 400 steps back to back over the
+rotating batches, first call to the last one's end, divided by 400 (max of host and device in steady state).
 """
 
 import argparse
@@ -15,8 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import device_name, ours, time_gpu_ms  # noqa: E402
-from benchmarks.gpu_timing import require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    device_name,
+    host_us_per_call,
+    ours,
+    require_torch_gpu,
+    time_gpu_ms,
+    wall_us_per_call,
+)
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
@@ -42,7 +51,9 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     row = dict(dtype=dtype_name, N=num_nodes, B=batch, plan=plan, workspace_bytes=size,
                step_ms=time_gpu_ms(lambda i: steps[i](), sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200),
                with_counts_ms=time_gpu_ms(lambda i: steps_with_counts[i](), sets=BATCHES_IN_ROTATION, min_reps=30,
-                                          max_reps=100))
+                                          max_reps=100),
+               host_us=host_us_per_call(steps[0]),
+               wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION))
     del state, batches, workspace, counts
     torch.cuda.empty_cache()
     return row
@@ -60,8 +71,9 @@ def main() -> int:
             for num_nodes in NODES:
                 row = step_times(num_nodes, batch, dtype_name)
                 rows.append(row)
-                print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step "
-                      f"({row['with_counts_ms'] * 1e3:.1f} with counts) [{row['plan']}]", flush=True)
+                print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step on the device "
+                      f"({row['with_counts_ms'] * 1e3:.1f} with counts), host {row['host_us']:.1f} us, wall "
+                      f"{row['wall_us']:.1f} us [{row['plan']}]", flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B",
              "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
     for dtype_name in ("float32", "float16"):
@@ -70,7 +82,15 @@ def main() -> int:
             times = [r["step_ms"] * 1e3 for r in sel]
             lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{t:.1f}" for t in times)
                          + f" | {max(times) / min(times):.2f} |")
-    lines += ["", "With counts requested (their O(N) zeroing included), us:", "",
+    for key, title in (("host_us", "Host time per step (us, median): issuing one step from Python, counts skipped"),
+                       ("wall_us", "Wall time per step (us): 400 steps back to back, counts skipped")):
+        lines += ["", title, "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
+        for dtype_name in ("float32", "float16"):
+            for batch in args.batches:
+                times = [r[key] for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
+                lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{t:.1f}" for t in times)
+                             + f" | {max(times) / min(times):.2f} |")
+    lines += ["", "With counts requested (their O(N) zeroing included), device us:", "",
               "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 |", "|" + " --- |" * 8]
     for dtype_name in ("float32", "float16"):
         for batch in args.batches:

@@ -9,6 +9,7 @@ otherwise stay in L2 between calls.
 
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,6 +44,41 @@ def _one(call: Callable[[int], Any], i: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end)
+
+
+def host_us_per_call(call: Callable[[], Any], *, batch: int = 100, batches: int = 40) -> float:
+    """Host time of one call in microseconds: the median over `batches` of (wall time of `batch` calls queued
+    back to back) / batch, after a warm-up batch; the GPU is drained between batches, outside the timing, so
+    the launch queue never fills and the figure is the caller's time, not the device's."""
+    import torch
+
+    for _ in range(batch):
+        call()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(batches):
+        start = time.perf_counter_ns()
+        for _ in range(batch):
+            call()
+        per_call.append((time.perf_counter_ns() - start) / batch / 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(per_call)
+
+
+def wall_us_per_call(call: Callable[[int], Any], *, sets: int = 1, calls: int = 400) -> float:
+    """Wall time of one call in microseconds in a loop of `calls` back-to-back calls (call(i), i rotating over
+    `sets` input sets), from the first call to the end of the last one on the device: max(host, device) per
+    call in steady state."""
+    import torch
+
+    for i in range(2 * sets):
+        call(i % sets)
+    torch.cuda.synchronize()
+    start = time.perf_counter_ns()
+    for i in range(calls):
+        call(i % sets)
+    torch.cuda.synchronize()
+    return (time.perf_counter_ns() - start) / calls / 1e3
 
 
 def copy_bandwidth_bytes_per_s(nbytes: int = 4 << 30) -> float:

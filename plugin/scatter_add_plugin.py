@@ -113,6 +113,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
+        self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
+        self._state_nbytes = 0
 
     # --- IPluginV3 ---------------------------------------------------------------------------------------
     def get_capability_interface(self, capability: Any) -> Any:
@@ -169,11 +171,19 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         pass
 
     def on_shape_change(self, inp: "list[PluginTensorDesc]", out: "list[PluginTensorDesc]") -> None:
-        """Checks the concrete shapes and compiles/loads the kernel for this dtype (cached), outside enqueue."""
-        from plugin.kernels import prepare_kernels
+        """Checks the concrete shapes, loads the kernel (compiled once per dtype) and prepares the launch for
+        these shapes: every descriptor is read here, once, so that enqueue only passes pointers."""
+        from plugin.kernels import PreparedScatterAdd, scatter_add_workspace_size
 
-        rules.launch_sizes([dims_tuple(desc.dims) for desc in inp])
-        prepare_kernels(numpy_dtype(inp[rules.STATE].type))
+        sizes = rules.launch_sizes([dims_tuple(desc.dims) for desc in inp])
+        dtype = numpy_dtype(inp[rules.STATE].type)
+        if dtype is None:
+            raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
+        self._launch = PreparedScatterAdd(
+            num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
+            with_counts=self.compute_counts,
+            workspace_size=scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
+        self._state_nbytes = rules.state_nbytes(sizes, dtype)
 
     def enqueue(
         self,
@@ -186,34 +196,20 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     ) -> None:
         """Launches the kernel on TensorRT's stream with TensorRT's workspace: no synchronisation, no allocation.
 
+        The launch was prepared for the current shapes in on_shape_change (which TensorRT calls before the
+        first enqueue and whenever the shapes change), so the descriptors are not read again here.
         With aliasing, outputs[0] is inputs[0] and the kernel adds into it. Without compute_counts there is no
         outputs[1] and the kernel gets counts=0: no O(N) zeroing, only the E rows are touched. Should TensorRT
         ever hand the output its own buffer, the state is first copied into it (a device-to-device copy on the
         same stream), so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
         """
-        from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
-
-        sizes = rules.launch_sizes([dims_tuple(desc.dims) for desc in input_desc])
-        dtype = numpy_dtype(input_desc[rules.STATE].type)
-        if dtype is None:
-            raise ValueError(f"unsupported state dtype {input_desc[rules.STATE].type}")
+        if self._launch is None:  # not TensorRT's order, but the shapes are all here
+            self.on_shape_change(input_desc, output_desc)
         state = outputs[rules.AGGREGATED]
         if state != inputs[rules.STATE]:
-            copy_device_async(state, inputs[rules.STATE], rules.state_nbytes(sizes, dtype), stream)
-        workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype)
-        scatter_add_launch(
-            state=state,
-            src=inputs[rules.SOURCE],
-            index=inputs[rules.INDEX],
-            counts=outputs[rules.COUNTS] if self.compute_counts else 0,
-            num_nodes=sizes.num_nodes,
-            num_edges=sizes.num_edges,
-            num_features=sizes.num_features,
-            dtype=dtype,
-            stream=stream,
-            workspace=workspace,
-            workspace_size=workspace_size,
-        )
+            copy_device_async(state, inputs[rules.STATE], self._state_nbytes, stream)
+        counts = outputs[rules.COUNTS] if self.compute_counts else 0
+        self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], counts, workspace, stream)
 
     def attach_to_context(self, resource_context: Any) -> "ScatterAddPlugin":
         """Each execution context gets its own plugin object; no context resources are needed."""

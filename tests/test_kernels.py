@@ -341,3 +341,26 @@ def test_host_entry_refuses_mismatched_arrays(state, src, index, message):
 def test_host_entry_accepts_flat_arrays_and_small_integer_indices():
     state, src, index = check_host_arrays(np.ones(4, np.float16), np.ones(3, np.float16), np.array([0, 1, 3], np.int32))
     assert state.shape == (4,) and index.dtype == np.int64
+
+
+def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offsets():
+    # cuLaunchKernel reads each argument from the address in the void* array: 8-byte pointers and int64s, and
+    # int32s from the low half of their slot (little-endian). Pointers are (position, offset) and follow the
+    # pointer tuple; a null base stays null (an absent buffer, not a small address).
+    import ctypes
+
+    from plugin.kernels.launch import COUNTS, SRC, WORKSPACE, _KernelArguments
+
+    arguments = _KernelArguments(((SRC, 0), -5, 2**40 + 3, (WORKSPACE, 256), (COUNTS, 0), 0))
+    pointers = [ctypes.c_void_p.from_address(arguments.address + 8 * i).value for i in range(6)]
+
+    def read(ctype, i):
+        return ctype.from_address(pointers[i]).value
+
+    assert read(ctypes.c_int32, 1) == -5 and read(ctypes.c_int64, 1) == -5
+    assert read(ctypes.c_int64, 2) == 2**40 + 3
+    arguments.patch((0x1000, 0x7F0000, 0, 0, 0x90000, 0))
+    assert [read(ctypes.c_uint64, i) for i in (0, 3, 4, 5)] == [0x7F0000, 0x90000 + 256, 0, 0]
+    arguments.patch((0, 0x7E0000, 0, 0x5000, 0xA0000, 0))
+    assert [read(ctypes.c_uint64, i) for i in (0, 3, 4)] == [0x7E0000, 0xA0000 + 256, 0x5000]
+    assert read(ctypes.c_int32, 1) == -5  # constants are written once and stay

@@ -4,6 +4,11 @@
 context; the plugin calls it outside enqueue. `scatter_add_launch` only issues asynchronous driver calls on
 the caller's stream: memsets of counts, skipped and the float16 table, then one kernel per node range, then
 (float16) apply_table or (paired path) fold_pairs. No synchronisation, allocation or host copy.
+
+Host time per launch is what a small in-place update costs (every engine execution pays it), so the plan and
+the kernel arguments are made once per set of sizes (`PreparedScatterAdd`; the plugin makes one in
+on_shape_change) and a launch only writes changed pointers into a prepared kernel-parameter buffer and
+calls cuMemsetD32Async / cuLaunchKernel with it.
 """
 
 import ctypes
@@ -32,15 +37,6 @@ KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs")
 
-_POINTER = ctypes.c_void_p
-_I64 = ctypes.c_int64
-_I32 = ctypes.c_int32
-_GLOBAL_ARG_TYPES = (_POINTER, _POINTER, _I64, _I64, _I32, _I32, _POINTER, _POINTER, _I32, _POINTER, _POINTER, _I64, _I64)
-_SHARED_ARG_TYPES = (_POINTER, _POINTER, _I64, _I32, _I32, _I32, _I32, _POINTER, _POINTER, _POINTER)
-_APPLY_ARG_TYPES = (_POINTER, _POINTER, _POINTER, _I64, _I32, _I32)
-_FOLD_ARG_TYPES = (_POINTER, _POINTER, _I64)
-
-
 @dataclass(frozen=True)
 class LoadedKernels:
     """The module loaded into one CUDA context for one dtype, its functions and the device's properties."""
@@ -53,14 +49,21 @@ class LoadedKernels:
 _loaded: dict[tuple[int, str], LoadedKernels] = {}
 _load_lock = threading.Lock()
 _driver_ready = False
+_null_is_current = False  # whether cuCtxGetId(NULL) was seen to give the current context's id
 
 
 def current_context() -> int:
     """A process-unique id of the current CUDA context (cuCtxGetId: unlike the handle, never reused after a
-    context is destroyed); if no context is current, device 0's primary context is made current first."""
-    global _driver_ready
+    context is destroyed); if no context is current, device 0's primary context is made current first.
+
+    One driver call once the first call has shown that cuCtxGetId(NULL) names the current context."""
+    global _driver_ready, _null_is_current
     from cuda.bindings import driver
 
+    if _null_is_current:
+        status, context_id = driver.cuCtxGetId(None)
+        if int(status) == 0:
+            return int(context_id)
     if not _driver_ready:
         try:
             result = driver.cuInit(0)
@@ -75,7 +78,10 @@ def current_context() -> int:
         device = check(driver.cuDeviceGet(0))
         context = check(driver.cuDevicePrimaryCtxRetain(device))
         check(driver.cuCtxSetCurrent(context))
-    return int(check(driver.cuCtxGetId(context)))
+    context_id = int(check(driver.cuCtxGetId(context)))
+    status, null_id = driver.cuCtxGetId(None)
+    _null_is_current = int(status) == 0 and int(null_id) == context_id
+    return context_id
 
 
 def read_device_info() -> DeviceInfo:
@@ -136,12 +142,13 @@ def _load(dtype: np.dtype) -> LoadedKernels:
 @functools.lru_cache(maxsize=256)
 def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dtype, device: DeviceInfo, vec: int,
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
-                 paired: bool | None) -> LaunchPlan:
+                 paired: bool | None, max_slice_width: int | None) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
-                       with_counts=with_counts, counts_aligned=counts_aligned, paired=paired)
+                       with_counts=with_counts, counts_aligned=counts_aligned, paired=paired,
+                       max_slice_width=max_slice_width)
 
 
-def _validate(state: int, src: int, index: int, num_nodes: int, num_edges: int, num_features: int) -> None:
+def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -151,10 +158,180 @@ def _validate(state: int, src: int, index: int, num_nodes: int, num_edges: int, 
         raise ValueError(f"num_edges {num_edges} exceeds the kernel's limit of {MAX_EDGES} (32-bit counts)")
     if num_nodes > MAX_NODES:
         raise ValueError(f"num_nodes {num_nodes} exceeds the kernel's limit of {MAX_NODES} (32-bit node ids)")
+
+
+def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> None:
+    if not workspace:
+        raise ValueError(f"float16 needs a workspace of {needed} bytes; got none")
+    if workspace_size < needed:
+        raise ValueError(f"float16 needs a workspace of {needed} bytes; got {workspace_size}")
+
+
+# Positions in the pointer tuple a prepared launch is called with, and the kernel arguments derived from them:
+# an argument is (position, byte offset) -- e.g. the float16 table's values are (WORKSPACE, values_offset).
+STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED = range(6)
+_MEMSET, _KERNEL = 0, 1
+_UINT64_MASK = (1 << 64) - 1
+
+
+class _KernelArguments:
+    """The kernelParams of one launch: a ctypes array of 8-byte slots (each argument's value, little-endian:
+    a 4-byte argument reads the low half of its slot) and the void* array pointing at them, which
+    cuLaunchKernel takes by address. Constants are written once; pointer arguments when the pointers change."""
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.slots = (ctypes.c_uint64 * len(values))()
+        base = ctypes.addressof(self.slots)
+        self.pointers = (ctypes.c_void_p * len(values))(*(base + 8 * i for i in range(len(values))))
+        self.address = ctypes.addressof(self.pointers)
+        self.patches: list[tuple[int, int, int]] = []  # (slot, pointer position, byte offset)
+        for i, value in enumerate(values):
+            if isinstance(value, tuple):
+                self.patches.append((i, value[0], value[1]))
+            else:
+                self.slots[i] = int(value) & _UINT64_MASK
+
+    def patch(self, pointers: tuple[int, ...]) -> None:
+        for slot, position, offset in self.patches:
+            base = pointers[position]
+            self.slots[slot] = base + offset if base else 0
+
+
+class _LaunchSequence:
+    """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and
+    (_KERNEL, function, grid x, grid y, shared bytes, arguments)."""
+
+    def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
+        self.plan = plan
+        self.operations = operations
+        self.arguments = [op[5] for op in operations if op[0] == _KERNEL]
+
+
+class PreparedScatterAdd:
+    """scatter_add_launch for fixed sizes, dtype and options, with the plan decided and the kernel arguments
+    packed once; calling it with the pointers only issues the driver calls (a memset and one kernel for a
+    small float32 update).
+
+    Made in the CUDA context it will launch in (the plugin prepares one in on_shape_change). Choices that
+    depend on the pointers (vector width: alignment of src and the destination; paired path: 8-byte aligned
+    counts) are re-planned when the pointers change, and each alignment's plan is kept.
+    """
+
+    def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
+                 with_skipped: bool = False, workspace_size: int = 0, algorithm: str = "auto",
+                 node_passes: int | None = None, paired: bool | None = None,
+                 max_slice_width: int | None = None) -> None:
+        self.dtype = kernel_dtype(dtype)
+        _validate_sizes(num_nodes, num_edges, num_features)
+        self.num_nodes, self.num_edges, self.num_features = int(num_nodes), int(num_edges), int(num_features)
+        self.with_counts, self.with_skipped = bool(with_counts), bool(with_skipped)
+        self.table = table_layout(num_nodes, num_edges, num_features) if self.dtype == np.float16 else None
+        if self.table is not None:  # also where the paired path will not use it: the same workspace everywhere
+            _check_table_workspace(self.table.nbytes, 1, workspace_size)
+        self.options = (algorithm, node_passes, paired, max_slice_width)
+        self.kernels = prepare_kernels(self.dtype)
+        self.context = current_context()
+        from cuda.bindings import driver
+
+        self._memset, self._launch_kernel = driver.cuMemsetD32Async, driver.cuLaunchKernel
+        self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
+        self._pointers: tuple[int, ...] | None = None
+        self._sequence: _LaunchSequence | None = None
+
+    def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
+                 skipped: int = 0) -> LaunchPlan | None:
+        """Issues the launch on `stream` (asynchronous; no allocation, no synchronisation); returns the plan."""
+        pointers = (state, src, index, counts, workspace, skipped)
+        if pointers != self._pointers:
+            self._use_pointers(pointers)
+        sequence = self._sequence
+        assert sequence is not None
+        memset, launch = self._memset, self._launch_kernel
+        for operation in sequence.operations:
+            if operation[0] == _KERNEL:
+                _, function, grid_x, grid_y, shared_bytes, arguments = operation
+                check(launch(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
+                             arguments.address, 0))
+            else:
+                _, (position, offset), value, count = operation
+                check(memset(pointers[position] + offset, value, count, stream))
+        return sequence.plan
+
+    def _use_pointers(self, pointers: tuple[int, ...]) -> None:
+        state, src, index, counts, workspace, skipped = pointers
+        _check_pointers(state, src, index, self.num_nodes, self.num_edges)
+        if bool(counts) != self.with_counts or bool(skipped) != self.with_skipped:
+            raise ValueError(f"this launch was prepared with counts={self.with_counts}, skipped={self.with_skipped}; "
+                             f"got counts={counts:#x}, skipped={skipped:#x}")
+        if self.table is not None and not workspace:
+            _check_table_workspace(self.table.nbytes, workspace, 0)
+        table_dest = workspace + self.table.values_offset if self.table is not None else state
+        vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
+        key = (vec, counts % PAIR_BYTES == 0)
+        sequence = self._sequences.get(key)
+        if sequence is None:
+            sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1])
+        for arguments in sequence.arguments:
+            arguments.patch(pointers)
+        self._pointers, self._sequence = pointers, sequence
+
+    def _build(self, vec: int, *, counts_aligned: bool) -> _LaunchSequence:
+        """The driver calls for one vector width and counts alignment (see scatter_add_launch)."""
+        num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
+        operations: list[tuple[Any, ...]] = []
+        if self.with_counts:
+            operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
+        if self.with_skipped:
+            operations.append((_MEMSET, (SKIPPED, 0), 0, 2))
+        if num_edges == 0:
+            return _LaunchSequence(None, operations)
+        algorithm, node_passes, paired, max_slice_width = self.options
+        plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
+                            node_passes, self.with_counts, counts_aligned, paired, max_slice_width)
+        table = plan.table  # None on the paired path
+        if plan.paired:
+            dest: tuple[int, int] = (COUNTS, 0)  # the paired path sums (value, count) pairs in the counts
+        elif table is not None:
+            dest = (WORKSPACE, table.values_offset)
+        else:
+            dest = (STATE, 0)
+        keys: Any = (WORKSPACE, 0) if table is not None and table.hashed else 0  # one slot per node: no keys
+        if table is not None:
+            if keys:
+                operations.append((_MEMSET, keys, 0xFFFFFFFF, table.capacity))
+            operations.append((_MEMSET, dest, 0, table.capacity * num_features))
+        counts: Any = 0 if plan.paired or not self.with_counts else (COUNTS, 0)
+        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
+        functions = self.kernels.functions
+        scatter = plan.scatter
+        for node_lo, node_hi in plan.node_ranges:
+            if plan.algorithm == "shared":
+                values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.lanes_log2,
+                                           plan.slice_width, dest, counts, skipped)
+            else:
+                table_log2 = table.table_log2 if table is not None else 0
+                values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.lanes_log2, dest, keys,
+                          table_log2, counts, skipped, node_lo, node_hi)
+            operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                               _KernelArguments(values)))
+        if plan.fold is not None:
+            operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
+                               _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes))))
+        if plan.apply is not None and table is not None:
+            values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
+            operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values)))
+        return _LaunchSequence(plan, operations)
+
+
+def _check_pointers(state: int, src: int, index: int, num_nodes: int, num_edges: int) -> None:
     if num_edges > 0 and (not src or not index):
         raise ValueError(f"src and index must be device addresses when num_edges = {num_edges} > 0")
     if num_edges > 0 and num_nodes > 0 and not state:
         raise ValueError(f"state must be a device address when num_nodes = {num_nodes} > 0")
+
+
+_prepared: dict[tuple[Any, ...], PreparedScatterAdd] = {}
+_PREPARED_KEPT = 64
 
 
 def scatter_add_launch(
@@ -174,6 +351,7 @@ def scatter_add_launch(
     algorithm: str = "auto",
     node_passes: int | None = None,
     paired: bool | None = None,
+    max_slice_width: int | None = None,
 ) -> LaunchPlan | None:
     """state[index[e], :] += src[e, :] for e < num_edges, in place on `stream`; counts[n] = #{e: index[e] = n}.
 
@@ -183,70 +361,27 @@ def scatter_add_launch(
     scatter_add_workspace_size(...) bytes; float32 none. With counts and F = 1 the paired path (plan.py)
     sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
     256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared"),
-    `node_passes` and `paired` override plan.py's choices for tests and benchmarks. Returns the plan (None
-    when E = 0).
+    `node_passes`, `paired` and `max_slice_width` override plan.py's choices for tests and benchmarks.
+    Returns the plan (None when E = 0).
+
+    The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per CUDA
+    context); a repeated call costs a context check and the driver calls.
     """
-    from cuda.bindings import driver
-
-    dtype = kernel_dtype(dtype)
-    _validate(state, src, index, num_nodes, num_edges, num_features)
-    table = table_layout(num_nodes, num_edges, num_features) if dtype == np.float16 else None
-    if table is not None:  # also where the paired path will not use it: the same workspace on every device
-        _check_table_workspace(table.nbytes, workspace, workspace_size)
-    kernels = prepare_kernels(dtype)
-
-    if counts:
-        check(driver.cuMemsetD32Async(counts, 0, 2 * num_nodes, stream))  # also the paired path's zero pairs
-    if skipped:
-        check(driver.cuMemsetD32Async(skipped, 0, 2, stream))
-    if num_edges == 0:
-        return None
-
-    table_dest = workspace + table.values_offset if table is not None else state
-    vec = vector_width(num_features, src, dtype.itemsize, table_dest)  # the paired path has F = 1, so vec = 1
-    plan = _cached_plan(num_nodes, num_edges, num_features, dtype, kernels.device, vec, algorithm, node_passes,
-                        bool(counts), counts % PAIR_BYTES == 0, paired)
-    table = plan.table  # None on the paired path
-    dest = counts if plan.paired else table_dest  # the paired path sums (value, count) pairs in the counts
-    keys = workspace if table is not None and table.hashed else 0  # a table with one slot per node needs no keys
-    if table is not None:
-        if keys:
-            check(driver.cuMemsetD32Async(keys, 0xFFFFFFFF, table.capacity, stream))
-        check(driver.cuMemsetD32Async(dest, 0, table.capacity * num_features, stream))
-
-    scatter = plan.scatter
-    function = kernels.functions[scatter.name]
-    scatter_counts = 0 if plan.paired else counts
-    for node_lo, node_hi in plan.node_ranges:
-        if plan.algorithm == "shared":
-            args: tuple[Any, ...] = (src, index, num_edges, num_nodes, num_features, plan.lanes_log2, plan.slice_width,
-                                     dest, scatter_counts, skipped)
-            types: tuple[Any, ...] = _SHARED_ARG_TYPES
-        else:
-            table_log2 = table.table_log2 if table is not None else 0
-            args = (src, index, num_edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
-                    scatter_counts, skipped, node_lo, node_hi)
-            types = _GLOBAL_ARG_TYPES
-        _launch(function, scatter.grid, scatter.shared_bytes, stream, args, types)
-    if plan.fold is not None:
-        _launch(kernels.functions[plan.fold.name], plan.fold.grid, 0, stream, (state, counts, num_nodes),
-                _FOLD_ARG_TYPES)
-    if plan.apply is not None and table is not None:
-        args = (state, keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
-        _launch(kernels.functions[plan.apply.name], plan.apply.grid, 0, stream, args, _APPLY_ARG_TYPES)
-    return plan
-
-
-def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> None:
-    if not workspace:
-        raise ValueError(f"float16 needs a workspace of {needed} bytes; got none")
-    if workspace_size < needed:
-        raise ValueError(f"float16 needs a workspace of {needed} bytes; got {workspace_size}")
-
-
-def _launch(function: Any, grid: tuple[int, int], shared_bytes: int, stream: int, args: tuple[Any, ...],
-            types: tuple[Any, ...]) -> None:
-    from cuda.bindings import driver
-
-    check(driver.cuLaunchKernel(function, grid[0], grid[1], 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
-                                (args, types), 0))
+    key = (dtype, num_nodes, num_edges, num_features, bool(counts), bool(skipped), workspace_size, algorithm,
+           node_passes, paired, max_slice_width)
+    prepared = _prepared.get(key)
+    if prepared is None or prepared.context != current_context():
+        resolved = kernel_dtype(dtype)
+        _validate_sizes(num_nodes, num_edges, num_features)
+        _check_pointers(state, src, index, num_nodes, num_edges)
+        if resolved == np.float16:  # before any CUDA call: a float16 launch without its workspace is refused
+            table = table_layout(num_nodes, num_edges, num_features)
+            if table is not None:
+                _check_table_workspace(table.nbytes, workspace, workspace_size)
+        if len(_prepared) >= _PREPARED_KEPT:
+            _prepared.clear()
+        prepared = _prepared[key] = PreparedScatterAdd(
+            num_nodes=num_nodes, num_edges=num_edges, num_features=num_features, dtype=resolved,
+            with_counts=bool(counts), with_skipped=bool(skipped), workspace_size=workspace_size,
+            algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width)
+    return prepared(state, src, index, counts, workspace, stream, skipped)

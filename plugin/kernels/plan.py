@@ -160,12 +160,16 @@ def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_ad
     return 1
 
 
-def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: DeviceInfo) -> int:
-    """Features per block that fit in shared memory with all nodes (sums + counts); 0 if not even VEC fit."""
+def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: DeviceInfo,
+                       max_slice_width: int | None = None) -> int:
+    """Features per block that fit in shared memory with all nodes (sums + counts), at most max_slice_width;
+    0 if not even VEC fit."""
     if num_nodes <= 0:
         return 0
     budget = device.max_shared_per_block - QUEUE_BYTES_PER_BLOCK
     floats_per_node = budget // (4 * num_nodes) - 1  # one word per node for counts
+    if max_slice_width is not None:
+        floats_per_node = min(floats_per_node, max_slice_width)
     widest = min(num_features, floats_per_node - floats_per_node % vec)
     if widest < vec:
         return 0
@@ -210,11 +214,13 @@ def plan_launch(
     with_counts: bool = False,
     counts_aligned: bool = True,
     paired: bool | None = None,
+    max_slice_width: int | None = None,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
     with_counts: counts are requested; counts_aligned: their address is a multiple of PAIR_BYTES (needed by
-    the paired path); paired overrides the paired path's choice (tests, benchmarks).
+    the paired path); paired overrides the paired path's choice and max_slice_width caps the shared kernel's
+    feature slices (tests, benchmarks).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
@@ -229,7 +235,7 @@ def plan_launch(
     full_table = table_layout(num_nodes, num_edges, num_features) if half else None
     chunks = num_features // vec
 
-    slice_width = shared_slice_width(num_nodes, num_features, vec, device)
+    slice_width = shared_slice_width(num_nodes, num_features, vec, device, max_slice_width)
     shared_fits = slice_width > 0 and (full_table is None or not full_table.hashed)
     if algorithm == "shared" and not shared_fits:
         raise ValueError(f"the shared-memory kernel cannot hold {num_nodes} nodes on this device")
