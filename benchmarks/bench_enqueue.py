@@ -8,7 +8,8 @@ enqueue costs more than the kernel. Rows (float32, F = 1, B edges into N nodes, 
 PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), with and without counts;
 `scatter_add_launch` (the keyword entry, a context check and a cache lookup included); the launch prepared
 once per shape (`PreparedScatterAdd`, what enqueue calls); one bare cuLaunchKernel of the same kernel with the
-same prepared arguments (the driver's own cost, for reference); torch `index_add_`, and `index_add_` +
+same prepared arguments, through cuda.bindings and through ctypes, and one bare cuMemsetD32Async of the
+counts (the driver's own costs, for reference); torch `index_add_`, and `index_add_` +
 `bincount` (the counts). Host time: benchmarks/gpu_timing.py host_us_per_call (100 calls queued back to back,
 the stream drained between batches outside the timing; median of 40 batches).
 """
@@ -52,6 +53,24 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Cal
 
         calls[f"ScatterAddPlugin.enqueue, {'with' if compute_counts else 'without'} counts"] = enqueue
     return calls
+
+
+def ctypes_launch(kernel: tuple[Any, ...], stream: int) -> Callable[[], Any]:
+    """The same launch through libcuda's cuLaunchKernel called with ctypes (no cuda.bindings wrapper)."""
+    import ctypes
+
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    launch = libcuda.cuLaunchKernel
+    launch.restype = ctypes.c_int
+    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    _, function, grid_x, grid_y, shared_bytes, arguments = kernel
+    handle, address = int(function), arguments.address
+
+    def call() -> None:
+        if launch(handle, grid_x, grid_y, 1, 256, 1, 1, shared_bytes, stream, address, None) != 0:
+            raise RuntimeError("cuLaunchKernel failed")
+
+    return call
 
 
 def main() -> int:
@@ -112,6 +131,10 @@ def main() -> int:
         driver.cuLaunchKernel(function, grid_x, grid_y, 1, 256, 1, 1, shared_bytes, stream, arguments.address, 0)
 
     calls["bare cuLaunchKernel (cuda.bindings, prepared arguments)"] = bare_launch
+    calls["bare cuLaunchKernel (libcuda through ctypes, same arguments)"] = ctypes_launch(kernel, stream)
+    counts_words = 2 * num_nodes
+    calls["bare cuMemsetD32Async of the counts (cuda.bindings)"] = lambda: driver.cuMemsetD32Async(
+        counts.data_ptr(), 0, counts_words, stream)
     calls["torch index_add_"] = lambda: state.index_add_(0, index, src)
     calls["torch index_add_ + bincount"] = lambda: (state.index_add_(0, index, src),
                                                     torch.bincount(index, minlength=num_nodes))

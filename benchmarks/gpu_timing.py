@@ -46,10 +46,14 @@ def _one(call: Callable[[int], Any], i: int) -> float:
     return start.elapsed_time(end)
 
 
+HOST_SLEEP_CYCLES = 20_000_000  # ~10 ms at H200 boost clocks: longer than queueing a batch of calls
+
+
 def host_us_per_call(call: Callable[[], Any], *, batch: int = 100, batches: int = 40) -> float:
     """Host time of one call in microseconds: the median over `batches` of (wall time of `batch` calls queued
-    back to back) / batch, after a warm-up batch; the GPU is drained between batches, outside the timing, so
-    the launch queue never fills and the figure is the caller's time, not the device's."""
+    back to back) / batch, after a warm-up batch. A sleep kernel queued before each batch keeps the GPU busy
+    while the batch is queued, so the figure is the caller's time and never waits for the device (a batch
+    stays far below the driver's launch queue depth); the GPU is drained between batches, outside the timing."""
     import torch
 
     for _ in range(batch):
@@ -57,6 +61,7 @@ def host_us_per_call(call: Callable[[], Any], *, batch: int = 100, batches: int 
     torch.cuda.synchronize()
     per_call = []
     for _ in range(batches):
+        torch.cuda._sleep(HOST_SLEEP_CYCLES)
         start = time.perf_counter_ns()
         for _ in range(batch):
             call()

@@ -50,14 +50,15 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
-def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]") -> int:
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool) -> int:
     """Workspace bytes for the profile's largest shapes of (state, src, index); ValueError (rules.profile_maximum_sizes)
     for a dynamic maximum, shapes that do not fit together or an unsupported state type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
-    return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
+    return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
+                                          with_counts=with_counts))
 
 
 def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
@@ -152,12 +153,13 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         everything get_workspace_size needs: TensorRT turns an exception here into a build error, but swallows
         one raised in get_workspace_size and uses 0 bytes."""
         rules.check_input_ranks([dims_tuple(desc.desc.dims) for desc in inp])
-        profile_workspace_size(inp)
+        profile_workspace_size(inp, with_counts=self.compute_counts)
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
-        """The kernel's workspace for the largest shapes of the profile (float32 needs none). TensorRT calls
-        configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp)
+        """The kernel's workspace for the largest shapes of the profile (float32 none, except 8 N bytes with
+        counts, F = 1 and more than 2^24 edges). TensorRT calls configure_plugin first with the same descriptors,
+        which checked this computation, so it cannot raise."""
+        return profile_workspace_size(inp, with_counts=self.compute_counts)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -182,7 +184,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self._launch = PreparedScatterAdd(
             num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
             with_counts=self.compute_counts,
-            workspace_size=scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype))
+            workspace_size=scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
+                                                      with_counts=self.compute_counts))
         self._state_nbytes = rules.state_nbytes(sizes, dtype)
 
     def enqueue(

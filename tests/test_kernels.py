@@ -96,7 +96,7 @@ def test_check_unwraps_values_and_raises_with_name_description_and_call():
 
 # --- workspace ---------------------------------------------------------------------------------------------
 def test_float32_needs_no_workspace():
-    # The paired path (F = 1 with counts) sums in the counts buffer: no workspace either.
+    # The paired path (F = 1 with counts, up to 2^24 edges) sums in the counts buffer: no workspace either.
     assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32) == 0
     assert scatter_add_workspace_size(10**8, 10**8, 3, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 0
@@ -259,17 +259,37 @@ def test_pairs_only_where_they_fit_and_pay(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
 @pytest.mark.parametrize("nodes", [1, 10**5, 10**6])
-def test_pairs_only_up_to_2_to_the_24_edges(nodes, dtype):
-    # A float32 count is exact up to 2^24 and one pair per node leaves nowhere to fold earlier: beyond 2^24
-    # edges a node could gather more, so the launch takes the two-atomic path (float16: with its table).
+def test_pairs_beyond_2_to_the_24_edges_live_in_the_workspace_folded_per_chunk(nodes, dtype):
+    # A float32 count is exact up to 2^24: up to there the pairs live in the counts (one fold); beyond, in the
+    # workspace (8 N bytes), with a fold after every chunk of 2^24 edges. Without that workspace: two atomics.
     at = paired_plan(nodes, PAIRED_MAX_EDGES, dtype, algorithm="global")
-    assert at.paired and at.fold is not None and at.table is None
+    assert at.paired and at.pair_chunks == 1 and at.fold is not None and at.fold.name == "fold_pairs"
+    assert at.table is None
     over = paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, algorithm="global")
-    assert not over.paired and over.fold is None and over.scatter.name == "scatter_global_v1"
-    assert (over.table is not None and over.apply is not None) == (dtype == np.float16)
-    assert not paired_plan(nodes, MAX_EDGES, dtype, algorithm="global").paired
-    with pytest.raises(ValueError, match="at most 16777216 edges"):
-        paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, paired=True)
+    assert over.paired and over.pair_chunks == 2 and over.fold is not None and over.fold.name == "fold_pair_chunk"
+    assert paired_plan(nodes, MAX_EDGES, dtype, algorithm="global").pair_chunks == 256
+    alone = paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, algorithm="global", pairs_workspace=False)
+    assert not alone.paired and alone.fold is None and alone.scatter.name == "scatter_global_v1"
+    assert (alone.table is not None and alone.apply is not None) == (dtype == np.float16)
+    with pytest.raises(ValueError, match="a workspace for the pairs"):
+        paired_plan(nodes, PAIRED_MAX_EDGES + 1, dtype, paired=True, pairs_workspace=False)
+
+
+def test_chunked_pairs_only_where_each_chunk_has_at_least_one_edge_per_node():
+    # Every fold is O(N): 10^8 edges in 6 chunks pay for N = 10^6 (6e6 <= 1e8), not for N = 2e7 (1.2e8 > 1e8).
+    assert paired_plan(10**6, 10**8).pair_chunks == 6
+    assert not paired_plan(2 * 10**7, 10**8).paired
+
+
+def test_workspace_holds_the_chunked_pairs_only_with_counts_one_feature_and_more_than_2_to_the_24_edges():
+    assert scatter_add_workspace_size(10**6, PAIRED_MAX_EDGES, 1, np.float32) == 0
+    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float32) == 8 * 10**6
+    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float32, with_counts=False) == 0
+    assert scatter_add_workspace_size(10**6, 10**8, 2, np.float32) == 0
+    table = table_layout(10**6, 10**8, 1)
+    assert table is not None
+    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16) == max(8 * 10**6, table.nbytes)
+    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16, with_counts=False) == table.nbytes
 
 
 def test_forcing_pairs_is_refused_where_they_cannot_be_used():

@@ -250,25 +250,43 @@ def test_counts_not_8_byte_aligned_take_the_two_atomic_path(dtype):
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
 
 
-@pytest.mark.parametrize("edges, algorithm, paired", [(PAIRED_MAX_EDGES, "auto", True),
-                                                      (PAIRED_MAX_EDGES + 1, "auto", False),
-                                                      (PAIRED_MAX_EDGES + 4097, "global", False),
-                                                      (PAIRED_MAX_EDGES + 4097, "shared", False)])
-def test_counts_stay_exact_at_and_beyond_2_to_the_24_edges_into_one_node(edges, algorithm, paired):
-    # A float32 count stops at 2^24 (2^24 + 1 rounds back): pairs up to 2^24 edges, two atomics beyond
-    # (integer counts). All edges go to one node of a small state; values are 0 or 1/8 and the state whole
-    # numbers, so every partial sum (< 2^21) is exact in float32 and the sum must come out exact.
-    nodes = 10**5 if algorithm != "shared" else 1000  # auto: paired global atomics where E <= 2^24
+@pytest.mark.parametrize("edges, algorithm, paired, chunks", [(PAIRED_MAX_EDGES, "auto", None, 1),
+                                                              (PAIRED_MAX_EDGES + 1, "auto", None, 2),
+                                                              (2 * PAIRED_MAX_EDGES + 4097, "global", None, 3),
+                                                              (PAIRED_MAX_EDGES + 4097, "global", False, 1),
+                                                              (PAIRED_MAX_EDGES + 4097, "shared", None, 1)])
+def test_counts_stay_exact_at_and_beyond_2_to_the_24_edges_into_one_node(edges, algorithm, paired, chunks):
+    # A float32 count stops at 2^24 (2^24 + 1 rounds back): pairs in the counts up to 2^24 edges, beyond that
+    # pairs in the workspace folded into the int64 counts after every chunk of 2^24 edges, or two atomics
+    # (integer counts). All edges go to one node of a small state; values are 0 or 1/8 (a quarter of them 1/8)
+    # and the state whole numbers, so every partial sum (below 2^21 by far) is exact in float32 and the sum
+    # must come out exact.
+    nodes = 10**5 if algorithm != "shared" else 1000  # auto: paired global atomics
     hub = int(RNG.integers(0, nodes))
     state = np.round(100 * RNG.standard_normal((nodes, 1))).astype(np.float32)
-    src = (RNG.integers(0, 2, (edges, 1), dtype=np.int8) / np.float32(8)).astype(np.float32)
+    src = ((RNG.random((edges, 1)) < 0.25) / np.float32(8)).astype(np.float32)
     index = np.full(edges, hub, np.int64)
-    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm)
-    assert plan.paired == paired and guards_intact and skipped == 0
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm=algorithm,
+                                                                      paired=paired)
+    assert plan.paired == (paired is None and algorithm != "shared") and plan.pair_chunks == chunks
+    assert guards_intact and skipped == 0
     assert plan.algorithm == ("global" if algorithm == "auto" else algorithm)
     assert counts[hub, 0] == edges and np.count_nonzero(counts) == 1
     assert out[hub, 0] == state[hub, 0] + src[:, 0].astype(np.float64).sum()
     assert np.array_equal(np.delete(out, hub), np.delete(state, hub))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_chunked_pairs_match_float64_with_out_of_range_targets(dtype):
+    # 2^24 + 10^6 edges in 2 chunks into 10^5 nodes: values summed in float32 over both chunks, one rounding
+    # into the state (float16 too), counts exact, out-of-range rows skipped and counted once each.
+    nodes, edges = 10**5, PAIRED_MAX_EDGES + 10**6
+    state, src, index = random_inputs(nodes, edges, 1, dtype)
+    bad = RNG.choice(edges, 3000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, nodes, 2**63 - 1]), len(bad))
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index)
+    assert plan.paired and plan.pair_chunks == 2 and guards_intact and skipped == len(bad)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
 
 
 def test_scatter_kernels_static_shared_memory_matches_the_plan():

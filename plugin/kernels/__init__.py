@@ -1,7 +1,7 @@
 """The scatter-add CUDA kernel: CUDA C in scatter_add.cu, compiled at run time by NVRTC, launched through
 cuda-python's driver API. Importing this package needs no GPU; cuda-python is imported inside the functions.
 
-    scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype) -> bytes (0 for float32)
+    scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype, with_counts=True) -> bytes
     scatter_add_launch(*, state, src, index, counts, num_nodes, num_edges, num_features, dtype, stream,
                        workspace=0, workspace_size=0, skipped=0)   device pointers as ints, async on stream
     PreparedScatterAdd(num_nodes=..., ..., with_counts=...)(state, src, index, counts, workspace, stream)

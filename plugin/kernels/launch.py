@@ -25,9 +25,11 @@ from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
     PAIR_BYTES,
+    PAIRED_MAX_EDGES,
     THREADS_PER_BLOCK,
     DeviceInfo,
     LaunchPlan,
+    pairs_workspace_bytes,
     plan_launch,
     table_layout,
     vector_width,
@@ -35,7 +37,7 @@ from plugin.kernels.plan import (
 
 KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
-) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs")
+) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk")
 
 @dataclass(frozen=True)
 class LoadedKernels:
@@ -142,10 +144,10 @@ def _load(dtype: np.dtype) -> LoadedKernels:
 @functools.lru_cache(maxsize=256)
 def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dtype, device: DeviceInfo, vec: int,
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
-                 paired: bool | None, max_slice_width: int | None) -> LaunchPlan:
+                 pairs_workspace: bool, paired: bool | None, max_slice_width: int | None) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
-                       with_counts=with_counts, counts_aligned=counts_aligned, paired=paired,
-                       max_slice_width=max_slice_width)
+                       with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
+                       paired=paired, max_slice_width=max_slice_width)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -228,6 +230,8 @@ class PreparedScatterAdd:
         self.table = table_layout(num_nodes, num_edges, num_features) if self.dtype == np.float16 else None
         if self.table is not None:  # also where the paired path will not use it: the same workspace everywhere
             _check_table_workspace(self.table.nbytes, 1, workspace_size)
+        self.pairs_bytes = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
+        self.pairs_workspace = self.pairs_bytes > 0 and workspace_size >= self.pairs_bytes  # else none beyond 2^24
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
@@ -265,6 +269,8 @@ class PreparedScatterAdd:
                              f"got counts={counts:#x}, skipped={skipped:#x}")
         if self.table is not None and not workspace:
             _check_table_workspace(self.table.nbytes, workspace, 0)
+        if self.pairs_workspace and not workspace:
+            raise ValueError(f"this launch was prepared with a workspace of {self.pairs_bytes} bytes; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
         key = (vec, counts % PAIR_BYTES == 0)
@@ -287,10 +293,11 @@ class PreparedScatterAdd:
             return _LaunchSequence(None, operations)
         algorithm, node_passes, paired, max_slice_width = self.options
         plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
-                            node_passes, self.with_counts, counts_aligned, paired, max_slice_width)
+                            node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
+                            max_slice_width)
         table = plan.table  # None on the paired path
-        if plan.paired:
-            dest: tuple[int, int] = (COUNTS, 0)  # the paired path sums (value, count) pairs in the counts
+        if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
+            dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
         elif table is not None:
             dest = (WORKSPACE, table.values_offset)
         else:
@@ -300,21 +307,32 @@ class PreparedScatterAdd:
             if keys:
                 operations.append((_MEMSET, keys, 0xFFFFFFFF, table.capacity))
             operations.append((_MEMSET, dest, 0, table.capacity * num_features))
+        if plan.pair_chunks > 1:
+            operations.append((_MEMSET, dest, 0, 2 * num_nodes))
         counts: Any = 0 if plan.paired or not self.with_counts else (COUNTS, 0)
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
         functions = self.kernels.functions
         scatter = plan.scatter
-        for node_lo, node_hi in plan.node_ranges:
-            if plan.algorithm == "shared":
-                values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.lanes_log2,
-                                           plan.slice_width, dest, counts, skipped)
-            else:
-                table_log2 = table.table_log2 if table is not None else 0
-                values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.lanes_log2, dest, keys,
-                          table_log2, counts, skipped, node_lo, node_hi)
-            operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
-                               _KernelArguments(values)))
-        if plan.fold is not None:
+        itemsize = self.dtype.itemsize
+        for chunk in range(plan.pair_chunks):
+            first = chunk * PAIRED_MAX_EDGES if plan.pair_chunks > 1 else 0
+            edges = num_edges - first if plan.pair_chunks == 1 else min(PAIRED_MAX_EDGES, num_edges - first)
+            src, index = (SRC, first * num_features * itemsize), (INDEX, first * 8)
+            for node_lo, node_hi in plan.node_ranges:
+                if plan.algorithm == "shared":
+                    values: tuple[Any, ...] = (src, index, edges, num_nodes, num_features, plan.lanes_log2,
+                                               plan.slice_width, dest, counts, skipped)
+                else:
+                    table_log2 = table.table_log2 if table is not None else 0
+                    values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
+                              counts, skipped, node_lo, node_hi)
+                operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                                   _KernelArguments(values)))
+            if plan.fold is not None and plan.pair_chunks > 1:
+                last = int(chunk == plan.pair_chunks - 1)
+                operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
+                                   _KernelArguments(((STATE, 0), dest, (COUNTS, 0), num_nodes, last))))
+        if plan.fold is not None and plan.pair_chunks == 1:
             operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
                                _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes))))
         if plan.apply is not None and table is not None:

@@ -21,9 +21,11 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   8-byte aligned, else no pairs), with one 8-byte vector atomic per edge instead of a value atomic and a
   count atomic (the L2's atomic rate bounds F = 1; measured 1.7x faster at N = 1e6, E = 1e7); then
   fold_pairs turns each pair into the int64 count and adds the value into the state (one rounding, float16
-  too). No workspace. float32 counts are exact up to 2^24, and with one pair per node there is nowhere to
-  fold earlier, so E > 2^24 takes the two-atomic path. With E < N the O(N) fold costs more than the
-  atomics it saves. Paired global atomics also beat the shared kernel where its per-block arrays are large
+  too). No workspace. float32 counts are exact up to 2^24, so with E > 2^24 the pairs live in the workspace
+  instead (8 N bytes, only with counts, whose zeroing is O(N) anyway) and the edges go in chunks of at most
+  2^24: after each chunk fold_pair_chunk adds the pairs' counts into the int64 counts and zeroes them, and
+  after the last it adds the values, summed in float32 over all chunks, into the state once. Each fold is
+  O(N), so pairs need E >= N per chunk (with E < N the fold costs more than the atomics it saves). Paired global atomics also beat the shared kernel where its per-block arrays are large
   (N >= PAIRS_OVER_SHARED_MIN_NODES) and nodes get fewer than SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges
   (measured, 100 edges per node: N = 1e4 pairs 0.028 against shared 0.035 ms, N = 1e3 shared 0.011 against
   pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against pairs 0.105). The shared kernel itself gains
@@ -44,8 +46,9 @@ MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 c
 MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
 PAIR_BYTES = 8  # one (value, count) float32 pair per node, in its int64 count, on the paired path
-PAIRED_MAX_EDGES = 2**24  # float32 counts are exact up to 2^24: pairs only for launches of at most 2^24 edges
-PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N (the fold is O(N))
+PAIRED_MAX_EDGES = 2**24  # float32 counts are exact up to 2^24: pairs in the counts only up to 2^24 edges,
+# beyond that pairs in the workspace, folded after every chunk of PAIRED_MAX_EDGES edges
+PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each fold is O(N))
 # Where pairs pay, "auto" takes them over shared memory for N >= PAIRS_OVER_SHARED_MIN_NODES unless nodes get
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
@@ -98,8 +101,9 @@ class LaunchPlan:
     table: TableLayout | None  # float16 without pairs only
     apply: KernelLaunch | None  # float16 without pairs only
     apply_lanes_log2: int
-    paired: bool = False  # (value, count) pairs in the counts buffer, then `fold`
+    paired: bool = False  # (value, count) pairs in the counts buffer (or the workspace: pair_chunks > 1), then `fold`
     fold: KernelLaunch | None = None  # paired only
+    pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
 
 
 def next_power_of_two(n: int) -> int:
@@ -133,19 +137,34 @@ def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayo
     )
 
 
-def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> int:
-    """Bytes of workspace a launch of at most these sizes needs: 0 for float32, the table for float16.
+def pair_chunks(num_edges: int) -> int:
+    """Chunks of at most PAIRED_MAX_EDGES edges on the paired path (1: the pairs live in the counts)."""
+    return max(1, -(-num_edges // PAIRED_MAX_EDGES))
 
-    A size for the largest shapes serves every smaller launch. (The paired path needs none: its pairs live in
-    the counts.)
+
+def pairs_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool) -> int:
+    """Bytes of the paired path's workspace pairs: 8 N for F = 1 with counts and E > 2^24, else 0."""
+    if with_counts and num_features == 1 and num_edges > PAIRED_MAX_EDGES:
+        return PAIR_BYTES * num_nodes
+    return 0
+
+
+def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
+                   with_counts: bool = True) -> int:
+    """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N for F = 1 with counts
+    and more than 2^24 edges (the pairs, O(N) like the counts' zeroing); float16 its table (or those pairs,
+    whichever is larger). Without counts, nothing O(N) for a small update of a large state.
+
+    A size for the largest shapes serves every smaller launch.
     """
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    pairs = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
     if kernel_dtype(dtype) == np.float32:
-        return 0
+        return pairs
     table = table_layout(num_nodes, num_edges, num_features)
-    return 0 if table is None else table.nbytes
+    return max(pairs, 0 if table is None else table.nbytes)
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -194,11 +213,11 @@ def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsi
 
 
 def pairs_possible(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool,
-                   counts_aligned: bool) -> bool:
+                   counts_aligned: bool, pairs_workspace: bool = True) -> bool:
     """Whether the paired path can run: one feature, counts requested in an 8-byte-aligned buffer (the pairs
-    live in it), at most PAIRED_MAX_EDGES edges (float32 counts exact)."""
+    live in it), and beyond PAIRED_MAX_EDGES edges a workspace for the pairs (pairs_workspace)."""
     return (with_counts and counts_aligned and num_features == 1 and num_nodes > 0
-            and num_edges <= PAIRED_MAX_EDGES)
+            and (num_edges <= PAIRED_MAX_EDGES or pairs_workspace))
 
 
 def plan_launch(
@@ -213,25 +232,30 @@ def plan_launch(
     *,
     with_counts: bool = False,
     counts_aligned: bool = True,
+    pairs_workspace: bool = True,
     paired: bool | None = None,
     max_slice_width: int | None = None,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
     with_counts: counts are requested; counts_aligned: their address is a multiple of PAIR_BYTES (needed by
-    the paired path); paired overrides the paired path's choice and max_slice_width caps the shared kernel's
+    the paired path); pairs_workspace: the workspace holds pairs_workspace_bytes (needed by the paired path
+    beyond PAIRED_MAX_EDGES edges); paired overrides the paired path's choice and max_slice_width caps the shared kernel's
     feature slices (tests, benchmarks).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
     half = np.dtype(dtype) == np.float16
     possible = pairs_possible(num_nodes, num_edges, num_features, with_counts=with_counts,
-                              counts_aligned=counts_aligned)
+                              counts_aligned=counts_aligned, pairs_workspace=pairs_workspace)
     if paired and not possible:
-        raise ValueError(f"the paired path needs counts ({PAIR_BYTES}-byte aligned), one feature and at most "
-                         f"{PAIRED_MAX_EDGES} edges (got counts={with_counts}, aligned={counts_aligned}, "
-                         f"{num_features} features, {num_edges} edges)")
-    pairs_pay = possible and device.arch >= 90 and num_edges >= PAIRED_MIN_EDGES_PER_NODE * num_nodes
+        raise ValueError(f"the paired path needs counts ({PAIR_BYTES}-byte aligned), one feature and, beyond "
+                         f"{PAIRED_MAX_EDGES} edges, a workspace for the pairs (got counts={with_counts}, "
+                         f"aligned={counts_aligned}, {num_features} features, {num_edges} edges, "
+                         f"workspace={pairs_workspace})")
+    chunks_if_paired = pair_chunks(num_edges)
+    pairs_pay = (possible and device.arch >= 90
+                 and num_edges >= PAIRED_MIN_EDGES_PER_NODE * chunks_if_paired * num_nodes)
     full_table = table_layout(num_nodes, num_edges, num_features) if half else None
     chunks = num_features // vec
 
@@ -285,9 +309,13 @@ def plan_launch(
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
         apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
-    fold = KernelLaunch("fold_pairs", (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1)) if pairs else None
+    chunks = chunks_if_paired if pairs else 1
+    fold = None
+    if pairs:
+        fold = KernelLaunch("fold_pairs" if chunks == 1 else "fold_pair_chunk",
+                            (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1))
     return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2,
-                      paired=pairs, fold=fold)
+                      paired=pairs, fold=fold, pair_chunks=chunks)
 
 
 def describe(plan: LaunchPlan) -> str:
@@ -300,5 +328,5 @@ def describe(plan: LaunchPlan) -> str:
     if plan.table is not None:
         text += f" table={plan.table.capacity}{'h' if plan.table.hashed else 'd'}"
     if plan.paired:
-        text += " pairs"
+        text += " pairs" if plan.pair_chunks == 1 else f" pairs chunks={plan.pair_chunks}"
     return text

@@ -464,3 +464,23 @@ fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes
     counts[node] = (u64)count;
     if (count != 0.0f) store_scalar(state + node, to_float(state[node]) + value);
 }
+
+// Paired path with more than 2^24 edges, after each chunk of at most 2^24 edges, a thread per node: the pairs
+// live in the workspace (float2 per node, zeroed by the launcher, as are the counts). The chunk's float32
+// count (exact: at most 2^24) is added into the int64 count and zeroed; the value keeps summing in float32
+// over all chunks, and after the last chunk it is added into the state once (one rounding, float16 too;
+// nodes without edges keep their value bit for bit).
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* __restrict__ counts, i64 num_nodes,
+                int last) {
+    const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= num_nodes) return;
+    const float2 pair = pairs[node];
+    u64 count = counts[node];
+    if (pair.y != 0.0f) {
+        count += (u64)pair.y;
+        counts[node] = count;
+        if (!last) pairs[node].y = 0.0f;
+    }
+    if (last && count != 0) store_scalar(state + node, to_float(state[node]) + pair.x);
+}
