@@ -238,6 +238,7 @@ class PreparedScatterAdd:
         from cuda.bindings import driver
 
         self._memset, self._launch_kernel = driver.cuMemsetD32Async, driver.cuLaunchKernel
+        self._success = driver.CUresult.CUDA_SUCCESS
         self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
         self._pointers: tuple[int, ...] | None = None
         self._sequence: _LaunchSequence | None = None
@@ -250,15 +251,17 @@ class PreparedScatterAdd:
             self._use_pointers(pointers)
         sequence = self._sequence
         assert sequence is not None
-        memset, launch = self._memset, self._launch_kernel
+        memset, launch, success = self._memset, self._launch_kernel, self._success
         for operation in sequence.operations:
             if operation[0] == _KERNEL:
                 _, function, grid_x, grid_y, shared_bytes, arguments = operation
-                check(launch(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
-                             arguments.address, 0))
+                result = launch(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
+                                arguments.address, 0)
             else:
                 _, (position, offset), value, count = operation
-                check(memset(pointers[position] + offset, value, count, stream))
+                result = memset(pointers[position] + offset, value, count, stream)
+            if result[0] != success:
+                check(result)
         return sequence.plan
 
     def _use_pointers(self, pointers: tuple[int, ...]) -> None:
