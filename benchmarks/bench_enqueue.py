@@ -21,9 +21,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import host_us_per_call  # noqa: E402
-
-EXIT_MISSING_DEPENDENCY = 3
+from benchmarks.gpu_timing import host_us_per_call, require_torch_gpu  # noqa: E402
 
 
 def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Callable[[], Any]]:
@@ -79,14 +77,9 @@ def main() -> int:
     parser.add_argument("--edges", type=int, default=10**4)
     parser.add_argument("--out", type=Path, help="folder for the table (bench_enqueue.md)")
     args = parser.parse_args()
-    try:
-        import torch
-    except ImportError as error:
-        print(f"bench_enqueue needs torch on a CUDA machine ({error}): pip install torch")
-        return EXIT_MISSING_DEPENDENCY
-    if not torch.cuda.is_available():
-        print("bench_enqueue needs a CUDA GPU; torch sees none")
-        return EXIT_MISSING_DEPENDENCY
+    require_torch_gpu("bench_enqueue.py")
+    import torch
+
     from plugin.kernels import PreparedScatterAdd, scatter_add_launch
 
     num_nodes, num_edges = args.nodes, args.edges
