@@ -9,6 +9,7 @@ be compared with aot_launch_params evaluated on plain ints.
 """
 
 import importlib
+import inspect
 import re
 
 import pytest
@@ -254,6 +255,7 @@ def test_aot_register_declares_aliased_outputs_through_tensorrts_plugin_class(ao
     ranks = {"state": 2, "src": 2, "index": 1, "counts": 2, "keys": 1, "values": 2}
     output_types = instance.get_output_data_types([types[n] for n in kernel.inputs], [ranks[n] for n in kernel.inputs])
 
+    assert list(inspect.signature(qdp_registry()[plugin_id].register_func).parameters) == list(kernel.inputs)
     assert instance.get_num_outputs() == len(kernel.outputs)
     assert output_types == [types[n] for n in kernel.outputs]
     assert [instance.get_aliased_input(i) for i in range(len(kernel.outputs))] == [
