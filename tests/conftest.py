@@ -9,6 +9,7 @@ Three kinds of `tensorrt` can be under the tests, and the report header names th
   `plugin_registry` and `tensorrt` tests skip there, saying so.
 """
 
+import collections
 import functools
 import importlib
 import os
@@ -109,6 +110,19 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"end-to-end test on real TensorRT: {reason}"))
         elif stand_in_reason and "trt" in getattr(item, "fixturenames", ()) and "trt_bindings" not in item.keywords:
             item.add_marker(pytest.mark.skip(reason=stand_in_reason))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The skips grouped by reason, one line each with its count (pytest.ini asks -rfE: no line per skip)."""
+    reasons: collections.Counter[str] = collections.Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.section("skipped, by reason", sep="-")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:4d}  {reason}")
 
 
 @pytest.fixture
