@@ -7,7 +7,8 @@ enqueue costs more than the kernel. Rows (float32, F = 1, B edges into N nodes, 
 `ScatterAddPlugin.enqueue` called as an execution context calls it (after on_shape_change, with real TensorRT
 PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), with and without counts;
 `scatter_add_launch` (the keyword entry, a context check and a cache lookup included); the launch prepared
-once per shape (`PreparedScatterAdd`, what enqueue calls); one bare cuLaunchKernel of the same kernel with the
+once per shape (`PreparedScatterAdd`, what enqueue calls; with counts also with the counts zeroed by a memset
+before the kernel instead of inside it); one bare cuLaunchKernel of the same kernel with the
 same prepared arguments, through cuda.bindings and through ctypes, and one bare cuMemsetD32Async of the
 counts (the driver's own costs, for reference); torch `index_add_`, and `index_add_` +
 `bincount` (the counts). Host time: benchmarks/gpu_timing.py host_us_per_call (100 calls queued back to back,
@@ -115,7 +116,13 @@ def main() -> int:
         pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts_ptr, 0, stream)
         calls[f"scatter_add_launch, {label} counts"] = keyword_launch
         calls[f"PreparedScatterAdd call, {label} counts"] = lambda launch=launch, pointers=pointers: launch(*pointers)
+        if with_counts and launch.zero_in_kernel:
+            memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
+                                              dtype="float32", with_counts=True, zero_in_kernel=False)
+            calls["PreparedScatterAdd call, with counts, memset + launch"] = (
+                lambda launch=memset_first, pointers=pointers: launch(*pointers))
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)
+    plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
     kernel = [op for op in prepared[False]._sequence.operations if op[0] == 1][0]  # (_KERNEL, function, ...)
     from cuda.bindings import driver
 
@@ -138,8 +145,9 @@ def main() -> int:
     from plugin.kernels.plan import describe
 
     lines = [f"{torch.cuda.get_device_name()}, Python {sys.version.split()[0]}, torch {torch.__version__}; "
-             f"float32, F = 1, B = {num_edges} edges into N = {num_nodes} nodes; plan without counts: "
-             f"{describe(plan) if plan else '-'}; " + "; ".join(notes),
+             f"float32, F = 1, B = {num_edges} edges into N = {num_nodes} nodes; plans: without counts "
+             f"{describe(plan) if plan else '-'}, with counts {describe(plan_with_counts) if plan_with_counts else '-'}; "
+             + "; ".join(notes),
              "", "| call | host us per call (median) |", "| --- | --- |"]
     lines += [f"| {name} | {us:.2f} |" for name, us in rows]
     text = "\n".join(lines)

@@ -94,6 +94,8 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         others["unpaired"] = dict(paired=False)
     if "passes=" in row["plan"]:
         others["1 pass"] = dict(node_passes=1)
+    if " zeroing" in row["plan"]:  # the counts zeroed in the scatter kernel: against a memset before it
+        others["memset"] = dict(zero_in_kernel=False)
     if row["plan"].startswith("shared"):
         others["global"] = dict(algorithm="global")
     elif " pairs" in row["plan"] and num_nodes <= 10**4:  # "auto" chose paired global atomics over shared memory

@@ -28,10 +28,12 @@ from plugin.kernels.plan import (
     PAIRED_MAX_EDGES,
     PAIRS_OVER_SHARED_MIN_NODES,
     QUEUE_BYTES_PER_BLOCK,
+    RESIDENT_BLOCKS_PER_SM,
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
     DeviceInfo,
+    describe,
     lanes_log2_for,
     plan_launch,
     table_layout,
@@ -413,3 +415,27 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
     arguments.patch((0, 0x7E0000, 0, 0x5000, 0xA0000, 0))
     assert [read(ctypes.c_uint64, i) for i in (0, 3, 4)] == [0x7E0000, 0xA0000 + 256, 0x5000]
     assert read(ctypes.c_int32, 1) == -5  # constants are written once and stay
+
+
+def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_something_to_zero():
+    # The cooperative scatter zeroes counts (and skipped) itself: one driver call instead of a memset and a
+    # launch. Only where the plan is one global launch without pairs, table or node passes.
+    def plan(nodes, edges, features, dtype=np.float32, **options):
+        args = dict(with_counts=True, zero_in_kernel=True)
+        args.update(options)
+        return plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec=1, **args)
+
+    small_update = plan(10**6, 10**4, 1)
+    assert small_update.zeroing and small_update.scatter.name == "scatter_global_zeroing_v1"
+    assert small_update.scatter.grid == (H200_LIKE.sm_count * RESIDENT_BLOCKS_PER_SM, 1)  # zero 1e6 counts fast
+    few_counts = plan(1000, 10**4, 3, algorithm="global")  # 1000 counts: the edges decide the grid
+    assert few_counts.zeroing and few_counts.scatter.grid == plan(1000, 10**4, 3, zero_in_kernel=False).scatter.grid
+    assert plan(10**6, 10**4, 1, with_counts=False, with_skipped=True).zeroing
+    assert not plan(10**6, 10**4, 1, with_counts=False).zeroing  # nothing to zero
+    assert not plan(10**6, 10**4, 1, zero_in_kernel=False).zeroing
+    assert not plan(10**6, 10**7, 1).zeroing  # pairs: the counts hold them, then fold
+    assert not plan(10**6, 10**4, 1, np.float16).zeroing  # the float16 table is zeroed by memsets
+    assert not plan_launch(10**6, 10**7, 64, np.dtype(np.float32), H200_LIKE, vec=4, with_counts=True,
+                           zero_in_kernel=True).zeroing  # node passes: several launches
+    assert not plan(1000, 10**6, 1).zeroing  # the shared-memory kernel
+    assert "zeroing" in describe(small_update)

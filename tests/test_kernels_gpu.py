@@ -144,7 +144,7 @@ def test_no_edges_leaves_the_state_and_zeroes_the_counts(nodes, features, dtype)
 
 
 def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto",
-                       paired=None, counts_offset=0):
+                       paired=None, counts_offset=0, zero_in_kernel=None):
     """Launches on buffers whose outputs and workspace are poisoned, with 4 KiB guard zones around the state
     and counts_offset bytes (0 or 4) before the counts; returns (new state, counts or None, skipped, whether
     the guards are intact, whether counts memory stayed untouched (without counts), the launch plan)."""
@@ -171,7 +171,7 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
             state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr + counts_offset if with_counts else 0,
             num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
             workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
-            node_passes=node_passes, algorithm=algorithm, paired=paired)
+            node_passes=node_passes, algorithm=algorithm, paired=paired, zero_in_kernel=zero_in_kernel)
         check(driver.cuCtxSynchronize())
         whole = arena.download()
         out = whole[guard:guard + state_bytes].view(state.dtype).reshape(state.shape)
@@ -287,6 +287,28 @@ def test_chunked_pairs_match_float64_with_out_of_range_targets(dtype):
     out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index)
     assert plan.paired and plan.pair_chunks == 2 and guards_intact and skipped == len(bad)
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("zero_in_kernel", [True, False])
+@pytest.mark.parametrize("nodes, edges, features, with_counts", [(10**6, 10**4, 1, True), (10**6, 10**4, 1, False),
+                                                                 (5000, 10**6, 3, True), (100, 10**6, 64, True)])
+def test_counts_zeroed_by_the_scatter_kernel_or_by_a_memset(zero_in_kernel, nodes, edges, features, with_counts):
+    # One cooperative launch zeroes the poisoned counts and skipped word, waits for the whole grid, then adds;
+    # or a memset before the plain kernel. Same results, guards intact; out-of-range rows counted once.
+    from plugin.kernels.launch import prepare_kernels
+
+    if zero_in_kernel and not prepare_kernels(np.float32).grid_sync:
+        pytest.skip("the kernels were compiled without cooperative groups (no CCCL headers here)")
+    state, src, index = random_inputs(nodes, edges, features, np.float32)
+    index[RNG.choice(edges, 999, replace=False)] = nodes + 3
+    out, counts, skipped, guards_intact, untouched, plan = launch_with_guards(
+        state, src, index, with_counts=with_counts, zero_in_kernel=zero_in_kernel, algorithm="global")
+    assert plan.zeroing == zero_in_kernel and not plan.paired and guards_intact and skipped == 999
+    expected_counts = assert_within_bound(out, state, src, index, np.float32)
+    if with_counts:
+        assert np.array_equal(counts[:, 0], expected_counts)
+    else:
+        assert untouched
 
 
 def test_scatter_kernels_static_shared_memory_matches_the_plan():

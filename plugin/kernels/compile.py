@@ -52,27 +52,42 @@ def pick_arch(device_arch: int, supported: tuple[int, ...]) -> int:
     return max(same_major)
 
 
-def _include_dirs() -> list[str]:
-    """Where cuda_fp16.h lives: the nvidia-cuda-runtime wheel's headers, else a system CUDA toolkit."""
+@functools.cache
+def _include_dirs() -> tuple[str, ...]:
+    """Where cuda_fp16.h lives (the nvidia-cuda-runtime wheel's headers, else a system CUDA toolkit), and CCCL's
+    headers if present (nvidia-cuda-cccl or a toolkit), which cooperative_groups.h needs."""
     dirs = []
     try:
         from cuda import pathfinder
 
-        found = pathfinder.find_nvidia_header_directory("cudart")
-        if found:
-            dirs.append(str(found))
-    except (ImportError, AttributeError, RuntimeError):
+        for library in ("cudart", "cccl"):
+            try:
+                found = pathfinder.find_nvidia_header_directory(library)
+            except Exception:  # an unknown library name in an older cuda-pathfinder, or a broken install
+                found = None
+            if found:
+                dirs.append(str(found))
+    except ImportError:
         pass
     for toolkit in (Path("/usr/local/cuda/include"),):
         if (toolkit / "cuda_fp16.h").exists():
             dirs.append(str(toolkit))
-    return dirs
+    return tuple(dict.fromkeys(dirs))
+
+
+def grid_sync_available() -> bool:
+    """Whether cooperative_groups.h can be compiled here (it needs CCCL's <nv/target>): then the kernels
+    include the scatter variants that zero the counts themselves before a grid-wide barrier."""
+    return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
 
 
 def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> list[bytes]:
-    """NVRTC options for one (arch, dtype): a CUBIN for sm_<arch>, the dtype as SCATTER_HALF."""
+    """NVRTC options for one (arch, dtype): a CUBIN for sm_<arch>, the dtype as SCATTER_HALF, and
+    SCATTER_GRID_SYNC = 1 where cooperative groups compile (grid_sync_available)."""
     half = 1 if kernel_dtype(dtype) == np.float16 else 0
-    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", f"-DSCATTER_HALF={half}", "--restrict"]
+    grid_sync = 1 if grid_sync_available() else 0
+    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", f"-DSCATTER_HALF={half}",
+               f"-DSCATTER_GRID_SYNC={grid_sync}", "--restrict"]
     options += [f"--include-path={path}" for path in _include_dirs()]
     return [option.encode() for option in (*options, *extra)]
 

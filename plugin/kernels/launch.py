@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from plugin.cuda_check import check
-from plugin.kernels.compile import compile_scatter_add, kernel_dtype, nvrtc_supported_archs, pick_arch
+from plugin.kernels.compile import (
+    compile_scatter_add,
+    grid_sync_available,
+    kernel_dtype,
+    nvrtc_supported_archs,
+    pick_arch,
+)
 from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
@@ -38,6 +44,7 @@ from plugin.kernels.plan import (
 KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk")
+ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
 
 @dataclass(frozen=True)
 class LoadedKernels:
@@ -46,6 +53,7 @@ class LoadedKernels:
     module: Any
     functions: dict[str, Any]
     device: DeviceInfo
+    grid_sync: bool = False  # the scatter_global_zeroing_v* kernels exist (compiled with cooperative groups)
 
 
 _loaded: dict[tuple[int, str], LoadedKernels] = {}
@@ -130,7 +138,9 @@ def _load(dtype: np.dtype) -> LoadedKernels:
     device = read_device_info()
     cubin = compile_scatter_add(pick_arch(device.arch, nvrtc_supported_archs()), dtype)
     module = check(driver.cuModuleLoadData(cubin))
-    functions = {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in KERNEL_NAMES}
+    grid_sync = grid_sync_available()
+    names = KERNEL_NAMES + (ZEROING_KERNEL_NAMES if grid_sync else ())
+    functions = {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in names}
     attribute = driver.CUfunction_attribute
     for name, function in functions.items():
         if name.startswith("scatter_shared"):  # may use all the opt-in shared memory beside its static queue
@@ -138,16 +148,18 @@ def _load(dtype: np.dtype) -> LoadedKernels:
             check(driver.cuFuncSetAttribute(
                 function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, device.max_shared_per_block - static
             ))
-    return LoadedKernels(module, functions, device)
+    return LoadedKernels(module, functions, device, grid_sync)
 
 
 @functools.lru_cache(maxsize=256)
 def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dtype, device: DeviceInfo, vec: int,
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
-                 pairs_workspace: bool, paired: bool | None, max_slice_width: int | None) -> LaunchPlan:
+                 pairs_workspace: bool, paired: bool | None, max_slice_width: int | None, zero_in_kernel: bool,
+                 with_skipped: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
-                       paired=paired, max_slice_width=max_slice_width)
+                       paired=paired, max_slice_width=max_slice_width, zero_in_kernel=zero_in_kernel,
+                       with_skipped=with_skipped)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -172,7 +184,7 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
 # Positions in the pointer tuple a prepared launch is called with, and the kernel arguments derived from them:
 # an argument is (position, byte offset) -- e.g. the float16 table's values are (WORKSPACE, values_offset).
 STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED = range(6)
-_MEMSET, _KERNEL = 0, 1
+_MEMSET, _KERNEL, _COOPERATIVE = 0, 1, 2
 _UINT64_MASK = (1 << 64) - 1
 
 
@@ -206,7 +218,7 @@ class _LaunchSequence:
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
         self.operations = operations
-        self.arguments = [op[5] for op in operations if op[0] == _KERNEL]
+        self.arguments = [op[5] for op in operations if op[0] != _MEMSET]
 
 
 class PreparedScatterAdd:
@@ -222,7 +234,7 @@ class PreparedScatterAdd:
     def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
                  with_skipped: bool = False, workspace_size: int = 0, algorithm: str = "auto",
                  node_passes: int | None = None, paired: bool | None = None,
-                 max_slice_width: int | None = None) -> None:
+                 max_slice_width: int | None = None, zero_in_kernel: bool | None = None) -> None:
         self.dtype = kernel_dtype(dtype)
         _validate_sizes(num_nodes, num_edges, num_features)
         self.num_nodes, self.num_edges, self.num_features = int(num_nodes), int(num_edges), int(num_features)
@@ -235,10 +247,16 @@ class PreparedScatterAdd:
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
+        if zero_in_kernel and not self.kernels.grid_sync:
+            raise ValueError("zero_in_kernel needs kernels compiled with cooperative groups (CCCL headers: "
+                             "pip install nvidia-cuda-cccl)")
+        self.zero_in_kernel = self.kernels.grid_sync if zero_in_kernel is None else zero_in_kernel
         from cuda.bindings import driver
 
         self._memset, self._launch_kernel = driver.cuMemsetD32Async, driver.cuLaunchKernel
+        self._launch_cooperative = driver.cuLaunchCooperativeKernel
         self._success = driver.CUresult.CUDA_SUCCESS
+        self._too_large = driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
         self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
         self._pointers: tuple[int, ...] | None = None
         self._sequence: _LaunchSequence | None = None
@@ -253,13 +271,21 @@ class PreparedScatterAdd:
         assert sequence is not None
         memset, launch, success = self._memset, self._launch_kernel, self._success
         for operation in sequence.operations:
-            if operation[0] == _KERNEL:
+            kind = operation[0]
+            if kind == _KERNEL:
                 _, function, grid_x, grid_y, shared_bytes, arguments = operation
                 result = launch(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
                                 arguments.address, 0)
-            else:
+            elif kind == _MEMSET:
                 _, (position, offset), value, count = operation
                 result = memset(pointers[position] + offset, value, count, stream)
+            else:
+                _, function, grid_x, grid_y, shared_bytes, arguments = operation
+                result = self._launch_cooperative(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes,
+                                                  stream, arguments.address)
+                if result[0] == self._too_large:  # fewer resident blocks than planned (e.g. MPS): memsets instead
+                    self.zero_in_kernel, self._sequences, self._pointers = False, {}, None
+                    return self(state, src, index, counts, workspace, stream, skipped)
             if result[0] != success:
                 check(result)
         return sequence.plan
@@ -288,16 +314,19 @@ class PreparedScatterAdd:
         """The driver calls for one vector width and counts alignment (see scatter_add_launch)."""
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         operations: list[tuple[Any, ...]] = []
-        if self.with_counts:
-            operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
-        if self.with_skipped:
-            operations.append((_MEMSET, (SKIPPED, 0), 0, 2))
-        if num_edges == 0:
+        plan = None
+        if num_edges > 0:
+            algorithm, node_passes, paired, max_slice_width = self.options
+            plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
+                                node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
+                                max_slice_width, self.zero_in_kernel, self.with_skipped)
+        if plan is None or not plan.zeroing:
+            if self.with_counts:
+                operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
+            if self.with_skipped:
+                operations.append((_MEMSET, (SKIPPED, 0), 0, 2))
+        if plan is None:
             return _LaunchSequence(None, operations)
-        algorithm, node_passes, paired, max_slice_width = self.options
-        plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
-                            node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
-                            max_slice_width)
         table = plan.table  # None on the paired path
         if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
             dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
@@ -329,7 +358,8 @@ class PreparedScatterAdd:
                     table_log2 = table.table_log2 if table is not None else 0
                     values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
                               counts, skipped, node_lo, node_hi)
-                operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                kind = _COOPERATIVE if plan.zeroing else _KERNEL
+                operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                                    _KernelArguments(values)))
             if plan.fold is not None and plan.pair_chunks > 1:
                 last = int(chunk == plan.pair_chunks - 1)
@@ -373,6 +403,7 @@ def scatter_add_launch(
     node_passes: int | None = None,
     paired: bool | None = None,
     max_slice_width: int | None = None,
+    zero_in_kernel: bool | None = None,
 ) -> LaunchPlan | None:
     """state[index[e], :] += src[e, :] for e < num_edges, in place on `stream`; counts[n] = #{e: index[e] = n}.
 
@@ -382,14 +413,15 @@ def scatter_add_launch(
     scatter_add_workspace_size(...) bytes; float32 none. With counts and F = 1 the paired path (plan.py)
     sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
     256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared"),
-    `node_passes`, `paired` and `max_slice_width` override plan.py's choices for tests and benchmarks.
+    `node_passes`, `paired`, `max_slice_width` and `zero_in_kernel` (False: zero counts with a memset even
+    where the scatter kernel could) override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per CUDA
     context); a repeated call costs a context check and the driver calls.
     """
     key = (dtype, num_nodes, num_edges, num_features, bool(counts), bool(skipped), workspace_size, algorithm,
-           node_passes, paired, max_slice_width)
+           node_passes, paired, max_slice_width, zero_in_kernel)
     prepared = _prepared.get(key)
     if prepared is None or prepared.context != current_context():
         resolved = kernel_dtype(dtype)
@@ -404,5 +436,6 @@ def scatter_add_launch(
         prepared = _prepared[key] = PreparedScatterAdd(
             num_nodes=num_nodes, num_edges=num_edges, num_features=num_features, dtype=resolved,
             with_counts=bool(counts), with_skipped=bool(skipped), workspace_size=workspace_size,
-            algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width)
+            algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width,
+            zero_in_kernel=zero_in_kernel)
     return prepared(state, src, index, counts, workspace, stream, skipped)

@@ -11,6 +11,10 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * "global": otherwise, atomics straight into the state (float4/float2 vector atomics on sm_90+). When the
     state is much larger than L2 and rows are re-used (E >= 4 N) with wide rows, the edges are streamed once
     per node range ("node passes") so that each range's rows stay in L2.
+  * With counts (or the skipped word) and one global launch, the scatter kernel zeroes them itself before a
+    grid-wide barrier (scatter_global_zeroing_v*, launched cooperatively: all blocks resident) where the
+    kernels were compiled with cooperative groups (CCCL headers present): one driver call instead of a
+    memset and a launch, which is what an execution's host time is made of for a small update.
 - float16 accumulates in float32 in a workspace table, one entry per touched node, then adds each entry into
   the half state once (apply_table). The table has min(N, 2^ceil(log2(2 min(N, E)))) entries: one slot per
   node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
@@ -104,6 +108,7 @@ class LaunchPlan:
     paired: bool = False  # (value, count) pairs in the counts buffer (or the workspace: pair_chunks > 1), then `fold`
     fold: KernelLaunch | None = None  # paired only
     pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
+    zeroing: bool = False  # the scatter kernel zeroes counts and skipped itself (a cooperative launch, no memset)
 
 
 def next_power_of_two(n: int) -> int:
@@ -235,13 +240,17 @@ def plan_launch(
     pairs_workspace: bool = True,
     paired: bool | None = None,
     max_slice_width: int | None = None,
+    zero_in_kernel: bool = False,
+    with_skipped: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
     with_counts: counts are requested; counts_aligned: their address is a multiple of PAIR_BYTES (needed by
     the paired path); pairs_workspace: the workspace holds pairs_workspace_bytes (needed by the paired path
     beyond PAIRED_MAX_EDGES edges); paired overrides the paired path's choice and max_slice_width caps the shared kernel's
-    feature slices (tests, benchmarks).
+    feature slices (tests, benchmarks). zero_in_kernel: the kernels can zero counts and skipped (with_skipped:
+    that word is given) in the scatter launch itself, before a grid-wide barrier (scatter_global_zeroing_v*,
+    a cooperative launch of resident blocks only), where the plan is one global launch without pairs or table.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
@@ -265,6 +274,7 @@ def plan_launch(
         raise ValueError(f"the shared-memory kernel cannot hold {num_nodes} nodes on this device")
     pairs_beat_shared = (pairs_pay and num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
                          and num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * num_nodes)
+    zeroing = False
     use_shared = algorithm == "shared" or (
         algorithm == "auto"
         and shared_fits
@@ -295,11 +305,17 @@ def plan_launch(
         blocks = max(1, min(-(-num_edges // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
         hashed = table is not None and table.hashed
         kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{vec}" if hashed else f"scatter_global_v{vec}"
-        scatter = KernelLaunch(kernel, (blocks, 1))
         if node_passes is None:
             node_passes = 1 if hashed else node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes)
         passes = max(1, min(node_passes, num_nodes)) if not hashed else 1
         ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
+        zeroing = (zero_in_kernel and (with_counts or with_skipped) and not pairs and table is None
+                   and passes == 1)
+        if zeroing:  # enough resident blocks to zero the counts at bandwidth (8 per thread), no more
+            kernel = f"scatter_global_zeroing_v{vec}"
+            zeroing_blocks = -(-num_nodes // (THREADS_PER_BLOCK * 8))
+            blocks = max(blocks, min(zeroing_blocks, device.sm_count * RESIDENT_BLOCKS_PER_SM))
+        scatter = KernelLaunch(kernel, (blocks, 1))
         slice_width = num_features
         name = "hashed" if hashed else "global"
 
@@ -315,7 +331,7 @@ def plan_launch(
         fold = KernelLaunch("fold_pairs" if chunks == 1 else "fold_pair_chunk",
                             (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1))
     return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2,
-                      paired=pairs, fold=fold, pair_chunks=chunks)
+                      paired=pairs, fold=fold, pair_chunks=chunks, zeroing=zeroing)
 
 
 def describe(plan: LaunchPlan) -> str:
@@ -329,4 +345,6 @@ def describe(plan: LaunchPlan) -> str:
         text += f" table={plan.table.capacity}{'h' if plan.table.hashed else 'd'}"
     if plan.paired:
         text += " pairs" if plan.pair_chunks == 1 else f" pairs chunks={plan.pair_chunks}"
+    if plan.zeroing:
+        text += " zeroing"
     return text

@@ -29,6 +29,9 @@
 // most 2^24 edges (plan.py PAIRED_MAX_EDGES), so no node can gather more.
 
 #include <cuda_fp16.h>
+#if SCATTER_GRID_SYNC
+#include <cooperative_groups.h>
+#endif
 
 #if SCATTER_HALF
 typedef __half scalar_t;
@@ -433,6 +436,35 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 SCATTER_ENTRY_POINTS(1)
 SCATTER_ENTRY_POINTS(2)
 SCATTER_ENTRY_POINTS(4)
+
+#if SCATTER_GRID_SYNC
+// scatter_global_v* with the zeroing of counts and *skipped done by the same launch (one driver call instead
+// of a memset and a launch: host time per launch). The launcher uses cuLaunchCooperativeKernel, so every
+// block is resident and the grid-wide barrier is safe; the barrier orders the zeroing before any atomic.
+__device__ __forceinline__ void zero_counts_then_sync(u64* __restrict__ counts, i64 num_nodes, u64* __restrict__ skipped) {
+    const i64 thread = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 threads = (i64)gridDim.x * blockDim.x;
+    if (counts != nullptr) {
+        for (i64 node = thread; node < num_nodes; node += threads) counts[node] = 0;
+    }
+    if (skipped != nullptr && thread == 0) *skipped = 0;
+    cooperative_groups::this_grid().sync();
+}
+
+#define ZEROING_ENTRY_POINT(VEC)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    scatter_global_zeroing_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes,          \
+                                  int num_features, int lanes_log2, float* dest, int* keys, int table_log2,      \
+                                  u64* counts, u64* skipped, i64 node_lo, i64 node_hi) {                         \
+        zero_counts_then_sync(counts, num_nodes, skipped);                                                       \
+        scatter_rows_global<VEC, false, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, \
+                                               keys, table_log2, counts, skipped, node_lo, node_hi);             \
+    }
+
+ZEROING_ENTRY_POINT(1)
+ZEROING_ENTRY_POINT(2)
+ZEROING_ENTRY_POINT(4)
+#endif
 
 // The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
 // dest = the counts buffer, zeroed, as (value, count) float32 pairs; counts unused. Then fold_pairs.
