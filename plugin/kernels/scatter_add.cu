@@ -444,8 +444,13 @@ SCATTER_ENTRY_POINTS(4)
 __device__ __forceinline__ void zero_counts_then_sync(u64* __restrict__ counts, i64 num_nodes, u64* __restrict__ skipped) {
     const i64 thread = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 threads = (i64)gridDim.x * blockDim.x;
-    if (counts != nullptr) {
-        for (i64 node = thread; node < num_nodes; node += threads) counts[node] = 0;
+    if (counts != nullptr && (reinterpret_cast<u64>(counts) & 15) == 0) {  // 16-byte stores, two counts each
+        ulonglong2* pairs_of_counts = reinterpret_cast<ulonglong2*>(counts);
+        for (i64 i = thread; i < num_nodes / 2; i += threads) pairs_of_counts[i] = make_ulonglong2(0ull, 0ull);
+        if ((num_nodes & 1) != 0 && thread == 0) counts[num_nodes - 1] = 0;
+    } else if (counts != nullptr) {  // counts need only 4-byte alignment (the kernels add 32-bit words)
+        unsigned* words = reinterpret_cast<unsigned*>(counts);
+        for (i64 i = thread; i < 2 * num_nodes; i += threads) words[i] = 0u;
     }
     if (skipped != nullptr && thread == 0) *skipped = 0;
     cooperative_groups::this_grid().sync();
