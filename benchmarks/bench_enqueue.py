@@ -54,6 +54,12 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Cal
     return calls
 
 
+def prepared_plan_zeroes(launch: Any, pointers: tuple[int, ...]) -> bool:
+    """Whether this prepared launch zeroes the counts in its scatter kernel (one call instead of two)."""
+    plan = launch(*pointers)
+    return plan is not None and plan.zeroing
+
+
 def ctypes_launch(kernel: tuple[Any, ...], stream: int) -> Callable[[], Any]:
     """The same launch through libcuda's cuLaunchKernel called with ctypes (no cuda.bindings wrapper)."""
     import ctypes
@@ -116,7 +122,7 @@ def main() -> int:
         pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts_ptr, 0, stream)
         calls[f"scatter_add_launch, {label} counts"] = keyword_launch
         calls[f"PreparedScatterAdd call, {label} counts"] = lambda launch=launch, pointers=pointers: launch(*pointers)
-        if with_counts and launch.zero_in_kernel:
+        if with_counts and prepared_plan_zeroes(launch, pointers):
             memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
                                               dtype="float32", with_counts=True, zero_in_kernel=False)
             calls["PreparedScatterAdd call, with counts, memset + launch"] = (

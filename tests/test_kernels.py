@@ -32,6 +32,7 @@ from plugin.kernels.plan import (
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    ZEROING_MAX_EDGES,
     DeviceInfo,
     describe,
     lanes_log2_for,
@@ -419,9 +420,10 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
 
 def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_something_to_zero():
     # The cooperative scatter zeroes counts (and skipped) itself: one driver call instead of a memset and a
-    # launch. Only where the plan is one global launch without pairs, table or node passes.
+    # launch. Only where the plan is one global launch without pairs, table or node passes, and ("auto")
+    # for small launches only (the device time of larger ones is shorter with the memset).
     def plan(nodes, edges, features, dtype=np.float32, **options):
-        args = dict(with_counts=True, zero_in_kernel=True)
+        args = dict(with_counts=True, zero_in_kernel=None)
         args.update(options)
         return plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec=1, **args)
 
@@ -433,6 +435,8 @@ def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_somet
     assert plan(10**6, 10**4, 1, with_counts=False, with_skipped=True).zeroing
     assert not plan(10**6, 10**4, 1, with_counts=False).zeroing  # nothing to zero
     assert not plan(10**6, 10**4, 1, zero_in_kernel=False).zeroing
+    assert not plan(10**6, ZEROING_MAX_EDGES + 1, 3).zeroing  # auto: a larger launch takes the memset
+    assert plan(10**6, ZEROING_MAX_EDGES + 1, 3, zero_in_kernel=True).zeroing  # forced (tests, benchmarks)
     assert not plan(10**6, 10**7, 1).zeroing  # pairs: the counts hold them, then fold
     assert not plan(10**6, 10**4, 1, np.float16).zeroing  # the float16 table is zeroed by memsets
     assert not plan_launch(10**6, 10**7, 64, np.dtype(np.float32), H200_LIKE, vec=4, with_counts=True,

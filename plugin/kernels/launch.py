@@ -154,7 +154,8 @@ def _load(dtype: np.dtype) -> LoadedKernels:
 @functools.lru_cache(maxsize=256)
 def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dtype, device: DeviceInfo, vec: int,
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
-                 pairs_workspace: bool, paired: bool | None, max_slice_width: int | None, zero_in_kernel: bool,
+                 pairs_workspace: bool, paired: bool | None, max_slice_width: int | None,
+                 zero_in_kernel: bool | None,
                  with_skipped: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
@@ -250,7 +251,8 @@ class PreparedScatterAdd:
         if zero_in_kernel and not self.kernels.grid_sync:
             raise ValueError("zero_in_kernel needs kernels compiled with cooperative groups (CCCL headers: "
                              "pip install nvidia-cuda-cccl)")
-        self.zero_in_kernel = self.kernels.grid_sync if zero_in_kernel is None else zero_in_kernel
+        # None: plan.py decides where it pays; the kernels must have it for anything but False
+        self.zero_in_kernel = zero_in_kernel if self.kernels.grid_sync else False
         from cuda.bindings import driver
 
         self._memset, self._launch_kernel = driver.cuMemsetD32Async, driver.cuLaunchKernel
@@ -413,8 +415,8 @@ def scatter_add_launch(
     scatter_add_workspace_size(...) bytes; float32 none. With counts and F = 1 the paired path (plan.py)
     sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
     256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared"),
-    `node_passes`, `paired`, `max_slice_width` and `zero_in_kernel` (False: zero counts with a memset even
-    where the scatter kernel could) override plan.py's choices for tests and benchmarks.
+    `node_passes`, `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the
+    counts wherever it can; False: a memset always) override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per CUDA

@@ -11,10 +11,11 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * "global": otherwise, atomics straight into the state (float4/float2 vector atomics on sm_90+). When the
     state is much larger than L2 and rows are re-used (E >= 4 N) with wide rows, the edges are streamed once
     per node range ("node passes") so that each range's rows stay in L2.
-  * With counts (or the skipped word) and one global launch, the scatter kernel zeroes them itself before a
-    grid-wide barrier (scatter_global_zeroing_v*, launched cooperatively: all blocks resident) where the
-    kernels were compiled with cooperative groups (CCCL headers present): one driver call instead of a
-    memset and a launch, which is what an execution's host time is made of for a small update.
+  * With counts (or the skipped word), one global launch and at most ZEROING_MAX_EDGES edges, the scatter
+    kernel zeroes them itself before a grid-wide barrier (scatter_global_zeroing_v*, launched cooperatively:
+    all blocks resident) where the kernels were compiled with cooperative groups (CCCL headers present):
+    one driver call instead of a memset and a launch, which is what a small update's execution costs on the
+    host; for larger launches the device time decides, and there the memset is faster.
 - float16 accumulates in float32 in a workspace table, one entry per touched node, then adds each entry into
   the half state once (apply_table). The table has min(N, 2^ceil(log2(2 min(N, E)))) entries: one slot per
   node when that is no larger (direct), else a hash table keyed by node whose capacity follows E. Clearing
@@ -58,6 +59,10 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
 ALGORITHMS = ("auto", "global", "shared")
+# The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
+# small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
+# at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
+ZEROING_MAX_EDGES = 2**15
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
@@ -240,7 +245,7 @@ def plan_launch(
     pairs_workspace: bool = True,
     paired: bool | None = None,
     max_slice_width: int | None = None,
-    zero_in_kernel: bool = False,
+    zero_in_kernel: bool | None = False,
     with_skipped: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
@@ -248,9 +253,11 @@ def plan_launch(
     with_counts: counts are requested; counts_aligned: their address is a multiple of PAIR_BYTES (needed by
     the paired path); pairs_workspace: the workspace holds pairs_workspace_bytes (needed by the paired path
     beyond PAIRED_MAX_EDGES edges); paired overrides the paired path's choice and max_slice_width caps the shared kernel's
-    feature slices (tests, benchmarks). zero_in_kernel: the kernels can zero counts and skipped (with_skipped:
-    that word is given) in the scatter launch itself, before a grid-wide barrier (scatter_global_zeroing_v*,
-    a cooperative launch of resident blocks only), where the plan is one global launch without pairs or table.
+    feature slices (tests, benchmarks). zero_in_kernel: whether the scatter launch zeroes counts and skipped
+    (with_skipped: that word is given) itself, before a grid-wide barrier (scatter_global_zeroing_v*, a
+    cooperative launch of resident blocks only), where the plan is one global launch without pairs or table:
+    None = where it pays (at most ZEROING_MAX_EDGES edges), True = wherever possible, False = never (the
+    kernels lack it).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
@@ -309,8 +316,8 @@ def plan_launch(
             node_passes = 1 if hashed else node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes)
         passes = max(1, min(node_passes, num_nodes)) if not hashed else 1
         ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
-        zeroing = (zero_in_kernel and (with_counts or with_skipped) and not pairs and table is None
-                   and passes == 1)
+        zeroing = (zero_in_kernel is not False and (with_counts or with_skipped) and not pairs and table is None
+                   and passes == 1 and (zero_in_kernel or num_edges <= ZEROING_MAX_EDGES))
         if zeroing:  # enough resident blocks to zero the counts at bandwidth (8 per thread), no more
             kernel = f"scatter_global_zeroing_v{vec}"
             zeroing_blocks = -(-num_nodes // (THREADS_PER_BLOCK * 8))
