@@ -198,8 +198,10 @@ def plugin_without_counts(trt, sap):
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 @pytest.mark.parametrize("num_nodes, num_edges, num_features", [(7, 40, 1), (1000, 50_000, 3), (20_000, 200_000, 64)])
 def test_enqueue_without_counts_adds_into_the_aliased_state(trt, sap, stream, precision, num_nodes, num_edges,
-                                                            num_features):
-    """One output pointer only (an access to outputs[1] would raise); the poisoned counts buffer stays as it was."""
+                                                            num_features, plugin_registry):
+    """One output pointer only (an access to outputs[1] would raise); the poisoned counts buffer stays as it was.
+    The plugin comes from the registered creator (plugin_registry: skips over stand-in libraries, which have
+    no registry)."""
     features, state, edges, results = run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
                                                   plugin=plugin_without_counts(trt, sap))
     aggregated, counts = expected_aggregation(features, edges, state)
