@@ -224,12 +224,14 @@ class _LaunchSequence:
 
 class PreparedScatterAdd:
     """scatter_add_launch for fixed sizes, dtype and options, with the plan decided and the kernel arguments
-    packed once; calling it with the pointers only issues the driver calls (a memset and one kernel for a
-    small float32 update).
+    packed once; calling it with the pointers only issues the driver calls (one kernel launch for a small
+    float32 update, with or without counts, where the kernels have cooperative groups).
 
-    Made in the CUDA context it will launch in (the plugin prepares one in on_shape_change). Choices that
-    depend on the pointers (vector width: alignment of src and the destination; paired path: 8-byte aligned
-    counts) are re-planned when the pointers change, and each alignment's plan is kept.
+    Made in the CUDA context it will launch in (the plugin prepares one in on_shape_change). Not thread-safe:
+    a call patches its argument buffer before it launches, so each thread (or execution context) needs its
+    own; scatter_add_launch keeps one per thread. Choices that depend on the pointers (vector width:
+    alignment of src and the destination; paired path: 8-byte aligned counts) are re-planned when the
+    pointers change, and each alignment's plan is kept.
     """
 
     def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
@@ -383,7 +385,15 @@ def _check_pointers(state: int, src: int, index: int, num_nodes: int, num_edges:
         raise ValueError(f"state must be a device address when num_nodes = {num_nodes} > 0")
 
 
-_prepared: dict[tuple[Any, ...], PreparedScatterAdd] = {}
+class _PreparedPerThread(threading.local):
+    """scatter_add_launch's prepared launches, one cache per thread: a PreparedScatterAdd patches its argument
+    buffer before each launch, so two threads must never share one."""
+
+    def __init__(self) -> None:
+        self.launches: dict[tuple[Any, ...], PreparedScatterAdd] = {}
+
+
+_prepared = _PreparedPerThread()
 _PREPARED_KEPT = 64
 
 
@@ -419,12 +429,13 @@ def scatter_add_launch(
     counts wherever it can; False: a memset always) override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).
 
-    The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per CUDA
-    context); a repeated call costs a context check and the driver calls.
+    The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and
+    checked against the current CUDA context); a repeated call costs a context check and the driver calls.
     """
     key = (dtype, num_nodes, num_edges, num_features, bool(counts), bool(skipped), workspace_size, algorithm,
            node_passes, paired, max_slice_width, zero_in_kernel)
-    prepared = _prepared.get(key)
+    cache = _prepared.launches
+    prepared = cache.get(key)
     if prepared is None or prepared.context != current_context():
         resolved = kernel_dtype(dtype)
         _validate_sizes(num_nodes, num_edges, num_features)
@@ -433,9 +444,9 @@ def scatter_add_launch(
             table = table_layout(num_nodes, num_edges, num_features)
             if table is not None:
                 _check_table_workspace(table.nbytes, workspace, workspace_size)
-        if len(_prepared) >= _PREPARED_KEPT:
-            _prepared.clear()
-        prepared = _prepared[key] = PreparedScatterAdd(
+        if len(cache) >= _PREPARED_KEPT:
+            cache.clear()
+        prepared = cache[key] = PreparedScatterAdd(
             num_nodes=num_nodes, num_edges=num_edges, num_features=num_features, dtype=resolved,
             with_counts=bool(counts), with_skipped=bool(skipped), workspace_size=workspace_size,
             algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width,
