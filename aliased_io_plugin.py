@@ -18,6 +18,7 @@ import sys
 
 from cli.options import (
     EXIT_BAD_INPUT,
+    EXIT_ENGINE_FAILED,
     EXIT_MISSING_DEPENDENCY,
     EXIT_OK,
     EXIT_VALIDATION_FAILED,
@@ -25,7 +26,7 @@ from cli.options import (
     check_options,
     parse_arguments,
 )
-from common.errors import InputError, MissingDependencyError
+from common.errors import EngineError, InputError, MissingDependencyError
 from common.progress import shows_progress
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     except MissingDependencyError as error:  # the hints name no option: --dry-run is this script's own
         return _error(f"{error} (or run with --dry-run: the graph and the reference need none of this)",
                       EXIT_MISSING_DEPENDENCY)
+    except EngineError as error:
+        return _error(error, EXIT_ENGINE_FAILED)
 
 
 if __name__ == "__main__":

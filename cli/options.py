@@ -37,6 +37,7 @@ EXIT_OK = 0
 EXIT_VALIDATION_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_MISSING_DEPENDENCY = 3
+EXIT_ENGINE_FAILED = 4
 
 MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
@@ -83,6 +84,7 @@ exit status:
   2  bad input: one line on stderr names the problem and the value
   3  a dependency is missing or too old (TensorRT >= {TENSORRT_FLOOR}, polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python or
      a CUDA GPU): one line on stderr says what to install; --dry-run needs none of them
+  4  TensorRT could not add the plugin, build, or execute the engine: one line on stderr (-v shows TensorRT's log)
 """
 
 

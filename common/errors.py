@@ -7,3 +7,8 @@ class InputError(ValueError):
 
 class MissingDependencyError(RuntimeError):
     """A package or a GPU that this step needs is absent: the message says what to install or where to run."""
+
+
+class EngineError(RuntimeError):
+    """TensorRT could not add a layer, build, load or execute the engine: one line (TensorRT's own log, shown
+    with -v, says more) and exit status 4."""

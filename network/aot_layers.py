@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.errors import EngineError
 if TYPE_CHECKING:
     from tensorrt import INetworkDefinition, ITensor
 
@@ -109,7 +110,7 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
     def add(plugin_id: str, *tensors: "ITensor") -> Any:
         layer = network.add_plugin(aot.plugin_op(plugin_id)(*tensors), aot=True)
         if layer is None:
-            raise RuntimeError(f"TensorRT could not add the AOT plugin {plugin_id}")
+            raise EngineError(f"TensorRT could not add the AOT plugin {plugin_id}")
         layer.name = plugin_id.replace("::", "_")
         return layer
 

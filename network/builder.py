@@ -28,6 +28,7 @@ Functions take the tensorrt module as `trt` so the plugin-free part also builds 
 
 from typing import TYPE_CHECKING, Any
 
+from common.errors import EngineError
 from network.profile import CLASSIFIER, STATE_UPDATE
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
@@ -120,7 +121,7 @@ def add_scatter_add_layer(
     plugin = scatter_add_plugin_for(kind)
     layer = network.add_plugin_v3([inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX]], [], plugin)
     if layer is None:  # TensorRT logs why (a build callback of the plugin failed) and returns no layer
-        raise RuntimeError(
+        raise EngineError(
             f"TensorRT could not add the {PLUGIN_NAME} plugin (version {PLUGIN_VERSION}, {kind} network) to the "
             "network: add_plugin_v3 returned None; TensorRT's log says which plugin method failed (run with -v)"
         )

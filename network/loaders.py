@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from common.errors import InputError
+from common.errors import EngineError, InputError
 from common.imports import import_module, import_tensorrt
 from network.builder import (
     INPUT_INDEX,
@@ -72,6 +72,7 @@ def build_engine_bytes(
     trt = import_tensorrt()
     import_module("polygraphy")
     from polygraphy.backend.trt import CreateConfig, CreateNetwork, Profile, engine_bytes_from_network
+    from polygraphy.exception import PolygraphyException
 
     with tensorrt_log_level(verbose):
         builder, network = CreateNetwork(strongly_typed=True)()
@@ -81,10 +82,18 @@ def build_engine_bytes(
             profile.add(name, min=low, opt=opt, max=high)
         config = CreateConfig(profiles=[profile], preview_features=[trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03])
         start = time.perf_counter()
-        serialized = engine_bytes_from_network((builder, network), config=config)
+        try:
+            serialized = engine_bytes_from_network((builder, network), config=config)
+        except PolygraphyException as error:
+            raise EngineError(f"TensorRT could not build the engine ({_first_line(error)}); -v shows TensorRT's log") from None
         seconds = time.perf_counter() - start
         del network, builder  # before keep_alive (the plugin) goes at return
     return bytes(serialized), seconds
+
+
+def _first_line(error: BaseException) -> str:
+    """The first non-empty line of an exception's message (polygraphy's can span many lines)."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
 def save_engine_file(data: bytes, path: str | Path) -> None:

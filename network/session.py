@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.errors import EngineError
 from plugin.cuda_check import check
 from plugin.device_array import DeviceArray
 from network.runner import engine_output_aliases, engine_output_names
@@ -65,12 +66,12 @@ class ExecutionSession:
         self.stream: int = 0
         self.context = engine.create_execution_context()
         if self.context is None:
-            raise RuntimeError("TensorRT could not create an execution context (out of device memory?)")
+            raise EngineError("TensorRT could not create an execution context (out of device memory?)")
         try:
             self.stream = int(check(runtime.cudaStreamCreate()))
             for name, buffer in self.inputs.items():
                 if not self.context.set_input_shape(name, buffer.shape):
-                    raise RuntimeError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
+                    raise EngineError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
                 self._bind(name, buffer.ptr)
             for name, alias in bindings.items():
                 if alias is not None:
@@ -86,12 +87,12 @@ class ExecutionSession:
 
     def _bind(self, name: str, address: int) -> None:
         if not self.context.set_tensor_address(name, address):
-            raise RuntimeError(f"TensorRT refused the address of tensor {name!r}")
+            raise EngineError(f"TensorRT refused the address of tensor {name!r}")
 
     def execute(self) -> None:
         """Enqueues one execution on self.stream (returns before it finishes)."""
         if not self.context.execute_async_v3(self.stream):
-            raise RuntimeError("TensorRT could not enqueue the engine (execute_async_v3 returned False; see its log)")
+            raise EngineError("TensorRT could not enqueue the engine (execute_async_v3 returned False; see its log)")
 
     def synchronize(self) -> None:
         from cuda.bindings import runtime

@@ -318,3 +318,24 @@ def test_output_into_a_closed_pipe_ends_quietly_like_other_tools():
     process.stderr.close()
     assert process.wait(timeout=120) == -signal.SIGPIPE  # what `head` does to `cat` and every C tool
     assert stderr == b""
+
+
+@pytest.mark.parametrize("steps", [False, True])
+def test_engine_failure_is_one_line_and_exit_4(monkeypatch, capsys, steps):
+    """When TensorRT cannot add the plugin, build or execute (network/ raises EngineError, e.g. add_plugin_v3
+    returned None), the CLI prints one line and exits 4 after the input lines, with no traceback."""
+    import network.pipeline
+    from common.errors import EngineError
+
+    def refuse(*args, **kwargs):
+        raise EngineError("TensorRT could not add the ScatterAddInPlace plugin (version 1, classifier network)")
+
+    monkeypatch.setattr(network.pipeline, "run_steps" if steps else "run_graph", refuse)
+    extra = ["--steps", "2", "--batch_edges", "3"] if steps else []
+    status = cli.main(["--seed", "1", *extra])
+    captured = capsys.readouterr()
+    assert status == 4
+    assert captured.err.splitlines() == [
+        "aliased_io_plugin.py: error: TensorRT could not add the ScatterAddInPlace plugin (version 1, classifier network)"
+    ]
+    assert "Classifier output" not in captured.out and "Final state" not in captured.out

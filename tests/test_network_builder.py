@@ -130,7 +130,9 @@ def test_add_plugin_v3_returning_none_is_one_clear_error_naming_the_plugin(trt, 
             assert len(inputs) == 3 and shape_inputs == [] and plugin.plugin_name == "ScatterAddInPlace"
             return None
 
-    with pytest.raises(RuntimeError) as raised:
+    from common.errors import EngineError
+
+    with pytest.raises(EngineError) as raised:
         add_scatter_add_layer(NetworkRefusingThePlugin(), {name: object() for name in INPUT_NAMES}, kind)
     message = str(raised.value)
     assert message.startswith(f"TensorRT could not add the ScatterAddInPlace plugin (version 1, {kind} network)")
