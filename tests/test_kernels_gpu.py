@@ -26,7 +26,7 @@ def reference(state, src, index):
     """float64 (state + scatter-add of src by index, counts, degree, sum of |src| per node), skipping bad ids."""
     num_nodes = state.shape[0]
     state64 = state.astype(np.float64).reshape(num_nodes, -1)
-    src64 = src.astype(np.float64).reshape(len(index), -1)
+    src64 = src.astype(np.float64).reshape(len(index), state64.shape[1])  # E = 0 too (-1 cannot be inferred)
     ok = (index >= 0) & (index < num_nodes)
     targets, rows = index[ok], src64[ok]
     out = state64.copy()
