@@ -148,7 +148,7 @@ def prepare(options: argparse.Namespace, settings: Settings, graph_input: GraphI
     fp16 = options.precision == "fp16"
     if options.dry_run or options.validate or fp16 or may_overflow(graph, weights, options.precision):
         with progress("Computing the float64 reference", enabled=show_progress):
-            expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state)
+            expected = gnn_reference(graph.node_features, graph.edges, weights, graph.state, graph.in_degree)
         counts = expected["counts"] if fp16 else None  # fp16 casts the in-degrees before dividing
         check_precision_range(graph, options.precision, expected["aggregated"], expected["logits"], counts)
     return Prepared(settings.seed, graph, weights, expected, engine, profile_bounds(engine, graph))

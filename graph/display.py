@@ -13,7 +13,7 @@ def describe_graph(graph: Graph) -> list[str]:
         adjacency = np.zeros((graph.num_nodes, graph.num_nodes), dtype=np.int64)
         adjacency[graph.edges[:, 0], graph.edges[:, 1]] = 1
         return ["Adjacency matrix for graph:"] + [str(row) for row in adjacency.tolist()]
-    in_degree = np.bincount(graph.edges[:, 1], minlength=graph.num_nodes)
+    in_degree = graph.in_degree
     out_degree = np.bincount(graph.edges[:, 0], minlength=graph.num_nodes)
     state = "a given initial state" if graph.state is not None else "a zero initial state"
     return [

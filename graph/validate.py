@@ -80,9 +80,10 @@ def implied_node_count(edges) -> int:
     return num_nodes
 
 
-def _check_incoming_edges(edges: np.ndarray, num_nodes: int) -> None:
+def _check_incoming_edges(graph: Graph) -> None:
     """Every node needs an incoming edge: its mean (aggregated / count) is undefined otherwise."""
-    missing = np.flatnonzero(np.bincount(edges[:, 1], minlength=num_nodes) == 0)
+    num_nodes = graph.num_nodes
+    missing = np.flatnonzero(graph.in_degree == 0)
     if missing.size:
         named = ", ".join(str(node) for node in missing[:MAX_NAMED_NODES])
         more = f" and {missing.size - MAX_NAMED_NODES} more" if missing.size > MAX_NAMED_NODES else ""
@@ -109,8 +110,9 @@ def validate_graph(node_features, edges, state=None) -> Graph:
             raise InputError(
                 f"state: shape {list(state_array.shape)} differs from node_features' {list(features.shape)}"
             )
-    _check_incoming_edges(edge_array, num_nodes)
-    return Graph(node_features=features, edges=edge_array, state=state_array)
+    graph = Graph(node_features=features, edges=edge_array, state=state_array)
+    _check_incoming_edges(graph)
+    return graph
 
 
 def check_precision_range(
@@ -153,7 +155,7 @@ def may_overflow(graph: Graph, weights: np.ndarray, precision: str) -> bool:
     feature, state value, in-degree and weights (O(N·F + E), no reference needed); True when only the float64
     reference can tell."""
     largest = LARGEST_FINITE[precision]
-    in_degree = int(np.bincount(graph.edges[:, 1], minlength=graph.num_nodes).max()) if graph.num_edges else 0
+    in_degree = int(graph.in_degree.max()) if graph.num_edges else 0
     state = 0.0 if graph.state is None else float(np.abs(graph.state).max())
     aggregated = state + in_degree * float(np.abs(graph.node_features).max())
     logits = float(np.abs(weights).sum(axis=1).max()) * aggregated  # |mean| <= |aggregated| (in-degree >= 1)

@@ -27,11 +27,12 @@ def softmax_over_classes(logits: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=0, keepdims=True)
 
 
-def gnn_reference(node_features, edges, weights, state=None) -> dict[str, np.ndarray]:
+def gnn_reference(node_features, edges, weights, state=None, in_degree=None) -> dict[str, np.ndarray]:
     """What the engine computes, in float64.
 
     node_features [N] or [N, F]; edges [E, 2] integer (source, target) pairs; weights [C, F];
-    state None (zeros) or [N, F] (or [N] when F = 1), the buffer that the plugin adds into in place.
+    state None (zeros) or [N, F] (or [N] when F = 1), the buffer that the plugin adds into in place;
+    in_degree [N], the incoming edges per node where the caller has them (Graph.in_degree), else counted here.
     Returns float64 arrays:
       aggregated [N, F] = state + sum over edges s -> t of node_features[s], added into row t;
       counts [N, 1] = incoming edges per node;
@@ -50,7 +51,9 @@ def gnn_reference(node_features, edges, weights, state=None) -> dict[str, np.nda
     aggregated = scatter_add_rows(features, source, target, num_nodes)
     if state is not None:
         aggregated += np.asarray(state, dtype=np.float64).reshape(features.shape)
-    counts = np.bincount(target, minlength=num_nodes).astype(np.float64)[:, None]
+    if in_degree is None:
+        in_degree = np.bincount(target, minlength=num_nodes)
+    counts = np.asarray(in_degree, dtype=np.float64).reshape(num_nodes, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = aggregated / counts
     logits = np.asarray(weights, dtype=np.float64) @ mean.T

@@ -44,6 +44,19 @@ def test_true_division_not_floor_division():
     np.testing.assert_array_equal(result["mean"], [[2.0], [1.5]])
 
 
+def test_in_degrees_counted_once_by_the_graph_give_the_same_reference():
+    from graph import validate_graph
+
+    graph = validate_graph(SEED_FEATURES, SEED_EDGES)
+    np.testing.assert_array_equal(graph.in_degree, [1, 1, 2, 2])
+    weights = np.array([[1.0], [-1.0], [0.5]])
+    given = gnn_reference(graph.node_features, graph.edges, weights, in_degree=graph.in_degree)
+    counted = gnn_reference(SEED_FEATURES, SEED_EDGES, weights)
+    for key in ("aggregated", "counts", "mean", "logits", "softmax"):
+        np.testing.assert_array_equal(given[key], counted[key])
+        assert given[key].shape == counted[key].shape
+
+
 def test_make_weights_is_seeded_standard_normal():
     weights = make_weights(123, 4, 3)
     assert weights.shape == (4, 3) and weights.dtype == np.float64
