@@ -171,15 +171,15 @@ def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Gra
                   show_progress: bool = False) -> StepsPlan:
     """Draws the --steps batches; checks that the state cannot overflow the precision; for --dry-run and --validate
     computes the final state's reference and its rounding bound."""
-    from network.steps import check_state_range, expected_final_state, make_step_batches, state_error_bound
+    from network.steps import check_state_range, expected_final_state, make_step_batches, rounding_bound
 
     assert engine.steps is not None and engine.batch_edges is not None
     with progress(f"Drawing {engine.steps:,} batches of {engine.batch_edges:,} edges", enabled=show_progress):
         batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
-    check_state_range(graph.node_features, batches, graph.state, options.precision)
+    magnitude, additions = check_state_range(graph.node_features, batches, graph.state, options.precision)
     final_state = bound = None
     if options.dry_run or options.validate:
         with progress("Computing the float64 reference of the final state", enabled=show_progress):
             final_state = expected_final_state(graph.node_features, batches, graph.state)
-            bound = state_error_bound(graph.node_features, batches, graph.state, options.precision)
+            bound = rounding_bound(magnitude, additions, options.precision)
     return StepsPlan(batches, final_state, bound)

@@ -4,6 +4,8 @@ Every check is a whole-array numpy operation (min/max, isfinite, bincount); only
 single elements. Validating 10 million edges takes a fraction of a second.
 """
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from common.errors import InputError
@@ -128,14 +130,20 @@ def check_precision_range(
     logit may, since ReLU maps -Inf to 0). (Partial sums of mixed-sign features may exceed the final sum; the
     kernel's accumulation precision decides whether that matters.)
     """
-    largest = LARGEST_FINITE[precision]
-    for what, values in (
+    check_values_in_range(precision, (
         ("node_features", graph.node_features),
         ("state", graph.state),
         ("aggregated features (state + sum of incoming neighbours)", aggregated),
         ("logits (weights @ mean, after ReLU)", None if logits is None else np.maximum(logits, 0.0)),
         ("in-degree (the edge count the mean divides by)", counts),
-    ):
+    ))
+
+
+def check_values_in_range(precision: str, named_values: Iterable[tuple[str, np.ndarray | None]]) -> None:
+    """InputError naming the first element, of the first array in (what, values or None) pairs, beyond the
+    precision's largest finite value, with its index and value and what to change."""
+    largest = LARGEST_FINITE[precision]
+    for what, values in named_values:
         if values is None:
             continue
         too_large = np.abs(values) > largest

@@ -23,7 +23,7 @@ import numpy as np
 
 from common.errors import InputError
 from common.limits import MAX_STEPS
-from graph.validate import LARGEST_FINITE
+from graph.validate import LARGEST_FINITE, check_values_in_range
 from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
 from network.timing import describe_summary, summarize
 
@@ -92,7 +92,14 @@ def accumulated_magnitude(node_features: np.ndarray, batches: Sequence[np.ndarra
 
 def state_error_bound(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None,
                       precision: str) -> np.ndarray:
-    """Worst-case |engine - float64 reference| per element of the final state, for `precision`.
+    """Worst-case |engine - float64 reference| per element of the final state, for `precision`
+    (rounding_bound of accumulated_magnitude)."""
+    return rounding_bound(*accumulated_magnitude(node_features, batches, state), precision)
+
+
+def rounding_bound(magnitude: np.ndarray, additions: np.ndarray, precision: str) -> np.ndarray:
+    """Worst-case |engine - float64 reference| per element of the final state, from accumulated_magnitude's
+    (S, additions) (which check_state_range returns).
 
     Element (n, f) ends as the floating-point sum of the initial state and k_n added values, each rounded to
     the precision once when uploaded (relative error <= u). However the additions are ordered or grouped
@@ -106,7 +113,6 @@ def state_error_bound(node_features: np.ndarray, batches: Sequence[np.ndarray], 
     if precision not in UNIT_ROUNDOFF:
         raise InputError(f"precision must be one of {sorted(UNIT_ROUNDOFF)}, got {precision!r}")
     unit, tiny = UNIT_ROUNDOFF[precision], SMALLEST_SUBNORMAL[precision]
-    magnitude, additions = accumulated_magnitude(node_features, batches, state)
     roundings = (additions + 1).astype(np.float64)
     with np.errstate(divide="ignore"):
         gamma = np.where(roundings * unit < 1.0, roundings * unit / (1.0 - roundings * unit), np.inf)
@@ -114,24 +120,18 @@ def state_error_bound(node_features: np.ndarray, batches: Sequence[np.ndarray], 
 
 
 def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], state: np.ndarray | None,
-                      precision: str) -> None:
+                      precision: str) -> tuple[np.ndarray, np.ndarray]:
     """InputError when a feature, the initial state or a partial sum of the state could exceed the precision's
-    largest finite value (float16: 65504), naming the node and the value."""
+    largest finite value (float16: 65504), naming the node and the value. Returns accumulated_magnitude's
+    (S, additions), so that rounding_bound need not add up every batch again."""
+    check_values_in_range(precision, (
+        ("node_features", _as_matrix(node_features)),
+        ("state", None if state is None else _as_matrix(state)),
+    ))
     largest = LARGEST_FINITE[precision]
-    for what, values in (("node_features", node_features), ("state", state)):
-        if values is None:
-            continue
-        too_large = np.abs(_as_matrix(values)) > largest
-        if too_large.any():
-            node, feature = (int(i) for i in np.argwhere(too_large)[0])
-            raise InputError(
-                f"--precision {precision}: {what} at [{node}, {feature}] is {float(_as_matrix(values)[node, feature]):g}, "
-                f"beyond the largest {precision} value {largest:g}; "
-                + ("use smaller values" if precision == "fp32" else "use --precision fp32")
-            )
-    magnitude, _ = accumulated_magnitude(node_features, batches, state)
+    magnitude, additions = accumulated_magnitude(node_features, batches, state)
     if magnitude.size == 0:
-        return
+        return magnitude, additions
     position = np.unravel_index(int(np.argmax(magnitude)), magnitude.shape)
     if magnitude[position] > largest:
         raise InputError(
@@ -140,6 +140,7 @@ def check_state_range(node_features: np.ndarray, batches: Sequence[np.ndarray], 
             f"beyond the largest {precision} value {largest:g}; "
             + ("use fewer --steps or smaller values" if precision == "fp32" else "use --precision fp32 or fewer --steps")
         )
+    return magnitude, additions
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from network.steps import (
     compare_state,
     expected_final_state,
     make_step_batches,
+    rounding_bound,
     state_error_bound,
     step_inputs,
     steps_report_lines,
@@ -160,6 +161,17 @@ def test_fp32_bound_is_tight_enough_to_matter():
     # (k + 1) u S to first order; for these sizes (k ~ 16 additions) a few 1e-6 of the magnitudes
     assert np.all(bound <= (additions + 1) * 2.0**-24 * magnitude * 1.001 + 1e-40)
     assert bound.max() < 1e-3 * magnitude.max()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_the_range_check_returns_the_magnitudes_the_bound_needs(precision):
+    features, batches, state, _ = random_case(4)
+    magnitude, additions = check_state_range(features, batches, state, precision)
+    expected_magnitude, expected_additions = accumulated_magnitude(features, batches, state)
+    np.testing.assert_array_equal(magnitude, expected_magnitude)
+    np.testing.assert_array_equal(additions, expected_additions)
+    np.testing.assert_array_equal(rounding_bound(magnitude, additions, precision),
+                                  state_error_bound(features, batches, state, precision))
 
 
 def test_bound_for_an_untouched_node_covers_only_the_state_rounding():
