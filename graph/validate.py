@@ -73,8 +73,10 @@ def implied_node_count(edges) -> int:
     """N for a graph given without node features: the largest node id + 1. InputError, before anything of
     size N is allocated, when the edges are malformed or too few to give each of those nodes an incoming edge."""
     array = _as_edge_array(edges, np.iinfo(np.int64).max)
-    num_nodes = int(array.max()) + 1 if array.size else 0
-    if num_nodes == 0 or num_nodes > len(array):
+    if not array.size:
+        raise InputError("edges: there are none, so no node has an incoming edge; every node must be the target of an edge")
+    num_nodes = int(array.max()) + 1
+    if num_nodes > len(array):
         raise InputError(
             f"edges: {len(array):,} edge{'' if len(array) == 1 else 's'} with node ids up to {num_nodes - 1} cannot "
             f"give each of {num_nodes:,} nodes an incoming edge; every node must be the target of an edge"

@@ -278,6 +278,11 @@ def test_graph_files_without_features_all_follow_one_rule_drawn_from_the_seed(tm
     too_few.write_text("0 1\n1 999999999999\n")  # N would be 1e12: refused before anything of size N
     assert_one_line_error_from_subprocess(run_cli("--graph", str(too_few), "--dry-run"),
                                           "2 edges with node ids up to 999999999999 cannot give each of")
+    (tmp_path / "empty.txt").write_text("# no edges\n")
+    np.savez(tmp_path / "empty.npz", edges=np.zeros((0, 2), np.int64))
+    for no_edges in (tmp_path / "empty.txt", tmp_path / "empty.npz"):
+        assert_one_line_error_from_subprocess(run_cli("--graph", str(no_edges), "--dry-run"),
+                                              "edges: there are none, so no node has an incoming edge")
     assert "drawn from the seed" in run_cli("--help").stdout
 
 
