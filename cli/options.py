@@ -14,6 +14,7 @@ from pathlib import Path
 
 from common.errors import InputError
 from common.limits import (
+    MAX_AOT_HALF_EDGES,
     MAX_BENCHMARK_ITERATIONS,
     MAX_INPUT_CHARS,
     MAX_PROFILE_SIZE,
@@ -43,8 +44,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
-PLUGINS = ("python", "aot")  # network.builder PYTHON_PLUGIN, AOT_PLUGIN
-MAX_AOT_HALF_EDGES = (2**31 - 2) // 2  # plugin.kernels.aot.MAX_TABLE_EDGES (this module imports no numpy)
+PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.builder's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 
@@ -234,7 +234,7 @@ class EngineOptions:
     steps: int | None = None
     batch_edges: int | None = None
     benchmark: int | None = None
-    plugin: str = PLUGINS[0]
+    plugin: str = PYTHON_PLUGIN
 
     @property
     def sets_profile(self) -> bool:
@@ -256,7 +256,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         steps=optional("steps", "--steps", MAX_STEPS),
         batch_edges=optional("batch_edges", "--batch_edges", MAX_RANDOM_EDGES),
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
-        plugin=getattr(options, "plugin", None) or PLUGINS[0],
+        plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
@@ -286,9 +286,9 @@ def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: s
     if plugin_given and parsed.load_engine is not None:
         raise InputError(f"--plugin {parsed.plugin} chooses the scatter-add of a new engine; an engine from "
                          "--load_engine holds the plugin it was built with")
-    if parsed.plugin == "aot" and parsed.benchmark is not None:
+    if parsed.plugin == AOT_PLUGIN and parsed.benchmark is not None:
         raise InputError("--benchmark times the Python plugin's kernel beside the engine; for --plugin aot run "
                          "benchmarks/bench_aot.py")
-    if parsed.plugin == "aot" and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
+    if parsed.plugin == AOT_PLUGIN and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
         raise InputError(f"--max_edges {parsed.max_edges:,} is more than --plugin aot --precision fp16 takes "
                          f"({MAX_AOT_HALF_EDGES:,}: its float32 table has 2 E + 1 slots, an int32 size)")

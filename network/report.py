@@ -5,6 +5,7 @@ Plain functions of numbers and arrays, no TensorRT.
 
 import numpy as np
 
+from network.builder import AOT_PLUGIN, PYTHON_PLUGIN
 from network.profile import STATE_UPDATE, EngineSignature
 
 
@@ -24,13 +25,13 @@ def load_line(path: str, signature: EngineSignature) -> str:
     return f"Engine loaded from {path} ({describe_signature(signature)})"
 
 
-def plugin_alias_line(compute_counts: bool, plugin: str = "python", loaded: bool = False) -> str:
+def plugin_alias_line(compute_counts: bool, plugin: str = PYTHON_PLUGIN, loaded: bool = False) -> str:
     """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.builder.scatter_add_plugin_for:
     counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
     network/aot_layers.py). A loaded engine holds whichever plugin it was built with."""
     if loaded:
         return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
-    if plugin == "aot":
+    if plugin == AOT_PLUGIN:
         counts = "; counts alias a zero tensor made by a fill layer" if compute_counts else "; no counts are computed"
         return ("AOT plugin (tensorrt.plugin, PTX in the engine, no Python at run time): aggregated aliases X "
                 f"(TensorDesc.aliased()){counts}")

@@ -30,7 +30,6 @@ PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; r
 PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.16 and 11.x run with
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
-MAX_TABLE_EDGES = (2**31 - 2) // 2  # the float16 table's capacity 2 E + 1 is an int32 argument
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
