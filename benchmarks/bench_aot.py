@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import device_name, ours, time_gpu_ms  # noqa: E402
+from benchmarks.gpu_timing import device_name, ours, print_and_save, time_gpu_ms  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
@@ -105,11 +105,7 @@ def main() -> int:
                       file=sys.stderr, flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
              ""] + table(rows, args.batches, args.nodes)
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_aot.md").write_text(text + "\n")
+    print_and_save("\n".join(lines), args.out, "bench_aot.md")
     return 0
 
 

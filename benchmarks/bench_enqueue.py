@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import host_us_per_call, require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import host_us_per_call, print_and_save, require_torch_gpu  # noqa: E402
 
 
 def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Callable[[], Any]]:
@@ -156,11 +156,7 @@ def main() -> int:
              + "; ".join(notes),
              "", "| call | host us per call (median) |", "| --- | --- |"]
     lines += [f"| {name} | {us:.2f} |" for name, us in rows]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_enqueue.md").write_text(text + "\n")
+    print_and_save("\n".join(lines), args.out, "bench_enqueue.md")
     return 0
 
 

@@ -28,6 +28,7 @@ from benchmarks.gpu_timing import (  # noqa: E402
     copy_bandwidth_bytes_per_s,
     device_name,
     ours,
+    print_and_save,
     require_torch_gpu,
     time_gpu_ms,
 )
@@ -274,11 +275,8 @@ def main() -> int:
     table = markdown(rows)
     header = (f"{device_name()}, copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), torch {torch.__version__}; "
               f"plans: " + "; ".join(f"{r['dtype']} {exp10(r['N'])}/{exp10(r['E'])}/{r['F']}: {r['plan']}" for r in rows))
-    print(header)
-    print(table)
+    print_and_save(header + "\n\n" + table, args.out, "bench_scatter_add.md")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_scatter_add.md").write_text(header + "\n\n" + table + "\n")
         with open(args.out / "bench_scatter_add.csv", "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
             writer.writeheader()

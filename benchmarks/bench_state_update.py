@@ -22,6 +22,7 @@ from benchmarks.gpu_timing import (  # noqa: E402
     device_name,
     host_us_per_call,
     ours,
+    print_and_save,
     require_torch_gpu,
     time_gpu_ms,
     wall_us_per_call,
@@ -97,11 +98,7 @@ def main() -> int:
             sel = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
             lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{r['with_counts_ms'] * 1e3:.1f}" for r in sel) + " |")
     lines += ["", "Plans: " + "; ".join(f"{r['dtype']} B={r['B']:.0e} N={r['N']:.0e}: {r['plan']}" for r in rows)]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_state_update.md").write_text(text + "\n")
+    print_and_save("\n".join(lines), args.out, "bench_state_update.md")
     return 0
 
 

@@ -126,6 +126,14 @@ def ours(state: Any, src: Any, index: Any, counts: Any, workspace: Any, *, algor
     return call
 
 
+def print_and_save(text: str, out: Path | None, filename: str) -> None:
+    """Prints a benchmark's table and, with --out, writes it to out/filename (the folder made if needed)."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / filename).write_text(text + "\n")
+
+
 def device_name() -> str:
     import torch
 
