@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import device_name, ours, print_and_save, time_gpu_ms  # noqa: E402
+from benchmarks.gpu_timing import device_name, ours, print_and_save, require_torch_gpu, time_gpu_ms  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
@@ -82,14 +82,9 @@ def main() -> int:
     parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
     parser.add_argument("--nodes", type=int, nargs="+", default=NODES)
     args = parser.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_aot.py needs torch (pip install torch) and a CUDA GPU", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print("bench_aot.py needs a CUDA GPU", file=sys.stderr)
-        return 3
+    require_torch_gpu("bench_aot.py")
+    import torch
+
     from plugin.kernels.aot import load_aot_functions
 
     torch.zeros(1, device="cuda")  # the primary context, shared with the driver API
