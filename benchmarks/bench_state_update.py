@@ -75,20 +75,16 @@ def main() -> int:
                 print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step on the device "
                       f"({row['with_counts_ms'] * 1e3:.1f} with counts), host {row['host_us']:.1f} us, wall "
                       f"{row['wall_us']:.1f} us [{row['plan']}]", flush=True)
-    lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B",
-             "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
-    for dtype_name in ("float32", "float16"):
-        for batch in args.batches:
-            sel = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
-            times = [r["step_ms"] * 1e3 for r in sel]
-            lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{t:.1f}" for t in times)
-                         + f" | {max(times) / min(times):.2f} |")
-    for key, title in (("host_us", "Host time per step (us, median): issuing one step from Python, counts skipped"),
-                       ("wall_us", "Wall time per step (us): 400 steps back to back, counts skipped")):
-        lines += ["", title, "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
+    lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B"]
+    for key, us_per_unit, title in (
+            ("step_ms", 1e3, None),
+            ("host_us", 1, "Host time per step (us, median): issuing one step from Python, counts skipped"),
+            ("wall_us", 1, "Wall time per step (us): 400 steps back to back, counts skipped")):
+        lines += (["", title] if title else []) + [
+            "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
         for dtype_name in ("float32", "float16"):
             for batch in args.batches:
-                times = [r[key] for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
+                times = [r[key] * us_per_unit for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
                 lines.append(f"| {dtype_name} | {batch:.0e} | " + " | ".join(f"{t:.1f}" for t in times)
                              + f" | {max(times) / min(times):.2f} |")
     lines += ["", "With counts requested (their O(N) zeroing included), device us:", "",
