@@ -3,11 +3,14 @@
 # (benchmark-only), with TensorRT's Python bindings on PYTHONPATH for the plugin's GPU tests and its enqueue
 # timings (real TensorRT, or its real bindings laid out by ../shared/trt-bindings/setup):
 #
-#   benchmarks/run_gpu.sh OUT_DIR [--quick]
+#   [ENQUEUE_ALSO_WITH=<other TensorRT bindings folder>] benchmarks/run_gpu.sh OUT_DIR [--quick]
 #
-# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_plugin_gpu.py; a failure is reported on the last
-# line and the benchmarks still run), then bench_scatter_add.py --out, bench_enqueue.py --out and
-# bench_state_update.py --out, each writing its table under OUT_DIR (gpu_tests.log holds the tests' summary).
+# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_plugin_gpu.py, tests/test_aot_plugin_gpu.py; a
+# failure is reported on the last line and the benchmarks still run), then bench_scatter_add.py --out,
+# bench_enqueue.py --out, bench_state_update.py --out and bench_aot.py --out. Under OUT_DIR: gpu_tests.log
+# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
+# bench_aot.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with that folder as PYTHONPATH (the host-time
+# table's second column, e.g. TensorRT 10.4's bindings) into OUT_DIR/enqueue-also/bench_enqueue.md: 8 files.
 set -uo pipefail
 out=${1:?usage: benchmarks/run_gpu.sh OUT_DIR [--quick]}
 quick=${2:-}
@@ -17,7 +20,8 @@ export PYTHONUNBUFFERED=1
 python3 -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, {torch.cuda.get_device_name()}")'
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 git log -1 --format='commit %H' 2>/dev/null || true
-python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_plugin_gpu.py -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
+python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py -q \
+    -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
 tests=$?
 grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
 status=0
@@ -25,10 +29,15 @@ if [ "$quick" = "--quick" ]; then
     python3 benchmarks/bench_scatter_add.py --quick --out "$out" || status=1
     python3 benchmarks/bench_enqueue.py --out "$out" || status=1
     python3 benchmarks/bench_state_update.py --batches 10000 --out "$out" || status=1
+    python3 benchmarks/bench_aot.py --batches 10000 --out "$out" || status=1
 else
     python3 benchmarks/bench_scatter_add.py --out "$out" || status=1
     python3 benchmarks/bench_enqueue.py --out "$out" || status=1
     python3 benchmarks/bench_state_update.py --out "$out" || status=1
+    python3 benchmarks/bench_aot.py --out "$out" || status=1
+fi
+if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
+    PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1
 fi
 if [ "$tests" -ne 0 ]; then
     echo "run_gpu.sh: GPU TESTS FAILED (exit $tests): see $out/gpu_tests.log"
