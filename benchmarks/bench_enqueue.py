@@ -47,7 +47,7 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Cal
         output_pointers = [state.data_ptr(), counts.data_ptr()][:plugin.num_outputs]
 
         def enqueue(plugin: Any = plugin, inputs: Any = inputs, outputs: Any = outputs,
-                    output_pointers: Any = output_pointers) -> None:
+                    input_pointers: Any = input_pointers, output_pointers: Any = output_pointers) -> None:
             plugin.enqueue(inputs, outputs, input_pointers, output_pointers, 0, stream)
 
         calls[f"ScatterAddPlugin.enqueue, {'with' if compute_counts else 'without'} counts"] = enqueue
