@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plugin.cuda_check import NvrtcError, check
+from plugin.cuda_check import check
 
 AOT_SOURCE_PATH = Path(__file__).with_name("scatter_add_aot.cu")
 PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; runs on sm_75 and newer
@@ -121,25 +121,10 @@ def aot_compile_options() -> list[bytes]:
 
 def compile_aot_ptx_uncached() -> bytes:
     """Compiles scatter_add_aot.cu to PTX with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
-    from cuda.bindings import nvrtc
+    from plugin.kernels.compile import nvrtc_compile
 
-    source = AOT_SOURCE_PATH.read_bytes()
-    program = check(nvrtc.nvrtcCreateProgram(source, AOT_SOURCE_PATH.name.encode(), 0, [], []))
-    try:
-        options = aot_compile_options()
-        (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            log_size = check(nvrtc.nvrtcGetProgramLogSize(program))
-            log = b" " * log_size
-            check(nvrtc.nvrtcGetProgramLog(program, log))
-            text = log.rstrip(b"\0 ").decode(errors="replace")
-            raise NvrtcError(f"NVRTC could not compile {AOT_SOURCE_PATH.name}: {status.name}\n{text}", status.name)
-        size = check(nvrtc.nvrtcGetPTXSize(program))
-        ptx = b" " * size
-        check(nvrtc.nvrtcGetPTX(program, ptx))
-        return declare_ptx_isa(ptx, PTX_ISA_VERSION)
-    finally:
-        check(nvrtc.nvrtcDestroyProgram(program))
+    ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
+    return declare_ptx_isa(ptx, PTX_ISA_VERSION)
 
 
 def ptx_isa_version(ptx: bytes) -> tuple[int, int]:

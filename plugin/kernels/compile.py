@@ -92,27 +92,33 @@ def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> 
     return [option.encode() for option in (*options, *extra)]
 
 
-def compile_cubin(arch: int, dtype: object, extra_options: tuple[str, ...] = ()) -> tuple[bytes, str]:
-    """Compiles scatter_add.cu; returns (cubin, compiler log). NvrtcError carries the log on failure."""
+def nvrtc_compile(source_path: Path, options: list[bytes], *, ptx: bool = False, target: str = "") -> tuple[bytes, str]:
+    """Compiles source_path with NVRTC; returns (CUBIN, or PTX with ptx=True, compiler log). NvrtcError carries
+    the log on failure, its message naming the file and `target` (e.g. " for sm_90, float32")."""
     from cuda.bindings import nvrtc
 
-    resolved = kernel_dtype(dtype)
-    program = check(nvrtc.nvrtcCreateProgram(SOURCE_PATH.read_bytes(), SOURCE_PATH.name.encode(), 0, [], []))
+    program = check(nvrtc.nvrtcCreateProgram(source_path.read_bytes(), source_path.name.encode(), 0, [], []))
     try:
-        options = compile_options(arch, resolved, extra_options)
         (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         log_size = check(nvrtc.nvrtcGetProgramLogSize(program))
         log_buffer = b" " * log_size
         check(nvrtc.nvrtcGetProgramLog(program, log_buffer))
         log = log_buffer.rstrip(b"\0 ").decode(errors="replace")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise NvrtcError(f"NVRTC could not compile {SOURCE_PATH.name} for sm_{arch}, {resolved}: {status.name}\n{log}", status.name)
-        cubin_size = check(nvrtc.nvrtcGetCUBINSize(program))
-        cubin = b" " * cubin_size
-        check(nvrtc.nvrtcGetCUBIN(program, cubin))
-        return cubin, log
+            raise NvrtcError(f"NVRTC could not compile {source_path.name}{target}: {status.name}\n{log}", status.name)
+        get_size, get_output = (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx else (nvrtc.nvrtcGetCUBINSize,
+                                                                                       nvrtc.nvrtcGetCUBIN)
+        output = b" " * check(get_size(program))
+        check(get_output(program, output))
+        return output, log
     finally:
         check(nvrtc.nvrtcDestroyProgram(program))
+
+
+def compile_cubin(arch: int, dtype: object, extra_options: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """Compiles scatter_add.cu; returns (cubin, compiler log). NvrtcError carries the log on failure."""
+    resolved = kernel_dtype(dtype)
+    return nvrtc_compile(SOURCE_PATH, compile_options(arch, resolved, extra_options), target=f" for sm_{arch}, {resolved}")
 
 
 @functools.cache
