@@ -123,7 +123,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self
 
     def clone(self) -> "ScatterAddPlugin":
-        """A new plugin with the same compute_counts; there is no other state to copy."""
+        """A new plugin with the same compute_counts. The prepared launch is not copied: each execution context's
+        plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
         return ScatterAddPlugin(compute_counts=self.compute_counts)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
