@@ -4,7 +4,6 @@ The CLI (aliased_io_plugin.py) calls run_graph (one run of the classifier, optio
 --steps, run_steps, after validating the input and computing the reference.
 """
 
-import contextlib
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,7 +120,7 @@ def prepare_engine(
         check_graph_fits(signature, precision, num_nodes, num_edges, num_features, num_classes, kind, edges_source)
 
     if load_engine is not None:
-        with file_load_progress(str(load_engine), "--load_engine") if show_progress else contextlib.nullcontext():
+        with file_load_progress(str(load_engine), "--load_engine", enabled=show_progress):
             data = read_engine_file(load_engine)
         engine = deserialize_engine(data, str(load_engine), verbose=verbose)
         signature = engine_signature(trt, engine, str(load_engine))
