@@ -165,8 +165,7 @@ def may_overflow(graph: Graph, weights: np.ndarray, precision: str) -> bool:
     feature, state value, in-degree and weights (O(N·F + E), no reference needed); True when only the float64
     reference can tell."""
     largest = LARGEST_FINITE[precision]
-    in_degree = int(graph.in_degree.max()) if graph.num_edges else 0
     state = 0.0 if graph.state is None else float(np.abs(graph.state).max())
-    aggregated = state + in_degree * float(np.abs(graph.node_features).max())
+    aggregated = state + int(graph.in_degree.max()) * float(np.abs(graph.node_features).max())
     logits = float(np.abs(weights).sum(axis=1).max()) * aggregated  # |mean| <= |aggregated| (in-degree >= 1)
     return not (aggregated <= largest and logits <= largest)
