@@ -85,13 +85,13 @@ def build_engine_bytes(
         try:
             serialized = engine_bytes_from_network((builder, network), config=config)
         except PolygraphyException as error:
-            raise EngineError(f"TensorRT could not build the engine ({_first_line(error)}); -v shows TensorRT's log") from None
+            raise EngineError(f"TensorRT could not build the engine ({first_line(error)}); -v shows TensorRT's log") from None
         seconds = time.perf_counter() - start
         del network, builder  # before keep_alive (the plugin) goes at return
     return bytes(serialized), seconds
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """The first non-empty line of an exception's message (polygraphy's can span many lines)."""
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 

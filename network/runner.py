@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.errors import EngineError
 from network.builder import INPUT_STATE, OUTPUT_SOFTMAX
 from plugin.device_array import DeviceArray
-from network.loaders import tensorrt_log_level
+from network.loaders import first_line, tensorrt_log_level
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -48,10 +49,12 @@ def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | No
 
 
 def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray], *, verbose: bool = False) -> EngineOutputs:
-    """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back."""
+    """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back.
+    EngineError (one line) when polygraphy reports that TensorRT could not create the context or execute."""
     from polygraphy import cuda as polygraphy_cuda
     from polygraphy.backend.trt import TrtRunner
     from polygraphy.datatype import DataType
+    from polygraphy.exception import PolygraphyException
 
     buffers: dict[str, DeviceArray] = {}
     try:
@@ -61,10 +64,13 @@ def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray],
             name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
             for name, buffer in buffers.items()
         }
-        with tensorrt_log_level(verbose), TrtRunner(engine) as runner:
-            # Shapes and dtypes were checked against the engine before (network.profile.check_graph_fits).
-            outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
-            softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
+        try:
+            with tensorrt_log_level(verbose), TrtRunner(engine) as runner:
+                # Shapes and dtypes were checked against the engine before (network.profile.check_graph_fits).
+                outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
+                softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
+        except PolygraphyException as error:
+            raise EngineError(f"TensorRT could not run the engine ({first_line(error)}); -v shows TensorRT's log") from None
         state_after = buffers[INPUT_STATE].download()
     finally:
         for buffer in buffers.values():
