@@ -227,7 +227,7 @@ def run_steps(
 
     The graph gives N, the node features and the initial state; `batches` (network.steps.make_step_batches)
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
-    engine. For fp16, call network.steps.check_state_range first (the state must not overflow). `plugin`
+    engine. Call network.steps.check_state_range first (the state must not overflow the precision). `plugin`
     ("python" or "aot") picks the scatter-add of a new engine.
     """
     from network.inputs import feature_dtype, state_and_features
