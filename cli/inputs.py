@@ -96,6 +96,7 @@ def read_graph(options: argparse.Namespace, settings: Settings, show_progress: b
         features = parse_node_features(options.node_features)
 
     state = None
+    num_nodes = None  # where no features give N: --random_graph's NODES, or a graph file's largest node id + 1
     if options.graph is not None:
         with progress(f"Reading --graph {options.graph} ({_size(options.graph)})", enabled=show_progress) as advance:
             arrays = load_graph_file(options.graph, on_progress=advance)
@@ -103,23 +104,24 @@ def read_graph(options: argparse.Namespace, settings: Settings, show_progress: b
             raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
         edges, state = arrays.edges, arrays.state
         features = arrays.node_features if arrays.node_features is not None else features
-        if features is None:  # drawn from the seed, as for --random_graph (one feature, or the state's F)
-            num_features = 1 if state is None or np.ndim(state) < 2 else np.shape(state)[1]
-            features = random_node_features(implied_node_count(edges), num_features, rng)
-            note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
+        if features is None:
+            num_nodes = implied_node_count(edges)
     elif options.random_graph is not None:
         num_nodes = integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
         num_edges = integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
         with progress(f"Drawing a random graph of {num_edges:,} edges", enabled=show_progress) as advance:
             edges = random_graph(num_nodes, num_edges, rng, on_progress=advance)
-        if features is None:
-            features = random_node_features(num_nodes, 1, rng)
-            note = DRAWN_FEATURES_NOTE.format("one per node is")
-        elif len(features) != num_nodes:
+        if features is not None and len(features) != num_nodes:
             raise InputError(f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}")
     else:
         features = features if features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
         edges = parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)
+
+    if features is None:  # a graph file or --random_graph without them: drawn from the seed, one rule for both
+        assert num_nodes is not None
+        num_features = 1 if state is None or np.ndim(state) < 2 else np.shape(state)[1]  # the state's F, if any
+        features = random_node_features(num_nodes, num_features, rng)
+        note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
 
     with progress("Validating the graph", enabled=show_progress):
         graph = validate_graph(features, edges, state)
