@@ -45,8 +45,8 @@ def _as_feature_matrix(values, what: str) -> np.ndarray:
     return array
 
 
-def _as_edge_array(values, num_nodes: int) -> np.ndarray:
-    """int64 [E, 2] with every id in [0, num_nodes)."""
+def _as_edge_array(values, num_nodes: int | None) -> np.ndarray:
+    """int64 [E, 2] with every id in [0, num_nodes) (num_nodes None: every id that int64 holds)."""
     try:
         array = np.asarray(values)
     except ValueError as error:
@@ -60,19 +60,19 @@ def _as_edge_array(values, num_nodes: int) -> np.ndarray:
     if array.min() < 0:
         edge = int(np.argmax((array < 0).any(axis=1)))
         raise InputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) has a negative node id")
-    if array.max() >= num_nodes:
-        edge = int(np.argmax((array >= num_nodes).any(axis=1)))
-        raise InputError(
-            f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) refers to a node that does not exist; "
-            f"there are {num_nodes} nodes (ids 0..{num_nodes - 1})"
-        )
+    limit = np.iinfo(np.int64).max if num_nodes is None else num_nodes
+    if array.max() >= limit:
+        edge = int(np.argmax((array >= limit).any(axis=1)))
+        problem = ("has a node id beyond int64's range" if num_nodes is None else
+                   f"refers to a node that does not exist; there are {num_nodes} nodes (ids 0..{num_nodes - 1})")
+        raise InputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) {problem}")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
 def implied_node_count(edges) -> int:
     """N for a graph given without node features: the largest node id + 1. InputError, before anything of
     size N is allocated, when the edges are malformed or too few to give each of those nodes an incoming edge."""
-    array = _as_edge_array(edges, np.iinfo(np.int64).max)
+    array = _as_edge_array(edges, None)
     if not array.size:
         raise InputError("edges: there are none, so no node has an incoming edge; every node must be the target of an edge")
     num_nodes = int(array.max()) + 1

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from graph import FP16_MAX, Graph, check_precision_range, describe_graph, may_overflow, validate_graph
+from graph import FP16_MAX, Graph, check_precision_range, describe_graph, implied_node_count, may_overflow, validate_graph
 from reference import gnn_reference
 
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
@@ -27,6 +27,15 @@ def test_integer_features_and_unsigned_edges_convert():
     graph = validate_graph(np.array([[1, 2], [3, 4]], dtype=np.int32), np.array([[0, 1], [1, 0]], dtype=np.uint16))
     assert graph.node_features.dtype == np.float64 and graph.edges.dtype == np.int64
     assert graph.num_features == 2
+
+
+def test_node_count_implied_by_edges_refuses_ids_beyond_int64_and_no_edges():
+    assert implied_node_count(np.array([[0, 1], [1, 0]], dtype=np.uint64)) == 2
+    beyond = np.array([[0, 1], [1, 2**63]], dtype=np.uint64)  # int64 would wrap it to a negative id
+    with pytest.raises(InputError, match=r"^edges: edge 1 \(1 -> 9223372036854775808\) has a node id beyond int64's range$"):
+        implied_node_count(beyond)
+    with pytest.raises(InputError, match="edges: there are none"):
+        implied_node_count(np.zeros((0, 2), np.int64))
 
 
 def test_state_of_a_single_feature_may_be_flat():
