@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
+from benchmarks.gpu_timing import print_and_save  # noqa: E402
 from common.errors import MissingDependencyError  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
@@ -134,10 +135,7 @@ def main() -> int:
               f"total {time.perf_counter() - start:.0f} s")
     text = table(rows, header)
     print()
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_engine_state.md").write_text(text + "\n")
+    print_and_save(text, args.out, "bench_engine_state.md")
     return 0 if all(row["ok"] for row in rows) else 1
 
 

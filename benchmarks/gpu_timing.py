@@ -1,4 +1,4 @@
-"""Timing helpers for the kernel benchmarks (torch is used here only to allocate, fill and time).
+"""Timing helpers for the benchmarks (torch is used here only to allocate, fill and time) and their output.
 
 GPU time of one call = CUDA events recorded right before and after it on the current stream. A sleep kernel
 is queued before the start event, so the host has finished enqueueing the call (several driver calls for
