@@ -16,12 +16,13 @@ from plugin.kernels.compile import (
     SOURCE_PATH,
     compile_cubin,
     compile_options,
+    grid_sync_available,
     kernel_dtype,
     nvrtc_supported_archs,
     pick_arch,
 )
 from plugin.kernels.host import check_host_arrays
-from plugin.kernels.launch import KERNEL_NAMES
+from plugin.kernels.launch import KERNEL_NAMES, ZEROING_KERNEL_NAMES
 from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
@@ -77,6 +78,11 @@ def test_source_compiles_to_a_cubin_for_every_supported_arch(cubin_for, arch, dt
     assert cubin[:4] == b"\x7fELF"
     for name in KERNEL_NAMES:
         assert name.encode() in cubin, f"entry point {name} missing from the sm_{arch} cubin"
+    # The cooperative-groups variants exist exactly where CCCL's headers are found (nvidia-cuda-cccl, a test
+    # requirement as it is a runtime one), so the grid-sync source is compiled here as on a user's machine.
+    grid_sync = grid_sync_available()
+    for name in ZEROING_KERNEL_NAMES:
+        assert (name.encode() in cubin) == grid_sync, f"{name} in the sm_{arch} cubin: expected {grid_sync}"
 
 
 def test_supported_archs_reach_from_sm75_to_beyond_hopper():
