@@ -14,9 +14,10 @@
 //
 // Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
 // correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. Rows whose index is
-// outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert repeats
-// scatter_add.cu's probing): an engine holds this PTX, so these kernels change only when the AOT plugins do,
-// not whenever the Python plugin's kernels are tuned.
+// outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert is
+// scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
+// engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
+// plugin's kernels are tuned.
 
 #include <cuda_fp16.h>
 
