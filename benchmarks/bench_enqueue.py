@@ -6,12 +6,15 @@ Every engine execution pays the plugin's enqueue on the host, so a small in-plac
 enqueue costs more than the kernel. Rows (float32, F = 1, B edges into N nodes, on torch's current stream):
 `ScatterAddPlugin.enqueue` called as an execution context calls it (after on_shape_change, with real TensorRT
 PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), with and without counts;
-`scatter_add_launch` (the keyword entry, a context check and a cache lookup included); the launch prepared
-once per shape (`PreparedScatterAdd`, what enqueue calls; with counts also with the counts zeroed by a memset
-before the kernel instead of inside it); one bare cuLaunchKernel of the same kernel with the
-same prepared arguments, through cuda.bindings and through ctypes, and one bare cuMemsetD32Async of the
-counts (the driver's own costs, for reference); torch `index_add_`, and `index_add_` +
-`bincount` (the counts). Host time: benchmarks/gpu_timing.py host_us_per_call (100 calls queued back to back,
+`scatter_add_launch` (the keyword entry, a context check and a cache lookup included), with the pointers
+read from torch once as the enqueue rows get them, and again with three `data_ptr()` calls in each call (how
+BENCHMARKS.md's host table of the 2026-11-30 11:35 run timed it); the launch prepared once per shape
+(`PreparedScatterAdd`, what enqueue calls; with counts also with the counts zeroed by a memset before the
+kernel instead of inside it); for reference, the driver's own costs: one bare cuLaunchKernel of the same
+kernel with the same prepared arguments, through cuda.bindings and through ctypes (Python ints converted by
+argtypes, and prebuilt ctypes argument objects), one bare cuMemsetD32Async of the counts and one
+cuCtxGetId(NULL) (the keyword entry's context check); torch `index_add_`, and `index_add_` + `bincount` (the
+counts). Host time: benchmarks/gpu_timing.py host_us_per_call (100 calls queued back to back,
 the stream drained between batches outside the timing; median of 40 batches).
 """
 
@@ -60,22 +63,31 @@ def prepared_plan_zeroes(launch: Any, pointers: tuple[int, ...]) -> bool:
     return plan is not None and plan.zeroing
 
 
-def ctypes_launch(kernel: tuple[Any, ...], stream: int) -> Callable[[], Any]:
-    """The same launch through libcuda's cuLaunchKernel called with ctypes (no cuda.bindings wrapper)."""
+def ctypes_launches(arguments: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
+    """The same launch through libcuda's cuLaunchKernel called with ctypes (no cuda.bindings wrapper): Python
+    ints converted by the argtypes in each call, and ctypes argument objects made once."""
     import ctypes
 
     libcuda = ctypes.CDLL("libcuda.so.1")
     launch = libcuda.cuLaunchKernel
     launch.restype = ctypes.c_int
     launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-    _, function, grid_x, grid_y, shared_bytes, arguments = kernel
-    handle, address = int(function), arguments.address
+    function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, address, _ = arguments
+    as_ints = (int(function), grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, int(stream), address,
+               None)
+    prebuilt = (ctypes.c_void_p(int(function)), *(ctypes.c_uint(value) for value in as_ints[1:8]),
+                ctypes.c_void_p(int(stream)), ctypes.c_void_p(address), ctypes.c_void_p())
 
-    def call() -> None:
-        if launch(handle, grid_x, grid_y, 1, 256, 1, 1, shared_bytes, stream, address, None) != 0:
+    def with_ints() -> None:
+        if launch(*as_ints) != 0:
             raise RuntimeError("cuLaunchKernel failed")
 
-    return call
+    def with_prebuilt_objects() -> None:
+        if launch(*prebuilt) != 0:
+            raise RuntimeError("cuLaunchKernel failed")
+
+    return {"bare cuLaunchKernel (libcuda through ctypes, same arguments as ints)": with_ints,
+            "bare cuLaunchKernel (libcuda through ctypes, prebuilt ctypes arguments)": with_prebuilt_objects}
 
 
 def main() -> int:
@@ -112,7 +124,12 @@ def main() -> int:
         label = "with" if with_counts else "without"
         counts_ptr = counts.data_ptr() if with_counts else 0
 
-        def keyword_launch(counts_ptr: int = counts_ptr) -> None:
+        def keyword_launch(counts_ptr: int = counts_ptr, state_ptr: int = state.data_ptr(), src_ptr: int = src.data_ptr(),
+                           index_ptr: int = index.data_ptr()) -> None:
+            scatter_add_launch(state=state_ptr, src=src_ptr, index=index_ptr, counts=counts_ptr, num_nodes=num_nodes,
+                               num_edges=num_edges, num_features=1, dtype="float32", stream=stream)
+
+        def keyword_launch_reading_pointers(counts_ptr: int = counts_ptr) -> None:
             scatter_add_launch(state=state.data_ptr(), src=src.data_ptr(), index=index.data_ptr(), counts=counts_ptr,
                                num_nodes=num_nodes, num_edges=num_edges, num_features=1, dtype="float32",
                                stream=stream)
@@ -121,6 +138,7 @@ def main() -> int:
                                                             dtype="float32", with_counts=with_counts)
         pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts_ptr, 0, stream)
         calls[f"scatter_add_launch, {label} counts"] = keyword_launch
+        calls[f"scatter_add_launch, {label} counts, data_ptr() read in each call"] = keyword_launch_reading_pointers
         calls[f"PreparedScatterAdd call, {label} counts"] = lambda launch=launch, pointers=pointers: launch(*pointers)
         if with_counts and prepared_plan_zeroes(launch, pointers):
             memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
@@ -129,15 +147,12 @@ def main() -> int:
                 lambda launch=memset_first, pointers=pointers: launch(*pointers))
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)
     plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
-    kernel = [op for op in prepared[False]._sequence.operations if op[0] == 1][0]  # (_KERNEL, function, ...)
     from cuda.bindings import driver
 
-    def bare_launch() -> None:
-        _, function, grid_x, grid_y, shared_bytes, arguments = kernel
-        driver.cuLaunchKernel(function, grid_x, grid_y, 1, 256, 1, 1, shared_bytes, stream, arguments.address, 0)
-
-    calls["bare cuLaunchKernel (cuda.bindings, prepared arguments)"] = bare_launch
-    calls["bare cuLaunchKernel (libcuda through ctypes, same arguments)"] = ctypes_launch(kernel, stream)
+    launch_kernel, arguments, _ = prepared[False]._calls[0]  # (driver.cuLaunchKernel, its arguments, what)
+    calls["bare cuLaunchKernel (cuda.bindings, the prepared call's arguments)"] = lambda: launch_kernel(*arguments)
+    calls.update(ctypes_launches(arguments))
+    calls["bare cuCtxGetId(NULL) (cuda.bindings: scatter_add_launch's context check)"] = lambda: driver.cuCtxGetId(None)
     counts_words = 2 * num_nodes
     calls["bare cuMemsetD32Async of the counts (cuda.bindings)"] = lambda: driver.cuMemsetD32Async(
         counts.data_ptr(), 0, counts_words, stream)

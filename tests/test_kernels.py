@@ -424,6 +424,148 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
     assert read(ctypes.c_int32, 1) == -5  # constants are written once and stay
 
 
+# --- the driver calls a prepared launch issues (cuda.bindings' launch calls recorded, no GPU) ----------------
+class RecordingDriver:
+    """Replaces cuda.bindings.driver's launch, memset and context-id calls with recorders (its types stay
+    real): each call appends (name, arguments) and returns the status queued for that name, else success."""
+
+    def __init__(self, monkeypatch, context_id=1):
+        from cuda.bindings import driver
+
+        self.CUresult = driver.CUresult
+        self.calls, self.statuses, self.context_id = [], {}, context_id
+        for name in ("cuLaunchKernel", "cuLaunchCooperativeKernel", "cuMemsetD32Async"):
+            monkeypatch.setattr(driver, name, self._recorder(name))
+        self.cuCtxGetId = self._recorder("cuCtxGetId")
+
+    def _recorder(self, name):
+        def call(*arguments):
+            self.calls.append((name, arguments))
+            status = self.statuses.get(name, [self.CUresult.CUDA_SUCCESS])
+            result = status.pop(0) if len(status) > 1 else status[0]
+            return (result, self.context_id) if name == "cuCtxGetId" else (result,)
+
+        return call
+
+    def names(self):
+        return [name for name, _ in self.calls]
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """A launcher whose kernels are 'loaded' (fake function handles, H200_LIKE, cooperative groups) in
+    context 1 and whose driver calls are recorded: (RecordingDriver, launch module)."""
+    from cuda.bindings import driver as cuda_driver
+
+    from plugin.kernels import launch
+
+    names = launch.KERNEL_NAMES + launch.ZEROING_KERNEL_NAMES
+    functions = {name: cuda_driver.CUfunction(0x1000 + i) for i, name in enumerate(names)}
+    kernels = launch.LoadedKernels(None, functions, H200_LIKE, grid_sync=True)
+    driver = RecordingDriver(monkeypatch)
+    monkeypatch.setattr(launch, "prepare_kernels", lambda dtype: kernels)
+    monkeypatch.setattr(launch, "current_context", lambda: driver.context_id)
+    monkeypatch.setattr(launch, "_current_id", driver.cuCtxGetId)
+    monkeypatch.setattr(launch, "_prepared", launch._PreparedPerThread())
+    return driver, launch
+
+
+STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, 0x7F3000000000
+
+
+def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_pointers_and_stream(recorded):
+    import ctypes
+
+    from cuda.bindings import driver as cuda_driver
+
+    driver, launch = recorded
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=True)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert plan.zeroing and driver.names() == ["cuLaunchCooperativeKernel"]
+    function, *launch_shape, stream, parameters = driver.calls[0][1]
+    assert function is launch.prepare_kernels(np.float32).functions["scatter_global_zeroing_v1"]
+    assert launch_shape == [H200_LIKE.sm_count * RESIDENT_BLOCKS_PER_SM, 1, 1, THREADS_PER_BLOCK, 1, 1, 0]
+    assert isinstance(stream, cuda_driver.CUstream) and int(stream) == 5
+    slots = [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * i).value).value
+             for i in range(13)]
+    assert slots[:3] == [SRC_PTR, INDEX_PTR, 10**4] and slots[6] == STATE_PTR and slots[9] == COUNTS_PTR
+    calls_made = prepared._calls
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert prepared._calls is calls_made and driver.calls[1] == driver.calls[0]  # same pointers: nothing rebound
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another stream
+    assert int(driver.calls[2][1][8]) == 7
+    prepared(STATE_PTR + 256, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another state buffer
+    assert ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * 6).value).value == STATE_PTR + 256
+
+
+def test_prepared_launch_with_a_memset_passes_the_counts_address_and_word_count(recorded):
+    driver, launch = recorded
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=True, zero_in_kernel=False)
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]
+    address, value, words, stream = driver.calls[0][1]
+    assert (int(address), value, words, int(stream)) == (COUNTS_PTR, 0, 2 * 10**6, 5)
+    assert driver.calls[1][1][-1] == 0  # cuLaunchKernel's extra
+
+
+def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):
+    driver, launch = recorded
+    driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_INVALID_VALUE]
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=False)
+    with pytest.raises(CudaError, match=r"CUDA_ERROR_INVALID_VALUE.*cuLaunchKernel of scatter_global_v1") as error:
+        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
+    assert error.value.name == "CUDA_ERROR_INVALID_VALUE"
+    driver.statuses["cuMemsetD32Async"] = [driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS]
+    with_memset = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                            with_counts=True, zero_in_kernel=False)
+    with pytest.raises(CudaError, match=r"CUDA_ERROR_ILLEGAL_ADDRESS.*cuMemsetD32Async of 2000000 words at the counts"):
+        with_memset(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+
+
+def test_a_cooperative_launch_too_large_for_the_device_falls_back_to_memset_and_launch(recorded):
+    # Fewer resident blocks than planned (e.g. under MPS): that launch and every later one zero with a memset.
+    driver, launch = recorded
+    driver.statuses["cuLaunchCooperativeKernel"] = [driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE]
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=True)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert not plan.zeroing and prepared.zero_in_kernel is False
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuMemsetD32Async", "cuLaunchKernel"]
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert driver.names()[3:] == ["cuMemsetD32Async", "cuLaunchKernel"]
+
+
+def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_another_context(recorded, monkeypatch):
+    driver, launch = recorded
+    prepared_in = []  # the current context at each PreparedScatterAdd made
+    prepare = launch.PreparedScatterAdd.__init__
+
+    def counting_prepare(self, **options):
+        prepared_in.append(driver.context_id)
+        prepare(self, **options)
+
+    monkeypatch.setattr(launch.PreparedScatterAdd, "__init__", counting_prepare)
+
+    def call():
+        return scatter_add_launch(state=STATE_PTR, src=SRC_PTR, index=INDEX_PTR, counts=0, num_nodes=10**6,
+                                  num_edges=10**4, num_features=1, dtype="float32", stream=5)
+
+    call()
+    del driver.calls[:]
+    call()
+    assert prepared_in == [1] and driver.names() == ["cuCtxGetId", "cuLaunchKernel"]
+    assert driver.calls[0][1] == (None,)  # cuCtxGetId(NULL): the current context's id
+    driver.context_id = 2  # another context is current: its own module, functions and prepared launch
+    call()
+    assert prepared_in == [1, 2]
+    driver.statuses["cuCtxGetId"] = [driver.CUresult.CUDA_ERROR_INVALID_CONTEXT]  # none current
+    call()  # then current_context() decides (it makes device 0's primary context current)
+    assert prepared_in == [1, 2]
+
+
 def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_something_to_zero():
     # The cooperative scatter zeroes counts (and skipped) itself: one driver call instead of a memset and a
     # launch. Only where the plan is one global launch without pairs, table or node passes, and ("auto")

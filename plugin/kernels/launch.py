@@ -59,7 +59,8 @@ class LoadedKernels:
 _loaded: dict[tuple[int, str], LoadedKernels] = {}
 _load_lock = threading.Lock()
 _driver_ready = False
-_null_is_current = False  # whether cuCtxGetId(NULL) was seen to give the current context's id
+# driver.cuCtxGetId once cuCtxGetId(NULL) was seen to give the current context's id: then one call tells it
+_current_id: Any = None
 
 
 def current_context() -> int:
@@ -67,13 +68,18 @@ def current_context() -> int:
     context is destroyed); if no context is current, device 0's primary context is made current first.
 
     One driver call once the first call has shown that cuCtxGetId(NULL) names the current context."""
-    global _driver_ready, _null_is_current
+    get_id = _current_id
+    if get_id is not None:
+        result = get_id(None)
+        if not result[0]:  # CUDA_SUCCESS is 0
+            return result[1]
+    return _make_context_current()
+
+
+def _make_context_current() -> int:
+    global _driver_ready, _current_id
     from cuda.bindings import driver
 
-    if _null_is_current:
-        status, context_id = driver.cuCtxGetId(None)
-        if int(status) == 0:
-            return int(context_id)
     if not _driver_ready:
         try:
             result = driver.cuInit(0)
@@ -90,7 +96,7 @@ def current_context() -> int:
         check(driver.cuCtxSetCurrent(context))
     context_id = int(check(driver.cuCtxGetId(context)))
     status, null_id = driver.cuCtxGetId(None)
-    _null_is_current = int(status) == 0 and int(null_id) == context_id
+    _current_id = driver.cuCtxGetId if int(status) == 0 and int(null_id) == context_id else None
     return context_id
 
 
@@ -182,9 +188,11 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
         raise ValueError(f"float16 needs a workspace of {needed} bytes; got {workspace_size}")
 
 
-# Positions in the pointer tuple a prepared launch is called with, and the kernel arguments derived from them:
-# an argument is (position, byte offset) -- e.g. the float16 table's values are (WORKSPACE, values_offset).
-STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED = range(6)
+# Positions in the pointer tuple a prepared launch is called with (the stream last), and the kernel arguments
+# derived from them: an argument is (position, byte offset) -- e.g. the float16 table's values are
+# (WORKSPACE, values_offset).
+STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED, STREAM = range(7)
+_POSITION_NAMES = ("state", "src", "index", "counts", "workspace", "skipped", "stream")
 _MEMSET, _KERNEL, _COOPERATIVE = 0, 1, 2
 _UINT64_MASK = (1 << 64) - 1
 
@@ -214,7 +222,7 @@ class _KernelArguments:
 
 class _LaunchSequence:
     """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and
-    (_KERNEL, function, grid x, grid y, shared bytes, arguments)."""
+    (_KERNEL or _COOPERATIVE, function, grid x, grid y, shared bytes, arguments, kernel name)."""
 
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
@@ -257,45 +265,40 @@ class PreparedScatterAdd:
         self.zero_in_kernel = zero_in_kernel if self.kernels.grid_sync else False
         from cuda.bindings import driver
 
-        self._memset, self._launch_kernel = driver.cuMemsetD32Async, driver.cuLaunchKernel
-        self._launch_cooperative = driver.cuLaunchCooperativeKernel
-        self._success = driver.CUresult.CUDA_SUCCESS
-        self._too_large = driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+        self._driver = driver
         self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
-        self._pointers: tuple[int, ...] | None = None
-        self._sequence: _LaunchSequence | None = None
+        self._pointers: tuple[Any, ...] | None = None  # (state, src, index, counts, workspace, skipped, stream)
+        self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
+        self._plan: LaunchPlan | None = None
 
     def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
                  skipped: int = 0) -> LaunchPlan | None:
-        """Issues the launch on `stream` (asynchronous; no allocation, no synchronisation); returns the plan."""
-        pointers = (state, src, index, counts, workspace, skipped)
+        """Issues the launch on `stream` (asynchronous; no allocation, no synchronisation); returns the plan.
+
+        With the pointers and stream of the last call, this is one tuple comparison and the driver calls with
+        arguments made when they changed (cuda.bindings' own wrappers: measured faster than ctypes, NOTES.md)."""
+        pointers = (state, src, index, counts, workspace, skipped, stream)
         if pointers != self._pointers:
             self._use_pointers(pointers)
-        sequence = self._sequence
-        assert sequence is not None
-        memset, launch, success = self._memset, self._launch_kernel, self._success
-        for operation in sequence.operations:
-            kind = operation[0]
-            if kind == _KERNEL:
-                _, function, grid_x, grid_y, shared_bytes, arguments = operation
-                result = launch(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream,
-                                arguments.address, 0)
-            elif kind == _MEMSET:
-                _, (position, offset), value, count = operation
-                result = memset(pointers[position] + offset, value, count, stream)
-            else:
-                _, function, grid_x, grid_y, shared_bytes, arguments = operation
-                result = self._launch_cooperative(function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes,
-                                                  stream, arguments.address)
-                if result[0] == self._too_large:  # fewer resident blocks than planned (e.g. MPS): memsets instead
-                    self.zero_in_kernel, self._sequences, self._pointers = False, {}, None
-                    return self(state, src, index, counts, workspace, stream, skipped)
-            if result[0] != success:
-                check(result)
-        return sequence.plan
+        for call, arguments, what in self._calls:
+            result = call(*arguments)
+            if result[0]:  # CUDA_SUCCESS is 0
+                return self._failed(result, call, what, pointers)
+        return self._plan
 
-    def _use_pointers(self, pointers: tuple[int, ...]) -> None:
-        state, src, index, counts, workspace, skipped = pointers
+    def _failed(self, result: tuple[Any, ...], call: Any, what: str, pointers: tuple[Any, ...]) -> LaunchPlan | None:
+        """A driver call failed: raises CudaError, except for a cooperative launch with fewer resident blocks
+        than planned (e.g. under MPS), after which this launch zeroes with memsets from now on."""
+        driver = self._driver
+        if call is driver.cuLaunchCooperativeKernel and result[0] == driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
+            self.zero_in_kernel, self._sequences, self._pointers = False, {}, None
+            state, src, index, counts, workspace, skipped, stream = pointers
+            return self(state, src, index, counts, workspace, stream, skipped)
+        check(result, call=what)
+        return None  # not reached: check raised
+
+    def _use_pointers(self, pointers: tuple[Any, ...]) -> None:
+        state, src, index, counts, workspace, skipped, stream = pointers
         _check_pointers(state, src, index, self.num_nodes, self.num_edges)
         if bool(counts) != self.with_counts or bool(skipped) != self.with_skipped:
             raise ValueError(f"this launch was prepared with counts={self.with_counts}, skipped={self.with_skipped}; "
@@ -312,7 +315,8 @@ class PreparedScatterAdd:
             sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1])
         for arguments in sequence.arguments:
             arguments.patch(pointers)
-        self._pointers, self._sequence = pointers, sequence
+        self._calls = bind_driver_calls(self._driver, sequence.operations, pointers)
+        self._pointers, self._plan = pointers, sequence.plan
 
     def _build(self, vec: int, *, counts_aligned: bool) -> _LaunchSequence:
         """The driver calls for one vector width and counts alignment (see scatter_add_launch)."""
@@ -364,18 +368,42 @@ class PreparedScatterAdd:
                               counts, skipped, node_lo, node_hi)
                 kind = _COOPERATIVE if plan.zeroing else _KERNEL
                 operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
-                                   _KernelArguments(values)))
+                                   _KernelArguments(values), scatter.name))
             if plan.fold is not None and plan.pair_chunks > 1:
                 last = int(chunk == plan.pair_chunks - 1)
                 operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
-                                   _KernelArguments(((STATE, 0), dest, (COUNTS, 0), num_nodes, last))))
+                                   _KernelArguments(((STATE, 0), dest, (COUNTS, 0), num_nodes, last)), plan.fold.name))
         if plan.fold is not None and plan.pair_chunks == 1:
             operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
-                               _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes))))
+                               _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes)), plan.fold.name))
         if plan.apply is not None and table is not None:
             values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
-            operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values)))
+            operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values),
+                               plan.apply.name))
         return _LaunchSequence(plan, operations)
+
+
+def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
+                      pointers: tuple[Any, ...]) -> tuple[tuple[Any, tuple[Any, ...], str], ...]:
+    """The driver calls of a launch sequence for these pointers and stream: (cuda.bindings function, its
+    arguments, what it does for an error message), each argument already the type the wrapper takes fastest
+    (CUstream, CUdeviceptr), so that a launch only calls function(*arguments)."""
+    stream = driver.CUstream(int(pointers[STREAM]))
+    calls: list[tuple[Any, tuple[Any, ...], str]] = []
+    for operation in operations:
+        if operation[0] == _MEMSET:
+            _, (position, offset), value, count = operation
+            what = f"cuMemsetD32Async of {count} words at the {_POSITION_NAMES[position]} (+{offset} bytes)"
+            calls.append((driver.cuMemsetD32Async,
+                          (driver.CUdeviceptr(pointers[position] + offset), value, count, stream), what))
+        else:
+            kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation
+            grid = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream, arguments.address)
+            if kind == _KERNEL:
+                calls.append((driver.cuLaunchKernel, (*grid, 0), f"cuLaunchKernel of {name}"))
+            else:
+                calls.append((driver.cuLaunchCooperativeKernel, grid, f"cuLaunchCooperativeKernel of {name}"))
+    return tuple(calls)
 
 
 def _check_pointers(state: int, src: int, index: int, num_nodes: int, num_edges: int) -> None:
@@ -436,6 +464,11 @@ def scatter_add_launch(
            node_passes, paired, max_slice_width, zero_in_kernel)
     cache = _prepared.launches
     prepared = cache.get(key)
+    get_id = _current_id
+    if prepared is not None and get_id is not None:  # current_context() inlined: this is the hot path
+        result = get_id(None)
+        if not result[0] and result[1] == prepared.context:
+            return prepared(state, src, index, counts, workspace, stream, skipped)
     if prepared is None or prepared.context != current_context():
         resolved = kernel_dtype(dtype)
         _validate_sizes(num_nodes, num_edges, num_features)
