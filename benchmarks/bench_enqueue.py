@@ -124,8 +124,8 @@ def main() -> int:
         label = "with" if with_counts else "without"
         counts_ptr = counts.data_ptr() if with_counts else 0
 
-        def keyword_launch(counts_ptr: int = counts_ptr, state_ptr: int = state.data_ptr(), src_ptr: int = src.data_ptr(),
-                           index_ptr: int = index.data_ptr()) -> None:
+        def keyword_launch(counts_ptr: int = counts_ptr, state_ptr: int = state.data_ptr(),
+                           src_ptr: int = src.data_ptr(), index_ptr: int = index.data_ptr()) -> None:
             scatter_add_launch(state=state_ptr, src=src_ptr, index=index_ptr, counts=counts_ptr, num_nodes=num_nodes,
                                num_edges=num_edges, num_features=1, dtype="float32", stream=stream)
 

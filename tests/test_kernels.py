@@ -539,6 +539,8 @@ def test_a_cooperative_launch_too_large_for_the_device_falls_back_to_memset_and_
 
 
 def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_another_context(recorded, monkeypatch):
+    import ctypes
+
     driver, launch = recorded
     prepared_in = []  # the current context at each PreparedScatterAdd made
     prepare = launch.PreparedScatterAdd.__init__
@@ -549,15 +551,23 @@ def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_an
 
     monkeypatch.setattr(launch.PreparedScatterAdd, "__init__", counting_prepare)
 
-    def call():
-        return scatter_add_launch(state=STATE_PTR, src=SRC_PTR, index=INDEX_PTR, counts=0, num_nodes=10**6,
-                                  num_edges=10**4, num_features=1, dtype="float32", stream=5)
+    def call(state=STATE_PTR, stream=5):
+        return scatter_add_launch(state=state, src=SRC_PTR, index=INDEX_PTR, counts=0, num_nodes=10**6,
+                                  num_edges=10**4, num_features=1, dtype="float32", stream=stream)
 
     call()
     del driver.calls[:]
     call()
     assert prepared_in == [1] and driver.names() == ["cuCtxGetId", "cuLaunchKernel"]
     assert driver.calls[0][1] == (None,)  # cuCtxGetId(NULL): the current context's id
+    call(state=STATE_PTR + 512, stream=9)  # new pointers and stream: bound again, not prepared again
+    parameters, stream = driver.calls[-1][1][9], driver.calls[-1][1][8]
+    assert prepared_in == [1] and int(stream) == 9
+    assert ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * 6).value).value == STATE_PTR + 512
+    driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                                         driver.CUresult.CUDA_SUCCESS]
+    with pytest.raises(CudaError, match="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.*cuLaunchKernel of scatter_global_v1"):
+        call(state=STATE_PTR + 512, stream=9)
     driver.context_id = 2  # another context is current: its own module, functions and prepared launch
     call()
     assert prepared_in == [1, 2]
