@@ -1,5 +1,6 @@
 """The benchmark scripts as a user without their dependencies meets them: --help works, a run prints one line
-and exits 3, and no message suggests an option the script does not have. No GPU needed."""
+and exits 3, and no message suggests an option the script does not have; and run_gpu.sh, the one command
+for BENCHMARKS.md's GPU figures, runs them all. No GPU needed."""
 
 import re
 import subprocess
@@ -45,3 +46,16 @@ def test_without_tensorrt_the_one_line_names_only_options_that_exist(script):
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert_options_exist(result.stderr, script)
+
+
+def test_run_gpu_sh_runs_every_gpu_test_file_and_every_torch_benchmark_with_out():
+    """benchmarks/run_gpu.sh reproduces BENCHMARKS.md's GPU figures with one command: its test step names every
+    test file marked gpu, and its benchmark step runs every torch benchmark with --out (full and --quick)."""
+    script = (ROOT / "benchmarks" / "run_gpu.sh").read_text()
+    test_step = next(line for line in script.splitlines() if "pytest -m gpu" in line)
+    gpu_files = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+                       if re.search(r"pytest\.mark\.gpu\b", path.read_text()))
+    assert gpu_files and all(name in test_step for name in gpu_files), (gpu_files, test_step)
+    for name in TORCH_SCRIPTS:
+        runs = re.findall(rf"python3 {re.escape(name)} .*--out \"\$out\"", script)
+        assert len(runs) == 2, f"run_gpu.sh runs {name} --out {len(runs)} times (expected: full and --quick)"
