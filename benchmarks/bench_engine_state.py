@@ -29,11 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.gpu_timing import print_and_save  # noqa: E402
+from benchmarks.gpu_timing import EXIT_MISSING_DEPENDENCY, print_and_save  # noqa: E402
 from common.errors import MissingDependencyError  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
-EXIT_MISSING_DEPENDENCY = 3
 
 
 def device_name() -> str:

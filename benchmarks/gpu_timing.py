@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from cli.options import EXIT_MISSING_DEPENDENCY  # noqa: E402  (the sample's exit status 3, standard library only)
+
 SLEEP_CYCLES = 200_000  # about 0.1 ms at H200 clocks: longer than enqueueing one call from Python
 
 
@@ -138,9 +140,6 @@ def device_name() -> str:
     import torch
 
     return torch.cuda.get_device_name()
-
-
-EXIT_MISSING_DEPENDENCY = 3
 
 
 def require_torch_gpu(script: str) -> None:
