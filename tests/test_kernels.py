@@ -424,6 +424,82 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
     assert read(ctypes.c_int32, 1) == -5  # constants are written once and stay
 
 
+# The C layout of scatter_global_v*'s 13 parameters (pointers and i64 8 bytes, int 4), as cuFuncGetParamInfo
+# gives it: int arguments share 8-byte words, so the packed buffer is not 8-byte slots.
+SCATTER_GLOBAL_LAYOUT = ((0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4), (40, 8), (48, 8), (56, 4), (64, 8),
+                         (72, 8), (80, 8), (88, 8))
+
+
+def test_kernel_arguments_laid_out_at_the_kernel_offsets_make_one_packed_buffer_for_extra():
+    import ctypes
+
+    from plugin.kernels.launch import COUNTS, SRC, STATE, _KernelArguments
+
+    values = ((SRC, 0), (SRC, 64), 10**4, 10**6, 3, -1, (STATE, 0), 0, 7, (COUNTS, 0), 0, 0, 2**40 + 5)
+    arguments = _KernelArguments(values)
+    arguments.lay_out(SCATTER_GLOBAL_LAYOUT)
+    arguments.patch((0x7E0000, 0x7F0000, 0, 0x5000, 0, 0))
+    marker_pointer, buffer, marker_size, size_address, end = (ctypes.c_void_p * 5).from_address(arguments.extra_address)
+    assert (marker_pointer, marker_size, end) == (1, 2, None)  # CU_LAUNCH_PARAM_BUFFER_POINTER, _SIZE, _END
+    assert ctypes.c_size_t.from_address(size_address).value == 96  # the end of the last parameter
+    packed = ctypes.string_at(buffer, 96)
+
+    def field(offset, size, signed=False):
+        return int.from_bytes(packed[offset:offset + size], "little", signed=signed)
+
+    assert [field(0, 8), field(8, 8), field(16, 8), field(24, 8)] == [0x7F0000, 0x7F0000 + 64, 10**4, 10**6]
+    assert [field(32, 4), field(36, 4, signed=True), field(40, 8), field(48, 8), field(56, 4)] == [3, -1, 0x7E0000, 0, 7]
+    assert [field(64, 8), field(72, 8), field(80, 8), field(88, 8)] == [0x5000, 0, 0, 2**40 + 5]
+    # kernelParams points into the same buffer, at each parameter's offset
+    params = (ctypes.c_void_p * 13).from_address(arguments.address)
+    assert [params[i] - buffer for i in range(13)] == [offset for offset, _ in SCATTER_GLOBAL_LAYOUT]
+    arguments.patch((0x1000, 0x2000, 0, 0, 0, 0))  # new pointers: the pointer words change, the constants stay
+    packed = ctypes.string_at(buffer, 96)
+    assert [field(0, 8), field(40, 8), field(64, 8), field(32, 4), field(88, 8)] == [0x2000, 0x1000, 0, 3, 2**40 + 5]
+
+
+def test_kernel_arguments_refuse_a_layout_that_does_not_fit_them():
+    from plugin.kernels.launch import SRC, _KernelArguments
+
+    with pytest.raises(ValueError, match="takes 2 parameters; 3 prepared"):
+        _KernelArguments(((SRC, 0), 1, 2)).lay_out(((0, 8), (8, 4)))
+    with pytest.raises(ValueError, match="pointer parameter must be 8 bytes at an 8-byte offset; got 4 at 8"):
+        _KernelArguments((1, (SRC, 0))).lay_out(((0, 4), (8, 4)))
+    without_layout = _KernelArguments(((SRC, 0), 1))
+    assert without_layout.extra_address == 0  # 8-byte slots: kernelParams only
+
+
+def test_parameter_layout_reads_every_parameter_and_gives_up_where_the_driver_cannot_tell():
+    from cuda.bindings import driver as cuda_driver
+
+    from plugin.kernels.launch import parameter_layout
+
+    success, invalid = cuda_driver.CUresult.CUDA_SUCCESS, cuda_driver.CUresult.CUDA_ERROR_INVALID_VALUE
+
+    class Driver:
+        def __init__(self, layout, fail_at=None):
+            self.layout, self.fail_at, self.asked = layout, fail_at, []
+
+        def cuFuncGetParamInfo(self, function, index):
+            self.asked.append(index)
+            if index == self.fail_at:
+                return (cuda_driver.CUresult.CUDA_ERROR_NOT_SUPPORTED, 0, 0)
+            return (success, *self.layout[index]) if index < len(self.layout) else (invalid, 0, 0)
+
+    exact = Driver(SCATTER_GLOBAL_LAYOUT)
+    assert parameter_layout(exact, "f", 13) == SCATTER_GLOBAL_LAYOUT and exact.asked == list(range(14))
+    assert parameter_layout(Driver(SCATTER_GLOBAL_LAYOUT), "f", 12) is None  # the kernel takes one more
+    assert parameter_layout(Driver(SCATTER_GLOBAL_LAYOUT), "f", 14) is None  # one fewer
+    assert parameter_layout(Driver(SCATTER_GLOBAL_LAYOUT, fail_at=4), "f", 13) is None
+    assert parameter_layout(object(), "f", 13) is None  # bindings without cuFuncGetParamInfo
+
+    class OldDriver:
+        def cuFuncGetParamInfo(self, function, index):
+            raise RuntimeError('Function "cuFuncGetParamInfo" not found')
+
+    assert parameter_layout(OldDriver(), "f", 13) is None
+
+
 # --- the driver calls a prepared launch issues (cuda.bindings' launch calls recorded, no GPU) ----------------
 class RecordingDriver:
     """Replaces cuda.bindings.driver's launch, memset and context-id calls with recorders (its types stay
@@ -437,6 +513,16 @@ class RecordingDriver:
         for name in ("cuLaunchKernel", "cuLaunchCooperativeKernel", "cuMemsetD32Async"):
             monkeypatch.setattr(driver, name, self._recorder(name))
         self.cuCtxGetId = self._recorder("cuCtxGetId")
+        self.parameter_layouts = None  # {function handle: ((offset, size), ...)}; None: a driver without it
+        monkeypatch.setattr(driver, "cuFuncGetParamInfo", self._parameter_info)
+
+    def _parameter_info(self, function, index):
+        if self.parameter_layouts is None:  # what cuda.bindings does where the driver lacks the entry point
+            raise RuntimeError('Function "cuFuncGetParamInfo" not found')
+        layout = self.parameter_layouts[int(function)]
+        if index >= len(layout):
+            return (self.CUresult.CUDA_ERROR_INVALID_VALUE, 0, 0)
+        return (self.CUresult.CUDA_SUCCESS, *layout[index])
 
     def _recorder(self, name):
         def call(*arguments):
@@ -510,6 +596,47 @@ def test_prepared_launch_with_a_memset_passes_the_counts_address_and_word_count(
     assert driver.calls[1][1][-1] == 0  # cuLaunchKernel's extra
 
 
+def test_prepared_launch_passes_the_packed_buffer_as_extra_where_the_driver_gives_the_layout(recorded):
+    # With cuFuncGetParamInfo (CUDA >= 12.4 drivers) a plain launch passes the arguments packed at the kernel's
+    # offsets as cuLaunchKernel's `extra`, kernelParams None; the cooperative launch has no `extra` and keeps
+    # kernelParams (into the same buffer); launch_form = "kernel_params" keeps kernelParams everywhere.
+    import ctypes
+
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float32).functions
+    driver.parameter_layouts = {int(function): SCATTER_GLOBAL_LAYOUT for name, function in functions.items()
+                                if name.startswith("scatter_global")}
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=False)
+    prepared.launch_form = "extra"
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
+    assert driver.names() == ["cuLaunchKernel"]
+    *_, stream, parameters, extra = driver.calls[0][1]
+    assert int(stream) == 5 and parameters is None and extra
+    _, buffer, _, size_address, _ = (ctypes.c_void_p * 5).from_address(extra)
+    assert ctypes.c_size_t.from_address(size_address).value == 96
+    words = (ctypes.c_uint64 * 12).from_address(buffer)
+    assert [words[0], words[1], words[2], words[5]] == [SRC_PTR, INDEX_PTR, 10**4, STATE_PTR]  # dest at offset 40
+    assert words[4] & 0xFFFFFFFF == 1  # num_features: an int at offset 32
+    prepared(STATE_PTR + 256, SRC_PTR, INDEX_PTR, 0, 0, 5)  # new pointers patch the packed buffer
+    assert words[5] == STATE_PTR + 256 and driver.calls[1][1][-1] == extra
+
+    del driver.calls[:]
+    cooperative = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                            with_counts=True)
+    cooperative.launch_form = "extra"
+    cooperative(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert driver.names() == ["cuLaunchCooperativeKernel"] and isinstance(driver.calls[0][1][-1], int)
+
+    del driver.calls[:]
+    kernel_params = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                              with_counts=False)
+    kernel_params.launch_form = "kernel_params"
+    kernel_params(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
+    *_, parameters, extra = driver.calls[0][1]
+    assert isinstance(parameters, int) and parameters and extra == 0
+
+
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):
     driver, launch = recorded
     driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_INVALID_VALUE]
@@ -574,6 +701,32 @@ def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_an
     driver.statuses["cuCtxGetId"] = [driver.CUresult.CUDA_ERROR_INVALID_CONTEXT]  # none current
     call()  # then current_context() decides (it makes device 0's primary context current)
     assert prepared_in == [1, 2]
+
+
+def test_keyword_entry_alternating_between_two_launches_prepares_each_once_and_launches_the_right_one(recorded,
+                                                                                                   monkeypatch):
+    # The entry compares a call's key with the thread's last one before looking it up; alternating keys must
+    # still find each prepared launch (and never launch the other one).
+    driver, launch = recorded
+    made = []
+    prepare = launch.PreparedScatterAdd.__init__
+
+    def counting_prepare(self, **options):
+        made.append(options["with_counts"])
+        prepare(self, **options)
+
+    monkeypatch.setattr(launch.PreparedScatterAdd, "__init__", counting_prepare)
+
+    def call(counts):
+        scatter_add_launch(state=STATE_PTR, src=SRC_PTR, index=INDEX_PTR, counts=counts, num_nodes=10**6,
+                           num_edges=10**4, num_features=1, dtype="float32", stream=5)
+
+    for counts in (COUNTS_PTR, 0, COUNTS_PTR, 0, 0, COUNTS_PTR):
+        call(counts)
+    assert made == [True, False]
+    launches = [name for name in driver.names() if name != "cuCtxGetId"]
+    assert launches == ["cuLaunchCooperativeKernel", "cuLaunchKernel"] * 2 + ["cuLaunchKernel",
+                                                                              "cuLaunchCooperativeKernel"]
 
 
 def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_something_to_zero():

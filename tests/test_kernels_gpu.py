@@ -311,6 +311,60 @@ def test_counts_zeroed_by_the_scatter_kernel_or_by_a_memset(zero_in_kernel, node
         assert untouched
 
 
+@pytest.mark.parametrize("launch_form", ["extra", "kernel_params"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features, algorithm, paired, zero_in_kernel", [
+    (10**6, 10**4, 1, "global", False, None), (10**6, 10**4, 1, "global", False, False),
+    (1000, 10**5, 3, "shared", None, False), (10**5, 10**5, 1, "global", True, False)])
+def test_prepared_launch_gives_the_same_results_in_every_argument_form(launch_form, dtype, nodes, edges, features,
+                                                                       algorithm, paired, zero_in_kernel,
+                                                                       monkeypatch):
+    # The packed buffer (at the offsets cuFuncGetParamInfo gives) as cuLaunchKernel's `extra`, against
+    # kernelParams, over the scatter kernels (the cooperative zeroing one keeps kernelParams), the float16
+    # table's apply and the pairs' fold.
+    from plugin.kernels import launch
+
+    monkeypatch.setattr(launch.PreparedScatterAdd, "launch_form", launch_form)
+    monkeypatch.setattr(launch, "_prepared", launch._PreparedPerThread())  # prepared afresh, in this form
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    index[RNG.choice(edges, 99, replace=False)] = -1
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(
+        state, src, index, algorithm=algorithm, paired=paired, zero_in_kernel=zero_in_kernel)
+    (prepared,) = launch._prepared.launches.values()
+    forms = set()
+    for call, arguments, _ in prepared._calls:
+        if call.__name__ != "cuMemsetD32Async":
+            packed = call.__name__ != "cuLaunchCooperativeKernel" and arguments[-1] != 0
+            forms.add((call.__name__, "extra" if packed else "kernelParams"))
+    expected = {"kernel_params": ("cuLaunchCooperativeKernel", "kernelParams") if plan.zeroing else
+                ("cuLaunchKernel", "kernelParams"),
+                "extra": ("cuLaunchCooperativeKernel", "kernelParams") if plan.zeroing else ("cuLaunchKernel", "extra")
+                }[launch_form]
+    assert forms == {expected}
+    assert guards_intact and skipped == 99 and plan.paired == bool(paired)
+    assert plan.zeroing == (zero_in_kernel is None and dtype == np.float32 and prepared.kernels.grid_sync)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+def test_every_kernel_has_the_parameter_layout_its_launch_packs():
+    # cuFuncGetParamInfo (driver >= 12.4) for every kernel: as many parameters as the launch passes, int
+    # parameters 4 bytes, pointers and i64 8 bytes (the C layout the packed buffer follows).
+    from cuda.bindings import driver
+
+    from plugin.kernels.launch import parameter_layout, prepare_kernels
+
+    counts = {"scatter_global": 13, "scatter_hashed": 13, "scatter_shared": 10, "apply_table": 6, "fold_pairs": 3,
+              "fold_pair_chunk": 5}
+    for dtype in (np.float32, np.float16):
+        for name, function in prepare_kernels(dtype).functions.items():
+            count = next(n for prefix, n in counts.items() if name.startswith(prefix))
+            layout = parameter_layout(driver, function, count)
+            assert layout is not None, name
+            if name.startswith(("scatter_global", "scatter_hashed")):
+                assert layout == ((0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4), (40, 8), (48, 8), (56, 4),
+                                  (64, 8), (72, 8), (80, 8), (88, 8)), name
+
+
 def test_scatter_kernels_static_shared_memory_matches_the_plan():
     from cuda.bindings import driver
 

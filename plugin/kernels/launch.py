@@ -8,7 +8,8 @@ the caller's stream: memsets of counts, skipped and the float16 table, then one 
 Host time per launch is what a small in-place update costs (every engine execution pays it), so the plan and
 the kernel arguments are made once per set of sizes (`PreparedScatterAdd`; the plugin makes one in
 on_shape_change) and a launch only writes changed pointers into a prepared kernel-parameter buffer and
-calls cuMemsetD32Async / cuLaunchKernel with it.
+calls cuMemsetD32Async / cuLaunchKernel with it (the buffer packed at the kernel's parameter offsets and
+passed as `extra` where the driver gives them, cuFuncGetParamInfo; kernelParams otherwise).
 """
 
 import ctypes
@@ -194,30 +195,77 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
 STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED, STREAM = range(7)
 _POSITION_NAMES = ("state", "src", "index", "counts", "workspace", "skipped", "stream")
 _MEMSET, _KERNEL, _COOPERATIVE = 0, 1, 2
-_UINT64_MASK = (1 << 64) - 1
+# cuLaunchKernel's `extra` keys: the values of CUDA's CU_LAUNCH_PARAM_BUFFER_POINTER, _BUFFER_SIZE and _END
+_LAUNCH_PARAM_BUFFER_POINTER, _LAUNCH_PARAM_BUFFER_SIZE, _LAUNCH_PARAM_END = 1, 2, 0
 
 
 class _KernelArguments:
-    """The kernelParams of one launch: a ctypes array of 8-byte slots (each argument's value, little-endian:
-    a 4-byte argument reads the low half of its slot) and the void* array pointing at them, which
-    cuLaunchKernel takes by address. Constants are written once; pointer arguments when the pointers change."""
+    """The arguments of one kernel launch, packed once into one buffer, in the two forms cuLaunchKernel takes:
+    `address` (kernelParams: a void* array pointing at each argument in the buffer) and `extra_address`
+    (extra: CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END over the whole buffer, set by `lay_out`).
+
+    Until `lay_out` gives the kernel's own parameter layout (cuFuncGetParamInfo), each argument has an 8-byte
+    slot (little-endian: a 4-byte argument reads the low half of its slot), which only kernelParams can pass.
+    Constants are written once; pointer arguments by `patch` when the pointers change."""
 
     def __init__(self, values: tuple[Any, ...]) -> None:
-        self.slots = (ctypes.c_uint64 * len(values))()
-        base = ctypes.addressof(self.slots)
-        self.pointers = (ctypes.c_void_p * len(values))(*(base + 8 * i for i in range(len(values))))
+        self.values = values
+        self.extra_address = 0  # no extra form until the kernel's layout is known
+        self._fill(tuple((8 * i, 8) for i in range(len(values))))
+
+    def lay_out(self, layout: tuple[tuple[int, int], ...]) -> None:
+        """Packs the arguments at the kernel's (offset, size) per parameter, as cuFuncGetParamInfo gives them,
+        and makes the extra form; the pointer arguments must be patched again afterwards."""
+        if len(layout) != len(self.values):
+            raise ValueError(f"the kernel takes {len(layout)} parameters; {len(self.values)} prepared")
+        self._fill(layout)
+        size = max((offset + nbytes for offset, nbytes in layout), default=0)  # without tail padding
+        self.size = ctypes.c_size_t(size)
+        self.extra = (ctypes.c_void_p * 5)(_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(self.buffer),
+                                           _LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self.size), _LAUNCH_PARAM_END)
+        self.extra_address = ctypes.addressof(self.extra)
+
+    def _fill(self, layout: tuple[tuple[int, int], ...]) -> None:
+        end = max((offset + nbytes for offset, nbytes in layout), default=0)
+        self.buffer = (ctypes.c_uint64 * max(1, -(-end // 8)))()
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * max(1, len(layout)))(*(base + offset for offset, _ in layout))
         self.address = ctypes.addressof(self.pointers)
-        self.patches: list[tuple[int, int, int]] = []  # (slot, pointer position, byte offset)
-        for i, value in enumerate(values):
+        self.patches: list[tuple[int, int, int]] = []  # (8-byte word of the buffer, pointer position, byte offset)
+        for (offset, nbytes), value in zip(layout, self.values):
             if isinstance(value, tuple):
-                self.patches.append((i, value[0], value[1]))
+                if nbytes != 8 or offset % 8:
+                    raise ValueError(f"a pointer parameter must be 8 bytes at an 8-byte offset; got {nbytes} at {offset}")
+                self.patches.append((offset // 8, value[0], value[1]))
             else:
-                self.slots[i] = int(value) & _UINT64_MASK
+                data = (int(value) & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
+                ctypes.memmove(base + offset, data, nbytes)
 
     def patch(self, pointers: tuple[int, ...]) -> None:
-        for slot, position, offset in self.patches:
+        for word, position, offset in self.patches:
             base = pointers[position]
-            self.slots[slot] = base + offset if base else 0
+            self.buffer[word] = base + offset if base else 0
+
+
+def parameter_layout(driver: Any, function: Any, count: int) -> tuple[tuple[int, int], ...] | None:
+    """(offset, size) of each of the first `count` parameters of `function` (cuFuncGetParamInfo, CUDA 12.4
+    drivers and later); None where the driver or the bindings lack it, or where the kernel takes a different
+    number of parameters (then the launch passes kernelParams, which needs no layout)."""
+    get_info = getattr(driver, "cuFuncGetParamInfo", None)
+    if get_info is None:
+        return None
+    layout: list[tuple[int, int]] = []
+    try:
+        for index in range(count + 1):
+            result = get_info(function, index)
+            if index == count:  # one past the last: must not exist
+                return None if not result[0] else tuple(layout)
+            if result[0]:
+                return None
+            layout.append((int(result[1]), int(result[2])))
+    except Exception:  # cuda.bindings raises where the driver has no such entry point
+        return None
+    return tuple(layout)
 
 
 class _LaunchSequence:
@@ -271,6 +319,12 @@ class PreparedScatterAdd:
         self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
         self._plan: LaunchPlan | None = None
 
+    # "extra": a kernel launch passes its packed argument buffer as cuLaunchKernel's `extra` where the driver
+    # gives the kernel's parameter layout (cuFuncGetParamInfo), else kernelParams; cooperative launches keep
+    # kernelParams (cuLaunchCooperativeKernel has no `extra`). "kernel_params": kernelParams everywhere. Set it
+    # on an instance before its first call (tests and benchmarks compare the two).
+    launch_form = "extra"
+
     def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
                  skipped: int = 0) -> LaunchPlan | None:
         """Issues the launch on `stream` (asynchronous; no allocation, no synchronisation); returns the plan.
@@ -314,6 +368,13 @@ class PreparedScatterAdd:
         sequence = self._sequences.get(key)
         if sequence is None:
             sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1])
+            if self.launch_form == "extra":
+                for operation in sequence.operations:
+                    if operation[0] == _KERNEL:
+                        arguments = operation[5]
+                        layout = parameter_layout(self._driver, operation[1], len(arguments.values))
+                        if layout is not None:
+                            arguments.lay_out(layout)
         for arguments in sequence.arguments:
             arguments.patch(pointers)
         self._calls = bind_driver_calls(self._driver, sequence.operations, pointers)
@@ -388,7 +449,8 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
                       pointers: tuple[Any, ...]) -> tuple[tuple[Any, tuple[Any, ...], str], ...]:
     """The driver calls of a launch sequence for these pointers and stream: (cuda.bindings function, its
     arguments, what it does for an error message), each argument already the type the wrapper takes fastest
-    (CUstream, CUdeviceptr), so that a launch only calls function(*arguments)."""
+    (CUstream, CUdeviceptr, the packed buffer's `extra` address as an int), so that a launch only calls
+    function(*arguments)."""
     stream = driver.CUstream(int(pointers[STREAM]))
     calls: list[tuple[Any, tuple[Any, ...], str]] = []
     for operation in operations:
@@ -397,13 +459,16 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
             what = f"cuMemsetD32Async of {count} words at the {_POSITION_NAMES[position]} (+{offset} bytes)"
             calls.append((driver.cuMemsetD32Async,
                           (driver.CUdeviceptr(pointers[position] + offset), value, count, stream), what))
+            continue
+        kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation
+        grid = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream)
+        if kind == _KERNEL and arguments.extra_address:  # packed at the kernel's layout: one buffer, no kernelParams
+            calls.append((driver.cuLaunchKernel, (*grid, None, arguments.extra_address), f"cuLaunchKernel of {name}"))
+        elif kind == _KERNEL:
+            calls.append((driver.cuLaunchKernel, (*grid, arguments.address, 0), f"cuLaunchKernel of {name}"))
         else:
-            kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation
-            grid = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream, arguments.address)
-            if kind == _KERNEL:
-                calls.append((driver.cuLaunchKernel, (*grid, 0), f"cuLaunchKernel of {name}"))
-            else:
-                calls.append((driver.cuLaunchCooperativeKernel, grid, f"cuLaunchCooperativeKernel of {name}"))
+            calls.append((driver.cuLaunchCooperativeKernel, (*grid, arguments.address),
+                          f"cuLaunchCooperativeKernel of {name}"))
     return tuple(calls)
 
 
@@ -420,6 +485,7 @@ class _PreparedPerThread(threading.local):
 
     def __init__(self) -> None:
         self.launches: dict[tuple[Any, ...], PreparedScatterAdd] = {}
+        self.last: tuple[Any, PreparedScatterAdd | None] = (None, None)  # the last call's key and launch
 
 
 _prepared = _PreparedPerThread()
@@ -461,10 +527,14 @@ def scatter_add_launch(
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and
     checked against the current CUDA context); a repeated call costs a context check and the driver calls.
     """
-    key = (dtype, num_nodes, num_edges, num_features, bool(counts), bool(skipped), workspace_size, algorithm,
+    key = (dtype, num_nodes, num_edges, num_features, not counts, not skipped, workspace_size, algorithm,
            node_passes, paired, max_slice_width, zero_in_kernel)
-    cache = _prepared.launches
-    prepared = cache.get(key)
+    local = _prepared
+    last_key, prepared = local.last
+    if key != last_key:  # a tuple comparison; the dict lookup would hash all 12 fields first
+        prepared = local.launches.get(key)
+        if prepared is not None:
+            local.last = (key, prepared)
     get_id = _current_id
     if prepared is not None and get_id is not None:
         # The hot path, with current_context() and a repeated PreparedScatterAdd call inlined (each Python call
@@ -487,6 +557,7 @@ def scatter_add_launch(
             table = table_layout(num_nodes, num_edges, num_features)
             if table is not None:
                 _check_table_workspace(table.nbytes, workspace, workspace_size)
+        cache = local.launches
         if len(cache) >= _PREPARED_KEPT:
             cache.clear()
         prepared = cache[key] = PreparedScatterAdd(
@@ -494,4 +565,5 @@ def scatter_add_launch(
             with_counts=bool(counts), with_skipped=bool(skipped), workspace_size=workspace_size,
             algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width,
             zero_in_kernel=zero_in_kernel)
+        local.last = (key, prepared)
     return prepared(state, src, index, counts, workspace, stream, skipped)
