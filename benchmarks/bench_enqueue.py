@@ -9,13 +9,18 @@ PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), wi
 `scatter_add_launch` (the keyword entry, a context check and a cache lookup included), with the pointers
 read from torch once as the enqueue rows get them, and again with three `data_ptr()` calls in each call (how
 BENCHMARKS.md's host table of the 2026-11-30 11:35 run timed it); the launch prepared once per shape
-(`PreparedScatterAdd`, what enqueue calls; with counts also with the counts zeroed by a memset before the
-kernel instead of inside it); for reference, the driver's own costs: one bare cuLaunchKernel of the same
-kernel with the same prepared arguments, through cuda.bindings and through ctypes (Python ints converted by
-argtypes, and prebuilt ctypes argument objects), one bare cuMemsetD32Async of the counts and one
-cuCtxGetId(NULL) (the keyword entry's context check); torch `index_add_`, and `index_add_` + `bincount` (the
-counts). Host time: benchmarks/gpu_timing.py host_us_per_call (100 calls queued back to back,
-the stream drained between batches outside the timing; median of 40 batches).
+(`PreparedScatterAdd`, what enqueue calls, each row naming the driver calls it makes; in both launch forms,
+the packed buffer as cuLaunchKernel's `extra` and kernelParams (the cooperative with-counts kernel takes
+kernelParams in both); with counts also with the counts zeroed by a memset before the kernel instead of
+inside it); for reference, the driver's own costs: the
+same kernel with the same packed arguments launched bare through cuda.bindings' cuLaunchKernel (kernelParams,
+extra), cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; for the with-counts
+cooperative kernel with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's
+cuLaunchKernel through ctypes (Python ints converted by argtypes, and prebuilt ctypes argument objects), one
+bare cuMemsetD32Async of the counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch
+`index_add_`, and `index_add_` + `bincount` (the counts). Host time: benchmarks/gpu_timing.py
+host_us_per_call_interleaved (100 calls queued back to back, the stream drained between batches outside the
+timing; the rows interleaved batch by batch, so that all see the same machine state; median of 40 batches).
 """
 
 import argparse
@@ -25,7 +30,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gpu_timing import host_us_per_call, print_and_save, require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import host_us_per_call_interleaved, print_and_save, require_torch_gpu  # noqa: E402
 
 
 def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Callable[[], Any]]:
@@ -63,9 +68,85 @@ def prepared_plan_zeroes(launch: Any, pointers: tuple[int, ...]) -> bool:
     return plan is not None and plan.zeroing
 
 
-def ctypes_launches(arguments: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
+def launch_form_of(launch: Any, pointers: tuple[int, ...]) -> str:
+    """How a prepared launch issues its driver calls, e.g. "cuLaunchKernel, extra" (binds it to the pointers)."""
+    launch(*pointers)
+    forms = []
+    for call, arguments, _ in launch._calls:
+        name = call.__name__
+        if name == "cuLaunchKernel":
+            name += ", extra" if arguments[-1] else ", kernelParams"
+        forms.append(name)
+    return " + ".join(forms)
+
+
+def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
+    """(kind, function, grid x, grid y, shared bytes, arguments) of the one kernel of a prepared launch, the
+    arguments re-packed at the kernel's own parameter layout where the driver gives it (None where not)."""
+    from plugin.kernels.launch import _MEMSET, _KernelArguments, parameter_layout
+
+    (sequence,) = launch._sequences.values()
+    (operation,) = [operation for operation in sequence.operations if operation[0] != _MEMSET]
+    kind, function, grid_x, grid_y, shared_bytes, arguments, _ = operation
+    layout = parameter_layout(launch._driver, function, len(arguments.values))
+    packed = None
+    if layout is not None:
+        packed = _KernelArguments(arguments.values)
+        packed.lay_out(layout)
+        packed.patch(launch._pointers)
+    return kind, function, grid_x, grid_y, shared_bytes, packed
+
+
+def bare_launches(driver: Any, without_counts: Any, with_counts: Any) -> dict[str, Callable[[], Any]]:
+    """The kernel of each prepared launch (bound to its pointers) launched straight through cuda.bindings in
+    each form: cuLaunchKernel with kernelParams or with the packed buffer as `extra`, cuLaunchKernelEx with a
+    CUlaunchConfig made once (for the with-counts launch's cooperative kernel: with the cooperative
+    attribute, beside cuLaunchCooperativeKernel); and through ctypes. One packed buffer serves every form."""
+    from plugin.cuda_check import check
+    from plugin.kernels.plan import THREADS_PER_BLOCK
+
+    def row(function: Any, arguments: tuple[Any, ...], keep: Any) -> Callable[[], Any]:
+        check(function(*arguments), call=f"{function.__name__} (bare launch row)")  # once: a failing form is no row
+        return lambda: (function(*arguments), keep)  # keep: the packed buffer stays alive with the row
+
+    calls: dict[str, Callable[[], Any]] = {}
+    stream = driver.CUstream(int(without_counts._pointers[-1]))
+    for launch in (without_counts, with_counts):
+        kind, function, grid_x, grid_y, shared_bytes, packed = kernel_launch_shape(launch)
+        if packed is None:
+            print("no parameter layout from the driver (cuFuncGetParamInfo): bare launch rows skipped", flush=True)
+            return calls
+        shape = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream)
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, grid_y, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = THREADS_PER_BLOCK, 1, 1
+        config.sharedMemBytes, config.hStream = shared_bytes, stream
+        if launch is without_counts:
+            calls["bare cuLaunchKernel, kernelParams (cuda.bindings)"] = row(
+                driver.cuLaunchKernel, (*shape, packed.address, 0), packed)
+            calls["bare cuLaunchKernel, extra: the packed buffer (cuda.bindings)"] = row(
+                driver.cuLaunchKernel, (*shape, None, packed.extra_address), packed)
+            calls.update(ctypes_launches((*shape, packed.address, 0), packed))
+            label = "cuLaunchKernelEx"
+        else:
+            calls["bare cuLaunchCooperativeKernel, kernelParams (the with-counts zeroing kernel)"] = row(
+                driver.cuLaunchCooperativeKernel, (*shape, packed.address), packed)
+            attribute = driver.CUlaunchAttribute()
+            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            attribute.value.cooperative = 1
+            config.attrs, config.numAttrs = [attribute], 1
+            label = "cuLaunchKernelEx, cooperative attribute,"
+        calls[f"bare {label} prebuilt CUlaunchConfig, kernelParams"] = row(
+            driver.cuLaunchKernelEx, (config, function, packed.address, 0), packed)
+        calls[f"bare {label} prebuilt CUlaunchConfig, extra"] = row(
+            driver.cuLaunchKernelEx, (config, function, None, packed.extra_address), packed)
+    return calls
+
+
+def ctypes_launches(arguments: tuple[Any, ...], keep: Any = None) -> dict[str, Callable[[], Any]]:
     """The same launch through libcuda's cuLaunchKernel called with ctypes (no cuda.bindings wrapper): Python
-    ints converted by the argtypes in each call, and ctypes argument objects made once."""
+    ints converted by the argtypes in each call, and ctypes argument objects made once; `keep` is what the
+    kernelParams address points into, kept alive by the rows."""
     import ctypes
 
     libcuda = ctypes.CDLL("libcuda.so.1")
@@ -78,11 +159,11 @@ def ctypes_launches(arguments: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
     prebuilt = (ctypes.c_void_p(int(function)), *(ctypes.c_uint(value) for value in as_ints[1:8]),
                 ctypes.c_void_p(int(stream)), ctypes.c_void_p(address), ctypes.c_void_p())
 
-    def with_ints() -> None:
+    def with_ints(keep: Any = keep) -> None:
         if launch(*as_ints) != 0:
             raise RuntimeError("cuLaunchKernel failed")
 
-    def with_prebuilt_objects() -> None:
+    def with_prebuilt_objects(keep: Any = keep) -> None:
         if launch(*prebuilt) != 0:
             raise RuntimeError("cuLaunchKernel failed")
 
@@ -139,19 +220,22 @@ def main() -> int:
         pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts_ptr, 0, stream)
         calls[f"scatter_add_launch, {label} counts"] = keyword_launch
         calls[f"scatter_add_launch, {label} counts, data_ptr() read in each call"] = keyword_launch_reading_pointers
-        calls[f"PreparedScatterAdd call, {label} counts"] = lambda launch=launch, pointers=pointers: launch(*pointers)
+        for form in ("kernel_params", "extra"):
+            in_form = launch if form == launch.launch_form else PreparedScatterAdd(
+                num_nodes=num_nodes, num_edges=num_edges, num_features=1, dtype="float32", with_counts=with_counts)
+            in_form.launch_form = form
+            calls[f"PreparedScatterAdd call, {label} counts, launch_form {form} ({launch_form_of(in_form, pointers)})"] = (
+                lambda launch=in_form, pointers=pointers: launch(*pointers))
         if with_counts and prepared_plan_zeroes(launch, pointers):
             memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
                                               dtype="float32", with_counts=True, zero_in_kernel=False)
-            calls["PreparedScatterAdd call, with counts, memset + launch"] = (
+            calls[f"PreparedScatterAdd call, with counts, memset + launch ({launch_form_of(memset_first, pointers)})"] = (
                 lambda launch=memset_first, pointers=pointers: launch(*pointers))
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)
     plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
     from cuda.bindings import driver
 
-    launch_kernel, arguments, _ = prepared[False]._calls[0]  # (driver.cuLaunchKernel, its arguments, what)
-    calls["bare cuLaunchKernel (cuda.bindings, the prepared call's arguments)"] = lambda: launch_kernel(*arguments)
-    calls.update(ctypes_launches(arguments))
+    calls.update(bare_launches(driver, prepared[False], prepared[True]))
     calls["bare cuCtxGetId(NULL) (cuda.bindings: scatter_add_launch's context check)"] = lambda: driver.cuCtxGetId(None)
     counts_words = 2 * num_nodes
     calls["bare cuMemsetD32Async of the counts (cuda.bindings)"] = lambda: driver.cuMemsetD32Async(
@@ -159,10 +243,10 @@ def main() -> int:
     calls["torch index_add_"] = lambda: state.index_add_(0, index, src)
     calls["torch index_add_ + bincount"] = lambda: (state.index_add_(0, index, src),
                                                     torch.bincount(index, minlength=num_nodes))
-    rows = []
-    for name, call in calls.items():
-        rows.append((name, host_us_per_call(call)))
-        print(f"{name}: {rows[-1][1]:.2f} us per call", flush=True)
+    print(f"timing {len(calls)} rows, interleaved", flush=True)
+    rows = list(host_us_per_call_interleaved(calls).items())
+    for name, us in rows:
+        print(f"{name}: {us:.2f} us per call", flush=True)
     from plugin.kernels.plan import describe
 
     lines = [f"{torch.cuda.get_device_name()}, Python {sys.version.split()[0]}, torch {torch.__version__}; "

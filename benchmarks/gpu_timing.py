@@ -56,20 +56,33 @@ def host_us_per_call(call: Callable[[], Any], *, batch: int = 100, batches: int 
     back to back) / batch, after a warm-up batch. A sleep kernel queued before each batch keeps the GPU busy
     while the batch is queued, so the figure is the caller's time and never waits for the device (a batch
     stays far below the driver's launch queue depth); the GPU is drained between batches, outside the timing."""
+    return host_us_per_call_interleaved({"call": call}, batch=batch, batches=batches)["call"]
+
+
+def host_us_per_call_interleaved(calls: dict[str, Callable[[], Any]], *, batch: int = 100,
+                                 batches: int = 40) -> dict[str, float]:
+    """host_us_per_call of each call, the rows interleaved: batch i of every row runs before batch i + 1 of
+    any row (the row order rotating by one each round), so that every row sees the same machine state
+    (clocks, caches, other processes) instead of one row timed after another; median of batches per row."""
     import torch
 
-    for _ in range(batch):
-        call()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(batches):
-        torch.cuda._sleep(HOST_SLEEP_CYCLES)
-        start = time.perf_counter_ns()
+    names = list(calls)
+    for name in names:  # warm-up batch
         for _ in range(batch):
-            call()
-        per_call.append((time.perf_counter_ns() - start) / batch / 1e3)
-        torch.cuda.synchronize()
-    return statistics.median(per_call)
+            calls[name]()
+    torch.cuda.synchronize()
+    per_call: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(batches):
+        shift = round_index % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            call = calls[name]
+            torch.cuda._sleep(HOST_SLEEP_CYCLES)
+            start = time.perf_counter_ns()
+            for _ in range(batch):
+                call()
+            per_call[name].append((time.perf_counter_ns() - start) / batch / 1e3)
+            torch.cuda.synchronize()
+    return {name: statistics.median(values) for name, values in per_call.items()}
 
 
 def wall_us_per_call(call: Callable[[int], Any], *, sets: int = 1, calls: int = 400) -> float:
