@@ -73,14 +73,18 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
     import torch
 
     from plugin.kernels import scatter_add_workspace_size
-    from plugin.kernels.plan import describe
+    from plugin.kernels.plan import SORT_MIN_FEATURES, describe
 
     itemsize = torch.tensor([], dtype=dtype).element_size()
     sets = 4 if floor_bytes(num_nodes, num_edges, num_features, itemsize) < SMALL_BYTES else 1
     state, inputs = make_inputs(num_nodes, num_edges, num_features, dtype, sets)
     counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64)
     dtype_name = "float32" if dtype == torch.float32 else "float16"
-    size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name)
+    # room for the sorted path too where rows are wide, so that it can be timed as another plan ("auto" decides
+    # by the sizes, not by the workspace's size)
+    wide = num_features >= SORT_MIN_FEATURES
+    size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name,
+                                      algorithm="sorted" if wide else "auto")
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
     row = dict(dtype=dtype_name, N=num_nodes, E=num_edges, F=num_features)
     row["floor_ms"] = floor_bytes(num_nodes, num_edges, num_features, itemsize) / bandwidth * 1e3
@@ -97,8 +101,10 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         others["1 pass"] = dict(node_passes=1)
     if " zeroing" in row["plan"]:  # the counts zeroed in the scatter kernel: against a memset before it
         others["memset"] = dict(zero_in_kernel=False)
-    if row["plan"].startswith("shared"):
+    if row["plan"].startswith("shared") or row["plan"].startswith("sorted"):
         others["global"] = dict(algorithm="global")
+    elif wide:  # "auto" chose atomics over sorting the edges
+        others["sorted"] = dict(algorithm="sorted")
     elif " pairs" in row["plan"] and num_nodes <= 10**4:  # "auto" chose paired global atomics over shared memory
         others["shared"] = dict(algorithm="shared")
     row["others"] = ""

@@ -33,11 +33,17 @@ from plugin.kernels.plan import (
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    SORT_MAX_TILES,
+    SORT_MIN_EDGES,
+    SORT_MIN_FEATURES,
+    SORT_PRIVATE_MAX_NODES,
+    SORT_TARGET_RANGES,
     ZEROING_MAX_EDGES,
     DeviceInfo,
     describe,
     lanes_log2_for,
     plan_launch,
+    sort_layout,
     table_layout,
     vector_width,
 )
@@ -133,18 +139,47 @@ def test_check_unwraps_values_and_raises_with_name_description_and_call():
 
 
 # --- workspace ---------------------------------------------------------------------------------------------
-def test_float32_needs_no_workspace():
+def test_float32_needs_no_workspace_without_counts_or_for_narrow_rows():
     # The paired path (F = 1 with counts, up to 2^24 edges) sums in the counts buffer: no workspace either.
-    assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32) == 0
+    assert scatter_add_workspace_size(10**8, 10**8, 64, np.float32, with_counts=False) == 0
     assert scatter_add_workspace_size(10**8, 10**8, 3, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 0, 1, np.float32) == 0
+    assert scatter_add_workspace_size(10**6, 10**6 - 1, 64, np.float32) == 0  # fewer edges than nodes: atomics
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_wide_rows_with_counts_and_many_edges_get_the_sorted_paths_workspace(dtype):
+    layout = sort_layout(10**6, 10**7, 64)
+    assert layout is not None
+    assert scatter_add_workspace_size(10**6, 10**7, 64, dtype) >= layout.nbytes
+    # forcing the sorted path sizes for it wherever it can run, here below "auto"'s edge threshold
+    small = sort_layout(1000, 1000, 3)
+    assert small is not None and scatter_add_workspace_size(1000, 1000, 3, dtype, algorithm="sorted") >= small.nbytes
+    assert scatter_add_workspace_size(1000, 1000, 3, dtype, algorithm="sorted", with_counts=False) == (
+        scatter_add_workspace_size(1000, 1000, 3, dtype, with_counts=False))
+
+
+@pytest.mark.parametrize("nodes, edges, features", [(1, 1, 1), (1000, 10**6, 64), (10**6, 10**8, 64), (7, 33, 200),
+                                                    (10**6, 2**31 - 1, 1)])
+def test_sort_layout_sections_are_aligned_disjoint_and_large_enough(nodes, edges, features):
+    layout = sort_layout(nodes, edges, features)
+    assert layout is not None
+    offsets = [0, layout.tile_sums_offset, layout.sorted_offset, layout.head_offset, layout.tail_offset, layout.nbytes]
+    assert all(offset % 256 == 0 for offset in offsets)
+    sizes = [4 * (nodes + 1), 4 * SORT_MAX_TILES, 8 * edges, 4 * layout.ranges * features, 4 * layout.ranges * features]
+    assert all(end - start >= size for start, end, size in zip(offsets, offsets[1:], sizes))
+    assert layout.span % 32 == 0 and layout.span * layout.ranges >= edges > layout.span * (layout.ranges - 1)
+    assert layout.ranges <= SORT_TARGET_RANGES or layout.span == 32
+    assert layout.tiles <= SORT_MAX_TILES and layout.tiles * layout.tile_nodes >= nodes
+    assert sort_layout(0, 10, 1) is None and sort_layout(10, 0, 1) is None and sort_layout(10, 2**31, 1) is None
 
 
 def test_float16_workspace_is_its_table_for_any_width():
-    for features in (1, 2, 64):
+    for features in (1, 2, 64):  # without counts: with them, wide rows get the sorted path's workspace instead
         table = table_layout(1000, 10**6, features)
-        assert table is not None and scatter_add_workspace_size(1000, 10**6, features, np.float16) == table.nbytes
+        assert table is not None
+        assert scatter_add_workspace_size(1000, 10**6, features, np.float16, with_counts=False) == table.nbytes
 
 
 def test_float16_workspace_is_zero_without_edges_or_nodes():
@@ -179,6 +214,9 @@ def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edg
     largest = scatter_add_workspace_size(nodes, edges, features, dtype)
     n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
     assert scatter_add_workspace_size(n, e, features, dtype) <= largest
+    layout = sort_layout(n, e, features)
+    if layout is not None:  # the partial sums' room holds every range a smaller launch uses
+        assert layout.span * layout.ranges >= e and 4 * layout.ranges * features <= layout.nbytes - layout.tail_offset
     table = table_layout(n, e, features)
     if table is not None and table.hashed:
         assert table.capacity >= 2 * min(n, e) and table.capacity & (table.capacity - 1) == 0
@@ -339,6 +377,49 @@ def test_forcing_pairs_is_refused_where_they_cannot_be_used():
             paired_plan(10**6, 10**7, paired=True, **refused)
     with pytest.raises(ValueError, match="paired path needs"):
         plan_launch(10**6, 10**7, 2, np.dtype(np.float32), H200_LIKE, vec=2, with_counts=True, paired=True)
+
+
+def sorted_plan(nodes, edges, features, vec=4, **overrides):
+    options = dict(with_counts=True, sort_workspace=True) | overrides
+    return plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec, **options)
+
+
+@pytest.mark.parametrize("nodes, edges", [(1000, 10**6), (10**4, 10**6), (10**6, 10**6), (10**6, 10**8)])
+def test_wide_rows_with_counts_and_many_edges_sort_the_edges(nodes, edges):
+    plan = sorted_plan(nodes, edges, 64)
+    assert plan.algorithm == "sorted" and plan.sort is not None and plan.table is None and not plan.zeroing
+    assert plan.vec == 2 and plan.sort.reduce.grid[1] == 1  # 32 lanes x 2 features: one warp per row
+    assert plan.sort.private_nodes == (nodes if nodes <= SORT_PRIVATE_MAX_NODES else 0)
+    assert plan.sort.count.shared_bytes == 4 * plan.sort.private_nodes
+    warps = plan.sort.reduce.grid[0] * THREADS_PER_BLOCK // 32
+    assert plan.sort.layout.ranges <= warps < plan.sort.layout.ranges + THREADS_PER_BLOCK // 32
+    assert (plan.sort.fixup is None) == (plan.sort.layout.ranges == 1)
+    assert "sorted vec=2" in describe(plan) and "span=" in describe(plan)
+
+
+@pytest.mark.parametrize("nodes, edges, features, overrides", [
+    (10**6, 10**6, 64, dict(with_counts=False, sort_workspace=False)),  # nothing O(N) without counts
+    (10**6, 10**6, 64, dict(sort_workspace=False)),  # a workspace sized for smaller shapes
+    (10**6, 10**6 - 1, 64, {}),  # fewer edges than nodes
+    (1000, SORT_MIN_EDGES - 1, 64, {}),  # too few edges to pay for the sort's seven launches
+    (1000, 10**6, SORT_MIN_FEATURES - 1, {}),  # narrow rows: few atomics per edge
+])
+def test_atomics_where_sorting_is_not_possible_or_does_not_pay(nodes, edges, features, overrides):
+    assert sorted_plan(nodes, edges, features, vec=1, **overrides).algorithm != "sorted"
+
+
+def test_sorted_vector_width_is_the_narrowest_that_covers_the_row_in_one_warp():
+    assert [sorted_plan(1000, 10**6, f, vec=v, algorithm="sorted").vec for f, v in
+            ((32, 4), (33, 1), (64, 4), (64, 1), (96, 2), (128, 4), (256, 4), (200, 4))] == [1, 1, 2, 1, 2, 4, 4, 4]
+    assert sorted_plan(1000, 10**6, 256, algorithm="sorted").sort.reduce.grid[1] == 2  # two slices of 128
+    assert sorted_plan(1000, 10**6, 33, vec=1, algorithm="sorted").sort.reduce.grid[1] == 2
+
+
+def test_forcing_the_sorted_path_is_refused_without_counts_or_its_workspace():
+    for refused in (dict(with_counts=False), dict(sort_workspace=False)):
+        with pytest.raises(ValueError, match="sorted path needs counts"):
+            sorted_plan(1000, 10**6, 64, algorithm="sorted", **refused)
+    assert sorted_plan(3, 1, 1, vec=1, algorithm="sorted").sort.fixup is None  # one range: no fixup
 
 
 def test_forcing_shared_memory_for_too_many_nodes_is_refused():
@@ -635,6 +716,37 @@ def test_prepared_launch_passes_the_packed_buffer_as_extra_where_the_driver_give
     kernel_params(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
     *_, parameters, extra = driver.calls[0][1]
     assert isinstance(parameters, int) and parameters and extra == 0
+
+
+def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_in_the_workspace(recorded):
+    import ctypes
+
+    driver, launch = recorded
+    nodes, edges, features, workspace = 10**6, 10**6, 64, 0x7F4000000000
+    size = scatter_add_workspace_size(nodes, edges, features, np.float32)
+    layout = sort_layout(nodes, edges, features)
+    prepared = launch.PreparedScatterAdd(num_nodes=nodes, num_edges=edges, num_features=features, dtype=np.float32,
+                                         with_counts=True, workspace_size=size)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, workspace, 5)
+    assert plan.algorithm == "sorted"
+    assert driver.names() == ["cuMemsetD32Async"] + ["cuLaunchKernel"] * 7
+    functions = launch.prepare_kernels(np.float32).functions
+    names = [next(n for n, f in functions.items() if f is call[1][0]) for call in driver.calls[1:]]
+    assert names == ["sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place",
+                     "sort_reduce_v2", "sort_fixup_v2"]
+
+    def slots(call, count):
+        parameters = call[1][9]
+        return [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * i).value).value
+                for i in range(count)]
+
+    assert slots(driver.calls[1], 6) == [INDEX_PTR, edges, nodes, COUNTS_PTR, 0, 0]  # no skipped word, no tallies
+    assert slots(driver.calls[6], 9) == [SRC_PTR, workspace + layout.sorted_offset, workspace, nodes, features,
+                                         layout.span, STATE_PTR, workspace + layout.head_offset,
+                                         workspace + layout.tail_offset]
+    assert slots(driver.calls[7], 6)[5] == layout.ranges
+    with pytest.raises(ValueError, match="prepared with a workspace"):
+        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
 
 
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):

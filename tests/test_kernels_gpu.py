@@ -162,7 +162,7 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
     src_d, index_d = DeviceArray.from_array(src), DeviceArray.from_array(index)
     counts_d = DeviceArray((8 * nodes + 8,), np.uint8)  # cuMemAlloc: 256-byte aligned, + counts_offset
     skipped_d = DeviceArray((1,), np.uint64)
-    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype)
+    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype, algorithm=algorithm)
     workspace_d = DeviceArray((max(size, 1),), np.uint8)
     for buffer in (counts_d, skipped_d, workspace_d):
         buffer.fill_bytes(poison)
@@ -198,6 +198,41 @@ def test_out_of_range_indices_are_skipped_counted_and_never_written(nodes, featu
     assert guards_intact, "bytes around the state changed"
     assert skipped == len(bad)
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features", [
+    (1000, 300_000, 64),   # tallies in shared memory, one warp slice (vec 2)
+    (10**5, 300_000, 64),  # tallies in global memory
+    (10**6, 10**6, 64),    # "auto" sorts here too
+    (7, 100_000, 5),       # few nodes, each straddling many warp ranges; vec 1, lanes idle
+    (1000, 50_000, 200),   # two warp slices per row (vec 4)
+    (3, 1, 33),            # one edge, one warp range, no fixup
+])
+def test_sorted_path_matches_float64(nodes, edges, features, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    out, counts, _, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm="sorted")
+    assert plan.sort is not None and guards_intact
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_sorted_path_with_a_hub_out_of_range_targets_and_all_edges_into_one_node(dtype):
+    # A hub of degree 2e5 spans hundreds of warp ranges (head and tail sums, one fixup); bad ids are skipped.
+    nodes, hub = 10**5, int(RNG.integers(0, 10**5))
+    index = np.concatenate([np.full(2 * 10**5, hub), RNG.integers(0, nodes, 4 * 10**5)]).astype(np.int64)
+    RNG.shuffle(index)
+    bad = RNG.choice(len(index), 5000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, nodes, 2**31, -(2**63), 2**63 - 1]), len(bad))
+    state = RNG.uniform(0, 1, (nodes, 64)).astype(dtype)
+    src = RNG.uniform(0, 1, (len(index), 64)).astype(dtype)
+    out, counts, skipped, guards_intact, _, plan = launch_with_guards(state, src, index, algorithm="sorted")
+    assert plan.sort is not None and guards_intact and skipped == len(bad)
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+    one = np.full(10**6 if dtype == np.float32 else 10**5, hub, np.int64)
+    src = RNG.uniform(0, 1, (len(one), 32)).astype(dtype)
+    out, counts = scatter_add_numpy(state[:, :32].copy(), src, one, algorithm="sorted")
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state[:, :32], src, one, dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])

@@ -73,7 +73,8 @@ def scatter_add_numpy(
         state_d, src_d, index_d = device(state), device(src), device(index)
         counts_d = device((num_nodes, 1), np.int64) if with_counts else None
         skipped_d = device((1,), np.uint64)
-        size = workspace_size(num_nodes, num_edges, num_features, state.dtype, with_counts=with_counts)
+        size = workspace_size(num_nodes, num_edges, num_features, state.dtype, with_counts=with_counts,
+                              algorithm=algorithm)
         workspace_d = device((size,), np.uint8) if size else None
         stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
         scatter_add_launch(

@@ -38,13 +38,16 @@ from plugin.kernels.plan import (
     LaunchPlan,
     pairs_workspace_bytes,
     plan_launch,
+    sort_layout,
     table_layout,
     vector_width,
 )
 
 KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
-) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk")
+) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
+    "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
+    f"sort_{kind}_v{vec}" for kind in ("reduce", "fixup") for vec in (1, 2, 4))
 ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
 
 @dataclass(frozen=True)
@@ -163,11 +166,11 @@ def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dt
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
                  pairs_workspace: bool, paired: bool | None, max_slice_width: int | None,
                  zero_in_kernel: bool | None,
-                 with_skipped: bool) -> LaunchPlan:
+                 with_skipped: bool, sort_workspace: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
                        paired=paired, max_slice_width=max_slice_width, zero_in_kernel=zero_in_kernel,
-                       with_skipped=with_skipped)
+                       with_skipped=with_skipped, sort_workspace=sort_workspace)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -303,6 +306,8 @@ class PreparedScatterAdd:
             _check_table_workspace(self.table.nbytes, 1, workspace_size)
         self.pairs_bytes = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
         self.pairs_workspace = self.pairs_bytes > 0 and workspace_size >= self.pairs_bytes  # else none beyond 2^24
+        sort = sort_layout(num_nodes, num_edges, num_features) if with_counts else None
+        self.sort_workspace = sort is not None and workspace_size >= sort.nbytes  # the sorted path may run
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
@@ -360,8 +365,8 @@ class PreparedScatterAdd:
                              f"got counts={counts:#x}, skipped={skipped:#x}")
         if self.table is not None and not workspace:
             _check_table_workspace(self.table.nbytes, workspace, 0)
-        if self.pairs_workspace and not workspace:
-            raise ValueError(f"this launch was prepared with a workspace of {self.pairs_bytes} bytes; got none")
+        if (self.pairs_workspace or self.sort_workspace) and not workspace:
+            raise ValueError("this launch was prepared with a workspace; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
         key = (vec, counts % PAIR_BYTES == 0)
@@ -389,7 +394,7 @@ class PreparedScatterAdd:
             algorithm, node_passes, paired, max_slice_width = self.options
             plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
                                 node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
-                                max_slice_width, self.zero_in_kernel, self.with_skipped)
+                                max_slice_width, self.zero_in_kernel, self.with_skipped, self.sort_workspace)
         if plan is None or not plan.zeroing:
             if self.with_counts:
                 operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
@@ -397,6 +402,8 @@ class PreparedScatterAdd:
                 operations.append((_MEMSET, (SKIPPED, 0), 0, 2))
         if plan is None:
             return _LaunchSequence(None, operations)
+        if plan.sort is not None:
+            return _LaunchSequence(plan, operations + self._sort_operations(plan))
         table = plan.table  # None on the paired path
         if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
             dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
@@ -443,6 +450,32 @@ class PreparedScatterAdd:
             operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values),
                                plan.apply.name))
         return _LaunchSequence(plan, operations)
+
+    def _sort_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
+        """The sorted path's kernels, after the memsets of counts and skipped (scatter_add.cu, "Sorted path")."""
+        sort = plan.sort
+        assert sort is not None
+        layout, functions = sort.layout, self.kernels.functions
+        num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
+        cursor, tile_sums, pairs = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (WORKSPACE, layout.sorted_offset)
+        head, tail = (WORKSPACE, layout.head_offset), (WORKSPACE, layout.tail_offset)
+        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
+        kernels = [
+            ("sort_count", sort.count.grid, sort.count.shared_bytes,
+             ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes)),
+            ("sort_tile_sums", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)),
+            ("sort_scan_tiles", (1, 1), 0, (tile_sums, layout.tiles, cursor, num_nodes)),
+            ("sort_cursors", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums, cursor)),
+            ("sort_place", sort.count.grid, sort.count.shared_bytes,
+             ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes)),
+            (sort.reduce.name, sort.reduce.grid, 0,
+             ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail)),
+        ]
+        if sort.fixup is not None:
+            kernels.append((sort.fixup.name, sort.fixup.grid, 0,
+                            (pairs, cursor, num_nodes, num_features, layout.span, layout.ranges, (STATE, 0), head, tail)))
+        return [(_KERNEL, functions[name], *grid, shared_bytes, _KernelArguments(values), name)
+                for name, grid, shared_bytes, values in kernels]
 
 
 def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],

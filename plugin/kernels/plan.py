@@ -35,6 +35,13 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   (measured, 100 edges per node: N = 1e4 pairs 0.028 against shared 0.035 ms, N = 1e3 shared 0.011 against
   pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against pairs 0.105). The shared kernel itself gains
   nothing from pairs (its flush is not what bounds it), so "auto" pairs only global atomics.
+- Sorted path (counts requested, rows of at least SORT_MIN_FEATURES features, E >= max(N, SORT_MIN_EDGES)):
+  wide rows make atomics the bound (every edge costs F / VEC vector atomics, and the L2 executes about 1e11
+  per second), so the edges are counting-sorted by target node in the workspace (8 E bytes plus O(N)
+  cursors, allowed where counts make the launch O(N) anyway) and each warp sums a range of sorted rows in
+  registers and writes every node it owns once: no atomic on the state, each touched row read and written
+  once. Nodes that straddle warp ranges are summed from per-range partial sums by sort_fixup (float16: one
+  rounding, as with the table).
 """
 
 from dataclasses import dataclass
@@ -58,11 +65,24 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-ALGORITHMS = ("auto", "global", "shared")
+ALGORITHMS = ("auto", "global", "shared", "sorted")
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
 # at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
 ZEROING_MAX_EDGES = 2**15
+
+# Sorted path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features and at least
+# max(N, SORT_MIN_EDGES) edges. Positions are 32-bit (SORT_MAX_EDGES); warp ranges are sized so that about
+# SORT_TARGET_RANGES warps share the edges (31 on each of 132 SMs: sort_reduce uses 64 registers, so 32 warps are resident per SM) and are at least 32 positions long;
+# few nodes (at most SORT_PRIVATE_MAX_NODES: 48 KiB of 32-bit tallies) are counted and placed in shared memory.
+SORT_MIN_FEATURES = 32
+SORT_MIN_EDGES = 2**19
+SORT_MAX_EDGES = 2**31 - 1
+SORT_TARGET_RANGES = 4096
+SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
+SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
+SORT_PRIVATE_MAX_NODES = 12288
+SORT_BLOCKS_PER_SM = 2  # blocks of sort_count / sort_place per SM
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
@@ -100,6 +120,34 @@ class KernelLaunch:
 
 
 @dataclass(frozen=True)
+class SortLayout:
+    """The sorted path's workspace: cursors (uint32 [N + 1]), the scan tiles' sums (uint32 [SORT_MAX_TILES]),
+    the sorted (edge, node) pairs (int32 x 2 [E]), then head and tail partial sums (float32 [ranges x F] each,
+    room for the most ranges any launch of at most these sizes uses). Offsets in bytes from the workspace."""
+
+    span: int  # sorted positions per warp range
+    ranges: int  # warp ranges of this launch (ceil(E / span))
+    tile_nodes: int
+    tiles: int
+    tile_sums_offset: int
+    sorted_offset: int
+    head_offset: int
+    tail_offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class SortPlan:
+    """The kernels of the sorted path after the counts' memset (scatter_add.cu, "Sorted path")."""
+
+    layout: SortLayout
+    count: KernelLaunch  # sort_count and sort_place (same grid and shared memory)
+    private_nodes: int  # > 0: tallies in shared memory (N of them)
+    reduce: KernelLaunch
+    fixup: KernelLaunch | None  # None when one warp range holds every edge
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     algorithm: str  # "global", "shared" or "hashed" (float16 with a hash table)
     vec: int
@@ -114,6 +162,7 @@ class LaunchPlan:
     fold: KernelLaunch | None = None  # paired only
     pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
     zeroing: bool = False  # the scatter kernel zeroes counts and skipped itself (a cooperative launch, no memset)
+    sort: SortPlan | None = None  # the sorted path (algorithm "sorted"; scatter = its reduce kernel)
 
 
 def next_power_of_two(n: int) -> int:
@@ -147,6 +196,58 @@ def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayo
     )
 
 
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // TABLE_ALIGNMENT) * TABLE_ALIGNMENT
+
+
+def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout | None:
+    """The sorted path's workspace for these sizes (None when it cannot run: E = 0, N = 0 or E > 2^31 - 1).
+
+    Every section grows with N, E and F (the partial sums are sized for min(ceil(E / 32), SORT_TARGET_RANGES)
+    ranges, at least what any smaller launch uses), so a workspace sized for the largest shapes serves every
+    smaller launch."""
+    if num_edges <= 0 or num_nodes <= 0 or num_edges > SORT_MAX_EDGES:
+        return None
+    span = 32 * -(-(-(-num_edges // SORT_TARGET_RANGES)) // 32)
+    ranges = -(-num_edges // span)
+    room = min(-(-num_edges // 32), SORT_TARGET_RANGES)
+    tiles = min(SORT_MAX_TILES, -(-num_nodes // SORT_TILE_NODES))
+    tile_nodes = -(-num_nodes // tiles)
+    tiles = -(-num_nodes // tile_nodes)
+    tile_sums_offset = _aligned(4 * (num_nodes + 1))
+    sorted_offset = tile_sums_offset + _aligned(4 * SORT_MAX_TILES)
+    head_offset = sorted_offset + _aligned(8 * num_edges)
+    partial_bytes = _aligned(4 * room * num_features)
+    tail_offset = head_offset + partial_bytes
+    return SortLayout(span, ranges, tile_nodes, tiles, tile_sums_offset, sorted_offset, head_offset, tail_offset,
+                      tail_offset + partial_bytes)
+
+
+def sort_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool) -> int:
+    """Bytes of the sorted path's workspace where "auto" may sort (counts requested, wide rows, E large enough
+    and at least N), else 0: a launch without counts stays free of O(N) work."""
+    if not (with_counts and num_features >= SORT_MIN_FEATURES and num_edges >= max(num_nodes, SORT_MIN_EDGES)):
+        return 0
+    layout = sort_layout(num_nodes, num_edges, num_features)
+    return 0 if layout is None else layout.nbytes
+
+
+def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, device: DeviceInfo) -> SortPlan:
+    layout = sort_layout(num_nodes, num_edges, num_features)
+    if layout is None:
+        raise ValueError(f"the sorted path sorts 1 to {SORT_MAX_EDGES} edges into at least one node; got "
+                         f"{num_edges} edges, {num_nodes} nodes")
+    private_nodes = num_nodes if num_nodes <= SORT_PRIVATE_MAX_NODES else 0
+    blocks = max(1, min(-(-num_edges // (8 * THREADS_PER_BLOCK)), SORT_BLOCKS_PER_SM * device.sm_count))
+    warps_per_block = THREADS_PER_BLOCK // 32
+    slices = -(-num_features // (32 * vec))
+    reduce = KernelLaunch(f"sort_reduce_v{vec}", (-(-layout.ranges // warps_per_block), slices))
+    fixup = None
+    if layout.ranges > 1:
+        fixup = KernelLaunch(f"sort_fixup_v{vec}", (-(-(layout.ranges - 1) // warps_per_block), slices))
+    return SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes, reduce, fixup)
+
+
 def pair_chunks(num_edges: int) -> int:
     """Chunks of at most PAIRED_MAX_EDGES edges on the paired path (1: the pairs live in the counts)."""
     return max(1, -(-num_edges // PAIRED_MAX_EDGES))
@@ -160,10 +261,12 @@ def pairs_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, 
 
 
 def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
-                   with_counts: bool = True) -> int:
+                   with_counts: bool = True, algorithm: str = "auto") -> int:
     """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N for F = 1 with counts
-    and more than 2^24 edges (the pairs, O(N) like the counts' zeroing); float16 its table (or those pairs,
-    whichever is larger). Without counts, nothing O(N) for a small update of a large state.
+    and more than 2^24 edges (the pairs, O(N) like the counts' zeroing) and the sorted path's (with counts,
+    wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, whichever is larger).
+    Without counts, nothing O(N) for a small update of a large state. algorithm="sorted" (forcing the sorted
+    path, as scatter_add_launch's `algorithm` does) sizes for it wherever it can run.
 
     A size for the largest shapes serves every smaller launch.
     """
@@ -171,10 +274,13 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     pairs = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
+    sort = sort_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
+    forced = sort_layout(num_nodes, num_edges, num_features) if algorithm == "sorted" and with_counts else None
+    sort = max(sort, 0 if forced is None else forced.nbytes)
     if kernel_dtype(dtype) == np.float32:
-        return pairs
+        return max(pairs, sort)
     table = table_layout(num_nodes, num_edges, num_features)
-    return max(pairs, 0 if table is None else table.nbytes)
+    return max(pairs, sort, 0 if table is None else table.nbytes)
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -247,6 +353,7 @@ def plan_launch(
     max_slice_width: int | None = None,
     zero_in_kernel: bool | None = False,
     with_skipped: bool = False,
+    sort_workspace: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
@@ -257,10 +364,21 @@ def plan_launch(
     (with_skipped: that word is given) itself, before a grid-wide barrier (scatter_global_zeroing_v*, a
     cooperative launch of resident blocks only), where the plan is one global launch without pairs or table:
     None = where it pays (at most ZEROING_MAX_EDGES edges), True = wherever possible, False = never (the
-    kernels lack it).
+    kernels lack it). sort_workspace: the workspace holds sort_layout(...).nbytes (needed by the sorted path,
+    which also needs counts; `vec` is then sort_vector_width's).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
+    sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
+    if algorithm == "sorted" and not sortable:
+        raise ValueError(f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={with_counts}, "
+                         f"workspace={sort_workspace}, {num_nodes} nodes, {num_edges} edges)")
+    if algorithm == "sorted" or (algorithm == "auto" and paired is None and sortable
+                                 and sort_workspace_bytes(num_nodes, num_edges, num_features, with_counts=True)):
+        # a warp per row: the narrowest width (dividing vec, so as aligned) whose 32 lanes cover the row
+        vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
+        sort = sort_plan(num_nodes, num_edges, num_features, vec, device)
+        return LaunchPlan("sorted", vec, 5, sort.reduce, num_features, ((0, num_nodes),), None, None, 5, sort=sort)
     half = np.dtype(dtype) == np.float16
     possible = pairs_possible(num_nodes, num_edges, num_features, with_counts=with_counts,
                               counts_aligned=counts_aligned, pairs_workspace=pairs_workspace)
@@ -354,4 +472,6 @@ def describe(plan: LaunchPlan) -> str:
         text += " pairs" if plan.pair_chunks == 1 else f" pairs chunks={plan.pair_chunks}"
     if plan.zeroing:
         text += " zeroing"
+    if plan.sort is not None:
+        text += f" span={plan.sort.layout.span}" + (" private" if plan.sort.private_nodes else "")
     return text

@@ -521,3 +521,293 @@ fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* _
     }
     if (last && count != 0) store_scalar(state + node, to_float(state[node]) + pair.x);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Sorted path (with counts, wide rows, many edges): no atomics on the state. The edges are counting-sorted
+// by target node in the workspace, then each warp sums the rows of a contiguous range of sorted positions in
+// registers and writes every node it owns completely once; a node whose rows straddle two or more warps'
+// ranges gets partial sums in the workspace, which sort_fixup adds into the state once. Steps (launch.py):
+//   memset counts -> sort_count (counts = in-degrees, skipped) -> sort_tile_sums -> sort_scan_tiles ->
+//   sort_cursors (cursor[n] = end of node n's sorted range) -> sort_place (each edge takes a position in its
+//   node's range: cursor[n] ends at its start) -> sort_reduce_v* -> sort_fixup_v*.
+// Workspace (plan.py SortLayout): cursor int32 [N + 1] (cursor[N] = valid edges), tile sums int32
+// [SORT_MAX_TILES], sorted (edge, node) int2 [E], head and tail partial sums float32 [warps x F] each.
+// Positions are 32-bit: the launcher sorts at most 2^31 - 1 edges.
+
+#define SORT_MAX_TILES 1024
+
+// Node of edge e if in range, else -1.
+__device__ __forceinline__ int target_of(const i64* __restrict__ index, i64 e, i64 num_nodes) {
+    const i64 node = __ldg(index + e);
+    return node >= 0 && node < num_nodes ? (int)node : -1;
+}
+
+// The block's share of [0, num_edges): contiguous, a multiple of 32 edges long.
+__device__ __forceinline__ void block_edges(i64 num_edges, i64& first, i64& last) {
+    const i64 per_block = ((num_edges + gridDim.x - 1) / gridDim.x + 31) & ~31ll;
+    first = min((i64)blockIdx.x * per_block, num_edges);
+    last = min(first + per_block, num_edges);
+}
+
+// counts[n] (int64, zeroed by the launcher) = in-degree of n; out-of-range targets add to *skipped.
+// private_nodes > 0: a block counts its edges in shared memory (private_nodes = N words) and adds each
+// nonzero tally once (few nodes: many edges per node would contend on global atomics).
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __restrict__ counts,
+           u64* __restrict__ skipped, int private_nodes) {
+    extern __shared__ unsigned tally[];
+    i64 first, last;
+    block_edges(num_edges, first, last);
+    for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) tally[n] = 0u;
+    __syncthreads();
+    unsigned skipped_here = 0;
+    for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
+        const int node = target_of(index, e, num_nodes);
+        if (node < 0) {
+            ++skipped_here;
+        } else if (private_nodes > 0) {
+            atomicAdd(tally + node, 1u);
+        } else {
+            add_count(counts, node, 1u);
+        }
+    }
+    if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp runs this: blockDim is 256
+    if (private_nodes > 0) {
+        __syncthreads();
+        for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) {
+            if (tally[n] != 0u) add_count(counts, n, tally[n]);
+        }
+    }
+}
+
+// Inclusive scan of one value per thread across the block (blockDim = THREADS_PER_BLOCK); total = block sum.
+__device__ __forceinline__ unsigned block_inclusive_scan(unsigned value, unsigned& total) {
+    __shared__ unsigned warp_sums[WARPS_PER_BLOCK];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const unsigned up = __shfl_up_sync(FULL_MASK, value, offset);
+        if (lane >= offset) value += up;
+    }
+    if (lane == 31) warp_sums[warp] = value;
+    __syncthreads();
+    unsigned before = 0;
+    total = 0;
+    for (int w = 0; w < WARPS_PER_BLOCK; ++w) {
+        const unsigned s = warp_sums[w];
+        if (w < warp) before += s;
+        total += s;
+    }
+    __syncthreads();  // warp_sums is reused by the next call
+    return value + before;
+}
+
+// tile_sums[t] = sum of the in-degrees of tile t (tile_nodes nodes per tile, one block per tile).
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, unsigned* __restrict__ tile_sums) {
+    const i64 first = (i64)blockIdx.x * tile_nodes;
+    const i64 last = min(first + tile_nodes, num_nodes);
+    unsigned sum = 0;
+    for (i64 n = first + threadIdx.x; n < last; n += blockDim.x) sum += (unsigned)counts[n];
+    unsigned total;
+    block_inclusive_scan(sum, total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// One block: tile_sums becomes its exclusive scan; cursor[num_nodes] = the number of valid edges.
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __restrict__ cursor, i64 num_nodes) {
+    unsigned carry = 0;
+    for (int base = 0; base < num_tiles; base += blockDim.x) {
+        const int t = base + threadIdx.x;
+        const unsigned value = t < num_tiles ? tile_sums[t] : 0u;
+        unsigned total;
+        const unsigned inclusive = block_inclusive_scan(value, total);
+        if (t < num_tiles) tile_sums[t] = carry + inclusive - value;
+        carry += total;
+    }
+    if (threadIdx.x == 0) cursor[num_nodes] = carry;
+}
+
+// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions).
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
+             unsigned* __restrict__ cursor) {
+    const i64 first = (i64)blockIdx.x * tile_nodes;
+    const i64 last = min(first + tile_nodes, num_nodes);
+    unsigned carry = tile_sums[blockIdx.x];
+    for (i64 base = first; base < last; base += blockDim.x) {
+        const i64 n = base + threadIdx.x;
+        const unsigned value = n < last ? (unsigned)counts[n] : 0u;
+        unsigned total;
+        const unsigned inclusive = block_inclusive_scan(value, total);
+        if (n < last) cursor[n] = carry + inclusive;
+        carry += total;
+    }
+}
+
+// Each valid edge e takes a position p in its node's range (cursor[n] counts down to the range's start) and
+// sorted[p] = (e, n). private_nodes > 0: a block first tallies its edges per node in shared memory, takes
+// each node's positions with one atomic, then hands them out in shared memory.
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
+           int2* __restrict__ sorted, int private_nodes) {
+    extern __shared__ unsigned next[];
+    i64 first, last;
+    block_edges(num_edges, first, last);
+    if (private_nodes > 0) {
+        for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) next[n] = 0u;
+        __syncthreads();
+        for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
+            const int node = target_of(index, e, num_nodes);
+            if (node >= 0) atomicAdd(next + node, 1u);
+        }
+        __syncthreads();
+        for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) {
+            const unsigned tally = next[n];
+            if (tally != 0u) next[n] = atomicSub(cursor + n, tally) - tally;
+        }
+        __syncthreads();
+    }
+    for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
+        const int node = target_of(index, e, num_nodes);
+        if (node < 0) continue;
+        const unsigned position = private_nodes > 0 ? atomicAdd(next + node, 1u) : atomicSub(cursor + node, 1u) - 1u;
+        sorted[position] = make_int2((int)e, node);
+    }
+}
+
+// VEC state elements as floats, and back (one rounding for float16).
+template <int VEC>
+__device__ __forceinline__ void add_into_state(scalar_t* p, const float (&v)[VEC]) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) store_scalar(p + k, to_float(p[k]) + v[k]);
+}
+
+template <int VEC>
+__device__ __forceinline__ void store_floats(float* p, const float (&v)[VEC]) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) p[k] = v[k];
+}
+
+#define SORT_UNROLL 8  // rows each lane loads before it adds them (loads in flight per warp)
+
+// Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only), 32 lanes per row,
+// VEC features per lane, blockIdx.y picks a slice of 32 * VEC features. A node whose positions all lie in the
+// range is added into the state once (read, add, write: no other warp touches it). The range's first node,
+// if it began in an earlier range, goes to head[w]; its last node, if it goes on in the next range and did
+// not begin in an earlier one, to tail[w]; sort_fixup adds those.
+template <int VEC>
+__device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, const int2* __restrict__ sorted,
+                                            const unsigned* __restrict__ cursor, i64 num_nodes, int num_features,
+                                            int span, scalar_t* __restrict__ state, float* __restrict__ head,
+                                            float* __restrict__ tail) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 valid = cursor[num_nodes];
+    const i64 begin = warp * span;
+    if (begin >= valid) return;
+    const i64 end = min(begin + span, valid);
+    const int column = (blockIdx.y * 32 + lane) * VEC;
+    const bool active = column < num_features;
+    const bool head_partial = begin > 0 && sorted[begin - 1].y == sorted[begin].y;
+    const bool tail_partial = end < valid && sorted[end].y == sorted[end - 1].y;
+    float sum[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum[k] = 0.0f;
+    int node = -1;
+    bool first_segment = true;
+    auto flush = [&](bool last_segment) {
+        if (!active) return;
+        const i64 partial = (i64)warp * num_features + column;
+        if (first_segment && head_partial) {
+            store_floats<VEC>(head + partial, sum);
+        } else if (last_segment && tail_partial) {
+            store_floats<VEC>(tail + partial, sum);
+        } else {
+            add_into_state<VEC>(state + (i64)node * num_features + column, sum);
+        }
+    };
+    for (i64 base = begin; base < end; base += 32) {
+        const int here = (int)min((i64)32, end - base);
+        const int2 mine = lane < here ? sorted[base + lane] : make_int2(0, -1);
+        for (int j0 = 0; j0 < here; j0 += SORT_UNROLL) {
+            float v[SORT_UNROLL][VEC];
+            int nodes[SORT_UNROLL];
+#pragma unroll
+            for (int u = 0; u < SORT_UNROLL; ++u) {
+                const int edge = __shfl_sync(FULL_MASK, mine.x, (j0 + u) & 31);
+                nodes[u] = __shfl_sync(FULL_MASK, mine.y, (j0 + u) & 31);
+                if (active && j0 + u < here) {
+                    load_chunk<VEC>(src + (i64)edge * num_features + column, v[u]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) v[u][k] = 0.0f;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < SORT_UNROLL; ++u) {
+                if (j0 + u >= here) break;
+                if (nodes[u] != node) {
+                    if (node >= 0) {
+                        flush(false);
+                        first_segment = false;
+                    }
+                    node = nodes[u];
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) sum[k] = v[u][k];
+                } else {
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) sum[k] += v[u][k];
+                }
+            }
+        }
+    }
+    flush(true);
+}
+
+// A warp per boundary b between ranges b - 1 and b: the node that crosses it, if this is the first boundary
+// it crosses (its positions start in range b - 1), gets tail[b - 1] + head[b] + ... + head[w_last], its
+// partial sums in every range it touches, added into the state once.
+template <int VEC>
+__device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, const unsigned* __restrict__ cursor,
+                                           i64 num_nodes, int num_features, int span, i64 num_ranges,
+                                           scalar_t* __restrict__ state, const float* __restrict__ head,
+                                           const float* __restrict__ tail) {
+    const int lane = threadIdx.x & 31;
+    const i64 b = (((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) + 1;
+    const i64 valid = cursor[num_nodes];
+    const i64 position = b * span;
+    if (b >= num_ranges || position >= valid) return;
+    const int node = sorted[position].y;
+    if (sorted[position - 1].y != node) return;
+    const i64 start = cursor[node], stop = cursor[node + 1];
+    if (start / span != b - 1) return;  // an earlier boundary's warp adds this node
+    const int column = (blockIdx.y * 32 + lane) * VEC;
+    if (column >= num_features) return;
+    float sum[VEC];
+    const float* t = tail + (b - 1) * num_features + column;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum[k] = t[k];
+    for (i64 w = b; w <= (stop - 1) / span; ++w) {
+        const float* h = head + w * num_features + column;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum[k] += h[k];
+    }
+    add_into_state<VEC>(state + (i64)node * num_features + column, sum);
+}
+
+#define SORT_ENTRY_POINTS(VEC)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    sort_reduce_v##VEC(const scalar_t* src, const int2* sorted, const unsigned* cursor, i64 num_nodes,           \
+                       int num_features, int span, scalar_t* state, float* head, float* tail) {                  \
+        sort_reduce<VEC>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail);                 \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    sort_fixup_v##VEC(const int2* sorted, const unsigned* cursor, i64 num_nodes, int num_features, int span,     \
+                      i64 num_ranges, scalar_t* state, const float* head, const float* tail) {                   \
+        sort_fixup<VEC>(sorted, cursor, num_nodes, num_features, span, num_ranges, state, head, tail);           \
+    }
+
+SORT_ENTRY_POINTS(1)
+SORT_ENTRY_POINTS(2)
+SORT_ENTRY_POINTS(4)
