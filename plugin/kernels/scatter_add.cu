@@ -689,7 +689,19 @@ __device__ __forceinline__ void store_floats(float* p, const float (&v)[VEC]) {
     for (int k = 0; k < VEC; ++k) p[k] = v[k];
 }
 
+#ifndef SORT_UNROLL
 #define SORT_UNROLL 8  // rows each lane loads before it adds them (loads in flight per warp)
+#endif
+#ifndef SORT_PREFETCH
+#define SORT_PREFETCH 1  // while a warp sums 32 sorted rows, it prefetches the next 32 rows and states into L2
+#endif
+
+// Asks L2 to fetch the bytes [p, p + bytes) (whole 128-byte lines), without waiting or holding a register.
+__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
+    const char* line = reinterpret_cast<const char*>(reinterpret_cast<size_t>(p) & ~(size_t)127);
+    const char* end = reinterpret_cast<const char*>(p) + bytes;
+    for (; line < end; line += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+}
 
 // Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only), 32 lanes per row,
 // VEC features per lane, blockIdx.y picks a slice of 32 * VEC features. A node whose positions all lie in the
@@ -727,9 +739,21 @@ __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, co
             add_into_state<VEC>(state + (i64)node * num_features + column, sum);
         }
     };
+    const int slice_bytes = (min(num_features - (int)blockIdx.y * 32 * VEC, 32 * VEC)) * (int)sizeof(scalar_t);
+    const i64 slice_offset = (i64)blockIdx.y * 32 * VEC;
+    int2 upcoming = lane < end - begin ? sorted[begin + lane] : make_int2(0, -1);
     for (i64 base = begin; base < end; base += 32) {
         const int here = (int)min((i64)32, end - base);
-        const int2 mine = lane < here ? sorted[base + lane] : make_int2(0, -1);
+        const int2 mine = upcoming;
+        // The next 32 positions: their (edge, node) now, their src rows and state rows into L2, so that the
+        // loads below find them there (the rows in flight do not hold registers).
+        upcoming = base + 32 + lane < end ? sorted[base + 32 + lane] : make_int2(0, -1);
+#if SORT_PREFETCH
+        if (upcoming.y >= 0) {
+            prefetch_l2(src + (i64)upcoming.x * num_features + slice_offset, slice_bytes);
+            prefetch_l2(state + (i64)upcoming.y * num_features + slice_offset, slice_bytes);
+        }
+#endif
         for (int j0 = 0; j0 < here; j0 += SORT_UNROLL) {
             float v[SORT_UNROLL][VEC];
             int nodes[SORT_UNROLL];
