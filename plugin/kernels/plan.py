@@ -82,7 +82,7 @@ SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
 SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
 SORT_PRIVATE_MAX_NODES = 12288
-SORT_BLOCKS_PER_SM = 2  # blocks of sort_count / sort_place per SM
+SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
@@ -238,7 +238,12 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
         raise ValueError(f"the sorted path sorts 1 to {SORT_MAX_EDGES} edges into at least one node; got "
                          f"{num_edges} edges, {num_nodes} nodes")
     private_nodes = num_nodes if num_nodes <= SORT_PRIVATE_MAX_NODES else 0
-    blocks = max(1, min(-(-num_edges // (8 * THREADS_PER_BLOCK)), SORT_BLOCKS_PER_SM * device.sm_count))
+    # As many blocks as are resident (their atomics wait on the L2 or shared memory: the more in flight, the
+    # better), each with at least one step of edges; with tallies, as many as their shared memory allows.
+    resident = 2048 // THREADS_PER_BLOCK
+    if private_nodes:
+        resident = max(1, min(resident, device.shared_per_sm // (4 * private_nodes + 1024)))
+    blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
     warps_per_block = THREADS_PER_BLOCK // 32
     slices = -(-num_features // (32 * vec))
     reduce = KernelLaunch(f"sort_reduce_v{vec}", (-(-layout.ranges // warps_per_block), slices))

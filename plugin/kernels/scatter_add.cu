@@ -549,6 +549,20 @@ __device__ __forceinline__ void block_edges(i64 num_edges, i64& first, i64& last
     last = min(first + per_block, num_edges);
 }
 
+#define SORT_EDGES_PER_THREAD 4  // edges a thread reads, then counts or places, per step (atomics in flight)
+#define NO_EDGE (-2)              // target_of gives -1 for an out-of-range id; this marks a lane past the end
+
+// The targets of the block's edges first + k * blockDim + threadIdx, k < SORT_EDGES_PER_THREAD (NO_EDGE past
+// last): independent loads, so that the atomics that follow are in flight together.
+__device__ __forceinline__ void step_targets(const i64* __restrict__ index, i64 first, i64 last, i64 num_nodes,
+                                             int (&node)[SORT_EDGES_PER_THREAD]) {
+#pragma unroll
+    for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
+        const i64 e = first + k * blockDim.x + threadIdx.x;
+        node[k] = e < last ? target_of(index, e, num_nodes) : NO_EDGE;
+    }
+}
+
 // counts[n] (int64, zeroed by the launcher) = in-degree of n; out-of-range targets add to *skipped.
 // private_nodes > 0: a block counts its edges in shared memory (private_nodes = N words) and adds each
 // nonzero tally once (few nodes: many edges per node would contend on global atomics).
@@ -561,14 +575,18 @@ sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __r
     for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) tally[n] = 0u;
     __syncthreads();
     unsigned skipped_here = 0;
-    for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
-        const int node = target_of(index, e, num_nodes);
-        if (node < 0) {
-            ++skipped_here;
-        } else if (private_nodes > 0) {
-            atomicAdd(tally + node, 1u);
-        } else {
-            add_count(counts, node, 1u);
+    for (i64 step = first; step < last; step += SORT_EDGES_PER_THREAD * blockDim.x) {
+        int node[SORT_EDGES_PER_THREAD];
+        step_targets(index, step, last, num_nodes, node);
+#pragma unroll
+        for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
+            if (node[k] == -1) {
+                ++skipped_here;
+            } else if (node[k] >= 0 && private_nodes > 0) {
+                atomicAdd(tally + node[k], 1u);
+            } else if (node[k] >= 0) {
+                add_count(counts, node[k], 1u);
+            }
         }
     }
     if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp runs this: blockDim is 256
@@ -657,9 +675,13 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
     if (private_nodes > 0) {
         for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) next[n] = 0u;
         __syncthreads();
-        for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
-            const int node = target_of(index, e, num_nodes);
-            if (node >= 0) atomicAdd(next + node, 1u);
+        for (i64 step = first; step < last; step += SORT_EDGES_PER_THREAD * blockDim.x) {
+            int node[SORT_EDGES_PER_THREAD];
+            step_targets(index, step, last, num_nodes, node);
+#pragma unroll
+            for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
+                if (node[k] >= 0) atomicAdd(next + node[k], 1u);
+            }
         }
         __syncthreads();
         for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) {
@@ -668,11 +690,20 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
         }
         __syncthreads();
     }
-    for (i64 e = first + threadIdx.x; e < last; e += blockDim.x) {
-        const int node = target_of(index, e, num_nodes);
-        if (node < 0) continue;
-        const unsigned position = private_nodes > 0 ? atomicAdd(next + node, 1u) : atomicSub(cursor + node, 1u) - 1u;
-        sorted[position] = make_int2((int)e, node);
+    for (i64 step = first; step < last; step += SORT_EDGES_PER_THREAD * blockDim.x) {
+        int node[SORT_EDGES_PER_THREAD];
+        unsigned position[SORT_EDGES_PER_THREAD];
+        step_targets(index, step, last, num_nodes, node);
+#pragma unroll
+        for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
+            if (node[k] >= 0) {
+                position[k] = private_nodes > 0 ? atomicAdd(next + node[k], 1u) : atomicSub(cursor + node[k], 1u) - 1u;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
+            if (node[k] >= 0) sorted[position[k]] = make_int2((int)(step + k * blockDim.x + threadIdx.x), node[k]);
+        }
     }
 }
 
@@ -692,16 +723,6 @@ __device__ __forceinline__ void store_floats(float* p, const float (&v)[VEC]) {
 #ifndef SORT_UNROLL
 #define SORT_UNROLL 8  // rows each lane loads before it adds them (loads in flight per warp)
 #endif
-#ifndef SORT_PREFETCH
-#define SORT_PREFETCH 1  // while a warp sums 32 sorted rows, it prefetches the next 32 rows and states into L2
-#endif
-
-// Asks L2 to fetch the bytes [p, p + bytes) (whole 128-byte lines), without waiting or holding a register.
-__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
-    const char* line = reinterpret_cast<const char*>(reinterpret_cast<size_t>(p) & ~(size_t)127);
-    const char* end = reinterpret_cast<const char*>(p) + bytes;
-    for (; line < end; line += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
-}
 
 // Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only), 32 lanes per row,
 // VEC features per lane, blockIdx.y picks a slice of 32 * VEC features. A node whose positions all lie in the
@@ -739,21 +760,9 @@ __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, co
             add_into_state<VEC>(state + (i64)node * num_features + column, sum);
         }
     };
-    const int slice_bytes = (min(num_features - (int)blockIdx.y * 32 * VEC, 32 * VEC)) * (int)sizeof(scalar_t);
-    const i64 slice_offset = (i64)blockIdx.y * 32 * VEC;
-    int2 upcoming = lane < end - begin ? sorted[begin + lane] : make_int2(0, -1);
     for (i64 base = begin; base < end; base += 32) {
         const int here = (int)min((i64)32, end - base);
-        const int2 mine = upcoming;
-        // The next 32 positions: their (edge, node) now, their src rows and state rows into L2, so that the
-        // loads below find them there (the rows in flight do not hold registers).
-        upcoming = base + 32 + lane < end ? sorted[base + 32 + lane] : make_int2(0, -1);
-#if SORT_PREFETCH
-        if (upcoming.y >= 0) {
-            prefetch_l2(src + (i64)upcoming.x * num_features + slice_offset, slice_bytes);
-            prefetch_l2(state + (i64)upcoming.y * num_features + slice_offset, slice_bytes);
-        }
-#endif
+        const int2 mine = lane < here ? sorted[base + lane] : make_int2(0, -1);
         for (int j0 = 0; j0 < here; j0 += SORT_UNROLL) {
             float v[SORT_UNROLL][VEC];
             int nodes[SORT_UNROLL];
