@@ -466,8 +466,11 @@ class PreparedScatterAdd:
             ("sort_tile_sums", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)),
             ("sort_scan_tiles", (1, 1), 0, (tile_sums, layout.tiles, cursor, num_nodes)),
             ("sort_cursors", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums, cursor)),
+        ] + [
             ("sort_place", sort.count.grid, sort.count.shared_bytes,
-             ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes)),
+             ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes, node_lo, node_hi))
+            for node_lo, node_hi in sort.place_ranges
+        ] + [
             (sort.reduce.name, sort.reduce.grid, 0,
              ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail)),
         ]

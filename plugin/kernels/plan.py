@@ -83,6 +83,9 @@ SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tile
 SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
 SORT_PRIVATE_MAX_NODES = 12288
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
+# sort_place runs once per node range, so that the (edge, node) pairs one launch writes (8 bytes per edge of the
+# range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each reads the whole index again).
+SORT_MAX_PLACE_PASSES = 8
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
@@ -143,6 +146,7 @@ class SortPlan:
     layout: SortLayout
     count: KernelLaunch  # sort_count and sort_place (same grid and shared memory)
     private_nodes: int  # > 0: tallies in shared memory (N of them)
+    place_ranges: tuple[tuple[int, int], ...]  # one sort_place launch per range of nodes
     reduce: KernelLaunch
     fixup: KernelLaunch | None  # None when one warp range holds every edge
 
@@ -244,13 +248,16 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
     if private_nodes:
         resident = max(1, min(resident, device.shared_per_sm // (4 * private_nodes + 1024)))
     blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
+    passes = max(1, min(SORT_MAX_PLACE_PASSES, num_nodes, -(-8 * num_edges // (device.l2_bytes // 2))))
+    place_ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
     warps_per_block = THREADS_PER_BLOCK // 32
     slices = -(-num_features // (32 * vec))
     reduce = KernelLaunch(f"sort_reduce_v{vec}", (-(-layout.ranges // warps_per_block), slices))
     fixup = None
     if layout.ranges > 1:
         fixup = KernelLaunch(f"sort_fixup_v{vec}", (-(-(layout.ranges - 1) // warps_per_block), slices))
-    return SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes, reduce, fixup)
+    return SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes, place_ranges,
+                    reduce, fixup)
 
 
 def pair_chunks(num_edges: int) -> int:
@@ -479,4 +486,6 @@ def describe(plan: LaunchPlan) -> str:
         text += " zeroing"
     if plan.sort is not None:
         text += f" span={plan.sort.layout.span}" + (" private" if plan.sort.private_nodes else "")
+        if len(plan.sort.place_ranges) > 1:
+            text += f" place_passes={len(plan.sort.place_ranges)}"
     return text

@@ -663,15 +663,19 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
     }
 }
 
-// Each valid edge e takes a position p in its node's range (cursor[n] counts down to the range's start) and
-// sorted[p] = (e, n). private_nodes > 0: a block first tallies its edges per node in shared memory, takes
-// each node's positions with one atomic, then hands them out in shared memory.
+// Each valid edge e whose node n lies in [node_lo, node_hi) takes a position p in its node's range (cursor[n]
+// counts down to the range's start) and sorted[p] = (e, n). private_nodes > 0: a block first tallies its
+// edges per node in shared memory, takes each node's positions with one atomic, then hands them out in shared
+// memory. The launcher splits the nodes into ranges (one launch each) so that the part of `sorted` a launch
+// writes stays in L2 until it is complete: scattered 8-byte writes then merge there instead of costing a
+// partial-sector read and write in DRAM each.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
-           int2* __restrict__ sorted, int private_nodes) {
+           int2* __restrict__ sorted, int private_nodes, i64 node_lo, i64 node_hi) {
     extern __shared__ unsigned next[];
     i64 first, last;
     block_edges(num_edges, first, last);
+    auto in_range = [&](int node) { return node >= node_lo && node < node_hi; };  // false for -1, NO_EDGE
     if (private_nodes > 0) {
         for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) next[n] = 0u;
         __syncthreads();
@@ -680,11 +684,11 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
             step_targets(index, step, last, num_nodes, node);
 #pragma unroll
             for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
-                if (node[k] >= 0) atomicAdd(next + node[k], 1u);
+                if (in_range(node[k])) atomicAdd(next + node[k], 1u);
             }
         }
         __syncthreads();
-        for (int n = threadIdx.x; n < private_nodes; n += blockDim.x) {
+        for (int n = node_lo + threadIdx.x; n < node_hi; n += blockDim.x) {
             const unsigned tally = next[n];
             if (tally != 0u) next[n] = atomicSub(cursor + n, tally) - tally;
         }
@@ -696,13 +700,13 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
         step_targets(index, step, last, num_nodes, node);
 #pragma unroll
         for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
-            if (node[k] >= 0) {
+            if (in_range(node[k])) {
                 position[k] = private_nodes > 0 ? atomicAdd(next + node[k], 1u) : atomicSub(cursor + node[k], 1u) - 1u;
             }
         }
 #pragma unroll
         for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
-            if (node[k] >= 0) sorted[position[k]] = make_int2((int)(step + k * blockDim.x + threadIdx.x), node[k]);
+            if (in_range(node[k])) sorted[position[k]] = make_int2((int)(step + k * blockDim.x + threadIdx.x), node[k]);
         }
     }
 }
