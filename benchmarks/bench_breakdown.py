@@ -78,19 +78,23 @@ def main() -> int:
     parser.add_argument("--algorithm", default="auto", choices=("auto", "global", "shared", "sorted"))
     parser.add_argument("--define", action="append", default=[], help="extra -D for the kernels (NAME=VALUE)")
     parser.add_argument("--ranges", type=int, help="plan.py SORT_TARGET_RANGES for this run (sorted path)")
+    parser.add_argument("--place-passes", type=int, help="plan.py SORT_MAX_PLACE_PASSES for this run (sorted path)")
     args = parser.parse_args()
     require_torch_gpu("bench_breakdown.py")
     if args.define:
         compile_with(args.define)
-    if args.ranges:
-        from plugin.kernels import plan
+    from plugin.kernels import plan
 
+    if args.ranges:
         plan.SORT_TARGET_RANGES = args.ranges
+    if args.place_passes:
+        plan.SORT_MAX_PLACE_PASSES = args.place_passes
     for dtype_name in args.dtypes.split(","):
         for n, e, f in args.sizes:
             rows = breakdown(n, e, f, dtype_name, args.algorithm)
             total = sum(ms for _, ms in rows)
-            knobs = " ".join(args.define + ([f"ranges={args.ranges}"] if args.ranges else []))
+            knobs = " ".join(args.define + ([f"ranges={args.ranges}"] if args.ranges else [])
+                             + ([f"place_passes<={args.place_passes}"] if args.place_passes else []))
             print(f"{dtype_name} N={exp10(n)} E={exp10(e)} F={f} ({args.algorithm}{', ' + knobs if knobs else ''}): "
                   f"total {fmt(total)} ms")
             for what, ms in rows:
