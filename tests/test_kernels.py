@@ -33,6 +33,7 @@ from plugin.kernels.plan import (
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    SORT_MAX_PLACE_PASSES,
     SORT_MAX_TILES,
     SORT_MIN_EDGES,
     SORT_MIN_FEATURES,
@@ -406,6 +407,21 @@ def test_wide_rows_with_counts_and_many_edges_sort_the_edges(nodes, edges):
 ])
 def test_atomics_where_sorting_is_not_possible_or_does_not_pay(nodes, edges, features, overrides):
     assert sorted_plan(nodes, edges, features, vec=1, **overrides).algorithm != "sorted"
+
+
+def test_float16_sorts_from_fewer_edges_than_float32_its_table_costing_more():
+    half = np.dtype(np.float16)
+    assert plan_launch(10**6, 10**5, 64, half, H200_LIKE, 4, with_counts=True, sort_workspace=True).algorithm == "sorted"
+    assert sorted_plan(10**6, 10**5, 64).algorithm == "global"  # float32
+    assert plan_launch(10**6, 6 * 10**4, 64, half, H200_LIKE, 4, with_counts=True, sort_workspace=True).sort is None
+    assert scatter_add_workspace_size(10**6, 10**5, 64, half) >= sort_layout(10**6, 10**5, 64).nbytes
+
+
+def test_placing_runs_once_per_node_range_that_fits_half_of_l2_except_with_tallies_in_shared_memory():
+    assert [len(sorted_plan(n, e, 64).sort.place_ranges) for n, e in
+            ((10**6, 10**6), (10**6, 10**7), (10**6, 10**8), (1000, 10**8))] == [1, 4, SORT_MAX_PLACE_PASSES, 1]
+    ranges = sorted_plan(10**6, 10**7, 64).sort.place_ranges
+    assert ranges[0][0] == 0 and ranges[-1][1] == 10**6 and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
 def test_sorted_vector_width_is_the_narrowest_that_covers_the_row_in_one_warp():

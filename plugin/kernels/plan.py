@@ -35,7 +35,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   (measured, 100 edges per node: N = 1e4 pairs 0.028 against shared 0.035 ms, N = 1e3 shared 0.011 against
   pairs 0.014; 1000 per node, N = 1e3: shared 0.021 against pairs 0.105). The shared kernel itself gains
   nothing from pairs (its flush is not what bounds it), so "auto" pairs only global atomics.
-- Sorted path (counts requested, rows of at least SORT_MIN_FEATURES features, E >= max(N, SORT_MIN_EDGES)):
+- Sorted path (counts requested, rows of at least SORT_MIN_FEATURES features, enough edges: sorting_pays):
   wide rows make atomics the bound (every edge costs F / VEC vector atomics, and the L2 executes about 1e11
   per second), so the edges are counting-sorted by target node in the workspace (8 E bytes plus O(N)
   cursors, allowed where counts make the launch O(N) anyway) and each warp sums a range of sorted rows in
@@ -71,20 +71,24 @@ ALGORITHMS = ("auto", "global", "shared", "sorted")
 # at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
 ZEROING_MAX_EDGES = 2**15
 
-# Sorted path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features and at least
-# max(N, SORT_MIN_EDGES) edges. Positions are 32-bit (SORT_MAX_EDGES); warp ranges are sized so that about
+# Sorted path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features and enough
+# edges (sorting_pays). Positions are 32-bit (SORT_MAX_EDGES); warp ranges are sized so that about
 # SORT_TARGET_RANGES warps share the edges (31 on each of 132 SMs: sort_reduce uses 64 registers, so 32 warps are resident per SM) and are at least 32 positions long;
 # few nodes (at most SORT_PRIVATE_MAX_NODES: 48 KiB of 32-bit tallies) are counted and placed in shared memory.
 SORT_MIN_FEATURES = 32
 SORT_MIN_EDGES = 2**19
+SORT_MIN_EDGES_HALF = 2**16
 SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
 SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
 SORT_PRIVATE_MAX_NODES = 12288
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
-# sort_place runs once per node range, so that the (edge, node) pairs one launch writes (8 bytes per edge of the
-# range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each reads the whole index again).
+# Without tallies in shared memory, sort_place runs once per node range, so that the (edge, node) pairs one
+# launch writes (8 bytes per edge of the range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each
+# reads the whole index again). Measured, F = 64: N = 1e6, E = 1e7: 3 x 0.134 ms against 0.537 ms in one;
+# E = 1e8: 8 x 0.61 ms against 5.9 ms (32 passes: 27 x 0.287); with tallies (N = 1e3) no gain at E = 1e7
+# (3 x 0.13 against 0.43 ms) and a loss at E = 1e8 (8 x 0.71 against 4.0 ms).
 SORT_MAX_PLACE_PASSES = 8
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
@@ -227,10 +231,22 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
                       tail_offset + partial_bytes)
 
 
-def sort_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool) -> int:
-    """Bytes of the sorted path's workspace where "auto" may sort (counts requested, wide rows, E large enough
-    and at least N), else 0: a launch without counts stays free of O(N) work."""
-    if not (with_counts and num_features >= SORT_MIN_FEATURES and num_edges >= max(num_nodes, SORT_MIN_EDGES)):
+def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> bool:
+    """Whether "auto" sorts (given counts and the workspace): rows of at least SORT_MIN_FEATURES features and
+    float32: E >= max(N, SORT_MIN_EDGES); float16: E >= max(N / 16, SORT_MIN_EDGES_HALF) (its alternative, the
+    float32 table, costs more: measured, N = 1e6, E = 1e5, F = 64: sorted 0.063 ms, hashed table 0.130 ms)."""
+    if num_features < SORT_MIN_FEATURES:
+        return False
+    if kernel_dtype(dtype) == np.float16:
+        return num_edges >= max(num_nodes // 16, SORT_MIN_EDGES_HALF)
+    return num_edges >= max(num_nodes, SORT_MIN_EDGES)
+
+
+def sort_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
+                         with_counts: bool) -> int:
+    """Bytes of the sorted path's workspace where "auto" may sort (counts requested and sorting_pays), else 0:
+    a launch without counts stays free of O(N) work."""
+    if not (with_counts and sorting_pays(num_nodes, num_edges, num_features, dtype)):
         return 0
     layout = sort_layout(num_nodes, num_edges, num_features)
     return 0 if layout is None else layout.nbytes
@@ -248,7 +264,7 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
     if private_nodes:
         resident = max(1, min(resident, device.shared_per_sm // (4 * private_nodes + 1024)))
     blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
-    passes = max(1, min(SORT_MAX_PLACE_PASSES, num_nodes, -(-8 * num_edges // (device.l2_bytes // 2))))
+    passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, -(-8 * num_edges // (device.l2_bytes // 2))))
     place_ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
     warps_per_block = THREADS_PER_BLOCK // 32
     slices = -(-num_features // (32 * vec))
@@ -286,7 +302,7 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     pairs = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
-    sort = sort_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
+    sort = sort_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts)
     forced = sort_layout(num_nodes, num_edges, num_features) if algorithm == "sorted" and with_counts else None
     sort = max(sort, 0 if forced is None else forced.nbytes)
     if kernel_dtype(dtype) == np.float32:
@@ -386,7 +402,7 @@ def plan_launch(
         raise ValueError(f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={with_counts}, "
                          f"workspace={sort_workspace}, {num_nodes} nodes, {num_edges} edges)")
     if algorithm == "sorted" or (algorithm == "auto" and paired is None and sortable
-                                 and sort_workspace_bytes(num_nodes, num_edges, num_features, with_counts=True)):
+                                 and sorting_pays(num_nodes, num_edges, num_features, dtype)):
         # a warp per row: the narrowest width (dividing vec, so as aligned) whose 32 lanes cover the row
         vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
         sort = sort_plan(num_nodes, num_edges, num_features, vec, device)
