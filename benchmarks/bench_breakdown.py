@@ -1,6 +1,6 @@
 """Device time of each driver call of one scatter-add launch (memsets and kernels), to see where a plan spends.
 
-    python3 benchmarks/bench_breakdown.py [--sizes 1e3:1e7:64,...] [--dtypes float32,float16]
+    python3 benchmarks/bench_breakdown.py [--sizes 1e3:1e7:64,...] [--dtypes float32,float16] [--out DIR]
                                           [--algorithm auto|global|shared|sorted] [--define NAME=VALUE ...]
 
 For each size: the launch is prepared once (`PreparedScatterAdd`, counts requested, the workspace
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_scatter_add import exp10, fmt, parse_sizes  # noqa: E402
-from benchmarks.gpu_timing import SLEEP_CYCLES, require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import SLEEP_CYCLES, device_name, print_and_save, require_torch_gpu  # noqa: E402
 
 DEFAULT_SIZES = "1e3:1e6:64,1e3:1e7:64,1e4:1e6:64,1e6:1e6:64,1e6:1e7:64"
 
@@ -75,6 +75,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help="N:E:F, comma-separated")
     parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16")
+    parser.add_argument("--out", type=Path, help="folder for the table (bench_breakdown.md)")
     parser.add_argument("--algorithm", default="auto", choices=("auto", "global", "shared", "sorted"))
     parser.add_argument("--define", action="append", default=[], help="extra -D for the kernels (NAME=VALUE)")
     parser.add_argument("--ranges", type=int, help="plan.py SORT_TARGET_RANGES for this run (sorted path)")
@@ -89,16 +90,16 @@ def main() -> int:
         plan.SORT_TARGET_RANGES = args.ranges
     if args.place_passes:
         plan.SORT_MAX_PLACE_PASSES = args.place_passes
+    knobs = " ".join(args.define + ([f"ranges={args.ranges}"] if args.ranges else [])
+                     + ([f"place_passes<={args.place_passes}"] if args.place_passes else []))
+    lines = [f"{device_name()}; algorithm {args.algorithm}{', ' + knobs if knobs else ''}; device ms per driver "
+             "call, median of 20", "", "| dtype | N | E | F | driver call | ms |", "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name in args.dtypes.split(","):
         for n, e, f in args.sizes:
             rows = breakdown(n, e, f, dtype_name, args.algorithm)
-            total = sum(ms for _, ms in rows)
-            knobs = " ".join(args.define + ([f"ranges={args.ranges}"] if args.ranges else [])
-                             + ([f"place_passes<={args.place_passes}"] if args.place_passes else []))
-            print(f"{dtype_name} N={exp10(n)} E={exp10(e)} F={f} ({args.algorithm}{', ' + knobs if knobs else ''}): "
-                  f"total {fmt(total)} ms")
-            for what, ms in rows:
-                print(f"    {fmt(ms):>8} ms  {what}")
+            rows.append(("total", sum(ms for _, ms in rows)))
+            lines += [f"| {dtype_name} | {exp10(n)} | {exp10(e)} | {f} | {what} | {fmt(ms)} |" for what, ms in rows]
+    print_and_save("\n".join(lines), args.out, "bench_breakdown.md")
     return 0
 
 
