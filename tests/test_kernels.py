@@ -38,6 +38,7 @@ from plugin.kernels.plan import (
     SORT_MIN_EDGES,
     SORT_MIN_FEATURES,
     SORT_PRIVATE_MAX_NODES,
+    SORT_PRIVATE_MIN_EDGES_PER_NODE,
     SORT_TARGET_RANGES,
     ZEROING_MAX_EDGES,
     DeviceInfo,
@@ -146,7 +147,7 @@ def test_float32_needs_no_workspace_without_counts_or_for_narrow_rows():
     assert scatter_add_workspace_size(10**8, 10**8, 3, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 0, 1, np.float32) == 0
-    assert scatter_add_workspace_size(10**6, 10**6 - 1, 64, np.float32) == 0  # fewer edges than nodes: atomics
+    assert scatter_add_workspace_size(10**6, SORT_MIN_EDGES - 1, 64, np.float32) == 0  # too few edges to sort
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -390,7 +391,8 @@ def test_wide_rows_with_counts_and_many_edges_sort_the_edges(nodes, edges):
     plan = sorted_plan(nodes, edges, 64)
     assert plan.algorithm == "sorted" and plan.sort is not None and plan.table is None and not plan.zeroing
     assert plan.vec == 2 and plan.sort.reduce.grid[1] == 1  # 32 lanes x 2 features: one warp per row
-    assert plan.sort.private_nodes == (nodes if nodes <= SORT_PRIVATE_MAX_NODES else 0)
+    private = nodes <= SORT_PRIVATE_MAX_NODES and edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * nodes
+    assert plan.sort.private_nodes == (nodes if private else 0) and (nodes == 1000) == private
     assert plan.sort.count.shared_bytes == 4 * plan.sort.private_nodes
     warps = plan.sort.reduce.grid[0] * THREADS_PER_BLOCK // 32
     assert plan.sort.layout.ranges <= warps < plan.sort.layout.ranges + THREADS_PER_BLOCK // 32
@@ -763,6 +765,14 @@ def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_i
     assert slots(driver.calls[7], 6)[5] == layout.ranges
     with pytest.raises(ValueError, match="prepared with a workspace"):
         prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+
+    del driver.calls[:]  # few nodes: one block scans them all (sort_cursors alone), tallies in shared memory
+    few = launch.PreparedScatterAdd(num_nodes=1000, num_edges=edges, num_features=features, dtype=np.float32,
+                                    with_counts=True, workspace_size=scatter_add_workspace_size(1000, edges, 64, "float32"))
+    few(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, workspace, 5)
+    names = [next(n for n, f in functions.items() if f is call[1][0]) for call in driver.calls[1:]]
+    assert names == ["sort_count", "sort_cursors", "sort_place", "sort_reduce_v2", "sort_fixup_v2"]
+    assert driver.calls[1][1][7] == 4 * 1000  # the tallies' shared memory
 
 
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):

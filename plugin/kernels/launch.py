@@ -460,20 +460,19 @@ class PreparedScatterAdd:
         cursor, tile_sums, pairs = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (WORKSPACE, layout.sorted_offset)
         head, tail = (WORKSPACE, layout.head_offset), (WORKSPACE, layout.tail_offset)
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
-        kernels = [
-            ("sort_count", sort.count.grid, sort.count.shared_bytes,
-             ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes)),
-            ("sort_tile_sums", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)),
-            ("sort_scan_tiles", (1, 1), 0, (tile_sums, layout.tiles, cursor, num_nodes)),
-            ("sort_cursors", (layout.tiles, 1), 0, ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums, cursor)),
-        ] + [
-            ("sort_place", sort.count.grid, sort.count.shared_bytes,
-             ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes, node_lo, node_hi))
-            for node_lo, node_hi in sort.place_ranges
-        ] + [
-            (sort.reduce.name, sort.reduce.grid, 0,
-             ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail)),
-        ]
+        kernels = [("sort_count", sort.count.grid, sort.count.shared_bytes,
+                    ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes))]
+        if layout.tiles > 1:  # else sort_cursors scans the one tile alone
+            kernels.append(("sort_tile_sums", (layout.tiles, 1), 0,
+                            ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)))
+            kernels.append(("sort_scan_tiles", (1, 1), 0, (tile_sums, layout.tiles, cursor, num_nodes)))
+        kernels.append(("sort_cursors", (layout.tiles, 1), 0,
+                        ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums, cursor)))
+        for node_lo, node_hi in sort.place_ranges:
+            kernels.append(("sort_place", sort.count.grid, sort.count.shared_bytes,
+                            ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes, node_lo, node_hi)))
+        kernels.append((sort.reduce.name, sort.reduce.grid, 0,
+                        ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail)))
         if sort.fixup is not None:
             kernels.append((sort.fixup.name, sort.fixup.grid, 0,
                             (pairs, cursor, num_nodes, num_features, layout.span, layout.ranges, (STATE, 0), head, tail)))

@@ -74,7 +74,9 @@ ZEROING_MAX_EDGES = 2**15
 # Sorted path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features and enough
 # edges (sorting_pays). Positions are 32-bit (SORT_MAX_EDGES); warp ranges are sized so that about
 # SORT_TARGET_RANGES warps share the edges (31 on each of 132 SMs: sort_reduce uses 64 registers, so 32 warps are resident per SM) and are at least 32 positions long;
-# few nodes (at most SORT_PRIVATE_MAX_NODES: 48 KiB of 32-bit tallies) are counted and placed in shared memory.
+# few nodes (at most SORT_PRIVATE_MAX_NODES: 48 KiB of 32-bit tallies) with many edges each (at least
+# SORT_PRIVATE_MIN_EDGES_PER_NODE) are counted and placed in shared memory (measured, N = 1e4, E = 1e6: each
+# block's ~1500 edges touched ~1400 of its tallies, so its flushes cost as many atomics as the edges).
 SORT_MIN_FEATURES = 32
 SORT_MIN_EDGES = 2**19
 SORT_MIN_EDGES_HALF = 2**16
@@ -82,7 +84,9 @@ SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
 SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
+SORT_ONE_TILE_NODES = 16384  # up to this many nodes one block scans them all: one launch instead of three
 SORT_PRIVATE_MAX_NODES = 12288
+SORT_PRIVATE_MIN_EDGES_PER_NODE = 256  # tallies in shared memory pay when a block's edges revisit its nodes
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 # Without tallies in shared memory, sort_place runs once per node range, so that the (edge, node) pairs one
 # launch writes (8 bytes per edge of the range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each
@@ -219,7 +223,7 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
     span = 32 * -(-(-(-num_edges // SORT_TARGET_RANGES)) // 32)
     ranges = -(-num_edges // span)
     room = min(-(-num_edges // 32), SORT_TARGET_RANGES)
-    tiles = min(SORT_MAX_TILES, -(-num_nodes // SORT_TILE_NODES))
+    tiles = 1 if num_nodes <= SORT_ONE_TILE_NODES else min(SORT_MAX_TILES, -(-num_nodes // SORT_TILE_NODES))
     tile_nodes = -(-num_nodes // tiles)
     tiles = -(-num_nodes // tile_nodes)
     tile_sums_offset = _aligned(4 * (num_nodes + 1))
@@ -244,9 +248,11 @@ def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: objec
 
 def sort_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                          with_counts: bool) -> int:
-    """Bytes of the sorted path's workspace where "auto" may sort (counts requested and sorting_pays), else 0:
-    a launch without counts stays free of O(N) work."""
-    if not (with_counts and sorting_pays(num_nodes, num_edges, num_features, dtype)):
+    """Bytes of the sorted path's workspace where "auto" may sort at these or smaller sizes (counts requested,
+    sorting_pays for some N' <= N: rows wide and E large enough), else 0: a launch without counts stays free
+    of O(N) work. Not conditioned on N, so that a workspace sized for the largest shapes serves every smaller
+    launch (with fewer nodes the same edges may sort)."""
+    if not (with_counts and sorting_pays(0, num_edges, num_features, dtype)):
         return 0
     layout = sort_layout(num_nodes, num_edges, num_features)
     return 0 if layout is None else layout.nbytes
@@ -257,7 +263,8 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
     if layout is None:
         raise ValueError(f"the sorted path sorts 1 to {SORT_MAX_EDGES} edges into at least one node; got "
                          f"{num_edges} edges, {num_nodes} nodes")
-    private_nodes = num_nodes if num_nodes <= SORT_PRIVATE_MAX_NODES else 0
+    private = num_nodes <= SORT_PRIVATE_MAX_NODES and num_edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes
+    private_nodes = num_nodes if private else 0
     # As many blocks as are resident (their atomics wait on the L2 or shared memory: the more in flight, the
     # better), each with at least one step of edges; with tallies, as many as their shared memory allows.
     resident = 2048 // THREADS_PER_BLOCK

@@ -646,13 +646,14 @@ sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __res
     if (threadIdx.x == 0) cursor[num_nodes] = carry;
 }
 
-// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions).
+// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions). One
+// block (one tile: few nodes) needs no tile sums: it starts from 0 and writes cursor[num_nodes] itself.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
              unsigned* __restrict__ cursor) {
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
-    unsigned carry = tile_sums[blockIdx.x];
+    unsigned carry = gridDim.x == 1 ? 0u : tile_sums[blockIdx.x];
     for (i64 base = first; base < last; base += blockDim.x) {
         const i64 n = base + threadIdx.x;
         const unsigned value = n < last ? (unsigned)counts[n] : 0u;
@@ -661,6 +662,7 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
         if (n < last) cursor[n] = carry + inclusive;
         carry += total;
     }
+    if (gridDim.x == 1 && threadIdx.x == 0) cursor[num_nodes] = carry;
 }
 
 // Each valid edge e whose node n lies in [node_lo, node_hi) takes a position p in its node's range (cursor[n]
