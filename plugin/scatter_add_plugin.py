@@ -157,8 +157,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         profile_workspace_size(inp, with_counts=self.compute_counts)
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
-        """The kernel's workspace for the largest shapes of the profile (float32 none, except 8 N bytes with
-        counts, F = 1 and more than 2^24 edges). TensorRT calls configure_plugin first with the same descriptors,
+        """The kernel's workspace for the largest shapes of the profile (float32 none, except with counts: 8 N
+        bytes for F = 1 and more than 2^24 edges, the sorted path's for wide rows and many edges). TensorRT calls configure_plugin first with the same descriptors,
         which checked this computation, so it cannot raise."""
         return profile_workspace_size(inp, with_counts=self.compute_counts)
 

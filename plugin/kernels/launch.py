@@ -460,8 +460,9 @@ class PreparedScatterAdd:
         cursor, tile_sums, pairs = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (WORKSPACE, layout.sorted_offset)
         head, tail = (WORKSPACE, layout.head_offset), (WORKSPACE, layout.tail_offset)
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
-        kernels = [("sort_count", sort.count.grid, sort.count.shared_bytes,
-                    ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes))]
+        kernels: list[tuple[str, tuple[int, int], int, tuple[Any, ...]]] = [(
+            "sort_count", sort.count.grid, sort.count.shared_bytes,
+            ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes))]
         if layout.tiles > 1:  # else sort_cursors scans the one tile alone
             kernels.append(("sort_tile_sums", (layout.tiles, 1), 0,
                             ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)))

@@ -3,7 +3,7 @@
 The launcher (launch.py) asks `plan_launch` and then only issues the driver calls, so every choice below is
 testable without a GPU. Summary of the choices (BENCHMARKS.md has the measurements behind them):
 
-- float32 adds straight into the state: no workspace.
+- float32 adds straight into the state: no workspace (except the paired and sorted paths' below).
   * "shared": few nodes and many edges (heavy contention): each block sums its edges into shared memory,
     float32 sums plus 32-bit counts for all nodes, then adds each touched node once into the state. (Forced
     with algorithm="shared", rows too wide for shared memory are cut into feature slices, one per block row
