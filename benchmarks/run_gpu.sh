@@ -10,8 +10,8 @@
 # bench_enqueue.py, bench_state_update.py, bench_aot.py and bench_breakdown.py, each with --out. Under
 # OUT_DIR: gpu_tests.log (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md,
 # bench_state_update.md, bench_aot.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once
-# more with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings)
-# into OUT_DIR/enqueue-also/bench_enqueue.md: 9 files.
+# more with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings),
+# its table appended to OUT_DIR/bench_enqueue.md: 8 files.
 set -uo pipefail
 out=${1:?usage: benchmarks/run_gpu.sh OUT_DIR [--quick]}
 quick=${2:-}
@@ -41,6 +41,7 @@ else
 fi
 if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
     PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1
+    { echo; cat "$out/enqueue-also/bench_enqueue.md"; } >>"$out/bench_enqueue.md" && rm -r "$out/enqueue-also"
 fi
 if [ "$tests" -ne 0 ]; then
     echo "run_gpu.sh: GPU TESTS FAILED (exit $tests): see $out/gpu_tests.log"
