@@ -527,12 +527,13 @@ fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* _
 // by target node in the workspace, then each warp sums the rows of a contiguous range of sorted positions in
 // registers and writes every node it owns completely once; a node whose rows straddle two or more warps'
 // ranges gets partial sums in the workspace, which sort_fixup adds into the state once. Steps (launch.py):
-//   memset counts -> sort_count (counts = in-degrees, skipped) -> sort_tile_sums -> sort_scan_tiles ->
-//   sort_cursors (cursor[n] = end of node n's sorted range) -> sort_place (each edge takes a position in its
-//   node's range: cursor[n] ends at its start) -> sort_reduce_v* -> sort_fixup_v*.
-// Workspace (plan.py SortLayout): cursor int32 [N + 1] (cursor[N] = valid edges), tile sums int32
-// [SORT_MAX_TILES], sorted (edge, node) int2 [E], head and tail partial sums float32 [warps x F] each.
-// Positions are 32-bit: the launcher sorts at most 2^31 - 1 edges.
+//   memset counts -> sort_count (counts = in-degrees, skipped) -> [sort_tile_sums -> sort_scan_tiles, only
+//   with more than one tile of nodes] -> sort_cursors (cursor[n] = end of node n's sorted range) ->
+//   sort_place, once per node range (each edge takes a position in its node's range: cursor[n] ends at its
+//   start) -> sort_reduce_v* -> sort_fixup_v* (only with more than one warp range).
+// Workspace (plan.py SortLayout): cursor uint32 [N + 1] (cursor[N] = valid edges), tile sums uint32
+// [SORT_MAX_TILES], sorted (edge, node) int2 [E], head and tail partial sums float32 [ranges x F] each.
+// Positions are 32-bit: the launcher sorts at most 2^31 - 1 edges. Measurements: NOTES.md "Version 6".
 
 #define SORT_MAX_TILES 1024
 
