@@ -30,17 +30,18 @@ def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | Non
     """For each engine output, the input whose address it is bound at (None: a buffer of its own).
 
     `outputs_at_inputs` are the caller's choices; `aliases` is what get_aliased_input_tensor reported (None when
-    it cannot be asked), and an output it names an input for is bound there. ValueError when the two disagree.
+    it cannot be asked), and an output it names an input for is bound there. EngineError (one line, exit 4)
+    when the two disagree or the engine lacks an output the caller binds: an engine this sample did not build.
     """
     bindings: dict[str, str | None] = {}
     for name in output_names:
         wanted, reported = outputs_at_inputs.get(name), (aliases or {}).get(name)
         if wanted is not None and reported is not None and wanted != reported:
-            raise ValueError(f"engine output {name!r}: TensorRT aliases it to input {reported!r}, not {wanted!r}")
+            raise EngineError(f"engine output {name!r}: TensorRT aliases it to input {reported!r}, not {wanted!r}")
         bindings[name] = wanted or reported
     unknown = sorted(set(outputs_at_inputs) - set(output_names))
     if unknown:
-        raise ValueError(f"the engine has no output(s) {unknown}; its outputs are {list(output_names)}")
+        raise EngineError(f"the engine has no output(s) {unknown}; its outputs are {list(output_names)}")
     return bindings
 
 

@@ -310,14 +310,15 @@ def test_x_out_is_bound_at_x_whatever_get_aliased_input_tensor_says(aliases):
 
 
 def test_output_bindings_follow_tensorrt_for_other_outputs_and_refuse_contradictions():
+    from common.errors import EngineError
     from network.session import output_bindings
 
     assert output_bindings(["softmax"], {"softmax": None}, {}) == {"softmax": None}  # the classifier: its own buffer
     assert output_bindings(["cache_out"], {"cache_out": "cache"}, {}) == {"cache_out": "cache"}  # TensorRT's rule
     assert output_bindings(["softmax"], None, {}) == {"softmax": None}
-    with pytest.raises(ValueError, match="TensorRT aliases it to input 'W', not 'X'"):
+    with pytest.raises(EngineError, match="TensorRT aliases it to input 'W', not 'X'"):
         output_bindings(["X_out"], {"X_out": "W"}, {"X_out": "X"})
-    with pytest.raises(ValueError, match=r"the engine has no output\(s\) \['X_out'\]"):
+    with pytest.raises(EngineError, match=r"the engine has no output\(s\) \['X_out'\]"):
         output_bindings(["softmax"], None, {"X_out": "X"})
 
 
