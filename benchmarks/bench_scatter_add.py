@@ -101,7 +101,9 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         others["1 pass"] = dict(node_passes=1)
     if " zeroing" in row["plan"]:  # the counts zeroed in the scatter kernel: against a memset before it
         others["memset"] = dict(zero_in_kernel=False)
-    if row["plan"].startswith("shared") or row["plan"].startswith("sorted"):
+    if row["plan"].startswith("chunked"):
+        others["sorted"] = dict(algorithm="sorted")
+    if row["plan"].startswith(("shared", "sorted", "chunked")):
         others["global"] = dict(algorithm="global")
     elif wide:  # "auto" chose atomics over sorting the edges
         others["sorted"] = dict(algorithm="sorted")

@@ -33,6 +33,9 @@ from plugin.kernels.plan import (
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    CHUNK_EDGES,
+    CHUNK_MAX_NODES,
+    CHUNK_MIN_EDGES,
     SORT_MAX_PLACE_PASSES,
     SORT_MAX_TILES,
     SORT_MIN_EDGES,
@@ -42,6 +45,7 @@ from plugin.kernels.plan import (
     SORT_TARGET_RANGES,
     ZEROING_MAX_EDGES,
     DeviceInfo,
+    chunk_shared_bytes,
     describe,
     lanes_log2_for,
     plan_launch,
@@ -420,7 +424,7 @@ def test_float16_sorts_from_fewer_edges_than_float32_its_table_costing_more():
 
 
 def test_placing_runs_once_per_node_range_that_fits_half_of_l2_except_with_tallies_in_shared_memory():
-    assert [len(sorted_plan(n, e, 64).sort.place_ranges) for n, e in
+    assert [len(sorted_plan(n, e, 64, algorithm="sorted").sort.place_ranges) for n, e in
             ((10**6, 10**6), (10**6, 10**7), (10**6, 10**8), (1000, 10**8))] == [1, 4, SORT_MAX_PLACE_PASSES, 1]
     ranges = sorted_plan(10**6, 10**7, 64).sort.place_ranges
     assert ranges[0][0] == 0 and ranges[-1][1] == 10**6 and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
@@ -438,6 +442,32 @@ def test_forcing_the_sorted_path_is_refused_without_counts_or_its_workspace():
         with pytest.raises(ValueError, match="sorted path needs counts"):
             sorted_plan(1000, 10**6, 64, algorithm="sorted", **refused)
     assert sorted_plan(3, 1, 1, vec=1, algorithm="sorted").sort.fixup is None  # one range: no fixup
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("with_counts", [True, False])
+def test_few_nodes_with_wide_rows_and_many_edges_sort_chunks_in_shared_memory(dtype, with_counts):
+    plan = plan_launch(1000, 10**7, 64, np.dtype(dtype), H200_LIKE, 4, with_counts=with_counts, sort_workspace=True)
+    assert plan.algorithm == "chunked" and plan.vec == 2 and plan.sort is None and not plan.zeroing
+    assert plan.scatter.name == "chunk_reduce_v2" and plan.scatter.shared_bytes == chunk_shared_bytes(1000)
+    assert plan.scatter.grid == (-(-10**7 // CHUNK_EDGES), 1)  # one chunk per block: fewer chunks than resident
+    assert (plan.table is not None and not plan.table.hashed and plan.apply is not None) == (dtype == np.float16)
+    many = plan_launch(1000, 10**8, 64, np.dtype(dtype), H200_LIKE, 4, with_counts=with_counts)
+    per_sm = H200_LIKE.shared_per_sm // (chunk_shared_bytes(1000) + 1024)
+    assert many.scatter.grid == (per_sm * H200_LIKE.sm_count, 1)  # resident blocks, each looping over chunks
+    for nodes, edges, features in ((CHUNK_MAX_NODES + 1, 10**7, 64), (1000, CHUNK_MIN_EDGES - 1, 64),
+                                   (1000, 10**7, SORT_MIN_FEATURES - 1)):
+        assert plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, 4, with_counts=True,
+                           sort_workspace=True).algorithm != "chunked"
+
+
+def test_forcing_the_chunked_path_is_refused_beyond_its_shared_memory():
+    with pytest.raises(ValueError, match="at most 2048 nodes"):
+        plan_launch(CHUNK_MAX_NODES + 1, 10**6, 64, np.dtype(np.float32), H200_LIKE, 4, algorithm="chunked")
+    with pytest.raises(ValueError, match="one table slot per node"):  # float16 with a hashed table
+        plan_launch(2000, 10, 64, np.dtype(np.float16), H200_LIKE, 4, algorithm="chunked")
+    sliced = plan_launch(7, 100, 200, np.dtype(np.float32), H200_LIKE, 4, algorithm="chunked")
+    assert sliced.vec == 4 and sliced.scatter.grid == (1, 2)  # two slices of 128 features
 
 
 def test_forcing_shared_memory_for_too_many_nodes_is_refused():
@@ -773,6 +803,27 @@ def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_i
     names = [next(n for n, f in functions.items() if f is call[1][0]) for call in driver.calls[1:]]
     assert names == ["sort_count", "sort_cursors", "sort_place", "sort_reduce_v2", "sort_fixup_v2"]
     assert driver.calls[1][1][7] == 4 * 1000  # the tallies' shared memory
+
+
+def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_float16s_apply(recorded):
+    import ctypes
+
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float32).functions
+    for dtype, names in ((np.float32, ["cuMemsetD32Async", "cuLaunchKernel"]),
+                         (np.float16, ["cuMemsetD32Async", "cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"])):
+        del driver.calls[:]
+        size = scatter_add_workspace_size(1000, 10**7, 64, dtype)
+        prepared = launch.PreparedScatterAdd(num_nodes=1000, num_edges=10**7, num_features=64, dtype=dtype,
+                                             with_counts=True, workspace_size=size)
+        plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0x7F4000000000 if size else 0, 5)
+        assert plan.algorithm == "chunked" and driver.names() == names
+        call = next(c for c in driver.calls if c[0] == "cuLaunchKernel")
+        assert call[1][0] is functions["chunk_reduce_v2"] and call[1][7] == chunk_shared_bytes(1000)
+        slots = [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(call[1][9] + 8 * i).value).value
+                 for i in range(9)]
+        dest = STATE_PTR if dtype == np.float32 else 0x7F4000000000 + plan.table.values_offset
+        assert slots == [SRC_PTR, INDEX_PTR, 10**7, 1000, 64, CHUNK_EDGES, dest, COUNTS_PTR, 0]
 
 
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):

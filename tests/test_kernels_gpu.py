@@ -237,6 +237,42 @@ def test_sorted_path_with_a_hub_out_of_range_targets_and_all_edges_into_one_node
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features, with_counts", [
+    (1000, 300_000, 64, True),   # 10 chunks, a block each; vec 2
+    (7, 100_000, 5, True),       # vec 1, lanes beyond the row idle
+    (1000, 50_000, 200, False),  # two warp slices of 128 features, no counts
+    (2048, 70_000, 33, True),    # the most nodes the chunk's shared memory takes; vec 1, two slices
+])
+def test_chunked_path_matches_float64(nodes, edges, features, with_counts, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    bad = RNG.choice(edges, 1000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, nodes, 2**31, -(2**63), 2**63 - 1]), len(bad))
+    out, counts, skipped, guards_intact, untouched, plan = launch_with_guards(
+        state, src, index, algorithm="chunked", with_counts=with_counts)
+    assert plan.algorithm == "chunked" and guards_intact and skipped == len(bad)
+    expected_counts = assert_within_bound(out, state, src, index, dtype)
+    if with_counts:
+        assert np.array_equal(counts[:, 0], expected_counts)
+    else:
+        assert untouched
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_chunked_path_loops_over_more_chunks_than_blocks_and_takes_all_edges_into_one_node(dtype):
+    # 13.5e6 edges: more 32768-edge chunks than resident blocks, so blocks loop; values small enough that
+    # float16 holds the sums (13.5e6 * 5e-4 < 65504)
+    high = 1.0 if dtype == np.float32 else 1e-3
+    state = RNG.uniform(0, high, (10, 1)).astype(dtype)
+    src = RNG.uniform(0, high, (13_500_000, 1)).astype(dtype)
+    index = RNG.integers(0, 10, len(src), dtype=np.int64)
+    out, counts = scatter_add_numpy(state, src, index, algorithm="chunked")
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
+    index[:] = 3
+    out, counts = scatter_add_numpy(state, src[:10**6], index[:10**6], algorithm="chunked")
+    assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src[:10**6], index[:10**6], dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_without_counts_the_state_is_still_right_and_counts_memory_untouched(dtype):
     state, src, index = random_inputs(5000, 500_000, 2, dtype)
     out, counts, _, guards_intact, counts_untouched, plan = launch_with_guards(state, src, index, with_counts=False)
@@ -391,7 +427,7 @@ def test_every_kernel_has_the_parameter_layout_its_launch_packs():
 
     counts = {"scatter_global": 13, "scatter_hashed": 13, "scatter_shared": 10, "apply_table": 6, "fold_pairs": 3,
               "fold_pair_chunk": 5, "sort_count": 6, "sort_tile_sums": 4, "sort_scan_tiles": 4, "sort_cursors": 5,
-              "sort_place": 8, "sort_reduce": 9, "sort_fixup": 9}
+              "sort_place": 8, "sort_reduce": 9, "sort_fixup": 9, "chunk_reduce": 9}
     for dtype in (np.float32, np.float16):
         for name, function in prepare_kernels(dtype).functions.items():
             count = next(n for prefix, n in counts.items() if name.startswith(prefix))

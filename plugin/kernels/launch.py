@@ -29,6 +29,7 @@ from plugin.kernels.compile import (
     pick_arch,
 )
 from plugin.kernels.plan import (
+    CHUNK_EDGES,
     MAX_EDGES,
     MAX_NODES,
     PAIR_BYTES,
@@ -47,7 +48,7 @@ KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
     "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
-    f"sort_{kind}_v{vec}" for kind in ("reduce", "fixup") for vec in (1, 2, 4))
+    f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce") for vec in (1, 2, 4))
 ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def _load(dtype: np.dtype) -> LoadedKernels:
     functions = {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in names}
     attribute = driver.CUfunction_attribute
     for name, function in functions.items():
-        if name.startswith("scatter_shared"):  # may use all the opt-in shared memory beside its static queue
+        if name.startswith(("scatter_shared", "chunk_reduce")):  # may use all the opt-in shared memory
             static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
             check(driver.cuFuncSetAttribute(
                 function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, device.max_shared_per_block - static
@@ -431,6 +432,8 @@ class PreparedScatterAdd:
                 if plan.algorithm == "shared":
                     values: tuple[Any, ...] = (src, index, edges, num_nodes, num_features, plan.lanes_log2,
                                                plan.slice_width, dest, counts, skipped)
+                elif plan.algorithm == "chunked":
+                    values = (src, index, edges, num_nodes, num_features, CHUNK_EDGES, dest, counts, skipped)
                 else:
                     table_log2 = table.table_log2 if table is not None else 0
                     values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
@@ -557,7 +560,7 @@ def scatter_add_launch(
     (with counts: wide rows with many edges sort them there, F = 1 beyond 2^24 edges keeps its pairs).
     With counts and F = 1 the paired path (plan.py)
     sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
-    256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared", "sorted"),
+    256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared", "sorted", "chunked"),
     `node_passes`, `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the
     counts wherever it can; False: a memset always) override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).

@@ -42,6 +42,10 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   registers and writes every node it owns once: no atomic on the state, each touched row read and written
   once. Nodes that straddle warp ranges are summed from per-range partial sums by sort_fixup (float16: one
   rounding, as with the table).
+- Chunked path (few nodes, many edges, wide rows; counts optional): each block counting-sorts CHUNK_EDGES
+  edges at a time by target node in shared memory and adds each node's sum of the chunk with one vector
+  atomic per lane per warp, into the float32 state or the float16 path's table: about N * 8 atomics per
+  chunk instead of one per edge, no global sort and no workspace beyond the table.
 """
 
 from dataclasses import dataclass
@@ -65,7 +69,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-ALGORITHMS = ("auto", "global", "shared", "sorted")
+ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked")
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
 # at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
@@ -97,6 +101,13 @@ SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort
 # (3 x 0.13 against 0.43 ms) and a loss at E = 1e8 (whole launch 12.4 ms with 8 x 0.71 ms of placing, 11.3 ms
 # with one placing launch; NOTES.md "Version 6").
 SORT_MAX_PLACE_PASSES = 8
+
+# Chunked path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features, at most
+# CHUNK_MAX_NODES nodes and at least CHUNK_MIN_EDGES edges (with or without counts); each block sorts
+# CHUNK_EDGES edges at a time (uint16 offsets in shared memory: at most 65536).
+CHUNK_MAX_NODES = 2048
+CHUNK_MIN_EDGES = 2**22
+CHUNK_EDGES = 32768
 
 # "auto" uses the shared-memory kernel when whole rows of all nodes fit in a block's shared memory and each
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
@@ -374,6 +385,24 @@ def pairs_possible(num_nodes: int, num_edges: int, num_features: int, *, with_co
             and (num_edges <= PAIRED_MAX_EDGES or pairs_workspace))
 
 
+def chunk_shared_bytes(num_nodes: int) -> int:
+    """Dynamic shared memory of chunk_reduce: cursors (uint32 [N + 1]) and the chunk's order (uint16)."""
+    return 4 * (num_nodes + 1) + 2 * CHUNK_EDGES
+
+
+def chunk_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, device: DeviceInfo,
+               table: TableLayout | None) -> tuple[KernelLaunch, int]:
+    """The chunked path's launch (as many resident blocks as there are chunks, at most) and its vector width."""
+    if num_nodes > CHUNK_MAX_NODES or (table is not None and table.hashed):
+        raise ValueError(f"the chunked path sorts in shared memory at most {CHUNK_MAX_NODES} nodes (float16: with "
+                         f"one table slot per node); got {num_nodes} nodes, {num_edges} edges")
+    vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
+    shared = chunk_shared_bytes(num_nodes)
+    resident = max(1, min(2048 // THREADS_PER_BLOCK, device.shared_per_sm // (shared + 1024)))
+    blocks = max(1, min(-(-num_edges // CHUNK_EDGES), resident * device.sm_count))
+    return KernelLaunch(f"chunk_reduce_v{vec}", (blocks, -(-num_features // (32 * vec))), shared), vec
+
+
 def plan_launch(
     num_nodes: int,
     num_edges: int,
@@ -403,10 +432,19 @@ def plan_launch(
     cooperative launch of resident blocks only), where the plan is one global launch without pairs or table:
     None = where it pays (at most ZEROING_MAX_EDGES edges), True = wherever possible, False = never (the
     kernels lack it). sort_workspace: the workspace holds sort_layout(...).nbytes (needed by the sorted path,
-    which also needs counts; `vec` is then sort_vector_width's).
+    which also needs counts). The chunked and sorted paths run a warp per row: they take the narrowest width
+    dividing `vec` whose 32 lanes cover the row.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
+    half = np.dtype(dtype) == np.float16
+    chunk_pays = (num_features >= SORT_MIN_FEATURES and num_nodes <= CHUNK_MAX_NODES
+                  and num_edges >= CHUNK_MIN_EDGES)
+    if algorithm == "chunked" or (algorithm == "auto" and paired is None and chunk_pays):
+        table = table_layout(num_nodes, num_edges, num_features) if half else None
+        scatter, vec = chunk_plan(num_nodes, num_edges, num_features, vec, device, table)
+        apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
+        return LaunchPlan("chunked", vec, 5, scatter, num_features, ((0, num_nodes),), table, apply, apply_lanes_log2)
     sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
     if algorithm == "sorted" and not sortable:
         raise ValueError(f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={with_counts}, "
@@ -417,7 +455,6 @@ def plan_launch(
         vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
         sort = sort_plan(num_nodes, num_edges, num_features, vec, device)
         return LaunchPlan("sorted", vec, 5, sort.reduce, num_features, ((0, num_nodes),), None, None, 5, sort=sort)
-    half = np.dtype(dtype) == np.float16
     possible = pairs_possible(num_nodes, num_edges, num_features, with_counts=with_counts,
                               counts_aligned=counts_aligned, pairs_workspace=pairs_workspace)
     if paired and not possible:
@@ -482,12 +519,7 @@ def plan_launch(
         slice_width = num_features
         name = "hashed" if hashed else "global"
 
-    apply = None
-    apply_lanes_log2 = lanes_log2_for(chunks)
-    if table is not None:
-        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
-        apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
-        apply = KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1))
+    apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
     chunks = chunks_if_paired if pairs else 1
     fold = None
     if pairs:
@@ -495,6 +527,17 @@ def plan_launch(
                             (max(1, -(-num_nodes // THREADS_PER_BLOCK)), 1))
     return LaunchPlan(name, vec, lanes_log2, scatter, slice_width, ranges, table, apply, apply_lanes_log2,
                       paired=pairs, fold=fold, pair_chunks=chunks, zeroing=zeroing)
+
+
+def _apply_for(table: TableLayout | None, vec: int, num_features: int,
+               device: DeviceInfo) -> tuple[KernelLaunch | None, int]:
+    """float16's apply_table launch over the table (None without one) and its lanes per row."""
+    apply_lanes_log2 = lanes_log2_for(num_features // vec)
+    if table is None:
+        return None, apply_lanes_log2
+    rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
+    apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
+    return KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1)), apply_lanes_log2
 
 
 def describe(plan: LaunchPlan) -> str:

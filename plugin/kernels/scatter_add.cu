@@ -731,45 +731,24 @@ __device__ __forceinline__ void store_floats(float* p, const float (&v)[VEC]) {
 #define SORT_UNROLL 8  // rows each lane loads before it adds them (loads in flight per warp)
 #endif
 
-// Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only), 32 lanes per row,
-// VEC features per lane, blockIdx.y picks a slice of 32 * VEC features. A node whose positions all lie in the
-// range is added into the state once (read, add, write: no other warp touches it). The range's first node,
-// if it began in an earlier range, goes to head[w]; its last node, if it goes on in the next range and did
-// not begin in an earlier one, to tail[w]; sort_fixup adds those.
-template <int VEC>
-__device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, const int2* __restrict__ sorted,
-                                            const unsigned* __restrict__ cursor, i64 num_nodes, int num_features,
-                                            int span, scalar_t* __restrict__ state, float* __restrict__ head,
-                                            float* __restrict__ tail) {
+// Sums, in order, the rows of a warp's sorted positions [begin, end), 32 lanes per row, VEC features per lane
+// (blockIdx.y picks a slice of 32 * VEC features): at(p) gives position p's (edge, node), the edge counted from
+// `rows`, for the positions of this lane (p % 32 == lane); flush(node, sum, first_run, last_run) gets each
+// run of equal nodes' sums (on every lane, whether its column is in the row or not: `active`).
+template <int VEC, typename At, typename Flush>
+__device__ __forceinline__ void sum_runs(const scalar_t* __restrict__ rows, int num_features, i64 begin, i64 end,
+                                         At at, Flush flush) {
     const int lane = threadIdx.x & 31;
-    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const i64 valid = cursor[num_nodes];
-    const i64 begin = warp * span;
-    if (begin >= valid) return;
-    const i64 end = min(begin + span, valid);
     const int column = (blockIdx.y * 32 + lane) * VEC;
     const bool active = column < num_features;
-    const bool head_partial = begin > 0 && sorted[begin - 1].y == sorted[begin].y;
-    const bool tail_partial = end < valid && sorted[end].y == sorted[end - 1].y;
     float sum[VEC];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sum[k] = 0.0f;
     int node = -1;
-    bool first_segment = true;
-    auto flush = [&](bool last_segment) {
-        if (!active) return;
-        const i64 partial = (i64)warp * num_features + column;
-        if (first_segment && head_partial) {
-            store_floats<VEC>(head + partial, sum);
-        } else if (last_segment && tail_partial) {
-            store_floats<VEC>(tail + partial, sum);
-        } else {
-            add_into_state<VEC>(state + (i64)node * num_features + column, sum);
-        }
-    };
+    bool first_run = true;
     for (i64 base = begin; base < end; base += 32) {
         const int here = (int)min((i64)32, end - base);
-        const int2 mine = lane < here ? sorted[base + lane] : make_int2(0, -1);
+        const int2 mine = lane < here ? at(base + lane) : make_int2(0, -1);
         for (int j0 = 0; j0 < here; j0 += SORT_UNROLL) {
             float v[SORT_UNROLL][VEC];
             int nodes[SORT_UNROLL];
@@ -778,7 +757,7 @@ __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, co
                 const int edge = __shfl_sync(FULL_MASK, mine.x, (j0 + u) & 31);
                 nodes[u] = __shfl_sync(FULL_MASK, mine.y, (j0 + u) & 31);
                 if (active && j0 + u < here) {
-                    load_chunk<VEC>(src + (i64)edge * num_features + column, v[u]);
+                    load_chunk<VEC>(rows + (i64)edge * num_features + column, v[u]);
                 } else {
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) v[u][k] = 0.0f;
@@ -789,8 +768,8 @@ __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, co
                 if (j0 + u >= here) break;
                 if (nodes[u] != node) {
                     if (node >= 0) {
-                        flush(false);
-                        first_segment = false;
+                        flush(node, sum, first_run, false);
+                        first_run = false;
                     }
                     node = nodes[u];
 #pragma unroll
@@ -802,7 +781,39 @@ __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, co
             }
         }
     }
-    flush(true);
+    if (node >= 0) flush(node, sum, first_run, true);
+}
+
+// Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only). A node whose
+// positions all lie in the range is added into the state once (read, add, write: no other warp touches it).
+// The range's first node, if it began in an earlier range, goes to head[w]; its last node, if it goes on in
+// the next range and did not begin in an earlier one, to tail[w]; sort_fixup adds those.
+template <int VEC>
+__device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, const int2* __restrict__ sorted,
+                                            const unsigned* __restrict__ cursor, i64 num_nodes, int num_features,
+                                            int span, scalar_t* __restrict__ state, float* __restrict__ head,
+                                            float* __restrict__ tail) {
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 valid = cursor[num_nodes];
+    const i64 begin = warp * span;
+    if (begin >= valid) return;
+    const i64 end = min(begin + span, valid);
+    const int column = (blockIdx.y * 32 + (threadIdx.x & 31)) * VEC;
+    const bool head_partial = begin > 0 && sorted[begin - 1].y == sorted[begin].y;
+    const bool tail_partial = end < valid && sorted[end].y == sorted[end - 1].y;
+    auto at = [&](i64 p) { return sorted[p]; };
+    auto flush = [&](int node, const float (&sum)[VEC], bool first_run, bool last_run) {
+        if (column >= num_features) return;
+        const i64 partial = warp * num_features + column;
+        if (first_run && head_partial) {
+            store_floats<VEC>(head + partial, sum);
+        } else if (last_run && tail_partial) {
+            store_floats<VEC>(tail + partial, sum);
+        } else {
+            add_into_state<VEC>(state + (i64)node * num_features + column, sum);
+        }
+    };
+    sum_runs<VEC>(src, num_features, begin, end, at, flush);
 }
 
 // A warp per boundary b between ranges b - 1 and b: the node that crosses it, if this is the first boundary
@@ -836,6 +847,82 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
     add_into_state<VEC>(state + (i64)node * num_features + column, sum);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Chunked path (few nodes, many edges, wide rows; counts optional): each block counting-sorts a chunk of at
+// most 65536 edges by target node in shared memory (cursor uint32 [N + 1], chunk-relative edge offsets uint16
+// [chunk_edges]), then each of its warps sums an eighth of the chunk's sorted rows in registers and adds every
+// run of equal nodes into dest with one vector atomic per lane: about N * 8 atomics per chunk and row slice
+// instead of one per edge. dest: the float32 state, or the float16 path's table with one slot per node (then
+// apply_table). blockIdx.y picks the feature slice; only slice 0 writes counts and skipped.
+template <int VEC>
+__device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, const i64* __restrict__ index,
+                                             i64 num_edges, int num_nodes, int num_features, int chunk_edges,
+                                             float* __restrict__ dest, u64* __restrict__ counts,
+                                             u64* __restrict__ skipped) {
+    extern __shared__ unsigned cursor[];  // [num_nodes + 1], then the chunk's order
+    unsigned short* order = reinterpret_cast<unsigned short*>(cursor + num_nodes + 1);
+    const bool first_slice = blockIdx.y == 0;
+    const int column = (blockIdx.y * 32 + (threadIdx.x & 31)) * VEC;
+    const int nodes_per_thread = (num_nodes + blockDim.x - 1) / blockDim.x;
+    unsigned skipped_here = 0;
+    for (i64 first = (i64)blockIdx.x * chunk_edges; first < num_edges; first += (i64)gridDim.x * chunk_edges) {
+        const int here = (int)min((i64)chunk_edges, num_edges - first);
+        for (int n = threadIdx.x; n <= num_nodes; n += blockDim.x) cursor[n] = 0u;
+        __syncthreads();
+        for (int i = threadIdx.x; i < here; i += blockDim.x) {  // tallies
+            const int node = target_of(index, first + i, num_nodes);
+            if (node >= 0) {
+                atomicAdd(cursor + node, 1u);
+            } else if (first_slice) {
+                ++skipped_here;
+            }
+        }
+        __syncthreads();
+        // counts, then cursor[n] = start of node n's positions (each thread scans its own run of nodes)
+        const int lo = min(num_nodes, (int)threadIdx.x * nodes_per_thread);
+        const int hi = min(num_nodes, lo + nodes_per_thread);
+        unsigned mine = 0;
+        for (int n = lo; n < hi; ++n) {
+            if (counts != nullptr && first_slice && cursor[n] != 0u) add_count(counts, n, cursor[n]);
+            mine += cursor[n];
+        }
+        unsigned total;
+        unsigned start = block_inclusive_scan(mine, total) - mine;
+        for (int n = lo; n < hi; ++n) {
+            const unsigned tally = cursor[n];
+            cursor[n] = start;
+            start += tally;
+        }
+        if (threadIdx.x == 0) cursor[num_nodes] = total;
+        __syncthreads();
+        for (int i = threadIdx.x; i < here; i += blockDim.x) {  // place: cursor[n] ends at node n's end
+            const int node = target_of(index, first + i, num_nodes);
+            if (node >= 0) order[atomicAdd(cursor + node, 1u)] = (unsigned short)i;
+        }
+        __syncthreads();
+        // Warp w sums positions [w * per_warp, (w + 1) * per_warp); position p belongs to the first node whose
+        // end (cursor[n], now) is beyond p.
+        const i64 valid = cursor[num_nodes];
+        const i64 per_warp = (valid + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+        const i64 begin = min(valid, (i64)(threadIdx.x >> 5) * per_warp);
+        const i64 end = min(valid, begin + per_warp);
+        auto at = [&](i64 p) {
+            int low = 0, high = num_nodes - 1;  // the node n with cursor[n - 1] <= p < cursor[n]
+            while (low < high) {
+                const int middle = (low + high) >> 1;
+                if (cursor[middle] > (unsigned)p) high = middle; else low = middle + 1;
+            }
+            return make_int2((int)order[p], low);
+        };
+        auto flush = [&](int node, const float (&sum)[VEC], bool, bool) {
+            if (column < num_features) atomic_add_chunk<VEC>(dest + (i64)node * num_features + column, sum);
+        };
+        sum_runs<VEC>(src + first * num_features, num_features, begin, end, at, flush);
+        __syncthreads();  // cursor and order are rewritten by the next chunk
+    }
+    if (skipped != nullptr && first_slice) add_skipped(skipped, skipped_here);
+}
+
 #define SORT_ENTRY_POINTS(VEC)                                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     sort_reduce_v##VEC(const scalar_t* src, const int2* sorted, const unsigned* cursor, i64 num_nodes,           \
@@ -851,3 +938,14 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
 SORT_ENTRY_POINTS(1)
 SORT_ENTRY_POINTS(2)
 SORT_ENTRY_POINTS(4)
+
+#define CHUNK_ENTRY_POINT(VEC)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    chunk_reduce_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
+                        int chunk_edges, float* dest, u64* counts, u64* skipped) {                               \
+        chunk_reduce<VEC>(src, index, num_edges, num_nodes, num_features, chunk_edges, dest, counts, skipped);   \
+    }
+
+CHUNK_ENTRY_POINT(1)
+CHUNK_ENTRY_POINT(2)
+CHUNK_ENTRY_POINT(4)
