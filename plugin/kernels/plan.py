@@ -175,7 +175,7 @@ class SortPlan:
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    algorithm: str  # "global", "shared" or "hashed" (float16 with a hash table)
+    algorithm: str  # "global", "shared", "hashed" (float16 with a hash table), "sorted" or "chunked"
     vec: int
     lanes_log2: int
     scatter: KernelLaunch
@@ -198,6 +198,23 @@ def next_power_of_two(n: int) -> int:
 def lanes_log2_for(chunks: int) -> int:
     """log2 of the lanes sharing one row: the power of two >= the row's chunks, at most a warp (32)."""
     return min(5, (next_power_of_two(chunks)).bit_length() - 1)
+
+
+def resident_blocks(device: DeviceInfo, shared_bytes: int = 0) -> int:
+    """Blocks of THREADS_PER_BLOCK threads resident on one SM (2048 threads), fewer where each needs
+    shared_bytes of shared memory (the driver reserves 1 KiB per block besides); at least 1."""
+    return max(1, min(2048 // THREADS_PER_BLOCK, device.shared_per_sm // (shared_bytes + 1024)))
+
+
+def warp_row_vec(vec: int, num_features: int) -> int:
+    """For kernels that give a row to a warp (sorted, chunked): the narrowest width dividing `vec` (so as
+    aligned) whose 32 lanes cover the row, else `vec`."""
+    return next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
+
+
+def warp_row_slices(num_features: int, vec: int) -> int:
+    """Slices of 32 * vec features a row is cut into (the grid's y) by the kernels that give a row to a warp."""
+    return -(-num_features // (32 * vec))
 
 
 def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayout | None:
@@ -281,14 +298,12 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
     private_nodes = num_nodes if private else 0
     # As many blocks as are resident (their atomics wait on the L2 or shared memory: the more in flight, the
     # better), each with at least one step of edges; with tallies, as many as their shared memory allows.
-    resident = 2048 // THREADS_PER_BLOCK
-    if private_nodes:
-        resident = max(1, min(resident, device.shared_per_sm // (4 * private_nodes + 1024)))
+    resident = resident_blocks(device, 4 * private_nodes)
     blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
     passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, -(-8 * num_edges // (device.l2_bytes // 2))))
     place_ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
     warps_per_block = THREADS_PER_BLOCK // 32
-    slices = -(-num_features // (32 * vec))
+    slices = warp_row_slices(num_features, vec)
     reduce = KernelLaunch(f"sort_reduce_v{vec}", (-(-layout.ranges // warps_per_block), slices))
     fixup = None
     if layout.ranges > 1:
@@ -396,11 +411,10 @@ def chunk_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devi
     if num_nodes > CHUNK_MAX_NODES or (table is not None and table.hashed):
         raise ValueError(f"the chunked path sorts in shared memory at most {CHUNK_MAX_NODES} nodes (float16: with "
                          f"one table slot per node); got {num_nodes} nodes, {num_edges} edges")
-    vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
+    vec = warp_row_vec(vec, num_features)
     shared = chunk_shared_bytes(num_nodes)
-    resident = max(1, min(2048 // THREADS_PER_BLOCK, device.shared_per_sm // (shared + 1024)))
-    blocks = max(1, min(-(-num_edges // CHUNK_EDGES), resident * device.sm_count))
-    return KernelLaunch(f"chunk_reduce_v{vec}", (blocks, -(-num_features // (32 * vec))), shared), vec
+    blocks = max(1, min(-(-num_edges // CHUNK_EDGES), resident_blocks(device, shared) * device.sm_count))
+    return KernelLaunch(f"chunk_reduce_v{vec}", (blocks, warp_row_slices(num_features, vec)), shared), vec
 
 
 def plan_launch(
@@ -451,8 +465,7 @@ def plan_launch(
                          f"workspace={sort_workspace}, {num_nodes} nodes, {num_edges} edges)")
     if algorithm == "sorted" or (algorithm == "auto" and paired is None and sortable
                                  and sorting_pays(num_nodes, num_edges, num_features, dtype)):
-        # a warp per row: the narrowest width (dividing vec, so as aligned) whose 32 lanes cover the row
-        vec = next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
+        vec = warp_row_vec(vec, num_features)
         sort = sort_plan(num_nodes, num_edges, num_features, vec, device)
         return LaunchPlan("sorted", vec, 5, sort.reduce, num_features, ((0, num_nodes),), None, None, 5, sort=sort)
     possible = pairs_possible(num_nodes, num_edges, num_features, with_counts=with_counts,
@@ -488,8 +501,7 @@ def plan_launch(
     if use_shared:
         slices = -(-num_features // slice_width)
         shared_bytes = 4 * num_nodes * (slice_width + 1)
-        per_block = shared_bytes + QUEUE_BYTES_PER_BLOCK + 1024  # the driver reserves 1 KiB per block
-        blocks_per_sm = max(1, min(THREADS_PER_BLOCK // 32, device.shared_per_sm // per_block))
+        blocks_per_sm = resident_blocks(device, shared_bytes + QUEUE_BYTES_PER_BLOCK)
         # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least
         # one block per SM, at most the resident blocks.
         most = max(1, device.sm_count * blocks_per_sm // slices)
