@@ -688,9 +688,15 @@ def recorded(monkeypatch):
 STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, 0x7F3000000000
 
 
-def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_pointers_and_stream(recorded):
+def argument_slots(parameters, count):
+    """The first `count` arguments a recorded kernelParams address points at, each read as its 8-byte slot."""
     import ctypes
 
+    return [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * i).value).value
+            for i in range(count)]
+
+
+def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_pointers_and_stream(recorded):
     from cuda.bindings import driver as cuda_driver
 
     driver, launch = recorded
@@ -702,8 +708,7 @@ def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_poin
     assert function is launch.prepare_kernels(np.float32).functions["scatter_global_zeroing_v1"]
     assert launch_shape == [H200_LIKE.sm_count * RESIDENT_BLOCKS_PER_SM, 1, 1, THREADS_PER_BLOCK, 1, 1, 0]
     assert isinstance(stream, cuda_driver.CUstream) and int(stream) == 5
-    slots = [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * i).value).value
-             for i in range(13)]
+    slots = argument_slots(parameters, 13)
     assert slots[:3] == [SRC_PTR, INDEX_PTR, 10**4] and slots[6] == STATE_PTR and slots[9] == COUNTS_PTR
     calls_made = prepared._calls
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
@@ -711,7 +716,7 @@ def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_poin
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another stream
     assert int(driver.calls[2][1][8]) == 7
     prepared(STATE_PTR + 256, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another state buffer
-    assert ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * 6).value).value == STATE_PTR + 256
+    assert argument_slots(parameters, 7)[6] == STATE_PTR + 256
 
 
 def test_prepared_launch_with_a_memset_passes_the_counts_address_and_word_count(recorded):
@@ -767,8 +772,6 @@ def test_prepared_launch_passes_the_packed_buffer_as_extra_where_the_driver_give
 
 
 def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_in_the_workspace(recorded):
-    import ctypes
-
     driver, launch = recorded
     nodes, edges, features, workspace = 10**6, 10**6, 64, 0x7F4000000000
     size = scatter_add_workspace_size(nodes, edges, features, np.float32)
@@ -783,16 +786,12 @@ def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_i
     assert names == ["sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place",
                      "sort_reduce_v2", "sort_fixup_v2"]
 
-    def slots(call, count):
-        parameters = call[1][9]
-        return [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * i).value).value
-                for i in range(count)]
-
-    assert slots(driver.calls[1], 6) == [INDEX_PTR, edges, nodes, COUNTS_PTR, 0, 0]  # no skipped word, no tallies
-    assert slots(driver.calls[6], 9) == [SRC_PTR, workspace + layout.sorted_offset, workspace, nodes, features,
-                                         layout.span, STATE_PTR, workspace + layout.head_offset,
-                                         workspace + layout.tail_offset]
-    assert slots(driver.calls[7], 6)[5] == layout.ranges
+    parameters = [call[1][9] for call in driver.calls[1:]]
+    assert argument_slots(parameters[0], 6) == [INDEX_PTR, edges, nodes, COUNTS_PTR, 0, 0]  # no skipped, no tallies
+    assert argument_slots(parameters[5], 9) == [SRC_PTR, workspace + layout.sorted_offset, workspace, nodes,
+                                                features, layout.span, STATE_PTR, workspace + layout.head_offset,
+                                                workspace + layout.tail_offset]
+    assert argument_slots(parameters[6], 6)[5] == layout.ranges
     with pytest.raises(ValueError, match="prepared with a workspace"):
         prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
 
@@ -806,8 +805,6 @@ def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_i
 
 
 def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_float16s_apply(recorded):
-    import ctypes
-
     driver, launch = recorded
     functions = launch.prepare_kernels(np.float32).functions
     for dtype, names in ((np.float32, ["cuMemsetD32Async", "cuLaunchKernel"]),
@@ -820,8 +817,7 @@ def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_floa
         assert plan.algorithm == "chunked" and driver.names() == names
         call = next(c for c in driver.calls if c[0] == "cuLaunchKernel")
         assert call[1][0] is functions["chunk_reduce_v2"] and call[1][7] == chunk_shared_bytes(1000)
-        slots = [ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(call[1][9] + 8 * i).value).value
-                 for i in range(9)]
+        slots = argument_slots(call[1][9], 9)
         dest = STATE_PTR if dtype == np.float32 else 0x7F4000000000 + plan.table.values_offset
         assert slots == [SRC_PTR, INDEX_PTR, 10**7, 1000, 64, CHUNK_EDGES, dest, COUNTS_PTR, 0]
 
@@ -855,8 +851,6 @@ def test_a_cooperative_launch_too_large_for_the_device_falls_back_to_memset_and_
 
 
 def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_another_context(recorded, monkeypatch):
-    import ctypes
-
     driver, launch = recorded
     prepared_in = []  # the current context at each PreparedScatterAdd made
     prepare = launch.PreparedScatterAdd.__init__
@@ -879,7 +873,7 @@ def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_an
     call(state=STATE_PTR + 512, stream=9)  # new pointers and stream: bound again, not prepared again
     parameters, stream = driver.calls[-1][1][9], driver.calls[-1][1][8]
     assert prepared_in == [1] and int(stream) == 9
-    assert ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(parameters + 8 * 6).value).value == STATE_PTR + 512
+    assert argument_slots(parameters, 7)[6] == STATE_PTR + 512
     driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                                          driver.CUresult.CUDA_SUCCESS]
     with pytest.raises(CudaError, match="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.*cuLaunchKernel of scatter_global_v1"):
