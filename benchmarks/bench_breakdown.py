@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_scatter_add import exp10, fmt, parse_sizes  # noqa: E402
+from benchmarks.bench_scatter_add import exp10, fmt, make_inputs, parse_sizes  # noqa: E402
 from benchmarks.gpu_timing import SLEEP_CYCLES, device_name, print_and_save, require_torch_gpu  # noqa: E402
 
 DEFAULT_SIZES = "1e3:1e6:64,1e3:1e7:64,1e4:1e6:64,1e6:1e6:64,1e6:1e7:64"
@@ -39,10 +39,7 @@ def breakdown(num_nodes: int, num_edges: int, num_features: int, dtype_name: str
 
     from plugin.kernels import PreparedScatterAdd, scatter_add_workspace_size
 
-    dtype = getattr(torch, dtype_name)
-    state = torch.randn(num_nodes, num_features, device="cuda", dtype=dtype)
-    src = torch.randn(num_edges, num_features, device="cuda", dtype=dtype)
-    index = torch.randint(0, num_nodes, (num_edges,), device="cuda")
+    state, [(src, index)] = make_inputs(num_nodes, num_edges, num_features, getattr(torch, dtype_name), sets=1)
     counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64)
     size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name,
                                       algorithm="sorted" if algorithm in ("auto", "sorted") else "auto")

@@ -558,11 +558,11 @@ def scatter_add_launch(
     counts = 0 skips them and their O(N) zeroing. float16 needs `workspace` of at least
     scatter_add_workspace_size(...) bytes; float32 runs without one, and with it where that size is not 0
     (with counts: wide rows with many edges sort them there, F = 1 beyond 2^24 edges keeps its pairs).
-    With counts and F = 1 the paired path (plan.py)
-    sums in the counts buffer itself, so it must be 8-byte aligned for that (cuMemAlloc and TensorRT give
-    256); otherwise the launch takes the two-atomic path. `algorithm` ("auto", "global", "shared", "sorted", "chunked"),
-    `node_passes`, `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the
-    counts wherever it can; False: a memset always) override plan.py's choices for tests and benchmarks.
+    With counts and F = 1 the paired path (plan.py) sums in the counts buffer itself, so it must be 8-byte
+    aligned for that (cuMemAlloc and TensorRT give 256); otherwise the launch takes the two-atomic path.
+    `algorithm` ("auto", "global", "shared", "sorted", "chunked"), `node_passes`, `paired`, `max_slice_width`
+    and `zero_in_kernel` (True: the scatter kernel zeroes the counts wherever it can; False: a memset always)
+    override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and
