@@ -222,14 +222,13 @@ class _KernelArguments:
         and makes the extra form; the pointer arguments must be patched again afterwards."""
         if len(layout) != len(self.values):
             raise ValueError(f"the kernel takes {len(layout)} parameters; {len(self.values)} prepared")
-        self._fill(layout)
-        size = max((offset + nbytes for offset, nbytes in layout), default=0)  # without tail padding
-        self.size = ctypes.c_size_t(size)
+        self.size = ctypes.c_size_t(self._fill(layout))  # the arguments' end, without tail padding
         self.extra = (ctypes.c_void_p * 5)(_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(self.buffer),
                                            _LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self.size), _LAUNCH_PARAM_END)
         self.extra_address = ctypes.addressof(self.extra)
 
-    def _fill(self, layout: tuple[tuple[int, int], ...]) -> None:
+    def _fill(self, layout: tuple[tuple[int, int], ...]) -> int:
+        """Packs the arguments at these (offset, size) places; returns where the last one ends."""
         end = max((offset + nbytes for offset, nbytes in layout), default=0)
         self.buffer = (ctypes.c_uint64 * max(1, -(-end // 8)))()
         base = ctypes.addressof(self.buffer)
@@ -244,6 +243,7 @@ class _KernelArguments:
             else:
                 data = (int(value) & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
                 ctypes.memmove(base + offset, data, nbytes)
+        return end
 
     def patch(self, pointers: tuple[int, ...]) -> None:
         for word, position, offset in self.patches:
