@@ -2,12 +2,14 @@
 
     python3 benchmarks/bench_breakdown.py [--sizes 1e3:1e7:64,...] [--dtypes float32,float16] [--out DIR]
                                           [--algorithm auto|global|shared|sorted] [--define NAME=VALUE ...]
+                                          [--plan NAME=VALUE ...]
 
 For each size: the launch is prepared once (`PreparedScatterAdd`, counts requested, the workspace
 `scatter_add_workspace_size` asks for with room for the sorted path), then its driver calls are issued one by one
 with a CUDA event between each two (after a sleep kernel, so the host's enqueueing is not timed); median of 20
 runs per call, fresh random inputs (standard normal values, uniform targets). --define compiles the kernels with
-an extra -D (e.g. SORT_UNROLL=16) to compare a kernel constant without editing the source.
+an extra -D (e.g. SORT_UNROLL=16) to compare a kernel constant without editing the source; --plan sets one of
+plan.py's integer constants for the run (e.g. SORT_ONE_TILE_NODES=16384, SORT_MAX_PLACE_PASSES=1).
 """
 
 import argparse
@@ -68,6 +70,16 @@ def breakdown(num_nodes: int, num_edges: int, num_features: int, dtype_name: str
     return rows
 
 
+def plan_constant(text: str) -> tuple[str, int]:
+    """NAME=VALUE naming one of plan.py's integer constants (argparse reports a ValueError as a usage error)."""
+    from plugin.kernels import plan
+
+    name, _, value = text.partition("=")
+    if not isinstance(getattr(plan, name, None), int) or not name.isupper():
+        raise ValueError(f"{name!r} is not an integer constant of plugin/kernels/plan.py")
+    return name, int(value)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help="N:E:F, comma-separated")
@@ -75,20 +87,17 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="folder for the table (bench_breakdown.md)")
     parser.add_argument("--algorithm", default="auto", choices=("auto", "global", "shared", "sorted"))
     parser.add_argument("--define", action="append", default=[], help="extra -D for the kernels (NAME=VALUE)")
-    parser.add_argument("--ranges", type=int, help="plan.py SORT_TARGET_RANGES for this run (sorted path)")
-    parser.add_argument("--place-passes", type=int, help="plan.py SORT_MAX_PLACE_PASSES for this run (sorted path)")
+    parser.add_argument("--plan", action="append", default=[], type=plan_constant,
+                        help="a plan.py constant for this run (NAME=VALUE, an integer)")
     args = parser.parse_args()
     require_torch_gpu("bench_breakdown.py")
     if args.define:
         compile_with(args.define)
     from plugin.kernels import plan
 
-    if args.ranges:
-        plan.SORT_TARGET_RANGES = args.ranges
-    if args.place_passes:
-        plan.SORT_MAX_PLACE_PASSES = args.place_passes
-    knobs = " ".join(args.define + ([f"ranges={args.ranges}"] if args.ranges else [])
-                     + ([f"place_passes<={args.place_passes}"] if args.place_passes else []))
+    for name, value in args.plan:
+        setattr(plan, name, value)
+    knobs = " ".join(args.define + [f"{name}={value}" for name, value in args.plan])
     lines = [f"{device_name()}; algorithm {args.algorithm}{', ' + knobs if knobs else ''}; device ms per driver "
              "call, median of 20", "", "| dtype | N | E | F | driver call | ms |", "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name in args.dtypes.split(","):

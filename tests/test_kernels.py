@@ -40,6 +40,7 @@ from plugin.kernels.plan import (
     SORT_MAX_TILES,
     SORT_MIN_EDGES,
     SORT_MIN_FEATURES,
+    SORT_PRIVATE_BLOCKS_PER_SM,
     SORT_PRIVATE_MAX_NODES,
     SORT_PRIVATE_MIN_EDGES_PER_NODE,
     SORT_TARGET_RANGES,
@@ -396,8 +397,10 @@ def test_wide_rows_with_counts_and_many_edges_sort_the_edges(nodes, edges):
     assert plan.algorithm == "sorted" and plan.sort is not None and plan.table is None and not plan.zeroing
     assert plan.vec == 2 and plan.sort.reduce.grid[1] == 1  # 32 lanes x 2 features: one warp per row
     private = nodes <= SORT_PRIVATE_MAX_NODES and edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * nodes
-    assert plan.sort.private_nodes == (nodes if private else 0) and (nodes == 1000) == private
+    assert plan.sort.private_nodes == (nodes if private else 0) and (nodes <= 10**4) == private
     assert plan.sort.count.shared_bytes == 4 * plan.sort.private_nodes
+    if private:  # few blocks, so that each block's edges revisit its tallies
+        assert plan.sort.count.grid == (SORT_PRIVATE_BLOCKS_PER_SM * H200_LIKE.sm_count, 1)
     warps = plan.sort.reduce.grid[0] * THREADS_PER_BLOCK // 32
     assert plan.sort.layout.ranges <= warps < plan.sort.layout.ranges + THREADS_PER_BLOCK // 32
     assert (plan.sort.fixup is None) == (plan.sort.layout.ranges == 1)

@@ -79,8 +79,11 @@ ZEROING_MAX_EDGES = 2**15
 # edges (sorting_pays). Positions are 32-bit (SORT_MAX_EDGES); warp ranges are sized so that about
 # SORT_TARGET_RANGES warps share the edges (31 on each of 132 SMs: sort_reduce uses 64 registers, so 32 warps are resident per SM) and are at least 32 positions long;
 # few nodes (at most SORT_PRIVATE_MAX_NODES: 48 KiB of 32-bit tallies) with many edges each (at least
-# SORT_PRIVATE_MIN_EDGES_PER_NODE) are counted and placed in shared memory (measured, N = 1e4, E = 1e6: each
-# block's ~1500 edges touched ~1400 of its tallies, so its flushes cost as many atomics as the edges).
+# SORT_PRIVATE_MIN_EDGES_PER_NODE) are counted and placed in shared memory by SORT_PRIVATE_BLOCKS_PER_SM blocks
+# per SM, so that each block's edges revisit its tallies and its flushes cost fewer atomics than the edges
+# (measured, F = 64, sort_count + sort_place: N = 1e4, E = 1e6 13.6 + 33.0 us against 21.4 + 38.7 with
+# global tallies; N = 1e3, E = 1e6 8.7 + 23.2 against 14.8 + 31.8 with as many blocks as are resident; with
+# resident blocks at N = 1e4 each block's ~1500 edges touched ~1400 of its tallies).
 SORT_MIN_FEATURES = 32
 SORT_MIN_EDGES = 2**19
 SORT_MIN_EDGES_HALF = 2**16
@@ -88,11 +91,12 @@ SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
 SORT_TILE_NODES = 2048  # nodes per scan tile, until there would be more than SORT_MAX_TILES tiles
-# Up to this many nodes one block scans them all: one launch instead of three (measured: N = 1e3 4.7 us
-# against 12.2 us in three; N = 1e4 19.5 us against 14.0 us).
-SORT_ONE_TILE_NODES = 4096
+# Up to this many nodes one block scans them all: one launch instead of three (measured with each warp scanning
+# an eighth of the nodes, coalesced: N = 1e4 8.2 us against 11.4 us in three; N = 1e3 4.4 us).
+SORT_ONE_TILE_NODES = 16384
 SORT_PRIVATE_MAX_NODES = 12288
-SORT_PRIVATE_MIN_EDGES_PER_NODE = 256  # tallies in shared memory pay when a block's edges revisit its nodes
+SORT_PRIVATE_MIN_EDGES_PER_NODE = 64  # tallies in shared memory pay when a block's edges revisit its nodes
+SORT_PRIVATE_BLOCKS_PER_SM = 1  # blocks of sort_count / sort_place per SM with tallies (0: as many as are resident)
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 # Without tallies in shared memory, sort_place runs once per node range, so that the (edge, node) pairs one
 # launch writes (8 bytes per edge of the range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each
@@ -299,6 +303,8 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
     # As many blocks as are resident (their atomics wait on the L2 or shared memory: the more in flight, the
     # better), each with at least one step of edges; with tallies, as many as their shared memory allows.
     resident = resident_blocks(device, 4 * private_nodes)
+    if private_nodes and SORT_PRIVATE_BLOCKS_PER_SM:
+        resident = min(resident, SORT_PRIVATE_BLOCKS_PER_SM)
     blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
     passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, -(-8 * num_edges // (device.l2_bytes // 2))))
     place_ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))

@@ -620,15 +620,37 @@ __device__ __forceinline__ unsigned block_inclusive_scan(unsigned value, unsigne
     return value + before;
 }
 
+#define SORT_LOADS 8  // counts a thread of the scan kernels loads before it adds them (loads in flight)
+
+// The SORT_LOADS counts[n] (as 32-bit) for n = base + k * stride below hi, k < SORT_LOADS (0 beyond hi).
+__device__ __forceinline__ void load_counts(const u64* __restrict__ counts, i64 base, i64 hi, i64 stride,
+                                            unsigned (&value)[SORT_LOADS]) {
+#pragma unroll
+    for (int k = 0; k < SORT_LOADS; ++k) {
+        const i64 n = base + k * stride;
+        value[k] = n < hi ? (unsigned)counts[n] : 0u;
+    }
+}
+
+// Sum of counts[n] for n = lo, lo + stride, ... below hi.
+__device__ __forceinline__ unsigned sum_counts(const u64* __restrict__ counts, i64 lo, i64 hi, i64 stride) {
+    unsigned sum = 0;
+    for (i64 base = lo; base < hi; base += SORT_LOADS * stride) {
+        unsigned value[SORT_LOADS];
+        load_counts(counts, base, hi, stride, value);
+#pragma unroll
+        for (int k = 0; k < SORT_LOADS; ++k) sum += value[k];
+    }
+    return sum;
+}
+
 // tile_sums[t] = sum of the in-degrees of tile t (tile_nodes nodes per tile, one block per tile).
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, unsigned* __restrict__ tile_sums) {
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
-    unsigned sum = 0;
-    for (i64 n = first + threadIdx.x; n < last; n += blockDim.x) sum += (unsigned)counts[n];
     unsigned total;
-    block_inclusive_scan(sum, total);
+    block_inclusive_scan(sum_counts(counts, first + threadIdx.x, last, blockDim.x), total);
     if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
 }
 
@@ -647,23 +669,40 @@ sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __res
     if (threadIdx.x == 0) cursor[num_nodes] = carry;
 }
 
-// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions). One
-// block (one tile: few nodes) needs no tile sums: it starts from 0 and writes cursor[num_nodes] itself.
+// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions). Each warp
+// takes a contiguous eighth of the tile's nodes: it sums them (coalesced, SORT_LOADS loads in flight per
+// lane), the block scans the eight sums (one synchronisation), then the warp reads its nodes again, 32 at a
+// time, and writes their inclusive scan from its start. One block (one tile: few nodes) needs no tile sums:
+// it starts from 0 and writes cursor[num_nodes] itself.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
              unsigned* __restrict__ cursor) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
-    unsigned carry = gridDim.x == 1 ? 0u : tile_sums[blockIdx.x];
-    for (i64 base = first; base < last; base += blockDim.x) {
-        const i64 n = base + threadIdx.x;
-        const unsigned value = n < last ? (unsigned)counts[n] : 0u;
-        unsigned total;
-        const unsigned inclusive = block_inclusive_scan(value, total);
-        if (n < last) cursor[n] = carry + inclusive;
-        carry += total;
+    const i64 per_warp = ((last - first + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK + 31) & ~31ll;
+    const i64 lo = min(last, first + warp * per_warp), hi = min(last, lo + per_warp);
+    unsigned warp_sum = sum_counts(counts, lo + lane, hi, 32);
+    for (int offset = 16; offset > 0; offset >>= 1) warp_sum += __shfl_xor_sync(FULL_MASK, warp_sum, offset);
+    unsigned total;
+    const unsigned through_warp = block_inclusive_scan(lane == 0 ? warp_sum : 0u, total);  // lane 0's: warps <= warp
+    unsigned running = __shfl_sync(FULL_MASK, through_warp - warp_sum, 0) + (gridDim.x == 1 ? 0u : tile_sums[blockIdx.x]);
+    for (i64 base = lo; base < hi; base += 32 * SORT_LOADS) {
+        unsigned value[SORT_LOADS];
+        load_counts(counts, base + lane, hi, 32, value);
+#pragma unroll
+        for (int k = 0; k < SORT_LOADS; ++k) {
+            unsigned scanned = value[k];
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                const unsigned up = __shfl_up_sync(FULL_MASK, scanned, offset);
+                if (lane >= offset) scanned += up;
+            }
+            const i64 n = base + k * 32 + lane;
+            if (n < hi) cursor[n] = running + scanned;
+            running += __shfl_sync(FULL_MASK, scanned, 31);
+        }
     }
-    if (gridDim.x == 1 && threadIdx.x == 0) cursor[num_nodes] = carry;
+    if (gridDim.x == 1 && threadIdx.x == 0) cursor[num_nodes] = total;
 }
 
 // Each valid edge e whose node n lies in [node_lo, node_hi) takes a position p in its node's range (cursor[n]
