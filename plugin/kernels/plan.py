@@ -101,10 +101,10 @@ SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort
 # Without tallies in shared memory, sort_place runs once per node range, so that the (edge, node) pairs one
 # launch writes (8 bytes per edge of the range) fit in half of L2, at most SORT_MAX_PLACE_PASSES launches (each
 # reads the whole index again). Measured, F = 64: N = 1e6, E = 1e7: 3 x 0.134 ms against 0.537 ms in one;
-# E = 1e8: 8 x 0.61 ms against 5.9 ms (up to 32 launches: 26 x 0.287); with tallies (N = 1e3) no gain at E = 1e7
-# (3 x 0.13 against 0.43 ms) and a loss at E = 1e8 (whole launch 12.4 ms with 8 x 0.71 ms of placing, 11.3 ms
-# with one placing launch; NOTES.md "Version 6").
-SORT_MAX_PLACE_PASSES = 8
+# E = 1e8: 4 x 1.17 ms, 8 x 0.61 and 2 x 2.64 (whole launch 12.7, 12.9 and 13.3 ms), 5.9 ms in one; with tallies
+# (N = 1e3) no gain at E = 1e7 (3 x 0.13 against 0.43 ms) and a loss at E = 1e8 (whole launch 12.4 ms with 8 x
+# 0.71 ms of placing, 11.3 ms with one placing launch; NOTES.md "Version 6").
+SORT_MAX_PLACE_PASSES = 4
 
 # Chunked path (module docstring): "auto" takes it for rows of at least SORT_MIN_FEATURES features, at most
 # CHUNK_MAX_NODES nodes and at least CHUNK_MIN_EDGES edges (with or without counts); each block sorts
