@@ -453,11 +453,12 @@ def test_few_nodes_with_wide_rows_and_many_edges_sort_chunks_in_shared_memory(dt
     plan = plan_launch(1000, 10**7, 64, np.dtype(dtype), H200_LIKE, 4, with_counts=with_counts, sort_workspace=True)
     assert plan.algorithm == "chunked" and plan.vec == 2 and plan.sort is None and not plan.zeroing
     assert plan.scatter.name == "chunk_reduce_v2" and plan.scatter.shared_bytes == chunk_shared_bytes(1000)
-    assert plan.scatter.grid == (-(-10**7 // CHUNK_EDGES), 1)  # one chunk per block: fewer chunks than resident
+    # 3 resident blocks on each of 132 SMs: 1e7 edges in 396 chunks of 25280 (not 306 of 32768, a wave 77% full)
+    assert H200_LIKE.shared_per_sm // (chunk_shared_bytes(1000) + 1024) == 3
+    assert plan.scatter.grid == (396, 1) and plan.chunk_edges == 25280 and "chunk=25280" in describe(plan)
     assert (plan.table is not None and not plan.table.hashed and plan.apply is not None) == (dtype == np.float16)
     many = plan_launch(1000, 10**8, 64, np.dtype(dtype), H200_LIKE, 4, with_counts=with_counts)
-    per_sm = H200_LIKE.shared_per_sm // (chunk_shared_bytes(1000) + 1024)
-    assert many.scatter.grid == (per_sm * H200_LIKE.sm_count, 1)  # resident blocks, each looping over chunks
+    assert many.scatter.grid == (396, 1) and many.chunk_edges == 31584  # 8 rounds of 396 chunks (the last 395)
     for nodes, edges, features in ((CHUNK_MAX_NODES + 1, 10**7, 64), (1000, CHUNK_MIN_EDGES - 1, 64),
                                    (1000, 10**7, SORT_MIN_FEATURES - 1)):
         assert plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, 4, with_counts=True,
@@ -470,7 +471,30 @@ def test_forcing_the_chunked_path_is_refused_beyond_its_shared_memory():
     with pytest.raises(ValueError, match="one table slot per node"):  # float16 with a hashed table
         plan_launch(2000, 10, 64, np.dtype(np.float16), H200_LIKE, 4, algorithm="chunked")
     sliced = plan_launch(7, 100, 200, np.dtype(np.float32), H200_LIKE, 4, algorithm="chunked")
-    assert sliced.vec == 4 and sliced.scatter.grid == (1, 2)  # two slices of 128 features
+    assert sliced.vec == 4 and sliced.scatter.grid == (4, 2) and sliced.chunk_edges == 32  # slices of 128 features
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    nodes=st.integers(0, CHUNK_MAX_NODES),
+    edges=st.integers(1, MAX_EDGES) | st.integers(CHUNK_MIN_EDGES, 10**9),
+    features=st.sampled_from([32, 64, 128, 200]) | st.integers(1, 300),
+    vec=st.sampled_from([1, 2, 4]),
+    sm_count=st.sampled_from([132, 78, 16]),
+)
+def test_chunks_fill_whole_waves_of_resident_blocks(nodes, edges, features, vec, sm_count):
+    device = dataclasses.replace(H200_LIKE, sm_count=sm_count)
+    plan = plan_launch(nodes, edges, features, np.dtype(np.float32), device, vec, algorithm="chunked")
+    blocks, slices = plan.scatter.grid
+    chunk = plan.chunk_edges
+    assert 32 <= chunk <= CHUNK_EDGES and chunk % 32 == 0  # the shared memory holds CHUNK_EDGES offsets
+    resident = device.shared_per_sm // (chunk_shared_bytes(nodes) + 1024)
+    slots = resident * sm_count // slices
+    assert blocks * slices <= resident * sm_count and blocks <= -(-edges // chunk)  # all resident, none idle
+    rounds = -(-(-(-edges // chunk)) // blocks)  # chunks per block, at most (blocks take every blocks-th chunk)
+    assert rounds == -(-edges // (slots * CHUNK_EDGES))  # no more rounds than chunks of CHUNK_EDGES would take
+    # The busiest block sorts at most 32 edges per round more than an even share of the slots.
+    assert rounds * chunk < edges / slots + 32 * rounds
 
 
 def test_forcing_shared_memory_for_too_many_nodes_is_refused():
@@ -822,7 +846,8 @@ def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_floa
         assert call[1][0] is functions["chunk_reduce_v2"] and call[1][7] == chunk_shared_bytes(1000)
         slots = argument_slots(call[1][9], 9)
         dest = STATE_PTR if dtype == np.float32 else 0x7F4000000000 + plan.table.values_offset
-        assert slots == [SRC_PTR, INDEX_PTR, 10**7, 1000, 64, CHUNK_EDGES, dest, COUNTS_PTR, 0]
+        assert slots == [SRC_PTR, INDEX_PTR, 10**7, 1000, 64, plan.chunk_edges, dest, COUNTS_PTR, 0]
+        assert plan.chunk_edges == 25280
 
 
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):

@@ -238,7 +238,7 @@ def test_sorted_path_with_a_hub_out_of_range_targets_and_all_edges_into_one_node
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("nodes, edges, features, with_counts", [
-    (1000, 300_000, 64, True),   # 10 chunks, a block each; vec 2
+    (1000, 300_000, 64, True),   # 391 chunks of 768 edges, a block each; vec 2
     (7, 100_000, 5, True),       # vec 1, lanes beyond the row idle
     (1000, 50_000, 200, False),  # two warp slices of 128 features, no counts
     (2048, 70_000, 33, True),    # the most nodes the chunk's shared memory takes; vec 1, two slices
@@ -259,7 +259,7 @@ def test_chunked_path_matches_float64(nodes, edges, features, with_counts, dtype
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_chunked_path_loops_over_more_chunks_than_blocks_and_takes_all_edges_into_one_node(dtype):
-    # 13.5e6 edges: more 32768-edge chunks than resident blocks, so blocks loop; values small enough that
+    # 13.5e6 edges: more than 32768 per resident block, so each block sorts two chunks; values small enough that
     # float16 holds the sums (13.5e6 * 5e-4 < 65504)
     high = 1.0 if dtype == np.float32 else 1e-3
     state = RNG.uniform(0, high, (10, 1)).astype(dtype)

@@ -155,6 +155,26 @@ def test_enqueue_adds_into_the_aliased_state(trt, sap, stream, precision, num_no
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_enqueue_sorts_chunks_in_shared_memory_for_few_nodes_and_many_edges(trt, sap, stream, precision):
+    """N = 1000, F = 32, E = 2^22: "auto" takes the chunked path (plan.py chunk_plan; float16 through its table),
+    as plan_launch says for this device with the plugin's counts and workspace."""
+    from plugin.kernels import prepare_kernels
+    from plugin.kernels.plan import plan_launch
+
+    num_nodes, num_edges, num_features = 1000, 2**22, 32
+    dtype = np.dtype(DTYPES[precision])
+    plan = plan_launch(num_nodes, num_edges, num_features, dtype, prepare_kernels(dtype).device, 4, with_counts=True,
+                       sort_workspace=True)
+    assert plan.algorithm == "chunked"
+    features, state, edges, results = run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features)
+    aggregated, counts = expected_aggregation(features, edges, state)
+    np.testing.assert_array_equal(results["counts"], counts)
+    error = np.abs(results["state"].astype(np.float64) - aggregated)
+    bound = tolerance(precision, state, features, edges, counts)
+    assert np.all(error <= bound), f"largest error {error.max():.3g}, its bound {bound.flat[error.argmax()]:.3g}"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_enqueue_twice_adds_twice_and_recounts(trt, sap, stream, precision):
     """In place means cumulative: a second enqueue on the same state adds the edges again; counts are re-zeroed."""
     features, state, edges, results = run_enqueue(trt, sap, stream, precision, 500, 5000, 2, repeats=2)

@@ -29,7 +29,6 @@ from plugin.kernels.compile import (
     pick_arch,
 )
 from plugin.kernels.plan import (
-    CHUNK_EDGES,
     MAX_EDGES,
     MAX_NODES,
     PAIR_BYTES,
@@ -433,7 +432,7 @@ class PreparedScatterAdd:
                     values: tuple[Any, ...] = (src, index, edges, num_nodes, num_features, plan.lanes_log2,
                                                plan.slice_width, dest, counts, skipped)
                 elif plan.algorithm == "chunked":
-                    values = (src, index, edges, num_nodes, num_features, CHUNK_EDGES, dest, counts, skipped)
+                    values = (src, index, edges, num_nodes, num_features, plan.chunk_edges, dest, counts, skipped)
                 else:
                     table_log2 = table.table_log2 if table is not None else 0
                     values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,

@@ -193,6 +193,7 @@ class LaunchPlan:
     pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
     zeroing: bool = False  # the scatter kernel zeroes counts and skipped itself (a cooperative launch, no memset)
     sort: SortPlan | None = None  # the sorted path (algorithm "sorted"; scatter = its reduce kernel)
+    chunk_edges: int = 0  # the chunked path: edges each block sorts at a time (chunk_plan)
 
 
 def next_power_of_two(n: int) -> int:
@@ -412,15 +413,26 @@ def chunk_shared_bytes(num_nodes: int) -> int:
 
 
 def chunk_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, device: DeviceInfo,
-               table: TableLayout | None) -> tuple[KernelLaunch, int]:
-    """The chunked path's launch (as many resident blocks as there are chunks, at most) and its vector width."""
+               table: TableLayout | None) -> tuple[KernelLaunch, int, int]:
+    """The chunked path's launch, its vector width and its chunk length (edges a block sorts at a time).
+
+    The chunks fill whole waves of resident blocks: with S resident slots per feature slice and R = ceil(E /
+    (S * CHUNK_EDGES)) rounds, each chunk holds ceil(E / (S * R)) edges rounded up to a multiple of 32 (so each
+    chunk's index starts 256 bytes after the previous one's; at most CHUNK_EDGES, a multiple of 32, which the
+    shared memory is sized for), and the grid has min(S, chunks) blocks: every block runs R rounds, or R - 1,
+    none a last round alone (measured, N = 1e3, E = 1e7: 306 chunks of 32768 edges on 396 slots, 1.012 ms;
+    NOTES.md "Version 7")."""
     if num_nodes > CHUNK_MAX_NODES or (table is not None and table.hashed):
         raise ValueError(f"the chunked path sorts in shared memory at most {CHUNK_MAX_NODES} nodes (float16: with "
                          f"one table slot per node); got {num_nodes} nodes, {num_edges} edges")
     vec = warp_row_vec(vec, num_features)
     shared = chunk_shared_bytes(num_nodes)
-    blocks = max(1, min(-(-num_edges // CHUNK_EDGES), resident_blocks(device, shared) * device.sm_count))
-    return KernelLaunch(f"chunk_reduce_v{vec}", (blocks, warp_row_slices(num_features, vec)), shared), vec
+    slices = warp_row_slices(num_features, vec)
+    slots = max(1, resident_blocks(device, shared) * device.sm_count // slices)
+    rounds = max(1, -(-num_edges // (slots * CHUNK_EDGES)))
+    chunk_edges = 32 * max(1, -(-num_edges // (32 * slots * rounds)))
+    blocks = max(1, min(slots, -(-num_edges // chunk_edges)))
+    return KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared), vec, chunk_edges
 
 
 def plan_launch(
@@ -462,9 +474,10 @@ def plan_launch(
                   and num_edges >= CHUNK_MIN_EDGES)
     if algorithm == "chunked" or (algorithm == "auto" and paired is None and chunk_pays):
         table = table_layout(num_nodes, num_edges, num_features) if half else None
-        scatter, vec = chunk_plan(num_nodes, num_edges, num_features, vec, device, table)
+        scatter, vec, chunk_edges = chunk_plan(num_nodes, num_edges, num_features, vec, device, table)
         apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
-        return LaunchPlan("chunked", vec, 5, scatter, num_features, ((0, num_nodes),), table, apply, apply_lanes_log2)
+        return LaunchPlan("chunked", vec, 5, scatter, num_features, ((0, num_nodes),), table, apply, apply_lanes_log2,
+                          chunk_edges=chunk_edges)
     sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
     if algorithm == "sorted" and not sortable:
         raise ValueError(f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={with_counts}, "
@@ -571,6 +584,8 @@ def describe(plan: LaunchPlan) -> str:
         text += " pairs" if plan.pair_chunks == 1 else f" pairs chunks={plan.pair_chunks}"
     if plan.zeroing:
         text += " zeroing"
+    if plan.chunk_edges:
+        text += f" chunk={plan.chunk_edges}"
     if plan.sort is not None:
         text += f" span={plan.sort.layout.span}" + (" private" if plan.sort.private_nodes else "")
         if len(plan.sort.place_ranges) > 1:
