@@ -59,3 +59,16 @@ def test_run_gpu_sh_runs_every_gpu_test_file_and_every_torch_benchmark_with_out(
     for name in TORCH_SCRIPTS:
         runs = re.findall(rf"python3 {re.escape(name)} .*--out \"\$out\"", script)
         assert len(runs) == 2, f"run_gpu.sh runs {name} --out {len(runs)} times (expected: full and --quick)"
+
+
+def test_bench_breakdown_plan_option_takes_only_plan_py_integer_constants():
+    # --plan NAME=VALUE sets one of plan.py's constants for a run; anything else is a usage error (exit 2,
+    # one line naming the value), before torch or a GPU is needed
+    from benchmarks.bench_breakdown import plan_constant
+
+    assert plan_constant("SORT_MAX_PLACE_PASSES=2") == ("SORT_MAX_PLACE_PASSES", 2)
+    for bad in ("NOT_A_CONSTANT=1", "describe=1", "SORT_MAX_PLACE_PASSES=two", "ALGORITHMS=1"):
+        with pytest.raises(ValueError):
+            plan_constant(bad)
+    result = run_without([], "benchmarks/bench_breakdown.py", "--plan", "NOT_A_CONSTANT=1")
+    assert result.returncode == 2 and "NOT_A_CONSTANT=1" in result.stderr and "Traceback" not in result.stderr
