@@ -301,8 +301,9 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
                          f"{num_edges} edges, {num_nodes} nodes")
     private = num_nodes <= SORT_PRIVATE_MAX_NODES and num_edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes
     private_nodes = num_nodes if private else 0
-    # As many blocks as are resident (their atomics wait on the L2 or shared memory: the more in flight, the
-    # better), each with at least one step of edges; with tallies, as many as their shared memory allows.
+    # As many blocks as are resident (their atomics wait on the L2: the more in flight, the better), each with at
+    # least one step of edges; with tallies, SORT_PRIVATE_BLOCKS_PER_SM per SM (fewer, fuller blocks revisit their
+    # tallies), at most as many as their shared memory allows.
     resident = resident_blocks(device, 4 * private_nodes)
     if private_nodes and SORT_PRIVATE_BLOCKS_PER_SM:
         resident = min(resident, SORT_PRIVATE_BLOCKS_PER_SM)

@@ -599,14 +599,21 @@ sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __r
     }
 }
 
-// Inclusive scan of one value per thread across the block (blockDim = THREADS_PER_BLOCK); total = block sum.
-__device__ __forceinline__ unsigned block_inclusive_scan(unsigned value, unsigned& total) {
-    __shared__ unsigned warp_sums[WARPS_PER_BLOCK];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+// Inclusive scan of one value per lane across the warp (every lane of the warp calls it).
+__device__ __forceinline__ unsigned warp_inclusive_scan(unsigned value) {
+    const int lane = threadIdx.x & 31;
     for (int offset = 1; offset < 32; offset <<= 1) {
         const unsigned up = __shfl_up_sync(FULL_MASK, value, offset);
         if (lane >= offset) value += up;
     }
+    return value;
+}
+
+// Inclusive scan of one value per thread across the block (blockDim = THREADS_PER_BLOCK); total = block sum.
+__device__ __forceinline__ unsigned block_inclusive_scan(unsigned value, unsigned& total) {
+    __shared__ unsigned warp_sums[WARPS_PER_BLOCK];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    value = warp_inclusive_scan(value);
     if (lane == 31) warp_sums[warp] = value;
     __syncthreads();
     unsigned before = 0;
@@ -692,11 +699,7 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
         load_counts(counts, base + lane, hi, 32, value);
 #pragma unroll
         for (int k = 0; k < SORT_LOADS; ++k) {
-            unsigned scanned = value[k];
-            for (int offset = 1; offset < 32; offset <<= 1) {
-                const unsigned up = __shfl_up_sync(FULL_MASK, scanned, offset);
-                if (lane >= offset) scanned += up;
-            }
+            const unsigned scanned = warp_inclusive_scan(value[k]);
             const i64 n = base + k * 32 + lane;
             if (n < hi) cursor[n] = running + scanned;
             running += __shfl_sync(FULL_MASK, scanned, 31);
