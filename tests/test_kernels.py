@@ -965,3 +965,11 @@ def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_somet
                            zero_in_kernel=True).zeroing  # node passes: several launches
     assert not plan(1000, 10**6, 1).zeroing  # the shared-memory kernel
     assert "zeroing" in describe(small_update)
+
+
+def test_cuda_graph_capture_refuses_the_legacy_default_stream():
+    """Capturing stream 0 is a CUDA error; CapturedGraph says why before any driver call."""
+    from plugin.cuda_graph import CapturedGraph
+
+    with pytest.raises(ValueError, match="default stream 0"):
+        CapturedGraph(0, lambda: None)

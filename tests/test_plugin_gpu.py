@@ -98,9 +98,12 @@ def tolerance(precision, state, features, edges, counts):
 
 
 def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features, *, aliased=True, repeats=1, seed=None,
-                plugin=None):
+                plugin=None, cuda_graph=False):
     """Runs `plugin` (default: the plugin with counts) the way an execution context does; with a plugin without
-    counts the outputs are [aggregated] only, and the poisoned counts buffer is handed to nobody."""
+    counts the outputs are [aggregated] only, and the poisoned counts buffer is handed to nobody. cuda_graph:
+    enqueue runs once, captured into a CUDA graph right after on_shape_change, and the graph is replayed
+    `repeats` times (an engine captured with its plugin, as --cuda_graph and trtexec --useCudaGraph run it)."""
+    from plugin.cuda_graph import CapturedGraph
     from plugin.device_array import DeviceArray
 
     from plugin.cuda_check import check
@@ -125,15 +128,17 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
         plugin.on_shape_change(inputs, outputs)
         output = buffers["state" if aliased else "output"]
         output_pointers = [output.ptr, buffers["counts"].ptr] if plugin.compute_counts else [output.ptr]
-        for _ in range(repeats):
-            plugin.enqueue(
-                inputs,
-                outputs,
-                [buffers["state"].ptr, buffers["src"].ptr, buffers["index"].ptr],
-                output_pointers,
-                buffers["workspace"].ptr,
-                stream,
-            )
+        def enqueue():
+            plugin.enqueue(inputs, outputs, [buffers["state"].ptr, buffers["src"].ptr, buffers["index"].ptr],
+                           output_pointers, buffers["workspace"].ptr, stream)
+
+        if cuda_graph:
+            with CapturedGraph(stream, enqueue) as graph:
+                for _ in range(repeats):
+                    graph.launch()
+        else:
+            for _ in range(repeats):
+                enqueue()
         check(runtime.cudaStreamSynchronize(stream))
         results = {name: buffer.download() for name, buffer in buffers.items() if name != "workspace"}
     finally:
@@ -199,6 +204,22 @@ def test_enqueue_with_no_edges_leaves_the_state_and_zeroes_counts(trt, sap, stre
     _, state, _, results = run_enqueue(trt, sap, stream, precision, 5, 0, 3)
     np.testing.assert_array_equal(results["state"].astype(np.float64), state)
     np.testing.assert_array_equal(results["counts"], np.zeros((5, 1), np.int64))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+def test_enqueue_captured_in_a_cuda_graph_adds_at_every_replay(trt, sap, stream, precision, compute_counts):
+    """enqueue captured right after on_shape_change (so nothing in it may need a first run), then three replays:
+    each adds the batch again, in place, and recounts from zero (fp32 with counts: counts zeroed inside the
+    cooperative kernel; fp16: the table's memsets and apply kernel)."""
+    plugin = sap.ScatterAddPlugin(compute_counts=compute_counts)
+    features, state, edges, results = run_enqueue(trt, sap, stream, precision, 2000, 20_000, 4, repeats=3,
+                                                  plugin=plugin, cuda_graph=True)
+    once, counts = expected_aggregation(features, edges, state)
+    thrice = state + 3 * (once - state)
+    np.testing.assert_array_equal(results["counts"], counts if compute_counts else np.full((2000, 1), -7, np.int64))
+    bound = 3 * tolerance(precision, state, features, np.concatenate([edges] * 3), 3 * counts)
+    assert np.all(np.abs(results["state"].astype(np.float64) - thrice) <= bound)
 
 
 # --- compute_counts = 0: the state-update network's plugin (one output, no counts, nothing O(N) per execution) ---
