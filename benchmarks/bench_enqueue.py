@@ -18,12 +18,15 @@ extra), cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; f
 cooperative kernel with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's
 cuLaunchKernel through ctypes (Python ints converted by argtypes, and prebuilt ctypes argument objects), one
 bare cuMemsetD32Async of the counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch
-`index_add_`, and `index_add_` + `bincount` (the counts). Host time: benchmarks/gpu_timing.py
+`index_add_`, and `index_add_` + `bincount` (the counts); and cuGraphLaunch of the launch and of each enqueue
+captured once into a CUDA graph on a side stream (plugin.cuda_graph: what an execution of a captured engine
+costs on the host, with no Python per execution). Host time: benchmarks/gpu_timing.py
 host_us_per_call_interleaved (100 calls queued back to back, the stream drained between batches outside the
 timing; the rows interleaved batch by batch, so that all see the same machine state; median of 40 batches).
 """
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -171,6 +174,34 @@ def ctypes_launches(arguments: tuple[Any, ...], keep: Any = None) -> dict[str, C
             "bare cuLaunchKernel (libcuda through ctypes, prebuilt ctypes arguments)": with_prebuilt_objects}
 
 
+def captured_rows(trt: Any, tensors: dict[str, Any]) -> dict[str, Any]:
+    """scatter_add_launch and (where `trt` is given) the plugin's enqueue, with and without counts, each run once
+    and then captured into a CUDA graph on a side stream (plugin.cuda_graph): what an execution costs on the
+    host when the engine is captured and replayed (--cuda_graph, trtexec --useCudaGraph)."""
+    import torch
+
+    from plugin.cuda_graph import CapturedGraph
+    from plugin.kernels import scatter_add_launch
+
+    state, src, index, counts = tensors["state"], tensors["src"], tensors["index"], tensors["counts"]
+    side = torch.cuda.Stream().cuda_stream  # capture needs a created stream; torch's default one is stream 0
+    to_capture: dict[str, Callable[[], Any]] = {}
+    for with_counts in (True, False):
+        counts_ptr = counts.data_ptr() if with_counts else 0
+        to_capture[f"cuGraphLaunch: a replay of the captured scatter_add_launch, {'with' if with_counts else 'without'} "
+                   "counts"] = functools.partial(
+            scatter_add_launch, state=state.data_ptr(), src=src.data_ptr(), index=index.data_ptr(), counts=counts_ptr,
+            num_nodes=state.shape[0], num_edges=index.shape[0], num_features=1, dtype="float32", stream=side)
+    if trt is not None:
+        for name, enqueue in plugin_rows(trt, tensors, side).items():
+            to_capture[f"cuGraphLaunch: a replay of the captured {name}"] = enqueue
+    graphs = {}
+    for name, call in to_capture.items():
+        call()  # first-run work outside the capture
+        graphs[name] = CapturedGraph(side, call)
+    return graphs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=10**6)
@@ -193,6 +224,7 @@ def main() -> int:
     stream = torch.cuda.current_stream().cuda_stream
     calls: dict[str, Callable[[], Any]] = {}
     notes = []
+    trt: Any = None
     try:
         import tensorrt as trt
 
@@ -231,6 +263,8 @@ def main() -> int:
                                               dtype="float32", with_counts=True, zero_in_kernel=False)
             calls[f"PreparedScatterAdd call, with counts, memset + launch ({launch_form_of(memset_first, pointers)})"] = (
                 lambda launch=memset_first, pointers=pointers: launch(*pointers))
+    graphs = captured_rows(trt, tensors)
+    calls.update({name: graph.launch for name, graph in graphs.items()})
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)
     plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
     from cuda.bindings import driver
@@ -256,6 +290,8 @@ def main() -> int:
              "", "| call | host us per call (median) |", "| --- | --- |"]
     lines += [f"| {name} | {us:.2f} |" for name, us in rows]
     print_and_save("\n".join(lines), args.out, "bench_enqueue.md")
+    for graph in graphs.values():
+        graph.close()
     return 0
 
 

@@ -10,11 +10,14 @@ steps. The column "with counts" repeats the step with counts requested, whose ze
 Host time per step: what the caller's thread spends issuing one step (the same batch buffers every step, as
 an engine's bindings are; gpu_timing.host_us_per_call). Wall time per step: 400 steps back to back over the
 rotating batches, first call to the last one's end, divided by 400 (max of host and device in steady state).
+The same three again with each batch's step captured once into a CUDA graph (plugin.cuda_graph, on a side
+stream) and replayed with one cuGraphLaunch per step, as a captured engine runs (--cuda_graph).
 """
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -55,9 +58,33 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
                                           max_reps=100),
                host_us=host_us_per_call(steps[0]),
                wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION))
+    row.update(graph_step_times(state, batches, workspace))
     del state, batches, workspace, counts
     torch.cuda.empty_cache()
     return row
+
+
+def graph_step_times(state: Any, batches: list[Any], workspace: Any) -> dict[str, float]:
+    """The same steps (counts skipped), each batch's step captured once into a CUDA graph on a side stream and
+    replayed with cuGraphLaunch (plugin.cuda_graph): device, host and wall time per step, as step_times."""
+    import torch
+
+    from plugin.cuda_graph import CapturedGraph
+
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # ours() launches on the current stream; the timing helpers use it too
+        steps = [ours(state, src, index, None, workspace) for src, index in batches]
+        for step in steps:  # first-run work outside the capture
+            step()
+        graphs = [CapturedGraph(side.cuda_stream, step) for step in steps]
+        try:
+            return dict(graph_step_ms=time_gpu_ms(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION, min_reps=50,
+                                                  max_reps=200),
+                        graph_host_us=host_us_per_call(graphs[0].launch),
+                        graph_wall_us=wall_us_per_call(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION))
+        finally:
+            for graph in graphs:
+                graph.close()
 
 
 def main() -> int:
@@ -74,12 +101,17 @@ def main() -> int:
                 rows.append(row)
                 print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step on the device "
                       f"({row['with_counts_ms'] * 1e3:.1f} with counts), host {row['host_us']:.1f} us, wall "
-                      f"{row['wall_us']:.1f} us [{row['plan']}]", flush=True)
+                      f"{row['wall_us']:.1f} us; CUDA graph replay: device {row['graph_step_ms'] * 1e3:.1f}, host "
+                      f"{row['graph_host_us']:.1f}, wall {row['graph_wall_us']:.1f} us [{row['plan']}]", flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B"]
     for key, us_per_unit, title in (
             ("step_ms", 1e3, None),
             ("host_us", 1, "Host time per step (us, median): issuing one step from Python, counts skipped"),
-            ("wall_us", 1, "Wall time per step (us): 400 steps back to back, counts skipped")):
+            ("wall_us", 1, "Wall time per step (us): 400 steps back to back, counts skipped"),
+            ("graph_step_ms", 1e3, "CUDA graph replay (each batch's step captured once, then one cuGraphLaunch per "
+             "step), counts skipped: device time per step (us, median)"),
+            ("graph_host_us", 1, "CUDA graph replay: host time per step (us, median)"),
+            ("graph_wall_us", 1, "CUDA graph replay: wall time per step (us), 400 steps back to back")):
         lines += (["", title] if title else []) + [
             "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
         for dtype_name in ("float32", "float16"):
