@@ -5,22 +5,23 @@
 Every engine execution pays the plugin's enqueue on the host, so a small in-place update is host-bound when
 enqueue costs more than the kernel. Rows (float32, F = 1, B edges into N nodes, on torch's current stream):
 `ScatterAddPlugin.enqueue` called as an execution context calls it (after on_shape_change, with real TensorRT
-PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), with and without counts;
-`scatter_add_launch` (the keyword entry, a context check and a cache lookup included), with the pointers
-read from torch once as the enqueue rows get them, and again with three `data_ptr()` calls in each call (how
-BENCHMARKS.md's host table of the 2026-11-30 11:35 run timed it); the launch prepared once per shape
-(`PreparedScatterAdd`, what enqueue calls, each row naming the driver calls it makes; in both launch forms,
-the packed buffer as cuLaunchKernel's `extra` and kernelParams (the cooperative with-counts kernel takes
-kernelParams in both); with counts also with the counts zeroed by a memset before the kernel instead of
-inside it); for reference, the driver's own costs: the
-same kernel with the same packed arguments launched bare through cuda.bindings' cuLaunchKernel (kernelParams,
-extra), cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; for the with-counts
-cooperative kernel with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's
-cuLaunchKernel through ctypes (Python ints converted by argtypes, and prebuilt ctypes argument objects), one
-bare cuMemsetD32Async of the counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch
-`index_add_`, and `index_add_` + `bincount` (the counts); and cuGraphLaunch of the launch and of each enqueue
-captured once into a CUDA graph on a side stream (plugin.cuda_graph: what an execution of a captured engine
-costs on the host, with no Python per execution). Host time: benchmarks/gpu_timing.py
+PluginTensorDesc objects: PYTHONPATH must give the real `tensorrt` bindings), with and without counts, as
+shipped (its prepared launch replays a CUDA graph of its driver calls from the second call on) and with graph
+replay off (the driver calls every time); `scatter_add_launch` (the keyword entry, a context check and a cache
+lookup included), with the pointers read from torch once as the enqueue rows get them, and again with three
+`data_ptr()` calls in each call; the launch prepared once per shape (`PreparedScatterAdd`, what enqueue
+calls): replaying its graph, and with graph replay off in both launch forms (the packed buffer as
+cuLaunchKernel's `extra`, and kernelParams; the cooperative with-counts kernel takes kernelParams in both),
+each row naming the driver calls it makes; with counts also with the counts zeroed by a memset before the
+kernel instead of inside it, replayed and not; for reference, the driver's own costs: the same kernel with the
+same packed arguments launched bare through cuda.bindings' cuLaunchKernel (kernelParams, extra),
+cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; for the with-counts cooperative kernel
+with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's cuLaunchKernel through ctypes
+(Python ints converted by argtypes, and prebuilt ctypes argument objects), one bare cuMemsetD32Async of the
+counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch `index_add_`, and `index_add_` +
+`bincount` (the counts); and cuGraphLaunch of the launch and of each enqueue captured by the caller into a CUDA
+graph on a side stream (plugin.cuda_graph: what an execution of a captured engine costs on the host, with no
+Python per execution). Host time: benchmarks/gpu_timing.py
 host_us_per_call_interleaved (100 calls queued back to back, the stream drained between batches outside the
 timing; the rows interleaved batch by batch, so that all see the same machine state; median of 40 batches).
 """
@@ -36,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.gpu_timing import host_us_per_call_interleaved, print_and_save, require_torch_gpu  # noqa: E402
 
 
-def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Callable[[], Any]]:
-    """enqueue of the plugin with and without counts, set up as an execution context does."""
+def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int, *, graph_replay: bool = True
+                ) -> dict[str, Callable[[], Any]]:
+    """enqueue of the plugin with and without counts, set up as an execution context does (graph_replay False:
+    its prepared launch issues the driver calls every time instead of replaying its graph)."""
     from plugin.scatter_add_plugin import ScatterAddPlugin
 
     state, src, index, counts = tensors["state"], tensors["src"], tensors["index"], tensors["counts"]
@@ -54,6 +57,7 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Cal
                   desc(trt.int64, tuple(index.shape))]
         outputs = [desc(trt.float32, tuple(state.shape)), desc(trt.int64, (state.shape[0], 1))][:plugin.num_outputs]
         plugin.on_shape_change(inputs, outputs)
+        plugin._launch.graph_replay = graph_replay
         input_pointers = [state.data_ptr(), src.data_ptr(), index.data_ptr()]
         output_pointers = [state.data_ptr(), counts.data_ptr()][:plugin.num_outputs]
 
@@ -61,7 +65,8 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int) -> dict[str, Cal
                     input_pointers: Any = input_pointers, output_pointers: Any = output_pointers) -> None:
             plugin.enqueue(inputs, outputs, input_pointers, output_pointers, 0, stream)
 
-        calls[f"ScatterAddPlugin.enqueue, {'with' if compute_counts else 'without'} counts"] = enqueue
+        how = "" if graph_replay else ", graph replay off (the driver calls every time)"
+        calls[f"ScatterAddPlugin.enqueue, {'with' if compute_counts else 'without'} counts{how}"] = enqueue
     return calls
 
 
@@ -229,6 +234,7 @@ def main() -> int:
         import tensorrt as trt
 
         calls.update(plugin_rows(trt, tensors, stream))
+        calls.update(plugin_rows(trt, tensors, stream, graph_replay=False))
         notes.append(f"tensorrt {trt.__version__} from {Path(trt.__file__).parent}")
     except ImportError as error:
         notes.append(f"enqueue not timed: tensorrt could not be imported ({error})")
@@ -252,17 +258,25 @@ def main() -> int:
         pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts_ptr, 0, stream)
         calls[f"scatter_add_launch, {label} counts"] = keyword_launch
         calls[f"scatter_add_launch, {label} counts, data_ptr() read in each call"] = keyword_launch_reading_pointers
+        replaying = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1, dtype="float32",
+                                       with_counts=with_counts)
+        calls[f"PreparedScatterAdd call, {label} counts, graph replay (the default: cuStreamIsCapturing + "
+              "cuGraphLaunch)"] = lambda launch=replaying, pointers=pointers: launch(*pointers)
+        launch.graph_replay = False
         for form in ("kernel_params", "extra"):
             in_form = launch if form == launch.launch_form else PreparedScatterAdd(
                 num_nodes=num_nodes, num_edges=num_edges, num_features=1, dtype="float32", with_counts=with_counts)
-            in_form.launch_form = form
-            calls[f"PreparedScatterAdd call, {label} counts, launch_form {form} ({launch_form_of(in_form, pointers)})"] = (
-                lambda launch=in_form, pointers=pointers: launch(*pointers))
+            in_form.launch_form, in_form.graph_replay = form, False
+            calls[f"PreparedScatterAdd call, {label} counts, graph replay off, launch_form {form} "
+                  f"({launch_form_of(in_form, pointers)})"] = lambda launch=in_form, pointers=pointers: launch(*pointers)
         if with_counts and prepared_plan_zeroes(launch, pointers):
-            memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
-                                              dtype="float32", with_counts=True, zero_in_kernel=False)
-            calls[f"PreparedScatterAdd call, with counts, memset + launch ({launch_form_of(memset_first, pointers)})"] = (
-                lambda launch=memset_first, pointers=pointers: launch(*pointers))
+            for graph_replay in (False, True):
+                memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
+                                                  dtype="float32", with_counts=True, zero_in_kernel=False)
+                memset_first.graph_replay = graph_replay
+                how = "graph replay" if graph_replay else f"graph replay off ({launch_form_of(memset_first, pointers)})"
+                calls[f"PreparedScatterAdd call, with counts, memset + launch, {how}"] = (
+                    lambda launch=memset_first, pointers=pointers: launch(*pointers))
     graphs = captured_rows(trt, tensors)
     calls.update({name: graph.launch for name, graph in graphs.items()})
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)

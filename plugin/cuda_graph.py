@@ -12,6 +12,7 @@ which compiles and loads the kernels) must not happen inside a capture. Capture 
 caller (the legacy default stream 0 cannot be captured).
 """
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,8 @@ from plugin.cuda_check import check
 
 class CapturedGraph:
     """The work `enqueue()` puts on `stream`, captured once (thread-local capture mode) and instantiated;
-    launch() replays it on that stream. close() frees it."""
+    launch() replays it on that stream, and `executable` (a CUgraphExec) can be launched on any other stream
+    with cuGraphLaunch. close() frees it."""
 
     def __init__(self, stream: int, enqueue: Callable[[], Any]) -> None:
         from cuda.bindings import driver
@@ -29,7 +31,7 @@ class CapturedGraph:
         if not int(stream):
             raise ValueError("CUDA graph capture needs a created stream; the legacy default stream 0 cannot be captured")
         self._stream = driver.CUstream(int(stream))
-        self._exec: Any = None
+        self.executable: Any = None
         check(driver.cuStreamBeginCapture(self._stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
         try:
             enqueue()
@@ -38,25 +40,45 @@ class CapturedGraph:
             # capture (an unsupported call) shows here as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
             graph = check(driver.cuStreamEndCapture(self._stream))
         try:
-            self._exec = check(driver.cuGraphInstantiate(graph, 0))
+            self.executable = check(driver.cuGraphInstantiate(graph, 0))
         finally:
             check(driver.cuGraphDestroy(graph))  # the executable graph keeps its own copy
 
     def launch(self) -> None:
         """Enqueues one replay on the capture's stream (asynchronous)."""
-        result = self._driver.cuGraphLaunch(self._exec, self._stream)
+        result = self._driver.cuGraphLaunch(self.executable, self._stream)
         if result[0]:
             check(result, call="cuGraphLaunch of the captured graph")
 
     def close(self) -> None:
-        """Waits for the replays queued on the stream, then frees the executable graph."""
-        if self._exec is not None:
-            check(self._driver.cuStreamSynchronize(self._stream))
-            check(self._driver.cuGraphExecDestroy(self._exec))
-            self._exec = None
+        """Frees the executable graph; replays already queued still run (the driver frees it after them)."""
+        if self.executable is not None:
+            check(self._driver.cuGraphExecDestroy(self.executable))
+            self.executable = None
 
     def __enter__(self) -> "CapturedGraph":
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class _CaptureStreams(threading.local):
+    def __init__(self) -> None:
+        self.by_context: dict[int, Any] = {}
+
+
+_capture_streams = _CaptureStreams()
+
+
+def capture_stream(context_id: int) -> int:
+    """A non-blocking stream of this thread in the current context (context_id: its cuCtxGetId), made on first
+    use and kept for the thread's life, on which the launcher captures its own graphs: never a caller's stream,
+    whose capture state and pending work are the caller's."""
+    stream = _capture_streams.by_context.get(context_id)
+    if stream is None:
+        from cuda.bindings import driver
+
+        stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        _capture_streams.by_context[context_id] = stream
+    return int(stream)

@@ -1,8 +1,7 @@
-"""A scatter-add launch captured into a CUDA graph (plugin.cuda_graph) replays correctly on a GPU.
-
-Each plan's launch runs once (first-run work: compile, load, prepare), is captured, then replayed three times
-with fresh random inputs uploaded into the same buffers between replays: every replay must add its edges
-into the state in place (cumulative) and recount, as a direct launch does. Skipped without a GPU.
+"""CUDA graphs on a GPU: the launcher's own graph replay (PreparedScatterAdd.graph_replay) and a caller's
+capture of a launch (plugin.cuda_graph.CapturedGraph), on every launch path, with fresh random inputs uploaded
+into the same buffers before each execution: every execution must add its edges into the state in place
+(cumulative) and recount, as the direct driver calls do. Skipped without a GPU.
 """
 
 import numpy as np
@@ -57,8 +56,16 @@ CASES = [
 @pytest.mark.parametrize("dtype, nodes, edges, features, with_counts, path", CASES,
                          ids=[case[-1].split(",")[0] + ("" if case[4] else ", no counts") + f", {case[0].__name__}"
                               for case in CASES])
-def test_replays_add_each_new_batch_in_place(stream, dtype, nodes, edges, features, with_counts, path):
+def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(stream, dtype, nodes, edges, features,
+                                                                              with_counts, path):
+    """The same buffers, a new batch uploaded before each execution: the first launch issues the driver calls,
+    the second captures them into the launcher's own graph and replays it, the third replays it; then the
+    caller captures a launch into a graph of its own (the launcher sees the capture and issues its driver
+    calls into it) and replays that three times; then the launcher replays its graph again. Every execution
+    must add its batch into the state in place and recount."""
     from cuda.bindings import driver
+
+    from plugin.kernels import launch as launch_module
 
     state, src, index = random_inputs(nodes, edges, features, dtype)
     size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts)
@@ -77,24 +84,32 @@ def test_replays_add_each_new_batch_in_place(stream, dtype, nodes, edges, featur
             num_features=features, dtype=dtype, stream=stream, workspace=buffers["workspace"].ptr,
             workspace_size=size)
 
+    def execute_and_check(execute):
+        state = buffers["state"].download()
+        _, src, index = random_inputs(nodes, edges, features, dtype)
+        buffers["counts"].fill_bytes(0xA5)  # poisoned: each execution must zero and recount
+        buffers["src"].upload(src)
+        buffers["index"].upload(index)
+        result = execute()
+        check(driver.cuStreamSynchronize(stream))
+        counts = assert_within_bound(buffers["state"].download(), state, src, index, dtype)
+        if with_counts:
+            np.testing.assert_array_equal(buffers["counts"].download()[:, 0], counts)
+        return result
+
     try:
-        plan = launch()  # first-run work outside the capture, as TensorRT's warm-up execution does
-        assert what_ran(plan) == path
+        assert what_ran(execute_and_check(launch)) == path
+        prepared = launch_module._prepared.last[1]
+        assert prepared._replay is None  # first use of these pointers: the driver calls
+        for _ in range(2):
+            execute_and_check(launch)
+            assert prepared._replay is not None, "the launcher did not replay a graph of its own"
         before = buffers["state"].download()
         with CapturedGraph(stream, launch) as graph:
             np.testing.assert_array_equal(buffers["state"].download(), before)  # captured, not run
             for _ in range(REPLAYS):
-                state = buffers["state"].download()
-                _, src, index = random_inputs(nodes, edges, features, dtype)
-                buffers["counts"].fill_bytes(0xA5)  # poisoned: each replay must zero and recount
-                buffers["src"].upload(src)
-                buffers["index"].upload(index)
-                graph.launch()
-                check(driver.cuStreamSynchronize(stream))
-                counts = assert_within_bound(buffers["state"].download(), state, src, index, dtype)
-                if with_counts:
-                    np.testing.assert_array_equal(buffers["counts"].download()[:, 0], counts)
+                execute_and_check(graph.launch)
+        execute_and_check(launch)
     finally:
         for buffer in buffers.values():
             buffer.free()
-

@@ -671,6 +671,14 @@ class RecordingDriver:
         self.cuCtxGetId = self._recorder("cuCtxGetId")
         self.parameter_layouts = None  # {function handle: ((offset, size), ...)}; None: a driver without it
         monkeypatch.setattr(driver, "cuFuncGetParamInfo", self._parameter_info)
+        # CUDA graphs: streams being captured, and what capture, instantiation and replay return
+        self.capturing, self.graphs = set(), 0
+        for name in ("cuStreamIsCapturing", "cuStreamCreate", "cuStreamBeginCapture", "cuStreamEndCapture",
+                     "cuGraphInstantiate", "cuGraphDestroy", "cuGraphExecDestroy", "cuGraphLaunch"):
+            monkeypatch.setattr(driver, name, self._recorder(name))
+        self.capture_status = driver.CUstreamCaptureStatus
+        self.graph_types = {"cuStreamCreate": driver.CUstream, "cuStreamEndCapture": driver.CUgraph,
+                            "cuGraphInstantiate": driver.CUgraphExec}
 
     def _parameter_info(self, function, index):
         if self.parameter_layouts is None:  # what cuda.bindings does where the driver lacks the entry point
@@ -685,7 +693,19 @@ class RecordingDriver:
             self.calls.append((name, arguments))
             status = self.statuses.get(name, [self.CUresult.CUDA_SUCCESS])
             result = status.pop(0) if len(status) > 1 else status[0]
-            return (result, self.context_id) if name == "cuCtxGetId" else (result,)
+            if name == "cuCtxGetId":
+                return (result, self.context_id)
+            if name == "cuStreamIsCapturing":
+                capturing = int(arguments[0]) in self.capturing
+                return (result, getattr(self.capture_status, "CU_STREAM_CAPTURE_STATUS_" + ("ACTIVE" if capturing else "NONE")))
+            if name == "cuStreamBeginCapture":
+                self.capturing.add(int(arguments[0]))
+            if name == "cuStreamEndCapture":
+                self.capturing.discard(int(arguments[0]))
+            if name in self.graph_types:  # a new handle: streams 0xCA0.., graphs and executable graphs 0x6A0..
+                self.graphs += 1
+                return (result, self.graph_types[name]((0xCA0 if name == "cuStreamCreate" else 0x6A0) + self.graphs))
+            return (result,)
 
         return call
 
@@ -699,6 +719,7 @@ def recorded(monkeypatch):
     context 1 and whose driver calls are recorded: (RecordingDriver, launch module)."""
     from cuda.bindings import driver as cuda_driver
 
+    from plugin import cuda_graph
     from plugin.kernels import launch
 
     names = launch.KERNEL_NAMES + launch.ZEROING_KERNEL_NAMES
@@ -709,6 +730,8 @@ def recorded(monkeypatch):
     monkeypatch.setattr(launch, "current_context", lambda: driver.context_id)
     monkeypatch.setattr(launch, "_current_id", driver.cuCtxGetId)
     monkeypatch.setattr(launch, "_prepared", launch._PreparedPerThread())
+    monkeypatch.setattr(cuda_graph, "_capture_streams", cuda_graph._CaptureStreams())  # no fake stream outlives it
+    monkeypatch.setattr(launch.PreparedScatterAdd, "graph_replay", False)  # the graph tests below turn it on
     return driver, launch
 
 
@@ -973,3 +996,113 @@ def test_cuda_graph_capture_refuses_the_legacy_default_stream():
 
     with pytest.raises(ValueError, match="default stream 0"):
         CapturedGraph(0, lambda: None)
+
+
+# --- graph replay: a prepared launch's driver calls captured once and replayed (recorded driver, no GPU) ------
+@pytest.fixture
+def replaying(recorded, monkeypatch):
+    monkeypatch.setattr(recorded[1].PreparedScatterAdd, "graph_replay", True)
+    return recorded
+
+
+def cooperative_launch(launch):
+    return launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                     with_counts=True)
+
+
+def test_the_second_launch_with_the_same_pointers_captures_a_graph_and_later_ones_replay_it(replaying):
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    prepared(*pointers)
+    assert driver.names() == ["cuLaunchCooperativeKernel"]  # first use: the driver call
+    direct = driver.calls[0][1]
+    del driver.calls[:]
+    prepared(*pointers)
+    assert driver.names() == ["cuStreamIsCapturing", "cuStreamCreate", "cuStreamBeginCapture",
+                              "cuLaunchCooperativeKernel", "cuStreamEndCapture", "cuGraphInstantiate",
+                              "cuGraphDestroy", "cuStreamIsCapturing", "cuGraphLaunch"]
+    captured, replayed = driver.calls[3][1], driver.calls[-1][1]
+    capture_stream = int(driver.calls[2][1][0])  # cuStreamBeginCapture's
+    assert int(captured[8]) == capture_stream != 5  # captured on the launcher's own stream, not the caller's
+    assert captured[:8] == direct[:8] and captured[9:] == direct[9:]  # the same kernel, shape and arguments
+    assert int(replayed[1]) == 5 and replayed[0] is prepared._replay[0]  # replayed on the caller's stream
+    del driver.calls[:]
+    prepared(*pointers)
+    assert driver.names() == ["cuStreamIsCapturing", "cuGraphLaunch"]
+    del driver.calls[:]
+    prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another stream: first use of these pointers
+    assert driver.names() == ["cuLaunchCooperativeKernel"]
+
+
+def test_a_launch_into_a_stream_being_captured_issues_the_driver_calls_into_that_capture(replaying):
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    driver.capturing.add(5)  # the caller captures from the start (e.g. the engine captured at its first run)
+    prepared(*pointers)
+    prepared(*pointers)
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing", "cuLaunchCooperativeKernel"]
+    driver.capturing.clear()
+    prepared(*pointers)  # now the graph is captured and replayed
+    assert driver.names()[-1] == "cuGraphLaunch"
+    driver.capturing.add(5)
+    del driver.calls[:]
+    prepared(*pointers)  # a graph launched into a capture is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: never tried
+    assert driver.names() == ["cuStreamIsCapturing", "cuLaunchCooperativeKernel"]
+    assert int(driver.calls[1][1][8]) == 5
+
+
+def test_pointer_sets_in_rotation_each_replay_their_own_graph(replaying):
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    batches = [(STATE_PTR, SRC_PTR + 4096 * k, INDEX_PTR + 8192 * k, COUNTS_PTR, 0, 5) for k in range(3)]
+    for _ in range(2):
+        for pointers in batches:
+            prepared(*pointers)
+    del driver.calls[:]
+    for pointers in batches:
+        prepared(*pointers)
+    launches = [arguments for name, arguments in driver.calls if name == "cuGraphLaunch"]
+    assert driver.names().count("cuLaunchCooperativeKernel") == 0 and len(launches) == 3
+    assert len({int(executable) for executable, _ in launches}) == 3
+
+
+def test_a_capture_that_fails_leaves_those_pointers_to_the_driver_calls(replaying):
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    prepared(*pointers)
+    driver.statuses["cuStreamEndCapture"] = [driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED]
+    del driver.calls[:]
+    prepared(*pointers)
+    assert driver.names()[-2:] == ["cuStreamEndCapture", "cuLaunchCooperativeKernel"]
+    assert "cuGraphInstantiate" not in driver.names()
+    del driver.calls[:]
+    prepared(*pointers)  # not tried again
+    assert driver.names() == ["cuLaunchCooperativeKernel"]
+
+
+def test_a_replay_that_fails_turns_replay_off_and_the_driver_calls_take_over(replaying):
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    prepared(*pointers)
+    driver.statuses["cuGraphLaunch"] = [driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES]
+    del driver.calls[:]
+    prepared(*pointers)
+    assert driver.names()[-3:] == ["cuGraphLaunch", "cuGraphExecDestroy", "cuLaunchCooperativeKernel"]
+    assert prepared.graph_replay is False
+    del driver.calls[:]
+    prepared(*pointers)
+    assert driver.names() == ["cuLaunchCooperativeKernel"]
+
+
+def test_keyword_entry_replays_from_its_third_call_with_the_same_pointers(replaying):
+    driver, launch = replaying
+    keywords = dict(state=STATE_PTR, src=SRC_PTR, index=INDEX_PTR, counts=0, num_nodes=10**6, num_edges=10**4,
+                    num_features=1, dtype="float32", stream=5)
+    for _ in range(3):
+        launch.scatter_add_launch(**keywords)
+    assert [name for name in driver.names() if name != "cuCtxGetId"][-2:] == ["cuStreamIsCapturing", "cuGraphLaunch"]
+    assert driver.names().count("cuLaunchKernel") == 2  # the first call's, and the one captured at the second

@@ -9,18 +9,23 @@ Host time per launch is what a small in-place update costs (every engine executi
 the kernel arguments are made once per set of sizes (`PreparedScatterAdd`; the plugin makes one in
 on_shape_change) and a launch only writes changed pointers into a prepared kernel-parameter buffer and
 calls cuMemsetD32Async / cuLaunchKernel with it (the buffer packed at the kernel's parameter offsets and
-passed as `extra` where the driver gives them, cuFuncGetParamInfo; kernelParams otherwise).
+passed as `extra` where the driver gives them, cuFuncGetParamInfo; kernelParams otherwise). From the second
+launch with the same pointers and stream on, those driver calls are replayed from a CUDA graph captured once
+(one cuGraphLaunch: about 2 us of host time on the H200's host against about 5 us for one cuLaunchKernel),
+unless the caller's stream is being captured itself (plugin/kernels/NOTES.md, "CUDA graph replay").
 """
 
 import ctypes
 import functools
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from plugin.cuda_check import check
+from plugin.cuda_check import CudaError, check
+from plugin.cuda_graph import CapturedGraph, capture_stream
 from plugin.kernels.compile import (
     compile_scatter_add,
     grid_sync_available,
@@ -284,7 +289,8 @@ class _LaunchSequence:
 class PreparedScatterAdd:
     """scatter_add_launch for fixed sizes, dtype and options, with the plan decided and the kernel arguments
     packed once; calling it with the pointers only issues the driver calls (one kernel launch for a small
-    float32 update, with or without counts, where the kernels have cooperative groups).
+    float32 update, with or without counts, where the kernels have cooperative groups), and from the second
+    call with the same pointers and stream on replays them from a CUDA graph (`graph_replay`).
 
     Made in the CUDA context it will launch in (the plugin prepares one in on_shape_change). Not thread-safe:
     a call patches its argument buffer before it launches, so each thread (or execution context) needs its
@@ -321,29 +327,95 @@ class PreparedScatterAdd:
         self._driver = driver
         self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
         self._pointers: tuple[Any, ...] | None = None  # (state, src, index, counts, workspace, skipped, stream)
+        self._sequence: _LaunchSequence | None = None  # the bound pointers' driver calls, as operations
         self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
         self._plan: LaunchPlan | None = None
+        # Graph replay: per pointer set _SEEN_ONCE, _NO_GRAPH or (CapturedGraph, its replay); the bound pointers'
+        # replay (executable graph, CUstream) or None. The graphs are freed with this object.
+        self._replays: dict[tuple[Any, ...], Any] = {}
+        self._replay: tuple[Any, Any] | None = None
+        self._graph_launch, self._is_capturing = driver.cuGraphLaunch, driver.cuStreamIsCapturing
+        self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+        weakref.finalize(self, _close_graphs, self._replays).atexit = False  # at exit the driver frees them
 
     # "extra": a kernel launch passes its packed argument buffer as cuLaunchKernel's `extra` where the driver
     # gives the kernel's parameter layout (cuFuncGetParamInfo), else kernelParams; cooperative launches keep
     # kernelParams (cuLaunchCooperativeKernel has no `extra`). "kernel_params": kernelParams everywhere. Set it
     # on an instance before its first call (tests and benchmarks compare the two).
     launch_form = "extra"
+    # True: the second launch with the same pointers and stream captures the driver calls into a CUDA graph (on
+    # a stream of the launcher's own), and from then on each launch with them is its replay, one cuGraphLaunch,
+    # unless the caller's stream is being captured (then the driver calls are issued, into the caller's graph).
+    # False (set on an instance): the driver calls every time (benchmarks time both).
+    graph_replay = True
 
     def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
                  skipped: int = 0) -> LaunchPlan | None:
         """Issues the launch on `stream` (asynchronous; no allocation, no synchronisation); returns the plan.
 
-        With the pointers and stream of the last call, this is one tuple comparison and the driver calls with
-        arguments made when they changed (cuda.bindings' own wrappers: measured faster than ctypes, NOTES.md)."""
+        With the pointers and stream of the last call, this is one tuple comparison, a capture-status query and
+        the graph's replay, or the driver calls with arguments made when they changed (cuda.bindings' own
+        wrappers: measured faster than ctypes, NOTES.md)."""
         pointers = (state, src, index, counts, workspace, skipped, stream)
         if pointers != self._pointers:
             self._use_pointers(pointers)
+        return self._issue(pointers)
+
+    def _issue(self, pointers: tuple[Any, ...]) -> LaunchPlan | None:
+        """The launch for the bound pointers: their graph's replay where there is one and the caller's stream is
+        not being captured, else the driver calls."""
+        replay = self._replay
+        if replay is None and self.graph_replay:
+            replay = self._graph_for(pointers)
+        if replay is not None:
+            capturing = self._is_capturing(replay[1])
+            if not capturing[0] and capturing[1] == self._not_capturing:
+                result = self._graph_launch(*replay)
+                if not result[0]:  # CUDA_SUCCESS is 0
+                    return self._plan
+                self._drop_replays()  # the driver calls below either succeed or say what failed
+                self.graph_replay = False
         for call, arguments, what in self._calls:
             result = call(*arguments)
-            if result[0]:  # CUDA_SUCCESS is 0
+            if result[0]:
                 return self._failed(result, call, what, pointers)
         return self._plan
+
+    def _graph_for(self, pointers: tuple[Any, ...]) -> tuple[Any, Any] | None:
+        """The bound pointers' replay, captured at their second use (not while the caller's stream is being
+        captured); None at their first use, and where capturing failed (then the driver calls serve them)."""
+        seen = self._replays.get(pointers)
+        if seen is None:
+            if len(self._replays) >= _REPLAYS_KEPT:
+                self._drop_replays()
+            self._replays[pointers] = _SEEN_ONCE
+            return None
+        if seen is not _SEEN_ONCE:
+            return None
+        stream = self._driver.CUstream(int(pointers[STREAM]))
+        capturing = self._is_capturing(stream)
+        if capturing[0] or capturing[1] != self._not_capturing:
+            return None
+        assert self._sequence is not None
+        on = capture_stream(self.context)
+        calls = bind_driver_calls(self._driver, self._sequence.operations, pointers[:STREAM] + (on,))
+
+        def issue() -> None:
+            for call, arguments, what in calls:
+                check(call(*arguments), call=what)
+
+        try:
+            graph = CapturedGraph(on, issue)
+        except CudaError:  # e.g. a cooperative launch the device cannot hold: the driver calls will say so
+            self._replays[pointers] = _NO_GRAPH
+            return None
+        self._replay = (graph.executable, stream)
+        self._replays[pointers] = (graph, self._replay)
+        return self._replay
+
+    def _drop_replays(self) -> None:
+        _close_graphs(self._replays)
+        self._replay = None
 
     def _failed(self, result: tuple[Any, ...], call: Any, what: str, pointers: tuple[Any, ...]) -> LaunchPlan | None:
         """A driver call failed: raises CudaError, except for a cooperative launch with fewer resident blocks
@@ -352,6 +424,7 @@ class PreparedScatterAdd:
         too_large = driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
         if call == driver.cuLaunchCooperativeKernel and result[0] == too_large:
             self.zero_in_kernel, self._sequences, self._pointers = False, {}, None
+            self._drop_replays()
             state, src, index, counts, workspace, skipped, stream = pointers
             return self(state, src, index, counts, workspace, stream, skipped)
         check(result, call=what)
@@ -383,7 +456,9 @@ class PreparedScatterAdd:
         for arguments in sequence.arguments:
             arguments.patch(pointers)
         self._calls = bind_driver_calls(self._driver, sequence.operations, pointers)
-        self._pointers, self._plan = pointers, sequence.plan
+        self._pointers, self._plan, self._sequence = pointers, sequence.plan, sequence
+        replay = self._replays.get(pointers)
+        self._replay = replay[1] if isinstance(replay, tuple) else None
 
     def _build(self, vec: int, *, counts_aligned: bool) -> _LaunchSequence:
         """The driver calls for one vector width and counts alignment (see scatter_add_launch)."""
@@ -510,6 +585,18 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
     return tuple(calls)
 
 
+_SEEN_ONCE, _NO_GRAPH = "seen once", "no graph"  # PreparedScatterAdd._replays' states of a pointer set
+_REPLAYS_KEPT = 8  # pointer sets a PreparedScatterAdd remembers (e.g. batches rotating over a few buffers)
+
+
+def _close_graphs(replays: dict[tuple[Any, ...], Any]) -> None:
+    """Frees the graphs of a PreparedScatterAdd's replays (replays already queued still run) and forgets them."""
+    for seen in replays.values():
+        if isinstance(seen, tuple):
+            seen[0].close()
+    replays.clear()
+
+
 def _check_pointers(state: int, src: int, index: int, num_nodes: int, num_edges: int) -> None:
     if num_edges > 0 and (not src or not index):
         raise ValueError(f"src and index must be device addresses when num_edges = {num_edges} > 0")
@@ -577,17 +664,13 @@ def scatter_add_launch(
             local.last = (key, prepared)
     get_id = _current_id
     if prepared is not None and get_id is not None:
-        # The hot path, with current_context() and a repeated PreparedScatterAdd call inlined (each Python call
-        # saved is ~0.1 us of the ~1 us this entry adds to the driver's own cost; NOTES.md, host time)
+        # The hot path, with current_context() and the pointer check of a PreparedScatterAdd call inlined (each
+        # Python call saved is ~0.1 us of the ~1 us this entry adds to the launch's own cost; NOTES.md, host time)
         result = get_id(None)
         if not result[0] and result[1] == prepared.context:
             pointers = (state, src, index, counts, workspace, skipped, stream)
             if pointers == prepared._pointers:
-                for call, arguments, what in prepared._calls:
-                    result = call(*arguments)
-                    if result[0]:  # CUDA_SUCCESS is 0
-                        return prepared._failed(result, call, what, pointers)
-                return prepared._plan
+                return prepared._issue(pointers)
             return prepared(state, src, index, counts, workspace, stream, skipped)
     if prepared is None or prepared.context != current_context():
         resolved = kernel_dtype(dtype)
