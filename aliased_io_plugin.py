@@ -67,7 +67,8 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
         print("(--validate has nothing to compare against in a dry run.)")
     unused = [name for name, value in (("--save_engine", prepared.engine.save_engine),
                                        ("--load_engine", prepared.engine.load_engine),
-                                       ("--benchmark", prepared.engine.benchmark)) if value is not None]
+                                       ("--benchmark", prepared.engine.benchmark),
+                                       ("--cuda_graph", prepared.engine.cuda_graph or None)) if value is not None]
     if unused:
         print(f"({', '.join(unused)}: no engine to act on in a dry run.)")
     return EXIT_OK
@@ -88,6 +89,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         show_progress=shows_progress(options.verbose),
         benchmark_iterations=prepared.engine.benchmark,
         plugin=prepared.engine.plugin,
+        cuda_graph=prepared.engine.cuda_graph,
     )
     print("Classifier output:")
     print(format_matrix(result.softmax))
@@ -120,6 +122,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         profile=prepared.profile,
         show_progress=shows_progress(options.verbose),
         plugin=prepared.engine.plugin,
+        cuda_graph=prepared.engine.cuda_graph,
     )
     print(steps_note(prepared.graph, prepared.steps.batches))
     print()

@@ -74,6 +74,9 @@ engine reuse, state across runs, benchmark:
   float64 reference.
   --benchmark ITERS (1..{MAX_BENCHMARK_ITERATIONS:,}) times ITERS executions after warm-up with CUDA events,
   then the scatter-add kernel alone on the same buffers, and prints median, p90, min and the kernel's share.
+  --cuda_graph (with --steps or --benchmark) captures one execution (and the kernel alone) into a CUDA graph
+  after the warm-up and replays it with cuGraphLaunch, as trtexec's --useCudaGraph does: no TensorRT or
+  Python code on the host per execution; the buffers keep their addresses, new inputs go into them.
   --plugin python (default) builds the scatter-add as the Python IPluginV3 plugin (Python at run time);
   --plugin aot as tensorrt.plugin AOT plugins (TensorRT >= 10.16): the engine holds PTX and runs without
   Python, e.g. in trtexec or C++ (docs/aot_plugin.md). A loaded engine holds the plugin it was built with.
@@ -162,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="Time ITERS engine executions (CUDA events, after warm-up) and the kernel alone on the same buffers",
     )
     engine.add_argument(
+        "--cuda_graph", "--cuda-graph", action="store_true",
+        help="With --steps or --benchmark: capture one execution into a CUDA graph after the warm-up and replay it "
+        "(cuGraphLaunch) instead of calling execute_async_v3 each time (trtexec's --useCudaGraph)",
+    )
+    engine.add_argument(
         "--plugin", choices=PLUGINS,
         help="Scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot (PTX in the engine, "
         "no Python at run time; TensorRT >= 10.16)",
@@ -225,7 +233,8 @@ def check_options(options: argparse.Namespace) -> Settings:
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, checked."""
+    """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, --cuda_graph,
+    --plugin, checked."""
 
     save_engine: str | None = None
     load_engine: str | None = None
@@ -235,6 +244,7 @@ class EngineOptions:
     batch_edges: int | None = None
     benchmark: int | None = None
     plugin: str = PYTHON_PLUGIN
+    cuda_graph: bool = False
 
     @property
     def sets_profile(self) -> bool:
@@ -257,6 +267,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         batch_edges=optional("batch_edges", "--batch_edges", MAX_RANDOM_EDGES),
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
         plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
+        cuda_graph=bool(getattr(options, "cuda_graph", False)),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
@@ -276,6 +287,9 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         )
     if parsed.steps is not None and parsed.benchmark is not None:
         raise InputError("--benchmark times the classifier engine and --steps prints its own per-step times: use one")
+    if parsed.cuda_graph and parsed.steps is None and parsed.benchmark is None:
+        raise InputError("--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
+                         "give one of them (a single run has nothing to replay)")
     check_plugin_options(parsed, getattr(options, "plugin", None) is not None, getattr(options, "precision", "fp32"))
     return parsed
 

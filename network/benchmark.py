@@ -5,7 +5,9 @@ call) after the same number of warm-up calls. The engine: ITERS executions of th
 execute_async_v3 on the inputs X, src, idx, W. The kernel: ITERS launches of scatter_add_launch, the call the
 plugin's enqueue makes, with the same X, src, idx, a counts buffer and (float16) a workspace of its own.
 The kernel's share is its median over the engine's median. X keeps accumulating over all these calls (each one
-adds the edges again), which does not change what is timed. Only benchmark_engine needs TensorRT and a GPU.
+adds the edges again), which does not change what is timed. With --cuda_graph, each of the two calls is captured
+once after its warm-up and replayed (network.capture): the rows then time cuGraphLaunch of the captured work.
+The host time of each engine call alone is reported too. Only benchmark_engine needs TensorRT and a GPU.
 """
 
 from collections.abc import Mapping
@@ -15,22 +17,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.limits import MAX_BENCHMARK_ITERATIONS
-from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE
+from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, PYTHON_PLUGIN
+from network.capture import host_time_line, issued_by, timed_call
 from network.timing import TimingSummary, describe_summary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
+
+    from plugin.cuda_graph import CapturedGraph
 
 DEFAULT_WARMUP = 10
 
 
 @dataclass(frozen=True)
 class BenchmarkResult:
-    """Timings of the engine's executions and of the kernel alone, after `warmup` untimed calls of each."""
+    """Timings of the engine's executions and of the kernel alone, after `warmup` untimed calls of each (and as
+    many untimed replays with cuda_graph); engine_host: the host time of each engine call alone."""
 
     warmup: int
     engine: TimingSummary
     kernel: TimingSummary
+    engine_host: TimingSummary | None = None
+    cuda_graph: bool = False
 
     @property
     def kernel_share(self) -> float:
@@ -38,14 +46,22 @@ class BenchmarkResult:
         return self.kernel.median_ms / self.engine.median_ms if self.engine.median_ms > 0 else float("nan")
 
 
-def benchmark_lines(result: BenchmarkResult) -> list[str]:
-    return [
-        f"Benchmark: {result.engine.count} timed executions after {result.warmup} warm-up ones "
-        "(CUDA events on one stream around each call)",
-        f"  engine (execute_async_v3): {describe_summary(result.engine)}",
-        f"  scatter_add_launch alone, same buffers: {describe_summary(result.kernel)}",
+def benchmark_lines(result: BenchmarkResult, plugin: str | None = PYTHON_PLUGIN) -> list[str]:
+    """The --benchmark report; `plugin`: the engine's scatter-add (None: loaded from a file)."""
+    if result.cuda_graph:
+        warmup = f"{result.warmup} warm-up executions and {result.warmup} warm-up replays"
+        kernel = "scatter_add_launch alone, captured and replayed the same way, same buffers"
+    else:
+        warmup, kernel = f"{result.warmup} warm-up ones", "scatter_add_launch alone, same buffers"
+    lines = [
+        f"Benchmark: {result.engine.count} timed executions after {warmup} (CUDA events on one stream around each call)",
+        f"  engine ({timed_call(result.cuda_graph)}): {describe_summary(result.engine)}",
+        f"  {kernel}: {describe_summary(result.kernel)}",
         f"  kernel share: kernel median / engine median = {100 * result.kernel_share:.0f}%",
     ]
+    if result.engine_host is not None:
+        lines.append("  " + host_time_line(result.engine_host, "execution", issued_by(result.cuda_graph, plugin)))
+    return lines
 
 
 def benchmark_engine(
@@ -54,9 +70,12 @@ def benchmark_engine(
     feeds: Mapping[str, np.ndarray],
     iterations: int,
     warmup: int = DEFAULT_WARMUP,
+    cuda_graph: bool = False,
 ) -> BenchmarkResult:
-    """Times `iterations` executions of the classifier engine on `feeds` and as many kernel launches alone."""
+    """Times `iterations` executions of the classifier engine on `feeds` and as many kernel launches alone; with
+    cuda_graph, replays of each captured once after its warm-up (EngineError if it cannot be captured)."""
     from plugin.device_array import DeviceArray
+    from network.capture import engine_execution, warm_up
     from network.session import ExecutionSession
     from network.timing import EventTimer
     from plugin.kernels import prepare_kernels, scatter_add_launch, scatter_add_workspace_size
@@ -74,13 +93,14 @@ def benchmark_engine(
     }
     session: ExecutionSession | None = None
     timer: EventTimer | None = None
+    graphs: list["CapturedGraph | None"] = []
     try:
         session = ExecutionSession(trt, engine, buffers)
         timer = EventTimer()
         stream = session.stream
-        for _ in range(warmup):
-            session.execute()
-        engine_ms = [timer.time(stream, session.execute) for _ in range(iterations)]
+        engine_call, graph = warm_up(stream, session.execute, warmup, cuda_graph, engine_execution(trt))
+        graphs.append(graph)
+        engine_timings = [timer.time_with_host(stream, engine_call) for _ in range(iterations)]
 
         prepare_kernels(dtype)  # compiled and loaded already by the plugin in this process; cached
 
@@ -99,12 +119,18 @@ def benchmark_engine(
                 workspace_size=workspace_size,
             )
 
-        for _ in range(warmup):
-            launch()
+        kernel_call, graph = warm_up(stream, launch, warmup, cuda_graph, "scatter_add_launch (the plugin's kernels)")
+        graphs.append(graph)
         session.synchronize()
-        kernel_ms = [timer.time(stream, launch) for _ in range(iterations)]
-        return BenchmarkResult(warmup=warmup, engine=summarize(engine_ms), kernel=summarize(kernel_ms))
+        kernel_ms = [timer.time(stream, kernel_call) for _ in range(iterations)]
+        return BenchmarkResult(
+            warmup=warmup, engine=summarize([device for device, _ in engine_timings]), kernel=summarize(kernel_ms),
+            engine_host=summarize([host for _, host in engine_timings]), cuda_graph=cuda_graph,
+        )
     finally:
+        for captured in graphs:
+            if captured is not None:
+                captured.close()
         if timer is not None:
             timer.close()
         if session is not None:

@@ -158,6 +158,7 @@ def run_graph(
     show_progress: bool = False,
     benchmark_iterations: int | None = None,
     plugin: str = PYTHON_PLUGIN,
+    cuda_graph: bool = False,
 ) -> EngineRunResult:
     """Builds (or loads) the engine, runs it once on `graph` and reports; optionally benchmarks it.
 
@@ -165,7 +166,8 @@ def run_graph(
     its own. InputError when the graph does not fit the engine (precision, F, C, N or E) or a file is bad.
     `show_progress` reports the engine build and the run on stderr (common.progress). `benchmark_iterations` adds that
     many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
-    ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own.
+    ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own. `cuda_graph`: the
+    benchmark replays one captured execution (and one captured kernel launch) instead of calling them.
     """
     trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN)
     from network.runner import run_engine
@@ -192,8 +194,8 @@ def run_graph(
         from network.benchmark import benchmark_engine, benchmark_lines
 
         with progress(f"Benchmarking {benchmark_iterations:,} executions", enabled=show_progress):
-            benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations)
-        lines.extend(benchmark_lines(benchmark))
+            benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations, cuda_graph=cuda_graph)
+        lines.extend(benchmark_lines(benchmark, plugin=None if load_engine is not None else plugin))
     return EngineRunResult(
         softmax=outputs.softmax, report_lines=lines, state_changed_in_place=changed,
         build_seconds=prepared.build_seconds, benchmark=benchmark,
@@ -222,13 +224,15 @@ def run_steps(
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
     plugin: str = PYTHON_PLUGIN,
+    cuda_graph: bool = False,
 ) -> StepsResult:
     """--steps: builds (or loads) the state-update engine and executes it once per batch on one X buffer.
 
     The graph gives N, the node features and the initial state; `batches` (network.steps.make_step_batches)
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
     engine. Call network.steps.check_state_range first (the state must not overflow the precision). `plugin`
-    ("python" or "aot") picks the scatter-add of a new engine.
+    ("python" or "aot") picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
+    captured after the warm-up (network.capture).
     """
     from network.inputs import feature_dtype, state_and_features
     from network.steps import run_state_steps, steps_report_lines
@@ -246,10 +250,11 @@ def run_steps(
         profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
     )
     with progress(f"Running {len(batches):,} steps", enabled=show_progress):
-        run = run_state_steps(trt, prepared.engine, initial_state, features, batches)
+        run = run_state_steps(trt, prepared.engine, initial_state, features, batches, cuda_graph=cuda_graph)
     lines = list(prepared.lines)
     lines.append(report.plugin_alias_line(compute_counts=False, plugin=plugin, loaded=load_engine is not None))
-    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?")))
+    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?"),
+                                    plugin=None if load_engine is not None else plugin))
     return StepsResult(
         final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,
         build_seconds=prepared.build_seconds, run=run,

@@ -11,12 +11,13 @@ NVIDIA's in-place sample (quickly_deployable_plugins/qdp_runner.py) binds its ou
 inside the engine, the updated state ends in X, and nothing is copied back (a copy of X_out into X would cost
 O(N*F) per step, what in-place updates exist to avoid). If TensorRT runs the plugin on X's buffer, the update
 is in place; if it copied X first, its write of X_out lands in X. The report still says what
-ICudaEngine.get_aliased_input_tensor("X_out") answers (TensorRT >= 10.15). Everything here except
-run_state_steps is plain numpy.
+ICudaEngine.get_aliased_input_tensor("X_out") answers (TensorRT >= 10.15). With --cuda_graph, one execution is
+captured after the warm-up and each step replays it (network.capture): the batches are uploaded into the same
+buffers, whose addresses the graph holds. Everything here except run_state_steps is plain numpy.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,11 +25,14 @@ import numpy as np
 from common.errors import InputError
 from common.limits import MAX_STEPS
 from graph.validate import LARGEST_FINITE, check_values_in_range
-from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
-from network.timing import describe_summary, summarize
+from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE, PYTHON_PLUGIN
+from network.capture import host_time_line, issued_by, timed_call
+from network.timing import TimingSummary, describe_summary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
+
+    from plugin.cuda_graph import CapturedGraph
 
 STEPS_RANDOM_STREAM = 2  # batches draw from default_rng((seed, 2)); the CLI's --random_graph uses (seed, 1)
 WARMUP_EXECUTIONS = 1
@@ -194,10 +198,12 @@ def validation_lines(check: StateCheck, steps: int) -> list[str]:
 class StepsRun:
     """What run_state_steps observed.
 
-    final_state: X read back after the last step (precision dtype). step_ms: per-step execution time.
-    aliases: what get_aliased_input_tensor reported per output (None: this TensorRT cannot tell); X_out is
-    bound at X's address either way. first_step_changed_state: X's buffer differed after the first execution
-    (None when the first batch adds zero everywhere, so it cannot be told).
+    final_state: X read back after the last step (precision dtype). step_ms: per-step execution time (CUDA
+    events). aliases: what get_aliased_input_tensor reported per output (None: this TensorRT cannot tell); X_out
+    is bound at X's address either way. first_step_changed_state: X's buffer differed after the first execution
+    (None when the first batch adds zero everywhere, so it cannot be told). host_ms: per step, the host time of
+    the call that issued it (execute_async_v3, or cuGraphLaunch when cuda_graph: the execution captured once
+    after the warm-up, replayed).
     """
 
     final_state: np.ndarray
@@ -205,6 +211,12 @@ class StepsRun:
     aliases: dict[str, str | None] | None
     first_step_changed_state: bool | None
     warmup_executions: int
+    host_ms: list[float] = field(default_factory=list)
+    cuda_graph: bool = False
+
+    def host_summary(self) -> TimingSummary | None:
+        """Statistics of host_ms (None when no host times were taken)."""
+        return summarize(self.host_ms) if self.host_ms else None
 
 
 def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str = "?") -> str:
@@ -218,12 +230,14 @@ def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str =
 
 
 def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int,
-                       tensorrt_version: str = "?") -> list[str]:
-    """The lines --steps prints: what ran, aliasing as TensorRT reported it, X after step 1, timings."""
+                       tensorrt_version: str = "?", plugin: str | None = PYTHON_PLUGIN) -> list[str]:
+    """The lines --steps prints: what ran, aliasing as TensorRT reported it, X after step 1, timings (device and
+    host). `plugin`: the scatter-add the engine was built with (None: loaded from a file)."""
     steps = len(run.step_ms)
     lines = [
         f"Steps: {steps} executions on one state buffer X [{num_nodes}, {num_features}], each adding a new batch of "
-        f"{batch_edges:,} random edges (after {run.warmup_executions} warm-up execution(s) that add zeros)",
+        f"{batch_edges:,} random edges (after {run.warmup_executions} warm-up execution(s) that add zeros"
+        + (", then as many replays of the captured one)" if run.cuda_graph else ")"),
         aliasing_line(run.aliases, tensorrt_version),
     ]
     if run.first_step_changed_state is None:
@@ -232,7 +246,11 @@ def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_e
         lines.append("X's buffer after the first execution: changed (the update reached X)")
     else:
         lines.append("X's buffer after the first execution: unchanged (the update did not reach X: see the validation)")
-    lines.append(f"Per-step engine time (CUDA events around execute_async_v3): {describe_summary(summarize(run.step_ms))}")
+    lines.append(f"Per-step engine time (CUDA events around {timed_call(run.cuda_graph)}): "
+                 f"{describe_summary(summarize(run.step_ms))}")
+    host = run.host_summary()
+    if host is not None:
+        lines.append(host_time_line(host, "step", issued_by(run.cuda_graph, plugin)))
     return lines
 
 
@@ -245,14 +263,18 @@ def run_state_steps(
     *,
     warmup: int = WARMUP_EXECUTIONS,
     observe_first_step: bool = True,
+    cuda_graph: bool = False,
 ) -> StepsRun:
     """Executes the state-update engine once per batch on one X buffer and times each execution.
 
     initial_state [N, F] and features [N, F] in the engine's dtype; batches: equal-length int64 [B, 2] arrays.
     Before the timed steps, `warmup` executions add an all-zero src (X keeps its values) so that first-run costs
-    (the plugin's kernel compilation at shape change) stay out of the timings. Needs TensorRT, cuda-python, a GPU.
+    (the plugin's kernel compilation at shape change) stay out of the timings. cuda_graph: after the warm-up,
+    one execution is captured into a CUDA graph (network.capture; EngineError if it cannot be) and each step
+    replays it; the batches go into the same buffers either way. Needs TensorRT, cuda-python, a GPU.
     """
     from plugin.device_array import DeviceArray
+    from network.capture import engine_execution, warm_up
     from network.report import update_is_zero
     from network.session import ExecutionSession
     from network.timing import EventTimer
@@ -271,7 +293,9 @@ def run_state_steps(
     }
     session: ExecutionSession | None = None
     timer: EventTimer | None = None
+    graph: "CapturedGraph | None" = None
     step_ms: list[float] = []
+    host_ms: list[float] = []
     first_changed: bool | None = None
     try:
         session = ExecutionSession(trt, engine, buffers, outputs_at_inputs={OUTPUT_STATE: INPUT_STATE})
@@ -281,15 +305,17 @@ def run_state_steps(
 
         buffers[INPUT_SOURCE].upload(np.zeros((batch_edges, num_features), dtype))
         buffers[INPUT_INDEX].upload(batches[0][:, 1])
-        for _ in range(warmup):
-            session.execute()
+        # Executions (then replays) that add zeros; TensorRT's and the plugin's first-run work stays out of a capture.
+        step_call, graph = warm_up(stream, session.execute, warmup, cuda_graph, engine_execution(trt))
         session.synchronize()
 
         for step, batch in enumerate(batches):
             src, index = step_inputs(features, batch)
             buffers[INPUT_SOURCE].upload(src)
             buffers[INPUT_INDEX].upload(index)
-            step_ms.append(timer.time(stream, session.execute))
+            device_ms, call_ms = timer.time_with_host(stream, step_call)
+            step_ms.append(device_ms)
+            host_ms.append(call_ms)
             if step == 0 and observe_first_step:
                 if not update_is_zero(src, index, num_nodes):
                     first_changed = not np.array_equal(state.download(), initial_state)
@@ -300,8 +326,12 @@ def run_state_steps(
             aliases=session.aliases,
             first_step_changed_state=first_changed,
             warmup_executions=warmup,
+            host_ms=host_ms,
+            cuda_graph=cuda_graph,
         )
     finally:
+        if graph is not None:
+            graph.close()
         if timer is not None:
             timer.close()
         if session is not None:

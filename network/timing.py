@@ -5,11 +5,13 @@ another right after it; the elapsed time between the two events is the duration.
 (execute_async_v3, a kernel launch), so the figure is the span the stream spent from the first to the last
 piece of that work, including any gap while the host was still enqueueing it (TensorRT and the Python
 plugin's enqueue run on the host in between). Nothing else is on the stream, and the timer waits for the end
-event before returning, so calls never overlap.
+event before returning, so calls never overlap. time_with_host also returns the host time of the call alone
+(time.perf_counter_ns right around it): what TensorRT's and the plugin's enqueue, or one cuGraphLaunch, cost.
 """
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,15 +88,22 @@ class EventTimer:
 
     def time(self, stream: int, call: Callable[[], Any]) -> float:
         """Milliseconds between events recorded on `stream` right before and right after call(); waits for them."""
+        return self.time_with_host(stream, call)[0]
+
+    def time_with_host(self, stream: int, call: Callable[[], Any]) -> tuple[float, float]:
+        """(time(stream, call), the host milliseconds call() itself took to return: the cost of issuing the work,
+        without the event records)."""
         from cuda.bindings import runtime
 
         from plugin.cuda_check import check
 
         check(runtime.cudaEventRecord(self._start, stream))
+        start = time.perf_counter_ns()
         call()
+        host_ms = (time.perf_counter_ns() - start) / 1e6
         check(runtime.cudaEventRecord(self._end, stream))
         check(runtime.cudaEventSynchronize(self._end))
-        return float(check(runtime.cudaEventElapsedTime(self._start, self._end)))
+        return float(check(runtime.cudaEventElapsedTime(self._start, self._end))), host_ms
 
     def close(self) -> None:
         from cuda.bindings import runtime

@@ -1,5 +1,5 @@
 """The command line's engine options: --save_engine, --load_engine, --max_nodes, --max_edges, --steps,
---batch_edges, --benchmark. Their checks run before TensorRT or CUDA is imported: bad values exit 2 with one
+--batch_edges, --benchmark, --cuda_graph. Their checks run before TensorRT or CUDA is imported: bad values exit 2 with one
 line. --dry-run with --steps prints the reference of the final state. No TensorRT or GPU needed."""
 
 import os
@@ -52,6 +52,9 @@ BAD_ENGINE_OPTIONS = [
      "beyond the largest fp16 value 65504; use --precision fp32 or fewer --steps"),
     (["--precision", "fp16", "--node_features", "[1,3,5,70000]", "--steps", "1", "--batch_edges", "1"],
      "--precision fp16: node_features at [3, 0] is 70000, beyond float16's range (+-65504)"),
+    (["--cuda_graph"], "--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
+     "give one of them (a single run has nothing to replay)"),
+    (["--cuda-graph", "--validate", "--save_engine", "{folder}/g.engine"], "--cuda_graph replays the executions of --steps K"),
 ]
 
 
@@ -68,7 +71,7 @@ def test_bad_engine_option_exits_2_with_one_line(capsys, files, args, message):
     assert_one_line_error(status, capsys.readouterr(), message)
 
 
-@pytest.mark.parametrize("index", [2, 6, 11, 15, 20, 24])
+@pytest.mark.parametrize("index", [2, 6, 11, 15, 20, 24, 27])
 def test_bad_engine_option_through_a_subprocess(files, index):
     args, message = fill(*BAD_ENGINE_OPTIONS[index], files)
     assert_one_line_error_from_subprocess(run_cli(*args, "--seed", "1"), message)
@@ -78,8 +81,16 @@ def test_help_lists_the_engine_options():
     result = run_cli("--help")
     assert result.returncode == 0
     for option in ("--save_engine", "--load_engine", "--max_nodes", "--max_edges", "--steps", "--batch_edges",
-                   "--benchmark"):
+                   "--benchmark", "--cuda_graph"):
         assert option in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--steps", "2", "--batch_edges", "3"], ["--benchmark", "4"]])
+def test_cuda_graph_goes_with_steps_or_benchmark(args):
+    from cli.options import parse_arguments, parse_engine_options
+
+    assert parse_engine_options(parse_arguments([*args, "--cuda-graph"])).cuda_graph
+    assert not parse_engine_options(parse_arguments(args)).cuda_graph
 
 
 def printed_state(stdout: str) -> np.ndarray:
@@ -111,6 +122,19 @@ def test_dry_run_mentions_engine_options_it_cannot_use(files):
     assert not os.path.exists(os.path.join(files["folder"], "a.engine"))
 
 
+def test_dry_run_takes_cuda_graph_as_it_takes_steps_and_benchmark():
+    """Checked the same (with --steps or --benchmark), then named among the options a dry run has no engine for."""
+    steps = run_cli("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--cuda_graph")
+    assert steps.returncode == 0, steps.stderr
+    assert "Final state X after 3 batches:" in steps.stdout
+    assert "(--cuda_graph: no engine to act on in a dry run.)" in steps.stdout
+    benchmark = run_cli("--dry-run", "--seed", "1", "--benchmark", "5", "--cuda_graph")
+    assert benchmark.returncode == 0, benchmark.stderr
+    assert "(--benchmark, --cuda_graph: no engine to act on in a dry run.)" in benchmark.stdout
+    alone = run_cli("--dry-run", "--seed", "1", "--cuda_graph")
+    assert_one_line_error_from_subprocess(alone, "--cuda_graph replays the executions of --steps K or --benchmark ITERS")
+
+
 def test_dry_run_with_steps_imports_neither_tensorrt_nor_cuda():
     args = ["--dry-run", "--seed", "1", "--steps", "2", "--batch_edges", "3", "--max_nodes", "10", "--precision", "fp16",
             "--validate"]
@@ -132,7 +156,8 @@ def test_progress_on_stderr_only_with_verbose_when_stderr_is_not_a_terminal(tmp_
 
 
 @pytest.mark.skipif(full_tensorrt_missing_reason() is None, reason="TensorRT and a GPU are here: the engine runs")
-@pytest.mark.parametrize("args", [["--steps", "2", "--batch_edges", "3"], ["--benchmark", "3"]])
+@pytest.mark.parametrize("args", [["--steps", "2", "--batch_edges", "3"], ["--benchmark", "3"],
+                                  ["--steps", "2", "--batch_edges", "3", "--cuda_graph"], ["--benchmark", "3", "--cuda_graph"]])
 def test_without_tensorrt_engine_modes_stop_with_exit_3_and_one_line(args):
     result = run_cli("--seed", "1", *args)
     assert result.returncode == 3

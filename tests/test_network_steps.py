@@ -293,6 +293,38 @@ def test_report_says_what_tensorrt_answered_and_that_x_out_is_bound_at_x(aliases
     assert not any("cop" in line for line in lines[2:])  # no copy-back line, whatever TensorRT answered
 
 
+def test_report_says_how_each_step_was_issued_and_its_host_time():
+    host_ms = [0.0071, 0.0069, 0.0090]
+    direct = steps_report_lines(steps_run(host_ms=host_ms), 4, 1, 100)
+    assert direct[0].endswith("(after 1 warm-up execution(s) that add zeros)")
+    assert direct[-2].startswith("Per-step engine time (CUDA events around execute_async_v3): median 21.0 us")
+    assert direct[-1] == "Host time to issue one step: median 7.1 us (execute_async_v3 with the Python plugin's enqueue)"
+    replayed = steps_report_lines(steps_run(host_ms=[0.0019, 0.0018, 0.0020], cuda_graph=True), 4, 1, 100)
+    assert replayed[0].endswith("(after 1 warm-up execution(s) that add zeros, then as many replays of the captured one)")
+    assert replayed[-2].startswith("Per-step engine time (CUDA events around cuGraphLaunch of the execution captured "
+                                   "once after the warm-up): median 21.0 us")
+    assert replayed[-1] == "Host time to issue one step: median 1.9 us (cuGraphLaunch of the captured execution)"
+
+
+@pytest.mark.parametrize("plugin, issued", [
+    ("aot", "execute_async_v3; the AOT plugin runs no Python"),
+    (None, "execute_async_v3 with the engine file's plugin"),
+])
+def test_host_time_line_names_the_plugin_that_enqueues(plugin, issued):
+    lines = steps_report_lines(steps_run(host_ms=[0.004]), 4, 1, 100, plugin=plugin)
+    assert lines[-1] == f"Host time to issue one step: median 4.0 us ({issued})"
+    graph = steps_report_lines(steps_run(host_ms=[0.002], cuda_graph=True), 4, 1, 100, plugin=plugin)
+    assert graph[-1].endswith("(cuGraphLaunch of the captured execution)")  # no plugin code runs per replay
+
+
+def test_steps_run_host_summary():
+    assert steps_run().host_summary() is None  # no host times taken: no host line
+    assert not any(line.startswith("Host time") for line in steps_report_lines(steps_run(), 4, 1, 100))
+    summary = steps_run(host_ms=[0.003, 0.001, 0.002, 0.010]).host_summary()
+    assert summary is not None and summary.count == 4
+    assert (summary.median_ms, summary.min_ms, summary.max_ms) == (0.0025, 0.001, 0.010)
+
+
 def test_report_when_the_first_step_cannot_show_or_did_not_reach_x():
     unseen = "\n".join(steps_report_lines(steps_run(first_step_changed_state=None), 4, 1, 8))
     assert "the first batch adds zero everywhere, so the update cannot be seen" in unseen

@@ -69,3 +69,21 @@ def test_benchmark_lines_give_the_kernel_share():
     assert "median 45.0 us, p90 50.0 us, min 40.0 us" in lines[1]
     assert "scatter_add_launch alone" in lines[2] and "median 11.0 us" in lines[2]
     assert lines[3].endswith("= 24%")
+    assert len(lines) == 4  # no host times taken, no host line
+
+
+def test_benchmark_lines_say_how_the_calls_were_issued_and_their_host_time():
+    engine, kernel, host = summarize([0.040, 0.050, 0.045]), summarize([0.010, 0.012, 0.011]), summarize([0.0055, 0.0061])
+    direct = benchmark_lines(BenchmarkResult(warmup=10, engine=engine, kernel=kernel, engine_host=host))
+    assert direct[0] == ("Benchmark: 3 timed executions after 10 warm-up ones (CUDA events on one stream around "
+                         "each call)")
+    assert direct[1].startswith("  engine (execute_async_v3): median 45.0 us")
+    assert direct[2].startswith("  scatter_add_launch alone, same buffers: median 11.0 us")
+    assert direct[4] == "  Host time to issue one execution: median 5.8 us (execute_async_v3 with the Python plugin's enqueue)"
+    replayed = benchmark_lines(BenchmarkResult(warmup=10, engine=engine, kernel=kernel, engine_host=summarize([0.0019]),
+                                               cuda_graph=True))
+    assert replayed[0].startswith("Benchmark: 3 timed executions after 10 warm-up executions and 10 warm-up replays")
+    assert replayed[1].startswith("  engine (cuGraphLaunch of the execution captured once after the warm-up): median 45.0 us")
+    assert replayed[2].startswith("  scatter_add_launch alone, captured and replayed the same way, same buffers: median 11.0 us")
+    assert replayed[3].endswith("= 24%")
+    assert replayed[4] == "  Host time to issue one execution: median 1.9 us (cuGraphLaunch of the captured execution)"
