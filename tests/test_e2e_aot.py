@@ -1,6 +1,6 @@
-"""End to end with --plugin aot on the full TensorRT (>= 10.16) with a GPU: --validate in both precisions, --steps,
-and an AOT engine saved by the CLI then run by a fresh process that imports tensorrt, numpy and cuda-python
-but no project code and registers no plugin. Skipped (with the reason) where TensorRT or a GPU is missing.
+"""End to end with --plugin aot on the full TensorRT (>= 10.16) with a GPU: --validate in both precisions, --steps
+(also with --cuda_graph), and an AOT engine saved by the CLI then run by a fresh process that imports tensorrt,
+numpy and cuda-python but no project code and registers no plugin. Skipped (with the reason) where TensorRT or a GPU is missing.
 """
 
 import json
@@ -47,13 +47,16 @@ def test_cli_aot_validates_a_random_graph_saved_and_loaded(tmp_path, precision):
     assert "Validation against reference successful!" in loaded.stdout
 
 
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["execute", "cuda_graph"])
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_cli_aot_steps_validate_the_final_state(precision):
+def test_cli_aot_steps_validate_the_final_state(precision, cuda_graph):
     result = run(CLI, "--plugin", "aot", "--random_graph", "500", "1000", "--steps", "6", "--batch_edges", "300",
-                 "--precision", precision, "--validate", "--seed", "3")
+                 "--precision", precision, "--validate", "--seed", "3", *(["--cuda_graph"] if cuda_graph else []))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Validation against reference successful!" in result.stdout
-    assert_state_report_is_consistent(result.stdout, 6)
+    assert_state_report_is_consistent(result.stdout, 6, cuda_graph=cuda_graph)
+    if not cuda_graph:
+        assert "Host time to issue one step: median" in result.stdout and "the AOT plugin runs no Python" in result.stdout
 
 
 # Runs in a fresh process from an empty folder: only tensorrt, numpy and cuda-python are imported, no plugin is

@@ -1,7 +1,8 @@
-"""End to end on the full TensorRT with a GPU: --steps with --validate, --benchmark, an engine saved by one process
-and loaded by another for a different graph within its profile, a graph beyond it, and the engine-level state
-benchmark. Skipped (with the reason) where TensorRT or a GPU is missing; the last test checks what the
-benchmark does there instead. No timing is asserted: only that the runs succeed and report consistently.
+"""End to end on the full TensorRT with a GPU: --steps with --validate, --benchmark (both also with --cuda_graph),
+an engine saved by one process and loaded by another for a different graph within its profile, a graph beyond
+it, and the engine-level state benchmark. Skipped (with the reason) where TensorRT or a GPU is missing; the last
+test checks what the benchmark does there instead. No timing is asserted: only that the runs succeed and report
+consistently.
 """
 
 import re
@@ -22,9 +23,10 @@ def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-def assert_state_report_is_consistent(stdout: str, steps: int) -> None:
-    """What TensorRT said about X_out, X_out bound at X's address whatever it said, nothing copied back, and
-    X changed by the first step."""
+def assert_state_report_is_consistent(stdout: str, steps: int, cuda_graph: bool = False) -> None:
+    """What TensorRT said about X_out, X_out bound at X's address whatever it said, nothing copied back, X
+    changed by the first step, and how each step was issued (execute_async_v3, or with --cuda_graph the
+    replay of the execution captured after the warm-up) with its host time."""
     alias_lines = [line for line in stdout.splitlines() if line.startswith("Engine output 'X_out'")]
     assert len(alias_lines) == 1, stdout
     assert re.search(r"get_aliased_input_tensor -> ('X'|None)|has no ICudaEngine.get_aliased_input_tensor", alias_lines[0])
@@ -32,7 +34,11 @@ def assert_state_report_is_consistent(stdout: str, steps: int) -> None:
                                    "and nothing is copied back")
     assert "copied X_out into X" not in stdout
     assert "X's buffer after the first execution: changed (the update reached X)" in stdout
-    assert re.search(rf"Per-step engine time \(CUDA events around execute_async_v3\): median .* over {steps} runs", stdout)
+    timed = "cuGraphLaunch of the execution captured once after the warm-up" if cuda_graph else "execute_async_v3"
+    assert re.search(rf"Per-step engine time \(CUDA events around {timed}\): median .* over {steps} runs", stdout), stdout
+    host = re.search(r"Host time to issue one step: median ([0-9.]+) (us|ms) \((.*)\)", stdout)
+    assert host and float(host.group(1)) > 0, stdout
+    assert host.group(3).startswith("cuGraphLaunch" if cuda_graph else "execute_async_v3"), stdout
 
 
 @pytest.mark.tensorrt
@@ -45,6 +51,19 @@ def test_steps_validate_the_final_state(precision):
     assert "Final state against the float64 reference of all 6 batches" in result.stdout
     assert "Building the state update engine ... done in" in result.stderr
     assert_state_report_is_consistent(result.stdout, 6)
+
+
+@pytest.mark.tensorrt
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_steps_replayed_from_a_cuda_graph_validate_the_final_state(precision):
+    """--cuda_graph: one execution captured after the warm-up, replayed for each of the 6 batches uploaded into
+    the same buffers; the final state must still hold every batch."""
+    result = run(CLI, "--random_graph", "500", "1000", "--steps", "6", "--batch_edges", "300", "--precision", precision,
+                 "--cuda_graph", "--validate", "--seed", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation against reference successful!" in result.stdout
+    assert "then as many replays of the captured one" in result.stdout
+    assert_state_report_is_consistent(result.stdout, 6, cuda_graph=True)
 
 
 @pytest.mark.tensorrt
@@ -75,6 +94,25 @@ def test_benchmark_prints_engine_and_kernel_timings(precision):
     assert engine and kernel, result.stdout
     assert float(engine.group(1)) > 0 and float(kernel.group(1)) > 0
     assert re.search(r"kernel share: kernel median / engine median = [0-9]+%", result.stdout)
+    assert re.search(r"Host time to issue one execution: median [0-9.]+ (us|ms) \(execute_async_v3", result.stdout)
+
+
+@pytest.mark.tensorrt
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_benchmark_replays_captured_executions_with_cuda_graph(precision):
+    result = run(CLI, "--random_graph", "2000", "20000", "--precision", precision, "--benchmark", "20", "--cuda_graph",
+                 "--validate", "--seed", "5")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation against reference successful!" in result.stdout  # the single run before the benchmark
+    assert "Benchmark: 20 timed executions after 10 warm-up executions and 10 warm-up replays" in result.stdout
+    engine = re.search(r"engine \(cuGraphLaunch of the execution captured once after the warm-up\): median ([0-9.]+) "
+                       r"(us|ms), p90 .*, min .* over 20 runs", result.stdout)
+    kernel = re.search(r"scatter_add_launch alone, captured and replayed the same way, same buffers: median ([0-9.]+) "
+                       r"(us|ms)", result.stdout)
+    assert engine and kernel, result.stdout
+    assert float(engine.group(1)) > 0 and float(kernel.group(1)) > 0
+    assert re.search(r"Host time to issue one execution: median [0-9.]+ (us|ms) \(cuGraphLaunch of the captured "
+                     r"execution\)", result.stdout)
 
 
 @pytest.mark.tensorrt
