@@ -26,7 +26,7 @@ from cli.options import (
     check_options,
     parse_arguments,
 )
-from common.errors import EngineError, InputError, MissingDependencyError
+from common.errors import CudaError, EngineError, InputError, MissingDependencyError
 from common.progress import shows_progress
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                       EXIT_MISSING_DEPENDENCY)
     except EngineError as error:
         return _error(error, EXIT_ENGINE_FAILED)
+    except CudaError as error:  # a CUDA call on the way failed (out of device memory, a launch): one line too
+        return _error(f"CUDA: {error}", EXIT_ENGINE_FAILED)
 
 
 if __name__ == "__main__":

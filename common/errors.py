@@ -12,3 +12,12 @@ class MissingDependencyError(RuntimeError):
 class EngineError(RuntimeError):
     """TensorRT could not add a layer, build, load or execute the engine: one line (TensorRT's own log, shown
     with -v, says more) and exit status 4."""
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver, runtime or NVRTC call failed; `name` is the error's enum name (e.g. CUDA_ERROR_OUT_OF_MEMORY).
+    Raised by plugin.cuda_check.check; the CLI prints it as one line and exits with status 4."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name

@@ -8,13 +8,7 @@ CudaError whose message carries the error's name, CUDA's description of it and t
 import inspect
 from typing import Any
 
-
-class CudaError(RuntimeError):
-    """A CUDA driver, runtime or NVRTC call failed; `name` is the error's enum name (e.g. CUDA_ERROR_OUT_OF_MEMORY)."""
-
-    def __init__(self, message: str, name: str = "") -> None:
-        super().__init__(message)
-        self.name = name
+from common.errors import CudaError  # defined there so that the CLI can catch it without importing plugin/
 
 
 class NvrtcError(CudaError):

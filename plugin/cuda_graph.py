@@ -35,10 +35,13 @@ class CapturedGraph:
         check(driver.cuStreamBeginCapture(self._stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
         try:
             enqueue()
-        finally:
-            # End the capture even when enqueue raised, so that the stream is usable again; an error inside the
-            # capture (an unsupported call) shows here as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
-            graph = check(driver.cuStreamEndCapture(self._stream))
+        except BaseException:
+            ended = driver.cuStreamEndCapture(self._stream)  # the stream must leave capture mode either way
+            if not ended[0] and ended[1] is not None and int(ended[1]):
+                check(driver.cuGraphDestroy(ended[1]))
+            raise
+        # an error inside the capture (an unsupported call) shows here as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        graph = check(driver.cuStreamEndCapture(self._stream))
         try:
             self.executable = check(driver.cuGraphInstantiate(graph, 0))
         finally:

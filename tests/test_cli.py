@@ -344,3 +344,18 @@ def test_engine_failure_is_one_line_and_exit_4(monkeypatch, capsys, steps):
         "aliased_io_plugin.py: error: TensorRT could not add the ScatterAddInPlace plugin (version 1, classifier network)"
     ]
     assert "Classifier output" not in captured.out and "Final state" not in captured.out
+
+
+def test_a_failed_cuda_call_is_one_line_and_exit_4(monkeypatch, capsys):
+    """A CUDA error on the way (out of device memory, a launch refused) names the call and exits 4, no traceback."""
+    import network.pipeline
+    from plugin.cuda_check import CudaError
+
+    def out_of_memory(*args, **kwargs):
+        raise CudaError("CUDA_ERROR_OUT_OF_MEMORY: out of memory (in cuMemAlloc)", "CUDA_ERROR_OUT_OF_MEMORY")
+
+    monkeypatch.setattr(network.pipeline, "run_steps", out_of_memory)
+    status = cli.main(["--seed", "1", "--steps", "2", "--batch_edges", "3"])
+    assert status == 4
+    assert capsys.readouterr().err.splitlines() == [
+        "aliased_io_plugin.py: error: CUDA: CUDA_ERROR_OUT_OF_MEMORY: out of memory (in cuMemAlloc)"]
