@@ -41,23 +41,24 @@ def what_ran(plan):
     return f"{plan.algorithm}, zeroing in the kernel" if plan.zeroing else plan.algorithm
 
 
-# (dtype, N, E, F, counts, what the first launch must plan): each graph-captured path once
+# (dtype, N, E, F, counts, algorithm, what the first launch must plan): each launch path once; the sorted and
+# chunked paths forced at sizes far below where "auto" takes them, to keep the float64 checks quick
 CASES = [
-    (np.float32, 10**6, 10**4, 1, True, "global, zeroing in the kernel"),  # one cooperative launch
-    (np.float32, 10**6, 10**4, 1, False, "global"),  # one launch, nothing O(N)
-    (np.float32, 1000, 10**5, 1, True, "shared"),  # memset of the counts, then the shared-memory kernel
-    (np.float32, 10**6, 10**6, 1, True, "paired"),  # (value, count) pairs in the counts, then a fold
-    (np.float16, 10**5, 10**4, 3, True, "table"),  # memsets, scatter into the float32 table, apply
-    (np.float32, 10**5, 10**6, 64, True, "sorted"),  # count, scan, place, reduce, fixup
-    (np.float32, 1000, 2**22, 32, True, "chunked"),
+    (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
+    (np.float32, 10**6, 10**4, 1, False, "auto", "global"),  # one launch, nothing O(N)
+    (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
+    (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
+    (np.float16, 10**5, 10**4, 3, True, "auto", "table"),  # memsets, scatter into the float32 table, apply
+    (np.float32, 5000, 100_000, 64, True, "sorted", "sorted"),  # count, scan, place, reduce, fixup
+    (np.float32, 1000, 300_000, 32, True, "chunked", "chunked"),  # chunks sorted in shared memory
 ]
 
 
-@pytest.mark.parametrize("dtype, nodes, edges, features, with_counts, path", CASES,
+@pytest.mark.parametrize("dtype, nodes, edges, features, with_counts, algorithm, path", CASES,
                          ids=[case[-1].split(",")[0] + ("" if case[4] else ", no counts") + f", {case[0].__name__}"
                               for case in CASES])
 def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(stream, dtype, nodes, edges, features,
-                                                                              with_counts, path):
+                                                                              with_counts, algorithm, path):
     """The same buffers, a new batch uploaded before each execution: the first launch issues the driver calls,
     the second captures them into the launcher's own graph and replays it, the third replays it; then the
     caller captures a launch into a graph of its own (the launcher sees the capture and issues its driver
@@ -68,7 +69,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
     from plugin.kernels import launch as launch_module
 
     state, src, index = random_inputs(nodes, edges, features, dtype)
-    size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts)
+    size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts, algorithm=algorithm)
     buffers = {
         "state": DeviceArray.from_array(state),
         "src": DeviceArray.from_array(src),
@@ -82,7 +83,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
             state=buffers["state"].ptr, src=buffers["src"].ptr, index=buffers["index"].ptr,
             counts=buffers["counts"].ptr if with_counts else 0, num_nodes=nodes, num_edges=edges,
             num_features=features, dtype=dtype, stream=stream, workspace=buffers["workspace"].ptr,
-            workspace_size=size)
+            workspace_size=size, algorithm=algorithm)
 
     def execute_and_check(execute):
         state = buffers["state"].download()
