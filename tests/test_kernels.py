@@ -1066,6 +1066,13 @@ def test_pointer_sets_in_rotation_each_replay_their_own_graph(replaying):
     launches = [arguments for name, arguments in driver.calls if name == "cuGraphLaunch"]
     assert driver.names().count("cuLaunchCooperativeKernel") == 0 and len(launches) == 3
     assert len({int(executable) for executable, _ in launches}) == 3
+    assert prepared._bound is False  # switched by their graphs: no driver calls bound on the way
+    driver.capturing.add(5)
+    for k in (1, 0):  # the caller captures: the driver calls, bound now to the right pointers
+        del driver.calls[:]
+        prepared(*batches[k])
+        assert driver.names() == ["cuStreamIsCapturing", "cuLaunchCooperativeKernel"]
+        assert argument_slots(driver.calls[1][1][-1], 2) == [SRC_PTR + 4096 * k, INDEX_PTR + 8192 * k]
 
 
 def test_a_capture_that_fails_leaves_those_pointers_to_the_driver_calls(replaying):

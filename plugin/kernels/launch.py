@@ -330,10 +330,13 @@ class PreparedScatterAdd:
         self._sequence: _LaunchSequence | None = None  # the bound pointers' driver calls, as operations
         self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
         self._plan: LaunchPlan | None = None
-        # Graph replay: per pointer set _SEEN_ONCE, _NO_GRAPH or (CapturedGraph, its replay); the bound pointers'
-        # replay (executable graph, CUstream) or None. The graphs are freed with this object.
+        # Graph replay: per pointer set _SEEN_ONCE, _NO_GRAPH or (CapturedGraph, its replay, its plan); the
+        # current pointers' replay (executable graph, CUstream) or None, and whether self._calls are bound to
+        # them (pointers switched to by their graph are bound only if their driver calls are needed). The
+        # graphs are freed with this object.
         self._replays: dict[tuple[Any, ...], Any] = {}
         self._replay: tuple[Any, Any] | None = None
+        self._bound = False
         self._graph_launch, self._is_capturing = driver.cuGraphLaunch, driver.cuStreamIsCapturing
         self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
         weakref.finalize(self, _close_graphs, self._replays).atexit = False  # at exit the driver frees them
@@ -358,12 +361,16 @@ class PreparedScatterAdd:
         wrappers: measured faster than ctypes, NOTES.md)."""
         pointers = (state, src, index, counts, workspace, skipped, stream)
         if pointers != self._pointers:
-            self._use_pointers(pointers)
+            seen = self._replays.get(pointers)
+            if type(seen) is tuple:  # pointers in rotation with a graph each: no driver calls to bind yet
+                self._pointers, self._replay, self._plan, self._bound = pointers, seen[1], seen[2], False
+            else:
+                self._use_pointers(pointers)
         return self._issue(pointers)
 
     def _issue(self, pointers: tuple[Any, ...]) -> LaunchPlan | None:
-        """The launch for the bound pointers: their graph's replay where there is one and the caller's stream is
-        not being captured, else the driver calls."""
+        """The launch for the current pointers: their graph's replay where there is one and the caller's stream
+        is not being captured, else the driver calls (bound to the pointers first where they are not yet)."""
         replay = self._replay
         if replay is None and self.graph_replay:
             replay = self._graph_for(pointers)
@@ -375,6 +382,8 @@ class PreparedScatterAdd:
                     return self._plan
                 self._drop_replays()  # the driver calls below either succeed or say what failed
                 self.graph_replay = False
+        if not self._bound:
+            self._use_pointers(pointers)
         for call, arguments, what in self._calls:
             result = call(*arguments)
             if result[0]:
@@ -410,7 +419,7 @@ class PreparedScatterAdd:
             self._replays[pointers] = _NO_GRAPH
             return None
         self._replay = (graph.executable, stream)
-        self._replays[pointers] = (graph, self._replay)
+        self._replays[pointers] = (graph, self._replay, self._plan)
         return self._replay
 
     def _drop_replays(self) -> None:
@@ -456,7 +465,7 @@ class PreparedScatterAdd:
         for arguments in sequence.arguments:
             arguments.patch(pointers)
         self._calls = bind_driver_calls(self._driver, sequence.operations, pointers)
-        self._pointers, self._plan, self._sequence = pointers, sequence.plan, sequence
+        self._pointers, self._plan, self._sequence, self._bound = pointers, sequence.plan, sequence, True
         replay = self._replays.get(pointers)
         self._replay = replay[1] if isinstance(replay, tuple) else None
 
