@@ -6,8 +6,8 @@
 The engine-level companion of benchmarks/bench_state_update.py (which times the kernel alone). One
 state-update engine is built (X, src, idx -> scatter-add plugin -> output X_out; profile N in [1, max N],
 E = B) and reused for every N: for each N, network.steps.run_state_steps executes it --steps times on one
-state buffer X of N zeros, each step adding a new batch of B random edges, after one warm-up execution that
-adds zeros. X_out is bound at X's address (as NVIDIA's in-place sample binds its output), so the runner
+state buffer X of N zeros, each step adding a new batch of B random edges, after two warm-up executions that
+add zeros. X_out is bound at X's address (as NVIDIA's in-place sample binds its output), so the runner
 never copies the state back. Per-step time = CUDA events on the session's stream around execute_async_v3
 (host enqueue time included when the GPU waits for it). The table also shows what TensorRT reported for
 X_out (ICudaEngine.get_aliased_input_tensor, TensorRT >= 10.15), whether X changed after the first step, and
