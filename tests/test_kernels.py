@@ -1106,3 +1106,22 @@ def test_keyword_entry_replays_from_its_third_call_with_the_same_pointers(replay
         launch.scatter_add_launch(**keywords)
     assert [name for name in driver.names() if name != "cuCtxGetId"][-2:] == ["cuStreamIsCapturing", "cuGraphLaunch"]
     assert driver.names().count("cuLaunchKernel") == 2  # the first call's, and the one captured at the second
+
+
+def test_a_prepared_launchs_graphs_are_freed_with_it_and_the_finalizer_never_raises(replaying):
+    import gc
+
+    driver, launch = replaying
+    prepared = cooperative_launch(launch)
+    for _ in range(2):
+        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    del driver.calls[:]
+    del prepared
+    gc.collect()
+    assert driver.names() == ["cuGraphExecDestroy"]
+    prepared = cooperative_launch(launch)
+    for _ in range(2):
+        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    driver.statuses["cuGraphExecDestroy"] = [driver.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED]
+    launch._close_graphs(prepared._replays, raising=False)  # what the finalizer calls
+    assert prepared._replays == {}

@@ -339,7 +339,9 @@ class PreparedScatterAdd:
         self._bound = False
         self._graph_launch, self._is_capturing = driver.cuGraphLaunch, driver.cuStreamIsCapturing
         self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-        weakref.finalize(self, _close_graphs, self._replays).atexit = False  # at exit the driver frees them
+        # freed with this object (at exit the driver frees them); by then their context may be gone, which is
+        # no error of the program's: the finalizer does not raise
+        weakref.finalize(self, _close_graphs, self._replays, raising=False).atexit = False
 
     # "extra": a kernel launch passes its packed argument buffer as cuLaunchKernel's `extra` where the driver
     # gives the kernel's parameter layout (cuFuncGetParamInfo), else kernelParams; cooperative launches keep
@@ -598,12 +600,18 @@ _SEEN_ONCE, _NO_GRAPH = "seen once", "no graph"  # PreparedScatterAdd._replays' 
 _REPLAYS_KEPT = 8  # pointer sets a PreparedScatterAdd remembers (e.g. batches rotating over a few buffers)
 
 
-def _close_graphs(replays: dict[tuple[Any, ...], Any]) -> None:
-    """Frees the graphs of a PreparedScatterAdd's replays (replays already queued still run) and forgets them."""
-    for seen in replays.values():
-        if isinstance(seen, tuple):
-            seen[0].close()
-    replays.clear()
+def _close_graphs(replays: dict[tuple[Any, ...], Any], raising: bool = True) -> None:
+    """Frees the graphs of a PreparedScatterAdd's replays (replays already queued still run) and forgets them;
+    raising=False (the finalizer) stops at the first CUDA error instead of raising it."""
+    try:
+        for seen in replays.values():
+            if isinstance(seen, tuple):
+                seen[0].close()
+    except CudaError:
+        if raising:
+            raise
+    finally:
+        replays.clear()
 
 
 def _check_pointers(state: int, src: int, index: int, num_nodes: int, num_edges: int) -> None:
