@@ -669,7 +669,8 @@ def scatter_add_launch(
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and
-    checked against the current CUDA context); a repeated call costs a context check and the driver calls.
+    checked against the current CUDA context); a repeated call costs a context check and the driver calls, or
+    from the second call with the same pointers on, a capture-status query and the replay of their graph.
     """
     key = (dtype, num_nodes, num_edges, num_features, not counts, not skipped, workspace_size, algorithm,
            node_passes, paired, max_slice_width, zero_in_kernel)
