@@ -34,7 +34,8 @@
 #include <vector>
 
 // ICudaEngine::getAliasedInputTensor exists from TensorRT 10.15 on.
-#define ALIASED_IO_HAS_ALIASED_INPUT_TENSOR (NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15))
+#define ALIASED_IO_HAS_ALIASED_INPUT_TENSOR                                                                         \
+    (NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15))
 
 namespace
 {
@@ -54,7 +55,7 @@ constexpr int64_t kMAX_FEATURES = 65536;
 constexpr int kWARMUP_EXECUTIONS = 2;    // network/steps.py WARMUP_EXECUTIONS, adding zeros
 constexpr int64_t kPRINTED_VALUES = 200; // beyond this the state is summarized, as numpy prints it
 
-// The engine's tensors (network/builder.py).
+// The engine's tensors, as the --steps network names them (populate_state_network).
 char const* const kSTATE = "X";
 char const* const kSOURCE = "src";
 char const* const kINDEX = "idx";
@@ -250,7 +251,7 @@ void printState(std::vector<double> const& state, Problem const& p)
     std::printf("Sum over the state: %.17g\n", sum);
 }
 
-// ---- Timing, in network/timing.py's words ---------------------------------------------------------------------
+// ---- Timing, in the words of the Python runs (describe_summary, format_duration) ------------------------------
 
 std::string formatDuration(double ms)
 {
@@ -277,7 +278,8 @@ double median(std::vector<double> const& sorted)
 std::string describeTimes(std::vector<double> times)
 {
     std::sort(times.begin(), times.end());
-    size_t const rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(times.size()) - 1e-9)));
+    double const ninety = std::ceil(0.9 * static_cast<double>(times.size()) - 1e-9); // 1-based nearest rank
+    size_t const rank = std::max<size_t>(1, static_cast<size_t>(ninety));
     return "median " + formatDuration(median(times)) + ", p90 " + formatDuration(times[rank - 1]) + ", min "
         + formatDuration(times.front()) + ", max " + formatDuration(times.back()) + " over "
         + std::to_string(times.size()) + (times.size() == 1 ? " run" : " runs");
@@ -349,8 +351,9 @@ Options parseOptions(int argc, char** argv)
         bool given;
     };
     Integer integers[] = {{"--steps", &o.steps, 1, kMAX_STEPS, false},
-        {"--batch_edges", &o.batchEdges, 1, kMAX_RANDOM_EDGES, false}, {"--nodes", &o.nodes, 1, kMAX_RANDOM_EDGES, false},
-        {"--features", &o.features, 1, kMAX_FEATURES, false}, {"--seed", &o.seed, 0, INT64_MAX, false}};
+        {"--batch_edges", &o.batchEdges, 1, kMAX_RANDOM_EDGES, false},
+        {"--nodes", &o.nodes, 1, kMAX_RANDOM_EDGES, false}, {"--features", &o.features, 1, kMAX_FEATURES, false},
+        {"--seed", &o.seed, 0, INT64_MAX, false}};
     struct Flag
     {
         char const* name;
@@ -489,7 +492,8 @@ using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, decltype(&cuda
 DeviceMemory deviceMemory(size_t bytes, char const* what)
 {
     void* data = nullptr;
-    checkCuda(cudaMalloc(&data, bytes), std::string("cudaMalloc of ") + what + " (" + withCommas(static_cast<int64_t>(bytes)) + " bytes)");
+    checkCuda(cudaMalloc(&data, bytes),
+        std::string("cudaMalloc of ") + what + " (" + withCommas(static_cast<int64_t>(bytes)) + " bytes)");
     return DeviceMemory(data, cudaFree);
 }
 
@@ -597,17 +601,24 @@ struct HostValues
     std::vector<float> f32;
     std::vector<__half> f16;
 
+    void resize(size_t size)
+    {
+        f16.resize(half ? size : 0);
+        f32.resize(half ? 0 : size);
+    }
     void assign(std::vector<double> const& values)
     {
-        if (half)
+        resize(values.size());
+        for (size_t i = 0; i < values.size(); ++i)
         {
-            f16.resize(values.size());
-            std::transform(values.begin(), values.end(), f16.begin(),
-                [](double v) { return __float2half(static_cast<float>(v)); });
-        }
-        else
-        {
-            f32.assign(values.begin(), values.end());
+            if (half)
+            {
+                f16[i] = __float2half(static_cast<float>(values[i]));
+            }
+            else
+            {
+                f32[i] = static_cast<float>(values[i]);
+            }
         }
     }
     void* data()
@@ -629,8 +640,9 @@ int runEngine(Options const& o)
     check(library >= NV_TENSORRT_VERSION, kEXIT_MISSING_DEPENDENCY, "libnvinfer is TensorRT " + versionString(library)
             + ", older than the headers " + versionString(NV_TENSORRT_VERSION) + " this program was built with");
     std::unique_ptr<nvinfer1::IRuntime> runtime{nvinfer1::createInferRuntime(logger)};
-    check(runtime != nullptr, kEXIT_MISSING_DEPENDENCY, "no TensorRT runtime: createInferRuntime returned null (libnvinfer "
-            + versionString(library) + logger.lastError()
+    check(runtime != nullptr, kEXIT_MISSING_DEPENDENCY,
+        "no TensorRT runtime: createInferRuntime returned null (libnvinfer " + versionString(library)
+            + logger.lastError()
             + "); install TensorRT, the release that saved the engine, on a machine with an NVIDIA GPU");
     int devices = 0;
     checkCuda(cudaGetDeviceCount(&devices), "no CUDA GPU or driver: cudaGetDeviceCount", kEXIT_MISSING_DEPENDENCY);
@@ -720,7 +732,8 @@ int runEngine(Options const& o)
         edgeBatch(p, k, sources, targets);
         for (size_t j = 0; j < sources.size(); ++j)
         {
-            std::copy_n(&features[static_cast<size_t>(sources[j] * p.features)], p.features, &rows[j * static_cast<size_t>(p.features)]);
+            size_t const width = static_cast<size_t>(p.features);
+            std::copy_n(&features[static_cast<size_t>(sources[j]) * width], width, &rows[j * width]);
         }
         upload(k + 1);
         checkCuda(cudaEventRecord(start.get(), stream.get()), "cudaEventRecord before " + step);
@@ -736,7 +749,7 @@ int runEngine(Options const& o)
         hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
     }
     HostValues hostState{layout.half, {}, {}};
-    hostState.assign(std::vector<double>(static_cast<size_t>(p.nodes * p.features)));
+    hostState.resize(static_cast<size_t>(p.nodes * p.features));
     checkCuda(cudaMemcpyAsync(hostState.data(), state.get(), stateBytes, cudaMemcpyDeviceToHost, stream.get()),
         "download of X");
     checkCuda(cudaStreamSynchronize(stream.get()), "download of X (cudaStreamSynchronize)");
