@@ -227,6 +227,8 @@ def installed_tensorrt_build(tmp_path: Path) -> Path:
     for tool in ("cmake", "g++"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not found")
+    if cuda_toolkit_missing():
+        pytest.skip(cuda_toolkit_missing())
     definitions = [f"-D{name}={os.environ[name]}" for name in ("TENSORRT_INCLUDE_DIR", "TENSORRT_LIBRARY")
                    if os.environ.get(name)]
     result = cmake_build(tmp_path / "build", *definitions)
