@@ -30,6 +30,7 @@ from graph import (
     may_overflow,
     parse_edges,
     parse_node_features,
+    portable_node_features,
     random_graph,
     random_node_features,
     validate_graph,
@@ -80,6 +81,8 @@ def _size(path: str) -> str:
 
 
 DRAWN_FEATURES_NOTE = "Node features: none given, so {} drawn from the seed, uniform in [0, 10)"
+STEPS_FEATURES_NOTE = ("Node features: none given, so {} drawn from the seed, multiples of 0.25 in [0, 10) "
+                       "(graph.portable_node_features, as cpp/aliased_io_state.cpp draws them)")
 
 
 def read_graph(options: argparse.Namespace, settings: Settings, show_progress: bool = False) -> GraphInput:
@@ -120,8 +123,11 @@ def read_graph(options: argparse.Namespace, settings: Settings, show_progress: b
     if features is None:  # a graph file or --random_graph without them: drawn from the seed, one rule for both
         assert num_nodes is not None
         num_features = 1 if state is None or np.ndim(state) < 2 else np.shape(state)[1]  # the state's F, if any
-        features = random_node_features(num_nodes, num_features, rng)
-        note = DRAWN_FEATURES_NOTE.format("one per node is" if num_features == 1 else f"{num_features} per node are")
+        steps = settings.engine.steps is not None  # --steps draws them as the C++ program does (docs/aot_plugin.md)
+        features = (portable_node_features(num_nodes, num_features, settings.seed) if steps
+                    else random_node_features(num_nodes, num_features, rng))
+        count = "one per node is" if num_features == 1 else f"{num_features} per node are"
+        note = (STEPS_FEATURES_NOTE if steps else DRAWN_FEATURES_NOTE).format(count)
 
     with progress("Validating the graph", enabled=show_progress):
         graph = validate_graph(features, edges, state)

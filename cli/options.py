@@ -57,8 +57,9 @@ inputs:
   order mark is ignored; at most 1 GiB). --random_graph NODES EDGES (NODES <= EDGES <= {MAX_RANDOM_EDGES:,})
   draws a graph with skewed in-degrees from the seed. Node features: --node_features or --node_features_file,
   else the .npz's node_features; a --graph or --random_graph without any gets them drawn from the seed,
-  uniform in [0, 10), one per node (as many as the state's columns when the .npz holds a state), and the run
-  says so. Every node needs an incoming edge (N = the largest node id + 1 when no features give N).
+  uniform in [0, 10) (with --steps: multiples of 0.25, as cpp/aliased_io_state.cpp draws them), one per node
+  (as many as the state's columns when the .npz holds a state), and the run says so. Every node needs an
+  incoming edge (N = the largest node id + 1 when no features give N).
   --num_classes is 1..{MAX_CLASSES} with num_classes * nodes <= {MAX_OUTPUT_ELEMENTS:,}; --seed is 0..2**63-1.
 
 engine reuse, state across runs, benchmark:

@@ -59,21 +59,3 @@ def random_graph(num_nodes: int, num_edges: int, rng: np.random.Generator,
 def random_node_features(num_nodes: int, num_features: int, rng: np.random.Generator) -> np.ndarray:
     """float64 [num_nodes, num_features], uniform in [0, 10) like the default graph's features."""
     return rng.uniform(0.0, 10.0, size=(num_nodes, num_features))
-
-
-def random_edge_batches(
-    num_nodes: int, num_batches: int, batch_edges: int, rng: np.random.Generator
-) -> list[np.ndarray]:
-    """num_batches int64 [batch_edges, 2] arrays of uniform random source -> target pairs in [0, num_nodes).
-
-    The updates that a persistent state receives step by step (--steps, --batch_edges). Unlike random_graph,
-    a batch need not give every node an incoming edge.
-    """
-    num_nodes = _count(num_nodes, "number of nodes", 1, MAX_RANDOM_EDGES)
-    num_batches = _count(num_batches, "number of batches (--steps)", 1, MAX_RANDOM_EDGES)
-    batch_edges = _count(batch_edges, "edges per batch (--batch_edges)", 1, MAX_RANDOM_EDGES)
-    if num_batches * batch_edges > MAX_RANDOM_EDGES:
-        raise InputError(
-            f"{num_batches:,} batches of {batch_edges:,} edges exceed the limit of {MAX_RANDOM_EDGES:,} edges"
-        )
-    return [rng.integers(0, num_nodes, size=(batch_edges, 2), dtype=np.int64) for _ in range(num_batches)]

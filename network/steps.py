@@ -3,8 +3,8 @@ batch of B random edges, then the final state against the float64 reference of a
 
 The graph gives the nodes, their features and the initial state (zeros unless the graph has one); its own
 edges are not used in this mode. Batch k is B uniform random (source, target) pairs over the N nodes
-(graph.random_edge_batches with default_rng((seed, STEPS_RANDOM_STREAM))); src holds the sources' features and
-idx the targets, so each execution adds B feature rows into X.
+(graph.portable_edge_batches: SplitMix64 words of the seed, which cpp/aliased_io_state.cpp draws alike); src
+holds the sources' features and idx the targets, so each execution adds B feature rows into X.
 
 The state persists across executions because the engine's output "X_out" is bound at X's own address, as
 NVIDIA's in-place sample (quickly_deployable_plugins/qdp_runner.py) binds its output: whatever TensorRT does
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from network.run import GraphArrays
     from plugin.cuda_graph import CapturedGraph
 
-STEPS_RANDOM_STREAM = 2  # batches draw from default_rng((seed, 2)); the CLI's --random_graph uses (seed, 1)
 # Untimed executions before the steps (adding zeros): the first loads the kernels (the plugin's on_shape_change),
 # the second has the plugin's launch capture its own graph of its driver calls (PreparedScatterAdd.graph_replay)
 WARMUP_EXECUTIONS = 2
@@ -48,11 +47,11 @@ SMALLEST_SUBNORMAL = {"fp32": 2.0**-149, "fp16": 2.0**-24}
 def make_step_batches(num_nodes: int, steps: int, batch_edges: int, seed: int) -> list[np.ndarray]:
     """`steps` int64 [batch_edges, 2] arrays of random (source, target) pairs in [0, num_nodes), from the seed.
 
-    InputError (from graph.random_edge_batches) for counts out of range or more than its edge limit in all.
+    InputError (from graph.portable_edge_batches) for counts out of range or more than its edge limit in all.
     """
-    from graph import random_edge_batches
+    from graph import portable_edge_batches
 
-    return random_edge_batches(num_nodes, steps, batch_edges, np.random.default_rng((seed, STEPS_RANDOM_STREAM)))
+    return portable_edge_batches(num_nodes, steps, batch_edges, seed)
 
 
 def step_inputs(features: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

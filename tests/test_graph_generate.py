@@ -1,10 +1,10 @@
-"""The seeded random graph generator and the random edge batches for persistent-state runs."""
+"""The seeded random graph generator and its node features (the --steps batches: test_portable_random.py)."""
 
 import numpy as np
 import pytest
 
 from common.errors import InputError
-from graph import MAX_RANDOM_EDGES, random_edge_batches, random_graph, random_node_features, validate_graph
+from graph import MAX_RANDOM_EDGES, random_graph, random_node_features, validate_graph
 
 
 def test_random_graph_is_valid_int64_and_reproducible():
@@ -72,34 +72,6 @@ def test_random_node_features_shape_and_range():
     features = random_node_features(50, 3, np.random.default_rng(0))
     assert features.shape == (50, 3) and features.dtype == np.float64
     assert features.min() >= 0.0 and features.max() < 10.0
-
-
-def test_random_edge_batches():
-    batches = random_edge_batches(100, 4, 25, np.random.default_rng(11))
-    assert len(batches) == 4
-    for batch in batches:
-        assert batch.dtype == np.int64 and batch.shape == (25, 2)
-        assert batch.min() >= 0 and batch.max() < 100
-    assert not np.array_equal(batches[0], batches[1])
-    again = random_edge_batches(100, 4, 25, np.random.default_rng(11))
-    for batch, same in zip(batches, again):
-        np.testing.assert_array_equal(batch, same)
-    assert np.unique(np.concatenate(batches)).size > 50  # spread over the id range
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        ((0, 1, 1), "number of nodes must be an integer from 1"),
-        ((10, 0, 1), "number of batches (--steps) must be an integer from 1"),
-        ((10, 1, 0), "edges per batch (--batch_edges) must be an integer from 1"),
-        ((10, 20_000, 10_000), "exceed the limit of 100,000,000 edges"),
-    ],
-)
-def test_random_edge_batches_reject_bad_counts(args, message):
-    with pytest.raises(InputError) as error:
-        random_edge_batches(*args, np.random.default_rng(0))
-    assert message in str(error.value)
 
 
 @pytest.mark.parametrize("value, shown", [(np.int64(0), "got 0"), (np.float64(3.5), "got 3.5"), (2.5, "got 2.5"),
