@@ -235,8 +235,11 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     gs, onnx = _import("onnx_graphsurgeon"), _import("onnx")
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
+    _refuse_nested_scatters(onnx, source)
     graph = gs.import_onnx(source)
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
+    for position, node in enumerate(graph.nodes):
+        node.name = node.name or f"{node.op}_{position}"  # every message names a node
     if not scatters:
         raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
                          "(export X.index_add_(0, idx, src) with torch.onnx.export(..., dynamo=True))")
@@ -254,10 +257,11 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
                              "not a graph input; only a scatter-add into a graph input is done in place (the counts "
                              "form, ones into zeros [N, 1] shaped from X with X's index, excepted)")
     paired = _pair_counts(states, counts)
+    for state in states:
+        _check_state(state, graph)
     results = []
     names = _NameSource(graph)
     for state in states:
-        _check_state(state, graph)
         counts_match = paired.get(id(state.node))
         output = state.node.outputs[0].name
         counts_name = counts_match.node.outputs[0].name if counts_match else None
@@ -277,6 +281,27 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
 
 
 _FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+
+
+def _refuse_nested_scatters(onnx: Any, model: "onnx.ModelProto") -> None:
+    """InputError for a Scatter* inside a subgraph (If, Loop, Scan) or a model-local function: only the main
+    graph's scatters are rewritten, and none may be left behind."""
+    def nested(graph: Any) -> list[str]:
+        found = []
+        for node in graph.node:
+            for attribute in node.attribute:
+                subgraphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+                for subgraph in subgraphs:
+                    found += [f"{inner.name or inner.op_type} in {node.name or node.op_type}"
+                              for inner in subgraph.node if inner.op_type in SCATTER_OPS] + nested(subgraph)
+        return found
+
+    found = nested(model.graph) + [f"{node.name or node.op_type} in function {function.name}"
+                                   for function in model.functions for node in function.node
+                                   if node.op_type in SCATTER_OPS]
+    if found:
+        raise InputError(f"node {found[0]}: a scatter inside a subgraph or a local function is not rewritten; "
+                         "only the main graph's scatter-adds become the in-place plugin")
 
 
 def _made_by(tensor: Any) -> str:

@@ -366,6 +366,18 @@ def test_what_cannot_be_rewritten_is_one_line_naming_the_node(tmp_path, name, pl
         assert part in message, message
 
 
+@needs_export
+def test_the_legacy_export_loses_rows_at_a_repeated_index(tmp_path):
+    """Why the legacy pattern is refused: ONNX Runtime on it keeps one of the rows added at a repeated index."""
+    from network.onnx_rewrite import load_model, run_onnxruntime
+
+    path = export_module(tmp_path / "legacy.onnx", refused_modules()["legacy"], example(), STATE_NAMES, ["X_out"],
+                         DYNAMIC, dynamo=False)
+    feeds = {"X": np.zeros((2, 3), np.float32), "src": np.ones((3, 3), np.float32), "idx": np.array([0, 0, 1])}
+    (out,) = run_onnxruntime(load_model(path), feeds).outputs.values()
+    assert out[1].tolist() == [1.0] * 3 and out[0].tolist() == [1.0] * 3  # index_add gives 2 in row 0
+
+
 def torch_randn(*shape):
     import torch
 
@@ -407,6 +419,34 @@ def test_a_shape_consumer_of_x_is_allowed_a_value_consumer_is_not(tmp_path_facto
     model.graph.output.append(onnx.helper.make_tensor_value_info("x_copy", onnx.TensorProto.FLOAT, ["N", 3]))
     with pytest.raises(InputError, match=r"its data X has other consumers \(x_copy\)"):
         rewrite_model(model)
+
+
+@needs_export
+def test_a_scatter_in_a_subgraph_is_refused_and_unnamed_nodes_are_named(tmp_path_factory):
+    """Hand-edited (torch.cond would export a local function, not this): the exported state graph as both
+    branches of an If; then the exported scatter without a name."""
+    import onnx
+    from onnx import helper
+
+    from network.onnx_rewrite import load_model, rewrite_model
+
+    model = load_model(sample_model(tmp_path_factory, "state", "fp32"))
+    branch = helper.make_graph(list(model.graph.node), "branch", [], list(model.graph.output),
+                               list(model.graph.initializer))
+    wrapped = onnx.ModelProto()
+    wrapped.CopyFrom(model)
+    del wrapped.graph.node[:]
+    wrapped.graph.node.append(helper.make_node("If", ["flag"], ["X_out"], name="choose", then_branch=branch,
+                                               else_branch=branch))
+    wrapped.graph.input.append(helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, []))
+    with pytest.raises(InputError, match=r"node node_ScatterND_\d+ in choose: a scatter inside a subgraph"):
+        rewrite_model(wrapped)
+    unnamed = onnx.ModelProto()
+    unnamed.CopyFrom(model)
+    for node in unnamed.graph.node:
+        node.name = ""
+    result = rewrite_model(unnamed)
+    assert result.scatters[0].node == "ScatterND_1" and result.model.graph.node[0].name == "ScatterND_1/ScatterAddInPlace"
 
 
 def test_an_unknown_plugin_is_refused():
