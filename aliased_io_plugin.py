@@ -6,9 +6,10 @@ The story of a run, one function each:
 1. options:    cli.options parses and checks every option (standard library only).
 2. graph:      cli.inputs reads and validates the graph, draws the seeded weights and computes the float64
                reference (numpy only); bad input stops here with exit status 2 and one line.
-3. network:    network.builder puts the scatter-add plugin first, then Cast, mean, MatrixMultiply, ReLU, SoftMax.
-4. engine:     network.pipeline builds (or loads) the engine and runs it; TensorRT, polygraphy and cuda-python
-               are imported only there, so --dry-run needs none of them.
+3. network:    network.definition puts the scatter-add plugin first, then Cast, mean, MatrixMultiply, ReLU, SoftMax.
+4. engine:     network.engine builds (or loads) the engine; network.run runs it once (network.steps: --steps,
+               network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
+               so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
 """
 
@@ -76,7 +77,7 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
 
 def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for the classifier: network, engine (and --benchmark), report, --validate."""
-    from network.pipeline import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
+    from network.run import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
 
     result = run_graph(
         prepared.graph,
@@ -108,7 +109,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
 
 def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for --steps: K executions on one state buffer, the report, --validate of the final state."""
-    from network.pipeline import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
+    from network.steps import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
     from network.steps import compare_state, validation_lines
 
     assert prepared.steps is not None

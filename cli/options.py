@@ -44,7 +44,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
-PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.builder's (a dry run imports no network/)
+PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 

@@ -118,7 +118,7 @@ FILLS = {"counts_zero": "ConstantOfShape", "keys": "ConstantOfShape", "values": 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("network", NETWORKS)
 def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precision):
-    """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/aot_layers.py
+    """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/definition.py
     wires them; their zero-filled inputs are ConstantOfShape nodes; no Scatter* left; outputs kept."""
     from network.onnx_rewrite import load_model, model_io
 
@@ -398,7 +398,7 @@ def test_a_second_counts_scatter_is_refused(tmp_path_factory):
     twin.name, twin.output[0] = "twin_counts", "twin_counts_out"
     model.graph.node.append(twin)
     model.graph.output.append(onnx.helper.make_tensor_value_info("twin_counts_out", onnx.TensorProto.INT64, ["N", 1]))
-    with pytest.raises(InputError, match=r"node twin_counts \(ScatterND\): a second counts scatter for X \(the first is "):
+    with pytest.raises(InputError, match=r"node twin_counts \(ScatterND\): a second counts scatter for X \(the first "):
         rewrite_model(model)
 
 
@@ -580,14 +580,16 @@ def test_the_rewritten_node_creates_the_plugin_through_the_real_creator(trt, tmp
     plugin has the node's number of outputs and compute_counts."""
     import onnx
 
-    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, ScatterAddPlugin, ScatterAddPluginCreator
+    from plugin.scatter_add_plugin import (PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, ScatterAddPlugin,
+                                           ScatterAddPluginCreator)
 
     node = next(n for n in rewritten(tmp_path_factory, network, "fp32", "python").model.graph.node
                 if n.op_type == PLUGIN_NAME)
     creator = ScatterAddPluginCreator()
     attrs = {attribute.name: attribute for attribute in node.attribute}
-    assert (node.op_type, attrs["plugin_version"].s.decode(), attrs["plugin_namespace"].s.decode()) == \
-        (creator.name, creator.plugin_version, creator.plugin_namespace) == (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
+    key = (creator.name, creator.plugin_version, creator.plugin_namespace)
+    assert (node.op_type, attrs["plugin_version"].s.decode(), attrs["plugin_namespace"].s.decode()) == key
+    assert key == (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
     fields = []
     for advertised in creator.field_names:
         attribute = attrs[advertised.name]

@@ -1,4 +1,5 @@
-"""The network: inputs X, src, idx, W -> scatter-add plugin -> Cast, DIV, MatrixMultiply, ReLU, SoftMax.
+"""How the network is defined with TensorRT's network API: X, src, idx, W -> scatter-add plugin -> Cast, DIV,
+MatrixMultiply, ReLU, SoftMax; the state-update network of --steps; the AOT plugins' fill layers (--plugin aot).
 
     X [N, F]      src [E, F]      idx [E] int64
        |              |                |
@@ -18,22 +19,34 @@ With --steps the engine holds the state-update network instead: the same inputs 
 with compute_counts=0 (one output, aggregated: no counts, so no O(N) zeroing of counts per execution), and that
 output marked as the engine output "X_out", so the updated state outlives the execution (populate_state_network).
 
-With --plugin aot the scatter-add is the AOT plugin pair of plugin/scatter_add_aot.py instead, with the zeroed
-tensors its single kernel needs made by fill layers (network/aot_layers.py); the rest of each network is the same.
+With --plugin aot the scatter-add is the AOT plugin pair of plugin/scatter_add_aot.py instead (add_aot_scatter_add);
+the rest of each network is the same. TensorRT launches one kernel per AOT plugin and nothing before it, so what
+the atomics need already zeroed comes from layers here, as extra plugin inputs aliased to outputs:
+
+    counts [N, 1] int64 = 0          classifier only (the mean divides by them); O(N), like the counts themselves
+    keys [C] int32 = -1, values [C, F] float32 = 0, C = 2 E + 1     float16 only: the float32 accumulation
+                                                                    table; O(E F), so a --steps execution stays
+                                                                    independent of N
+
+Each is a fill layer (LINSPACE with start = the value and delta = 0) whose shape is computed from X's and
+idx's shapes by shape layers, so one engine serves its whole optimization profile.
 
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
-Functions take the tensorrt module as `trt` so the plugin-free part also builds with TensorRT-RTX in tests.
+Functions take the tensorrt module as `trt` so the plugin-free part (and the AOT fill subgraph) also builds with
+TensorRT-RTX in tests; the Python plugin needs the full TensorRT (add_plugin_v3), the AOT plugins TensorRT >= 10.16
+(INetworkDefinition.add_plugin(..., aot=True)).
 """
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from common.errors import EngineError
-from network.profile import CLASSIFIER, STATE_UPDATE
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
     from tensorrt import DataType, INetworkDefinition, IPluginV3Layer, ITensor
-
 INPUT_STATE = "X"
 INPUT_SOURCE = "src"
 INPUT_INDEX = "idx"
@@ -45,6 +58,9 @@ STATE_INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX)
 PYTHON_PLUGIN = "python"  # ScatterAddPlugin: IPluginV3 in Python, needs Python at run time
 AOT_PLUGIN = "aot"  # tensorrt.plugin AOT plugins: PTX in the engine, no Python at run time
 PLUGINS = (PYTHON_PLUGIN, AOT_PLUGIN)
+
+CLASSIFIER = "classifier"  # inputs X, src, idx, W; output softmax (the sample's network)
+STATE_UPDATE = "state update"  # inputs X, src, idx; output X_out (the plugin's aggregated state; --steps)
 
 
 def add_classifier_head(
@@ -138,8 +154,6 @@ def add_scatter_add(
         layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
         return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
     if plugin == AOT_PLUGIN:
-        from network.aot_layers import add_aot_scatter_add
-
         num_features = int(inputs[INPUT_STATE].shape[1])
         return add_aot_scatter_add(trt, network, inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX],
                                    num_features, with_counts=kind == CLASSIFIER)
@@ -183,3 +197,105 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
     aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin)
     mark_state_output(network, aggregated)
     return keep_alive
+
+
+KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu
+
+
+@dataclass
+class ShapeTensors:
+    """Builds small int64 shape tensors from the network's inputs; keeps the constants' arrays alive (TensorRT
+    reads them when the engine is built, not when the layer is added)."""
+
+    trt: Any
+    network: "INetworkDefinition"
+    arrays: list[np.ndarray] = field(default_factory=list)
+
+    def constant(self, array: np.ndarray) -> "ITensor":
+        self.arrays.append(array)
+        return self.network.add_constant(self.trt.Dims(array.shape), self.trt.Weights(array)).get_output(0)
+
+    def dim(self, tensor: "ITensor", axis: int) -> "ITensor":
+        """tensor.shape[axis] as an int64 [1] tensor."""
+        shape = self.network.add_shape(tensor).get_output(0)
+        return self.network.add_slice(shape, self.trt.Dims([axis]), self.trt.Dims([1]), self.trt.Dims([1])).get_output(0)
+
+    def affine(self, size: "ITensor", scale: int, offset: int) -> "ITensor":
+        """scale * size + offset for an int64 [1] size tensor."""
+        op = self.trt.ElementWiseOperation
+        scaled = self.network.add_elementwise(size, self.constant(np.array([scale], np.int64)), op.PROD)
+        return self.network.add_elementwise(scaled.get_output(0), self.constant(np.array([offset], np.int64)),
+                                            op.SUM).get_output(0)
+
+    def shape(self, *sizes: "ITensor | int") -> "ITensor":
+        """The int64 shape tensor [sizes...]; ints become constants."""
+        parts = [self.constant(np.array([size], np.int64)) if isinstance(size, int) else size for size in sizes]
+        if len(parts) == 1:
+            return parts[0]
+        concat = self.network.add_concatenation(parts)
+        concat.axis = 0
+        return concat.get_output(0)
+
+    def filled(self, shape: "ITensor", rank: int, value: int | float, dtype: Any) -> "ITensor":
+        """A tensor of `shape` (an int64 shape tensor of length `rank`) filled with `value` of numpy `dtype`
+        (int32, int64 or float32), by a LINSPACE fill layer with start `value` and delta 0."""
+        trt_types: dict[Any, Any] = {np.int32: self.trt.int32, np.int64: self.trt.int64, np.float32: self.trt.float32}
+        fill = self.network.add_fill(self.trt.Dims([1] * rank), self.trt.FillOperation.LINSPACE, trt_types[dtype])
+        fill.set_input(0, shape)
+        fill.set_input(1, self.constant(np.array(value, dtype)))
+        fill.set_input(2, self.constant(np.zeros(rank, dtype)))
+        return fill.get_output(0)
+
+
+@dataclass(frozen=True)
+class AccumulationInputs:
+    """The zero/-1 tensors the AOT plugins alias: counts (or None), keys and values (or None for float32)."""
+
+    counts: "ITensor | None"
+    keys: "ITensor | None"
+    values: "ITensor | None"
+
+
+def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITensor", num_features: int, *,
+                            with_counts: bool, half: bool) -> AccumulationInputs:
+    """counts [N, 1] int64 zeros (with_counts); keys [2E+1] int32 -1 and values [2E+1, F] float32 zeros (half)."""
+    counts = keys = values = None
+    if with_counts:
+        counts = shapes.filled(shapes.shape(shapes.dim(state, 0), 1), 2, 0, np.int64)
+        counts.name = "aot_counts_zero"
+    if half:
+        capacity = shapes.affine(shapes.dim(index, 0), 2, 1)  # plugin.kernels.aot.table_capacity
+        keys = shapes.filled(capacity, 1, KEYS_EMPTY, np.int32)
+        keys.name = "aot_table_keys_empty"
+        values = shapes.filled(shapes.shape(capacity, num_features), 2, 0.0, np.float32)
+        values.name = "aot_table_values_zero"
+    return AccumulationInputs(counts, keys, values)
+
+
+def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor", src: "ITensor", index: "ITensor",
+                        num_features: int, *, with_counts: bool) -> tuple["ITensor", "ITensor | None", list[Any]]:
+    """Adds the AOT scatter-add on (X, src, idx); returns (aggregated [N, F] in X's memory, counts or None,
+    what must stay alive until the engine is built). float32: one plugin; float16: the table plugin, then
+    apply_table."""
+    from plugin import scatter_add_aot as aot
+
+    half = state.dtype == trt.float16
+    shapes = ShapeTensors(trt, network)
+    extra = add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half)
+
+    def add(plugin_id: str, *tensors: "ITensor") -> Any:
+        layer = network.add_plugin(aot.plugin_op(plugin_id)(*tensors), aot=True)
+        if layer is None:
+            raise EngineError(f"TensorRT could not add the AOT plugin {plugin_id}")
+        layer.name = plugin_id.replace("::", "_")
+        return layer
+
+    counts_tail = (extra.counts,) if extra.counts is not None else ()
+    if not half:
+        layer = add(aot.SCATTER_ADD_COUNTS if with_counts else aot.SCATTER_ADD, state, src, index, *counts_tail)
+        return layer.get_output(0), layer.get_output(1) if with_counts else None, shapes.arrays
+    assert extra.keys is not None and extra.values is not None
+    table = add(aot.SCATTER_TABLE_COUNTS if with_counts else aot.SCATTER_TABLE, src, index, extra.keys,
+                extra.values, *counts_tail)
+    apply = add(aot.APPLY_TABLE, state, table.get_output(0), table.get_output(1))
+    return apply.get_output(0), table.get_output(2) if with_counts else None, shapes.arrays
