@@ -16,6 +16,8 @@ API (stable; the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are 
     run_onnxruntime(model, feeds) -> OrtRun        ONNX Runtime on the CPU provider; .outputs by name and
                                                    .float32_copy (True where ORT ran the float32 copy: its CPU
                                                    provider has no float16 scatter-add)
+    OnnxRuntimeSession(model).run(feeds) -> {name: array}
+                                                   the same with one session for many runs (--steps)
     float32_copy(model) -> onnx.ModelProto         every float16 tensor, attribute and Cast made float32
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (inputs X, src, idx[, W], output
@@ -764,35 +766,51 @@ def _has_float16_scatter_add(model: "onnx.ModelProto") -> bool:
     return any(node.op_type in SCATTER_OPS and node.input and node.input[0] in float16 for node in model.graph.node)
 
 
-def run_onnxruntime(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> OrtRun:
-    """Runs `model` in ONNX Runtime (CPU provider) on `feeds` (every graph input by name, in its dtype).
+class OnnxRuntimeSession:
+    """One ONNX Runtime session (CPU provider) of a model, to run it on many feeds (--steps feeds X_out back as
+    X): made once, run per call. A model with a float16 scatter-add runs as float32_copy(model), its float16
+    feeds cast to float32 (float32_copy is then True). InputError (one line: ORT's own first line) for a model
+    ONNX Runtime refuses, e.g. a rewritten one (ORT has no kernel for the plugin nodes)."""
 
-    A model with a float16 scatter-add runs as float32_copy(model) (OrtRun.float32_copy). InputError for a
-    missing or unknown feed, or a model or feeds ONNX Runtime refuses (one line: ORT's own first line)."""
-    ort = _import("onnxruntime")
-    inputs, _ = model_io(model)
-    expected = [spec.name for spec in inputs]
-    missing = [name for name in expected if name not in feeds]
-    unknown = [name for name in feeds if name not in expected]
-    if missing or unknown:
-        raise InputError(f"ONNX Runtime feeds: missing {missing or 'none'}, unknown {unknown or 'none'}; the model's "
-                         f"inputs are {expected}")
-    upcast = _has_float16_scatter_add(model)
-    run_model = float32_copy(model) if upcast else model
-    arrays = {name: np.asarray(feeds[name]) for name in expected}
-    if upcast:
-        arrays = {name: value.astype(np.float32) if value.dtype == np.float16 else value
-                  for name, value in arrays.items()}
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: the exception carries the message
-    try:
-        session = ort.InferenceSession(run_model.SerializeToString(), sess_options=options,
-                                       providers=["CPUExecutionProvider"])
-        names = [output.name for output in session.get_outputs()]
-        values = session.run(names, arrays)
-    except Exception as error:  # onnxruntime's Fail, InvalidArgument, RuntimeException, NotImplemented...
-        raise InputError(f"ONNX Runtime could not run the model: {_first_line(error)}") from None
-    return OrtRun(dict(zip(names, (np.asarray(value) for value in values))), upcast)
+    def __init__(self, model: "onnx.ModelProto") -> None:
+        ort = _import("onnxruntime")
+        inputs, _ = model_io(model)
+        self.input_names = [spec.name for spec in inputs]
+        self.float32_copy = _has_float16_scatter_add(model)
+        run_model = float32_copy(model) if self.float32_copy else model
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only: the exception carries the message
+        try:
+            self._session = ort.InferenceSession(run_model.SerializeToString(), sess_options=options,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as error:  # onnxruntime's Fail, InvalidGraph, NotImplemented...
+            raise InputError(f"ONNX Runtime could not load the model: {_first_line(error)}") from None
+        self.output_names = [output.name for output in self._session.get_outputs()]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The outputs by name for `feeds` (every graph input by name, in its dtype); InputError for a missing
+        or unknown feed or inputs ONNX Runtime refuses."""
+        missing = [name for name in self.input_names if name not in feeds]
+        unknown = [name for name in feeds if name not in self.input_names]
+        if missing or unknown:
+            raise InputError(f"ONNX Runtime feeds: missing {missing or 'none'}, unknown {unknown or 'none'}; the "
+                             f"model's inputs are {self.input_names}")
+        arrays = {name: np.asarray(feeds[name]) for name in self.input_names}
+        if self.float32_copy:
+            arrays = {name: value.astype(np.float32) if value.dtype == np.float16 else value
+                      for name, value in arrays.items()}
+        try:
+            values = self._session.run(self.output_names, arrays)
+        except Exception as error:  # onnxruntime's InvalidArgument, RuntimeException...
+            raise InputError(f"ONNX Runtime could not run the model: {_first_line(error)}") from None
+        return dict(zip(self.output_names, (np.asarray(value) for value in values)))
+
+
+def run_onnxruntime(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> OrtRun:
+    """Runs `model` once in ONNX Runtime (CPU provider) on `feeds`: OnnxRuntimeSession(model).run(feeds), with
+    whether ORT ran the float32 copy."""
+    session = OnnxRuntimeSession(model)
+    return OrtRun(session.run(feeds), session.float32_copy)
 
 
 def float32_copy(model: "onnx.ModelProto") -> "onnx.ModelProto":
@@ -832,7 +850,7 @@ def _tensor_to_float32(onnx: Any, tensor: Any) -> Any:
 
 
 __all__ = [
-    "AOT_NAMESPACE", "AOT_OPS", "OrtRun", "PLUGIN_NAMESPACE", "PLUGIN_OP", "PLUGIN_VERSION", "Rewritten",
+    "AOT_NAMESPACE", "AOT_OPS", "OnnxRuntimeSession", "OrtRun", "PLUGIN_NAMESPACE", "PLUGIN_OP", "PLUGIN_VERSION", "Rewritten",
     "SampleNetwork", "ScatterRewrite", "TensorSpec", "check_output_path", "float32_copy", "load_model",
     "model_io", "rewrite_model", "run_onnxruntime", "sample_network", "save_model",
 ]

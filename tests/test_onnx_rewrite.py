@@ -518,9 +518,31 @@ def test_onnxruntime_refuses_bad_feeds_and_the_rewritten_model(tmp_path_factory)
     feeds, _ = graph_inputs()
     with pytest.raises(InputError, match=r"missing \['idx'\], unknown \['W'\]; the model's inputs are"):
         run_onnxruntime(model, {"X": feeds["X"], "src": feeds["src"], "W": feeds["W"]})
-    with pytest.raises(InputError, match="ONNX Runtime could not run the model: ") as raised:
+    with pytest.raises(InputError, match="ONNX Runtime could not load the model: ") as raised:
         run_onnxruntime(rewrite_model(model).model, {name: feeds[name] for name in STATE_NAMES})
     assert "\n" not in str(raised.value)
+    with pytest.raises(InputError, match="ONNX Runtime could not run the model: ") as raised:
+        run_onnxruntime(model, {"X": feeds["X"], "src": feeds["src"][:, :2], "idx": feeds["idx"]})  # F = 2, not 3
+    assert "\n" not in str(raised.value)
+
+
+@needs_export
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_one_session_runs_the_state_update_in_steps(tmp_path_factory, precision):
+    """OnnxRuntimeSession: X_out fed back as X over three batches = the float64 sum of all of them."""
+    from network.onnx_rewrite import OnnxRuntimeSession, load_model
+
+    session = OnnxRuntimeSession(load_model(sample_model(tmp_path_factory, "state", precision)))
+    assert session.float32_copy is (precision == "fp16") and session.output_names == ["X_out"]
+    state, expected = None, None
+    for seed in range(3):
+        feeds, _ = graph_inputs(seed=seed, precision=precision, state=False)
+        rows = np.zeros((6, NUM_FEATURES))
+        np.add.at(rows, feeds["idx"], feeds["src"].astype(np.float64))
+        state = feeds["X"] if state is None else state
+        expected = rows if expected is None else expected + rows
+        state = session.run({"X": state, "src": feeds["src"], "idx": feeds["idx"]})["X_out"]
+    np.testing.assert_allclose(state, expected, rtol=1e-6, atol=1e-6)
 
 
 def test_float32_copy_raises_every_float16_tensor():
