@@ -56,6 +56,7 @@ import numpy as np
 from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 from network.definition import (
+    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
@@ -617,7 +618,7 @@ def _plugin_nodes(gs: Any, state: _Match, counts: _Match | None, plugin: str, na
                  COMPUTE_COUNTS_FIELD: int(counts is not None)}
         build.node(PLUGIN_OP, [x, src, idx], None, attrs, name="ScatterAddInPlace",
                    outputs=[aggregated] + ([plugin_counts] if plugin_counts is not None else []))
-    else:
+    elif plugin == AOT_PLUGIN:
         _aot_nodes(build, x, src, idx, aggregated, plugin_counts)
     if plugin_counts is not counts_out:  # counts of another dtype in the model: the plugin's int64, cast
         assert counts_out is not None
@@ -631,7 +632,7 @@ def _onnx_type(dtype: Any) -> int:
 
 
 def _aot_nodes(build: _Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
-    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX):
+    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX nodes):
     counts [N, 1] int64 zeros (with counts); float16: keys [2E+1] int32 -1, values [2E+1, F] float32 zeros."""
     attrs = {"plugin_namespace": AOT_NAMESPACE, "plugin_version": AOT_PLUGIN_VERSION, "aot": 1}
     tail = []
