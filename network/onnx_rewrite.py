@@ -19,7 +19,7 @@ API (stable; the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are 
     float32_copy(model) -> onnx.ModelProto         every float16 tensor, attribute and Cast made float32
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (inputs X, src, idx[, W], output
-                                                   softmax or X_out, named and shaped as network/builder.py's),
+                                                   softmax or X_out, named and shaped as network/definition.py's),
                                                    whose outputs the float64 reference (reference/) also gives
 
 What is rewritten (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/onnx.md has the node lists).
@@ -34,7 +34,7 @@ X is a graph input [N, F] float32/float16, src [E, F] of X's dtype, idx [E] int6
 The Python plugin is one node ScatterAddInPlace(X, src, idx) -> (aggregated[, counts]) with attributes
 plugin_version, plugin_namespace and compute_counts (INT: the parser makes it the INT32 field). --plugin aot
 gives the AOT plugin nodes of plugin/scatter_add_aot.py (domain and plugin_namespace "aliased_io", aot=1) with
-their zero-filled inputs made by ConstantOfShape nodes from X's, src's and idx's shapes (network/aot_layers.py
+their zero-filled inputs made by ConstantOfShape nodes from X's, src's and idx's shapes (network/definition.py
 makes the same with fill layers). Dead index plumbing goes with the scatter. Refused (InputError): a Scatter*
 whose data is not a graph input (and is not the counts pattern), whose data has consumers other than Shape
 nodes, a reduction other than add, an axis other than 0, an index not built as above, a dtype the plugin
@@ -53,19 +53,20 @@ import numpy as np
 
 from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
-from network.aot_layers import KEYS_EMPTY
-from network.builder import (
+from network.definition import (
     AOT_PLUGIN,
+    CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
     INPUT_STATE,
     INPUT_WEIGHTS,
+    KEYS_EMPTY,
     OUTPUT_SOFTMAX,
     OUTPUT_STATE,
     PLUGINS,
     PYTHON_PLUGIN,
+    STATE_UPDATE,
 )
-from network.profile import CLASSIFIER, STATE_UPDATE
 from plugin.rules import COMPUTE_COUNTS_FIELD
 
 if TYPE_CHECKING:
@@ -601,7 +602,7 @@ def _onnx_type(dtype: Any) -> int:
 
 
 def _aot_nodes(build: _Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
-    """The AOT plugin nodes and the zero-filled tensors they alias (network/aot_layers.py, as ONNX nodes):
+    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX nodes):
     counts [N, 1] int64 zeros (with counts); float16: keys [2E+1] int32 -1, values [2E+1, F] float32 zeros."""
     attrs = {"plugin_namespace": AOT_NAMESPACE, "plugin_version": AOT_PLUGIN_VERSION, "aot": 1}
     tail = []
@@ -665,7 +666,7 @@ def model_io(model: "onnx.ModelProto") -> tuple[tuple[TensorSpec, ...], tuple[Te
 
 @dataclass(frozen=True)
 class SampleNetwork:
-    """The sample's own network recognised by its inputs and outputs: kind (network.profile CLASSIFIER or
+    """The sample's own network recognised by its inputs and outputs: kind (network.definition CLASSIFIER or
     STATE_UPDATE), precision ("fp32" or "fp16"), F and C (None for the state update)."""
 
     kind: str
@@ -678,7 +679,7 @@ _PRECISIONS = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16"}
 
 
 def sample_network(model: "onnx.ModelProto") -> SampleNetwork | None:
-    """The SampleNetwork when the model's inputs and outputs are the sample's (network/builder.py): X [N, F],
+    """The SampleNetwork when the model's inputs and outputs are the sample's (network/definition.py): X [N, F],
     src [E, F], idx [E] int64 and W [C, F] -> softmax [C, N], or X, src, idx -> X_out [N, F]; F and C fixed,
     one float dtype. None otherwise (the CLI then compares with ONNX Runtime only)."""
     inputs, outputs = model_io(model)
