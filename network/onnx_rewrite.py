@@ -233,8 +233,10 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     cannot rewrite safely (see the module docstring)."""
     if plugin not in PLUGINS:
         raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
-    gs = _import("onnx_graphsurgeon")
-    graph = gs.import_onnx(model)
+    gs, onnx = _import("onnx_graphsurgeon"), _import("onnx")
+    source = onnx.ModelProto()
+    source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
+    graph = gs.import_onnx(source)
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     if not scatters:
         raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
