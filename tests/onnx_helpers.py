@@ -81,7 +81,7 @@ def graph_inputs(num_nodes: int = 6, num_edges: int = 15, seed: int = 0, precisi
                  state: bool = True) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(feeds X, src, idx, W in `precision`, the float64 reference) for a random graph where every node has an
     incoming edge and an index repeats; X is a random state (zeros when state is False)."""
-    from network.inputs import engine_inputs
+    from network.run import engine_inputs
     from reference.gnn import gnn_reference
 
     rng = np.random.default_rng(seed)
