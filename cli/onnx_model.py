@@ -63,7 +63,8 @@ def read_onnx_model(engine: EngineOptions, with_runtime: bool) -> OnnxModel:
     if network is None:
         inputs, outputs = model_io(model)
         raise InputError(f"--onnx {shown_path(path)}: inputs {[spec.name for spec in inputs]}, outputs "
-                         f"{[spec.name for spec in outputs]} (or their shapes or types) are not the sample's: {SAMPLE_IO}")
+                         f"{[spec.name for spec in outputs]} (or their shapes or types) are not the sample's: "
+                         f"{SAMPLE_IO}")
     try:
         rewritten = rewrite_model(model, engine.plugin)
     except InputError as error:
@@ -168,8 +169,16 @@ def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, feature
     return np.asarray(state, dtype=np.float64)
 
 
-def onnxruntime_line(model: OnnxModel, summary: str) -> str:
-    return f"Against ONNX Runtime (the original {model.path}, same inputs, twice the reference's tolerance): {summary}"
+def verdict(model: OnnxModel, against_runtime: Any, against_reference: Any, reference: str) -> tuple[list[str], int]:
+    """The seed's verdict line (both comparisons must pass), then one line each: against ONNX Runtime, and
+    against `reference` (how the float64 reference is named)."""
+    ok = against_runtime.ok and against_reference.ok
+    return [
+        f"Validation against reference {'successful' if ok else 'failed'}!",
+        f"Against ONNX Runtime (the original {model.path}, same inputs, twice the reference's tolerance): "
+        f"{against_runtime.summary()}",
+        f"{reference}: {against_reference.summary()}",
+    ], EXIT_OK if ok else EXIT_VALIDATION_FAILED
 
 
 def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
@@ -178,14 +187,8 @@ def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.
     of the exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
     from reference import compare
 
-    against_runtime = compare(actual, onnxruntime, precision, scale=AGAINST_ONNXRUNTIME)
-    against_reference = compare(actual, reference, precision)
-    ok = against_runtime.ok and against_reference.ok
-    return [
-        f"Validation against reference {'successful' if ok else 'failed'}!",
-        onnxruntime_line(model, against_runtime.summary()),
-        f"Against the float64 reference: {against_reference.summary()}",
-    ], EXIT_OK if ok else EXIT_VALIDATION_FAILED
+    return verdict(model, compare(actual, onnxruntime, precision, scale=AGAINST_ONNXRUNTIME),
+                   compare(actual, reference, precision), "Against the float64 reference")
 
 
 def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
@@ -194,14 +197,9 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
     the float64 reference of all batches (the bound)."""
     from network.steps import compare_state
 
-    against_runtime = compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound)
-    against_reference = compare_state(actual, reference, bound)
-    ok = against_runtime.ok and against_reference.ok
-    return [
-        f"Validation against reference {'successful' if ok else 'failed'}!",
-        onnxruntime_line(model, against_runtime.summary()),
-        f"Final state against the float64 reference of all {steps} batches: {against_reference.summary()}",
-    ], EXIT_OK if ok else EXIT_VALIDATION_FAILED
+    return verdict(model, compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound),
+                   compare_state(actual, reference, bound),
+                   f"Final state against the float64 reference of all {steps} batches")
 
 
 def dry_run_validation(actual: np.ndarray, reference: np.ndarray, precision: str,

@@ -14,6 +14,7 @@ import aliased_io_plugin as cli
 from tests.import_check import heavy_modules_imported_by
 from tests.onnx_helpers import NUM_CLASSES, NUM_FEATURES, REWRITE_MISSING, needs_export, sample_model
 from tests.test_cli import ROOT, SCRIPT, assert_one_line_error, run_cli, run_cli_without
+from tests.test_network_onnx_parse import state_io_model
 
 # Four nodes with F = 3 features each, for the default edges (every node has an incoming edge).
 FEATURES = "[[1,2,3],[4,5,6],[7,8,9],[1,0,2]]"
@@ -95,26 +96,6 @@ def test_dry_run_with_onnx_imports_neither_tensorrt_nor_cuda_nor_polygraphy(tmp_
     assert heavy_modules_imported_by(args, ("tensorrt", "tensorrt_rtx_bindings", "cuda", "polygraphy")) == []
 
 
-def tiny_model(path, *, reduction: str = "add", input_name: str = "X") -> str:
-    """A model with the sample's state-update inputs and output, X_out = ScatterND(X, Unsqueeze(idx), src) with
-    `reduction`, written with onnx.helper (the index plumbing as the exporter writes it)."""
-    from onnx import TensorProto, helper, save
-
-    nodes = [
-        helper.make_node("Constant", [], ["axes"], name="axes", value=helper.make_tensor("a", TensorProto.INT64, [1], [1])),
-        helper.make_node("Unsqueeze", ["idx", "axes"], ["idx2"], name="unsqueeze"),
-        helper.make_node("ScatterND", [input_name, "idx2", "src"], ["X_out"], name="scatter_into_state",
-                         reduction=reduction),
-    ]
-    graph = helper.make_graph(nodes, "tiny", [
-        helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["N", NUM_FEATURES]),
-        helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", NUM_FEATURES]),
-        helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
-    ], [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, ["N", NUM_FEATURES])])
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
-    return str(path)
-
-
 @needs_export
 @pytest.mark.parametrize("case, message", [
     ("classifier with --steps", "holds the classifier network; --steps needs the state update network "
@@ -146,15 +127,15 @@ def test_a_model_that_does_not_fit_the_run_is_one_line_and_writes_nothing(tmp_pa
     ("not onnx", "not an ONNX model"),
     ("not the sample's inputs", "inputs ['state', 'src', 'idx'], outputs ['X_out'] (or their shapes or types) are "
                                 "not the sample's: X [N, F], src [E, F], idx [E] int64"),
-    ("other reduction", "node scatter_into_state (ScatterND): reduction 'mul'; only reduction 'add'"),
+    ("other reduction", "node index_add_into_X (ScatterND): reduction 'mul'; only reduction 'add'"),
 ])
 def test_a_model_the_cli_cannot_take_is_one_line_naming_the_node_or_the_value(tmp_path, capsys, case, message):
     if case == "not onnx":
         model = tmp_path / "model.onnx"
         model.write_text("not a model\n")
     else:
-        model = tiny_model(tmp_path / "model.onnx", reduction="mul" if case == "other reduction" else "add",
-                           input_name="state" if case == "not the sample's inputs" else "X")
+        model = state_io_model(tmp_path / "model.onnx", scatter=True, reduction="mul" if case == "other reduction"
+                               else "add", state="state" if case == "not the sample's inputs" else "X")
     out = tmp_path / "out.onnx"
     status = cli.main(["--dry-run", *STEPS_ARGS, "--onnx", str(model), "--save_onnx", str(out)])
     captured = capsys.readouterr()

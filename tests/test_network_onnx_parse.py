@@ -60,28 +60,30 @@ def build_with_tensorrt_rtx(tmp_path, model_path) -> tuple[dict, str]:
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
-def state_io_model(path, scatter: bool) -> None:
-    """X [N, F], src [E, F], idx [E] int64 -> X_out [N, F]: with scatter, X_out = ScatterND(X, idx[:, None], src,
-    reduction add) as torch.onnx.export writes index_add (before the rewrite); else a plugin-free stand-in,
-    X_out = X + sum over the edges of src[idx]."""
+def state_io_model(path, scatter: bool, reduction: str = "add", state: str = "X") -> str:
+    """`state` [N, F], src [E, F], idx [E] int64 -> X_out [N, F] (the sample's state-update tensors when `state`
+    is X): with scatter, X_out = ScatterND(X, idx[:, None], src, `reduction`) as torch.onnx.export writes
+    index_add (before the rewrite); else a plugin-free stand-in, X_out = X + sum over the edges of src[idx].
+    Written with onnx.helper; returns the path."""
     from onnx import TensorProto, helper, save
 
     axes = helper.make_node("Constant", [], ["axes"], name="axes",
                             value=helper.make_tensor("axes_value", TensorProto.INT64, [1], [1 if scatter else 0]))
     if scatter:
         nodes = [axes, helper.make_node("Unsqueeze", ["idx", "axes"], ["index"], name="unsqueeze_idx"),
-                 helper.make_node("ScatterND", ["X", "index", "src"], ["X_out"], name="index_add_into_X",
-                                  reduction="add")]
+                 helper.make_node("ScatterND", [state, "index", "src"], ["X_out"], name="index_add_into_X",
+                                  reduction=reduction)]
     else:
         nodes = [axes, helper.make_node("Gather", ["src", "idx"], ["gathered"], name="gather", axis=0),
                  helper.make_node("ReduceSum", ["gathered", "axes"], ["summed"], name="sum", keepdims=1),
-                 helper.make_node("Add", ["X", "summed"], ["X_out"], name="add")]
+                 helper.make_node("Add", [state, "summed"], ["X_out"], name="add")]
     graph = helper.make_graph(nodes, "state_io", [
-        helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", NUM_FEATURES]),
+        helper.make_tensor_value_info(state, TensorProto.FLOAT, ["N", NUM_FEATURES]),
         helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", NUM_FEATURES]),
         helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
     ], [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, ["N", NUM_FEATURES])])
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return str(path)
 
 
 @pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
@@ -108,7 +110,8 @@ def test_a_refused_model_is_one_line_naming_the_node_and_the_parser_logs_nothing
 
 
 def test_parser_error_line_without_an_error_object():
-    assert parser_error_line("m.onnx", None) == "m.onnx: TensorRT's ONNX parser could not parse the model (-v shows TensorRT's log)"
+    assert parser_error_line("m.onnx", None) == ("m.onnx: TensorRT's ONNX parser could not parse the model "
+                                                 "(-v shows TensorRT's log)")
 
     class Unnamed:
         def desc(self):
