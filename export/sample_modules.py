@@ -1,4 +1,4 @@
-"""The sample's two networks as torch.nn.Modules, node for node the TensorRT network of network/definition.py.
+"""The sample's two networks as torch.nn.Modules, node for node the TensorRT network of network/definition.py
 
     SampleClassifier   (X [N, F], src [E, F], idx [E] int64, W [C, F]) -> softmax [C, N]
         X.index_add_(0, idx, src)             the state, added into in place (the plugin's aggregated output)

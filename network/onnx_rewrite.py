@@ -16,6 +16,8 @@ API (stable; the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are 
     run_onnxruntime(model, feeds) -> OrtRun        ONNX Runtime on the CPU provider; .outputs by name and
                                                    .float32_copy (True where ORT ran the float32 copy: its CPU
                                                    provider has no float16 scatter-add)
+    OnnxRuntimeSession(model).run(feeds) -> {name: array}
+                                                   the same with one session for many runs (--steps)
     float32_copy(model) -> onnx.ModelProto         every float16 tensor, attribute and Cast made float32
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (inputs X, src, idx[, W], output
@@ -54,7 +56,6 @@ import numpy as np
 from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 from network.definition import (
-    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
@@ -167,7 +168,8 @@ def save_model(model: "onnx.ModelProto", path: str | Path, option: str = "--save
     try:
         data = model.SerializeToString()
     except ValueError as error:
-        raise InputError(f"{option} {shown_path(str(path))}: the model does not serialize ({_first_line(error)})") from None
+        raise InputError(f"{option} {shown_path(str(path))}: the model does not serialize "
+                         f"({_first_line(error)})") from None
     target = Path(path)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
@@ -236,8 +238,11 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     gs, onnx = _import("onnx_graphsurgeon"), _import("onnx")
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
+    _refuse_nested_scatters(onnx, source)
     graph = gs.import_onnx(source)
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
+    for position, node in enumerate(graph.nodes):
+        node.name = node.name or f"{node.op}_{position}"  # every message names a node
     if not scatters:
         raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
                          "(export X.index_add_(0, idx, src) with torch.onnx.export(..., dynamo=True))")
@@ -255,10 +260,11 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
                              "not a graph input; only a scatter-add into a graph input is done in place (the counts "
                              "form, ones into zeros [N, 1] shaped from X with X's index, excepted)")
     paired = _pair_counts(states, counts)
+    for state in states:
+        _check_state(state, graph)
     results = []
     names = _NameSource(graph)
     for state in states:
-        _check_state(state, graph)
         counts_match = paired.get(id(state.node))
         output = state.node.outputs[0].name
         counts_name = counts_match.node.outputs[0].name if counts_match else None
@@ -278,6 +284,27 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
 
 
 _FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+
+
+def _refuse_nested_scatters(onnx: Any, model: "onnx.ModelProto") -> None:
+    """InputError for a Scatter* inside a subgraph (If, Loop, Scan) or a model-local function: only the main
+    graph's scatters are rewritten, and none may be left behind."""
+    def nested(graph: Any) -> list[str]:
+        found = []
+        for node in graph.node:
+            for attribute in node.attribute:
+                subgraphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+                for subgraph in subgraphs:
+                    found += [f"{inner.name or inner.op_type} in {node.name or node.op_type}"
+                              for inner in subgraph.node if inner.op_type in SCATTER_OPS] + nested(subgraph)
+        return found
+
+    found = nested(model.graph) + [f"{node.name or node.op_type} in function {function.name}"
+                                   for function in model.functions for node in function.node
+                                   if node.op_type in SCATTER_OPS]
+    if found:
+        raise InputError(f"node {found[0]}: a scatter inside a subgraph or a local function is not rewritten; "
+                         "only the main graph's scatter-adds become the in-place plugin")
 
 
 def _made_by(tensor: Any) -> str:
@@ -499,15 +526,15 @@ def _check_state(match: _Match, graph: Any) -> None:
     if state in graph.outputs:
         others.append("a graph output")
     if others:
-        raise InputError(f"node {node.name} ({node.op}): its data {state.name} has other consumers ({', '.join(others)}); "
-                         "adding into it in place would change what they read")
+        raise InputError(f"node {node.name} ({node.op}): its data {state.name} has other consumers "
+                         f"({', '.join(others)}); adding into it in place would change what they read")
     dtype = _dtype(state)
     if dtype not in FEATURE_DTYPES or _rank(state) != 2:
         raise InputError(f"node {node.name} ({node.op}): its data {state.name} is {_describe(state)}; the plugin adds "
                          "into a 2-D float32 or float16 tensor")
     if _dtype(match.updates) != dtype or _rank(match.updates) not in (2, None):
-        raise InputError(f"node {node.name} ({node.op}): its updates {match.updates.name} are {_describe(match.updates)}; "
-                         f"the plugin wants [E, F] of {state.name}'s {dtype}")
+        raise InputError(f"node {node.name} ({node.op}): its updates {match.updates.name} are "
+                         f"{_describe(match.updates)}; the plugin wants [E, F] of {state.name}'s {dtype}")
     if _dtype(match.index) != INDEX_DTYPE:
         raise InputError(f"node {node.name} ({node.op}): its index {match.index.name} is {_describe(match.index)}; the "
                          "plugin wants int64 (torch's index_add exports int64 indices)")
@@ -604,7 +631,7 @@ def _onnx_type(dtype: Any) -> int:
 
 
 def _aot_nodes(build: _Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
-    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX nodes):
+    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX):
     counts [N, 1] int64 zeros (with counts); float16: keys [2E+1] int32 -1, values [2E+1, F] float32 zeros."""
     attrs = {"plugin_namespace": AOT_NAMESPACE, "plugin_version": AOT_PLUGIN_VERSION, "aot": 1}
     tail = []
@@ -739,34 +766,51 @@ def _has_float16_scatter_add(model: "onnx.ModelProto") -> bool:
     return any(node.op_type in SCATTER_OPS and node.input and node.input[0] in float16 for node in model.graph.node)
 
 
-def run_onnxruntime(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> OrtRun:
-    """Runs `model` in ONNX Runtime (CPU provider) on `feeds` (every graph input by name, in its dtype).
+class OnnxRuntimeSession:
+    """One ONNX Runtime session (CPU provider) of a model, to run it on many feeds (--steps feeds X_out back as
+    X): made once, run per call. A model with a float16 scatter-add runs as float32_copy(model), its float16
+    feeds cast to float32 (float32_copy is then True). InputError (one line: ORT's own first line) for a model
+    ONNX Runtime refuses, e.g. a rewritten one (ORT has no kernel for the plugin nodes)."""
 
-    A model with a float16 scatter-add runs as float32_copy(model) (OrtRun.float32_copy). InputError for a
-    missing or unknown feed, or a model or feeds ONNX Runtime refuses (one line: ORT's own first line)."""
-    ort = _import("onnxruntime")
-    inputs, _ = model_io(model)
-    expected = [spec.name for spec in inputs]
-    missing = [name for name in expected if name not in feeds]
-    unknown = [name for name in feeds if name not in expected]
-    if missing or unknown:
-        raise InputError(f"ONNX Runtime feeds: missing {missing or 'none'}, unknown {unknown or 'none'}; the model's "
-                         f"inputs are {expected}")
-    upcast = _has_float16_scatter_add(model)
-    run_model = float32_copy(model) if upcast else model
-    arrays = {name: np.asarray(feeds[name]) for name in expected}
-    if upcast:
-        arrays = {name: value.astype(np.float32) if value.dtype == np.float16 else value for name, value in arrays.items()}
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: the exception carries the message
-    try:
-        session = ort.InferenceSession(run_model.SerializeToString(), sess_options=options,
-                                       providers=["CPUExecutionProvider"])
-        names = [output.name for output in session.get_outputs()]
-        values = session.run(names, arrays)
-    except Exception as error:  # onnxruntime's Fail, InvalidArgument, RuntimeException, NotImplemented...
-        raise InputError(f"ONNX Runtime could not run the model: {_first_line(error)}") from None
-    return OrtRun(dict(zip(names, (np.asarray(value) for value in values))), upcast)
+    def __init__(self, model: "onnx.ModelProto") -> None:
+        ort = _import("onnxruntime")
+        inputs, _ = model_io(model)
+        self.input_names = [spec.name for spec in inputs]
+        self.float32_copy = _has_float16_scatter_add(model)
+        run_model = float32_copy(model) if self.float32_copy else model
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only: the exception carries the message
+        try:
+            self._session = ort.InferenceSession(run_model.SerializeToString(), sess_options=options,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as error:  # onnxruntime's Fail, InvalidGraph, NotImplemented...
+            raise InputError(f"ONNX Runtime could not load the model: {_first_line(error)}") from None
+        self.output_names = [output.name for output in self._session.get_outputs()]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The outputs by name for `feeds` (every graph input by name, in its dtype); InputError for a missing
+        or unknown feed or inputs ONNX Runtime refuses."""
+        missing = [name for name in self.input_names if name not in feeds]
+        unknown = [name for name in feeds if name not in self.input_names]
+        if missing or unknown:
+            raise InputError(f"ONNX Runtime feeds: missing {missing or 'none'}, unknown {unknown or 'none'}; the "
+                             f"model's inputs are {self.input_names}")
+        arrays = {name: np.asarray(feeds[name]) for name in self.input_names}
+        if self.float32_copy:
+            arrays = {name: value.astype(np.float32) if value.dtype == np.float16 else value
+                      for name, value in arrays.items()}
+        try:
+            values = self._session.run(self.output_names, arrays)
+        except Exception as error:  # onnxruntime's InvalidArgument, RuntimeException...
+            raise InputError(f"ONNX Runtime could not run the model: {_first_line(error)}") from None
+        return dict(zip(self.output_names, (np.asarray(value) for value in values)))
+
+
+def run_onnxruntime(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> OrtRun:
+    """Runs `model` once in ONNX Runtime (CPU provider) on `feeds`: OnnxRuntimeSession(model).run(feeds), with
+    whether ORT ran the float32 copy."""
+    session = OnnxRuntimeSession(model)
+    return OrtRun(session.run(feeds), session.float32_copy)
 
 
 def float32_copy(model: "onnx.ModelProto") -> "onnx.ModelProto":
@@ -806,7 +850,7 @@ def _tensor_to_float32(onnx: Any, tensor: Any) -> Any:
 
 
 __all__ = [
-    "AOT_NAMESPACE", "AOT_OPS", "OrtRun", "PLUGIN_NAMESPACE", "PLUGIN_OP", "PLUGIN_VERSION", "Rewritten",
+    "AOT_NAMESPACE", "AOT_OPS", "OnnxRuntimeSession", "OrtRun", "PLUGIN_NAMESPACE", "PLUGIN_OP", "PLUGIN_VERSION", "Rewritten",
     "SampleNetwork", "ScatterRewrite", "TensorSpec", "check_output_path", "float32_copy", "load_model",
     "model_io", "rewrite_model", "run_onnxruntime", "sample_network", "save_model",
 ]

@@ -165,7 +165,8 @@ def test_a_missing_exporter_is_one_line_and_exit_3(tmp_path, monkeypatch, capsys
     from export import export_onnx
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "onnxscript" else real(name, *rest))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "onnxscript" else real(name, *rest))
     out = tmp_path / "m.onnx"
     assert export_onnx.main(["--network", "state", "--out", str(out)]) == 3
     (line,) = capsys.readouterr().err.strip().splitlines()

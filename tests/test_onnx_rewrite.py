@@ -366,6 +366,18 @@ def test_what_cannot_be_rewritten_is_one_line_naming_the_node(tmp_path, name, pl
         assert part in message, message
 
 
+@needs_export
+def test_the_legacy_export_loses_rows_at_a_repeated_index(tmp_path):
+    """Why the legacy pattern is refused: ONNX Runtime on it keeps one of the rows added at a repeated index."""
+    from network.onnx_rewrite import load_model, run_onnxruntime
+
+    path = export_module(tmp_path / "legacy.onnx", refused_modules()["legacy"], example(), STATE_NAMES, ["X_out"],
+                         DYNAMIC, dynamo=False)
+    feeds = {"X": np.zeros((2, 3), np.float32), "src": np.ones((3, 3), np.float32), "idx": np.array([0, 0, 1])}
+    (out,) = run_onnxruntime(load_model(path), feeds).outputs.values()
+    assert out[1].tolist() == [1.0] * 3 and out[0].tolist() == [1.0] * 3  # index_add gives 2 in row 0
+
+
 def torch_randn(*shape):
     import torch
 
@@ -386,7 +398,7 @@ def test_a_second_counts_scatter_is_refused(tmp_path_factory):
     twin.name, twin.output[0] = "twin_counts", "twin_counts_out"
     model.graph.node.append(twin)
     model.graph.output.append(onnx.helper.make_tensor_value_info("twin_counts_out", onnx.TensorProto.INT64, ["N", 1]))
-    with pytest.raises(InputError, match=r"node twin_counts \(ScatterND\): a second counts scatter for X \(the first is "):
+    with pytest.raises(InputError, match=r"node twin_counts \(ScatterND\): a second counts scatter for X \(the first "):
         rewrite_model(model)
 
 
@@ -407,6 +419,34 @@ def test_a_shape_consumer_of_x_is_allowed_a_value_consumer_is_not(tmp_path_facto
     model.graph.output.append(onnx.helper.make_tensor_value_info("x_copy", onnx.TensorProto.FLOAT, ["N", 3]))
     with pytest.raises(InputError, match=r"its data X has other consumers \(x_copy\)"):
         rewrite_model(model)
+
+
+@needs_export
+def test_a_scatter_in_a_subgraph_is_refused_and_unnamed_nodes_are_named(tmp_path_factory):
+    """Hand-edited (torch.cond would export a local function, not this): the exported state graph as both
+    branches of an If; then the exported scatter without a name."""
+    import onnx
+    from onnx import helper
+
+    from network.onnx_rewrite import load_model, rewrite_model
+
+    model = load_model(sample_model(tmp_path_factory, "state", "fp32"))
+    branch = helper.make_graph(list(model.graph.node), "branch", [], list(model.graph.output),
+                               list(model.graph.initializer))
+    wrapped = onnx.ModelProto()
+    wrapped.CopyFrom(model)
+    del wrapped.graph.node[:]
+    wrapped.graph.node.append(helper.make_node("If", ["flag"], ["X_out"], name="choose", then_branch=branch,
+                                               else_branch=branch))
+    wrapped.graph.input.append(helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, []))
+    with pytest.raises(InputError, match=r"node node_ScatterND_\d+ in choose: a scatter inside a subgraph"):
+        rewrite_model(wrapped)
+    unnamed = onnx.ModelProto()
+    unnamed.CopyFrom(model)
+    for node in unnamed.graph.node:
+        node.name = ""
+    result = rewrite_model(unnamed)
+    assert result.scatters[0].node == "ScatterND_1" and result.model.graph.node[0].name == "ScatterND_1/ScatterAddInPlace"
 
 
 def test_an_unknown_plugin_is_refused():
@@ -478,9 +518,31 @@ def test_onnxruntime_refuses_bad_feeds_and_the_rewritten_model(tmp_path_factory)
     feeds, _ = graph_inputs()
     with pytest.raises(InputError, match=r"missing \['idx'\], unknown \['W'\]; the model's inputs are"):
         run_onnxruntime(model, {"X": feeds["X"], "src": feeds["src"], "W": feeds["W"]})
-    with pytest.raises(InputError, match="ONNX Runtime could not run the model: ") as raised:
+    with pytest.raises(InputError, match="ONNX Runtime could not load the model: ") as raised:
         run_onnxruntime(rewrite_model(model).model, {name: feeds[name] for name in STATE_NAMES})
     assert "\n" not in str(raised.value)
+    with pytest.raises(InputError, match="ONNX Runtime could not run the model: ") as raised:
+        run_onnxruntime(model, {"X": feeds["X"], "src": feeds["src"][:, :2], "idx": feeds["idx"]})  # F = 2, not 3
+    assert "\n" not in str(raised.value)
+
+
+@needs_export
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_one_session_runs_the_state_update_in_steps(tmp_path_factory, precision):
+    """OnnxRuntimeSession: X_out fed back as X over three batches = the float64 sum of all of them."""
+    from network.onnx_rewrite import OnnxRuntimeSession, load_model
+
+    session = OnnxRuntimeSession(load_model(sample_model(tmp_path_factory, "state", precision)))
+    assert session.float32_copy is (precision == "fp16") and session.output_names == ["X_out"]
+    state, expected = None, None
+    for seed in range(3):
+        feeds, _ = graph_inputs(seed=seed, precision=precision, state=False)
+        rows = np.zeros((6, NUM_FEATURES))
+        np.add.at(rows, feeds["idx"], feeds["src"].astype(np.float64))
+        state = feeds["X"] if state is None else state
+        expected = rows if expected is None else expected + rows
+        state = session.run({"X": state, "src": feeds["src"], "idx": feeds["idx"]})["X_out"]
+    np.testing.assert_allclose(state, expected, rtol=1e-6, atol=1e-6)
 
 
 def test_float32_copy_raises_every_float16_tensor():
@@ -540,14 +602,16 @@ def test_the_rewritten_node_creates_the_plugin_through_the_real_creator(trt, tmp
     plugin has the node's number of outputs and compute_counts."""
     import onnx
 
-    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, ScatterAddPlugin, ScatterAddPluginCreator
+    from plugin.scatter_add_plugin import (PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, ScatterAddPlugin,
+                                           ScatterAddPluginCreator)
 
     node = next(n for n in rewritten(tmp_path_factory, network, "fp32", "python").model.graph.node
                 if n.op_type == PLUGIN_NAME)
     creator = ScatterAddPluginCreator()
     attrs = {attribute.name: attribute for attribute in node.attribute}
-    assert (node.op_type, attrs["plugin_version"].s.decode(), attrs["plugin_namespace"].s.decode()) == \
-        (creator.name, creator.plugin_version, creator.plugin_namespace) == (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
+    key = (creator.name, creator.plugin_version, creator.plugin_namespace)
+    assert (node.op_type, attrs["plugin_version"].s.decode(), attrs["plugin_namespace"].s.decode()) == key
+    assert key == (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
     fields = []
     for advertised in creator.field_names:
         attribute = attrs[advertised.name]
