@@ -137,35 +137,30 @@ def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.nd
     from network.definition import OUTPUT_SOFTMAX
     from network.onnx_rewrite import run_onnxruntime
 
-    return np.asarray(run_onnxruntime(model.original, feeds).outputs[OUTPUT_SOFTMAX], dtype=np.float64)
+    try:
+        outputs = run_onnxruntime(model.original, feeds).outputs
+    except InputError as error:
+        raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
+    return np.asarray(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
 
 
 def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, features: np.ndarray,
                             batches: Sequence[np.ndarray]) -> np.ndarray:
     """The original state-update model in ONNX Runtime once per batch, X_out fed back as X (as --steps runs the
-    engine): the final state, float64. One session for all batches; a float16 model runs as its float32 copy
-    (network.onnx_rewrite.float32_copy: ONNX Runtime's CPU provider has no float16 scatter-add)."""
-    import onnxruntime
-
+    engine), in one session (network.onnx_rewrite.OnnxRuntimeSession; a float16 model runs as its float32
+    copy): the final state, float64. InputError naming the file when ONNX Runtime refuses the model."""
     from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
-    from network.onnx_rewrite import float32_copy
+    from network.onnx_rewrite import OnnxRuntimeSession
     from network.steps import step_inputs
 
-    half = model.network.precision == "fp16"
-    run_model = float32_copy(model.original) if half else model.original
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # errors only: the exception carries the message
-    state = initial_state.astype(np.float32) if half else initial_state
+    state = initial_state
     try:
-        session = onnxruntime.InferenceSession(run_model.SerializeToString(), sess_options=options,
-                                               providers=["CPUExecutionProvider"])
+        session = OnnxRuntimeSession(model.original)
         for batch in batches:
             src, index = step_inputs(features, batch)
-            feeds = {INPUT_STATE: state, INPUT_SOURCE: src.astype(np.float32) if half else src, INPUT_INDEX: index}
-            state = session.run([OUTPUT_STATE], feeds)[0]
-    except Exception as error:  # onnxruntime's Fail, InvalidArgument, RuntimeException...
-        first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        raise InputError(f"ONNX Runtime could not run --onnx {shown_path(model.path)}: {first}") from None
+            state = session.run({INPUT_STATE: state, INPUT_SOURCE: src, INPUT_INDEX: index})[OUTPUT_STATE]
+    except InputError as error:
+        raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
     return np.asarray(state, dtype=np.float64)
 
 
