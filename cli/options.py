@@ -82,9 +82,20 @@ engine reuse, state across runs, benchmark:
   --plugin aot as tensorrt.plugin AOT plugins (TensorRT >= 10.16): the engine holds PTX and runs without
   Python, e.g. in trtexec or C++ (docs/aot_plugin.md). A loaded engine holds the plugin it was built with.
 
+from PyTorch through ONNX (docs/onnx.md):
+  --onnx MODEL.onnx builds the engine from a model torch.onnx.export(dynamo=True) wrote (python3 -m
+  export.export_onnx) instead of TensorRT's network API: each scatter-add into a graph input (index_add_,
+  scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it; the model must
+  have the sample's inputs and output and match --steps, --precision, F and --num_classes. --save_onnx
+  OUT.onnx writes the rewritten model. --validate compares the engine with ONNX Runtime running the original
+  model on the same inputs and with the float64 reference; --dry-run --onnx runs the original model in ONNX
+  Runtime instead of an engine (no TensorRT or GPU). Needs onnx, onnx-graphsurgeon (and onnxruntime for
+  --validate and --dry-run): pip install -r requirements-onnx.txt.
+
 exit status:
   0  success
-  1  --validate: the engine's output differs from the float64 reference beyond the tolerance
+  1  --validate: the engine's output differs from the float64 reference beyond the tolerance (with --onnx:
+     or from ONNX Runtime's beyond twice that)
   2  bad input: one line on stderr names the problem and the value
   3  a dependency is missing or too old (TensorRT >= {TENSORRT_FLOOR}, polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python or
      a CUDA GPU): one line on stderr says what to install; --dry-run needs none of them
@@ -175,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot (PTX in the engine, "
         "no Python at run time; TensorRT >= 10.16)",
     )
+    onnx = parser.add_argument_group("from PyTorch through ONNX")
+    onnx.add_argument(
+        "--onnx", metavar="MODEL.onnx",
+        help="Build the engine from this exported ONNX model, its scatter-adds rewritten into the in-place plugin",
+    )
+    onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx", help="Write the rewritten --onnx model to OUT.onnx")
     return parser
 
 
@@ -235,7 +252,7 @@ def check_options(options: argparse.Namespace) -> Settings:
 @dataclass(frozen=True)
 class EngineOptions:
     """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, --cuda_graph,
-    --plugin, checked."""
+    --plugin, --onnx, --save_onnx, checked."""
 
     save_engine: str | None = None
     load_engine: str | None = None
@@ -246,6 +263,8 @@ class EngineOptions:
     benchmark: int | None = None
     plugin: str = PYTHON_PLUGIN
     cuda_graph: bool = False
+    onnx: str | None = None
+    save_onnx: str | None = None
 
     @property
     def sets_profile(self) -> bool:
@@ -269,6 +288,9 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
         plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
         cuda_graph=bool(getattr(options, "cuda_graph", False)),
+        onnx=None if getattr(options, "onnx", None) is None else _readable_file(options.onnx, "--onnx"),
+        save_onnx=None if getattr(options, "save_onnx", None) is None else _writable_file(options.save_onnx,
+                                                                                           "--save_onnx"),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
@@ -292,7 +314,20 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         raise InputError("--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
                          "give one of them (a single run has nothing to replay)")
     check_plugin_options(parsed, getattr(options, "plugin", None) is not None, getattr(options, "precision", "fp32"))
+    check_onnx_options(parsed)
     return parsed
+
+
+def check_onnx_options(parsed: EngineOptions) -> None:
+    """--save_onnx needs --onnx and another file; --onnx builds a new engine, so no --load_engine. InputError."""
+    if parsed.save_onnx is not None and parsed.onnx is None:
+        raise InputError("--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx")
+    if parsed.onnx is not None and parsed.load_engine is not None:
+        raise InputError("--onnx builds a new engine from the model and --load_engine runs a saved one: give one of them")
+    if parsed.onnx is not None and parsed.save_onnx is not None and Path(parsed.save_onnx).exists() \
+            and os.path.samefile(parsed.onnx, parsed.save_onnx):
+        raise InputError(f"--save_onnx {shown_path(parsed.save_onnx)}: is the --onnx model; write the rewritten "
+                         "model to another file")
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:

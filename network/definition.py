@@ -1,5 +1,6 @@
-"""How the network is defined with TensorRT's network API: X, src, idx, W -> scatter-add plugin -> Cast, DIV,
-MatrixMultiply, ReLU, SoftMax; the state-update network of --steps; the AOT plugins' fill layers (--plugin aot).
+"""How the network is defined: with TensorRT's network API (X, src, idx, W -> scatter-add plugin -> Cast, DIV,
+MatrixMultiply, ReLU, SoftMax; the state-update network of --steps; the AOT plugins' fill layers, --plugin aot),
+or parsed by TensorRT's ONNX parser from a model network.onnx_rewrite rewrote (--onnx, populate_from_onnx).
 
     X [N, F]      src [E, F]      idx [E] int64
        |              |                |
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from common.errors import EngineError
+from common.errors import EngineError, InputError
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
     from tensorrt import DataType, INetworkDefinition, IPluginV3Layer, ITensor
@@ -299,3 +300,60 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
                 extra.values, *counts_tail)
     apply = add(aot.APPLY_TABLE, state, table.get_output(0), table.get_output(1))
     return apply.get_output(0), table.get_output(2) if with_counts else None, shapes.arrays
+
+
+# --- The network parsed from a rewritten ONNX model (--onnx) ---------------------------------------------------
+@dataclass(frozen=True)
+class OnnxSource:
+    """A rewritten ONNX model (network.onnx_rewrite) to build the engine from instead of the network API: its
+    serialized bytes, the file it came from (for messages) and the plugin ("python" or "aot") its nodes use."""
+
+    model_bytes: bytes
+    path: str
+    plugin: str
+
+
+def register_plugin_creators(plugin: str) -> None:
+    """Registers the creator(s) TensorRT's ONNX parser looks the plugin nodes up by: ScatterAddPluginCreator for
+    "python"; for "aot" tensorrt.plugin's, which importing plugin.scatter_add_aot registers."""
+    if plugin == PYTHON_PLUGIN:
+        from plugin.scatter_add_plugin import register_scatter_add_creator
+
+        register_scatter_add_creator()
+    elif plugin == AOT_PLUGIN:
+        from plugin.scatter_add_aot import require_aot_creators
+
+        require_aot_creators()
+    else:
+        raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
+
+
+def parser_error_line(path: str, error: Any) -> str:
+    """One line for the ONNX parser's first error (a trt.ParserError, or None): the node's name and operator and
+    the first line of TensorRT's description."""
+    if error is None:
+        return f"{path}: TensorRT's ONNX parser could not parse the model (-v shows TensorRT's log)"
+    description = next((line.strip() for line in str(error.desc()).splitlines() if line.strip()), "no description")
+    name = error.node_name() or f"#{error.node()}"
+    operator = error.node_operator()
+    return f"{path}: TensorRT's ONNX parser refused node {name}" + (f" ({operator})" if operator else "") + \
+        f": {description}"
+
+
+def populate_from_onnx(trt: Any, network: "INetworkDefinition", source: OnnxSource, verbose: bool = False) -> Any:
+    """Parses the rewritten model into an empty strongly typed network, the plugin's creator(s) registered first;
+    returns the parser, which holds the model's weights until the engine is built. InputError (one line naming
+    the node) when TensorRT's ONNX parser refuses the model; the parser's own error lines are logged only with
+    verbose. Needs the full TensorRT (the plugin nodes)."""
+    from polygraphy.backend.trt import get_trt_logger
+    from polygraphy.logger import G_LOGGER
+
+    register_plugin_creators(source.plugin)
+    if hasattr(trt, "init_libnvinfer_plugins"):  # TensorRT's own plugins, for other nodes of the model
+        trt.init_libnvinfer_plugins(get_trt_logger(), "")
+    parser = trt.OnnxParser(network, get_trt_logger())
+    with G_LOGGER.verbosity(G_LOGGER.EXTRA_VERBOSE if verbose else G_LOGGER.CRITICAL):
+        parsed = parser.parse(source.model_bytes)
+    if not parsed:
+        raise InputError(parser_error_line(source.path, parser.get_error(0) if parser.num_errors else None))
+    return parser

@@ -34,6 +34,8 @@ from network.definition import (
     PYTHON_PLUGIN,
     STATE_INPUT_NAMES,
     STATE_UPDATE,
+    OnnxSource,
+    populate_from_onnx,
     populate_network,
     populate_state_network,
 )
@@ -155,10 +157,10 @@ def require_cuda_device() -> None:
         raise MissingDependencyError(f"a CUDA GPU is needed to build and run the engine ({reason}); run on a machine with an NVIDIA GPU and driver")
 
 
-def require_engine_dependencies(plugin: str = PYTHON_PLUGIN) -> Any:
+def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False) -> Any:
     """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
     a GPU, in that order and before any CUDA work (to build with plugin="aot", also tensorrt.plugin's
-    aot_impl); MissingDependencyError (one line, exit 3) if not."""
+    aot_impl; with onnx, TensorRT's ONNX parser); MissingDependencyError (one line, exit 3) if not."""
     trt = import_tensorrt()
     if not is_full_tensorrt(trt):
         raise MissingDependencyError(
@@ -166,6 +168,9 @@ def require_engine_dependencies(plugin: str = PYTHON_PLUGIN) -> Any:
             f"(no INetworkDefinition.add_plugin_v3; TensorRT-RTX is not enough): pip install 'tensorrt>={TENSORRT_FLOOR}'"
         )
     check_tensorrt_version(getattr(trt, "__version__", None))
+    if onnx and not hasattr(trt, "OnnxParser"):
+        raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
+                                     f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
     if plugin == AOT_PLUGIN:
         import_module("plugin.scatter_add_aot")  # MissingDependencyError without tensorrt.plugin.aot_impl
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
@@ -327,8 +332,9 @@ def describe_signature(signature: EngineSignature) -> str:
     )
 
 
-def build_line(seconds: float, signature: EngineSignature) -> str:
-    return f"Engine built in {seconds:.2f} s ({describe_signature(signature)})"
+def build_line(seconds: float, signature: EngineSignature, onnx_path: str | None = None) -> str:
+    source = "" if onnx_path is None else f" from the rewritten {onnx_path}"
+    return f"Engine built{source} in {seconds:.2f} s ({describe_signature(signature)})"
 
 
 def load_line(path: str, signature: EngineSignature) -> str:
@@ -361,10 +367,12 @@ def prepare_engine(
     show_progress: bool = False,
     edges_source: str = "the graph",
     plugin: str = PYTHON_PLUGIN,
+    onnx: OnnxSource | None = None,
 ) -> PreparedEngine:
     """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE) with the
-    scatter-add `plugin` ("python" or "aot"); saves it to `save_engine` if given. InputError when the sizes do
-    not fit the engine (loaded or requested)."""
+    scatter-add `plugin` ("python" or "aot"), from TensorRT's network API or, given `onnx`, from that rewritten
+    model; saves it to `save_engine` if given. InputError when the sizes do not fit the engine (loaded or
+    requested)."""
     lines: list[str] = []
     build_seconds: float | None = None
 
@@ -383,7 +391,9 @@ def prepare_engine(
         signature = EngineSignature(precision, num_features, num_classes if kind == CLASSIFIER else 0, bounds, kind)
         check_fits(signature)
         dtype = trt_feature_dtype(trt, precision)
-        if kind == CLASSIFIER:
+        if onnx is not None:
+            populate: Callable[[Any, Any], Any] = functools.partial(populate_from_onnx, source=onnx, verbose=verbose)
+        elif kind == CLASSIFIER:
             populate = functools.partial(populate_network, dtype=dtype, num_features=num_features,
                                          num_classes=num_classes, plugin=plugin)
         else:
@@ -391,7 +401,10 @@ def prepare_engine(
         with progress(f"Building the {kind} engine", enabled=show_progress):
             data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
         engine = deserialize_engine(data, "the engine just built", verbose=verbose)
-        lines.append(build_line(build_seconds, signature))
+        if onnx is not None:  # the model decides the engine's tensors: check them as a loaded engine's
+            signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
+            check_fits(signature)
+        lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
     if save_engine is not None:
         save_engine_file(data, save_engine)
         lines.append(f"Engine saved to {save_engine}")

@@ -26,6 +26,7 @@ from network.definition import (
     INPUT_WEIGHTS,
     OUTPUT_SOFTMAX,
     PYTHON_PLUGIN,
+    OnnxSource,
 )
 from network.engine import (
     ProfileBounds,
@@ -240,6 +241,7 @@ def run_graph(
     benchmark_iterations: int | None = None,
     plugin: str = PYTHON_PLUGIN,
     cuda_graph: bool = False,
+    onnx: OnnxSource | None = None,
 ) -> EngineRunResult:
     """Builds (or loads) the engine, runs it once on `graph` and reports; optionally benchmarks it.
 
@@ -248,15 +250,16 @@ def run_graph(
     `show_progress` reports the engine build and the run on stderr (common.progress). `benchmark_iterations` adds that
     many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
     ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own. `cuda_graph`: the
-    benchmark replays one captured execution (and one captured kernel launch) instead of calling them.
+    benchmark replays one captured execution (and one captured kernel launch) instead of calling them. `onnx`:
+    build the engine from that rewritten model instead of the network API.
     """
-    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN)
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
     feeds = make_engine_inputs(graph, weights, precision)
     num_nodes, num_features = feeds[INPUT_STATE].shape
     prepared = prepare_engine(
         trt, kind=CLASSIFIER, precision=precision, num_nodes=num_nodes, num_edges=len(feeds[INPUT_INDEX]),
         num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, save_engine=save_engine,
-        load_engine=load_engine, profile=profile, show_progress=show_progress, plugin=plugin,
+        load_engine=load_engine, profile=profile, show_progress=show_progress, plugin=plugin, onnx=onnx,
     )
     lines = list(prepared.lines)
 

@@ -26,7 +26,15 @@ import numpy as np
 from common.errors import InputError
 from common.progress import progress
 from graph.validate import LARGEST_FINITE, check_values_in_range
-from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE, PYTHON_PLUGIN, STATE_UPDATE
+from network.definition import (
+    INPUT_INDEX,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    OUTPUT_STATE,
+    PYTHON_PLUGIN,
+    STATE_UPDATE,
+    OnnxSource,
+)
 from network.engine import ProfileBounds, prepare_engine, require_engine_dependencies
 from network.execution import TimingSummary, describe_summary, host_time_line, issued_by, summarize, timed_call
 
@@ -364,6 +372,7 @@ def run_steps(
     show_progress: bool = False,
     plugin: str = PYTHON_PLUGIN,
     cuda_graph: bool = False,
+    onnx: OnnxSource | None = None,
 ) -> StepsResult:
     """--steps: builds (or loads) the state-update engine and executes it once per batch on one X buffer.
 
@@ -371,11 +380,11 @@ def run_steps(
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
     engine. Call check_state_range first (the state must not overflow the precision). `plugin`
     ("python" or "aot") picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
-    captured after the warm-up (network.execution).
+    captured after the warm-up (network.execution). `onnx`: build the engine from that rewritten model.
     """
     from network.run import feature_dtype, plugin_alias_line, state_and_features
 
-    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN)
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
     if not batches:
         raise InputError("--steps needs at least one batch")
     dtype = feature_dtype(precision)
@@ -386,6 +395,7 @@ def run_steps(
         trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
         num_features=num_features, num_classes=0, verbose=verbose, save_engine=save_engine, load_engine=load_engine,
         profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
+        onnx=onnx,
     )
     with progress(f"Running {len(batches):,} steps", enabled=show_progress):
         run = run_state_steps(trt, prepared.engine, initial_state, features, batches, cuda_graph=cuda_graph)
