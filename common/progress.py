@@ -10,8 +10,8 @@
 On a terminal the line is live: it shows a bar while `advance` reports the fraction done, and a step that
 ends within QUICK_STEP_S is erased, so only slow steps leave a line. Elsewhere (a file, a pipe: `enabled`
 there comes from -v) each step writes "<message> ..." when it starts and " done in <seconds> s" when it ends.
-A step that raises ends its line with " failed" (erased on a terminal); the exception then reports the
-problem itself. Nothing is written when `enabled` is False. Standard library only.
+A step that raises ends its line there (erased on a terminal), so that the error the exception reports is
+the one line of the failure. Nothing is written when `enabled` is False. Standard library only.
 """
 
 import contextlib
@@ -82,7 +82,7 @@ def progress(message: str, *, enabled: bool = True, stream: TextIO | None = None
     try:
         yield advance
     except BaseException:
-        out.write(_ERASE_LINE if live else " failed\n")
+        out.write(_ERASE_LINE if live else "\n")
         out.flush()
         raise
     elapsed = time.perf_counter() - start
