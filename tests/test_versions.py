@@ -12,9 +12,11 @@ import pytest
 
 from common.errors import MissingDependencyError
 from common.versions import (
+    AOT_TENSORRT_FLOOR,
     CUDA12_REQUIREMENTS,
     POLYGRAPHY_FLOOR,
     TENSORRT_FLOOR,
+    check_aot_tensorrt_version,
     check_driver_version,
     check_polygraphy_version,
     check_tensorrt_version,
@@ -195,3 +197,35 @@ def test_the_missing_tensorrt_hint_names_the_package_index_and_the_cuda_12_line(
     assert "pypi.nvidia.com" in INSTALL_HINTS["tensorrt"]
     assert f"pip install -r {CUDA12_REQUIREMENTS}" in INSTALL_HINTS["tensorrt"]
     assert f"pip install -r {CUDA12_REQUIREMENTS}" in INSTALL_HINTS["cuda.bindings"]
+
+
+# --- --plugin aot: TensorRT >= 10.16 by version, not by the presence of tensorrt.plugin.aot_impl ---------------
+@pytest.mark.parametrize("found", ["10.15.1.29", "10.9.0.34", "10.13.3.9"])
+def test_plugin_aot_refuses_tensorrt_before_10_16_though_it_has_aot_impl(found):
+    with pytest.raises(MissingDependencyError) as raised:
+        check_aot_tensorrt_version(found)
+    message = str(raised.value)
+    assert message.startswith(f"--plugin aot: tensorrt {found} found; tensorrt >= {AOT_TENSORRT_FLOOR} is needed")
+    assert f"pip install 'tensorrt>={AOT_TENSORRT_FLOOR}'" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("found", ["10.16.0.72", "10.16.1.11", "11.0.0.114", "11.4.0.106"])
+def test_plugin_aot_accepts_10_16_and_newer(found):
+    check_aot_tensorrt_version(found)
+
+
+def test_cli_plugin_aot_on_tensorrt_10_15_with_aot_impl_is_exit_3_naming_the_version(tmp_path):
+    """TensorRT 10.9-10.15 have tensorrt.plugin.aot_impl, so its presence proves nothing: a 10.15 whose
+    tensorrt.plugin has aot_impl is refused by its version, in one line, before any CUDA work."""
+    write_package(tmp_path, "tensorrt", "__version__ = '10.15.1.29'\nclass Builder: pass\n"
+                                        "class INetworkDefinition:\n    def add_plugin_v3(self, *args): pass\n")
+    (tmp_path / "tensorrt" / "plugin.py").write_text("def aot_impl(*args): pass\ndef register(*args, **kw): pass\n")
+    write_package(tmp_path, "polygraphy", "__version__ = '0.53.6'\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    code = ("import sys; import aliased_io_plugin as cli; status = cli.main(['--seed', '1', '--plugin', 'aot']); "
+            "print('CUDA', sorted(m for m in sys.modules if m.split('.')[0] == 'cuda')); sys.exit(status)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "--plugin aot: tensorrt 10.15.1.29 found; tensorrt >= 10.16 is needed" in result.stderr
+    assert "CUDA []" in result.stdout
