@@ -55,7 +55,22 @@ BAD_ENGINE_OPTIONS = [
     (["--cuda_graph"], "--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
      "give one of them (a single run has nothing to replay)"),
     (["--cuda-graph", "--validate", "--save_engine", "{folder}/g.engine"], "--cuda_graph replays the executions of --steps K"),
+    (["--load_engine", "{engine}", "--max_edges", "100"], "an engine from --load_engine keeps the profile"),
+    (["--load_engine", "{engine}", "--max-nodes", "7", "--max_edges", "9"], "an engine from --load_engine keeps the profile"),
+    (["--steps", "100", "--batch_edges", "1000001"], "adds 100,000,100 edges in all, more than the limit of 100,000,000"),
 ]
+
+
+def test_steps_times_batch_edges_at_exactly_the_limit_is_accepted():
+    """K * B == MAX_RANDOM_EDGES is allowed (the limit is inclusive); one edge more is not."""
+    from cli.options import parse_arguments, parse_engine_options
+    from common.errors import InputError
+
+    accepted = parse_engine_options(parse_arguments(["--steps", "100", "--batch_edges", str(MAX_RANDOM_EDGES // 100)]))
+    assert accepted.steps * accepted.batch_edges == MAX_RANDOM_EDGES
+    assert parse_engine_options(parse_arguments(["--steps", "1", "--batch_edges", str(MAX_RANDOM_EDGES)])).steps == 1
+    with pytest.raises(InputError, match="more than the limit"):
+        parse_engine_options(parse_arguments(["--steps", "2", "--batch_edges", str(MAX_RANDOM_EDGES // 2 + 1)]))
 
 
 def fill(args, message, files):
