@@ -6,13 +6,18 @@ The story of a run, one function each:
 1. options:    cli.options parses and checks every option (standard library only).
 2. graph:      cli.inputs reads and validates the graph, draws the seeded weights and computes the float64
                reference (numpy only); bad input stops here with exit status 2 and one line.
-3. network:    network.builder puts the scatter-add plugin first, then Cast, mean, MatrixMultiply, ReLU, SoftMax.
-4. engine:     network.pipeline builds (or loads) the engine and runs it; TensorRT, polygraphy and cuda-python
-               are imported only there, so --dry-run needs none of them.
+3. network:    network.definition puts the scatter-add plugin first, then Cast, mean, MatrixMultiply, ReLU, SoftMax.
+4. engine:     network.engine builds (or loads) the engine; network.run runs it once (network.steps: --steps,
+               network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
+               so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
+With --onnx MODEL.onnx, cli.onnx_model reads the model and rewrites its scatter-adds into the plugin between steps
+2 and 3 (network.onnx_rewrite, no TensorRT), the engine is built from it, and --validate also compares with ONNX
+Runtime running the original model; --dry-run runs that instead of an engine.
 """
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -63,6 +68,8 @@ def _error(message: object, status: int) -> int:
 
 def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
     """--dry-run: prints the float64 reference instead of building and running an engine."""
+    if prepared.onnx is not None:
+        return dry_run_onnx(options, prepared)
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None
         _print(steps_note(prepared.graph, prepared.steps.batches))
@@ -77,18 +84,50 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
     _print("Dry run: this is the float64 numpy reference; no engine was built.")
     if options.validate:
         _print("(--validate has nothing to compare against in a dry run.)")
+    print_unused_in_dry_run(prepared)
+    return EXIT_OK
+
+
+def print_unused_in_dry_run(prepared: "Prepared") -> None:
     unused = [name for name, value in (("--save_engine", prepared.engine.save_engine),
                                        ("--load_engine", prepared.engine.load_engine),
                                        ("--benchmark", prepared.engine.benchmark),
                                        ("--cuda_graph", prepared.engine.cuda_graph or None)) if value is not None]
     if unused:
         _print(f"({', '.join(unused)}: no engine to act on in a dry run.)")
-    return EXIT_OK
+
+
+def dry_run_onnx(options: argparse.Namespace, prepared: "Prepared") -> int:
+    """--dry-run --onnx: the original model in ONNX Runtime instead of an engine; --validate compares its output
+    with the float64 reference."""
+    from cli.onnx_model import dry_run_output, dry_run_validation
+
+    heading, output = dry_run_output(prepared, options.precision)
+    if prepared.steps is not None:
+        _print(steps_note(prepared.graph, prepared.steps.batches))
+        _print()
+    _print(heading)
+    _print(format_matrix(output))
+    _print()
+    _print("Dry run: ONNX Runtime ran the original model on the CPU; no engine was built.")
+    print_unused_in_dry_run(prepared)
+    if not options.validate:
+        return EXIT_OK
+    if prepared.steps is not None:
+        reference, bound = prepared.steps.final_state, prepared.steps.bound
+    else:
+        assert prepared.reference is not None
+        reference, bound = prepared.reference["softmax"], None
+    assert reference is not None
+    lines, status = dry_run_validation(output, reference, options.precision, bound)
+    _print()
+    _print("\n".join(lines))
+    return status
 
 
 def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for the classifier: network, engine (and --benchmark), report, --validate."""
-    from network.pipeline import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
+    from network.run import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
 
     result = run_graph(
         prepared.graph,
@@ -102,6 +141,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         benchmark_iterations=prepared.engine.benchmark,
         plugin=prepared.engine.plugin,
         cuda_graph=prepared.engine.cuda_graph,
+        onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     _print("Classifier output:")
     _print(format_matrix(result.softmax))
@@ -112,7 +152,12 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     if not options.validate:
         return EXIT_OK
     assert prepared.reference is not None
-    lines, status = validation_report(result.softmax, prepared.reference["softmax"], options.precision)
+    if prepared.onnx is not None:
+        from cli.onnx_model import validate_against_onnxruntime
+
+        lines, status = validate_against_onnxruntime(prepared, result.softmax, options.precision)
+    else:
+        lines, status = validation_report(result.softmax, prepared.reference["softmax"], options.precision)
     _print()
     _print("\n".join(lines))
     return status
@@ -120,7 +165,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
 
 def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for --steps: K executions on one state buffer, the report, --validate of the final state."""
-    from network.pipeline import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
+    from network.steps import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
     from network.steps import compare_state, validation_lines
 
     assert prepared.steps is not None
@@ -135,6 +180,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         show_progress=shows_progress(options.verbose),
         plugin=prepared.engine.plugin,
         cuda_graph=prepared.engine.cuda_graph,
+        onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     _print(steps_note(prepared.graph, prepared.steps.batches))
     _print()
@@ -146,6 +192,13 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     if not options.validate:
         return EXIT_OK
     assert prepared.steps.final_state is not None and prepared.steps.bound is not None
+    if prepared.onnx is not None:
+        from cli.onnx_model import validate_against_onnxruntime
+
+        lines, status = validate_against_onnxruntime(prepared, result.final_state, options.precision)
+        _print()
+        _print("\n".join(lines))
+        return status
     check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
     _print()
     _print("\n".join(validation_lines(check, len(prepared.steps.batches))))
@@ -157,13 +210,27 @@ def read_inputs(options: argparse.Namespace) -> "Prepared":
     settings = check_options(options)
     _print(f"Setting seed to: {settings.seed}")
     _print(flush=True)
+    onnx_model = None
+    if settings.engine.onnx is not None:  # the model read and rewritten before the graph: a bad one stops first
+        from cli.onnx_model import read_onnx_model
+
+        onnx_model = read_onnx_model(settings.engine, with_runtime=options.dry_run or options.validate)
     show_progress = shows_progress(options.verbose)
     graph_input = read_graph(options, settings, show_progress)
     _print("\n".join(describe_graph(graph_input.graph)))
     if graph_input.features_note:
         _print(graph_input.features_note)
     _print(flush=True)
-    return prepare(options, settings, graph_input, show_progress)
+    prepared = prepare(options, settings, graph_input, show_progress)
+    if onnx_model is None:
+        return prepared
+    from cli.onnx_model import plan_onnx
+
+    plan = plan_onnx(onnx_model, settings.engine, steps=prepared.steps is not None, precision=options.precision,
+                     num_features=prepared.graph.num_features, num_classes=settings.num_classes)
+    _print("\n".join(plan.lines()))
+    _print(flush=True)
+    return dataclasses.replace(prepared, onnx=plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,9 +276,14 @@ def _run(argv: list[str] | None) -> int:
         return _error(error, EXIT_BAD_INPUT)
     except MemoryError:
         return _error("not enough memory for this graph; try a smaller one", EXIT_BAD_INPUT)
+    except MissingDependencyError as error:  # --onnx without onnx or onnxruntime
+        return _error(error, EXIT_MISSING_DEPENDENCY)
 
     if options.dry_run:
-        return dry_run(options, prepared)
+        try:
+            return dry_run(options, prepared)
+        except InputError as error:  # ONNX Runtime refused the --onnx model
+            return _error(error, EXIT_BAD_INPUT)
     try:  # 3-5. network, engine, validation
         return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
     except InputError as error:

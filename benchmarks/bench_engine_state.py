@@ -47,8 +47,8 @@ def device_name() -> str:
 
 def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
     """One state-update engine whose profile covers N in [1, max_nodes] and E = batch_edges exactly."""
-    from network.pipeline import prepare_engine
-    from network.profile import STATE_UPDATE, ProfileBounds, SizeRange
+    from network.definition import STATE_UPDATE
+    from network.engine import ProfileBounds, SizeRange, prepare_engine
 
     bounds = ProfileBounds(SizeRange(1, max_nodes, max_nodes), SizeRange(batch_edges, batch_edges, batch_edges))
     prepared = prepare_engine(trt, kind=STATE_UPDATE, precision=precision, num_nodes=max_nodes, num_edges=batch_edges,
@@ -57,15 +57,9 @@ def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
 
 
 def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:
-    from network.inputs import feature_dtype
-    from network.steps import (
-        compare_state,
-        expected_final_state,
-        make_step_batches,
-        run_state_steps,
-        state_error_bound,
-    )
-    from network.timing import summarize
+    from network.execution import summarize
+    from network.run import feature_dtype
+    from network.steps import compare_state, expected_final_state, make_step_batches, run_state_steps, state_error_bound
 
     rng = np.random.default_rng(seed)
     dtype = feature_dtype(precision)
@@ -109,7 +103,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="folder for the table (bench_engine_state.md)")
     args = parser.parse_args()
 
-    from network.pipeline import require_engine_dependencies
+    from network.engine import require_engine_dependencies
 
     try:
         trt = require_engine_dependencies()

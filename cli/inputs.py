@@ -69,8 +69,9 @@ class Prepared:
     weights: np.ndarray
     reference: dict[str, np.ndarray] | None  # computed for --dry-run, --validate and range checks
     engine: EngineOptions = EngineOptions()
-    profile: Any = None  # network.profile.ProfileBounds from --max_nodes/--max_edges, else None (the default)
+    profile: Any = None  # network.engine.ProfileBounds from --max_nodes/--max_edges, else None (the default)
     steps: StepsPlan | None = None
+    onnx: Any = None  # cli.onnx_model.OnnxPlan with --onnx
 
 
 def _size(path: str) -> str:
@@ -169,11 +170,11 @@ def prepare(options: argparse.Namespace, settings: Settings, graph_input: GraphI
 
 
 def profile_bounds(engine: EngineOptions, graph: Graph) -> Any:
-    """network.profile.ProfileBounds from --max_nodes/--max_edges (InputError when the graph, or with --steps a
+    """network.engine.ProfileBounds from --max_nodes/--max_edges (InputError when the graph, or with --steps a
     batch, exceeds them); None when neither is given (the engine then gets the default profile)."""
     if not engine.sets_profile:
         return None
-    from network.profile import requested_profile_bounds
+    from network.engine import requested_profile_bounds
 
     if engine.batch_edges is not None:
         return requested_profile_bounds(graph.num_nodes, engine.batch_edges, engine.max_nodes, engine.max_edges,

@@ -52,7 +52,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
-PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.builder's (a dry run imports no network/)
+PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 
@@ -113,10 +113,21 @@ EPILOG = "\n\n".join((
         "--plugin aot as tensorrt.plugin AOT plugins (TensorRT >= 10.16): the engine holds PTX and runs without "
         "Python, e.g. in trtexec or C++ (docs/aot_plugin.md). A loaded engine holds the plugin it was built with.",
     ),
+    _section(
+        "from PyTorch through ONNX (docs/onnx.md)",
+        "--onnx MODEL.onnx builds the engine from a model torch.onnx.export(dynamo=True) wrote (python3 -m "
+        "export.export_onnx) instead of TensorRT's network API: each scatter-add into a graph input (index_add_, "
+        "scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it; the model must "
+        "have the sample's inputs and output and match --steps, --precision, F and --num_classes. --save_onnx "
+        "OUT.onnx writes the rewritten model. --validate compares the engine with ONNX Runtime running the original "
+        "model on the same inputs and with the float64 reference; --dry-run --onnx runs the original model in ONNX "
+        "Runtime instead of an engine (no TensorRT or GPU). Needs onnx, onnx-graphsurgeon (and onnxruntime for "
+        "--validate and --dry-run): pip install -r requirements-onnx.txt.",
+    ),
     _statuses(
         (EXIT_OK, "success"),
         (EXIT_VALIDATION_FAILED, "--validate: the engine's output differs from the float64 reference beyond the "
-                                 "tolerance"),
+                                 "tolerance (with --onnx: or from ONNX Runtime's beyond twice that)"),
         (EXIT_BAD_INPUT, "bad input: one line on stderr names the problem and the value"),
         (EXIT_MISSING_DEPENDENCY, f"a dependency is missing or too old (numpy; TensorRT >= {TENSORRT_FLOOR}, "
                                   f"polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python, a CUDA GPU; a driver for the CUDA "
@@ -229,6 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot (PTX in the engine, "
         "no Python at run time; TensorRT >= 10.16)",
     )
+    onnx = parser.add_argument_group("from PyTorch through ONNX")
+    onnx.add_argument(
+        "--onnx", metavar="MODEL.onnx",
+        help="Build the engine from this exported ONNX model, its scatter-adds rewritten into the in-place plugin",
+    )
+    onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx", help="Write the rewritten --onnx model to OUT.onnx")
     return parser
 
 
@@ -299,7 +316,7 @@ def check_random_graph(options: argparse.Namespace, engine: "EngineOptions", num
 @dataclass(frozen=True)
 class EngineOptions:
     """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, --cuda_graph,
-    --plugin, checked."""
+    --plugin, --onnx, --save_onnx, checked."""
 
     save_engine: str | None = None
     load_engine: str | None = None
@@ -310,6 +327,8 @@ class EngineOptions:
     benchmark: int | None = None
     plugin: str = PYTHON_PLUGIN
     cuda_graph: bool = False
+    onnx: str | None = None
+    save_onnx: str | None = None
 
     @property
     def sets_profile(self) -> bool:
@@ -333,11 +352,15 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
         plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
         cuda_graph=bool(getattr(options, "cuda_graph", False)),
+        onnx=None if getattr(options, "onnx", None) is None else readable_file(options.onnx, "--onnx"),
+        save_onnx=None if getattr(options, "save_onnx", None) is None else writable_file(options.save_onnx,
+                                                                                          "--save_onnx"),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
-    if parsed.save_engine is not None:
-        check_save_target(parsed.save_engine, options)
+    for option, target in (("--save_engine", parsed.save_engine), ("--save_onnx", parsed.save_onnx)):
+        if target is not None:
+            check_save_target(target, options, option)
     if parsed.load_engine is not None and parsed.sets_profile:
         raise InputError(
             "--max_nodes/--max_edges set the profile of a new engine; an engine from --load_engine keeps the profile "
@@ -360,18 +383,29 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         raise InputError("--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
                          "give one of them (a single run has nothing to replay)")
     check_plugin_options(parsed, getattr(options, "plugin", None) is not None, getattr(options, "precision", "fp32"))
+    check_onnx_options(parsed)
     return parsed
 
 
-def check_save_target(path: str, options: argparse.Namespace) -> None:
-    """InputError when --save_engine would overwrite an input of the run or this script."""
-    for option, other in (("--graph", getattr(options, "graph", None)),
+def check_save_target(path: str, options: argparse.Namespace, option: str = "--save_engine") -> None:
+    """InputError when `option` (--save_engine, --save_onnx) would overwrite an input of the run or this script."""
+    for source, other in (("--graph", getattr(options, "graph", None)),
                           ("--node_features_file", getattr(options, "node_features_file", None)),
+                          ("--onnx", getattr(options, "onnx", None)),
                           ("the script", str(SCRIPT_PATH))):
         if other is not None and same_file(path, other):
-            named = "this script" if option == "the script" else f"the {option} file"
-            raise InputError(f"--save_engine {shown_path(path)} is {named}; saving the engine there would overwrite "
-                             "it: give another file name")
+            named = "this script" if source == "the script" else f"the {source} file"
+            raise InputError(f"{option} {shown_path(path)} is {named}; writing there would overwrite it: give "
+                             "another file name")
+
+
+def check_onnx_options(parsed: EngineOptions) -> None:
+    """--save_onnx needs --onnx (check_save_target keeps it off the model); --onnx builds a new engine, so no
+    --load_engine. InputError."""
+    if parsed.save_onnx is not None and parsed.onnx is None:
+        raise InputError("--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx")
+    if parsed.onnx is not None and parsed.load_engine is not None:
+        raise InputError("--onnx builds a new engine from the model and --load_engine runs a saved one: give one of them")
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:

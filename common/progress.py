@@ -77,9 +77,9 @@ def progress(message: str, *, enabled: bool = True, stream: TextIO | None = None
             out.write(f"{_ERASE_LINE}{message} {bar(fraction)}")
             out.flush()
 
-    out.write(f"{message} ...")
-    out.flush()
-    try:
+    try:  # the line is begun inside: an interrupt right after it is written still ends it
+        out.write(f"{message} ...")
+        out.flush()
         yield advance
     except BaseException:
         out.write(_ERASE_LINE if live else "\n")

@@ -12,26 +12,36 @@ inside the engine, the updated state ends in X, and nothing is copied back (a co
 O(N*F) per step, what in-place updates exist to avoid). If TensorRT runs the plugin on X's buffer, the update
 is in place; if it copied X first, its write of X_out lands in X. The report still says what
 ICudaEngine.get_aliased_input_tensor("X_out") answers (TensorRT >= 10.15). With --cuda_graph, one execution is
-captured after the warm-up and each step replays it (network.capture): the batches are uploaded into the same
-buffers, whose addresses the graph holds. Everything here except run_state_steps is plain numpy.
+captured after the warm-up and each step replays it (network.execution): the batches are uploaded into the same
+buffers, whose addresses the graph holds. Everything here except run_state_steps and run_steps is plain numpy.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.errors import InputError
-from common.limits import MAX_STEPS
+from common.progress import progress
 from graph.validate import LARGEST_FINITE, check_values_in_range
-from network.builder import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE, PYTHON_PLUGIN
-from network.capture import host_time_line, issued_by, timed_call
-from network.timing import TimingSummary, describe_summary, summarize
+from network.definition import (
+    INPUT_INDEX,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    OUTPUT_STATE,
+    PYTHON_PLUGIN,
+    STATE_UPDATE,
+    OnnxSource,
+)
+from network.engine import ProfileBounds, prepare_engine, require_engine_dependencies
+from network.execution import TimingSummary, describe_summary, host_time_line, issued_by, summarize, timed_call
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
+    from network.run import GraphArrays
     from plugin.cuda_graph import CapturedGraph
 
 STEPS_RANDOM_STREAM = 2  # batches draw from default_rng((seed, 2)); the CLI's --random_graph uses (seed, 1)
@@ -272,14 +282,12 @@ def run_state_steps(
     initial_state [N, F] and features [N, F] in the engine's dtype; batches: equal-length int64 [B, 2] arrays.
     Before the timed steps, `warmup` executions add an all-zero src (X keeps its values) so that first-run costs
     (the plugin's kernel compilation at shape change) stay out of the timings. cuda_graph: after the warm-up,
-    one execution is captured into a CUDA graph (network.capture; EngineError if it cannot be) and each step
+    one execution is captured into a CUDA graph (network.execution; EngineError if it cannot be) and each step
     replays it; the batches go into the same buffers either way. Needs TensorRT, cuda-python, a GPU.
     """
+    from network.execution import EventTimer, ExecutionSession, engine_execution, warm_up
+    from network.run import update_is_zero
     from plugin.device_array import DeviceArray
-    from network.capture import engine_execution, warm_up
-    from network.report import update_is_zero
-    from network.session import ExecutionSession
-    from network.timing import EventTimer
 
     if not batches:
         raise ValueError("no batches to run")
@@ -340,3 +348,63 @@ def run_state_steps(
             session.close()
         for buffer in buffers.values():
             buffer.free()
+
+
+@dataclass(frozen=True)
+class StepsResult:
+    """What run_steps gives the CLI: the final state X (float64 copy), the lines to print, the build time
+    (None when loaded), and the raw observations (StepsRun)."""
+
+    final_state: np.ndarray
+    report_lines: list[str]
+    build_seconds: float | None
+    run: Any
+
+
+def run_steps(
+    graph: "GraphArrays",
+    precision: str,
+    batches: Sequence[np.ndarray],
+    *,
+    verbose: bool = False,
+    save_engine: str | Path | None = None,
+    load_engine: str | Path | None = None,
+    profile: ProfileBounds | None = None,
+    show_progress: bool = False,
+    plugin: str = PYTHON_PLUGIN,
+    cuda_graph: bool = False,
+    onnx: OnnxSource | None = None,
+) -> StepsResult:
+    """--steps: builds (or loads) the state-update engine and executes it once per batch on one X buffer.
+
+    The graph gives N, the node features and the initial state; `batches` (make_step_batches)
+    are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
+    engine. Call check_state_range first (the state must not overflow the precision). `plugin`
+    ("python" or "aot") picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
+    captured after the warm-up (network.execution). `onnx`: build the engine from that rewritten model.
+    """
+    from network.run import feature_dtype, plugin_alias_line, state_and_features
+
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
+    if not batches:
+        raise InputError("--steps needs at least one batch")
+    dtype = feature_dtype(precision)
+    initial_state, features = state_and_features(graph.node_features, graph.state, dtype)
+    num_nodes, num_features = features.shape
+    batch_edges = len(batches[0])
+    prepared = prepare_engine(
+        trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
+        num_features=num_features, num_classes=0, verbose=verbose, save_engine=save_engine, load_engine=load_engine,
+        profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
+        onnx=onnx,
+    )
+    with progress(f"Running {len(batches):,} steps", enabled=show_progress):
+        run = run_state_steps(trt, prepared.engine, initial_state, features, batches, cuda_graph=cuda_graph)
+    lines = list(prepared.lines)
+    lines.append(plugin_alias_line(compute_counts=False, plugin=plugin, loaded=load_engine is not None))
+    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?"),
+                                    plugin=None if load_engine is not None else plugin))
+    return StepsResult(
+        final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,
+        build_seconds=prepared.build_seconds, run=run,
+    )

@@ -3,7 +3,7 @@
 An engine built with these holds the PTX of plugin/kernels/scatter_add_aot.cu and symbolic launch parameters,
 and runs with no Python: deserialize it from C++, trtexec or a process that imports only tensorrt. TensorRT
 launches ONE kernel per AOT plugin, so whatever must exist before the atomics comes from the network as an
-input that the plugin aliases to an output (network/aot_layers.py makes them with fill layers):
+input that the plugin aliases to an output (network/definition.py makes them with fill layers):
 
     scatter_add         (state, src, index)                 -> state.aliased()                     float32
     scatter_add_counts  (state, src, index, counts)         -> state.aliased(), counts.aliased()   float32
@@ -15,13 +15,14 @@ counts [N, 1] int64 arrive zeroed; keys [C] int32 arrive as -1 and values [C, F]
 C = 2 E + 1 (plugin.kernels.aot.table_capacity): the float16 path sums in float32 in a table whose size follows
 E, not N, then apply_table rounds each touched node once. docs/aot_plugin.md gives the reasons.
 
-Registered with lazy_register=True: importing this module needs TensorRT's Python package with
-tensorrt.plugin but no plugin registry (the creator is registered when a network first uses a plugin).
+Importing this module registers the plugins' creators in TensorRT's plugin registry, so that TensorRT's ONNX
+parser finds them (--onnx; require_aot_creators checks). Where TensorRT has no registry (its real Python
+bindings over stand-in libraries, in tests) they are registered lazily instead, when a network first uses one.
 """
 
 from typing import Any
 
-from common.errors import MissingDependencyError
+from common.errors import EngineError, MissingDependencyError
 from common.imports import import_tensorrt
 from common.versions import AOT_TENSORRT_FLOOR, check_aot_tensorrt_version
 from plugin.kernels.aot import AOT_KERNELS, AotKernel, aot_extra_args, aot_launch_params, compile_aot_ptx
@@ -53,6 +54,9 @@ PLUGIN_KERNELS = {
 }
 
 AotResult = tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs]
+# Eager registration needs a plugin registry; without one (stand-in libraries) tensorrt.plugin registers a
+# creator when a network first calls the plugin (lazy_register=True).
+REGISTER_LAZILY = trt.get_plugin_registry() is None
 
 
 def _require(desc: trtp.TensorDesc, name: str, dtype: Any, ndim: int) -> None:
@@ -99,7 +103,7 @@ def aot_kernel_for(plugin_id: str, descs: dict[str, trtp.TensorDesc]) -> AotResu
 
 
 # --- float32: one plugin, atomics straight into the state ------------------------------------------------
-@trtp.register(SCATTER_ADD, lazy_register=True)
+@trtp.register(SCATTER_ADD, lazy_register=REGISTER_LAZILY)
 def scatter_add_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc) -> trtp.TensorDesc:
     _require(state, "state", trt.float32, 2)
     _check_edges(src, trt.float32, index, None)
@@ -112,7 +116,7 @@ def scatter_add_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.Te
     return aot_kernel_for(SCATTER_ADD, {"state": state, "src": src, "index": index})
 
 
-@trtp.register(SCATTER_ADD_COUNTS, lazy_register=True)
+@trtp.register(SCATTER_ADD_COUNTS, lazy_register=REGISTER_LAZILY)
 def scatter_add_counts_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
                             counts: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
     _require(state, "state", trt.float32, 2)
@@ -134,7 +138,7 @@ def _check_table(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.Tensor
     _require(values, "values", trt.float32, 2)
 
 
-@trtp.register(SCATTER_TABLE, lazy_register=True)
+@trtp.register(SCATTER_TABLE, lazy_register=REGISTER_LAZILY)
 def scatter_table_desc(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
                        values: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
     _check_table(src, index, keys, values, None)
@@ -147,7 +151,7 @@ def scatter_table_aot(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.T
     return aot_kernel_for(SCATTER_TABLE, {"src": src, "index": index, "keys": keys, "values": values})
 
 
-@trtp.register(SCATTER_TABLE_COUNTS, lazy_register=True)
+@trtp.register(SCATTER_TABLE_COUNTS, lazy_register=REGISTER_LAZILY)
 def scatter_table_counts_desc(src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
                               values: trtp.TensorDesc, counts: trtp.TensorDesc
                               ) -> tuple[trtp.TensorDesc, trtp.TensorDesc, trtp.TensorDesc]:
@@ -163,7 +167,7 @@ def scatter_table_counts_aot(src: trtp.TensorDesc, index: trtp.TensorDesc, keys:
                           {"src": src, "index": index, "keys": keys, "values": values, "counts": counts})
 
 
-@trtp.register(APPLY_TABLE, lazy_register=True)
+@trtp.register(APPLY_TABLE, lazy_register=REGISTER_LAZILY)
 def apply_table_desc(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc) -> trtp.TensorDesc:
     _require(state, "state", trt.float16, 2)
     _require(keys, "keys", trt.int32, 1)
@@ -181,3 +185,18 @@ def plugin_op(plugin_id: str) -> Any:
     """The `tensorrt.plugin.op` entry of a plugin: calling it with ITensors gives what add_plugin takes."""
     namespace, name = plugin_id.split("::")
     return getattr(getattr(trtp.op, namespace), name)
+
+
+PLUGIN_IDS = tuple(PLUGIN_KERNELS)
+
+
+def require_aot_creators() -> None:
+    """Checks that every AOT plugin's creator is in TensorRT's plugin registry (importing this module put them
+    there), as the ONNX parser needs before it parses the plugin nodes; EngineError naming the first missing one."""
+    registry = trt.get_plugin_registry()
+    creators = registry.all_creators if registry is not None else []
+    registered = {(getattr(c, "plugin_namespace", ""), getattr(c, "name", "")) for c in creators}
+    for plugin_id in PLUGIN_IDS:
+        if tuple(plugin_id.split("::")) not in registered:
+            raise EngineError(f"the AOT plugin {plugin_id} is not in TensorRT's plugin registry, so TensorRT's ONNX "
+                              "parser cannot find it")

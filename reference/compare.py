@@ -57,11 +57,13 @@ class Comparison:
         )
 
 
-def compare(actual, expected, precision: str) -> Comparison:
-    """Compares `actual` with the float64 reference `expected` (same shape) at the tolerances of `precision`."""
+def compare(actual, expected, precision: str, scale: float = 1.0) -> Comparison:
+    """Compares `actual` with the float64 reference `expected` (same shape) at the tolerances of `precision`,
+    times `scale` (2 for two results that each lie within the tolerances of the exact one, e.g. an engine's
+    and ONNX Runtime's)."""
     if precision not in TOLERANCES:
         raise ValueError(f"precision must be one of {sorted(TOLERANCES)}, got {precision!r}")
-    atol, rtol = TOLERANCES[precision]["atol"], TOLERANCES[precision]["rtol"]
+    atol, rtol = scale * TOLERANCES[precision]["atol"], scale * TOLERANCES[precision]["rtol"]
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:

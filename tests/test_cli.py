@@ -341,13 +341,15 @@ def test_output_into_a_closed_pipe_ends_quietly_like_other_tools():
 def test_engine_failure_is_one_line_and_exit_4(monkeypatch, capsys, steps):
     """When TensorRT cannot add the plugin, build or execute (network/ raises EngineError, e.g. add_plugin_v3
     returned None), the CLI prints one line and exits 4 after the input lines, with no traceback."""
-    import network.pipeline
+    import network.run
+    import network.steps
     from common.errors import EngineError
 
     def refuse(*args, **kwargs):
         raise EngineError("TensorRT could not add the ScatterAddInPlace plugin (version 1, classifier network)")
 
-    monkeypatch.setattr(network.pipeline, "run_steps" if steps else "run_graph", refuse)
+    module, name = (network.steps, "run_steps") if steps else (network.run, "run_graph")
+    monkeypatch.setattr(module, name, refuse)
     extra = ["--steps", "2", "--batch_edges", "3"] if steps else []
     status = cli.main(["--seed", "1", *extra])
     captured = capsys.readouterr()
@@ -360,13 +362,13 @@ def test_engine_failure_is_one_line_and_exit_4(monkeypatch, capsys, steps):
 
 def test_a_failed_cuda_call_is_one_line_and_exit_4(monkeypatch, capsys):
     """A CUDA error on the way (out of device memory, a launch refused) names the call and exits 4, no traceback."""
-    import network.pipeline
+    import network.steps
     from plugin.cuda_check import CudaError
 
     def out_of_memory(*args, **kwargs):
         raise CudaError("CUDA_ERROR_OUT_OF_MEMORY: out of memory (in cuMemAlloc)", "CUDA_ERROR_OUT_OF_MEMORY")
 
-    monkeypatch.setattr(network.pipeline, "run_steps", out_of_memory)
+    monkeypatch.setattr(network.steps, "run_steps", out_of_memory)
     status = cli.main(["--seed", "1", "--steps", "2", "--batch_edges", "3"])
     assert status == 4
     assert capsys.readouterr().err.splitlines() == [

@@ -187,7 +187,7 @@ def test_the_options_plugin_names_and_aot_edge_limit_are_the_engines():
     is the largest E whose table capacity 2 E + 1 is still an int32."""
     from cli.options import PLUGINS
     from common.limits import MAX_AOT_HALF_EDGES
-    from network.builder import PLUGINS as BUILDER_PLUGINS
+    from network.definition import PLUGINS as BUILDER_PLUGINS
     from plugin.kernels.aot import table_capacity
 
     assert PLUGINS == BUILDER_PLUGINS

@@ -27,7 +27,7 @@ from tests.test_cli import (
     run_cli,
 )
 
-PATH_OPTIONS = ["--graph", "--node_features_file", "--load_engine", "--save_engine"]
+PATH_OPTIONS = ["--graph", "--node_features_file", "--load_engine", "--save_engine", "--onnx", "--save_onnx"]
 TEST_USER = "aliasedio-test"
 
 
@@ -48,7 +48,7 @@ def test_a_name_longer_than_the_system_allows_is_one_line_for_every_path_option(
 @pytest.mark.parametrize("option", PATH_OPTIONS)
 @pytest.mark.parametrize("name", ["graph\nfile", "\x1b[31mred", "tab\there", " padded "])
 def test_control_characters_in_a_name_are_quoted_one_way_for_every_path_option(option, name):
-    result = run_cli(*path_args(option, f"missing_folder/{name}" if option == "--save_engine" else name))
+    result = run_cli(*path_args(option, f"missing_folder/{name}" if option.startswith("--save") else name))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert repr(name)[1:-1] in result.stderr  # escaped as Python writes it, inside the quoted name
     assert "\x1b" not in result.stderr and "\t" not in result.stderr
@@ -116,7 +116,7 @@ def guarded_folders():
 
 @pytest.mark.parametrize("option", PATH_OPTIONS)
 def test_a_folder_on_the_way_that_the_user_may_not_enter_is_one_line_for_every_path_option(guarded_folders, option):
-    path = str(guarded_folders / "locked" / ("new.engine" if option == "--save_engine" else "graph.npz"))
+    path = str(guarded_folders / "locked" / ("new.engine" if option.startswith("--save") else "graph.npz"))
     result = run_as_unprivileged(path_args(option, path), str(guarded_folders))
     assert_one_line_error_from_subprocess(result, f"{option} {path}: permission denied (a folder on the way may not be entered)")
 
@@ -182,7 +182,7 @@ def graph_file(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("target, message", [
-    ("{graph}", "--save_engine {graph} is the --graph file; saving the engine there would overwrite it"),
+    ("{graph}", "--save_engine {graph} is the --graph file; writing there would overwrite it"),
     ("{link}", "--save_engine {link} is the --graph file"),
     ("{features}", "--save_engine {features} is the --node_features_file file"),
     ("{script}", "--save_engine {script} is this script"),

@@ -40,7 +40,7 @@ def test_cli_validates_several_features_per_node(precision):
     assert "Validation against reference successful!" in result.stdout
 
 
-# Runs in its own process: builds (or loads) an engine with network.pipeline.run_graph for a random graph of the
+# Runs in its own process: builds (or loads) an engine with network.run.run_graph for a random graph of the
 # given size and checks it against the float64 reference; prints one JSON line.
 RUN_GRAPH = textwrap.dedent(
     """
@@ -48,8 +48,8 @@ RUN_GRAPH = textwrap.dedent(
     import numpy as np
     from graph import validate_graph
     from reference import compare, gnn_reference, make_weights
-    from network.pipeline import run_graph
-    from network.profile import ProfileBounds, SizeRange
+    from network.engine import ProfileBounds, SizeRange
+    from network.run import run_graph
 
     args = json.loads(sys.argv[1])
     rng = np.random.default_rng(args["seed"])
@@ -105,11 +105,9 @@ def test_one_engine_runs_graphs_of_different_sizes_in_one_process():
     import numpy as np
 
     from common.imports import import_tensorrt
-    from network.builder import populate_network
-    from network.inputs import engine_inputs
-    from network.loaders import build_engine_bytes, deserialize_engine, sample_profile_shapes
-    from network.profile import default_profile_bounds
-    from network.runner import run_engine
+    from network.definition import populate_network
+    from network.engine import build_engine_bytes, default_profile_bounds, deserialize_engine, sample_profile_shapes
+    from network.run import engine_inputs, run_engine
     from reference import compare, gnn_reference, make_weights
 
     trt = import_tensorrt()

@@ -24,7 +24,7 @@ NUM_FEATURES, NUM_CLASSES = 3, 4
 
 def head_network(trt, dtype):
     """A strongly typed network: inputs aggregated [-1, F], counts [-1, 1] int64, W [C, F] -> the head."""
-    from network.builder import add_classifier_head
+    from network.definition import add_classifier_head
 
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
@@ -88,7 +88,7 @@ def test_tensorrt_rtx_cannot_add_python_plugins(trt, kind):
     populate functions get as far as adding the plugin."""
     if is_full_tensorrt(trt):
         pytest.skip("the full TensorRT is installed here: the end-to-end tests build the whole network")
-    from network.builder import populate_network, populate_state_network
+    from network.definition import populate_network, populate_state_network
 
     assert not hasattr(trt.INetworkDefinition, "add_plugin_v3")
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
@@ -104,8 +104,7 @@ def test_tensorrt_rtx_cannot_add_python_plugins(trt, kind):
 def test_each_network_gets_its_plugin_variant(trt):
     """The classifier's plugin computes counts (its mean divides by them); the state-update network's plugin does
     not (compute_counts=0: one output, no O(N) zeroing per execution), and it serializes that choice."""
-    from network.builder import scatter_add_plugin_for
-    from network.profile import CLASSIFIER, STATE_UPDATE
+    from network.definition import CLASSIFIER, STATE_UPDATE, scatter_add_plugin_for
 
     classifier = scatter_add_plugin_for(CLASSIFIER)
     assert classifier.compute_counts is True and classifier.num_outputs == 2
@@ -123,7 +122,7 @@ def test_add_plugin_v3_returning_none_is_one_clear_error_naming_the_plugin(trt, 
     """TensorRT's add_plugin_v3 returns None (no exception) when the plugin's build callbacks fail: the builder
     stops there with one line naming the plugin, not with an AttributeError on None further on. The network
     is a stand-in whose add_plugin_v3 answers None, as TensorRT's does then."""
-    from network.builder import INPUT_NAMES, add_scatter_add_layer
+    from network.definition import INPUT_NAMES, add_scatter_add_layer
 
     class NetworkRefusingThePlugin:
         def add_plugin_v3(self, inputs, shape_inputs, plugin):
@@ -143,9 +142,8 @@ def test_add_plugin_v3_returning_none_is_one_clear_error_naming_the_plugin(trt, 
 def test_state_network_without_the_plugin_builds(trt, precision):
     """The state-update network's plugin-free part: inputs X, src, idx with the sample's profile, an identity
     standing where the plugin's only output goes, marked "X_out"; one engine output, no counts anywhere."""
-    from network.builder import OUTPUT_STATE, STATE_INPUT_NAMES, add_network_inputs, mark_state_output
-    from network.loaders import sample_profile_shapes
-    from network.profile import ProfileBounds, SizeRange
+    from network.definition import OUTPUT_STATE, STATE_INPUT_NAMES, add_network_inputs, mark_state_output
+    from network.engine import ProfileBounds, SizeRange, sample_profile_shapes
 
     dtype = getattr(trt, precision)
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
@@ -170,8 +168,8 @@ POLYGRAPHY_BUILD = textwrap.dedent(
     import sys
     import tensorrt_rtx_bindings
     sys.modules["tensorrt"] = tensorrt_rtx_bindings
-    from network.builder import add_classifier_head
-    from network.loaders import build_engine_bytes
+    from network.definition import add_classifier_head
+    from network.engine import build_engine_bytes
 
     F, C = 3, 4
     def populate(trt, network):
@@ -190,7 +188,7 @@ POLYGRAPHY_BUILD = textwrap.dedent(
 
 @pytest.mark.parametrize("verbose", [False, True])
 def test_polygraphy_loader_builds_strongly_typed_with_aliasing_preview(trt, tmp_path, verbose):
-    """network.loaders.build_engine_bytes through polygraphy, driving TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1).
+    """network.engine.build_engine_bytes through polygraphy, driving TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1).
 
     Runs in a subprocess: polygraphy picks its TensorRT module once, at import.
     """

@@ -1,5 +1,5 @@
-"""--cuda_graph's order of work and its one-line errors (network.capture), without a GPU: plugin.cuda_graph's
-CapturedGraph is replaced by a recorder, so these tests check only what network.capture does around it (the
+"""--cuda_graph's order of work and its one-line errors (network.execution), without a GPU: plugin.cuda_graph's
+CapturedGraph is replaced by a recorder, so these tests check only what network.execution does around it (the
 warm-up before the capture, the replays, the error it turns a failed capture into). The capture itself is
 GPU-tested in tests/test_cuda_graph_gpu.py and tests/test_plugin_gpu.py; through TensorRT in tests/test_e2e_state.py."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import plugin.cuda_graph
 from common.errors import EngineError
-from network.capture import WITHOUT_GRAPH_HINT, capture, capture_failure_message, engine_execution, warm_up
+from network.execution import WITHOUT_GRAPH_HINT, capture, capture_failure_message, engine_execution, warm_up
 from plugin.cuda_check import CudaError
 
 

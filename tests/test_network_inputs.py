@@ -1,12 +1,11 @@
-"""network.inputs, network.profile, network.report and loaders' shape helpers: plain numpy, no TensorRT."""
+"""network.run's input arrays and report lines, network.engine's profile, signature checks and shapes: plain numpy,
+no TensorRT."""
 
 import numpy as np
 import pytest
 
 from common.errors import InputError
-from network.inputs import engine_inputs, feature_dtype, make_engine_inputs
-from network.loaders import sample_profile_shapes
-from network.profile import (
+from network.engine import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_NODES,
     EngineSignature,
@@ -14,8 +13,17 @@ from network.profile import (
     SizeRange,
     check_graph_fits,
     default_profile_bounds,
+    sample_profile_shapes,
 )
-from network.report import engine_alias_lines, plugin_alias_line, state_buffer_line, update_is_zero
+from network.run import (
+    engine_alias_lines,
+    engine_inputs,
+    feature_dtype,
+    make_engine_inputs,
+    plugin_alias_line,
+    state_buffer_line,
+    update_is_zero,
+)
 
 SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]

@@ -7,18 +7,17 @@ import pytest
 
 from common.errors import InputError
 from graph import MAX_RANDOM_EDGES
-from network.profile import (
-    CLASSIFIER,
+from network.definition import CLASSIFIER, STATE_UPDATE
+from network.engine import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_NODES,
-    STATE_UPDATE,
     EngineSignature,
     ProfileBounds,
     SizeRange,
     check_graph_fits,
+    describe_signature,
     requested_profile_bounds,
 )
-from network.report import describe_signature
 from network.steps import (
     StateCheck,
     StepsRun,
@@ -336,14 +335,14 @@ def test_report_when_the_first_step_cannot_show_or_did_not_reach_x():
 def test_x_out_is_bound_at_x_whatever_get_aliased_input_tensor_says(aliases):
     """--steps binds X_out at X's address like NVIDIA's qdp_runner.py: with TensorRT's alias, without it, and on a
     TensorRT that cannot be asked (before 10.15). No buffer of its own, so nothing to copy back."""
-    from network.session import output_bindings
+    from network.execution import output_bindings
 
     assert output_bindings(["X_out"], aliases, {"X_out": "X"}) == {"X_out": "X"}
 
 
 def test_output_bindings_follow_tensorrt_for_other_outputs_and_refuse_contradictions():
     from common.errors import EngineError
-    from network.session import output_bindings
+    from network.execution import output_bindings
 
     assert output_bindings(["softmax"], {"softmax": None}, {}) == {"softmax": None}  # the classifier: its own buffer
     assert output_bindings(["cache_out"], {"cache_out": "cache"}, {}) == {"cache_out": "cache"}  # TensorRT's rule
@@ -357,7 +356,7 @@ def test_output_bindings_follow_tensorrt_for_other_outputs_and_refuse_contradict
 def test_state_network_inputs_and_output_on_the_standin(trt):
     """The state network's inputs (no W) and its X_out marking, with TensorRT-RTX's real network (the plugin
     itself cannot be added there: no add_plugin_v3)."""
-    from network.builder import OUTPUT_STATE, STATE_INPUT_NAMES, add_network_inputs, mark_state_output
+    from network.definition import OUTPUT_STATE, STATE_INPUT_NAMES, add_network_inputs, mark_state_output
 
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
@@ -374,7 +373,7 @@ def test_state_network_inputs_and_output_on_the_standin(trt):
 def test_run_steps_refuses_tensorrt_without_add_plugin_v3_before_any_work(trt):
     from common.errors import MissingDependencyError
     from common.imports import is_full_tensorrt
-    from network.pipeline import run_steps
+    from network.steps import run_steps
 
     if is_full_tensorrt(trt):
         pytest.skip("the full TensorRT is installed here (see tests/test_e2e_state.py)")

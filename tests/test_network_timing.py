@@ -1,4 +1,4 @@
-"""network.timing's statistics and network.benchmark's report: plain Python, no GPU."""
+"""network.execution's timing statistics and network.benchmark's report: plain Python, no GPU."""
 
 import random
 import statistics
@@ -6,7 +6,7 @@ import statistics
 import pytest
 
 from network.benchmark import BenchmarkResult, benchmark_lines
-from network.timing import describe_summary, format_duration, percentile, summarize
+from network.execution import describe_summary, format_duration, percentile, summarize
 
 
 def test_percentile_is_nearest_rank():

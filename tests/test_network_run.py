@@ -5,7 +5,7 @@ import pytest
 
 from common.errors import MissingDependencyError
 from common.imports import is_full_tensorrt
-from network.pipeline import run_graph
+from network.run import run_graph
 
 
 @pytest.mark.trt_standin
@@ -24,7 +24,8 @@ def test_run_engine_turns_polygraphys_execution_error_into_one_line(monkeypatch)
     turns it into an EngineError (exit 4, one line) and still frees its buffers. Stand-ins for the device
     buffers and the runner: this checks the error mapping, not an execution."""
     pytest.importorskip("polygraphy")
-    import network.runner
+    import network.run
+    import plugin.device_array
     import polygraphy.backend.trt
     from common.errors import EngineError
     from polygraphy.exception import PolygraphyException
@@ -52,11 +53,11 @@ def test_run_engine_turns_polygraphys_execution_error_into_one_line(monkeypatch)
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(network.runner, "DeviceArray", HostArray)
+    monkeypatch.setattr(plugin.device_array, "DeviceArray", HostArray)
     monkeypatch.setattr(polygraphy.backend.trt, "TrtRunner", FailingRunner)
     feeds = {"X": np.zeros((2, 1), np.float32), "idx": np.zeros(2, np.int64)}
     with pytest.raises(EngineError) as raised:
-        network.runner.run_engine(None, None, feeds)
+        network.run.run_engine(None, None, feeds)
     assert str(raised.value) == ("TensorRT could not run the engine (Invalid Context. See error log for details.); "
                                  "-v shows TensorRT's log")
     assert len(freed) == 2

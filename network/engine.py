@@ -1,0 +1,411 @@
+"""How an engine is built or loaded: the optimization profile, the checks before any engine work, the build
+through polygraphy, save and load, and what an engine is fixed to; prepare_engine is the stage's one entry.
+
+One engine serves every graph whose N and E lie within its profile and whose F, C and precision match. The
+build uses polygraphy's CreateNetwork(strongly_typed=True), CreateConfig with the optimization profile and
+PreviewFeature.ALIASED_PLUGIN_IO_10_03 (without it TensorRT ignores get_aliased_input), and
+engine_bytes_from_network. Deserializing needs the plugin creator registered first, in every process.
+TensorRT, polygraphy and CUDA are imported inside the functions that need them: the profile, the signature
+checks and the report lines are plain Python (a dry run uses requested_profile_bounds).
+"""
+
+import contextlib
+import functools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from common.errors import EngineError, InputError, MissingDependencyError
+from common.imports import import_module, import_tensorrt, is_full_tensorrt
+from common.progress import file_load_progress, progress
+from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
+from network.definition import (
+    AOT_PLUGIN,
+    CLASSIFIER,
+    INPUT_INDEX,
+    INPUT_NAMES,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    INPUT_WEIGHTS,
+    OUTPUT_SOFTMAX,
+    OUTPUT_STATE,
+    PYTHON_PLUGIN,
+    STATE_INPUT_NAMES,
+    STATE_UPDATE,
+    OnnxSource,
+    populate_from_onnx,
+    populate_network,
+    populate_state_network,
+)
+
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
+
+DEFAULT_MAX_NODES = 1 << 16
+DEFAULT_MAX_EDGES = 1 << 20
+
+ShapeRange = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """min <= opt <= max for one dynamic dimension; TensorRT tunes kernels for opt."""
+
+    min: int
+    opt: int
+    max: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min <= self.opt <= self.max:
+            raise InputError(f"profile bounds must satisfy 1 <= min <= opt <= max, got {self.min}, {self.opt}, {self.max}")
+
+    def contains(self, size: int) -> bool:
+        return self.min <= int(size) <= self.max
+
+    def __str__(self) -> str:
+        return f"[{self.min}, {self.max}] (opt {self.opt})"
+
+
+@dataclass(frozen=True)
+class ProfileBounds:
+    """The engine's optimization profile: ranges for N (rows of X) and E (rows of src, entries of idx)."""
+
+    nodes: SizeRange
+    edges: SizeRange
+
+
+def requested_profile_bounds(
+    num_nodes: int,
+    num_edges: int,
+    max_nodes: int | None = None,
+    max_edges: int | None = None,
+    edges_source: str = "the graph",
+) -> ProfileBounds:
+    """The profile for a new engine: min 1, opt the given sizes, max from --max_nodes/--max_edges (when given)
+    or the defaults. InputError when the given sizes exceed a requested maximum, naming both."""
+    defaults = default_profile_bounds(num_nodes, num_edges)
+    if max_nodes is not None and num_nodes > max_nodes:
+        raise InputError(f"the graph has {num_nodes:,} nodes, more than --max_nodes {max_nodes:,}")
+    if max_edges is not None and num_edges > max_edges:
+        raise InputError(f"{edges_source} has {num_edges:,} edges, more than --max_edges {max_edges:,}")
+    return ProfileBounds(
+        nodes=defaults.nodes if max_nodes is None else SizeRange(1, max(num_nodes, 1), max_nodes),
+        edges=defaults.edges if max_edges is None else SizeRange(1, max(num_edges, 1), max_edges),
+    )
+
+
+def default_profile_bounds(num_nodes: int, num_edges: int) -> ProfileBounds:
+    """Min 1, opt the given graph, max at least 65536 nodes and 1048576 edges (more when the graph is larger)."""
+    return ProfileBounds(
+        nodes=SizeRange(1, max(num_nodes, 1), max(num_nodes, DEFAULT_MAX_NODES)),
+        edges=SizeRange(1, max(num_edges, 1), max(num_edges, DEFAULT_MAX_EDGES)),
+    )
+
+
+@dataclass(frozen=True)
+class EngineSignature:
+    """What an engine is fixed to: precision, features F, classes C (0 for a state-update engine), the profile
+    for N and E, and which network it holds (CLASSIFIER or STATE_UPDATE)."""
+
+    precision: str
+    num_features: int
+    num_classes: int
+    bounds: ProfileBounds
+    kind: str = CLASSIFIER
+
+
+def check_graph_fits(signature: EngineSignature, precision: str, num_nodes: int, num_edges: int,
+                     num_features: int, num_classes: int, kind: str = CLASSIFIER, edges_source: str = "the graph") -> None:
+    """InputError naming the first mismatch between a graph and an engine (built or loaded).
+
+    For a STATE_UPDATE engine num_classes is not checked and num_edges is the edges per execution (a batch).
+    """
+    if kind != signature.kind:
+        needs = "--steps" if signature.kind == STATE_UPDATE else "a run without --steps"
+        raise InputError(f"the engine holds the {signature.kind} network, which {needs} uses; this run needs the {kind} network")
+    if precision != signature.precision:
+        raise InputError(f"the engine was built for --precision {signature.precision}, got --precision {precision}")
+    if num_features != signature.num_features:
+        raise InputError(f"the engine was built for {signature.num_features} features per node, the graph has {num_features}")
+    if kind == CLASSIFIER and num_classes != signature.num_classes:
+        raise InputError(f"the engine was built for --num_classes {signature.num_classes}, got {num_classes}")
+    if not signature.bounds.nodes.contains(num_nodes):
+        raise InputError(
+            f"the graph has {num_nodes} nodes, outside the engine's profile {signature.bounds.nodes}; "
+            "build a new engine (without --load_engine)"
+        )
+    if not signature.bounds.edges.contains(num_edges):
+        raise InputError(
+            f"{edges_source} has {num_edges} edges, outside the engine's profile {signature.bounds.edges}; "
+            "build a new engine (without --load_engine)"
+        )
+
+
+def require_cuda_device() -> None:
+    """MissingDependencyError with a one-line hint unless cuda-python is installed and a CUDA GPU answers."""
+    import_module("cuda.bindings")  # MissingDependencyError with the install hint
+    from cuda.bindings import runtime
+
+    try:
+        status, count = runtime.cudaGetDeviceCount()
+    except Exception as error:  # cuda-python 13 raises when the driver library itself is missing
+        raise MissingDependencyError(f"no CUDA driver here ({type(error).__name__}); run on a machine with an NVIDIA GPU and driver") from None
+    if status != runtime.cudaError_t.cudaSuccess or count == 0:
+        reason = "no CUDA GPU" if status == runtime.cudaError_t.cudaSuccess else status.name
+        raise MissingDependencyError(f"a CUDA GPU is needed to build and run the engine ({reason}); run on a machine with an NVIDIA GPU and driver")
+
+
+def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False) -> Any:
+    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
+    a GPU, in that order and before any CUDA work (to build with plugin="aot", also tensorrt.plugin's
+    aot_impl; with onnx, TensorRT's ONNX parser); MissingDependencyError (one line, exit 3) if not."""
+    trt = import_tensorrt()
+    if not is_full_tensorrt(trt):
+        raise MissingDependencyError(
+            f"this tensorrt ({getattr(trt, '__version__', '?')}) cannot add Python plugins to a network "
+            f"(no INetworkDefinition.add_plugin_v3; TensorRT-RTX is not enough): pip install 'tensorrt>={TENSORRT_FLOOR}'"
+        )
+    check_tensorrt_version(getattr(trt, "__version__", None))
+    if onnx and not hasattr(trt, "OnnxParser"):
+        raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
+                                     f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
+    if plugin == AOT_PLUGIN:
+        import_module("plugin.scatter_add_aot")  # MissingDependencyError without tensorrt.plugin.aot_impl
+    check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
+    require_cuda_device()
+    return trt
+
+
+def trt_feature_dtype(trt: Any, precision: str) -> Any:
+    """trt.float32 for "fp32", trt.float16 for "fp16"."""
+    dtypes = {"fp32": trt.float32, "fp16": trt.float16}
+    if precision not in dtypes:
+        raise InputError(f"precision must be one of {sorted(dtypes)}, got {precision!r}")
+    return dtypes[precision]
+
+
+def sample_profile_shapes(bounds: ProfileBounds, num_features: int) -> dict[str, ShapeRange]:
+    """min/opt/max shapes of the dynamic inputs X [N, F], src [E, F], idx [E]; W [C, F] is static."""
+    nodes, edges = bounds.nodes, bounds.edges
+    return {
+        INPUT_STATE: ((nodes.min, num_features), (nodes.opt, num_features), (nodes.max, num_features)),
+        INPUT_SOURCE: ((edges.min, num_features), (edges.opt, num_features), (edges.max, num_features)),
+        INPUT_INDEX: ((edges.min,), (edges.opt,), (edges.max,)),
+    }
+
+
+@contextlib.contextmanager
+def tensorrt_log_level(verbose: bool) -> Iterator[None]:
+    """TensorRT's messages reach polygraphy's logger: verbose shows TensorRT's VERBOSE ones, else warnings up."""
+    from polygraphy.logger import G_LOGGER
+
+    with G_LOGGER.verbosity(G_LOGGER.EXTRA_VERBOSE if verbose else G_LOGGER.WARNING):
+        yield
+
+
+def build_engine_bytes(
+    populate: Callable[[Any, Any], Any],
+    profile_shapes: Mapping[str, ShapeRange],
+    *,
+    verbose: bool = False,
+) -> tuple[bytes, float]:
+    """Builds a serialized engine from a strongly typed network; returns (engine bytes, build seconds).
+
+    `populate(trt, network)` adds the layers and returns whatever must stay alive during the build (the
+    plugin object). The config enables PreviewFeature.ALIASED_PLUGIN_IO_10_03 and one optimization profile.
+    """
+    trt = import_tensorrt()
+    import_module("polygraphy")
+    from polygraphy.backend.trt import CreateConfig, CreateNetwork, Profile, engine_bytes_from_network
+    from polygraphy.exception import PolygraphyException
+
+    with tensorrt_log_level(verbose):
+        builder, network = CreateNetwork(strongly_typed=True)()
+        keep_alive = populate(trt, network)
+        profile = Profile()
+        for name, (low, opt, high) in profile_shapes.items():
+            profile.add(name, min=low, opt=opt, max=high)
+        config = CreateConfig(profiles=[profile], preview_features=[trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03])
+        start = time.perf_counter()
+        try:
+            serialized = engine_bytes_from_network((builder, network), config=config)
+        except PolygraphyException as error:
+            raise EngineError(f"TensorRT could not build the engine ({first_line(error)}); -v shows TensorRT's log") from None
+        seconds = time.perf_counter() - start
+        del network, builder  # before keep_alive (the plugin) goes at return
+    return bytes(serialized), seconds
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an exception's message (polygraphy's can span many lines)."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+
+
+def save_engine_file(data: bytes, path: str | Path) -> None:
+    try:
+        Path(path).write_bytes(data)
+    except OSError as error:
+        raise InputError(f"cannot write the engine to {str(path)!r}: {error.strerror}") from None
+
+
+def read_engine_file(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot read the engine file {str(path)!r}: {error.strerror}") from None
+
+
+def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "ICudaEngine":
+    """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent)."""
+    import_module("polygraphy")
+    from polygraphy.backend.trt import engine_from_bytes
+    from polygraphy.exception import PolygraphyException
+
+    from plugin.scatter_add_plugin import register_scatter_add_creator
+
+    register_scatter_add_creator()
+    try:
+        with tensorrt_log_level(verbose):
+            engine = engine_from_bytes(data)
+    except PolygraphyException:
+        engine = None
+    if engine is None:
+        raise InputError(f"{source} is not an engine this TensorRT can load (built by another TensorRT version or for another GPU?)")
+    return engine
+
+
+def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSignature:
+    """Precision, F, C, the profile bounds for N and E, and the network kind, read from an engine of this sample."""
+    names = {engine.get_tensor_name(i) for i in range(engine.num_io_tensors)}
+    kinds = {
+        CLASSIFIER: set(INPUT_NAMES) | {OUTPUT_SOFTMAX},
+        STATE_UPDATE: set(STATE_INPUT_NAMES) | {OUTPUT_STATE},
+    }
+    kind = next((kind for kind, expected in kinds.items() if names == expected), None)
+    if kind is None:
+        expected_text = " or ".join(str(sorted(expected)) for expected in kinds.values())
+        raise InputError(f"{source} is not an engine of this sample: tensors {sorted(names)}, expected {expected_text}")
+    precisions = {trt.float32: "fp32", trt.float16: "fp16"}
+    state_dtype = engine.get_tensor_dtype(INPUT_STATE)
+    if state_dtype not in precisions:
+        raise InputError(f"{source} has an X of type {state_dtype}, expected float32 or float16")
+    num_features = int(engine.get_tensor_shape(INPUT_STATE)[1])
+    num_classes = int(engine.get_tensor_shape(INPUT_WEIGHTS)[0]) if kind == CLASSIFIER else 0
+    state_range = engine.get_tensor_profile_shape(INPUT_STATE, 0)
+    edge_range = engine.get_tensor_profile_shape(INPUT_INDEX, 0)
+    return EngineSignature(
+        precision=precisions[state_dtype],
+        num_features=num_features,
+        num_classes=num_classes,
+        bounds=ProfileBounds(
+            nodes=SizeRange(int(state_range[0][0]), int(state_range[1][0]), int(state_range[2][0])),
+            edges=SizeRange(int(edge_range[0][0]), int(edge_range[1][0]), int(edge_range[2][0])),
+        ),
+        kind=kind,
+    )
+
+
+def engine_output_names(trt: Any, engine: "ICudaEngine") -> list[str]:
+    """The engine's output tensors, in the engine's I/O order."""
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    return [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
+
+
+def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | None] | None:
+    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased).
+
+    None when this TensorRT's engine has no get_aliased_input_tensor (older releases).
+    """
+    get_aliased_input_tensor = getattr(engine, "get_aliased_input_tensor", None)
+    if get_aliased_input_tensor is None:
+        return None
+    return {name: get_aliased_input_tensor(name) or None for name in engine_output_names(trt, engine)}
+
+
+def describe_signature(signature: EngineSignature) -> str:
+    network = "state update network (output X_out)" if signature.kind == STATE_UPDATE else f"C={signature.num_classes}"
+    return (
+        f"precision {signature.precision}, F={signature.num_features}, {network}, "
+        f"N in {signature.bounds.nodes}, E in {signature.bounds.edges}"
+    )
+
+
+def build_line(seconds: float, signature: EngineSignature, onnx_path: str | None = None) -> str:
+    source = "" if onnx_path is None else f" from the rewritten {onnx_path}"
+    return f"Engine built{source} in {seconds:.2f} s ({describe_signature(signature)})"
+
+
+def load_line(path: str, signature: EngineSignature) -> str:
+    return f"Engine loaded from {path} ({describe_signature(signature)})"
+
+
+@dataclass(frozen=True)
+class PreparedEngine:
+    """A deserialized engine, what it is fixed to, its build time (None when loaded) and the lines to print."""
+
+    engine: Any
+    signature: EngineSignature
+    build_seconds: float | None
+    lines: list[str]
+
+
+def prepare_engine(
+    trt: Any,
+    *,
+    kind: str,
+    precision: str,
+    num_nodes: int,
+    num_edges: int,
+    num_features: int,
+    num_classes: int,
+    verbose: bool = False,
+    save_engine: str | Path | None = None,
+    load_engine: str | Path | None = None,
+    profile: ProfileBounds | None = None,
+    show_progress: bool = False,
+    edges_source: str = "the graph",
+    plugin: str = PYTHON_PLUGIN,
+    onnx: OnnxSource | None = None,
+) -> PreparedEngine:
+    """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE) with the
+    scatter-add `plugin` ("python" or "aot"), from TensorRT's network API or, given `onnx`, from that rewritten
+    model; saves it to `save_engine` if given. InputError when the sizes do not fit the engine (loaded or
+    requested)."""
+    lines: list[str] = []
+    build_seconds: float | None = None
+
+    def check_fits(signature: EngineSignature) -> None:
+        check_graph_fits(signature, precision, num_nodes, num_edges, num_features, num_classes, kind, edges_source)
+
+    if load_engine is not None:
+        with file_load_progress(str(load_engine), "--load_engine", enabled=show_progress):
+            data = read_engine_file(load_engine)
+        engine = deserialize_engine(data, str(load_engine), verbose=verbose)
+        signature = engine_signature(trt, engine, str(load_engine))
+        check_fits(signature)
+        lines.append(load_line(str(load_engine), signature))
+    else:
+        bounds = profile or default_profile_bounds(num_nodes, num_edges)
+        signature = EngineSignature(precision, num_features, num_classes if kind == CLASSIFIER else 0, bounds, kind)
+        check_fits(signature)
+        dtype = trt_feature_dtype(trt, precision)
+        if onnx is not None:
+            populate: Callable[[Any, Any], Any] = functools.partial(populate_from_onnx, source=onnx, verbose=verbose)
+        elif kind == CLASSIFIER:
+            populate = functools.partial(populate_network, dtype=dtype, num_features=num_features,
+                                         num_classes=num_classes, plugin=plugin)
+        else:
+            populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin)
+        with progress(f"Building the {kind} engine", enabled=show_progress):
+            data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
+        engine = deserialize_engine(data, "the engine just built", verbose=verbose)
+        if onnx is not None:  # the model decides the engine's tensors: check them as a loaded engine's
+            signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
+            check_fits(signature)
+        lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
+    if save_engine is not None:
+        save_engine_file(data, save_engine)
+        lines.append(f"Engine saved to {save_engine}")
+    return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines)

@@ -1,0 +1,316 @@
+"""Repeated executions, as --steps and --benchmark run them: an execution context bound to the caller's buffers
+on its own CUDA stream, each call timed with CUDA events, optionally captured once into a CUDA graph and replayed.
+
+The session. polygraphy's TrtRunner (network/run.py) serves the single run; --steps and --benchmark execute the
+same engine many times on the same buffers and time each execution, so they drive the execution context
+directly: set the input shapes and tensor addresses once, then execute_async_v3 on this session's stream.
+Engine outputs: the caller names the outputs it wants at an input's address (`outputs_at_inputs`; --steps
+binds its state output X_out at X, as NVIDIA's in-place sample quickly_deployable_plugins/qdp_runner.py
+does), and an output that ICudaEngine.get_aliased_input_tensor names an input for is bound there too
+(TensorRT's rule for aliased engine I/O). Every other output gets its own buffer here. What
+get_aliased_input_tensor said is kept for the report (None where this TensorRT has no such method).
+
+The timing (EventTimer.time). A CUDA event is recorded on the stream right before the call and another right
+after it; the elapsed time between the two events is the duration. The call only enqueues work
+(execute_async_v3, a kernel launch), so the figure is the span the stream spent from the first to the last
+piece of that work, including any gap while the host was still enqueueing it (TensorRT and the Python
+plugin's enqueue run on the host in between). Nothing else is on the stream, and the timer waits for the end
+event before returning, so calls never overlap. time_with_host also returns the host time of the call alone
+(time.perf_counter_ns right around it): what TensorRT's and the plugin's enqueue, or one cuGraphLaunch, cost.
+
+--cuda_graph. One engine execution (or one kernel launch) is captured into a CUDA graph after the warm-up, then
+replayed with cuGraphLaunch (plugin.cuda_graph.CapturedGraph), as trtexec's --useCudaGraph runs an engine.
+A replay issues the kernels and memsets the call enqueued when it was captured, at the addresses it used then:
+TensorRT's enqueue and the Python plugin's enqueue do not run again. So the buffers keep their addresses and
+shapes, and new inputs are uploaded into them between replays. The call runs (untimed) before it is captured,
+so that first-run work (TensorRT's shape setup, the plugin's on_shape_change compiling its kernels) happens
+outside the capture. An engine or TensorRT whose enqueue cannot be captured (CUDA refuses a call inside the
+capture, or execute_async_v3 fails there) stops with one line (EngineError, exit 4).
+
+The statistics and the wording of the reports (how each timed call was issued) are plain functions; the
+session, the timer and the capture need cuda-python and a GPU (imported inside them).
+"""
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.errors import EngineError
+from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
+from network.engine import engine_output_aliases, engine_output_names
+
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
+
+    from plugin.cuda_graph import CapturedGraph
+    from plugin.device_array import DeviceArray
+
+
+def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | None] | None,
+                    outputs_at_inputs: Mapping[str, str]) -> dict[str, str | None]:
+    """For each engine output, the input whose address it is bound at (None: a buffer of its own).
+
+    `outputs_at_inputs` are the caller's choices; `aliases` is what get_aliased_input_tensor reported (None when
+    it cannot be asked), and an output it names an input for is bound there. EngineError (one line, exit 4)
+    when the two disagree or the engine lacks an output the caller binds: an engine this sample did not build.
+    """
+    bindings: dict[str, str | None] = {}
+    for name in output_names:
+        wanted, reported = outputs_at_inputs.get(name), (aliases or {}).get(name)
+        if wanted is not None and reported is not None and wanted != reported:
+            raise EngineError(f"engine output {name!r}: TensorRT aliases it to input {reported!r}, not {wanted!r}")
+        bindings[name] = wanted or reported
+    unknown = sorted(set(outputs_at_inputs) - set(output_names))
+    if unknown:
+        raise EngineError(f"the engine has no output(s) {unknown}; its outputs are {list(output_names)}")
+    return bindings
+
+
+class ExecutionSession:
+    """One execution context of `engine` with every I/O tensor bound; execute() enqueues on `self.stream`.
+
+    `inputs` are the caller's buffers (shapes within the engine's profile); the caller may upload new contents
+    between executions (same shapes). `outputs_at_inputs` {output: input} binds those outputs at their input's
+    address (output_bindings). `aliases` is what get_aliased_input_tensor reported per output (None when it
+    cannot be asked); `bound_to_input[output]` names the input an output was bound at, and `outputs[output]`
+    holds the buffers this session allocated for the others.
+    """
+
+    def __init__(self, trt: Any, engine: "ICudaEngine", inputs: Mapping[str, "DeviceArray"],
+                 outputs_at_inputs: Mapping[str, str] | None = None) -> None:
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+        from plugin.device_array import DeviceArray
+
+        self.inputs = dict(inputs)
+        self.outputs: dict[str, "DeviceArray"] = {}
+        self.aliases = engine_output_aliases(trt, engine)
+        bindings = output_bindings(engine_output_names(trt, engine), self.aliases, outputs_at_inputs or {})
+        self.bound_to_input = {name: alias for name, alias in bindings.items() if alias is not None}
+        self.stream: int = 0
+        self.context = engine.create_execution_context()
+        if self.context is None:
+            raise EngineError("TensorRT could not create an execution context (out of device memory?)")
+        try:
+            self.stream = int(check(runtime.cudaStreamCreate()))
+            for name, buffer in self.inputs.items():
+                if not self.context.set_input_shape(name, buffer.shape):
+                    raise EngineError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
+                self._bind(name, buffer.ptr)
+            for name, alias in bindings.items():
+                if alias is not None:
+                    self._bind(name, self.inputs[alias].ptr)
+                else:
+                    dims = self.context.get_tensor_shape(name)
+                    shape = tuple(int(dims[i]) for i in range(len(dims)))
+                    self.outputs[name] = DeviceArray(shape, np.dtype(trt.nptype(engine.get_tensor_dtype(name))))
+                    self._bind(name, self.outputs[name].ptr)
+        except BaseException:
+            self.close()
+            raise
+
+    def _bind(self, name: str, address: int) -> None:
+        if not self.context.set_tensor_address(name, address):
+            raise EngineError(f"TensorRT refused the address of tensor {name!r}")
+
+    def execute(self) -> None:
+        """Enqueues one execution on self.stream (returns before it finishes)."""
+        if not self.context.execute_async_v3(self.stream):
+            raise EngineError("TensorRT could not enqueue the engine (execute_async_v3 returned False; see its log)")
+
+    def synchronize(self) -> None:
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+
+        check(runtime.cudaStreamSynchronize(self.stream))
+
+    def close(self) -> None:
+        """Waits for the stream, frees the buffers this session allocated and the stream; inputs stay the caller's."""
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+
+        if self.stream:
+            check(runtime.cudaStreamSynchronize(self.stream))
+        for buffer in self.outputs.values():
+            buffer.free()
+        self.outputs.clear()
+        if self.stream:
+            check(runtime.cudaStreamDestroy(self.stream))
+            self.stream = 0
+
+
+@dataclass(frozen=True)
+class TimingSummary:
+    """Statistics of `count` durations in milliseconds."""
+
+    count: int
+    median_ms: float
+    p90_ms: float
+    min_ms: float
+    max_ms: float
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least `fraction` of the values at or below it.
+
+    percentile(v, 0.9) of 10 values is the 9th smallest; of 1 value, that value. ValueError when empty.
+    """
+    if not values:
+        raise ValueError("percentile of an empty list")
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered) - 1e-9))  # 1-based; the epsilon keeps 0.9 * 10 at rank 9
+    return float(ordered[rank - 1])
+
+
+def summarize(durations_ms: Sequence[float]) -> TimingSummary:
+    """Median, 90th percentile (nearest rank), minimum and maximum; ValueError for an empty list."""
+    if not durations_ms:
+        raise ValueError("no durations to summarize")
+    values = [float(value) for value in durations_ms]
+    return TimingSummary(
+        count=len(values),
+        median_ms=float(statistics.median(values)),
+        p90_ms=percentile(values, 0.9),
+        min_ms=min(values),
+        max_ms=max(values),
+    )
+
+
+def format_duration(ms: float) -> str:
+    """A duration with a unit that keeps it readable: '12.3 us', '4.56 ms', '7.89 s'."""
+    if ms < 1.0:
+        return f"{ms * 1e3:.1f} us"
+    if ms < 1e3:
+        return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{ms / 1e3:.2f} s"
+
+
+def describe_summary(summary: TimingSummary, *, p90: bool = True) -> str:
+    """'median 12.3 us, p90 13.0 us, min 11.9 us, max 20.1 us over 100 runs' (p90 left out on request)."""
+    parts = [f"median {format_duration(summary.median_ms)}"]
+    if p90:
+        parts.append(f"p90 {format_duration(summary.p90_ms)}")
+    parts += [f"min {format_duration(summary.min_ms)}", f"max {format_duration(summary.max_ms)}"]
+    runs = "run" if summary.count == 1 else "runs"
+    return ", ".join(parts) + f" over {summary.count} {runs}"
+
+
+class EventTimer:
+    """A pair of CUDA events (cuda-python runtime API) that times calls which enqueue work on a stream."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+
+        self._start: Any = check(runtime.cudaEventCreate())
+        self._end: Any = check(runtime.cudaEventCreate())
+
+    def time(self, stream: int, call: Callable[[], Any]) -> float:
+        """Milliseconds between events recorded on `stream` right before and right after call(); waits for them."""
+        return self.time_with_host(stream, call)[0]
+
+    def time_with_host(self, stream: int, call: Callable[[], Any]) -> tuple[float, float]:
+        """(time(stream, call), the host milliseconds call() itself took to return: the cost of issuing the work,
+        without the event records)."""
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+
+        check(runtime.cudaEventRecord(self._start, stream))
+        start = time.perf_counter_ns()
+        call()
+        host_ms = (time.perf_counter_ns() - start) / 1e6
+        check(runtime.cudaEventRecord(self._end, stream))
+        check(runtime.cudaEventSynchronize(self._end))
+        return float(check(runtime.cudaEventElapsedTime(self._start, self._end))), host_ms
+
+    def close(self) -> None:
+        from cuda.bindings import runtime
+
+        from plugin.cuda_check import check
+
+        for event in (self._start, self._end):
+            if event is not None:
+                check(runtime.cudaEventDestroy(event))
+        self._start = self._end = None
+
+
+WITHOUT_GRAPH_HINT = "run without --cuda_graph"
+
+
+def issued_by(cuda_graph: bool, plugin: str | None = PYTHON_PLUGIN) -> str:
+    """What the host runs to issue one execution: the captured graph's launch, or TensorRT's enqueue with the
+    scatter-add `plugin` (None: an engine file's, whichever it holds)."""
+    if cuda_graph:
+        return "cuGraphLaunch of the captured execution"
+    if plugin == PYTHON_PLUGIN:
+        return "execute_async_v3 with the Python plugin's enqueue"
+    if plugin == AOT_PLUGIN:
+        return "execute_async_v3; the AOT plugin runs no Python"
+    return "execute_async_v3 with the engine file's plugin"
+
+
+def timed_call(cuda_graph: bool) -> str:
+    """The call the CUDA events are recorded around."""
+    if cuda_graph:
+        return "cuGraphLaunch of the execution captured once after the warm-up"
+    return "execute_async_v3"
+
+
+def host_time_line(summary: TimingSummary, what: str, how: str) -> str:
+    """'Host time to issue one step: median 7.1 us (execute_async_v3 with ...)'."""
+    return f"Host time to issue one {what}: median {format_duration(summary.median_ms)} ({how})"
+
+
+def capture_failure_message(what: str, cause: str) -> str:
+    """The one line for a capture that failed: what was captured, the cause (a CUDA error's name), the way out."""
+    return f"{what} could not be captured into a CUDA graph: {cause}; {WITHOUT_GRAPH_HINT}"
+
+
+def engine_execution(trt: Any) -> str:
+    """How a failed capture names what it captured: "TensorRT 10.16.1.11's execution of this engine"."""
+    return f"TensorRT {getattr(trt, '__version__', '?')}'s execution of this engine"
+
+
+def capture(stream: int, call: Callable[[], Any], what: str) -> "CapturedGraph":
+    """call() captured on `stream` (created by the caller, not 0) and instantiated; EngineError naming `what` and
+    the CUDA error when the capture fails. Run call() at least once before (see the module docstring)."""
+    from plugin.cuda_check import CudaError
+    from plugin.cuda_graph import CapturedGraph
+
+    try:
+        return CapturedGraph(stream, call)
+    except CudaError as error:
+        raise EngineError(capture_failure_message(what, error.name or str(error))) from error
+    except EngineError as error:  # execute_async_v3 returned False inside the capture
+        raise EngineError(capture_failure_message(what, str(error))) from error
+
+
+def warm_up(stream: int, call: Callable[[], Any], warmup: int, cuda_graph: bool,
+            what: str) -> tuple[Callable[[], Any], "CapturedGraph | None"]:
+    """Runs call() `warmup` times; with cuda_graph, then captures it (capture) and launches the graph `warmup`
+    times (its first launches upload it). Returns what to time, call or the graph's launch, and the graph for the
+    caller to close (None without cuda_graph)."""
+    for _ in range(warmup):
+        call()
+    if not cuda_graph:
+        return call, None
+    graph = capture(stream, call, what)
+    try:
+        for _ in range(warmup):
+            graph.launch()
+    except BaseException:
+        graph.close()
+        raise
+    return graph.launch, graph

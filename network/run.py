@@ -1,0 +1,284 @@
+"""How the engine runs once: the input arrays from the graph, one inference with polygraphy's TrtRunner on
+buffers the caller owns, and the lines the CLI prints about it; run_graph is the whole classifier run.
+
+For edges (s -> t), src row e is node_features[s] and idx[e] = t, so the plugin adds each source node's
+features into its target's row of X (plain numpy). The inputs are uploaded into DeviceArrays (cuda-python) and
+handed to TrtRunner as polygraphy DeviceViews, so TensorRT reads the caller's memory directly; after inference
+X's buffer is copied back to see whether the plugin's in-place write reached it. The report lines (aliasing as
+TensorRT reports it, X in place or not) are plain functions of numbers and arrays.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from common.errors import EngineError, InputError
+from common.progress import progress
+from network.definition import (
+    AOT_PLUGIN,
+    CLASSIFIER,
+    INPUT_INDEX,
+    INPUT_SOURCE,
+    INPUT_STATE,
+    INPUT_WEIGHTS,
+    OUTPUT_SOFTMAX,
+    PYTHON_PLUGIN,
+    OnnxSource,
+)
+from network.engine import (
+    ProfileBounds,
+    engine_output_aliases,
+    first_line,
+    prepare_engine,
+    require_engine_dependencies,
+    tensorrt_log_level,
+)
+if TYPE_CHECKING:
+    from tensorrt import ICudaEngine
+
+    from plugin.device_array import DeviceArray
+
+PRECISIONS: dict[str, np.dtype] = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
+
+
+class GraphArrays(Protocol):
+    """What make_engine_inputs reads from a graph.Graph."""
+
+    @property
+    def node_features(self) -> np.ndarray: ...
+
+    @property
+    def edges(self) -> np.ndarray: ...
+
+    @property
+    def state(self) -> np.ndarray | None: ...
+
+
+def feature_dtype(precision: str) -> np.dtype:
+    """numpy dtype of X, src, W and the output for "fp32" or "fp16"."""
+    try:
+        return PRECISIONS[precision]
+    except KeyError:
+        raise InputError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}") from None
+
+
+def to_feature_dtype(name: str, values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`values` as `dtype`, C-contiguous; InputError if a finite value does not fit (float16 overflows at 65504)."""
+    with np.errstate(over="ignore"):  # overflow is reported below, with the value
+        converted = np.ascontiguousarray(values, dtype=dtype)
+    overflow = np.isinf(converted) & np.isfinite(values)
+    if overflow.any():
+        position = tuple(int(i) for i in np.argwhere(overflow)[0])
+        value = float(values[position])  # a plain number: numpy 2 would print np.float64(70000.0)
+        raise InputError(
+            f"{name}{list(position)} = {value} does not fit in {dtype} (largest finite value "
+            f"{float(np.finfo(dtype).max):g}); use --precision fp32"
+        )
+    return converted
+
+
+def state_and_features(
+    node_features: np.ndarray, state: np.ndarray | None, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """(X, features) as `dtype`: the state (zeros when None) and the node features ([N] is one feature per
+    node); InputError if a value does not fit (to_feature_dtype), the state checked first."""
+    features = np.asarray(node_features, dtype=np.float64)
+    if features.ndim == 1:
+        features = features[:, None]
+    state_values = np.zeros(features.shape) if state is None else np.asarray(state, dtype=np.float64)
+    return to_feature_dtype("state", state_values, dtype), to_feature_dtype("node_features", features, dtype)
+
+
+def engine_inputs(
+    node_features: np.ndarray,
+    edges: np.ndarray,
+    weights: np.ndarray,
+    precision: str,
+    state: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """X [N, F] (state, zeros when None), src [E, F], idx [E] int64, W [C, F]; features in `precision`."""
+    dtype = feature_dtype(precision)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    state_values, features = state_and_features(node_features, state, dtype)
+    return {
+        INPUT_STATE: state_values,
+        INPUT_SOURCE: features[edges[:, 0]],
+        INPUT_INDEX: np.ascontiguousarray(edges[:, 1]),
+        INPUT_WEIGHTS: to_feature_dtype("weights", np.asarray(weights, dtype=np.float64), dtype),
+    }
+
+
+def make_engine_inputs(graph: GraphArrays, weights: np.ndarray, precision: str) -> dict[str, np.ndarray]:
+    """engine_inputs for a validated graph.Graph (node_features [N, F], edges [E, 2], state or None)."""
+    return engine_inputs(graph.node_features, graph.edges, weights, precision, state=graph.state)
+
+
+@dataclass(frozen=True)
+class EngineOutputs:
+    """The classifier output, X's buffer before and after inference, and each output's engine-level alias
+    (None when this TensorRT cannot report it)."""
+
+    softmax: np.ndarray
+    state_before: np.ndarray
+    state_after: np.ndarray
+    aliased_inputs: dict[str, str | None] | None
+
+
+def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray], *, verbose: bool = False) -> EngineOutputs:
+    """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back.
+    EngineError (one line) when polygraphy reports that TensorRT could not create the context or execute."""
+    from polygraphy import cuda as polygraphy_cuda
+    from polygraphy.backend.trt import TrtRunner
+    from polygraphy.datatype import DataType
+    from polygraphy.exception import PolygraphyException
+
+    from plugin.device_array import DeviceArray
+
+    buffers: dict[str, "DeviceArray"] = {}
+    try:
+        for name, array in feeds.items():
+            buffers[name] = DeviceArray.from_array(array)
+        views = {
+            name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
+            for name, buffer in buffers.items()
+        }
+        try:
+            with tensorrt_log_level(verbose), TrtRunner(engine) as runner:
+                # Shapes and dtypes were checked against the engine before (network.engine.check_graph_fits).
+                outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
+                softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
+        except PolygraphyException as error:
+            raise EngineError(f"TensorRT could not run the engine ({first_line(error)}); -v shows TensorRT's log") from None
+        state_after = buffers[INPUT_STATE].download()
+    finally:
+        for buffer in buffers.values():
+            buffer.free()
+    return EngineOutputs(
+        softmax=softmax,
+        state_before=np.array(feeds[INPUT_STATE]),
+        state_after=state_after,
+        aliased_inputs=engine_output_aliases(trt, engine),
+    )
+
+
+def plugin_alias_line(compute_counts: bool, plugin: str = PYTHON_PLUGIN, loaded: bool = False) -> str:
+    """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.definition.scatter_add_plugin_for:
+    counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
+    network.definition.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
+    if loaded:
+        return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
+    if plugin == AOT_PLUGIN:
+        counts = "; counts alias a zero tensor made by a fill layer" if compute_counts else "; no counts are computed"
+        return ("AOT plugin (tensorrt.plugin, PTX in the engine, no Python at run time): aggregated aliases X "
+                f"(TensorDesc.aliased()){counts}")
+    if compute_counts:
+        return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
+    return ("Plugin (compute_counts=0): output 0 (aggregated), its only output, aliases input 0 (X) -- "
+            "get_aliased_input(0) == 0; no counts are computed")
+
+
+def engine_alias_lines(aliased_inputs: dict[str, str | None] | None, tensorrt_version: str = "?") -> list[str]:
+    """One line per engine output with what ICudaEngine.get_aliased_input_tensor returned."""
+    if aliased_inputs is None:
+        return [f"Engine outputs: TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to report engine I/O aliasing"]
+    return [
+        f"Engine output {name!r}: get_aliased_input_tensor -> {alias!r}"
+        + ("" if alias else " (no engine input shares its memory)")
+        for name, alias in aliased_inputs.items()
+    ]
+
+
+def update_is_zero(src: np.ndarray, index: np.ndarray, num_nodes: int) -> bool:
+    """True when adding src rows into their index rows changes no value (e.g. all-zero features): then X's
+    buffer looks the same whether or not the plugin wrote to it. O(E*F) with np.bincount, in float64."""
+    src64 = np.asarray(src, dtype=np.float64)
+    src64 = src64[:, None] if src64.ndim == 1 else src64
+    return all(
+        not np.any(np.bincount(index, weights=src64[:, column], minlength=num_nodes))
+        for column in range(src64.shape[1])
+    )
+
+
+def state_buffer_line(before: np.ndarray, after: np.ndarray, zero_update: bool) -> tuple[bool, str]:
+    """(changed in place, the line to print) from X's buffer as uploaded and as read back after inference."""
+    changed = not np.array_equal(before, after)
+    if changed:
+        return True, "Caller's X buffer: changed in place (the plugin's aliased write reached the engine input)"
+    if zero_update:
+        return False, "Caller's X buffer: unchanged, but the update is zero everywhere, so in-place writes cannot be seen"
+    return False, "Caller's X buffer: unchanged (the plugin's in-place write went to a TensorRT-owned buffer, not the caller's)"
+
+
+@dataclass(frozen=True)
+class EngineRunResult:
+    """What one engine run gives the CLI.
+
+    softmax: [C, N] float64 copy of the engine output. report_lines: build or load time, aliasing as TensorRT
+    reports it, whether X changed in place. state_changed_in_place: the caller's X buffer differs after the
+    run. build_seconds: engine build time, None when the engine was loaded from a file.
+    """
+
+    softmax: np.ndarray
+    report_lines: list[str]
+    state_changed_in_place: bool
+    build_seconds: float | None
+    benchmark: Any = None  # network.benchmark.BenchmarkResult with --benchmark
+
+
+def run_graph(
+    graph: GraphArrays,
+    weights: np.ndarray,
+    precision: str,
+    *,
+    verbose: bool = False,
+    save_engine: str | Path | None = None,
+    load_engine: str | Path | None = None,
+    profile: ProfileBounds | None = None,
+    show_progress: bool = False,
+    benchmark_iterations: int | None = None,
+    plugin: str = PYTHON_PLUGIN,
+    cuda_graph: bool = False,
+    onnx: OnnxSource | None = None,
+) -> EngineRunResult:
+    """Builds (or loads) the engine, runs it once on `graph` and reports; optionally benchmarks it.
+
+    `profile` bounds N and E of a newly built engine (default: default_profile_bounds); a loaded engine keeps
+    its own. InputError when the graph does not fit the engine (precision, F, C, N or E) or a file is bad.
+    `show_progress` reports the engine build and the run on stderr (common.progress). `benchmark_iterations` adds that
+    many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
+    ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own. `cuda_graph`: the
+    benchmark replays one captured execution (and one captured kernel launch) instead of calling them. `onnx`:
+    build the engine from that rewritten model instead of the network API.
+    """
+    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
+    feeds = make_engine_inputs(graph, weights, precision)
+    num_nodes, num_features = feeds[INPUT_STATE].shape
+    prepared = prepare_engine(
+        trt, kind=CLASSIFIER, precision=precision, num_nodes=num_nodes, num_edges=len(feeds[INPUT_INDEX]),
+        num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, save_engine=save_engine,
+        load_engine=load_engine, profile=profile, show_progress=show_progress, plugin=plugin, onnx=onnx,
+    )
+    lines = list(prepared.lines)
+
+    with progress("Running the engine", enabled=show_progress):
+        outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
+    lines.append(plugin_alias_line(compute_counts=True, plugin=plugin, loaded=load_engine is not None))
+    lines.extend(engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
+    zero_update = update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
+    changed, state_line = state_buffer_line(outputs.state_before, outputs.state_after, zero_update)
+    lines.append(state_line)
+
+    benchmark = None
+    if benchmark_iterations is not None:
+        from network.benchmark import benchmark_engine, benchmark_lines
+
+        with progress(f"Benchmarking {benchmark_iterations:,} executions", enabled=show_progress):
+            benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations, cuda_graph=cuda_graph)
+        lines.extend(benchmark_lines(benchmark, plugin=None if load_engine is not None else plugin))
+    return EngineRunResult(
+        softmax=outputs.softmax, report_lines=lines, state_changed_in_place=changed,
+        build_seconds=prepared.build_seconds, benchmark=benchmark,
+    )
