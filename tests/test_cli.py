@@ -373,3 +373,22 @@ def test_a_failed_cuda_call_is_one_line_and_exit_4(monkeypatch, capsys):
     assert status == 4
     assert capsys.readouterr().err.splitlines() == [
         "aliased_io_plugin.py: error: CUDA: CUDA_ERROR_OUT_OF_MEMORY: out of memory (in cuMemAlloc)"]
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_steps_validate_fails_with_exit_1_when_the_final_state_is_wrong(monkeypatch, capsys, wrong):
+    """--steps --validate compares the engine's final state with the float64 reference: exit 1 and the failure
+    line when one value is off, exit 0 when it is right (network.steps.run_steps stands in for the engine)."""
+    import network.steps
+
+    def engine_steps(graph, precision, batches, **kwargs):
+        final_state = network.steps.expected_final_state(graph.node_features, batches, graph.state)
+        if wrong:
+            final_state[2, 0] += 1.0
+        return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None)
+
+    monkeypatch.setattr(network.steps, "run_steps", engine_steps)
+    status = cli.main(["--seed", "1", "--steps", "3", "--batch_edges", "5", "--validate"])
+    out = capsys.readouterr().out
+    assert status == (1 if wrong else 0)
+    assert f"Validation against reference {'failed' if wrong else 'successful'}!" in out
