@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 from common.errors import EngineError, InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
 from common.progress import file_load_progress, progress
-from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
+from common.versions import (
+    TENSORRT_FLOOR,
+    check_driver_version,
+    check_polygraphy_version,
+    check_tensorrt_version,
+    installed_cuda_needs,
+)
 from network.definition import (
     AOT_PLUGIN,
     CLASSIFIER,
@@ -143,10 +149,18 @@ def check_graph_fits(signature: EngineSignature, precision: str, num_nodes: int,
         )
 
 
-def require_cuda_device() -> None:
-    """MissingDependencyError with a one-line hint unless cuda-python is installed and a CUDA GPU answers."""
-    import_module("cuda.bindings")  # MissingDependencyError with the install hint
+def require_cuda_device(tensorrt_version: str | None = None) -> None:
+    """MissingDependencyError with a one-line hint unless cuda-python is installed, the driver runs the CUDA that
+    the installed TensorRT (`tensorrt_version`) and cuda-python were built for, and a CUDA GPU answers."""
+    bindings = import_module("cuda.bindings")  # MissingDependencyError with the install hint
     from cuda.bindings import runtime
+
+    driver_version = read_driver_version()
+    if driver_version is not None:  # before the runtime's first call, which a too old driver fails unexplained
+        import importlib.metadata
+
+        check_driver_version(driver_version, installed_cuda_needs(
+            importlib.metadata.packages_distributions(), tensorrt_version or "?", getattr(bindings, "__version__", None)))
 
     try:
         status, count = runtime.cudaGetDeviceCount()
@@ -157,10 +171,22 @@ def require_cuda_device() -> None:
         raise MissingDependencyError(f"a CUDA GPU is needed to build and run the engine ({reason}); run on a machine with an NVIDIA GPU and driver")
 
 
+def read_driver_version() -> int | None:
+    """cuDriverGetVersion's number (12080 for CUDA 12.8), or None where there is no driver library to ask."""
+    from cuda.bindings import driver
+
+    try:
+        status, version = driver.cuDriverGetVersion()
+    except Exception:  # cuda-python 13 raises when the driver library itself is missing: the device check says so
+        return None
+    return int(version) if status == driver.CUresult.CUDA_SUCCESS else None
+
+
 def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False) -> Any:
-    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
-    a GPU, in that order and before any CUDA work (to build with plugin="aot", also tensorrt.plugin's
-    aot_impl; with onnx, TensorRT's ONNX parser); MissingDependencyError (one line, exit 3) if not."""
+    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python, the
+    driver's CUDA version and a GPU, in that order and before any CUDA work (to build with plugin="aot", also
+    TensorRT >= 10.16 with tensorrt.plugin; with onnx, TensorRT's ONNX parser); MissingDependencyError (one
+    line, exit 3) if not."""
     trt = import_tensorrt()
     if not is_full_tensorrt(trt):
         raise MissingDependencyError(
@@ -172,9 +198,9 @@ def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False)
         raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
                                      f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
     if plugin == AOT_PLUGIN:
-        import_module("plugin.scatter_add_aot")  # MissingDependencyError without tensorrt.plugin.aot_impl
+        import_module("plugin.scatter_add_aot")  # MissingDependencyError before TensorRT 10.16
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
-    require_cuda_device()
+    require_cuda_device(getattr(trt, "__version__", None))
     return trt
 
 

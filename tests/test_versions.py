@@ -229,3 +229,33 @@ def test_cli_plugin_aot_on_tensorrt_10_15_with_aot_impl_is_exit_3_naming_the_ver
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "--plugin aot: tensorrt 10.15.1.29 found; tensorrt >= 10.16 is needed" in result.stderr
     assert "CUDA []" in result.stdout
+
+
+def test_the_engine_path_compares_the_driver_with_the_installed_cuda_before_the_runtime_is_called(monkeypatch):
+    """network.engine.require_cuda_device asks cuDriverGetVersion first: a CUDA 12.8 driver under tensorrt-cu13
+    and cuda-python 13 is one line naming both (exit 3), before cudaGetDeviceCount (which such a driver fails
+    unexplained); a CUDA 13 driver goes on to the device check. cuda-python's real module, its calls recorded."""
+    import importlib.metadata
+
+    import cuda.bindings
+    from cuda.bindings import driver, runtime
+
+    import network.engine
+
+    reported = {"driver": 12080}
+    device_checks = []
+    monkeypatch.setattr(driver, "cuDriverGetVersion", lambda: (driver.CUresult.CUDA_SUCCESS, reported["driver"]))
+    monkeypatch.setattr(importlib.metadata, "packages_distributions",
+                        lambda: {"tensorrt_bindings": ["tensorrt_cu13_bindings"], "tensorrt": ["tensorrt_cu13"]})
+    monkeypatch.setattr(runtime, "cudaGetDeviceCount",
+                        lambda: device_checks.append(True) or (runtime.cudaError_t.cudaSuccess, 1))
+    with pytest.raises(MissingDependencyError) as raised:
+        network.engine.require_cuda_device("11.4.0.106")
+    assert str(raised.value).startswith(
+        "the NVIDIA driver runs CUDA up to 12.8 (cuDriverGetVersion: 12080), but TensorRT 11.4.0.106 (tensorrt-cu13) "
+        f"and cuda-python {cuda.bindings.__version__} need CUDA 13: with this driver use CUDA 12 packages: "
+        f"pip install -r {CUDA12_REQUIREMENTS}")
+    assert device_checks == []
+    reported["driver"] = 13000
+    network.engine.require_cuda_device("11.4.0.106")
+    assert device_checks == [True]
