@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from common.limits import LARGE_FILE_BYTES  # loads of files at least this large show progress
+from common.text import shown_path
 
 QUICK_STEP_S = 1.0  # a step that ends sooner leaves no line on a terminal
 BAR_WIDTH = 30
@@ -101,4 +102,4 @@ def file_load_progress(path: str, option: str, *, enabled: bool = True) -> conte
         return contextlib.nullcontext(lambda fraction: None)
     if size < LARGE_FILE_BYTES:
         return contextlib.nullcontext(lambda fraction: None)
-    return progress(f"Reading {option} {path} ({human_bytes(size)})", enabled=enabled)
+    return progress(f"Reading {option} {shown_path(path)} ({human_bytes(size)})", enabled=enabled)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from common.errors import EngineError, InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
 from common.progress import file_load_progress, progress
+from common.text import shown_path
 from common.versions import (
     TENSORRT_FLOOR,
     check_driver_version,
@@ -273,18 +274,21 @@ def save_engine_file(data: bytes, path: str | Path) -> None:
     try:
         Path(path).write_bytes(data)
     except OSError as error:
-        raise InputError(f"cannot write the engine to {str(path)!r}: {error.strerror}") from None
+        raise InputError(f"--save_engine {shown_path(str(path))}: cannot write the engine ({error.strerror})") from None
 
 
 def read_engine_file(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as error:
-        raise InputError(f"cannot read the engine file {str(path)!r}: {error.strerror}") from None
+        raise InputError(f"--load_engine {shown_path(str(path))}: cannot read the engine ({error.strerror})") from None
 
 
-def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "ICudaEngine":
-    """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent)."""
+def deserialize_engine(data: bytes, source: str, *, verbose: bool = False, just_built: bool = False) -> "ICudaEngine":
+    """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent).
+
+    A file (`source` its path) that TensorRT cannot load is bad input (InputError, exit 2); an engine this run
+    `just_built` that it cannot load is TensorRT's failure (EngineError, exit 4), whatever the input."""
     import_module("polygraphy")
     from polygraphy.backend.trt import engine_from_bytes
     from polygraphy.exception import PolygraphyException
@@ -292,13 +296,17 @@ def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "I
     from plugin.scatter_add_plugin import register_scatter_add_creator
 
     register_scatter_add_creator()
+    reason = "deserialize_cuda_engine returned None"
     try:
         with tensorrt_log_level(verbose):
             engine = engine_from_bytes(data)
-    except PolygraphyException:
-        engine = None
+    except PolygraphyException as error:
+        engine, reason = None, first_line(error)
+    if engine is None and just_built:
+        raise EngineError(f"TensorRT could not load the engine it just built: {reason}; -v shows TensorRT's log")
     if engine is None:
-        raise InputError(f"{source} is not an engine this TensorRT can load (built by another TensorRT version or for another GPU?)")
+        raise InputError(f"{shown_path(source)} is not an engine this TensorRT can load (built by another TensorRT "
+                         "version or for another GPU?)")
     return engine
 
 
@@ -364,7 +372,7 @@ def build_line(seconds: float, signature: EngineSignature, onnx_path: str | None
 
 
 def load_line(path: str, signature: EngineSignature) -> str:
-    return f"Engine loaded from {path} ({describe_signature(signature)})"
+    return f"Engine loaded from {shown_path(path)} ({describe_signature(signature)})"
 
 
 @dataclass(frozen=True)
@@ -426,12 +434,12 @@ def prepare_engine(
             populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin)
         with progress(f"Building the {kind} engine", enabled=show_progress):
             data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
-        engine = deserialize_engine(data, "the engine just built", verbose=verbose)
+        engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)
         if onnx is not None:  # the model decides the engine's tensors: check them as a loaded engine's
             signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
             check_fits(signature)
         lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
     if save_engine is not None:
         save_engine_file(data, save_engine)
-        lines.append(f"Engine saved to {save_engine}")
+        lines.append(f"Engine saved to {shown_path(str(save_engine))}")
     return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines)
