@@ -16,23 +16,25 @@ With --onnx MODEL.onnx, cli.onnx_model reads the model and rewrites its scatter-
 Runtime running the original model; --dry-run runs that instead of an engine.
 """
 
-import dataclasses
-
 import argparse
+import dataclasses
+import os
 import signal
 import sys
 
 from cli.options import (
     EXIT_BAD_INPUT,
     EXIT_ENGINE_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_MISSING_DEPENDENCY,
     EXIT_OK,
+    EXIT_OUTPUT_FAILED,
     EXIT_VALIDATION_FAILED,
     PROG,
     check_options,
     parse_arguments,
 )
-from common.errors import CudaError, EngineError, InputError, MissingDependencyError
+from common.errors import CudaError, EngineError, InputError, MissingDependencyError, OutputError
 from common.progress import shows_progress
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
@@ -50,6 +52,15 @@ except ModuleNotFoundError as missing:
     )
 
 
+def _print(*parts: object, flush: bool = False) -> None:
+    """print() to stdout, with a failed write raised as OutputError (stdout to a file flushes in blocks,
+    so the error may surface at any later print or at the final flush)."""
+    try:
+        print(*parts, flush=flush)
+    except OSError as error:
+        raise OutputError(error.strerror or str(error)) from None
+
+
 def _error(message: object, status: int) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return status
@@ -61,18 +72,18 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
         return dry_run_onnx(options, prepared)
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None
-        print(steps_note(prepared.graph, prepared.steps.batches))
-        print()
-        print(f"Final state X after {len(prepared.steps.batches):,} batches:")
-        print(format_matrix(prepared.steps.final_state))
+        _print(steps_note(prepared.graph, prepared.steps.batches))
+        _print()
+        _print(f"Final state X after {len(prepared.steps.batches):,} batches:")
+        _print(format_matrix(prepared.steps.final_state))
     else:
         assert prepared.reference is not None
-        print("Classifier output:")
-        print(format_matrix(prepared.reference["softmax"]))
-    print()
-    print("Dry run: this is the float64 numpy reference; no engine was built.")
+        _print("Classifier output:")
+        _print(format_matrix(prepared.reference["softmax"]))
+    _print()
+    _print("Dry run: this is the float64 numpy reference; no engine was built.")
     if options.validate:
-        print("(--validate has nothing to compare against in a dry run.)")
+        _print("(--validate has nothing to compare against in a dry run.)")
     print_unused_in_dry_run(prepared)
     return EXIT_OK
 
@@ -83,7 +94,7 @@ def print_unused_in_dry_run(prepared: "Prepared") -> None:
                                        ("--benchmark", prepared.engine.benchmark),
                                        ("--cuda_graph", prepared.engine.cuda_graph or None)) if value is not None]
     if unused:
-        print(f"({', '.join(unused)}: no engine to act on in a dry run.)")
+        _print(f"({', '.join(unused)}: no engine to act on in a dry run.)")
 
 
 def dry_run_onnx(options: argparse.Namespace, prepared: "Prepared") -> int:
@@ -93,12 +104,12 @@ def dry_run_onnx(options: argparse.Namespace, prepared: "Prepared") -> int:
 
     heading, output = dry_run_output(prepared, options.precision)
     if prepared.steps is not None:
-        print(steps_note(prepared.graph, prepared.steps.batches))
-        print()
-    print(heading)
-    print(format_matrix(output))
-    print()
-    print("Dry run: ONNX Runtime ran the original model on the CPU; no engine was built.")
+        _print(steps_note(prepared.graph, prepared.steps.batches))
+        _print()
+    _print(heading)
+    _print(format_matrix(output))
+    _print()
+    _print("Dry run: ONNX Runtime ran the original model on the CPU; no engine was built.")
     print_unused_in_dry_run(prepared)
     if not options.validate:
         return EXIT_OK
@@ -109,8 +120,8 @@ def dry_run_onnx(options: argparse.Namespace, prepared: "Prepared") -> int:
         reference, bound = prepared.reference["softmax"], None
     assert reference is not None
     lines, status = dry_run_validation(output, reference, options.precision, bound)
-    print()
-    print("\n".join(lines))
+    _print()
+    _print("\n".join(lines))
     return status
 
 
@@ -132,11 +143,11 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         cuda_graph=prepared.engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
-    print("Classifier output:")
-    print(format_matrix(result.softmax))
-    print()
+    _print("Classifier output:")
+    _print(format_matrix(result.softmax))
+    _print()
     for line in result.report_lines:
-        print(line)
+        _print(line)
 
     if not options.validate:
         return EXIT_OK
@@ -147,8 +158,8 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         lines, status = validate_against_onnxruntime(prepared, result.softmax, options.precision)
     else:
         lines, status = validation_report(result.softmax, prepared.reference["softmax"], options.precision)
-    print()
-    print("\n".join(lines))
+    _print()
+    _print("\n".join(lines))
     return status
 
 
@@ -171,13 +182,13 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         cuda_graph=prepared.engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
-    print(steps_note(prepared.graph, prepared.steps.batches))
-    print()
-    print(f"Final state X after {len(prepared.steps.batches):,} steps:")
-    print(format_matrix(result.final_state))
-    print()
+    _print(steps_note(prepared.graph, prepared.steps.batches))
+    _print()
+    _print(f"Final state X after {len(prepared.steps.batches):,} steps:")
+    _print(format_matrix(result.final_state))
+    _print()
     for line in result.report_lines:
-        print(line)
+        _print(line)
     if not options.validate:
         return EXIT_OK
     assert prepared.steps.final_state is not None and prepared.steps.bound is not None
@@ -185,20 +196,20 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         from cli.onnx_model import validate_against_onnxruntime
 
         lines, status = validate_against_onnxruntime(prepared, result.final_state, options.precision)
-        print()
-        print("\n".join(lines))
+        _print()
+        _print("\n".join(lines))
         return status
     check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
-    print()
-    print("\n".join(validation_lines(check, len(prepared.steps.batches))))
+    _print()
+    _print("\n".join(validation_lines(check, len(prepared.steps.batches))))
     return EXIT_OK if check.ok else EXIT_VALIDATION_FAILED
 
 
 def read_inputs(options: argparse.Namespace) -> "Prepared":
     """Step 2: the seed and the graph, each printed as soon as it is known, then the weights and the reference."""
     settings = check_options(options)
-    print(f"Setting seed to: {settings.seed}")
-    print(flush=True)
+    _print(f"Setting seed to: {settings.seed}")
+    _print(flush=True)
     onnx_model = None
     if settings.engine.onnx is not None:  # the model read and rewritten before the graph: a bad one stops first
         from cli.onnx_model import read_onnx_model
@@ -206,10 +217,10 @@ def read_inputs(options: argparse.Namespace) -> "Prepared":
         onnx_model = read_onnx_model(settings.engine, with_runtime=options.dry_run or options.validate)
     show_progress = shows_progress(options.verbose)
     graph_input = read_graph(options, settings, show_progress)
-    print("\n".join(describe_graph(graph_input.graph)))
+    _print("\n".join(describe_graph(graph_input.graph)))
     if graph_input.features_note:
-        print(graph_input.features_note)
-    print(flush=True)
+        _print(graph_input.features_note)
+    _print(flush=True)
     prepared = prepare(options, settings, graph_input, show_progress)
     if onnx_model is None:
         return prepared
@@ -217,12 +228,45 @@ def read_inputs(options: argparse.Namespace) -> "Prepared":
 
     plan = plan_onnx(onnx_model, settings.engine, steps=prepared.steps is not None, precision=options.precision,
                      num_features=prepared.graph.num_features, num_classes=settings.num_classes)
-    print("\n".join(plan.lines()))
-    print(flush=True)
+    _print("\n".join(plan.lines()))
+    _print(flush=True)
     return dataclasses.replace(prepared, onnx=plan)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: the exit status of the run, with Ctrl-C and an unwritable stdout each one line."""
+    try:
+        try:
+            status = _run(argv)
+        except SystemExit as done:  # --help, after printing it
+            status = done.code if isinstance(done.code, int) else EXIT_OK
+        _flush_stdout()
+        return status
+    except KeyboardInterrupt:
+        return _error("interrupted", EXIT_INTERRUPTED)
+    except OutputError as error:
+        _drop_stdout()
+        return _error(f"cannot write the output to stdout: {error}", EXIT_OUTPUT_FAILED)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as error:
+        raise OutputError(error.strerror or str(error)) from None
+
+
+def _drop_stdout() -> None:
+    """Points stdout at /dev/null, so that the interpreter's flush at exit does not fail a second time."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (a test's capture)
+        pass
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         options = parse_arguments(argv)  # 1. options
         if NUMPY_MISSING is not None:

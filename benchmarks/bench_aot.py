@@ -14,12 +14,12 @@ and on the same tensors: torch state.index_add_(0, index, src) and the Python pl
 AOT engine has none in Python.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import device_name, ours, print_and_save, require_torch_gpu, time_gpu_ms  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
@@ -77,10 +77,10 @@ def table(rows: list[dict], batches: list[int], nodes: list[int]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the table (bench_aot.md)")
-    parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
-    parser.add_argument("--nodes", type=int, nargs="+", default=NODES)
+    parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 10**6])
+    parser.add_argument("--nodes", type=positive_int, nargs="+", default=NODES)
     args = parser.parse_args()
     require_torch_gpu("bench_aot.py")
     import torch

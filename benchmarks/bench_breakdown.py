@@ -12,13 +12,13 @@ an extra -D (e.g. SORT_UNROLL=16) to compare a kernel constant without editing t
 plan.py's integer constants for the run (e.g. SORT_ONE_TILE_NODES=16384, SORT_MAX_PLACE_PASSES=1).
 """
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, dtype_names  # noqa: E402
 from benchmarks.bench_scatter_add import exp10, fmt, make_inputs, parse_sizes  # noqa: E402
 from benchmarks.gpu_timing import SLEEP_CYCLES, device_name, print_and_save, require_torch_gpu  # noqa: E402
 
@@ -81,9 +81,9 @@ def plan_constant(text: str) -> tuple[str, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help="N:E:F, comma-separated")
-    parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16")
+    parser.add_argument("--dtypes", type=dtype_names, default="float32", help="comma-separated: float32, float16")
     parser.add_argument("--out", type=Path, help="folder for the table (bench_breakdown.md)")
     parser.add_argument("--algorithm", default="auto", choices=("auto", "global", "shared", "sorted"))
     parser.add_argument("--define", action="append", default=[], help="extra -D for the kernels (NAME=VALUE)")
@@ -100,7 +100,7 @@ def main() -> int:
     knobs = " ".join(args.define + [f"{name}={value}" for name, value in args.plan])
     lines = [f"{device_name()}; algorithm {args.algorithm}{', ' + knobs if knobs else ''}; device ms per driver "
              "call, median of 20", "", "| dtype | N | E | F | driver call | ms |", "| --- | --- | --- | --- | --- | --- |"]
-    for dtype_name in args.dtypes.split(","):
+    for dtype_name in args.dtypes:
         for n, e, f in args.sizes:
             rows = breakdown(n, e, f, dtype_name, args.algorithm)
             rows.append(("total", sum(ms for _, ms in rows)))

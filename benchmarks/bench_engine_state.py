@@ -20,7 +20,6 @@ TensorRT made one, would be O(N) and show as per-step time growing with N. Needs
 one line saying so and exits with status 3.
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import EXIT_MISSING_DEPENDENCY, print_and_save  # noqa: E402
 from common.errors import MissingDependencyError  # noqa: E402
 
@@ -94,16 +94,14 @@ def table(rows: list[dict], header: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batch_edges", type=int, default=10_000, help="edges per step, B (default 10000)")
-    parser.add_argument("--steps", type=int, default=50, help="timed steps per N (default 50)")
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch_edges", type=positive_int, default=10_000, help="edges per step, B (default 10000)")
+    parser.add_argument("--steps", type=positive_int, default=50, help="timed steps per N (default 50)")
     parser.add_argument("--precision", choices=["fp32", "fp16"], default="fp32")
-    parser.add_argument("--nodes", type=int, nargs="+", default=NODES, help="state sizes N (default 1e3 ... 1e8)")
+    parser.add_argument("--nodes", type=positive_int, nargs="+", default=NODES, help="state sizes N (default 1e3 ... 1e8)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="folder for the table (bench_engine_state.md)")
     args = parser.parse_args()
-    if args.batch_edges < 1 or args.steps < 1 or min(args.nodes) < 1:
-        parser.error("--batch_edges, --steps and every --nodes value must be at least 1")
 
     from network.engine import require_engine_dependencies
 

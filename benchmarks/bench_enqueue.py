@@ -26,7 +26,6 @@ host_us_per_call_interleaved (100 calls queued back to back, the stream drained 
 timing; the rows interleaved batch by batch, so that all see the same machine state; median of 40 batches).
 """
 
-import argparse
 import functools
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import host_us_per_call_interleaved, print_and_save, require_torch_gpu  # noqa: E402
 
 
@@ -208,9 +208,9 @@ def captured_rows(trt: Any, tensors: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=10**6)
-    parser.add_argument("--edges", type=int, default=10**4)
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=positive_int, default=10**6)
+    parser.add_argument("--edges", type=positive_int, default=10**4)
     parser.add_argument("--out", type=Path, help="folder for the table (bench_enqueue.md)")
     args = parser.parse_args()
     require_torch_gpu("bench_enqueue.py")

@@ -9,7 +9,6 @@ pays for fresh memory pages) and the best of --repeat calls, and the peak of mem
 call (tracemalloc, in a separate untimed call) next to the size of the result.
 """
 
-import argparse
 import platform
 import sys
 import time
@@ -20,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from graph import parse_edge_list, parse_edges, parse_node_features, random_graph, validate_graph  # noqa: E402
 from reference import gnn_reference, make_weights  # noqa: E402
 
@@ -49,8 +49,8 @@ def peak_mib(function) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=positive_int, default=3)
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, dtype_names  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
     copy_bandwidth_bytes_per_s,
     device_name,
@@ -231,18 +232,18 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
             values = [float(part) for part in parts]
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected numbers in N:E:F, got {item!r}") from None
-        if any(v != int(v) or v < 1 for v in values):
+        if any(not 1 <= v < 2**63 or v != int(v) for v in values):  # inf and nan too
             raise argparse.ArgumentTypeError(f"N, E and F must be positive integers, got {item!r}")
         sizes.append((int(values[0]), int(values[1]), int(values[2])))
     return sizes
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the table (.md, .csv) and the plot (.png)")
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
     parser.add_argument("--sizes", type=parse_sizes, help="only these rows, N:E:F comma-separated (1e6 allowed)")
-    parser.add_argument("--dtypes", default="float32,float16", help="comma-separated: float32, float16")
+    parser.add_argument("--dtypes", type=dtype_names, default="float32,float16", help="comma-separated: float32, float16")
     parser.add_argument("--variants", action="store_true", help="time the kernel's variants at chosen sizes")
     parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at the "
                         "variant sizes only")
@@ -271,7 +272,7 @@ def main() -> int:
         return 0
 
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    dtypes = [torch.float32] if args.quick else [getattr(torch, name) for name in args.dtypes.split(",")]
+    dtypes = [torch.float32] if args.quick else [getattr(torch, name) for name in args.dtypes]
     rows = []
     for dtype in dtypes:
         for n, e, f in sizes:

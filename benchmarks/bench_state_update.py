@@ -14,13 +14,13 @@ The same three again with each batch's step captured once into a CUDA graph (plu
 stream) and replayed with one cuGraphLaunch per step, as a captured engine runs (--cuda_graph).
 """
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
     device_name,
     host_us_per_call,
@@ -88,9 +88,9 @@ def graph_step_times(state: Any, batches: list[Any], workspace: Any) -> dict[str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the table (.md)")
-    parser.add_argument("--batches", type=int, nargs="+", default=[10**4, 10**6])
+    parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 10**6])
     args = parser.parse_args()
     require_torch_gpu("bench_state_update.py")
     rows = []

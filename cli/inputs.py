@@ -13,17 +13,18 @@ import numpy as np
 from cli.options import (
     DEFAULT_EDGES,
     DEFAULT_NODE_FEATURES,
-    MAX_OUTPUT_ELEMENTS,
     EngineOptions,
     Settings,
-    integer,
+    check_output_size,
 )
 from common.errors import InputError
-from common.limits import MAX_RANDOM_EDGES
 from common.progress import human_bytes, progress
+from common.text import shown_path
 from graph import (
+    EdgeInputError,
     Graph,
     check_precision_range,
+    edge_list_line,
     implied_node_count,
     load_graph_file,
     load_node_features_file,
@@ -94,31 +95,35 @@ def read_graph(options: argparse.Namespace, settings: Settings, show_progress: b
     features = None
     if options.node_features_file is not None:
         path = options.node_features_file
-        with progress(f"Reading --node_features_file {path} ({_size(path)})", enabled=show_progress):
+        with progress(f"Reading --node_features_file {shown_path(path)} ({_size(path)})", enabled=show_progress):
             features = load_node_features_file(path)
     elif options.node_features is not None:
         features = parse_node_features(options.node_features)
 
     state = None
     num_nodes = None  # where no features give N: --random_graph's NODES, or a graph file's largest node id + 1
+    nodes_from = None  # what gave N, for the edge checks' messages, where the user may not expect it
     if options.graph is not None:
-        with progress(f"Reading --graph {options.graph} ({_size(options.graph)})", enabled=show_progress) as advance:
+        shown = shown_path(options.graph)
+        with progress(f"Reading --graph {shown} ({_size(options.graph)})", enabled=show_progress) as advance:
             arrays = load_graph_file(options.graph, on_progress=advance)
         if arrays.node_features is not None and features is not None:
-            raise InputError(f"--graph {options.graph} holds node_features already; drop --node_features(_file)")
+            raise InputError(f"--graph {shown} holds node_features already; drop --node_features(_file)")
         edges, state = arrays.edges, arrays.state
         features = arrays.node_features if arrays.node_features is not None else features
         if features is None:
             num_nodes = implied_node_count(edges)
-    elif options.random_graph is not None:
-        num_nodes = integer(options.random_graph[0], "--random_graph NODES", 1, MAX_RANDOM_EDGES)
-        num_edges = integer(options.random_graph[1], "--random_graph EDGES", 1, MAX_RANDOM_EDGES)
+    elif settings.random_graph is not None:
+        num_nodes, num_edges = settings.random_graph
+        if features is not None and len(features) != num_nodes:  # before the graph is drawn
+            raise InputError(f"the node features describe {len(features):,} nodes but --random_graph asks for "
+                             f"{num_nodes:,}")
         with progress(f"Drawing a random graph of {num_edges:,} edges", enabled=show_progress) as advance:
             edges = random_graph(num_nodes, num_edges, rng, on_progress=advance)
-        if features is not None and len(features) != num_nodes:
-            raise InputError(f"the node features describe {len(features)} nodes but --random_graph asks for {num_nodes}")
     else:
-        features = features if features is not None else parse_node_features(DEFAULT_NODE_FEATURES)
+        if features is None:
+            features = parse_node_features(DEFAULT_NODE_FEATURES)
+            nodes_from = f"from the default --node_features {DEFAULT_NODE_FEATURES}, as none were given"
         edges = parse_edges(options.edges if options.edges is not None else DEFAULT_EDGES)
 
     if features is None:  # a graph file or --random_graph without them: drawn from the seed, one rule for both
@@ -131,9 +136,21 @@ def read_graph(options: argparse.Namespace, settings: Settings, show_progress: b
         note = (STEPS_FEATURES_NOTE if steps else DRAWN_FEATURES_NOTE).format(count)
 
     with progress("Validating the graph", enabled=show_progress):
-        graph = validate_graph(features, edges, state)
+        try:
+            graph = validate_graph(features, edges, state, nodes_from=nodes_from)
+        except EdgeInputError as error:
+            raise with_edge_line(error, options.graph) from None
         check_precision_range(graph, options.precision)  # the features and the state themselves
     return GraphInput(graph, note)
+
+
+def with_edge_line(error: EdgeInputError, graph_path: str | None) -> InputError:
+    """The error about edge `error.edge` (0-based, as every message counts edges), with the 1-based line that
+    holds it where the edges came from an edge-list file."""
+    if graph_path is None or graph_path.lower().endswith(".npz"):
+        return error
+    line = edge_list_line(graph_path, error.edge)
+    return error if line is None else InputError(f"{error} (line {line} of --graph {shown_path(graph_path)})")
 
 
 def prepare(options: argparse.Namespace, settings: Settings, graph_input: GraphInput,
@@ -147,12 +164,7 @@ def prepare(options: argparse.Namespace, settings: Settings, graph_input: GraphI
         steps = prepare_steps(options, engine, graph, settings.seed, show_progress)
         return Prepared(settings.seed, graph, weights, None, engine, profile_bounds(engine, graph), steps)
 
-    num_classes = settings.num_classes
-    if num_classes * graph.num_nodes > MAX_OUTPUT_ELEMENTS:
-        raise InputError(
-            f"--num_classes {num_classes} with {graph.num_nodes:,} nodes gives a [{num_classes}, {graph.num_nodes}] "
-            f"output, more than the limit of {MAX_OUTPUT_ELEMENTS:,} values"
-        )
+    check_output_size(settings.num_classes, graph.num_nodes)
     expected = None
     fp16 = options.precision == "fp16"
     if options.dry_run or options.validate or fp16 or may_overflow(graph, weights, options.precision):

@@ -21,3 +21,7 @@ class CudaError(RuntimeError):
     def __init__(self, message: str, name: str = "") -> None:
         super().__init__(message)
         self.name = name
+
+
+class OutputError(RuntimeError):
+    """stdout could not be written (a full disk, a closed terminal): one line on stderr and exit status 74."""

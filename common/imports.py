@@ -4,12 +4,14 @@ import importlib
 from types import ModuleType
 
 from common.errors import MissingDependencyError
-from common.versions import POLYGRAPHY_FLOOR, TENSORRT_FLOOR
+from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 INSTALL_HINTS = {
-    "tensorrt": f"TensorRT >= {TENSORRT_FLOOR} is needed to build and run the engine: pip install 'tensorrt>={TENSORRT_FLOOR}'",
+    "tensorrt": f"TensorRT >= {TENSORRT_FLOOR} is needed to build and run the engine: pip install 'tensorrt>={TENSORRT_FLOOR}' "
+    f"(its libraries come from NVIDIA's package index, pypi.nvidia.com, which the tensorrt package on PyPI fetches; "
+    f"a CUDA 12 driver needs pip install -r {CUDA12_REQUIREMENTS} instead)",
     "cuda.bindings": "cuda-python is needed for the CUDA kernel: pip install cuda-python nvidia-cuda-nvrtc "
-    "nvidia-cuda-runtime",
+    f"nvidia-cuda-runtime (a CUDA 12 driver: pip install -r {CUDA12_REQUIREMENTS})",
     "polygraphy": f"polygraphy >= {POLYGRAPHY_FLOOR} is needed to build and run the engine: "
     f"pip install 'polygraphy>={POLYGRAPHY_FLOOR}'",
 }

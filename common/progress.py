@@ -10,8 +10,8 @@
 On a terminal the line is live: it shows a bar while `advance` reports the fraction done, and a step that
 ends within QUICK_STEP_S is erased, so only slow steps leave a line. Elsewhere (a file, a pipe: `enabled`
 there comes from -v) each step writes "<message> ..." when it starts and " done in <seconds> s" when it ends.
-A step that raises ends its line with " failed" (erased on a terminal); the exception then reports the
-problem itself. Nothing is written when `enabled` is False. Standard library only.
+A step that raises ends its line there (erased on a terminal), so that the error the exception reports is
+the one line of the failure. Nothing is written when `enabled` is False. Standard library only.
 """
 
 import contextlib
@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from common.limits import LARGE_FILE_BYTES  # loads of files at least this large show progress
+from common.text import shown_path
 
 QUICK_STEP_S = 1.0  # a step that ends sooner leaves no line on a terminal
 BAR_WIDTH = 30
@@ -77,12 +78,12 @@ def progress(message: str, *, enabled: bool = True, stream: TextIO | None = None
             out.write(f"{_ERASE_LINE}{message} {bar(fraction)}")
             out.flush()
 
-    out.write(f"{message} ...")
-    out.flush()
-    try:
+    try:  # the line is begun inside: an interrupt right after it is written still ends it
+        out.write(f"{message} ...")
+        out.flush()
         yield advance
     except BaseException:
-        out.write(_ERASE_LINE if live else " failed\n")
+        out.write(_ERASE_LINE if live else "\n")
         out.flush()
         raise
     elapsed = time.perf_counter() - start
@@ -101,4 +102,4 @@ def file_load_progress(path: str, option: str, *, enabled: bool = True) -> conte
         return contextlib.nullcontext(lambda fraction: None)
     if size < LARGE_FILE_BYTES:
         return contextlib.nullcontext(lambda fraction: None)
-    return progress(f"Reading {option} {path} ({human_bytes(size)})", enabled=enabled)
+    return progress(f"Reading {option} {shown_path(path)} ({human_bytes(size)})", enabled=enabled)

@@ -8,9 +8,16 @@ def excerpt(text: str, start: int, end: int | None = None, limit: int = 24) -> s
     return repr(piece) + ("..." if end - start > limit else "")
 
 
+MAX_SHOWN_PATH = 120  # longer names show their start and end, and their length
+
+
 def shown_path(path: str) -> str:
-    """The path as typed, or its repr() when it holds characters that would break a one-line message."""
-    return path if path.isprintable() and path.strip() == path and path else repr(path)
+    """The path as typed, or its repr() when it holds characters that would break a one-line message (a
+    newline, an escape sequence, surrounding spaces); a very long one cut in the middle."""
+    shown = path if path.isprintable() and path.strip() == path and path else repr(path)
+    if len(shown) > MAX_SHOWN_PATH:
+        shown = f"{shown[:60]}...{shown[-40:]} ({len(path):,} characters)"
+    return shown
 
 
 def quoted_bytes(data: bytes) -> str:

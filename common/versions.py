@@ -1,19 +1,27 @@
-"""The oldest TensorRT and polygraphy this sample runs on, and the check the engine path makes before any CUDA work.
+"""The oldest TensorRT and polygraphy this sample runs on, the TensorRT that --plugin aot needs, and whether the
+driver runs the CUDA that the installed TensorRT and cuda-python were built for: the checks the engine path
+makes before any CUDA work.
 
-Plain functions on version strings: the parsing and the decision are tested without TensorRT.
+Plain functions on version strings and numbers: the parsing and the decisions are tested without TensorRT or a GPU.
 """
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 
 from common.errors import MissingDependencyError
 
 TENSORRT_FLOOR = "10.4"
+AOT_TENSORRT_FLOOR = "10.16"  # the first release --plugin aot was checked against (10.9-10.15 have aot_impl too)
 POLYGRAPHY_FLOOR = "0.53.6"
 TENSORRT_WHY = ("10.3's Python bindings crash the process whenever a Python plugin object is freed; "
                 "older releases have no aliased plugin I/O")
-POLYGRAPHY_WHY = "older releases cannot build engines on TensorRT 11 and do not bind an aliased output to its input"
+AOT_TENSORRT_WHY = "the first release whose tensorrt.plugin AOT plugins this sample was checked against"
+POLYGRAPHY_WHY = "older releases cannot build engines on TensorRT 11"
+CUDA12_REQUIREMENTS = "requirements-cu12.txt"
+DRIVER_BRANCHES = {12: "R525", 13: "R580"}  # the oldest driver of each CUDA major version
 
 _LEADING_NUMBERS = re.compile(r"\s*(\d+(?:\.\d+)*)")
+_CUDA_SUFFIX = re.compile(r"[-_]cu(\d+)(?:[-_]|$)")
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -39,8 +47,65 @@ def check_tensorrt_version(found: object) -> None:
         raise MissingDependencyError(problem)
 
 
+def check_aot_tensorrt_version(found: object) -> None:
+    """MissingDependencyError (exit 3) for --plugin aot on a TensorRT older than 10.16, naming the version found."""
+    problem = version_problem("tensorrt", found, AOT_TENSORRT_FLOOR, AOT_TENSORRT_WHY)
+    if problem:
+        raise MissingDependencyError(f"--plugin aot: {problem}")
+
+
 def check_polygraphy_version(found: object) -> None:
     """MissingDependencyError (exit 3) for a polygraphy older than 0.53.6, naming the version found and why."""
     problem = version_problem("polygraphy", found, POLYGRAPHY_FLOOR, POLYGRAPHY_WHY)
+    if problem:
+        raise MissingDependencyError(problem)
+
+
+def cuda_major_of_distributions(names: Iterable[str]) -> int | None:
+    """The CUDA major version that package names carry ("tensorrt_cu13_bindings" -> 13, "tensorrt-cu12-libs" -> 12);
+    None when none carries one or they disagree."""
+    majors = {int(match.group(1)) for name in names if (match := _CUDA_SUFFIX.search(name))}
+    return majors.pop() if len(majors) == 1 else None
+
+
+def driver_version_problem(driver_version: int, needs: Sequence[tuple[str, int]]) -> str | None:
+    """None when the driver (cuDriverGetVersion's number, 12080 for CUDA 12.8) runs every CUDA major version in
+    `needs` ((what, major) pairs such as ("tensorrt_cu13_bindings 11.4.0.106", 13)), else one line naming the
+    driver's CUDA version, what needs a newer one, and what to install."""
+    major, minor = driver_version // 1000, driver_version % 1000 // 10
+    too_new = [(what, need) for what, need in needs if need > major]
+    if not too_new:
+        return None
+    need = max(need for _, need in too_new)
+    what = " and ".join(what for what, _ in too_new)
+    if major in DRIVER_BRANCHES and major < need:
+        fix = (f"with this driver use CUDA {major} packages: pip install -r {CUDA12_REQUIREMENTS} in a new virtual "
+               f"environment (or update the driver to {DRIVER_BRANCHES[need]} or newer)")
+    else:
+        fix = f"update the NVIDIA driver ({DRIVER_BRANCHES.get(need, 'a newer one')} or newer)"
+    return (f"the NVIDIA driver runs CUDA up to {major}.{minor} (cuDriverGetVersion: {driver_version}), but {what} "
+            f"need{'s' if len(too_new) == 1 else ''} CUDA {need}: {fix}")
+
+
+def installed_cuda_needs(tensorrt_distributions: Mapping[str, Sequence[str]], tensorrt_version: str,
+                         cuda_bindings_version: str | None) -> list[tuple[str, int]]:
+    """(what, CUDA major) for the installed TensorRT (its bindings' or libraries' distribution names, from
+    importlib.metadata.packages_distributions(), say cu12 or cu13) and cuda-python (cuda.bindings' major version
+    is its CUDA's). A TensorRT whose distribution names say nothing (a tarball or Debian install) is left out."""
+    needs = []
+    names = [name for module in ("tensorrt_bindings", "tensorrt_libs", "tensorrt")
+             for name in tensorrt_distributions.get(module, ())]
+    tensorrt_major = cuda_major_of_distributions(names)
+    if tensorrt_major is not None:
+        needs.append((f"TensorRT {tensorrt_version} (tensorrt-cu{tensorrt_major})", tensorrt_major))
+    bindings = parse_version(cuda_bindings_version)
+    if bindings:
+        needs.append((f"cuda-python {cuda_bindings_version}", bindings[0]))
+    return needs
+
+
+def check_driver_version(driver_version: int, needs: Sequence[tuple[str, int]]) -> None:
+    """MissingDependencyError (exit 3) when the driver is older than the CUDA of what is installed."""
+    problem = driver_version_problem(driver_version, needs)
     if problem:
         raise MissingDependencyError(problem)

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import InputError
-from common.text import quoted_bytes
+from common.paths import readable_file
+from common.text import quoted_bytes, shown_path
 from graph.parse import MAX_ID_DIGITS, NumberError, read_integers
 
 GRAPH_ARRAYS = ("edges", "node_features", "state")
@@ -67,11 +68,10 @@ def _why_unreadable(error: BaseException) -> str:
     return "the file is damaged or not in NumPy's format"
 
 
-def _check_file(path: Path, option: str) -> None:
-    if not path.exists():
-        raise InputError(f"{option} {path}: file not found")
-    if not path.is_file():
-        raise InputError(f"{option} {path}: not a regular file")
+def _check_file(path: Path, option: str) -> str:
+    """`option` and the path as messages show it, after checking that the file can be read."""
+    readable_file(str(path), option)
+    return f"{option} {shown_path(str(path))}"
 
 
 def load_graph_file(path: str | Path, on_progress: Callable[[float], None] | None = None) -> GraphArrays:
@@ -79,97 +79,120 @@ def load_graph_file(path: str | Path, on_progress: Callable[[float], None] | Non
     other suffix, an edge-list text file (one `source target` pair per line; see parse_edge_list, which calls
     `on_progress` with the fraction parsed)."""
     path = Path(path)
-    _check_file(path, "--graph")
+    source = _check_file(path, "--graph")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        return _load_npz(path)
+        return _load_npz(path, source)
     if suffix == ".npy":
         raise InputError(
-            f"--graph {path}: a .npy file holds a single array; use an .npz with an 'edges' array "
+            f"{source}: a .npy file holds a single array; use an .npz with an 'edges' array "
             "(and optional 'node_features', 'state') or an edge-list text file"
         )
+    return GraphArrays(edges=parse_edge_list(_read_edge_list(path, source), source, on_progress))
+
+
+def _read_edge_list(path: Path, source: str) -> bytes:
     size = path.stat().st_size
     if size > MAX_EDGE_LIST_BYTES:
         raise InputError(
-            f"--graph {path}: {size:,} bytes is more than the edge-list limit of {MAX_EDGE_LIST_BYTES:,}; "
+            f"{source}: {size:,} bytes is more than the edge-list limit of {MAX_EDGE_LIST_BYTES:,}; "
             "store large graphs as .npz"
         )
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
-        raise InputError(f"--graph {path}: {_why_unreadable(error)}") from None
-    return GraphArrays(edges=parse_edge_list(data, f"--graph {path}", on_progress))
+        raise InputError(f"{source}: {_why_unreadable(error)}") from None
 
 
-def _load_npz(path: Path) -> GraphArrays:
+def edge_list_line(path: str | Path, edge: int) -> int | None:
+    """The 1-based line of edge-list file `path` that holds edge `edge` (0-based), for a message about that
+    edge; None when the file no longer gives one. Reads and parses the file again: called only on an error."""
+    try:
+        lines = parse_edge_list(Path(path).read_bytes(), with_lines=True)[1]
+    except (OSError, InputError):
+        return None
+    return int(lines[edge]) if 0 <= edge < len(lines) else None
+
+
+def _load_npz(path: Path, source: str) -> GraphArrays:
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise InputError(f"--graph {path}: holds a single array, not an .npz archive of named arrays")
+            raise InputError(f"{source}: holds a single array, not an .npz archive of named arrays")
         with loaded:
             names = list(loaded.files)
             unknown = [name for name in names if name not in GRAPH_ARRAYS]
             if unknown:
                 raise InputError(
-                    f"--graph {path}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}"
+                    f"{source}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}"
                 )
             if "edges" not in names:
-                raise InputError(f"--graph {path}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
+                raise InputError(f"{source}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
             arrays = {name: loaded[name] for name in names}
     except InputError:
         raise
     except _UNREADABLE as error:
-        raise InputError(f"--graph {path}: not a readable .npz archive: {_why_unreadable(error)}") from None
+        raise InputError(f"{source}: not a readable .npz archive: {_why_unreadable(error)}") from None
     return GraphArrays(**arrays)
 
 
 def load_node_features_file(path: str | Path) -> np.ndarray:
     """Reads --node_features_file FILE.npy: one array [N] or [N, F] (checked later by validate_graph)."""
     path = Path(path)
-    _check_file(path, "--node_features_file")
+    source = _check_file(path, "--node_features_file")
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.ndarray):
             loaded.close()
-            raise InputError(f"--node_features_file {path}: an .npz archive; expected a .npy file with one array")
+            raise InputError(f"{source}: an .npz archive; expected a .npy file with one array")
     except InputError:
         raise
     except _UNREADABLE as error:
-        raise InputError(f"--node_features_file {path}: not a readable .npy file: {_why_unreadable(error)}") from None
+        raise InputError(f"{source}: not a readable .npy file: {_why_unreadable(error)}") from None
     return loaded
 
 
 _EDGE_LIST_CHUNK = 16 * 2**20  # bytes parsed at a time (whole lines): bounds the temporaries at ~10x that
 
 
-def parse_edge_list(data: bytes, source: str = "edge list",
-                    on_progress: Callable[[float], None] | None = None) -> np.ndarray:
+def parse_edge_list(data: bytes, source: str = "edge list", on_progress: Callable[[float], None] | None = None,
+                    *, with_lines: bool = False):
     """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
     and/or a comma; blank lines and everything after '#' on a line are ignored, and so is a UTF-8 byte order mark.
+    With `with_lines`, returns (edges, the 1-based line of each edge).
 
     The text is parsed in blocks of whole lines (_EDGE_LIST_CHUNK bytes), each vectorized like the string
-    parser, so the memory beyond the result stays bounded whatever the file size.
+    parser, so the memory beyond the result stays bounded whatever the file size. Messages count lines from 1
+    (as editors do) and edges from 0 (their row in the array), as every message about an edge does.
     """
-    blocks = []
+    blocks, line_blocks = [], []
     begin = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # as Windows editors save UTF-8
-    first_line = 0
+    first_line = first_edge = 0
     while begin < len(data):
         stop = len(data)
         if begin + _EDGE_LIST_CHUNK < len(data):
             stop = data.rfind(b"\n", begin, begin + _EDGE_LIST_CHUNK) + 1
             if stop <= begin:  # one line longer than a block: take it whole
                 stop = data.find(b"\n", begin + _EDGE_LIST_CHUNK) + 1 or len(data)
-        blocks.append(_parse_edge_lines(memoryview(data)[begin:stop], first_line, source))
+        edges, lines = _parse_edge_lines(memoryview(data)[begin:stop], first_line, first_edge, source)
+        blocks.append(edges)
+        if with_lines:
+            line_blocks.append(lines.astype(np.int64) + first_line + 1)
         first_line += data.count(b"\n", begin, stop)
+        first_edge += len(edges)
         begin = stop
         if on_progress is not None:
             on_progress(stop / len(data))
-    return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+    edges = np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+    if with_lines:
+        return edges, np.concatenate(line_blocks) if line_blocks else np.empty(0, dtype=np.int64)
+    return edges
 
 
-def _parse_edge_lines(block: memoryview, first_line: int, source: str) -> np.ndarray:
-    """One block of whole lines. Words, newlines and '#' form one token stream: a word's line is the count
-    of newlines before it, and a word is in a comment when a '#' came after its line's start."""
+def _parse_edge_lines(block: memoryview, first_line: int, first_edge: int, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """One block of whole lines: (edges, each edge's 0-based line in the block). Words, newlines and '#' form one token
+    stream: a word's line is the count of newlines before it, and a word is in a comment when a '#' came after
+    its line's start."""
     text = np.frombuffer(block, dtype=np.uint8)
     char_class = _EDGE_LIST_CLASS[text]
     word_edge = np.diff((char_class == _WORD).view(np.int8), prepend=np.int8(0), append=np.int8(0))
@@ -191,16 +214,17 @@ def _parse_edge_lines(block: memoryview, first_line: int, source: str) -> np.nda
     wrong = np.flatnonzero((words_per_line != 0) & (words_per_line != 2))
     if wrong.size:
         bad_line = int(wrong[0])
+        count = int(words_per_line[bad_line])
         raise InputError(
-            f"{source}: line {first_line + bad_line + 1} has {words_per_line[bad_line]} values; each line holds "
-            "'source target' (separated by spaces or a comma; '#' starts a comment)"
+            f"{source}: line {first_line + bad_line + 1} has {count} value{'' if count == 1 else 's'}; each line "
+            "holds 'source target' (separated by spaces or a comma; '#' starts a comment)"
         )
     try:
         values = read_integers(text, start, word_end)
     except NumberError as error:
         word = quoted_bytes(bytes(block[start[error.index]:word_end[error.index]][:40]))
         raise InputError(
-            f"{source}: line {first_line + int(line[error.index]) + 1}: {word} is not a node id (an integer "
-            f"of at most {MAX_ID_DIGITS} digits; '#' starts a comment)"
+            f"{source}: line {first_line + int(line[error.index]) + 1} (edge {first_edge + error.index // 2}): "
+            f"{word} is not a node id (an integer of at most {MAX_ID_DIGITS} digits; '#' starts a comment)"
         ) from None
-    return values.reshape(-1, 2)
+    return values.reshape(-1, 2), line[::2]  # the block's 0-based line of each edge

@@ -17,6 +17,15 @@ TYPE_NAME = {"fp32": "float32", "fp16": "float16"}
 MAX_NAMED_NODES = 5  # how many nodes without an incoming edge an error message lists
 
 
+class EdgeInputError(InputError):
+    """An InputError about one edge, `edge` counted from 0 (its row in the edge array), as every message
+    counts edges; the CLI adds the 1-based line where the edges came from an edge-list file."""
+
+    def __init__(self, message: str, edge: int) -> None:
+        super().__init__(message)
+        self.edge = edge
+
+
 def _as_feature_matrix(values, what: str) -> np.ndarray:
     """A finite float64 [N, F] copy-free view where possible; a 1-D input becomes [N, 1]."""
     try:
@@ -45,8 +54,9 @@ def _as_feature_matrix(values, what: str) -> np.ndarray:
     return array
 
 
-def _as_edge_array(values, num_nodes: int | None) -> np.ndarray:
-    """int64 [E, 2] with every id in [0, num_nodes) (num_nodes None: every id that int64 holds)."""
+def _as_edge_array(values, num_nodes: int | None, nodes_from: str | None = None) -> np.ndarray:
+    """int64 [E, 2] with every id in [0, num_nodes) (num_nodes None: every id that int64 holds); `nodes_from`
+    says where num_nodes came from when the user may not expect it (the default features)."""
     try:
         array = np.asarray(values)
     except ValueError as error:
@@ -59,13 +69,15 @@ def _as_edge_array(values, num_nodes: int | None) -> np.ndarray:
         raise InputError(f"edges: expected shape [E, 2] (source, target), got shape {list(array.shape)}")
     if array.min() < 0:
         edge = int(np.argmax((array < 0).any(axis=1)))
-        raise InputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) has a negative node id")
+        raise EdgeInputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) has a negative node id", edge)
     limit = np.iinfo(np.int64).max if num_nodes is None else num_nodes
     if array.max() >= limit:
         edge = int(np.argmax((array >= limit).any(axis=1)))
         problem = ("has a node id beyond int64's range" if num_nodes is None else
                    f"refers to a node that does not exist; there are {num_nodes} nodes (ids 0..{num_nodes - 1})")
-        raise InputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) {problem}")
+        if nodes_from is not None:
+            problem += f", {nodes_from}"
+        raise EdgeInputError(f"edges: edge {edge} ({array[edge, 0]} -> {array[edge, 1]}) {problem}", edge)
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -84,7 +96,7 @@ def implied_node_count(edges) -> int:
     return num_nodes
 
 
-def _check_incoming_edges(graph: Graph) -> None:
+def _check_incoming_edges(graph: Graph, nodes_from: str | None = None) -> None:
     """Every node needs an incoming edge: its mean (aggregated / count) is undefined otherwise."""
     num_nodes = graph.num_nodes
     missing = np.flatnonzero(graph.in_degree == 0)
@@ -92,21 +104,23 @@ def _check_incoming_edges(graph: Graph) -> None:
         named = ", ".join(str(node) for node in missing[:MAX_NAMED_NODES])
         more = f" and {missing.size - MAX_NAMED_NODES} more" if missing.size > MAX_NAMED_NODES else ""
         one = missing.size == 1
+        where = "" if nodes_from is None else f" ({num_nodes} nodes, {nodes_from})"
         raise InputError(
             f"edges: node{'' if one else 's'} {named}{more} of {num_nodes} ha{'s' if one else 've'} no incoming "
-            f"edge (the mean is undefined); every node must be the target of an edge"
+            f"edge (the mean is undefined); every node must be the target of an edge{where}"
         )
 
 
-def validate_graph(node_features, edges, state=None) -> Graph:
+def validate_graph(node_features, edges, state=None, nodes_from: str | None = None) -> Graph:
     """Checks and converts the inputs: features [N] or [N, F] finite numbers, edges [E, 2] integer ids in
     [0, N) with every node the target of at least one edge, state None or finite [N, F] (or [N] when F = 1).
 
-    Raises InputError naming the first problem; returns a Graph of contiguous float64/int64 arrays.
+    Raises InputError naming the first problem (EdgeInputError where it is one edge); returns a Graph of
+    contiguous float64/int64 arrays. `nodes_from`, when given, says where N came from in the edges' messages.
     """
     features = _as_feature_matrix(node_features, "node_features")
     num_nodes = features.shape[0]
-    edge_array = _as_edge_array(edges, num_nodes)
+    edge_array = _as_edge_array(edges, num_nodes, nodes_from)
     state_array = None
     if state is not None:
         state_array = _as_feature_matrix(state, "state")
@@ -115,7 +129,7 @@ def validate_graph(node_features, edges, state=None) -> Graph:
                 f"state: shape {list(state_array.shape)} differs from node_features' {list(features.shape)}"
             )
     graph = Graph(node_features=features, edges=edge_array, state=state_array)
-    _check_incoming_edges(graph)
+    _check_incoming_edges(graph, nodes_from)
     return graph
 
 

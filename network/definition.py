@@ -259,7 +259,14 @@ class AccumulationInputs:
 
 def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITensor", num_features: int, *,
                             with_counts: bool, half: bool) -> AccumulationInputs:
-    """counts [N, 1] int64 zeros (with_counts); keys [2E+1] int32 -1 and values [2E+1, F] float32 zeros (half)."""
+    """counts [N, 1] int64 zeros (with_counts); keys [2E+1] int32 -1 and values [2E+1, F] float32 zeros (half).
+
+    The counts' shape comes from X (add_shape(X)), so in the classifier X has a second consumer, a shape layer
+    that reads X's dimensions, never its memory. N exists in no other tensor (src and idx carry E, W carries C
+    and F): the alternatives are an engine input carrying N, which every caller (trtexec, the C++ program)
+    would have to set, or zeroing inside the plugin, which TensorRT's one kernel per AOT plugin cannot do before
+    its atomics. Whether TensorRT copies X for a shape-only consumer (getAliasedInput: "TensorRT may insert
+    copies") has not been observed; the --steps network has no counts, and the table's size comes from idx."""
     counts = keys = values = None
     if with_counts:
         counts = shapes.filled(shapes.shape(shapes.dim(state, 0), 1), 2, 0, np.int64)

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 from common.errors import EngineError, InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
 from common.progress import file_load_progress, progress
-from common.versions import TENSORRT_FLOOR, check_polygraphy_version, check_tensorrt_version
+from common.text import shown_path
+from common.versions import (
+    TENSORRT_FLOOR,
+    check_driver_version,
+    check_polygraphy_version,
+    check_tensorrt_version,
+    installed_cuda_needs,
+)
 from network.definition import (
     AOT_PLUGIN,
     CLASSIFIER,
@@ -143,10 +150,18 @@ def check_graph_fits(signature: EngineSignature, precision: str, num_nodes: int,
         )
 
 
-def require_cuda_device() -> None:
-    """MissingDependencyError with a one-line hint unless cuda-python is installed and a CUDA GPU answers."""
-    import_module("cuda.bindings")  # MissingDependencyError with the install hint
+def require_cuda_device(tensorrt_version: str | None = None) -> None:
+    """MissingDependencyError with a one-line hint unless cuda-python is installed, the driver runs the CUDA that
+    the installed TensorRT (`tensorrt_version`) and cuda-python were built for, and a CUDA GPU answers."""
+    bindings = import_module("cuda.bindings")  # MissingDependencyError with the install hint
     from cuda.bindings import runtime
+
+    driver_version = read_driver_version()
+    if driver_version is not None:  # before the runtime's first call, which a too old driver fails unexplained
+        import importlib.metadata
+
+        check_driver_version(driver_version, installed_cuda_needs(
+            importlib.metadata.packages_distributions(), tensorrt_version or "?", getattr(bindings, "__version__", None)))
 
     try:
         status, count = runtime.cudaGetDeviceCount()
@@ -157,10 +172,22 @@ def require_cuda_device() -> None:
         raise MissingDependencyError(f"a CUDA GPU is needed to build and run the engine ({reason}); run on a machine with an NVIDIA GPU and driver")
 
 
+def read_driver_version() -> int | None:
+    """cuDriverGetVersion's number (12080 for CUDA 12.8), or None where there is no driver library to ask."""
+    from cuda.bindings import driver
+
+    try:
+        status, version = driver.cuDriverGetVersion()
+    except Exception:  # cuda-python 13 raises when the driver library itself is missing: the device check says so
+        return None
+    return int(version) if status == driver.CUresult.CUDA_SUCCESS else None
+
+
 def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False) -> Any:
-    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python and
-    a GPU, in that order and before any CUDA work (to build with plugin="aot", also tensorrt.plugin's
-    aot_impl; with onnx, TensorRT's ONNX parser); MissingDependencyError (one line, exit 3) if not."""
+    """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python, the
+    driver's CUDA version and a GPU, in that order and before any CUDA work (to build with plugin="aot", also
+    TensorRT >= 10.16 with tensorrt.plugin; with onnx, TensorRT's ONNX parser); MissingDependencyError (one
+    line, exit 3) if not."""
     trt = import_tensorrt()
     if not is_full_tensorrt(trt):
         raise MissingDependencyError(
@@ -172,9 +199,9 @@ def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False)
         raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
                                      f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
     if plugin == AOT_PLUGIN:
-        import_module("plugin.scatter_add_aot")  # MissingDependencyError without tensorrt.plugin.aot_impl
+        import_module("plugin.scatter_add_aot")  # MissingDependencyError before TensorRT 10.16
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
-    require_cuda_device()
+    require_cuda_device(getattr(trt, "__version__", None))
     return trt
 
 
@@ -247,18 +274,21 @@ def save_engine_file(data: bytes, path: str | Path) -> None:
     try:
         Path(path).write_bytes(data)
     except OSError as error:
-        raise InputError(f"cannot write the engine to {str(path)!r}: {error.strerror}") from None
+        raise InputError(f"--save_engine {shown_path(str(path))}: cannot write the engine ({error.strerror})") from None
 
 
 def read_engine_file(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as error:
-        raise InputError(f"cannot read the engine file {str(path)!r}: {error.strerror}") from None
+        raise InputError(f"--load_engine {shown_path(str(path))}: cannot read the engine ({error.strerror})") from None
 
 
-def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "ICudaEngine":
-    """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent)."""
+def deserialize_engine(data: bytes, source: str, *, verbose: bool = False, just_built: bool = False) -> "ICudaEngine":
+    """An ICudaEngine from serialized bytes; the plugin creator is registered first (idempotent).
+
+    A file (`source` its path) that TensorRT cannot load is bad input (InputError, exit 2); an engine this run
+    `just_built` that it cannot load is TensorRT's failure (EngineError, exit 4), whatever the input."""
     import_module("polygraphy")
     from polygraphy.backend.trt import engine_from_bytes
     from polygraphy.exception import PolygraphyException
@@ -266,13 +296,17 @@ def deserialize_engine(data: bytes, source: str, *, verbose: bool = False) -> "I
     from plugin.scatter_add_plugin import register_scatter_add_creator
 
     register_scatter_add_creator()
+    reason = "deserialize_cuda_engine returned None"
     try:
         with tensorrt_log_level(verbose):
             engine = engine_from_bytes(data)
-    except PolygraphyException:
-        engine = None
+    except PolygraphyException as error:
+        engine, reason = None, first_line(error)
+    if engine is None and just_built:
+        raise EngineError(f"TensorRT could not load the engine it just built: {reason}; -v shows TensorRT's log")
     if engine is None:
-        raise InputError(f"{source} is not an engine this TensorRT can load (built by another TensorRT version or for another GPU?)")
+        raise InputError(f"{shown_path(source)} is not an engine this TensorRT can load (built by another TensorRT "
+                         "version or for another GPU?)")
     return engine
 
 
@@ -338,7 +372,7 @@ def build_line(seconds: float, signature: EngineSignature, onnx_path: str | None
 
 
 def load_line(path: str, signature: EngineSignature) -> str:
-    return f"Engine loaded from {path} ({describe_signature(signature)})"
+    return f"Engine loaded from {shown_path(path)} ({describe_signature(signature)})"
 
 
 @dataclass(frozen=True)
@@ -400,12 +434,12 @@ def prepare_engine(
             populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin)
         with progress(f"Building the {kind} engine", enabled=show_progress):
             data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
-        engine = deserialize_engine(data, "the engine just built", verbose=verbose)
+        engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)
         if onnx is not None:  # the model decides the engine's tensors: check them as a loaded engine's
             signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
             check_fits(signature)
         lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
     if save_engine is not None:
         save_engine_file(data, save_engine)
-        lines.append(f"Engine saved to {save_engine}")
+        lines.append(f"Engine saved to {shown_path(str(save_engine))}")
     return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines)

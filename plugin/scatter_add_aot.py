@@ -24,20 +24,18 @@ from typing import Any
 
 from common.errors import EngineError, MissingDependencyError
 from common.imports import import_tensorrt
+from common.versions import AOT_TENSORRT_FLOOR, check_aot_tensorrt_version
 from plugin.kernels.aot import AOT_KERNELS, AotKernel, aot_extra_args, aot_launch_params, compile_aot_ptx
 
 trt: Any = import_tensorrt()
+check_aot_tensorrt_version(getattr(trt, "__version__", None))  # a version, not hasattr(aot_impl): 10.9-10.15 have one
 try:
     import tensorrt.plugin as trtp
 except ImportError as error:
     raise MissingDependencyError(
-        f"--plugin aot needs tensorrt.plugin with aot_impl (TensorRT >= 10.16); this TensorRT "
+        f"--plugin aot needs tensorrt.plugin (TensorRT >= {AOT_TENSORRT_FLOOR}); this TensorRT "
         f"{getattr(trt, '__version__', '?')} has none ({error})"
     ) from None
-if not hasattr(trtp, "aot_impl"):
-    raise MissingDependencyError(
-        f"--plugin aot needs tensorrt.plugin.aot_impl (TensorRT >= 10.16); TensorRT {trt.__version__} lacks it"
-    )
 
 NAMESPACE = "aliased_io"
 SCATTER_ADD = f"{NAMESPACE}::scatter_add"

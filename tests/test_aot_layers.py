@@ -58,3 +58,15 @@ def test_aot_accumulation_inputs_build_over_a_dynamic_profile(trt):
     config.add_optimization_profile(profile)
     assert builder.build_serialized_network(network, config) is not None
     assert shapes.arrays  # the constants' memory, kept until the build is done
+
+
+@pytest.mark.parametrize("with_counts,half", [(True, False), (False, True), (True, True), (False, False)])
+def test_x_feeds_only_one_shape_layer_and_only_where_the_counts_need_n(trt, with_counts, half):
+    """The AOT plugin aliases X, and TensorRT may copy an aliased input it sees read elsewhere: the fills give X
+    at most one more consumer, a shape layer (dimensions only, never its memory), and only for the classifier's
+    counts, since N exists in no other tensor; the table's size comes from idx, so --steps engines add none."""
+    _, network, _, _ = accumulation_network(trt, with_counts=with_counts, half=half)
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    readers_of_x = [layer for layer in layers
+                    if any(layer.get_input(j) is not None and layer.get_input(j).name == "X" for j in range(layer.num_inputs))]
+    assert [layer.type for layer in readers_of_x] == ([trt.LayerType.SHAPE] if with_counts else [])

@@ -72,3 +72,23 @@ def test_bench_breakdown_plan_option_takes_only_plan_py_integer_constants():
             plan_constant(bad)
     result = run_without([], "benchmarks/bench_breakdown.py", "--plan", "NOT_A_CONSTANT=1")
     assert result.returncode == 2 and "NOT_A_CONSTANT=1" in result.stderr and "Traceback" not in result.stderr
+
+
+BAD_ARGUMENTS = {  # one bad value per script, each of a kind its parser must refuse before the torch check
+    "benchmarks/bench_aot.py": (["--batches", "0"], "argument --batches: expected a positive integer, got '0'"),
+    "benchmarks/bench_breakdown.py": (["--dtypes", "float64"], "argument --dtypes: expected float32 and/or float16"),
+    "benchmarks/bench_engine_state.py": (["--steps", "-3"], "argument --steps: expected a positive integer, got '-3'"),
+    "benchmarks/bench_enqueue.py": (["--edges", "1.5"], "argument --edges: expected a positive integer, got '1.5'"),
+    "benchmarks/bench_parse.py": (["--repeat", "x"], "argument --repeat: expected a positive integer, got 'x'"),
+    "benchmarks/bench_scatter_add.py": (["--sizes", "1e6:inf:1"], "N, E and F must be positive integers"),
+    "benchmarks/bench_state_update.py": (["--batch"], "unrecognized arguments: --batch"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(BAD_ARGUMENTS))
+def test_a_bad_argument_is_one_line_and_exit_2_before_the_torch_check(script):
+    args, message = BAD_ARGUMENTS[script]
+    result = run_without(["torch", "tensorrt"], script, *args)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"{Path(script).name}: error: ") and "usage:" not in result.stderr

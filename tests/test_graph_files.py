@@ -2,6 +2,7 @@
 
 import io
 import random
+import re
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def test_edge_list_with_a_utf8_byte_order_mark_parses_and_bad_bytes_show_escaped
     np.testing.assert_array_equal(parse_edge_list(bom + b"# source target\n0,1\n"), [[0, 1]])
     with pytest.raises(InputError) as error:
         parse_edge_list(b"0 1\n1 " + bom + b"0\n", "--graph g.txt")  # a BOM inside the text is still wrong
-    assert "line 2: '\\ufeff0' is not a node id" in str(error.value)
+    assert "line 2 (edge 1): '\\ufeff0' is not a node id" in str(error.value)
 
 
 def test_edge_list_comment_at_start_of_line_and_hash_only_file():
@@ -65,7 +66,7 @@ def test_edge_lists_parse_in_blocks_of_whole_lines(monkeypatch, block_bytes):
     assert whole.shape == (12, 2)
     with pytest.raises(InputError, match="line 19 has 3 values"):
         parse_edge_list(text + b"1 2 3\n")
-    with pytest.raises(InputError, match="line 18: 'x9' is not a node id"):
+    with pytest.raises(InputError, match=re.escape("line 18 (edge 11): 'x9' is not a node id")):
         parse_edge_list(text[:-4] + b"x9 8\n")
 
 
@@ -73,11 +74,11 @@ def test_edge_lists_parse_in_blocks_of_whole_lines(monkeypatch, block_bytes):
     "text, message",
     [
         (b"0 1\n1 2 3\n", "line 2 has 3 values"),
-        (b"0 1\n5\n", "line 2 has 1 value"),
-        (b"source,target\n0,1\n", "line 1: 'source' is not a node id"),
-        (b"0 1\n1 2.0\n", "line 2: '2.0' is not a node id"),
-        (b"0 1\n1 \xff\n", "line 2: '\\xff' is not a node id"),
-        (b"0 1\n1 99999999999999999999\n", "line 2: '99999999999999999999' is not a node id"),
+        (b"0 1\n5\n", "line 2 has 1 value;"),  # one value, not "1 values"
+        (b"source,target\n0,1\n", "line 1 (edge 0): 'source' is not a node id"),
+        (b"0 1\n1 2.0\n", "line 2 (edge 1): '2.0' is not a node id"),
+        (b"0 1\n1 \xff\n", "line 2 (edge 1): '\\xff' is not a node id"),
+        (b"0 1\n1 99999999999999999999\n", "line 2 (edge 1): '99999999999999999999' is not a node id"),
     ],
 )
 def test_bad_edge_list_lines_are_named(tmp_path, text, message):

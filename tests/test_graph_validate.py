@@ -141,3 +141,28 @@ def test_small_graphs_print_the_adjacency_matrix_large_ones_a_summary():
     (line,) = describe_graph(validate_graph(np.ones((n, 2)), ring))
     assert line.startswith("Graph: 17 nodes, 19 edges, 2 features per node, a zero initial state; in-degree 1..3")
     assert "out-degree 1..2" in line
+
+
+def test_may_overflow_bounds_each_logit_by_its_row_of_weights_over_the_features():
+    """logit c = sum over f of W[c, f] * mean[f]: the bound sums |W| over the features of each class (axis 1).
+    With more features than classes, a sum over the classes (axis 0) underestimates it."""
+    graph = validate_graph(np.full((2, 4), 1e38), [[0, 1], [1, 0]])  # aggregated 1e38: within float32
+    weights = np.ones((1, 4))  # the logit is 4e38, beyond float32's 3.4e38
+    logits = gnn_reference(graph.node_features, graph.edges, weights)["logits"]
+    assert logits.max() > np.finfo(np.float32).max
+    assert may_overflow(graph, weights, "fp32")
+    assert not may_overflow(graph, np.full((3, 4), 0.5), "fp32")  # 2e38 per class, however many classes
+    assert may_overflow(validate_graph(np.full((2, 1), 1e38), [[0, 1], [1, 0]]), np.full((4, 1), 4.0), "fp32")
+
+
+def test_an_fp32_run_whose_logits_overflow_is_refused_without_validate(capsys):
+    """The CLI computes the reference (and refuses) only where may_overflow says a value may not fit: a run with
+    8 features and one class whose logit overflows float32 must stop with exit 2 before any engine work."""
+    import aliased_io_plugin as cli
+
+    row = "[" + ",".join(["1.3e38"] * 8) + "]"  # seed 0's weights: sum 2.816, largest |w| 1.304
+    status = cli.main(["--node_features", f"[{row},{row}]", "--edges", "[[0,1],[1,0]]", "--num_classes", "1",
+                       "--seed", "0"])  # no --validate, no --dry-run
+    error = capsys.readouterr().err
+    assert status == 2 and error.count("\n") == 1
+    assert "--precision fp32: logits (weights @ mean, after ReLU) at [0, 0] is 3.66" in error

@@ -154,6 +154,20 @@ def test_state_buffer_unchanged():
     assert not changed and "unchanged" in line and "TensorRT-owned" in line
     changed, line = state_buffer_line(before, before.copy(), zero_update=True)
     assert not changed and "cannot be seen" in line
+    assert "PR #4279" not in state_buffer_line(before, before.copy(), zero_update=False)[1]
+
+
+def test_an_unchanged_x_under_a_multi_output_plugin_names_the_unconfirmed_copy_claim():
+    """The classifier's plugin has two outputs and its aliased one feeds the mean: Torch-TensorRT PR #4279 says
+    TensorRT then copies X (unconfirmed by NVIDIA), so "unchanged" is what the default run may show."""
+    before = np.zeros((3, 1), np.float32)
+    changed, line = state_buffer_line(before, before.copy(), zero_update=False, multi_output_plugin=True)
+    assert not changed and line == (
+        "Caller's X buffer: unchanged (the plugin's in-place write went to a TensorRT-owned buffer, not the caller's; "
+        "expected as Torch-TensorRT PR #4279 states, unconfirmed by NVIDIA, TensorRT copies the aliased input when a "
+        "multi-output plugin's aliased output feeds another layer, which is this classifier's shape)")
+    assert "PR #4279" not in state_buffer_line(before, before + 1, zero_update=False, multi_output_plugin=True)[1]
+    assert "PR #4279" not in state_buffer_line(before, before.copy(), zero_update=True, multi_output_plugin=True)[1]
 
 
 def test_update_is_zero_sums_per_target():

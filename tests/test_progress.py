@@ -27,12 +27,14 @@ def test_progress_writes_start_and_elapsed():
     float(text.removeprefix("Building engine ... done in ").removesuffix(" s\n"))
 
 
-def test_progress_says_failed_and_reraises():
+@pytest.mark.parametrize("raised", [KeyError("boom"), KeyboardInterrupt()])
+def test_a_failing_step_ends_its_line_and_reraises(raised):
+    # the line ends where the step stopped, so that the error printed next is the one line of the failure
     out = io.StringIO()
-    with pytest.raises(KeyError):
+    with pytest.raises(type(raised)):
         with progress("Reading x", stream=out):
-            raise KeyError("boom")
-    assert out.getvalue() == "Reading x ... failed\n"
+            raise raised
+    assert out.getvalue() == "Reading x ...\n"
 
 
 def test_progress_disabled_writes_nothing():

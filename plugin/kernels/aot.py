@@ -124,7 +124,7 @@ def compile_aot_ptx_uncached() -> bytes:
     from plugin.kernels.compile import nvrtc_compile
 
     ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
-    return declare_ptx_isa(ptx, PTX_ISA_VERSION)
+    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)  # the text alone, as NVIDIA's samples hand it over
 
 
 def ptx_isa_version(ptx: bytes) -> tuple[int, int]:
@@ -138,9 +138,8 @@ def ptx_isa_version(ptx: bytes) -> tuple[int, int]:
 def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
     """The PTX with its `.version` directive lowered to `version` (kept when already that or older).
 
-    The rest of the text is unchanged, NUL-terminated as nvrtcGetPTX writes it (a C string for
-    cuModuleLoadData). Lowering is sound only for code that needs nothing newer: the driver's JIT rejects
-    an instruction the declared ISA lacks, which the GPU test would show.
+    The rest of the text is unchanged. Lowering is sound only for code that needs nothing newer: the driver's
+    JIT rejects an instruction the declared ISA lacks, which the GPU test would show.
     """
     if ptx_isa_version(ptx) <= version:
         return ptx
@@ -149,7 +148,7 @@ def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
 
 @functools.cache
 def compile_aot_ptx() -> bytes:
-    """The PTX of scatter_add_aot.cu (all five kernels), compiled once per process."""
+    """The PTX text of scatter_add_aot.cu (all five kernels; without nvrtcGetPTX's trailing NUL), compiled once."""
     return compile_aot_ptx_uncached()
 
 
@@ -169,7 +168,8 @@ def load_aot_functions(ptx: bytes | None = None) -> tuple[Any, dict[str, Any]]:
     from plugin.kernels.launch import current_context
 
     current_context()
-    module = check(driver.cuModuleLoadData(compile_aot_ptx() if ptx is None else ptx))
+    text = compile_aot_ptx() if ptx is None else ptx
+    module = check(driver.cuModuleLoadData(text if text.endswith(b"\0") else text + b"\0"))  # a C string
     return module, {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in AOT_KERNELS}
 
 
