@@ -146,8 +146,8 @@ def test_a_model_the_cli_cannot_take_is_one_line_naming_the_node_or_the_value(tm
 
 @pytest.mark.parametrize("args, message", [
     (["--save_onnx", "OUT.onnx"], "--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx"),
-    (["--onnx", "SAME", "--save_onnx", "SAME"], "--save_onnx SAME: is the --onnx model; write the rewritten model to "
-                                                "another file"),
+    (["--onnx", "SAME", "--save_onnx", "SAME"], "--save_onnx SAME is the --onnx file; writing there would overwrite "
+                                                "it"),
     (["--onnx", "SAME", "--load_engine", "SAME"], "--onnx builds a new engine from the model and --load_engine runs a "
                                                   "saved one: give one of them"),
     (["--onnx", "MISSING.onnx"], "--onnx MISSING.onnx: file not found"),
