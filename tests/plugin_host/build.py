@@ -113,17 +113,19 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
     version = bindings_version(layout)
     headers_name = header_set(version)
     headers = Path(headers_root or os.environ.get("TRT_HEADERS") or DEFAULT_HEADERS) / headers_name
-    if not (headers / "NvInferRuntime.h").is_file():
-        raise HostBuildError(f"no TensorRT {headers_name} headers in {headers.parent} (set TRT_HEADERS to the folder "
-                             "holding 10.4.0/, 10.16.0/ and 11.1.0/)")
     major = version.split(".")[0]
     libs = layout / "tensorrt_libs"
     library = libs / f"libnvinfer.so.{major}"
+    stamp = libs / "plugin_host.stamp"
+    if not (headers / "NvInferRuntime.h").is_file():
+        if stamp.is_file() and library.is_file():
+            return library  # built before this layout was carried here, where there are no headers
+        raise HostBuildError(f"no TensorRT {headers_name} headers in {headers.parent} (set TRT_HEADERS to the folder "
+                             "holding 10.4.0/, 10.16.0/ and 11.1.0/)")
     command = compile_command(version, headers, libs / f".plugin_host.so.{major}")
     digest = hashlib.sha256(SOURCE.read_bytes() + "\0".join(command).encode())
     for header in sorted(headers.rglob("*.h")):
         digest.update(header.read_bytes())
-    stamp = libs / "plugin_host.stamp"
     if stamp.is_file() and stamp.read_text() == digest.hexdigest() and library.is_file():
         return library
     result = subprocess.run(command, capture_output=True, text=True)
@@ -149,7 +151,7 @@ def lay_out(version: str, layout: Path) -> Path:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip().split("\n\n")[1].strip())
+        print(__doc__.strip().split("\n\n")[1].strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     for argument in argv:
         try:

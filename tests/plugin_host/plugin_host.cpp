@@ -976,7 +976,8 @@ struct Engine
     std::string kernel;
     std::vector<HostExpr const*> launch; // grid x y z, block x y z, shared memory
     std::vector<std::pair<HostExpr const*, int32_t>> extraArgs; // expression, PluginArgDataType
-    std::vector<void*> modules;                                 // CUDA modules loaded from the kernel
+    void* module{nullptr};   // the CUDA module loaded from the kernel (at the first launch), and its function
+    void* function{nullptr};
 };
 
 std::string dimsText(std::vector<HostExpr const*> const& dims)
@@ -2661,31 +2662,30 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
         outputPointers[i] = a >= 0 ? pointers[a] : outputs[i];
         params.push_back(&outputPointers[i]);
     }
-    void* module = nullptr;
-    void* function = nullptr;
-    Driver::Result r = driver->moduleLoadData(&module, engine->kernel.c_str());
-    report.step("cuModuleLoadData(the engine's PTX)", r == 0, "\"result\": " + quoted(driver->name(r)));
-    if (r == 0)
+    // Loaded once per engine, as TensorRT loads the engine's kernel once (unloaded with the engine).
+    auto* mutableEngine = const_cast<Engine*>(engine);
+    Driver::Result r = 0;
+    if (mutableEngine->module == nullptr)
     {
-        r = driver->moduleGetFunction(&function, module, engine->kernelName.c_str());
-        report.step("cuModuleGetFunction", r == 0,
-            "\"kernel_name\": " + quoted(engine->kernelName) + ", \"result\": " + quoted(driver->name(r)));
+        r = driver->moduleLoadData(&mutableEngine->module, engine->kernel.c_str());
+        report.step("cuModuleLoadData(the engine's PTX)", r == 0, "\"result\": " + quoted(driver->name(r)));
+        if (r == 0)
+        {
+            r = driver->moduleGetFunction(&mutableEngine->function, mutableEngine->module, engine->kernelName.c_str());
+            report.step("cuModuleGetFunction", r == 0,
+                "\"kernel_name\": " + quoted(engine->kernelName) + ", \"result\": " + quoted(driver->name(r)));
+        }
     }
-    if (r == 0)
+    if (r == 0 && mutableEngine->function != nullptr)
     {
-        r = driver->launchKernel(function, static_cast<uint32_t>(launch.grid[0]), static_cast<uint32_t>(launch.grid[1]),
-            static_cast<uint32_t>(launch.grid[2]), static_cast<uint32_t>(launch.block[0]),
-            static_cast<uint32_t>(launch.block[1]), static_cast<uint32_t>(launch.block[2]),
-            static_cast<uint32_t>(launch.shared), reinterpret_cast<void*>(stream), params.data(), nullptr);
+        r = driver->launchKernel(mutableEngine->function, static_cast<uint32_t>(launch.grid[0]),
+            static_cast<uint32_t>(launch.grid[1]), static_cast<uint32_t>(launch.grid[2]),
+            static_cast<uint32_t>(launch.block[0]), static_cast<uint32_t>(launch.block[1]),
+            static_cast<uint32_t>(launch.block[2]), static_cast<uint32_t>(launch.shared), reinterpret_cast<void*>(stream),
+            params.data(), nullptr);
         std::vector<int64_t> outs(outputPointers.begin(), outputPointers.end());
         report.step("cuLaunchKernel", r == 0,
             "\"launch\": " + launchJson(launch) + ", \"outputs\": " + intList(outs) + ", \"result\": " + quoted(driver->name(r)));
-    }
-    if (module != nullptr && driver->moduleUnload != nullptr)
-    {
-        // cuModuleUnload waits for no launch: TensorRT keeps the module for the engine's life; the test
-        // synchronizes the stream before it frees the engine, so the module is unloaded with the engine.
-        const_cast<Engine*>(engine)->modules.push_back(module);
     }
     publish(report);
     return r;
@@ -2895,13 +2895,10 @@ HOST_API void host_engine_free(void* handle)
     }
 #if PLUGIN_HOST_QUICK
     std::string problem;
-    Driver const* driver = engine->modules.empty() ? nullptr : Driver::get(problem);
-    for (void* module : engine->modules)
+    Driver const* driver = engine->module == nullptr ? nullptr : Driver::get(problem);
+    if (driver != nullptr && driver->moduleUnload != nullptr)
     {
-        if (driver != nullptr && driver->moduleUnload != nullptr)
-        {
-            driver->moduleUnload(module);
-        }
+        driver->moduleUnload(engine->module);
     }
 #endif
     delete engine;
