@@ -215,6 +215,48 @@ def test_runtime_phase_from_the_serialized_fields(trt, host, sap, recorded_launc
         host.free(engine)
 
 
+LOCALE_HELPER = r"""
+#include <locale>
+struct SpaceGroups : std::numpunct<char> {
+    char do_thousands_sep() const override { return ' '; }
+    std::string do_grouping() const override { return "\3"; }
+};
+extern "C" void set_space_grouping_locale() { std::locale::global(std::locale(std::locale::classic(), new SpaceGroups)); }
+"""
+
+LOCALE_SCRIPT = """
+import ctypes, sys
+import tensorrt as trt
+ctypes.CDLL(sys.argv[1]).set_space_grouping_locale()
+from tests.plugin_host.host import PluginHost
+import plugin.scatter_add_plugin as sap
+host = PluginHost(trt)
+sap.register_scatter_add_creator()
+spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
+                 {"N": (1, 10**6, 10**6), "E": (1, 10**4, 10**4)}, {"compute_counts": [1]})
+engine, report = host.build(sap.PLUGIN_NAME, "1", "", spec)
+assert report.ok, report
+print(report.step("configurePlugin")["in"][0]["max"])
+"""
+
+
+def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host, tmp_path):
+    """On the H200, after torch's CUDA start-up, the host read "profile N 1 1000000 1000000" as one number: a
+    library had set a global C++ locale that groups digits. Here a locale grouping with spaces is set first, in a
+    fresh process; the host's streams use the classic locale, so the build reads its sizes."""
+    helper = tmp_path / "libsetlocale.so"
+    (tmp_path / "setlocale.cpp").write_text(LOCALE_HELPER)
+    build = subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-o", str(helper),
+                            str(tmp_path / "setlocale.cpp")], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot compile the locale helper: {build.stderr.strip()[-300:]}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", LOCALE_SCRIPT, str(helper)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[1000000, 1]", result.stdout  # the profile's max of state
+
+
 # --- a broken plugin must fail with the host's report ----------------------------------------------------------
 
 

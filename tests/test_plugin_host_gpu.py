@@ -186,7 +186,7 @@ def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream,
     try:
         if with_counts:
             buffers["counts"] = DeviceArray.from_array(np.full((num_nodes, 1), 77, np.int64))
-            check(driver.cuMemsetD32Async(buffers["counts"].ptr, 0, 2 * num_nodes, stream))  # the network's fill
+            check(driver.cuMemsetD32Async(buffers["counts"].ptr, 0, 2 * num_nodes, driver.CUstream(stream)))  # a fill
         pointers = {name: buffer.ptr for name, buffer in buffers.items()}
         suffix = "_counts" if with_counts else ""
         if dtype_name == "float32":
@@ -197,8 +197,8 @@ def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream,
             buffers["keys"] = DeviceArray((capacity,), np.int32)
             buffers["values"] = DeviceArray((capacity, num_features), np.float32)
             pointers.update(keys=buffers["keys"].ptr, values=buffers["values"].ptr)
-            check(driver.cuMemsetD32Async(pointers["keys"], 0xFFFFFFFF, capacity, stream))
-            check(driver.cuMemsetD32Async(pointers["values"], 0, capacity * num_features, stream))
+            check(driver.cuMemsetD32Async(pointers["keys"], 0xFFFFFFFF, capacity, driver.CUstream(stream)))
+            check(driver.cuMemsetD32Async(pointers["values"], 0, capacity * num_features, driver.CUstream(stream)))
             for plugin in ("scatter_table" + suffix, "apply_table"):
                 kernel, engine = aot_engine(host, trt, aot, plugin, dtype_name, num_features)
                 engines.append(engine)

@@ -32,6 +32,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <locale>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,7 @@ namespace
 std::string quoted(std::string const& text)
 {
     std::ostringstream out;
+    out.imbue(std::locale::classic());
     out << '"';
     for (unsigned char c : text)
     {
@@ -1032,6 +1034,8 @@ std::string dimsJson(Dims const& dims)
 //!   field NAME v [v ...]          an INT32 plugin field of the network (creator's createPlugin, kBUILD)
 //!   input DATATYPE DIM [DIM ...]  an input tensor: DataType as its integer, dims as integers or size names
 //!   profile NAME MIN OPT MAX      the optimization profile's range of a size name
+//! The streams read in the classic locale: a library in the process (seen on the H200 after torch's CUDA start-up)
+//! may have set a global C++ locale whose digit grouping reads "1 1000000" as one number.
 bool parseSpec(std::string const& spec, Engine& engine, Report& report)
 {
     std::istringstream lines(spec);
@@ -1039,6 +1043,7 @@ bool parseSpec(std::string const& spec, Engine& engine, Report& report)
     while (std::getline(lines, line))
     {
         std::istringstream words(line);
+        words.imbue(std::locale::classic());
         std::string what;
         if (!(words >> what))
         {
@@ -1107,6 +1112,7 @@ Sizes profileSizes(Engine const& engine, int which)
 bool parseSizes(std::string const& text, Sizes& sizes)
 {
     std::istringstream words(text);
+    words.imbue(std::locale::classic());
     std::string item;
     while (words >> item)
     {
