@@ -221,7 +221,9 @@ struct SpaceGroups : std::numpunct<char> {
     char do_thousands_sep() const override { return ' '; }
     std::string do_grouping() const override { return "\3"; }
 };
-extern "C" void set_space_grouping_locale() { std::locale::global(std::locale(std::locale::classic(), new SpaceGroups)); }
+extern "C" void set_space_grouping_locale() {
+    std::locale::global(std::locale(std::locale::classic(), new SpaceGroups));
+}
 """
 
 LOCALE_SCRIPT = """
@@ -255,6 +257,42 @@ def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[1000000, 1]", result.stdout  # the profile's max of state
+
+
+def test_the_bindings_keep_a_deleted_plugin_alive_in_python(trt, host, sap):
+    """What the host found about TensorRT's bindings (10.4 to 11.4): each getCapabilityInterface call of
+    TensorRT's releases a reference to the object the plugin returns (here the plugin itself), and the plugin's
+    destructor gives one back, so after TensorRT deletes a plugin its Python object lives on (with what it holds:
+    the prepared launch and its CUDA graphs) until the process ends. plugin_host.cpp keeps such plugins' memory."""
+    import weakref
+
+    made = []
+
+    class Watched(sap.ScatterAddPluginCreator):
+        def __init__(self):
+            super().__init__()
+            self.name = "WatchedScatterAdd"
+
+        def create_plugin(self, name, field_collection, phase):
+            made_here = super().create_plugin(name, field_collection, phase)
+            plugin = sap.ScatterAddPlugin(compute_counts=made_here.compute_counts)
+            plugin.plugin_name = self.name
+            made.append(weakref.ref(plugin))
+            return plugin
+
+    creator = Watched()
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        assert report.step("delete the build plugin")["ok"], report
+        host.free(engine)
+        gc.collect()
+        (alive,) = [ref() for ref in made]
+        assert alive is not None  # deleted by TensorRT (the host), alive in Python
+        # createPlugin's, kCORE's, kBUILD's and kRUNTIME's released references, one given back by the destructor
+        assert sys.getrefcount(alive) - 2 == 3  # (minus `alive` and getrefcount's argument)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
 
 
 # --- a broken plugin must fail with the host's report ----------------------------------------------------------
@@ -409,7 +447,8 @@ AOT_SIZES = [(1, 0, 1), (5, 7, 3), (1000, 10**4, 64), (10**6, 10**7, 1)]  # (N, 
 AOT_VARIANTS = [("scatter_add", "float32"), ("scatter_add_counts", "float32"), ("scatter_table", "float16"),
                 ("scatter_table_counts", "float16"), ("apply_table", "float16")]
 AOT_BUILD_CALLS = [
-    "IPluginRegistry::getCreator", "IPluginCreatorV3Quick::createPlugin(kBUILD)", "IPluginV3::getCapabilityInterface(kCORE)",
+    "IPluginRegistry::getCreator", "IPluginCreatorV3Quick::createPlugin(kBUILD)",
+    "IPluginV3::getCapabilityInterface(kCORE)",
     "IPluginV3QuickCore::getPluginName/Version/Namespace", "IPluginV3::getCapabilityInterface(kBUILD)", "getNbOutputs",
     "getOutputDataTypes (with input ranks)", "getOutputShapes",
     "getNbSupportedFormatCombinations + getSupportedFormatCombinations", "configurePlugin", "getAliasedInput",
@@ -472,7 +511,8 @@ def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin,
     try:
         assert report.ok, report
         assert report.calls == AOT_BUILD_CALLS, report
-        assert report.step("IPluginV3::getCapabilityInterface(kBUILD)")["interface"]["kind"] == "PLUGIN_V3QUICKAOT_BUILD"
+        build_interface = report.step("IPluginV3::getCapabilityInterface(kBUILD)")["interface"]
+        assert build_interface["kind"] == "PLUGIN_V3QUICKAOT_BUILD"
         assert report.step("getAliasedInput")["aliases"] == [kernel.inputs.index(name) for name in kernel.outputs]
         name, ptx = host.aot_kernel(engine)
         assert name == kernel.name and ptx == compile_aot_ptx()
@@ -492,7 +532,7 @@ def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin,
 
 @pytest.mark.parametrize("num_nodes, num_edges, num_features", AOT_SIZES)
 def test_aot_launch_for_every_feature_count(trt, host, aot, num_nodes, num_edges, num_features):
-    from plugin.kernels.aot import AOT_KERNELS, aot_extra_args, aot_launch_params, table_capacity
+    from plugin.kernels.aot import aot_extra_args, aot_launch_params, table_capacity
 
     for plugin, dtype_name in AOT_VARIANTS:
         kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name, num_features)
@@ -598,7 +638,8 @@ def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, t
 
 
 @pytest.mark.skipif(os.environ.get("PLUGIN_HOST_MATRIX") == "1",
-                    reason=".ci/run runs the plugin host tests in its real-bindings matrix (10.4.0, 10.16.1.11, 11.4.0.106)")
+                    reason=".ci/run runs the plugin host tests in its real-bindings matrix (10.4.0, 10.16.1.11, "
+                           "11.4.0.106)")
 def test_the_host_tests_pass_on_real_bindings(request):
     """Where `tensorrt` is not a host layout (e.g. `python3 -m pytest` with no PYTHONPATH): lays out TensorRT's
     real bindings of PLUGIN_HOST_RELEASES (default 11.4.0.106) with the host, in pytest's cache, and runs this

@@ -102,7 +102,8 @@ class PluginHost:
     def _run(self, bound: bool = True) -> tuple[int | None, Report]:
         """Runs the queued work through the bindings' create_plugin (bound) or straight from ctypes."""
         if bound:
-            self.trt.IPluginCreatorV3One.create_plugin(self.driver, "run", self._no_fields, self.trt.TensorRTPhase.BUILD)
+            phase = self.trt.TensorRTPhase.BUILD
+            self.trt.IPluginCreatorV3One.create_plugin(self.driver, "run", self._no_fields, phase)
         else:
             self.lib.host_run_unbound()
         return self.lib.host_result(), Report(json.loads(self.lib.host_report()))

@@ -122,7 +122,8 @@ public:
         mSteps.push_back(entry + "}");
         if (!ok && mError.empty())
         {
-            mError = call + ": " + (details.empty() ? "failed" : details) + (stderrText.empty() ? "" : " | " + stderrText);
+            mError
+                = call + ": " + (details.empty() ? "failed" : details) + (stderrText.empty() ? "" : " | " + stderrText);
         }
     }
 
@@ -620,8 +621,8 @@ public:
     bool deregisterCreator(IPluginCreatorInterface const& creator) noexcept override
     {
         std::lock_guard<std::mutex> lock(mMutex);
-        auto found = std::find_if(
-            mEntries.begin(), mEntries.end(), [&](Entry const& e) { return e.creator == &creator; });
+        auto found
+            = std::find_if(mEntries.begin(), mEntries.end(), [&](Entry const& e) { return e.creator == &creator; });
         if (found == mEntries.end())
         {
             return false;
@@ -976,9 +977,9 @@ struct Engine
     // AOT: getKernel and getLaunchParams
     std::string kernelName;
     std::string kernel;
-    std::vector<HostExpr const*> launch; // grid x y z, block x y z, shared memory
+    std::vector<HostExpr const*> launch;                        // grid x y z, block x y z, shared memory
     std::vector<std::pair<HostExpr const*, int32_t>> extraArgs; // expression, PluginArgDataType
-    void* module{nullptr};   // the CUDA module loaded from the kernel (at the first launch), and its function
+    void* module{nullptr}; // the CUDA module loaded from the kernel (at the first launch), and its function
     void* function{nullptr};
 };
 
@@ -1070,7 +1071,8 @@ bool parseSpec(std::string const& spec, Engine& engine, Report& report)
             while (words >> dim)
             {
                 bool const number = !dim.empty() && (std::isdigit(static_cast<unsigned char>(dim[0])) || dim[0] == '-');
-                input.dims.push_back(number ? engine.builder.constantExpr(std::stoll(dim)) : engine.builder.symbol(dim));
+                input.dims.push_back(
+                    number ? engine.builder.constantExpr(std::stoll(dim)) : engine.builder.symbol(dim));
             }
             engine.inputs.push_back(input);
         }
@@ -1153,7 +1155,8 @@ std::vector<TensorFormat> const kCANDIDATE_FORMATS{
 //! Fills inOut[from..] with values TensorRT leaves undefined: variant 0 invalid enum values and dims, variant 1
 //! the values a plugin would want there (the network's types, kLINEAR); a plugin that reads past pos answers
 //! differently for the two.
-void fillUndefined(std::vector<DynamicPluginTensorDesc>& inOut, size_t from, int variant, std::vector<DataType> const& types)
+void fillUndefined(
+    std::vector<DynamicPluginTensorDesc>& inOut, size_t from, int variant, std::vector<DataType> const& types)
 {
     for (size_t i = from; i < inOut.size(); ++i)
     {
@@ -1276,8 +1279,8 @@ HOST_API char const* host_report()
 //! The header set the host was compiled against (NvInferVersion.h), e.g. "11.1.0".
 HOST_API char const* host_headers_version()
 {
-    static std::string const version = std::to_string(NV_TENSORRT_MAJOR) + "." + std::to_string(NV_TENSORRT_MINOR)
-        + "." + std::to_string(NV_TENSORRT_PATCH);
+    static std::string const version = std::to_string(NV_TENSORRT_MAJOR) + "." + std::to_string(NV_TENSORRT_MINOR) + "."
+        + std::to_string(NV_TENSORRT_PATCH);
     return version.c_str();
 }
 
@@ -1310,7 +1313,8 @@ IPluginCreatorInterface* lookUp(Engine const& engine, Report& report, char const
     if (creator == nullptr)
     {
         report.step("IPluginRegistry::getCreator", false,
-            "\"message\": " + quoted("no creator registered as (" + engine.name + ", " + engine.version + ", " + engine.ns + ")"));
+            "\"message\": "
+                + quoted("no creator registered as (" + engine.name + ", " + engine.version + ", " + engine.ns + ")"));
         return nullptr;
     }
     CreatorNames const names = creatorNames(*creator);
@@ -1330,7 +1334,8 @@ IPluginCapability* capability(IPluginV3& plugin, PluginCapabilityType type, std:
     std::string const text = capture.finish();
     std::string const kind = result == nullptr ? "" : result->getInterfaceInfo().kind;
     bool const ok = result != nullptr && std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
-    report.step("IPluginV3::getCapabilityInterface(" + label + ")", ok, "\"interface\": " + interfaceJson(result), text);
+    report.step(
+        "IPluginV3::getCapabilityInterface(" + label + ")", ok, "\"interface\": " + interfaceJson(result), text);
     return ok ? result : nullptr;
 }
 
@@ -1345,14 +1350,14 @@ bool checkNames(Core* core, Engine const& engine, std::string const& call, Repor
     std::string const text = capture.finish();
     bool const ok = name != nullptr && version != nullptr && ns != nullptr && engine.name == name
         && engine.version == version && engine.ns == ns;
-    report.step(call, ok, "\"name\": " + quoted(name) + ", \"version\": " + quoted(version) + ", \"namespace\": " + quoted(ns),
-        text);
+    report.step(call, ok,
+        "\"name\": " + quoted(name) + ", \"version\": " + quoted(version) + ", \"namespace\": " + quoted(ns), text);
     return ok;
 }
 
 //! The input and output descriptors of the build phase (dims with -1 for sizes, the profile's min/opt/max).
-bool buildDescs(Engine const& engine, std::vector<DynamicPluginTensorDesc>& in, std::vector<DynamicPluginTensorDesc>& out,
-    Report& report)
+bool buildDescs(Engine const& engine, std::vector<DynamicPluginTensorDesc>& in,
+    std::vector<DynamicPluginTensorDesc>& out, Report& report)
 {
     auto fill = [&](std::vector<HostExpr const*> const& dims, DataType type, TensorFormat format,
                     DynamicPluginTensorDesc& d) {
@@ -1540,18 +1545,21 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         StderrCapture capture;
         plugin = creator->createPlugin(engine->name.c_str(), &fc, TensorRTPhase::kBUILD);
         std::string const text = capture.finish();
-        report.step("IPluginCreatorV3One::createPlugin(kBUILD)", plugin != nullptr, "\"plugin\": " + interfaceJson(plugin), text);
+        report.step("IPluginCreatorV3One::createPlugin(kBUILD)", plugin != nullptr,
+            "\"plugin\": " + interfaceJson(plugin), text);
         if (plugin == nullptr)
         {
             return finish(false);
         }
     }
-    auto* core = static_cast<IPluginV3OneCore*>(capability(*plugin, PluginCapabilityType::kCORE, "kCORE", {"PLUGIN_V3ONE_CORE"}, report));
+    auto* core = static_cast<IPluginV3OneCore*>(
+        capability(*plugin, PluginCapabilityType::kCORE, "kCORE", {"PLUGIN_V3ONE_CORE"}, report));
     if (core == nullptr || !checkNames(core, *engine, "IPluginV3OneCore::getPluginName/Version/Namespace", report))
     {
         return finish(false);
     }
-    IPluginCapability* buildCapability = capability(*plugin, PluginCapabilityType::kBUILD, "kBUILD", {"PLUGIN_V3ONE_BUILD"}, report);
+    IPluginCapability* buildCapability
+        = capability(*plugin, PluginCapabilityType::kBUILD, "kBUILD", {"PLUGIN_V3ONE_BUILD"}, report);
     if (buildCapability == nullptr)
     {
         return finish(false);
@@ -1591,7 +1599,8 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         std::vector<int64_t> types(engine->outputTypes.size());
         std::transform(engine->outputTypes.begin(), engine->outputTypes.end(), types.begin(),
             [](DataType t) { return static_cast<int64_t>(t); });
-        report.step("getOutputDataTypes", ok, "\"status\": " + std::to_string(status) + ", \"types\": " + intList(types), text);
+        report.step(
+            "getOutputDataTypes", ok, "\"status\": " + std::to_string(status) + ", \"types\": " + intList(types), text);
         if (!ok)
         {
             return finish(false);
@@ -1621,7 +1630,8 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         for (size_t pos = 0; pos < nbIO && ok; ++pos)
         {
             DataType const wanted = pos < nbIn ? engine->inputs[pos].type : engine->outputTypes[pos - nbIn];
-            std::vector<HostExpr const*> const& dims = pos < nbIn ? engine->inputs[pos].dims : engine->outputDims[pos - nbIn];
+            std::vector<HostExpr const*> const& dims
+                = pos < nbIn ? engine->inputs[pos].dims : engine->outputDims[pos - nbIn];
             std::vector<std::string> accepted;
             std::optional<TensorFormat> chosen;
             for (DataType type : kCANDIDATE_TYPES)
@@ -1675,9 +1685,9 @@ void* build(char const* name, char const* version, char const* ns, char const* s
                 inOut[pos].desc.type = wanted;
                 inOut[pos].desc.format = *chosen;
             }
-            positions += (pos ? ", " : "") + std::string{"{\"pos\": "} + std::to_string(pos) + ", \"accepted\": "
-                + jsonList<std::string>(accepted, [](std::string const& s) { return s; }) + ", \"chosen\": "
-                + (chosen ? typeFormatJson(wanted, *chosen) : "null") + "}";
+            positions += (pos ? ", " : "") + std::string{"{\"pos\": "} + std::to_string(pos)
+                + ", \"accepted\": " + jsonList<std::string>(accepted, [](std::string const& s) { return s; })
+                + ", \"chosen\": " + (chosen ? typeFormatJson(wanted, *chosen) : "null") + "}";
         }
         positions += "]";
         report.step("supportsFormatCombination", ok,
@@ -1699,7 +1709,8 @@ void* build(char const* name, char const* version, char const* ns, char const* s
     });
     {
         StderrCapture capture;
-        int32_t const status = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
+        int32_t const status
+            = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
         std::string const text = capture.finish();
         report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status) + ", " + descs, text);
         if (status != 0)
@@ -1709,7 +1720,8 @@ void* build(char const* name, char const* version, char const* ns, char const* s
     }
     {
         StderrCapture capture;
-        engine->workspace = build->getWorkspaceSize(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
+        engine->workspace
+            = build->getWorkspaceSize(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
         std::string const text = capture.finish();
         // The bindings swallow an exception here and return 0: an [ERROR] line is the only sign.
         report.step("getWorkspaceSize", text.find("[ERROR]") == std::string::npos,
@@ -1779,7 +1791,8 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         std::string problem;
         bool const ok = copyFields(fields, engine->fields, problem);
         report.step("IPluginV3OneRuntime::getFieldsToSerialize", ok,
-            ok ? "\"fields\": " + jsonList<StoredField>(engine->fields, fieldJson) : "\"message\": " + quoted(problem), text);
+            ok ? "\"fields\": " + jsonList<StoredField>(engine->fields, fieldJson) : "\"message\": " + quoted(problem),
+            text);
         if (!ok)
         {
             return finish(false);
@@ -1813,7 +1826,6 @@ void* build(char const* name, char const* version, char const* ns, char const* s
 }
 
 } // namespace
-
 
 //! The engine's decisions as JSON (the same as the build report's, for a later check).
 HOST_API char const* host_engine_describe(void* handle)
@@ -1905,7 +1917,8 @@ void* runtimeOpen(void* handle, char const* sizesText)
         context->attached = runtime->attachToContext(&context->resources);
         std::string const text = capture.finish();
         bool const ok = context->attached != nullptr && context->attached != context->plugin;
-        report.step("IPluginV3OneRuntime::attachToContext", ok, "\"plugin\": " + interfaceJson(context->attached), text);
+        report.step(
+            "IPluginV3OneRuntime::attachToContext", ok, "\"plugin\": " + interfaceJson(context->attached), text);
         if (!ok)
         {
             keepSelfReturned(context->attached, context->plugin, "attachToContext", report);
@@ -1930,21 +1943,21 @@ void* runtimeOpen(void* handle, char const* sizesText)
     }
     // The concrete descriptors: inputs from the sizes, outputs from the plugin's own shape expressions.
     size_t const nbIn = engine->inputs.size();
-    auto makeDesc = [&](std::vector<HostExpr const*> const& dims, DataType type, TensorFormat format,
-                        PluginTensorDesc& d) {
-        auto values = evaluateAll(dims, sizes);
-        if (!values)
-        {
-            report.fail("a size is missing for the shape " + dimsText(dims));
-            return false;
-        }
-        d = PluginTensorDesc{};
-        d.dims = toDims(*values);
-        d.type = type;
-        d.format = format;
-        d.scale = 1.0F;
-        return true;
-    };
+    auto makeDesc
+        = [&](std::vector<HostExpr const*> const& dims, DataType type, TensorFormat format, PluginTensorDesc& d) {
+              auto values = evaluateAll(dims, sizes);
+              if (!values)
+              {
+                  report.fail("a size is missing for the shape " + dimsText(dims));
+                  return false;
+              }
+              d = PluginTensorDesc{};
+              d.dims = toDims(*values);
+              d.type = type;
+              d.format = format;
+              d.scale = 1.0F;
+              return true;
+          };
     context->in.resize(nbIn);
     context->out.resize(engine->nbOutputs);
     for (size_t i = 0; i < nbIn; ++i)
@@ -2033,9 +2046,9 @@ int32_t enqueue(
         return intList(out);
     };
     report.step("IPluginV3OneRuntime::enqueue", status == 0,
-        "\"status\": " + std::to_string(status) + ", \"calls\": " + std::to_string(calls) + ", \"inputs\": "
-            + pointers(in) + ", \"outputs\": " + pointers(out) + ", \"workspace\": " + std::to_string(workspace)
-            + ", \"stream\": " + std::to_string(stream),
+        "\"status\": " + std::to_string(status) + ", \"calls\": " + std::to_string(calls)
+            + ", \"inputs\": " + pointers(in) + ", \"outputs\": " + pointers(out)
+            + ", \"workspace\": " + std::to_string(workspace) + ", \"stream\": " + std::to_string(stream),
         text);
     publish(report);
     return status;
@@ -2316,7 +2329,7 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
             = build->getNbSupportedFormatCombinations(inOut.data(), static_cast<int32_t>(nbIn), engine->nbOutputs);
         std::vector<PluginTensorDesc> combos(std::max(count, 0) * nbIO);
         int32_t const status = count > 0 ? build->getSupportedFormatCombinations(inOut.data(),
-                                   static_cast<int32_t>(nbIn), engine->nbOutputs, combos.data(), count)
+                                               static_cast<int32_t>(nbIn), engine->nbOutputs, combos.data(), count)
                                          : -1;
         std::string const text = capture.finish();
         std::optional<int32_t> chosen;
@@ -2348,8 +2361,8 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
             }
         }
         report.step("getNbSupportedFormatCombinations + getSupportedFormatCombinations", ok,
-            "\"count\": " + std::to_string(count) + ", \"status\": " + std::to_string(status) + ", \"combinations\": "
-                + listed + ", \"chosen\": " + (chosen ? std::to_string(*chosen) : "null"),
+            "\"count\": " + std::to_string(count) + ", \"status\": " + std::to_string(status)
+                + ", \"combinations\": " + listed + ", \"chosen\": " + (chosen ? std::to_string(*chosen) : "null"),
             text);
         if (!ok)
         {
@@ -2363,7 +2376,8 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
     }
     {
         StderrCapture capture;
-        int32_t const status = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
+        int32_t const status
+            = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
         std::string const text = capture.finish();
         report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status), text);
         if (status != 0)
@@ -2508,7 +2522,8 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         }
         auto* copyCore = static_cast<IPluginV3QuickCore*>(
             capability(*copy, PluginCapabilityType::kCORE, "kCORE of the clone", {"PLUGIN_V3QUICK_CORE"}, report));
-        if (copyCore == nullptr || !checkNames(copyCore, *engine, "the clone's getPluginName/Version/Namespace", report))
+        if (copyCore == nullptr
+            || !checkNames(copyCore, *engine, "the clone's getPluginName/Version/Namespace", report))
         {
             return finish(false);
         }
@@ -2528,7 +2543,8 @@ struct AotLaunch
 
 bool evaluateLaunch(Engine const& engine, Sizes const& sizes, AotLaunch& out, std::string& problem)
 {
-    int64_t* slots[7] = {&out.grid[0], &out.grid[1], &out.grid[2], &out.block[0], &out.block[1], &out.block[2], &out.shared};
+    int64_t* slots[7]
+        = {&out.grid[0], &out.grid[1], &out.grid[2], &out.block[0], &out.block[1], &out.block[2], &out.shared};
     for (int32_t i = 0; i < 7; ++i)
     {
         if (engine.launch[i] == nullptr)
@@ -2558,9 +2574,9 @@ bool evaluateLaunch(Engine const& engine, Sizes const& sizes, AotLaunch& out, st
 
 std::string launchJson(AotLaunch const& l)
 {
-    return "{\"grid\": " + intList({l.grid[0], l.grid[1], l.grid[2]}) + ", \"block\": "
-        + intList({l.block[0], l.block[1], l.block[2]}) + ", \"shared_mem\": " + std::to_string(l.shared)
-        + ", \"extra_args\": " + intList(l.extra) + "}";
+    return "{\"grid\": " + intList({l.grid[0], l.grid[1], l.grid[2]})
+        + ", \"block\": " + intList({l.block[0], l.block[1], l.block[2]})
+        + ", \"shared_mem\": " + std::to_string(l.shared) + ", \"extra_args\": " + intList(l.extra) + "}";
 }
 
 //! The CUDA driver functions the launch needs, looked up at run time (the host links no CUDA library).
@@ -2570,8 +2586,8 @@ struct Driver
     Result (*moduleLoadData)(void**, void const*){nullptr};
     Result (*moduleGetFunction)(void**, void*, char const*){nullptr};
     Result (*moduleUnload)(void*){nullptr};
-    Result (*launchKernel)(void*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, void**,
-        void**){nullptr};
+    Result (*launchKernel)(
+        void*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, void**, void**){nullptr};
     Result (*getErrorName)(Result, char const**){nullptr};
 
     static Driver const* get(std::string& problem)
@@ -2583,7 +2599,8 @@ struct Driver
             void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
             if (lib != nullptr)
             {
-                driver.moduleLoadData = reinterpret_cast<decltype(driver.moduleLoadData)>(dlsym(lib, "cuModuleLoadData"));
+                driver.moduleLoadData
+                    = reinterpret_cast<decltype(driver.moduleLoadData)>(dlsym(lib, "cuModuleLoadData"));
                 driver.moduleGetFunction
                     = reinterpret_cast<decltype(driver.moduleGetFunction)>(dlsym(lib, "cuModuleGetFunction"));
                 driver.moduleUnload = reinterpret_cast<decltype(driver.moduleUnload)>(dlsym(lib, "cuModuleUnload"));
@@ -2687,11 +2704,12 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
         r = driver->launchKernel(mutableEngine->function, static_cast<uint32_t>(launch.grid[0]),
             static_cast<uint32_t>(launch.grid[1]), static_cast<uint32_t>(launch.grid[2]),
             static_cast<uint32_t>(launch.block[0]), static_cast<uint32_t>(launch.block[1]),
-            static_cast<uint32_t>(launch.block[2]), static_cast<uint32_t>(launch.shared), reinterpret_cast<void*>(stream),
-            params.data(), nullptr);
+            static_cast<uint32_t>(launch.block[2]), static_cast<uint32_t>(launch.shared),
+            reinterpret_cast<void*>(stream), params.data(), nullptr);
         std::vector<int64_t> outs(outputPointers.begin(), outputPointers.end());
         report.step("cuLaunchKernel", r == 0,
-            "\"launch\": " + launchJson(launch) + ", \"outputs\": " + intList(outs) + ", \"result\": " + quoted(driver->name(r)));
+            "\"launch\": " + launchJson(launch) + ", \"outputs\": " + intList(outs)
+                + ", \"result\": " + quoted(driver->name(r)));
     }
     publish(report);
     return r;
@@ -2733,7 +2751,7 @@ void runQueued()
         return;
     }
     using Check = int (*)();
-    using Save = void* (*) ();
+    using Save = void* (*)();
     using Restore = void (*)(void*);
     static auto const held = reinterpret_cast<Check>(dlsym(RTLD_DEFAULT, "PyGILState_Check"));
     static auto const save = reinterpret_cast<Save>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
@@ -2805,13 +2823,19 @@ HOST_API int32_t host_status()
 HOST_API void host_build(char const* name, char const* version, char const* ns, char const* spec)
 {
     std::string const n{name}, v{version}, s{ns}, p{spec};
-    queue([=] { gResult = build(n.c_str(), v.c_str(), s.c_str(), p.c_str()); gStatus = gResult ? 0 : -1; });
+    queue([=] {
+        gResult = build(n.c_str(), v.c_str(), s.c_str(), p.c_str());
+        gStatus = gResult ? 0 : -1;
+    });
 }
 
 HOST_API void host_runtime_open(void* engine, char const* sizes)
 {
     std::string const text{sizes};
-    queue([=] { gResult = runtimeOpen(engine, text.c_str()); gStatus = gResult ? 0 : -1; });
+    queue([=] {
+        gResult = runtimeOpen(engine, text.c_str());
+        gStatus = gResult ? 0 : -1;
+    });
 }
 
 HOST_API void host_enqueue(void* context, uint64_t const* inputs, int32_t nbInputs, uint64_t const* outputs,
@@ -2833,7 +2857,10 @@ HOST_API void host_enqueue(void* context, uint64_t const* inputs, int32_t nbInpu
 
 HOST_API void host_runtime_close(void* context)
 {
-    queue([=] { runtimeClose(context); gStatus = 0; });
+    queue([=] {
+        runtimeClose(context);
+        gStatus = 0;
+    });
 }
 
 //! Runs the queued work right here, outside any bound call of the bindings: what a host driven by ctypes alone
@@ -2847,7 +2874,10 @@ HOST_API void host_run_unbound()
 HOST_API void host_aot_build(char const* name, char const* version, char const* ns, char const* spec, int32_t request)
 {
     std::string const n{name}, v{version}, s{ns}, p{spec};
-    queue([=] { gResult = aotBuild(n.c_str(), v.c_str(), s.c_str(), p.c_str(), request); gStatus = gResult ? 0 : -1; });
+    queue([=] {
+        gResult = aotBuild(n.c_str(), v.c_str(), s.c_str(), p.c_str(), request);
+        gStatus = gResult ? 0 : -1;
+    });
 }
 
 //! The AOT kernel's launch for concrete sizes ("N=10 E=20 F=3"), as JSON (no GPU needed).
