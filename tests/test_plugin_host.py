@@ -37,8 +37,8 @@ BUILD_CALLS = [
     "supportsFormatCombination", "configurePlugin", "getWorkspaceSize", "IPluginV3OneBuildV2::getAliasedInput",
     "getNbTactics + getValidTactics", "getTimingCacheID + getFormatCombinationLimit + getMetadataString",
     "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3OneRuntime::getFieldsToSerialize", "IPluginV3::clone",
-    "IPluginV3::getCapabilityInterface(kCORE of the clone)", "IPluginV3::getCapabilityInterface(kBUILD of the clone)",
-    "the clone's getPluginName/Version/Namespace", "the clone's getNbOutputs", "delete the clone",
+    "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
+    "IPluginV3::getCapabilityInterface(kBUILD of the clone)", "the clone's getNbOutputs", "delete the clone",
     "delete the build plugin",
 ]
 RUNTIME_CALLS = [
@@ -53,8 +53,8 @@ CLOSE_CALLS = ["delete the context's plugin", "delete the engine's plugin"]
 def host(trt):
     """The plugin host of this `tensorrt`'s layout, or a skip saying how to get one."""
     if host_library_path() is None:
-        pytest.skip("the plugin host is not this tensorrt's libnvinfer: lay the bindings out and run "
-                    "tests/plugin_host/build.py DIR (.ci/run does for 10.4.0, 10.16.1.11 and 11.4.0.106)")
+        pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR): "
+                    "test_the_host_tests_pass_on_real_bindings runs these on one, .ci/run's matrix on three releases")
     return PluginHost(trt)
 
 

@@ -30,7 +30,7 @@ def host(trt):
     from tests.plugin_host.host import PluginHost, host_library_path
 
     if host_library_path() is None:
-        pytest.skip("the plugin host is not this tensorrt's libnvinfer (tests/plugin_host/build.py DIR)")
+        pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR)")
     return PluginHost(trt)
 
 

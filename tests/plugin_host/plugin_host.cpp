@@ -1493,29 +1493,114 @@ void tactics(Build* build, Engine& engine, Report& report)
 namespace
 {
 
+//! What the two build phases share: the engine being made, the report, the plugins TensorRT would own (destroyed
+//! at the end, the clone first) and the steps whose calls are the same for V3One and quick plugins.
+class BuildPhase
+{
+public:
+    BuildPhase(char const* phase, char const* name, char const* version, char const* ns)
+        : engine(std::make_unique<Engine>())
+        , report(phase)
+    {
+        engine->name = name == nullptr ? "" : name;
+        engine->version = version == nullptr ? "" : version;
+        engine->ns = ns == nullptr ? "" : ns;
+    }
+
+    //! Reads the spec and finds the creator, of this kind; nullptr (reported) otherwise.
+    IPluginCreatorInterface* start(char const* spec, char const* kind)
+    {
+        return parseSpec(spec == nullptr ? "" : spec, *engine, report) ? lookUp(*engine, report, kind) : nullptr;
+    }
+
+    //! Destroys the plugins and publishes the report; the engine when every step succeeded, else nullptr.
+    void* finish(bool success)
+    {
+        destroy(copy, "the clone", report);
+        destroy(plugin, "the build plugin", report);
+        publish(report);
+        return success && report.ok() ? engine.release() : nullptr;
+    }
+
+    //! The network's fields as the collection createPlugin gets.
+    PluginFieldCollection networkFields() const
+    {
+        return {static_cast<int32_t>(engine->fieldSpecFields.size()), engine->fieldSpecFields.data()};
+    }
+
+    template <typename Build>
+    bool nbOutputs(Build* build)
+    {
+        StderrCapture capture;
+        engine->nbOutputs = build->getNbOutputs();
+        std::string const text = capture.finish();
+        bool const ok = engine->nbOutputs > 0;
+        report.step("getNbOutputs", ok, "\"value\": " + std::to_string(engine->nbOutputs), text);
+        return ok;
+    }
+
+    //! Reports getOutputDataTypes' answer (engine->outputTypes, pre-filled with -1).
+    bool outputTypes(char const* call, int32_t status, std::string const& text)
+    {
+        bool ok = status == 0;
+        std::vector<int64_t> types;
+        for (DataType t : engine->outputTypes)
+        {
+            types.push_back(static_cast<int64_t>(t));
+            ok = ok && t != static_cast<DataType>(-1);
+        }
+        report.step(call, ok, "\"status\": " + std::to_string(status) + ", \"types\": " + intList(types), text);
+        return ok;
+    }
+
+    template <typename Build>
+    bool configure(Build* build, std::vector<DynamicPluginTensorDesc>& in, std::vector<DynamicPluginTensorDesc>& out,
+        std::string const& details)
+    {
+        StderrCapture capture;
+        int32_t const status = build->configurePlugin(
+            in.data(), static_cast<int32_t>(engine->inputs.size()), out.data(), engine->nbOutputs);
+        std::string const text = capture.finish();
+        report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status) + details, text);
+        return status == 0;
+    }
+
+    //! clone, then the clone's core capability (kind coreKind) and names; a clone that is the plugin itself is
+    //! reported and neither is destroyed.
+    template <typename Core>
+    bool cloneChecked(char const* coreKind)
+    {
+        StderrCapture capture;
+        copy = plugin->clone();
+        std::string const text = capture.finish();
+        report.step("IPluginV3::clone", copy != nullptr && copy != plugin, "\"plugin\": " + interfaceJson(copy), text);
+        if (copy == nullptr || copy == plugin)
+        {
+            keepSelfReturned(copy, plugin, "clone", report);
+            return false;
+        }
+        auto* core = static_cast<Core*>(
+            capability(*copy, PluginCapabilityType::kCORE, "kCORE of the clone", {coreKind}, report));
+        return core != nullptr && checkNames(core, *engine, "the clone's getPluginName/Version/Namespace", report);
+    }
+
+    std::unique_ptr<Engine> engine;
+    Report report;
+    IPluginV3* plugin{nullptr};
+    IPluginV3* copy{nullptr};
+};
+
 //! The build phase of a V3One plugin (IPluginV3OneBuild(V2)), in TensorRT's order. Returns the engine (what the
 //! runtime phase needs: the fields read back, types, formats, shapes, aliasing) or nullptr; the report says
 //! what each call got.
 void* build(char const* name, char const* version, char const* ns, char const* spec)
 {
-    auto engine = std::make_unique<Engine>();
-    engine->name = name == nullptr ? "" : name;
-    engine->version = version == nullptr ? "" : version;
-    engine->ns = ns == nullptr ? "" : ns;
-    Report report("build");
-    IPluginV3* plugin = nullptr;
-    IPluginV3* copy = nullptr;
-    auto finish = [&](bool success) -> void* {
-        destroy(copy, "the clone", report);
-        destroy(plugin, "the build plugin", report);
-        publish(report);
-        return success && report.ok() ? engine.release() : nullptr;
-    };
-    if (!parseSpec(spec == nullptr ? "" : spec, *engine, report))
-    {
-        return finish(false);
-    }
-    IPluginCreatorInterface* found = lookUp(*engine, report, "PLUGIN CREATOR_V3ONE");
+    BuildPhase phase("build", name, version, ns);
+    Engine* engine = phase.engine.get();
+    Report& report = phase.report;
+    IPluginV3*& plugin = phase.plugin;
+    auto finish = [&](bool success) { return phase.finish(success); };
+    IPluginCreatorInterface* found = phase.start(spec, "PLUGIN CREATOR_V3ONE");
     if (found == nullptr)
     {
         return finish(false);
@@ -1541,7 +1626,7 @@ void* build(char const* name, char const* version, char const* ns, char const* s
 
     // createPlugin(kBUILD) with the network's fields
     {
-        PluginFieldCollection fc{static_cast<int32_t>(engine->fieldSpecFields.size()), engine->fieldSpecFields.data()};
+        PluginFieldCollection const fc = phase.networkFields();
         StderrCapture capture;
         plugin = creator->createPlugin(engine->name.c_str(), &fc, TensorRTPhase::kBUILD);
         std::string const text = capture.finish();
@@ -1569,16 +1654,9 @@ void* build(char const* name, char const* version, char const* ns, char const* s
     auto* buildV2 = v2 ? static_cast<IPluginV3OneBuildV2*>(buildCapability) : nullptr;
 
     size_t const nbIn = engine->inputs.size();
+    if (!phase.nbOutputs(build))
     {
-        StderrCapture capture;
-        engine->nbOutputs = build->getNbOutputs();
-        std::string const text = capture.finish();
-        bool const ok = engine->nbOutputs > 0;
-        report.step("getNbOutputs", ok, "\"value\": " + std::to_string(engine->nbOutputs), text);
-        if (!ok)
-        {
-            return finish(false);
-        }
+        return finish(false);
     }
     {
         std::vector<DataType> inTypes;
@@ -1590,18 +1668,7 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         StderrCapture capture;
         int32_t const status = build->getOutputDataTypes(
             engine->outputTypes.data(), engine->nbOutputs, inTypes.data(), static_cast<int32_t>(nbIn));
-        std::string const text = capture.finish();
-        bool ok = status == 0;
-        for (DataType t : engine->outputTypes)
-        {
-            ok = ok && t != static_cast<DataType>(-1);
-        }
-        std::vector<int64_t> types(engine->outputTypes.size());
-        std::transform(engine->outputTypes.begin(), engine->outputTypes.end(), types.begin(),
-            [](DataType t) { return static_cast<int64_t>(t); });
-        report.step(
-            "getOutputDataTypes", ok, "\"status\": " + std::to_string(status) + ", \"types\": " + intList(types), text);
-        if (!ok)
+        if (!phase.outputTypes("getOutputDataTypes", status, capture.finish()))
         {
             return finish(false);
         }
@@ -1707,16 +1774,9 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         return "{\"dims\": " + dimsJson(d.desc.dims) + ", \"min\": " + dimsJson(d.min) + ", \"opt\": " + dimsJson(d.opt)
             + ", \"max\": " + dimsJson(d.max) + "}";
     });
+    if (!phase.configure(build, in, out, ", " + descs))
     {
-        StderrCapture capture;
-        int32_t const status
-            = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
-        std::string const text = capture.finish();
-        report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status) + ", " + descs, text);
-        if (status != 0)
-        {
-            return finish(false);
-        }
+        return finish(false);
     }
     {
         StderrCapture capture;
@@ -1800,25 +1860,14 @@ void* build(char const* name, char const* version, char const* ns, char const* s
     }
 
     // clone: the copy must be a complete plugin with the same names and outputs.
+    if (!phase.cloneChecked<IPluginV3OneCore>("PLUGIN_V3ONE_CORE"))
     {
-        StderrCapture capture;
-        copy = plugin->clone();
-        std::string const text = capture.finish();
-        report.step("IPluginV3::clone", copy != nullptr && copy != plugin, "\"plugin\": " + interfaceJson(copy), text);
-        if (copy == nullptr || copy == plugin)
-        {
-            keepSelfReturned(copy, plugin, "clone", report);
-            return finish(false);
-        }
-        auto* copyCore = static_cast<IPluginV3OneCore*>(
-            capability(*copy, PluginCapabilityType::kCORE, "kCORE of the clone", {"PLUGIN_V3ONE_CORE"}, report));
-        auto* copyBuild = static_cast<IPluginV3OneBuild*>(
-            capability(*copy, PluginCapabilityType::kBUILD, "kBUILD of the clone", {"PLUGIN_V3ONE_BUILD"}, report));
-        if (copyCore == nullptr || copyBuild == nullptr
-            || !checkNames(copyCore, *engine, "the clone's getPluginName/Version/Namespace", report))
-        {
-            return finish(false);
-        }
+        return finish(false);
+    }
+    auto* copyBuild = static_cast<IPluginV3OneBuild*>(
+        capability(*phase.copy, PluginCapabilityType::kBUILD, "kBUILD of the clone", {"PLUGIN_V3ONE_BUILD"}, report));
+    if (copyBuild != nullptr)
+    {
         int32_t const outputs = copyBuild->getNbOutputs();
         report.step("the clone's getNbOutputs", outputs == engine->nbOutputs, "\"value\": " + std::to_string(outputs));
     }
@@ -2222,32 +2271,20 @@ char const* const kLAUNCH_NAMES[7] = {"grid_x", "grid_y", "grid_z", "block_x", "
 //! kernel TensorRT embeds in the engine: getLaunchParams with the host's IExprBuilder, then getKernel.
 void* aotBuild(char const* name, char const* version, char const* ns, char const* spec, int32_t request)
 {
-    auto engine = std::make_unique<Engine>();
+    BuildPhase phase("aot build", name, version, ns);
+    Engine* engine = phase.engine.get();
     engine->quick = true;
-    engine->name = name == nullptr ? "" : name;
-    engine->version = version == nullptr ? "" : version;
-    engine->ns = ns == nullptr ? "" : ns;
-    Report report("aot build");
-    IPluginV3* plugin = nullptr;
-    IPluginV3* copy = nullptr;
-    auto finish = [&](bool success) -> void* {
-        destroy(copy, "the clone", report);
-        destroy(plugin, "the build plugin", report);
-        publish(report);
-        return success && report.ok() ? engine.release() : nullptr;
-    };
-    if (!parseSpec(spec == nullptr ? "" : spec, *engine, report))
-    {
-        return finish(false);
-    }
-    IPluginCreatorInterface* found = lookUp(*engine, report, "PLUGIN CREATOR_V3QUICK");
+    Report& report = phase.report;
+    IPluginV3*& plugin = phase.plugin;
+    auto finish = [&](bool success) { return phase.finish(success); };
+    IPluginCreatorInterface* found = phase.start(spec, "PLUGIN CREATOR_V3QUICK");
     if (found == nullptr)
     {
         return finish(false);
     }
     auto* creator = static_cast<IPluginCreatorV3Quick*>(found);
     {
-        PluginFieldCollection fc{static_cast<int32_t>(engine->fieldSpecFields.size()), engine->fieldSpecFields.data()};
+        PluginFieldCollection const fc = phase.networkFields();
         StderrCapture capture;
         plugin = creator->createPlugin(engine->name.c_str(), engine->ns.c_str(), &fc, TensorRTPhase::kBUILD,
             static_cast<QuickPluginCreationRequest>(request));
@@ -2272,15 +2309,9 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         return finish(false);
     }
     size_t const nbIn = engine->inputs.size();
+    if (!phase.nbOutputs(build))
     {
-        StderrCapture capture;
-        engine->nbOutputs = build->getNbOutputs();
-        std::string const text = capture.finish();
-        report.step("getNbOutputs", engine->nbOutputs > 0, "\"value\": " + std::to_string(engine->nbOutputs), text);
-        if (engine->nbOutputs <= 0)
-        {
-            return finish(false);
-        }
+        return finish(false);
     }
     {
         std::vector<DataType> inTypes;
@@ -2294,17 +2325,7 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         StderrCapture capture;
         int32_t const status = build->getOutputDataTypes(
             engine->outputTypes.data(), engine->nbOutputs, inTypes.data(), ranks.data(), static_cast<int32_t>(nbIn));
-        std::string const text = capture.finish();
-        std::vector<int64_t> types;
-        bool ok = status == 0;
-        for (DataType t : engine->outputTypes)
-        {
-            types.push_back(static_cast<int64_t>(t));
-            ok = ok && t != static_cast<DataType>(-1);
-        }
-        report.step("getOutputDataTypes (with input ranks)", ok,
-            "\"status\": " + std::to_string(status) + ", \"types\": " + intList(types), text);
-        if (!ok)
+        if (!phase.outputTypes("getOutputDataTypes (with input ranks)", status, capture.finish()))
         {
             return finish(false);
         }
@@ -2374,16 +2395,9 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
     {
         return finish(false);
     }
+    if (!phase.configure(build, in, out, ""))
     {
-        StderrCapture capture;
-        int32_t const status
-            = build->configurePlugin(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
-        std::string const text = capture.finish();
-        report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status), text);
-        if (status != 0)
-        {
-            return finish(false);
-        }
+        return finish(false);
     }
     {
         engine->aliases.assign(engine->nbOutputs, -1);
@@ -2510,25 +2524,7 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         report.step("getTimingCacheID + getMetadataString", true,
             "\"timing_cache_id\": " + quoted(cacheId) + ", \"metadata\": " + quoted(metadata), text);
     }
-    {
-        StderrCapture capture;
-        copy = plugin->clone();
-        std::string const text = capture.finish();
-        report.step("IPluginV3::clone", copy != nullptr && copy != plugin, "\"plugin\": " + interfaceJson(copy), text);
-        if (copy == nullptr || copy == plugin)
-        {
-            keepSelfReturned(copy, plugin, "clone", report);
-            return finish(false);
-        }
-        auto* copyCore = static_cast<IPluginV3QuickCore*>(
-            capability(*copy, PluginCapabilityType::kCORE, "kCORE of the clone", {"PLUGIN_V3QUICK_CORE"}, report));
-        if (copyCore == nullptr
-            || !checkNames(copyCore, *engine, "the clone's getPluginName/Version/Namespace", report))
-        {
-            return finish(false);
-        }
-    }
-    return finish(true);
+    return finish(phase.cloneChecked<IPluginV3QuickCore>("PLUGIN_V3QUICK_CORE"));
 }
 
 //! The launch TensorRT makes of an AOT plugin's kernel for concrete sizes: grid, block, shared memory and the
