@@ -1082,7 +1082,14 @@ bool parseSpec(std::string const& spec, Engine& engine, Report& report)
             Range range{};
             if (!(words >> name >> range.min >> range.opt >> range.max))
             {
-                report.fail("cannot read the profile line: " + line);
+                std::string bytes; // what was received, for a failure that the text alone does not explain
+                for (unsigned char c : line)
+                {
+                    char hex[4];
+                    std::snprintf(hex, sizeof(hex), "%02x", c);
+                    bytes += hex;
+                }
+                report.fail("cannot read the profile line: " + line + " (bytes " + bytes + ")");
                 return false;
             }
             engine.profile[name] = range;
