@@ -19,14 +19,17 @@ cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; for the w
 with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's cuLaunchKernel through ctypes
 (Python ints converted by argtypes, and prebuilt ctypes argument objects), one bare cuMemsetD32Async of the
 counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch `index_add_`, and `index_add_` +
-`bincount` (the counts); and cuGraphLaunch of the launch and of each enqueue captured by the caller into a CUDA
+`bincount` (the counts); cuGraphLaunch of the launch and of each enqueue captured by the caller into a CUDA
 graph on a side stream (plugin.cuda_graph: what an execution of a captured engine costs on the host, with no
-Python per execution). Host time: benchmarks/gpu_timing.py
+Python per execution); and, where `tensorrt` is the plugin host's layout (tests/plugin_host), enqueue called as
+TensorRT's runtime calls it, through the bindings' C++ trampoline, timed by the host in C++ (host_trampoline_rows,
+its own batches after the interleaved rows). Host time: benchmarks/gpu_timing.py
 host_us_per_call_interleaved (100 calls queued back to back, the stream drained between batches outside the
 timing; the rows interleaved batch by batch, so that all see the same machine state; median of 40 batches).
 """
 
 import functools
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -68,6 +71,62 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int, *, graph_replay:
         how = "" if graph_replay else ", graph replay off (the driver calls every time)"
         calls[f"ScatterAddPlugin.enqueue, {'with' if compute_counts else 'without'} counts{how}"] = enqueue
     return calls
+
+
+def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batch: int = 100, batches: int = 40
+                         ) -> dict[str, float]:
+    """Host us per call of the plugin's enqueue as TensorRT's runtime calls it: through the bindings' C++ trampoline
+    (pyPlugin.cpp: GIL taken, descriptors and pointers converted, the Python method called), from the plugin host
+    (tests/plugin_host), which times each batch of `batch` enqueues in C++ around the calls only, with the GIL
+    released as execute_async_v3 releases it. The engine and context are the host's: build phase, then
+    createPlugin(kRUNTIME) from the serialized fields, attachToContext, onShapeChange; outputs[0] is the state
+    (aliased). A sleep kernel before each batch keeps the GPU busy; median of `batches`. Empty where the
+    `tensorrt` imported is not the host's layout (tests/plugin_host/build.py)."""
+    import torch
+
+    from benchmarks.gpu_timing import HOST_SLEEP_CYCLES
+
+    try:
+        from tests.plugin_host.host import PluginHost, host_library_path
+    except ImportError:
+        return {}
+    if host_library_path() is None:
+        print("no plugin host in this tensorrt's layout (tests/plugin_host/build.py DIR): trampoline rows skipped",
+              flush=True)
+        return {}
+    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, register_scatter_add_creator
+
+    register_scatter_add_creator()
+    host = PluginHost(trt)
+    state, src, index, counts = tensors["state"], tensors["src"], tensors["index"], tensors["counts"]
+    num_nodes, num_edges = state.shape[0], index.shape[0]
+    rows = {}
+    for compute_counts in (True, False):
+        spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
+                         {"N": (1, num_nodes, num_nodes), "E": (1, num_edges, num_edges)},
+                         {"compute_counts": [int(compute_counts)]})
+        engine, report = host.build(PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE, spec)
+        context, opened = host.open(engine, {"N": num_nodes, "E": num_edges}) if engine else (None, report)
+        if context is None:
+            print(f"plugin host: {opened.error}", flush=True)
+            host.free(engine)
+            continue
+        pointers = [state.data_ptr(), src.data_ptr(), index.data_ptr()]
+        outputs = [0, counts.data_ptr()][:2 if compute_counts else 1]
+        times = []
+        for round_index in range(batches + 1):  # the first batch warms up (graph capture on the second call)
+            torch.cuda._sleep(HOST_SLEEP_CYCLES)
+            report = host.enqueue(context, pointers, outputs, 0, stream, repeats=batch + 1)
+            if not report.ok:
+                raise RuntimeError(f"enqueue through the plugin host failed: {report}")
+            if round_index:
+                times.append(host.enqueue_ns(context) / batch / 1e3)
+            torch.cuda.synchronize()
+        host.close(context)
+        host.free(engine)
+        rows[f"ScatterAddPlugin.enqueue through the bindings' C++ trampoline (plugin host, timed in C++ around "
+             f"{batch} calls), {'with' if compute_counts else 'without'} counts"] = statistics.median(times)
+    return rows
 
 
 def prepared_plan_zeroes(launch: Any, pointers: tuple[int, ...]) -> bool:
@@ -293,6 +352,8 @@ def main() -> int:
                                                     torch.bincount(index, minlength=num_nodes))
     print(f"timing {len(calls)} rows, interleaved", flush=True)
     rows = list(host_us_per_call_interleaved(calls).items())
+    if trt is not None:
+        rows += list(host_trampoline_rows(trt, tensors, stream).items())
     for name, us in rows:
         print(f"{name}: {us:.2f} us per call", flush=True)
     from plugin.kernels.plan import describe

@@ -4,9 +4,10 @@ Three kinds of `tensorrt` can be under the tests, and the report header names th
 - the full TensorRT (a user's machine with a GPU): everything runs;
 - none (CI's default run): the `trt` fixture gives TensorRT-RTX, which has a real builder but no add_plugin_v3;
 - TensorRT's real Python bindings over stand-in libraries (`../shared/trt-bindings/setup VERSION DIR`, then
-  PYTHONPATH=DIR; CI's real-bindings matrix): real classes, enums and descriptor types, no Builder, Runtime or
-  plugin registry. Tests marked `trt_bindings` run there; other tests that use `trt`, tests that ask for
-  `plugin_registry` and `tensorrt` tests skip there, saying so.
+  PYTHONPATH=DIR; CI's real-bindings matrix): real classes, enums and descriptor types, no Builder or Runtime.
+  Tests marked `trt_bindings` run there; other tests that use `trt` and `tensorrt` tests skip there, saying so.
+  Where tests/plugin_host/build.py made the project's plugin host the layout's libnvinfer (10.4.0, 10.16.1.11 and
+  11.4.0.106 in the matrix), `plugin_registry` is the host's registry; without it, tests that ask for it skip.
 """
 
 import collections
@@ -94,6 +95,8 @@ def pytest_report_header(config):
         return (f"tensorrt: not installed; the `trt` fixture uses TensorRT-RTX {standin.__version__} "
                 f"({Path(standin.__file__).parent}) as a stand-in")
     kind = "real Python bindings over stand-in libraries" if stand_in_libraries_reason() else "full TensorRT"
+    if getattr(sys.modules.get("tensorrt_libs"), "PLUGIN_HOST", None):
+        kind += "; libnvinfer is the plugin host, tests/plugin_host"
     return f"tensorrt: {trt.__version__} from {Path(trt.__file__).parent} ({kind})"
 
 
@@ -127,11 +130,12 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture
 def plugin_registry(trt):
-    """TensorRT's plugin registry; skips (saying why) over the stand-in libraries, which have none."""
-    reason = stand_in_libraries_reason()
-    if reason:
-        pytest.skip(reason)
-    return trt.get_plugin_registry()
+    """TensorRT's plugin registry: the full TensorRT's, TensorRT-RTX's, or over stand-in libraries the plugin
+    host's (tests/plugin_host, laid out by tests/plugin_host/build.py); skips (saying why) where there is none."""
+    registry = trt.get_plugin_registry()
+    if registry is None:
+        pytest.skip(stand_in_libraries_reason() or f"this tensorrt {trt.__version__} has no plugin registry")
+    return registry
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,665 @@
+"""The Python plugin driven through TensorRT's C++ plugin interface by the plugin host (tests/plugin_host).
+
+The host is a stand-in libnvinfer under TensorRT's REAL Python bindings (10.4.0, 10.16.1.11 and 11.4.0.106 in
+the real-bindings matrix of .ci/run): the plugin is registered in the host's registry through the bindings,
+and the host makes TensorRT's calls in TensorRT's order, so every call crosses the bindings' C++ trampolines
+(pyPlugin.cpp) that turn C++ calls into the plugin's Python methods and convert what they return. Each test
+asserts on the host's report (what every call got); a failure prints it. What this cannot show, TensorRT's own
+decisions (tactics, copies, fusion), is in docs/testing.md. On a CPU machine the runtime phase stops before
+the kernel runs: the launch is recorded there (RecordedLaunch), and tests/test_plugin_host_gpu.py runs it.
+
+Run by hand: dir=$(../shared/trt-bindings/setup 11.4.0.106 /tmp/hl | tail -1); python3 tests/plugin_host/build.py
+$dir; PYTHONPATH=$dir python3 -m pytest tests/test_plugin_host.py. Without such a layout the tests here skip,
+except test_the_host_tests_pass_on_real_bindings, which lays one out itself where it can.
+"""
+
+import gc
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.plugin_host.host import PluginHost, host_library_path
+
+pytestmark = pytest.mark.trt_bindings
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE = {"N": (1, 4, 64), "E": (1, 6, 256)}
+NUM_FEATURES = 3
+BUILD_CALLS = [
+    "IPluginRegistry::getCreator", "IPluginCreatorV3One::getFieldNames", "IPluginCreatorV3One::createPlugin(kBUILD)",
+    "IPluginV3::getCapabilityInterface(kCORE)", "IPluginV3OneCore::getPluginName/Version/Namespace",
+    "IPluginV3::getCapabilityInterface(kBUILD)", "getNbOutputs", "getOutputDataTypes", "getOutputShapes",
+    "supportsFormatCombination", "configurePlugin", "getWorkspaceSize", "IPluginV3OneBuildV2::getAliasedInput",
+    "getNbTactics + getValidTactics", "getTimingCacheID + getFormatCombinationLimit + getMetadataString",
+    "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3OneRuntime::getFieldsToSerialize", "IPluginV3::clone",
+    "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
+    "IPluginV3::getCapabilityInterface(kBUILD of the clone)", "the clone's getNbOutputs", "delete the clone",
+    "delete the build plugin",
+]
+RUNTIME_CALLS = [
+    "IPluginRegistry::getCreator", "IPluginCreatorV3One::createPlugin(kRUNTIME, the serialized fields)",
+    "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3OneRuntime::attachToContext",
+    "IPluginV3::getCapabilityInterface(kRUNTIME of the context's plugin)", "setTactic", "onShapeChange",
+]
+CLOSE_CALLS = ["delete the context's plugin", "delete the engine's plugin"]
+
+
+@pytest.fixture(scope="module")
+def host(trt):
+    """The plugin host of this `tensorrt`'s layout, or a skip saying how to get one."""
+    if host_library_path() is None:
+        pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR): "
+                    "test_the_host_tests_pass_on_real_bindings runs these on one, .ci/run's matrix on three releases")
+    return PluginHost(trt)
+
+
+@pytest.fixture(scope="module")
+def sap(host):
+    module = importlib.import_module("plugin.scatter_add_plugin")
+    module.register_scatter_add_creator()  # through the bindings into the host's registry
+    return module
+
+
+def churn(point: str) -> None:
+    """TensorRT's other work between a call and its use of the result, as far as Python memory goes: a
+    collection and fresh int32 arrays that reuse freed ones (what a too-early free then shows)."""
+    gc.collect()
+    churn.kept = [np.full(1, 77, np.int32) for _ in range(2000)]  # type: ignore[attr-defined]
+
+
+def network_spec(host, trt, dtype, compute_counts=True, fields=None):
+    """state [N, 3], src [E, 3], index [E] int64 with PROFILE, and the network's compute_counts field."""
+    feature = getattr(trt, dtype)
+    inputs = [(feature, ["N", NUM_FEATURES]), (feature, ["E", NUM_FEATURES]), (trt.int64, ["E"])]
+    return host.spec(inputs, PROFILE, {"compute_counts": [int(compute_counts)]} if fields is None else fields)
+
+
+def build(host, trt, sap, dtype="float32", compute_counts=True, **kwargs):
+    with host.hook(churn):
+        return host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE,
+                          network_spec(host, trt, dtype, compute_counts), **kwargs)
+
+
+class RecordedLaunch:
+    """In place of plugin.kernels.PreparedScatterAdd on a CPU machine: records what on_shape_change prepares and
+    what enqueue launches, and runs nothing."""
+
+    made: list["RecordedLaunch"] = []
+
+    def __init__(self, **sizes):
+        self.sizes, self.calls = sizes, []
+        RecordedLaunch.made.append(self)
+
+    def __call__(self, *pointers):
+        self.calls.append(pointers)
+
+
+@pytest.fixture
+def recorded_launch(monkeypatch):
+    kernels = importlib.import_module("plugin.kernels")
+    RecordedLaunch.made = []
+    monkeypatch.setattr(kernels, "PreparedScatterAdd", RecordedLaunch)
+    return RecordedLaunch
+
+
+# --- the registry --------------------------------------------------------------------------------------------
+
+
+def test_registry_registers_finds_lists_and_deregisters(trt, host, sap):
+    class Probe(sap.ScatterAddPluginCreator):
+        def __init__(self):
+            super().__init__()
+            self.name, self.plugin_version, self.plugin_namespace = "HostRegistryProbe", "7", "probe"
+
+    registry, probe = trt.get_plugin_registry(), Probe()
+    assert registry.register_creator(probe, "probe")
+    assert not registry.register_creator(Probe(), "probe")  # the same (name, version, namespace) again
+    assert registry.get_creator("HostRegistryProbe", "7", "probe") is probe
+    assert any(creator is probe for creator in registry.all_creators)
+    assert ["PLUGIN CREATOR_V3ONE", "HostRegistryProbe", "7", "probe"] in host.registry_list()
+    assert registry.get_creator("HostRegistryProbe", "8", "probe") is None
+    assert registry.deregister_creator(probe)
+    assert registry.get_creator("HostRegistryProbe", "7", "probe") is None
+    assert not registry.deregister_creator(probe)
+    if hasattr(registry, "plugin_creator_list"):  # TensorRT 10's V1 creators: there are none
+        assert list(registry.plugin_creator_list) == []
+
+
+# --- the build phase -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_build_phase_in_tensorrts_order(trt, host, sap, dtype, compute_counts):
+    engine, report = build(host, trt, sap, dtype, compute_counts)
+    try:
+        assert report.ok, report
+        assert report.calls == BUILD_CALLS, report
+        feature, outputs = int(getattr(trt, dtype)), 2 if compute_counts else 1
+        assert report.step("getNbOutputs")["value"] == outputs
+        assert report.step("getOutputDataTypes")["types"] == [feature, int(trt.int64)][:outputs]
+        shapes = report.step("getOutputShapes")["outputs"]  # symbolic N, evaluated for the profile afterwards
+        assert shapes[0] == {"exprs": ["N", "3"], "min_opt_max": [[1, 3], [4, 3], [64, 3]]}
+        if compute_counts:
+            assert shapes[1] == {"exprs": ["N", "1"], "min_opt_max": [[1, 1], [4, 1], [64, 1]]}
+        linear = int(trt.TensorFormat.LINEAR)
+        accepted = [position["accepted"] for position in report.step("supportsFormatCombination")["positions"]]
+        floats = [[int(trt.float32), linear], [int(trt.float16), linear]]
+        expected = [floats, [[feature, linear]], [[int(trt.int64), linear]], [[feature, linear]],
+                    [[int(trt.int64), linear]]]
+        assert accepted == expected[:3 + outputs]  # only LINEAR, later entries undefined: same answers
+        configured = report.step("configurePlugin")["in"]
+        assert configured[0] == {"dims": [-1, 3], "min": [1, 3], "opt": [4, 3], "max": [64, 3]}
+        assert configured[2] == {"dims": [-1], "min": [1], "opt": [6], "max": [256]}
+        from plugin.kernels import scatter_add_workspace_size
+
+        assert report.step("getWorkspaceSize")["bytes"] == scatter_add_workspace_size(
+            64, 256, NUM_FEATURES, np.dtype(dtype), with_counts=compute_counts)
+        assert report.step("IPluginV3OneBuildV2::getAliasedInput")["aliases"] == [0, -1][:outputs]
+        assert report.step("getNbTactics")["tactics"] == []
+        # read back from C++ after the call returned and Python memory was churned
+        (field,) = report.step("IPluginV3OneRuntime::getFieldsToSerialize")["fields"]
+        assert (field["name"], field["type"], field["values"]) == (
+            "compute_counts", int(trt.PluginFieldType.INT32), [int(compute_counts)])
+        assert report.step("IPluginV3::clone")["plugin"]["language"] == 1  # a Python plugin (APILanguage kPYTHON)
+    finally:
+        host.free(engine)
+
+
+def test_a_call_from_ctypes_alone_cannot_convert_the_fields(trt, host, sap):
+    """Why the host runs inside a bound call of the bindings: outside one, pybind11 cannot keep the temporary
+    that turns the returned PluginFieldCollection into TensorRT's, and the trampoline returns a null collection.
+    TensorRT calls get_fields_to_serialize inside build_serialized_network, a bound call."""
+    engine, report = build(host, trt, sap, bound=False)
+    host.free(engine)
+    assert not report.ok and engine is None
+    step = report.step("IPluginV3OneRuntime::getFieldsToSerialize")
+    assert "could not be interpreted as nvinfer1::PluginFieldCollection" in step["stderr"], report
+
+
+# --- the runtime phase ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_runtime_phase_from_the_serialized_fields(trt, host, sap, recorded_launch, dtype, compute_counts):
+    """createPlugin(kRUNTIME) from the fields the build read back, attachToContext, onShapeChange with concrete
+    shapes, then enqueue with outputs[0] == inputs[0]: the launch is recorded (no GPU needed)."""
+    engine, report = build(host, trt, sap, dtype, compute_counts)
+    assert report.ok, report
+    try:
+        context, report = host.open(engine, {"N": 40, "E": 100})
+        assert report.ok, report
+        assert report.calls == RUNTIME_CALLS, report
+        shapes = report.step("onShapeChange")
+        assert [d["dims"] for d in shapes["in"]] == [[40, 3], [100, 3], [100]]
+        assert [d["dims"] for d in shapes["out"]] == [[40, 3], [40, 1]][:2 if compute_counts else 1]
+        (launch,) = recorded_launch.made  # prepared by the context's plugin only
+        assert (launch.sizes["num_nodes"], launch.sizes["num_edges"], launch.sizes["num_features"]) == (40, 100, 3)
+        assert launch.sizes["dtype"] == np.dtype(dtype) and launch.sizes["with_counts"] is compute_counts
+
+        state, src, index, counts, workspace, stream = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000
+        report = host.enqueue(context, [state, src, index], [0, counts][:2 if compute_counts else 1], workspace,
+                              stream, repeats=2)
+        assert report.ok, report
+        assert report.step("IPluginV3OneRuntime::enqueue")["outputs"][0] == state  # aliased: the input's buffer
+        assert launch.calls == [(state, src, index, counts if compute_counts else 0, workspace, stream)] * 2
+        report = host.close(context)
+        assert report.ok and report.calls == CLOSE_CALLS, report
+    finally:
+        host.free(engine)
+
+
+LOCALE_HELPER = r"""
+#include <locale>
+struct SpaceGroups : std::numpunct<char> {
+    char do_thousands_sep() const override { return ' '; }
+    std::string do_grouping() const override { return "\3"; }
+};
+extern "C" void set_space_grouping_locale() {
+    std::locale::global(std::locale(std::locale::classic(), new SpaceGroups));
+}
+"""
+
+LOCALE_SCRIPT = """
+import ctypes, sys
+import tensorrt as trt
+ctypes.CDLL(sys.argv[1]).set_space_grouping_locale()
+from tests.plugin_host.host import PluginHost
+import plugin.scatter_add_plugin as sap
+host = PluginHost(trt)
+sap.register_scatter_add_creator()
+spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
+                 {"N": (1, 10**6, 10**6), "E": (1, 10**4, 10**4)}, {"compute_counts": [1]})
+engine, report = host.build(sap.PLUGIN_NAME, "1", "", spec)
+assert report.ok, report
+print(report.step("configurePlugin")["in"][0]["max"])
+"""
+
+
+def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host, tmp_path):
+    """On the H200, after torch's CUDA start-up, the host read "profile N 1 1000000 1000000" as one number: a
+    library had set a global C++ locale that groups digits. Here a locale grouping with spaces is set first, in a
+    fresh process; the host's streams use the classic locale, so the build reads its sizes."""
+    helper = tmp_path / "libsetlocale.so"
+    (tmp_path / "setlocale.cpp").write_text(LOCALE_HELPER)
+    build = subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-o", str(helper),
+                            str(tmp_path / "setlocale.cpp")], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot compile the locale helper: {build.stderr.strip()[-300:]}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", LOCALE_SCRIPT, str(helper)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[1000000, 1]", result.stdout  # the profile's max of state
+
+
+def test_the_bindings_keep_a_deleted_plugin_alive_in_python(trt, host, sap):
+    """What the host found about TensorRT's bindings (10.4 to 11.4): each getCapabilityInterface call of
+    TensorRT's releases a reference to the object the plugin returns (here the plugin itself), and the plugin's
+    destructor gives one back, so after TensorRT deletes a plugin its Python object lives on (with what it holds:
+    the prepared launch and its CUDA graphs) until the process ends. plugin_host.cpp keeps such plugins' memory."""
+    import weakref
+
+    made = []
+
+    class Watched(sap.ScatterAddPluginCreator):
+        def __init__(self):
+            super().__init__()
+            self.name = "WatchedScatterAdd"
+
+        def create_plugin(self, name, field_collection, phase):
+            made_here = super().create_plugin(name, field_collection, phase)
+            plugin = sap.ScatterAddPlugin(compute_counts=made_here.compute_counts)
+            plugin.plugin_name = self.name
+            made.append(weakref.ref(plugin))
+            return plugin
+
+    creator = Watched()
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        assert report.step("delete the build plugin")["ok"], report
+        host.free(engine)
+        gc.collect()
+        (alive,) = [ref() for ref in made]
+        assert alive is not None  # deleted by TensorRT (the host), alive in Python
+        # createPlugin's, kCORE's, kBUILD's and kRUNTIME's released references, one given back by the destructor
+        assert sys.getrefcount(alive) - 2 == 3  # (minus `alive` and getrefcount's argument)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+# --- a broken plugin must fail with the host's report ----------------------------------------------------------
+
+
+def broken_plugin(sap, method, behaviour):
+    """A ScatterAddPlugin subclass whose `method` is replaced by `behaviour`, and a creator that makes it."""
+    base = sap.ScatterAddPlugin
+
+    class Broken(base):
+        def __init__(self, compute_counts=True):
+            super().__init__(compute_counts=compute_counts)
+            self.plugin_name = f"Broken_{method}"
+
+        def clone(self):
+            copy = Broken(compute_counts=self.compute_counts)
+            return behaviour(self) if method == "clone" else copy
+
+        def attach_to_context(self, resource_context):
+            return behaviour(self) if method == "attach_to_context" else self.clone()
+
+    if method not in ("clone", "attach_to_context"):
+        setattr(Broken, method, lambda self, *args: behaviour(self, *args))
+
+    class BrokenCreator(sap.ScatterAddPluginCreator):
+        def __init__(self):
+            super().__init__()
+            self.name = f"Broken_{method}"
+
+        def create_plugin(self, name, field_collection, phase):
+            return Broken(compute_counts=super().create_plugin(name, field_collection, phase).compute_counts)
+
+    return BrokenCreator()
+
+
+def raises(self, *args):
+    raise ValueError("deliberately broken")
+
+
+def fresh_fields(self, *args):
+    """A collection made in the call: its int32 array is freed when the call returns (a PluginField keeps its
+    array alive, but the collection copies the fields and not their Python objects)."""
+    import tensorrt as trt
+
+    return trt.PluginFieldCollection([trt.PluginField("compute_counts", np.array([1], np.int32),
+                                                      trt.PluginFieldType.INT32)])
+
+
+BROKEN = [  # (method, behaviour, the call the host reports failed, what its report says)
+    ("get_output_data_types", raises, "getOutputDataTypes", "deliberately broken"),
+    ("get_output_data_types", lambda self, types: ["float32"], "getOutputDataTypes", "could not be interpreted"),
+    ("get_output_shapes", lambda self, *a: [(1, 2)], "getOutputShapes", "could not be interpreted"),
+    ("supports_format_combination", lambda self, pos, in_out, n: in_out[len(in_out) - 1].desc.format
+     == type(in_out[0].desc.format).LINEAR, "supportsFormatCombination", "depends on inOut[pos + 1 ..]"),
+    ("configure_plugin", raises, "configurePlugin", "deliberately broken"),
+    ("get_workspace_size", raises, "getWorkspaceSize", "deliberately broken"),  # the bindings use 0 bytes
+    ("get_aliased_input", lambda self, i: "0", "IPluginV3OneBuildV2::getAliasedInput", "could not be interpreted"),
+    ("get_aliased_input", lambda self, i: 0, "IPluginV3OneBuildV2::getAliasedInput", "aliases"),  # input 0 twice
+    ("get_fields_to_serialize", lambda self: None, "IPluginV3OneRuntime::getFieldsToSerialize", "null"),
+    ("clone", lambda self: self, "IPluginV3::clone", "plugin"),
+]
+
+
+@pytest.mark.parametrize("method, behaviour, call, message", BROKEN,
+                         ids=[f"{m}-{c}-{i}" for i, (m, _, c, _) in enumerate(BROKEN)])
+def test_a_broken_build_method_fails_with_the_hosts_report(trt, host, sap, method, behaviour, call, message):
+    creator = broken_plugin(sap, method, behaviour)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        with host.hook(churn):
+            engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        host.free(engine)
+        assert not report.ok and engine is None, report
+        failed = [step for step in report.steps if not step["ok"]]
+        assert failed and failed[0]["call"].startswith(call), report
+        assert message in str(failed[0]), report
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+def test_fields_freed_too_early_reach_the_runtime_as_garbage(trt, host, sap):
+    """get_fields_to_serialize returning a collection made in the call: the host reads it after TensorRT's other
+    work, gets what reused the freed array, and the runtime phase's createPlugin refuses it."""
+    creator = broken_plugin(sap, "get_fields_to_serialize", fresh_fields)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        with host.hook(churn):
+            engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        try:
+            step = report.step("IPluginV3OneRuntime::getFieldsToSerialize")
+            assert not step["ok"] or step["fields"][0]["values"] != [1], report
+            if engine is not None:
+                context, report = host.open(engine, {"N": 4, "E": 6})
+                assert context is None and not report.ok, report
+                assert "compute_counts must be 0 or 1" in report.error, report
+        finally:
+            host.free(engine)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+BROKEN_RUNTIME = [
+    ("attach_to_context", lambda self: None, "IPluginV3OneRuntime::attachToContext", "plugin"),
+    ("attach_to_context", lambda self: self, "IPluginV3OneRuntime::attachToContext", "plugin"),
+    ("on_shape_change", raises, "onShapeChange", "deliberately broken"),
+    ("set_tactic", raises, "setTactic", "deliberately broken"),
+]
+
+
+@pytest.mark.parametrize("method, behaviour, call, message", BROKEN_RUNTIME,
+                         ids=[f"{m}-{i}" for i, (m, *_) in enumerate(BROKEN_RUNTIME)])
+def test_a_broken_runtime_method_fails_with_the_hosts_report(trt, host, sap, recorded_launch, method, behaviour,
+                                                             call, message):
+    creator = broken_plugin(sap, method, behaviour)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        assert report.ok, report
+        try:
+            context, report = host.open(engine, {"N": 4, "E": 6})
+            assert context is None and not report.ok, report
+            failed = [step for step in report.steps if not step["ok"]]
+            assert failed[0]["call"].startswith(call) and message in str(failed[0]), report
+            assert all(step["ok"] for step in report.steps if step["call"].startswith("delete")), report
+        finally:
+            host.free(engine)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+def test_an_enqueue_that_raises_fails_with_the_hosts_report(trt, host, sap, recorded_launch):
+    creator = broken_plugin(sap, "enqueue", raises)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        context, report = host.open(engine, {"N": 4, "E": 6})
+        assert report.ok, report
+        report = host.enqueue(context, [0x1000, 0x2000, 0x3000], [0, 0x4000], 0, 0x6000, repeats=3)
+        assert not report.ok, report
+        step = report.step("IPluginV3OneRuntime::enqueue")
+        assert step["status"] != 0 and step["calls"] == 1 and "deliberately broken" in step["stderr"], report
+        assert host.close(context).ok
+        host.free(engine)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+# --- quickly deployable AOT plugins (tensorrt.plugin, TensorRT 10.16 and 11.x) ------------------------------------
+
+AOT_PROFILE = {"N": (1, 1000, 10**6), "E": (1, 10**4, 10**7), "C": (3, 2 * 10**4 + 1, 2 * 10**7 + 1)}
+AOT_SIZES = [(1, 0, 1), (5, 7, 3), (1000, 10**4, 64), (10**6, 10**7, 1)]  # (N, E, F)
+AOT_VARIANTS = [("scatter_add", "float32"), ("scatter_add_counts", "float32"), ("scatter_table", "float16"),
+                ("scatter_table_counts", "float16"), ("apply_table", "float16")]
+AOT_BUILD_CALLS = [
+    "IPluginRegistry::getCreator", "IPluginCreatorV3Quick::createPlugin(kBUILD)",
+    "IPluginV3::getCapabilityInterface(kCORE)",
+    "IPluginV3QuickCore::getPluginName/Version/Namespace", "IPluginV3::getCapabilityInterface(kBUILD)", "getNbOutputs",
+    "getOutputDataTypes (with input ranks)", "getOutputShapes",
+    "getNbSupportedFormatCombinations + getSupportedFormatCombinations", "configurePlugin", "getAliasedInput",
+    "getNbTactics + getValidTactics", "setTactic", "IPluginV3QuickAOTBuild::getLaunchParams",
+    "IPluginV3QuickAOTBuild::getKernel", "getTimingCacheID + getMetadataString", "IPluginV3::clone",
+    "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
+    "delete the clone", "delete the build plugin",
+]
+
+
+@pytest.fixture(scope="module")
+def aot(host, trt):
+    return register_aot_plugins(host, trt)
+
+
+def register_aot_plugins(host, trt):
+    """plugin.scatter_add_aot with its creators registered in the host's registry (tensorrt.plugin registers a
+    creator when a network first uses the plugin: lazy_register=True), or a skip saying why not."""
+    if not host.aot:
+        pytest.skip(f"the plugin host of TensorRT {trt.__version__} has no quickly deployable plugins (10.16+)")
+    try:
+        trtp = importlib.import_module("tensorrt.plugin")
+    except ImportError:
+        pytest.skip(f"this tensorrt ({trt.__version__}) has no tensorrt.plugin")
+    module = importlib.import_module("plugin.scatter_add_aot")
+    lib = importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "._lib")
+    for plugin_id in module.PLUGIN_KERNELS:
+        if plugin_id not in lib.QDP_CREATORS:
+            namespace, name = plugin_id.split("::")
+            lib._register_plugin_creator(name, namespace, {})  # what trtp.op.<namespace>.<name>(...) does first
+    return module
+
+
+def aot_spec(host, trt, kernel, dtype_name, num_features=NUM_FEATURES):
+    shapes = {"state": ["N", num_features], "src": ["E", num_features], "index": ["E"], "counts": ["N", 1],
+              "keys": ["C"], "values": ["C", num_features]}
+    dtype = getattr(trt, dtype_name)
+    types = {"state": dtype, "src": dtype, "index": trt.int64, "counts": trt.int64, "keys": trt.int32,
+             "values": trt.float32}
+    return host.spec([(types[name], shapes[name]) for name in kernel.inputs], AOT_PROFILE)
+
+
+def aot_build(host, trt, aot, plugin, dtype_name, num_features=NUM_FEATURES):
+    from plugin.kernels.aot import AOT_KERNELS
+
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[f"{aot.NAMESPACE}::{plugin}"]]
+    with host.hook(churn):
+        engine, report = host.aot_build(plugin, aot.NAMESPACE, aot_spec(host, trt, kernel, dtype_name, num_features))
+    return kernel, engine, report
+
+
+@pytest.mark.parametrize("plugin, dtype_name", AOT_VARIANTS)
+def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin, dtype_name):
+    """createPlugin(kSTRICT_AOT) through the quick creator, then TensorRT's AOT build calls: the kernel name and
+    PTX getKernel returns (read after the call), the aliasing, and getLaunchParams' symbolic launch and extra
+    arguments evaluated for concrete sizes against plugin.kernels.aot's own function of ints."""
+    from plugin.kernels.aot import aot_extra_args, aot_launch_params, compile_aot_ptx, table_capacity
+
+    kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name)
+    try:
+        assert report.ok, report
+        assert report.calls == AOT_BUILD_CALLS, report
+        build_interface = report.step("IPluginV3::getCapabilityInterface(kBUILD)")["interface"]
+        assert build_interface["kind"] == "PLUGIN_V3QUICKAOT_BUILD"
+        assert report.step("getAliasedInput")["aliases"] == [kernel.inputs.index(name) for name in kernel.outputs]
+        name, ptx = host.aot_kernel(engine)
+        assert name == kernel.name and ptx == compile_aot_ptx()
+        for num_nodes, num_edges, num_features in AOT_SIZES:
+            if num_features != NUM_FEATURES:
+                continue  # F is the network's constant; other F: test_aot_launch_for_every_feature_count
+            sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+                     "capacity": table_capacity(num_edges)}
+            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": sizes["capacity"]})
+            assert evaluated.ok, evaluated
+            grid, block, shared = aot_launch_params(kernel, sizes)
+            assert evaluated.data["launch"] == {"grid": [grid, 1, 1], "block": [block, 1, 1], "shared_mem": shared,
+                                                "extra_args": list(aot_extra_args(kernel, sizes))}
+    finally:
+        host.free(engine)
+
+
+@pytest.mark.parametrize("num_nodes, num_edges, num_features", AOT_SIZES)
+def test_aot_launch_for_every_feature_count(trt, host, aot, num_nodes, num_edges, num_features):
+    from plugin.kernels.aot import aot_extra_args, aot_launch_params, table_capacity
+
+    for plugin, dtype_name in AOT_VARIANTS:
+        kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name, num_features)
+        try:
+            assert report.ok, report
+            sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+                     "capacity": table_capacity(num_edges)}
+            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": sizes["capacity"]})
+            grid, block, shared = aot_launch_params(kernel, sizes)
+            assert evaluated.data["launch"]["grid"] == [grid, 1, 1], (plugin, evaluated)
+            assert evaluated.data["launch"]["extra_args"] == list(aot_extra_args(kernel, sizes)), (plugin, evaluated)
+        finally:
+            host.free(engine)
+
+
+def test_aot_register_refusing_a_dtype_fails_the_build(trt, host, aot):
+    """scatter_add is float32 only: given float16 inputs, getOutputDataTypes fails with the plugin's message."""
+    from plugin.kernels.aot import AOT_KERNELS
+
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD]]
+    engine, report = host.aot_build("scatter_add", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16"))
+    host.free(engine)
+    assert not report.ok and "state must be a 2-D" in report.error, report
+
+
+FAKE_DRIVER = r"""
+/* A recording stand-in for libcuda's launch entry points (soname libcuda.so.1): what the host passes. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+static void say(const char* text) { FILE* f = fopen(getenv("FAKE_CUDA_LOG"), "a"); fputs(text, f); fclose(f); }
+int cuModuleLoadData(void** module, const void* image) { *module = (void*)0x10; say("load\n"); return image ? 0 : 1; }
+int cuModuleGetFunction(void** f, void* m, const char* name) {
+    char line[256]; snprintf(line, sizeof line, "function %s\n", name); say(line); *f = (void*)0x20; return 0; }
+int cuModuleUnload(void* m) { say("unload\n"); return 0; }
+int cuGetErrorName(int r, const char** s) { *s = r ? "FAKE_ERROR" : "CUDA_SUCCESS"; return 0; }
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
+    char line[512]; const char* kinds = getenv("FAKE_CUDA_KINDS");
+    snprintf(line, sizeof line, "launch %u %u %u %u %u %u %u %llu\n", gx, gy, gz, bx, by, bz, shared,
+             (unsigned long long)(uintptr_t)stream); say(line);
+    for (int i = 0; kinds[i]; ++i) {
+        if (kinds[i] == 'p') snprintf(line, sizeof line, "p %llu\n", (unsigned long long)*(uint64_t*)params[i]);
+        else snprintf(line, sizeof line, "i %d\n", *(int32_t*)params[i]);
+        say(line);
+    }
+    return extra == 0 ? 0 : 1;
+}
+"""
+
+LAUNCH_SCRIPT = """
+import ctypes, json, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # the recording driver, found by the host's dlopen("libcuda.so.1")
+import tensorrt as trt
+from tests.plugin_host.host import PluginHost
+from tests.test_plugin_host import aot_spec, register_aot_plugins
+from plugin.kernels.aot import AOT_KERNELS
+host = PluginHost(trt)
+aot = register_aot_plugins(host, trt)
+kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_COUNTS]]
+engine, report = host.aot_build("scatter_add_counts", aot.NAMESPACE, aot_spec(host, trt, kernel, "float32"))
+assert report.ok, report
+launched = host.aot_launch(engine, {"N": 1000, "E": 5000, "C": 10001}, [11, 22, 33, 44], [0, 0], 99)
+host.free(engine)
+print(json.dumps(launched.data))
+"""
+
+
+def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, tmp_path):
+    """The host's launch of an AOT kernel, recorded by a stand-in libcuda in a fresh process (no GPU needed): the
+    grid of getLaunchParams for N = 1000, E = 5000, F = 3, then the input pointers, the extra int32 arguments and
+    the output pointers, each aliased output being its input's pointer (tests/test_plugin_host_gpu.py runs it)."""
+    from plugin.kernels.aot import AOT_KERNELS, aot_launch_params
+
+    compiler = os.environ.get("CC", "gcc")
+    library = tmp_path / "libcuda.so.1"
+    source = tmp_path / "fake_cuda.c"
+    source.write_text(FAKE_DRIVER)
+    build = subprocess.run([compiler, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library), str(source)],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot compile the recording driver with {compiler}: {build.stderr.strip()[-300:]}")
+    log = tmp_path / "launch.log"
+    env = dict(os.environ, FAKE_CUDA_LOG=str(log), FAKE_CUDA_KINDS="ppppiiipp",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", LAUNCH_SCRIPT, str(library)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_COUNTS]]
+    grid, block, shared = aot_launch_params(kernel, {"num_nodes": 1000, "num_edges": 5000, "num_features": 3})
+    assert log.read_text().splitlines() == [
+        "load", f"function {kernel.name}", f"launch {grid} 1 1 {block} 1 1 {shared} 99",
+        "p 11", "p 22", "p 33", "p 44",  # state, src, index, counts
+        "i 1000", "i 5000", "i 3",  # N, E, F: the kernel's extra arguments
+        "p 11", "p 44",  # the outputs: state and counts, aliased to their inputs
+        "unload",  # with the engine
+    ], result.stdout[-2000:]
+    assert kernel.inputs == ("state", "src", "index", "counts") and kernel.extra_args == (
+        "num_nodes", "num_edges", "num_features") and kernel.outputs == ("state", "counts")
+
+
+# --- the README's test command: lay the bindings out and run the tests above on them ---------------------------
+
+
+@pytest.mark.skipif(os.environ.get("PLUGIN_HOST_MATRIX") == "1",
+                    reason=".ci/run runs the plugin host tests in its real-bindings matrix (10.4.0, 10.16.1.11, "
+                           "11.4.0.106)")
+def test_the_host_tests_pass_on_real_bindings(request):
+    """Where `tensorrt` is not a host layout (e.g. `python3 -m pytest` with no PYTHONPATH): lays out TensorRT's
+    real bindings of PLUGIN_HOST_RELEASES (default 11.4.0.106) with the host, in pytest's cache, and runs this
+    file and the registry test of test_plugin.py there in a fresh process."""
+    if host_library_path() is not None:
+        pytest.skip("tensorrt here is a plugin host layout: the tests above ran on it")
+    from tests.plugin_host.build import HostBuildError, lay_out
+
+    releases = os.environ.get("PLUGIN_HOST_RELEASES", "11.4.0.106").split()
+    cache = Path(request.config.cache.mkdir("plugin-host")) if request.config.cache else Path("/tmp/plugin-host")
+    for release in releases:
+        try:
+            layout = lay_out(release, cache / release)
+        except HostBuildError as error:
+            pytest.skip(f"cannot lay out TensorRT {release}'s bindings with the plugin host here: {error}")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(layout), str(ROOT)]))
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_plugin_host.py",
+             "tests/test_plugin.py::test_registration_is_idempotent"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, f"TensorRT {release}: {result.stdout[-4000:]}{result.stderr[-2000:]}"
+        # the skip reason of this test there says the tests ran on the host's layout
+        assert " passed" in result.stdout and "plugin host layout" in result.stdout, result.stdout[-2000:]
