@@ -30,9 +30,21 @@ PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; r
 PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.16 and 11.x run with
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
+# float32 sums in shared memory first where N (F + counts) <= PRIVATE_MAX_FLOATS (40 KiB: under the 48 KiB a
+# launch gets without an opt-in, which TensorRT does not make) and E >= PRIVATE_MIN_EDGES_PER_NODE N; the
+# kernel decides (scatter_add_aot.cu privatised), the launch parameters give the shared memory it then needs.
+PRIVATE_MAX_FLOATS = 10240
+PRIVATE_MIN_EDGES_PER_NODE = 256
+# scatter_owned_f16 (float16 in one kernel, small batches): blocks of OWNED_THREADS, one per
+# OWNED_EDGES_PER_BLOCK edges, at most OWNED_MAX_BLOCKS (each block reads all E targets); each block's table
+# has owned_capacity(E) slots of 4 (F + 2) bytes, under 48 KiB for E <= OWNED_MAX_EDGES and F <= 8.
+OWNED_THREADS = 1024
+OWNED_EDGES_PER_BLOCK = 256
+OWNED_MAX_BLOCKS = 128
+OWNED_MAX_EDGES = 2**15
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
-SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
+SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity", "owned_capacity")
 
 
 @dataclass(frozen=True)
@@ -46,21 +58,25 @@ class AotKernel:
     extra_args: tuple[str, ...]
     outputs: tuple[str, ...]
     rows: str
+    privatised: bool = False  # may sum in shared memory first (float32): aot_shared_bytes
+    owned: bool = False  # scatter_owned_f16: OWNED_THREADS per block, owned_blocks blocks
 
 
 AOT_KERNELS: dict[str, AotKernel] = {
     kernel.name: kernel
     for kernel in (
         AotKernel("scatter_add_f32", ("state", "src", "index"), ("num_nodes", "num_edges", "num_features"),
-                  ("state",), "num_edges"),
+                  ("state",), "num_edges", privatised=True),
         AotKernel("scatter_add_f32_counts", ("state", "src", "index", "counts"),
-                  ("num_nodes", "num_edges", "num_features"), ("state", "counts"), "num_edges"),
+                  ("num_nodes", "num_edges", "num_features"), ("state", "counts"), "num_edges", privatised=True),
         AotKernel("scatter_table_f16", ("src", "index", "keys", "values"),
                   ("num_edges", "num_features", "capacity"), ("keys", "values"), "num_edges"),
         AotKernel("scatter_table_f16_counts", ("src", "index", "keys", "values", "counts"),
                   ("num_nodes", "num_edges", "num_features", "capacity"), ("keys", "values", "counts"), "num_edges"),
         AotKernel("apply_table_f16", ("state", "keys", "values"), ("num_nodes", "num_features", "capacity"),
                   ("state",), "capacity"),
+        AotKernel("scatter_owned_f16", ("state", "src", "index"),
+                  ("num_nodes", "num_edges", "num_features", "owned_capacity"), ("state",), "num_edges", owned=True),
     )
 }
 
@@ -73,19 +89,57 @@ def table_capacity(num_edges: Any) -> Any:
     return num_edges * 2 + 1
 
 
+def owned_blocks(num_edges: Any) -> Any:
+    """scatter_owned_f16's grid: max(1, min(ceil(E / OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS)), int or symbolic."""
+    if isinstance(num_edges, int):
+        return max(1, min(-(-num_edges // OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS))
+    cdiv, sym_min, sym_max = _symbolic_ops()
+    return sym_max(sym_min(cdiv(num_edges, OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS), 1)
+
+
+def owned_capacity(num_edges: Any) -> Any:
+    """Slots of each scatter_owned_f16 block's table: 1.5x its share of the edges plus 64 (it holds 3/4 of them,
+    so a block's nodes overflow it only far from the average; then it runs more passes)."""
+    blocks = owned_blocks(num_edges)
+    if isinstance(num_edges, int):
+        return -(-num_edges // blocks) * 3 // 2 + 64
+    cdiv, _, _ = _symbolic_ops()
+    return cdiv(num_edges, blocks) * 3 // 2 + 64
+
+
 def _symbolic_ops() -> tuple[Any, Any, Any]:
     import tensorrt.plugin as trtp
 
     return trtp.cdiv, trtp.min, trtp.max
 
 
-def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, int]:
+def aot_shared_bytes(kernel: AotKernel, sizes: Mapping[str, Any]) -> Any:
+    """Dynamic shared memory per block: for a privatised kernel 4 N (F + counts) bytes where that is at most
+    PRIVATE_MAX_FLOATS words (the kernel may then sum in shared memory), else 0. Written with *, // and min
+    only, so that it holds for ints and symbolic sizes alike: min(1, words // (PRIVATE_MAX_FLOATS + 1)) is 0
+    up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative)."""
+    if kernel.owned:
+        return owned_capacity(sizes["num_edges"]) * (sizes["num_features"] + 2) * 4
+    if not kernel.privatised:
+        return 0
+    words = sizes["num_nodes"] * (sizes["num_features"] + int("counts" in kernel.inputs))
+    over = words // (PRIVATE_MAX_FLOATS + 1)
+    if isinstance(over, int):
+        return 4 * words - 4 * words * min(1, over)
+    _, sym_min, _ = _symbolic_ops()
+    return words * 4 - words * 4 * sym_min(over, 1)
+
+
+def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, Any]:
     """(grid_x, block_x, shared_mem) of `kernel` for sizes {name: int or symbolic size}.
 
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
     element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still
-    launches a valid (empty) grid. Plain ints give ints; symbolic sizes give a tensorrt.plugin expression.
+    launches a valid (empty) grid; shared_mem = aot_shared_bytes. scatter_owned_f16: owned_blocks blocks of
+    OWNED_THREADS. Plain ints give ints; symbolic sizes give tensorrt.plugin expressions.
     """
+    if kernel.owned:
+        return owned_blocks(sizes["num_edges"]), OWNED_THREADS, aot_shared_bytes(kernel, sizes)
     elements = sizes[kernel.rows] * sizes["num_features"]
     if isinstance(elements, int):
         blocks = -(-elements // THREADS_PER_BLOCK)
@@ -93,12 +147,14 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
     else:
         cdiv, sym_min, sym_max = _symbolic_ops()
         grid = sym_max(sym_min(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
-    return grid, THREADS_PER_BLOCK, 0
+    return grid, THREADS_PER_BLOCK, aot_shared_bytes(kernel, sizes)
 
 
 def aot_extra_args(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The extra int32 arguments of `kernel`, in its parameter order, from sizes (ints or symbolic)."""
-    return tuple(sizes[name] for name in kernel.extra_args)
+    """The extra int32 arguments of `kernel`, in its parameter order, from sizes (ints or symbolic);
+    owned_capacity is derived from num_edges where sizes lack it."""
+    derived = {"owned_capacity": owned_capacity(sizes["num_edges"])} if "owned_capacity" in kernel.extra_args else {}
+    return tuple(derived[name] if name in derived and name not in sizes else sizes[name] for name in kernel.extra_args)
 
 
 def check_aot_sizes(sizes: Mapping[str, int]) -> None:
@@ -189,15 +245,22 @@ def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, i
 
 
 def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
-                        num_nodes: int, num_edges: int, num_features: int, stream: int) -> None:
+                        num_nodes: int, num_edges: int, num_features: int, stream: int, owned: bool = False) -> None:
     """What an AOT engine runs for one scatter-add, on `stream`: the fills the network's layers make (counts
     to 0 when pointers has "counts"; float16: keys to -1, values to 0), then the plugin kernels. float16
-    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32). For tests and benchmarks."""
+    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32), except with owned=True
+    (float16 without counts: the one kernel scatter_owned_f16, no fills). For tests and benchmarks."""
     from cuda.bindings import driver
 
     sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
              "capacity": table_capacity(num_edges)}
     with_counts = "counts" in pointers
+    if owned:
+        if not half or with_counts:
+            raise ValueError("scatter_owned_f16 is float16 without counts")
+        kernel = AOT_KERNELS["scatter_owned_f16"]
+        launch_aot_kernel(functions[kernel.name], kernel, pointers, sizes, stream)
+        return
     if with_counts:
         check(driver.cuMemsetD32Async(pointers["counts"], 0, 2 * num_nodes, stream))
     if not half:

@@ -13,7 +13,9 @@
 //   apply_table_f16           float16 path, step 2: state[key] = half(float(state[key]) + sum), one rounding
 //
 // Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
-// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. Rows whose index is
+// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
+// sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
+// shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
 // outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert is
 // scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
@@ -25,8 +27,11 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 #define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
+#define AOT_OWNED_THREADS 1024     // plugin/kernels/aot.py OWNED_THREADS
 #define EMPTY_KEY (-1)             // the network fills the keys with -1
 #define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
+#define AOT_PRIVATE_MAX_FLOATS 10240      // plugin/kernels/aot.py PRIVATE_MAX_FLOATS: 40 KiB of shared memory
+#define AOT_PRIVATE_MIN_EDGES_PER_NODE 256  // plugin/kernels/aot.py PRIVATE_MIN_EDGES_PER_NODE
 
 __device__ __forceinline__ i64 first_element() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 element_stride() { return (i64)gridDim.x * blockDim.x; }
@@ -78,14 +83,86 @@ __device__ __forceinline__ void for_each_targeted_element(const i64* __restrict_
     }
 }
 
-// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge).
+// Lanes of the warp with the same key (match.any, sm_70+): each lane gets its group's sum of v; returns the
+// group's lanes. Every lane of the warp calls it; when no two keys are equal it costs one match and one vote.
+__device__ __forceinline__ unsigned combine_warp_peers(long long key, float& v) {
+    const int lane = threadIdx.x & 31;
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    if (__all_sync(0xffffffffu, peers == (1u << lane))) return peers;
+    float sum = 0.0f;
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) sum += __shfl_sync(peers, v, __ffs(rest) - 1);
+    v = sum;
+    return peers;
+}
+
+__device__ __forceinline__ unsigned sm_count() {
+    unsigned n;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+}
+
+// Whether a float32 launch sums in shared memory first (few nodes, many edges each): then the launch parameters
+// gave each block 4 N (F + counts) bytes of dynamic shared memory (plugin/kernels/aot.py aot_shared_bytes).
+__device__ __forceinline__ bool privatised(int num_nodes, int num_edges, int num_features, bool counts) {
+    return num_nodes > 0 && (i64)num_nodes * (num_features + counts) <= AOT_PRIVATE_MAX_FLOATS
+           && (i64)num_edges >= (i64)AOT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes;
+}
+
+// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge). A warp's
+// elements with the same target element are summed first and added by one atomic. Privatised (few nodes): the
+// first min(gridDim, 2 x SMs) blocks sum their elements in shared memory, then add each nonzero sum (and count)
+// with one atomic, each block starting at its own node; the other blocks return at once.
 __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
                                                  int num_nodes, int num_edges, int num_features,
                                                  float* state_out, u64* counts_out) {
-    for_each_targeted_element(index, num_nodes, num_edges, num_features, [&](i64 i, i64 node, int feature) {
-        atomicAdd(state_out + node * num_features + feature, __ldg(src + i));
-        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
-    });
+    const int lane = threadIdx.x & 31;
+    const i64 total = (i64)num_edges * num_features;
+    if (privatised(num_nodes, num_edges, num_features, counts_out != nullptr)) {
+        extern __shared__ float private_sums[];  // [N * F], then the counts [N]
+        unsigned* private_counts = reinterpret_cast<unsigned*>(private_sums + (i64)num_nodes * num_features);
+        const unsigned blocks = min(gridDim.x, 2 * sm_count());
+        if (blockIdx.x >= blocks) return;
+        const int words = num_nodes * (num_features + (counts_out != nullptr));
+        for (int i = threadIdx.x; i < words; i += blockDim.x) private_sums[i] = 0.0f;
+        __syncthreads();
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)blocks * blockDim.x) {
+            int feature;
+            const i64 edge = split_element(i, num_features, feature);
+            const i64 node = __ldg(index + edge);
+            if (node < 0 || node >= num_nodes) continue;
+            atomicAdd(private_sums + node * num_features + feature, __ldg(src + i));
+            if (counts_out != nullptr && feature == 0) atomicAdd(private_counts + node, 1u);
+        }
+        __syncthreads();
+        const int elements = num_nodes * num_features;
+        const int start = (int)(((i64)blockIdx.x * num_nodes / blocks) * num_features);
+        for (int j = threadIdx.x; j < elements; j += blockDim.x) {
+            const int k = j + start < elements ? j + start : j + start - elements;
+            const float sum = private_sums[k];
+            if (__float_as_uint(sum) != 0u) atomicAdd(state_out + k, sum);
+        }
+        if (counts_out != nullptr) {
+            const int first = (int)((i64)blockIdx.x * num_nodes / blocks);
+            for (int j = threadIdx.x; j < num_nodes; j += blockDim.x) {
+                const int n = j + first < num_nodes ? j + first : j + first - num_nodes;
+                if (private_counts[n] != 0u) atomicAdd(counts_out + n, (u64)private_counts[n]);
+            }
+        }
+        return;
+    }
+    // warp-uniform loop (the match needs every lane): the warp's first element, then whole grid strides
+    for (i64 base = first_element() - lane; base < total; base += element_stride()) {
+        const i64 i = base + lane;
+        int feature = 0;
+        const i64 edge = i < total ? split_element(i, num_features, feature) : 0;
+        const i64 node = i < total ? __ldg(index + edge) : -1;
+        const bool ok = node >= 0 && node < num_nodes;
+        float v = ok ? __ldg(src + i) : 0.0f;
+        const unsigned peers = combine_warp_peers(ok ? node * num_features + feature : -1ll - lane, v);
+        if (!ok || __ffs(peers) - 1 != lane) continue;
+        atomicAdd(state_out + node * num_features + feature, v);
+        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, (u64)__popc(peers));
+    }
 }
 
 // values_out[slot(index[e]), f] += float(src[e, f]) with keys_out[slot] = index[e]; nodes in [0, node_limit).
@@ -148,5 +225,129 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
         if (__float_as_uint(sum) == 0u) continue;
         __half* element = state_out + (i64)node * num_features + feature;
         *element = __float2half_rn(__half2float(*element) + sum);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// float16 in one kernel for small batches (scatter_owned_f16): block b of G owns the nodes n whose hash maps to
+// b; every block reads all E targets, sums its own nodes' rows in float32 in a shared-memory hash table of
+// `capacity` slots (keys, F sums and the node's state as float) and adds each node's sum into the state with
+// one rounding. No table from the network, no atomics outside the block. A block whose nodes do not fit
+// (more than 3/4 of capacity) sums one sub-range of a second hash at a time, halving it until they fit, and
+// writes the state only after a sub-range's pass succeeded. The Python plugin's scatter_owned does the same.
+
+#define OWNED_EMPTY (-1)
+#define FULL_RANGE (1ull << 32)
+
+__device__ __forceinline__ unsigned mix32(unsigned x) {  // murmur3's finaliser: a bijection of 32-bit words
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+__device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int* inserted, int limit, int* overflow,
+                                          bool& fresh) {
+    fresh = false;
+    unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
+    for (int probe = 0; probe < capacity; ++probe) {
+        const int key = *((volatile int*)&keys[slot]);
+        if (key == node) return (int)slot;
+        if (key == OWNED_EMPTY) {
+            const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
+            if (previous == OWNED_EMPTY) {
+                fresh = true;
+                if (atomicAdd(inserted, 1) >= limit) *((volatile int*)overflow) = 1;
+                return (int)slot;
+            }
+            if (previous == node) return (int)slot;
+        }
+        slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
+    }
+    *((volatile int*)overflow) = 1;
+    return -1;
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_OWNED_THREADS)
+scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const i64* __restrict__ index,
+                  int num_nodes, int num_edges, int num_features, int capacity, __half* state_out) {
+    extern __shared__ int keys[];
+    float* sums = reinterpret_cast<float*>(keys + capacity);
+    float* base = sums + capacity * num_features;  // the node's state as float (F = 1: read at insertion)
+    __shared__ int inserted, overflow;
+    const unsigned owners = gridDim.x, me = blockIdx.x;
+    const int limit = capacity * 3 / 4;
+    const bool one_feature = num_features == 1;
+    u64 lo = 0, width = FULL_RANGE;
+    while (lo < FULL_RANGE) {
+        for (int i = threadIdx.x; i < capacity; i += blockDim.x) keys[i] = OWNED_EMPTY;
+        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+        if (threadIdx.x == 0) inserted = overflow = 0;
+        __syncthreads();
+        const int lane = threadIdx.x & 31;
+        for (i64 first = threadIdx.x - lane; first < num_edges; first += 4 * blockDim.x) {  // warp-uniform
+            i64 node[4];
+            float one[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const i64 e = first + lane + k * (i64)blockDim.x;
+                node[k] = e < num_edges ? __ldg(index + e) : -1;
+                one[k] = one_feature && e < num_edges ? __half2float(src[e]) : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int n = (int)node[k];
+                const unsigned h = mix32((unsigned)n);
+                const bool mine = node[k] >= 0 && node[k] < num_nodes && (unsigned)(((u64)h * owners) >> 32) == me
+                                  && (width == FULL_RANGE || (u64)(unsigned)(h * 0x9e3779b1u - (unsigned)lo) < width);
+                float value = one[k];
+                if (one_feature) {  // a warp's edges into one node summed first: a hub costs one atomic per warp
+                    if (!__any_sync(0xffffffffu, mine)) continue;
+                    const unsigned peers = __match_any_sync(0xffffffffu, mine ? n : -1 - lane);
+                    if ((peers & (peers - 1u)) != 0u) {
+                        float sum = 0.0f;
+                        for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) {
+                            sum += __shfl_sync(peers, value, __ffs(rest) - 1);
+                        }
+                        value = sum;
+                    }
+                    if (__ffs(peers) - 1 != lane) continue;
+                }
+                if (!mine) continue;
+                bool fresh;
+                const int slot = owned_slot(keys, capacity, n, &inserted, limit, &overflow, fresh);
+                if (slot < 0) continue;
+                if (one_feature) {
+                    atomicAdd(sums + slot, value);
+                    if (fresh) base[slot] = __half2float(state_out[n]);
+                } else {
+                    const i64 e = first + lane + k * (i64)blockDim.x;
+                    for (int f = 0; f < num_features; ++f) {
+                        atomicAdd(sums + slot * num_features + f, __half2float(src[e * num_features + f]));
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        const bool failed = overflow != 0;
+        if (!failed) {
+            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+                const int slot = one_feature ? i : i / num_features;
+                const int node = keys[slot];
+                const float sum = sums[i];
+                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+                __half* p = state_out + (i64)node * num_features + (i - slot * num_features);
+                *p = __float2half_rn((one_feature ? base[slot] : __half2float(*p)) + sum);
+            }
+        }
+        __syncthreads();
+        if (failed) {
+            width >>= 1;
+            continue;
+        }
+        lo += width;
+        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
     }
 }
