@@ -1125,9 +1125,29 @@ DIRECT_ENTRY_POINT(4)
 // An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free),
 // sums[capacity * F] float32 and, for F = 1, base[capacity]: the node's state as float, read by the thread that
 // inserted the node, so that the apply needs no load. A pass covers the nodes whose subrange_hash lies in
-// [lo, lo + width): feed(lo, width, add) calls add(node, feature, value) for each value of such an owned node,
+// [lo, lo + width): feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node,
 // then every node's sum is added into the state with one rounding (sums still +0.0 are skipped: such a node
 // keeps its value bit for bit). Every thread of the block calls it.
+// add(node, feature, value) of an owned pass: the value into the node's float32 sum (the node inserted if new;
+// for F = 1 its inserting thread also reads its state into base).
+struct OwnedAdd {
+    int* keys;
+    float* sums;
+    float* base;
+    int* inserted;
+    int* overflow;
+    scalar_t* state;
+    int capacity, limit, num_features;
+
+    __device__ __forceinline__ void operator()(int node, int feature, float value) const {
+        bool fresh;
+        const int slot = owned_insert(keys, capacity, node, inserted, limit, overflow, fresh);
+        if (slot < 0) return;
+        atomicAdd(sums + slot * num_features + feature, value);
+        if (num_features == 1 && fresh) base[slot] = to_float(state[node]);
+    }
+};
+
 template <typename Feed>
 __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int limit,
                                              Feed feed) {
@@ -1136,19 +1156,13 @@ __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int n
     float* base = sums + capacity * num_features;  // F = 1 only
     __shared__ int inserted, overflow;
     const bool one_feature = num_features == 1;
+    const OwnedAdd add{owned_keys, sums, base, &inserted, &overflow, state, capacity, limit, num_features};
     u64 lo = 0, width = FULL_RANGE;
     while (lo < FULL_RANGE) {
         for (int i = threadIdx.x; i < capacity; i += blockDim.x) owned_keys[i] = OWNED_EMPTY;
         for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
         if (threadIdx.x == 0) inserted = overflow = 0;
         __syncthreads();
-        auto add = [&](int node, int feature, float value) {
-            bool fresh;
-            const int slot = owned_insert(owned_keys, capacity, node, &inserted, limit, &overflow, fresh);
-            if (slot < 0) return;
-            atomicAdd(sums + slot * num_features + feature, value);
-            if (one_feature && fresh) base[slot] = to_float(state[node]);
-        };
         feed((unsigned)lo, width, add);
         __syncthreads();
         const bool failed = overflow != 0;
@@ -1190,7 +1204,7 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
               int num_features, int capacity, int limit, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
     const unsigned owners = gridDim.x, me = blockIdx.x;
     const int lane = threadIdx.x & 31;
-    auto feed = [&](unsigned lo, u64 width, auto& add) {
+    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
         // warp-uniform: every lane runs every step (the match needs them all)
         for (i64 first = threadIdx.x - lane; first < num_edges; first += OWNED_LOADS * (i64)blockDim.x) {
             i64 node[OWNED_LOADS];
@@ -1330,7 +1344,7 @@ reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ en
                int limit, scalar_t* __restrict__ state) {
     const unsigned buckets = gridDim.x, me = blockIdx.x;
     const int lanes = max(1, (int)blockDim.x / chunks);
-    auto feed = [&](unsigned lo, u64 width, auto& add) {
+    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
         for (int t = threadIdx.x; t < chunks * lanes; t += blockDim.x) {
             const int chunk = t / lanes, sub = t - chunk * lanes;
             const unsigned* row = offsets + (i64)chunk * (buckets + 1);
