@@ -6,14 +6,12 @@ F = 1, no counts, a new batch of B edges per step (8 rotating random batches) in
 events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_; the Python plugin's kernel
 ("auto", and each candidate plan forced, some with a plan.py constant changed); the AOT kernels (the PTX an
 engine holds, TensorRT's argument order): float32 one kernel, float16 the table path (two fills, two kernels)
-and the one-kernel owned path (B <= 2^15). Then one step at a time, synchronised after each, host launch
-included, for torch and the Python plugin (what an application that reads the state after each step sees).
+and the one-kernel owned path (B <= 2^15). bench_aot.py and bench_state_update.py time the shipped choices;
+this probe times the alternatives behind them.
 """
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -50,43 +48,19 @@ def variants(dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, str
     """(label, algorithm, plan constants) of the Python plugin's candidates for this row."""
     rows = [("auto", "auto", {})]
     if dtype_name == "float32":
-        rows += [("global (windowed)", "global", {}), ("direct", "direct", {}),
-                 ("direct, 32 blocks/SM", "direct", {"DIRECT_BLOCKS_PER_SM": 32}),
-                 ("direct, 4 blocks/SM", "direct", {"DIRECT_BLOCKS_PER_SM": 4})]
+        rows += [("global (windowed)", "global", {}), ("direct, 8 blocks/SM", "direct", {"DIRECT_BLOCKS_PER_SM": 8})]
         if num_nodes <= 10**4:
             rows.append(("shared", "shared", {}))
     else:
         rows.append(("table (global/hashed)", "global", {}))
-        if num_nodes <= 10**5:
-            rows.append(("shared + table", "shared", {}))
         if batch <= 2**15:
-            rows += [("owned, 128 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 128}),
-                     ("owned, 256 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 256}),
-                     ("owned, 512 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 512}),
-                     ("owned, 1024 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 1024})]
+            rows += [("owned, 64 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 64}),
+                     ("owned, 256 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 256})]
         else:
-            rows += [("partitioned, buckets of 2048", "partitioned", {"PARTITION_BUCKET_EDGES": 2048}),
-                     ("partitioned, buckets of 4096", "partitioned", {"PARTITION_BUCKET_EDGES": 4096}),
-                     ("partitioned, chunks of 2048", "partitioned", {"PARTITION_CHUNK_EDGES": 2048})]
-            if num_nodes == 10**6:
-                rows.append(("owned (132 blocks)", "owned", {}))
+            rows += [("partitioned, buckets of 4096", "partitioned", {"PARTITION_BUCKET_EDGES": 4096}),
+                     ("partitioned, chunks of 2048", "partitioned", {"PARTITION_CHUNK_EDGES": 2048}),
+                     ("partitioned, buckets of 1024", "partitioned", {"PARTITION_BUCKET_EDGES": 1024})]
     return rows
-
-
-def sync_step_us(step, sets: int, steps: int = 200) -> float:
-    """Median wall time of one step issued and synchronised (host launch + device + the synchronisation)."""
-    import torch
-
-    for i in range(2 * sets):
-        step(i % sets)
-    torch.cuda.synchronize()
-    times = []
-    for i in range(steps):
-        start = time.perf_counter_ns()
-        step(i % sets)
-        torch.cuda.synchronize()
-        times.append((time.perf_counter_ns() - start) / 1e3)
-    return statistics.median(times)
 
 
 def probe_row(functions: dict, dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
@@ -132,18 +106,7 @@ def probe_row(functions: dict, dtype_name: str, batch: int, num_nodes: int) -> l
                     time_gpu_ms(aot_step, **TIMING), ""))
     if half and batch <= 2**15:
         results.append(("aot: owned (one kernel)", time_gpu_ms(lambda i: aot_step(i, True), **TIMING), ""))
-    auto_steps = [ours(state, src, index, None, torch.empty(max(1, scatter_add_workspace_size(
-        num_nodes, batch, 1, dtype_name, with_counts=False)), device="cuda", dtype=torch.uint8))
-        for src, index in batches]
-    results.append(("sync step: torch index_add_ (us)",
-                    sync_step_us(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), ROTATION) / 1e3, ""))
-    results.append(("sync step: python auto (us)", sync_step_us(lambda i: auto_steps[i](), ROTATION) / 1e3, ""))
-    if half and batch <= 2**15:
-        results.append(("sync step: aot owned from Python (us)",
-                        sync_step_us(lambda i: aot_step(i, True), ROTATION) / 1e3, ""))
-    elif not half:
-        results.append(("sync step: aot from Python (us)", sync_step_us(aot_step, ROTATION) / 1e3, ""))
-    del state, batches, keys, values, auto_steps
+    del state, batches, keys, values
     torch.cuda.empty_cache()
     return results
 
@@ -162,8 +125,7 @@ def main() -> int:
 
     torch.zeros(1, device="cuda")
     _, functions = load_aot_functions()
-    lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts; 'sync step' rows: wall time of "
-             "one step issued and synchronised (us)", "", "| dtype | B | N | method | us | plan |",
+    lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts", "", "| dtype | B | N | method | us | plan |",
              "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name in args.dtypes:
         for batch in (int(b) for b in args.batches):

@@ -5,8 +5,9 @@
 #
 #   [ENQUEUE_ALSO_WITH=<other TensorRT bindings folder>] benchmarks/run_gpu.sh OUT_DIR [--quick]
 #
-# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_plugin_gpu.py, tests/test_aot_plugin_gpu.py,
-# tests/test_cuda_graph_gpu.py; a failure is reported on the last line and the benchmarks still run), then
+# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
+# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py; a failure is reported on the last line and the
+# benchmarks still run), then
 # bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py and bench_breakdown.py, each
 # with --out. Under OUT_DIR: gpu_tests.log (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png,
 # bench_enqueue.md, bench_state_update.md, bench_aot.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH,
@@ -21,7 +22,7 @@ export PYTHONUNBUFFERED=1
 python3 -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, {torch.cuda.get_device_name()}")'
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 git log -1 --format='commit %H' 2>/dev/null || true
-python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py -q \
+python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py -q \
     -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
 tests=$?
 grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12

@@ -31,6 +31,7 @@ from plugin.kernels.plan import (
     DIRECT_BLOCKS_PER_SM,
     OWNED_EDGES_PER_BLOCK,
     OWNED_MAX_EDGES,
+    OWNED_MAX_PROBES,
     OWNED_THREADS,
     PARTITION_MAX_EDGES,
     PARTITION_MAX_EDGES_PER_NODE,
@@ -301,8 +302,8 @@ def test_node_passes_cover_all_nodes_once_and_only_for_large_states_with_reused_
 
 
 def test_grids_stay_within_one_resident_wave():
-    for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:
-        plan = plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1)
+    for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:  # the direct kernel: below
+        plan = plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="global")
         assert 1 <= plan.scatter.grid[0] * plan.scatter.grid[1] <= 8 * H200_LIKE.sm_count
 
 
@@ -564,10 +565,12 @@ def test_owned_blocks_each_get_a_table_for_their_share_of_the_edges(edges):
     assert blocks == max(1, min(H200_LIKE.sm_count, -(-edges // OWNED_EDGES_PER_BLOCK)))
     assert plan.scatter.block == OWNED_THREADS and plan.owned is not None
     share = -(-edges // blocks)
-    assert plan.owned.limit == plan.owned.capacity * 3 // 4 and plan.owned.capacity & (plan.owned.capacity - 1) == 0
-    assert plan.owned.limit >= min(share, (H200_LIKE.max_shared_per_block // 16) * 3 // 4)  # all fit, or what fits
-    assert plan.scatter.shared_bytes == owned_shared_bytes(plan.owned.capacity, 1) <= H200_LIKE.max_shared_per_block
-    assert owned_shared_bytes(64, 1) == 64 * 4 * 3 and owned_shared_bytes(64, 3) == 64 * 4 * 4  # F = 1: + base
+    capacity = plan.owned.capacity
+    assert plan.owned.probes == min(capacity, OWNED_MAX_PROBES) and capacity & (capacity - 1) == 0
+    # filled at most 2/3 on average, or as large as one block's shared memory allows
+    assert 3 * share <= 2 * capacity or 2 * capacity * 8 > H200_LIKE.max_shared_per_block
+    assert plan.scatter.shared_bytes == owned_shared_bytes(capacity, 1) <= H200_LIKE.max_shared_per_block
+    assert owned_shared_bytes(64, 1) == 64 * 4 * 2 and owned_shared_bytes(64, 3) == 64 * 4 * 4  # keys and sums
 
 
 @pytest.mark.parametrize("edges, features", [(1, 1), (4096, 1), (4097, 3), (10**6, 1), (PARTITION_MAX_EDGES, 1)])
@@ -576,7 +579,8 @@ def test_partition_layout_sections_are_aligned_disjoint_and_large_enough(edges, 
     assert layout is not None
     assert layout.chunks * layout.chunk_edges >= edges > (layout.chunks - 1) * layout.chunk_edges
     assert layout.chunk_capacity >= layout.chunk_edges  # a chunk's table never fills
-    assert layout.bucket.limit >= -(-edges // layout.buckets)  # a bucket's average share fits a pass
+    assert 3 * -(-edges // layout.buckets) <= 2 * layout.bucket.capacity  # a bucket's average share: at most 2/3
+    assert layout.bucket.probes == min(layout.bucket.capacity, OWNED_MAX_PROBES)
     offsets = [0, layout.sums_offset, layout.offsets_offset, layout.nbytes]
     assert all(offset % 256 == 0 for offset in offsets)
     sizes = [4 * edges, 4 * edges * features, 4 * layout.chunks * (layout.buckets + 1)]
@@ -996,10 +1000,11 @@ def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_bloc
     plan = owned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     assert plan.algorithm == "owned" and driver.names() == ["cuLaunchKernel"]  # no memset, no apply
     function, grid_x, grid_y, grid_z, block_x, *_, shared, stream, parameters, extra = driver.calls[0][1]
-    assert function is functions["scatter_owned"] and (grid_x, block_x) == (40, OWNED_THREADS)
+    assert function is functions["scatter_owned"] and (grid_x, block_x) == (-(-10**4 // OWNED_EDGES_PER_BLOCK),
+                                                                           OWNED_THREADS)
     assert shared == plan.scatter.shared_bytes
     assert argument_slots(parameters, 9) == [SRC_PTR, INDEX_PTR, 10**4, 10**8, 1, plan.owned.capacity,
-                                             plan.owned.limit, STATE_PTR, 0]
+                                             plan.owned.probes, STATE_PTR, 0]
 
     del driver.calls[:]
     size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
@@ -1015,7 +1020,7 @@ def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_bloc
     assert argument_slots(first[9], 12) == [SRC_PTR, INDEX_PTR, 10**6, 10**7, 1, layout.chunk_edges, layout.buckets,
                                             layout.chunk_capacity, nodes, sums, offsets, 0]
     assert argument_slots(second[9], 9) == [nodes, sums, offsets, 1, layout.chunk_edges, layout.chunks,
-                                            layout.bucket.capacity, layout.bucket.limit, STATE_PTR]
+                                            layout.bucket.capacity, layout.bucket.probes, STATE_PTR]
 
     del driver.calls[:]
     direct = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,

@@ -1,6 +1,6 @@
 """The AOT plugins' kernels without TensorRT: the PTX, each kernel's argument list and its launch parameters.
 
-scatter_add_aot.cu holds five kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
+scatter_add_aot.cu holds six kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
 int32 arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that
 order, and `aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes
 N, E, F and the table capacity C. Both are plain functions that take ints or TensorRT's symbolic sizes
@@ -37,11 +37,12 @@ PRIVATE_MAX_FLOATS = 10240
 PRIVATE_MIN_EDGES_PER_NODE = 256
 # scatter_owned_f16 (float16 in one kernel, small batches): blocks of OWNED_THREADS, one per
 # OWNED_EDGES_PER_BLOCK edges, at most OWNED_MAX_BLOCKS (each block reads all E targets); each block's table
-# has owned_capacity(E) slots of 4 (F + 2) bytes, under 48 KiB for E <= OWNED_MAX_EDGES and F <= 8.
+# has owned_capacity(E) slots of 4 (F + 1) bytes, under 48 KiB for E <= OWNED_MAX_EDGES and F <= 16.
 OWNED_THREADS = 1024
-OWNED_EDGES_PER_BLOCK = 256
+OWNED_EDGES_PER_BLOCK = 128
 OWNED_MAX_BLOCKS = 128
 OWNED_MAX_EDGES = 2**15
+OWNED_MAX_FEATURES = 16
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity", "owned_capacity")
@@ -89,6 +90,13 @@ def table_capacity(num_edges: Any) -> Any:
     return num_edges * 2 + 1
 
 
+def owned_path_fits(max_edges: int | None, num_features: int) -> bool:
+    """Whether a float16 network without counts uses scatter_owned_f16 (one plugin, no fills): its profile's
+    largest E is at most OWNED_MAX_EDGES (each block reads all E targets, so the kernel is for small batches)
+    and F at most OWNED_MAX_FEATURES (the table then stays under 48 KiB of shared memory)."""
+    return max_edges is not None and 0 < max_edges <= OWNED_MAX_EDGES and 1 <= num_features <= OWNED_MAX_FEATURES
+
+
 def owned_blocks(num_edges: Any) -> Any:
     """scatter_owned_f16's grid: max(1, min(ceil(E / OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS)), int or symbolic."""
     if isinstance(num_edges, int):
@@ -98,8 +106,8 @@ def owned_blocks(num_edges: Any) -> Any:
 
 
 def owned_capacity(num_edges: Any) -> Any:
-    """Slots of each scatter_owned_f16 block's table: 1.5x its share of the edges plus 64 (it holds 3/4 of them,
-    so a block's nodes overflow it only far from the average; then it runs more passes)."""
+    """Slots of each scatter_owned_f16 block's table: 1.5x its share of the edges plus 64 (filled at most 2/3 on
+    average, so insertions probe few slots; a block whose nodes do not fit runs more passes)."""
     blocks = owned_blocks(num_edges)
     if isinstance(num_edges, int):
         return -(-num_edges // blocks) * 3 // 2 + 64
@@ -119,7 +127,7 @@ def aot_shared_bytes(kernel: AotKernel, sizes: Mapping[str, Any]) -> Any:
     only, so that it holds for ints and symbolic sizes alike: min(1, words // (PRIVATE_MAX_FLOATS + 1)) is 0
     up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative)."""
     if kernel.owned:
-        return owned_capacity(sizes["num_edges"]) * (sizes["num_features"] + 2) * 4
+        return owned_capacity(sizes["num_edges"]) * (sizes["num_features"] + 1) * 4
     if not kernel.privatised:
         return 0
     words = sizes["num_nodes"] * (sizes["num_features"] + int("counts" in kernel.inputs))

@@ -559,7 +559,7 @@ class PreparedScatterAdd:
         if plan.algorithm == "direct":
             values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, (STATE, 0), skipped)
         elif plan.owned is not None:
-            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.limit,
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
                       (STATE, 0), skipped)
         else:
             layout = plan.partition
@@ -569,7 +569,7 @@ class PreparedScatterAdd:
                       layout.chunk_capacity, nodes, sums, offsets, skipped)
             reduce = plan.reduce
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
-                             layout.bucket.capacity, layout.bucket.limit, (STATE, 0))
+                             layout.bucket.capacity, layout.bucket.probes, (STATE, 0))
         functions = self.kernels.functions
         operations: list[tuple[Any, ...]] = [(_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                                                _KernelArguments(values), scatter.name, scatter.block)]

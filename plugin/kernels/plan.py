@@ -132,15 +132,16 @@ SHARED_MIN_EDGES_PER_NODE = 16
 
 # Launches without counts (module docstring). direct: grids of at most DIRECT_BLOCKS_PER_SM blocks per SM (a
 # grid-stride loop beyond); the shared kernel instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
-DIRECT_BLOCKS_PER_SM = 8
+DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS: blocks of scatter_owned, partition_chunks, reduce_buckets
 # owned: up to OWNED_MAX_EDGES edges of rows of at most OWNED_MAX_FEATURES features; a block per
 # OWNED_EDGES_PER_BLOCK edges, at most one per SM (each block reads all E targets).
 OWNED_MAX_EDGES = 2**15
-OWNED_EDGES_PER_BLOCK = 256
+OWNED_EDGES_PER_BLOCK = 128
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
+OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
 # partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to
 # PARTITION_MAX_EDGES edges (the chunks' bucket offsets grow with E^2 / (chunk * bucket)) of rows of at most
 # PARTITION_MAX_FEATURES features, where nodes get at most PARTITION_MAX_EDGES_PER_NODE edges on average.
@@ -184,11 +185,11 @@ class KernelLaunch:
 
 @dataclass(frozen=True)
 class OwnedTable:
-    """An owned block's shared table (scatter_add.cu owned_passes): `capacity` slots, at most `limit` nodes per
-    pass (beyond, the block retries on a smaller sub-range of its nodes)."""
+    """An owned block's shared table (scatter_add.cu owned_passes): `capacity` slots; an insertion probes at most
+    `probes` of them (beyond, the block retries on a smaller sub-range of its nodes)."""
 
     capacity: int
-    limit: int
+    probes: int
 
 
 @dataclass(frozen=True)
@@ -419,21 +420,20 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
 
 
 def owned_shared_bytes(capacity: int, num_features: int) -> int:
-    """Dynamic shared memory of an owned table (scatter_add.cu owned_passes): keys, sums and, for F = 1, the
-    nodes' state as float."""
-    return 4 * capacity * (1 + num_features + (num_features == 1))
+    """Dynamic shared memory of an owned table (scatter_add.cu owned_passes): keys and float32 sums."""
+    return 4 * capacity * (1 + num_features)
 
 
 def owned_table(entries_per_block: int, num_features: int, device: DeviceInfo) -> OwnedTable:
-    """A table for about `entries_per_block` distinct nodes: the power of two >= 1.5x that plus 64 (room for
-    imbalance), filled to at most 3/4 (a block whose nodes do not fit runs several passes); at most what one
-    block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
+    """A table for about `entries_per_block` distinct nodes: the power of two >= 1.5x that plus 64 (filled at
+    most 2/3 on average, so insertions probe few slots; a block whose nodes do not fit runs several passes), at
+    most what one block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
     capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries_per_block + entries_per_block // 2 + 64))
     while capacity > OWNED_MIN_CAPACITY and owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
         capacity //= 2
     if owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
         raise ValueError(f"rows of {num_features} features are too wide for the owned path's shared table")
-    return OwnedTable(capacity, capacity * 3 // 4)
+    return OwnedTable(capacity, min(capacity, OWNED_MAX_PROBES))
 
 
 def owned_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[KernelLaunch, OwnedTable]:
@@ -458,7 +458,7 @@ def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | Non
     capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries + entries // 2 + 64))  # as owned_table
     sums_offset = _aligned(4 * num_edges)
     offsets_offset = sums_offset + _aligned(4 * num_edges * num_features)
-    return PartitionLayout(chunk_edges, chunks, buckets, 2 * chunk_edges, OwnedTable(capacity, capacity * 3 // 4),
+    return PartitionLayout(chunk_edges, chunks, buckets, 2 * chunk_edges, OwnedTable(capacity, min(capacity, OWNED_MAX_PROBES)),
                            sums_offset, offsets_offset, offsets_offset + _aligned(4 * chunks * (buckets + 1)))
 
 

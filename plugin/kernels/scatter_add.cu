@@ -995,9 +995,10 @@ CHUNK_ENTRY_POINT(4)
 // ---------------------------------------------------------------------------------------------------------
 // Launches without counts (plan.py "direct", "owned", "partitioned"): what a small in-place update runs.
 //
-// direct (float32): one thread per (edge, VEC chunk), nothing queued: a warp's equal targets (match.any) are
-//   summed in registers and added with one vector atomic. A launch's latency is one load of the index and src,
-//   then the atomic (scatter_global_v* chains a window's loads, its queue and the combine per warp).
+// direct (float32): one thread per (edge, VEC chunk), nothing queued; the index and the src row are loaded side
+//   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
+//   combine per warp). Where neighbouring lanes share a target (runs, hubs) the warp sums its equal targets
+//   (match.any) before one vector atomic each; the match on every element would cost more than it saves.
 // owned (float16, few edges): block b of G owns the nodes n with owner_of(n, G) == b; every block reads all E
 //   targets, sums the rows of its own nodes in float32 in a shared-memory hash table and adds each node's sum
 //   into the state with one rounding. One launch, no workspace, no global atomics, nothing O(N).
@@ -1006,9 +1007,9 @@ CHUNK_ENTRY_POINT(4)
 //   with the buckets' offsets in the chunk; reduce_buckets (a block per bucket) sums its entries of every chunk
 //   per node in shared memory and adds each node's sum into the state with one rounding. Workspace O(E F),
 //   nothing O(N). The partial sums stay float32 until the one rounding, as on the table path.
-// An owned block's table holds `limit` nodes. Should its nodes not fit (adversarial ids), it sums the nodes of
-// one sub-range of a second hash at a time, halving the sub-range until they fit, and writes the state only
-// after a sub-range's pass succeeded: no node is added twice, none is rounded twice.
+// Should an owned block's nodes not fit its table (an insertion finds no slot within `probes`: adversarial ids),
+// it sums the nodes of one sub-range of a second hash at a time, halving the sub-range until they fit, and
+// writes the state only after a sub-range's pass succeeded: no node is added twice, none is rounded twice.
 
 #define OWNED_EMPTY (-1)
 #define OWNED_THREADS 1024  // plan.py OWNED_THREADS: the block size of the owned and partitioned kernels
@@ -1032,29 +1033,32 @@ __device__ __forceinline__ bool in_subrange(int node, unsigned lo, u64 width) {
     return width == FULL_RANGE || (u64)(unsigned)(subrange_hash(node) - lo) < width;
 }
 
-// The slot of node in a shared table of `capacity` keys (inserted if absent; fresh = this call inserted it):
-// linear probing from a hash scaled to [0, capacity). Insertions beyond `limit` raise *overflow; -1 (and
-// *overflow) when no slot is free.
-__device__ __forceinline__ int owned_insert(int* keys, int capacity, int node, int* inserted, int limit, int* overflow,
-                                            bool& fresh) {
-    fresh = false;
+// The slot of node in a shared table of `capacity` keys (inserted if absent): linear probing from a hash scaled
+// to [0, capacity), at most `probes` slots; beyond, -1 and *overflow raised (the pass is retried on a smaller
+// sub-range of the block's nodes). No count of insertions: a shared counter would serialise every insert.
+__device__ __forceinline__ int owned_insert(int* keys, int capacity, int node, int probes, int* overflow) {
     unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
-    for (int probe = 0; probe < capacity; ++probe) {
+    for (int probe = 0; probe < probes; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == OWNED_EMPTY) {
             const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
-            if (previous == OWNED_EMPTY) {
-                fresh = true;
-                if (atomicAdd(inserted, 1) >= limit) *((volatile int*)overflow) = 1;
-                return (int)slot;
-            }
-            if (previous == node) return (int)slot;
+            if (previous == OWNED_EMPTY || previous == node) return (int)slot;
         }
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
     *((volatile int*)overflow) = 1;
     return -1;
+}
+
+// Whether some lane holds the same key as the lane `step` below it (step 0: never): a cheap test, before the
+// costly match.any, that a warp has equal targets to sum (runs of one target, hubs). Every lane calls it.
+template <typename Key>
+__device__ __forceinline__ bool warp_has_neighbour_duplicates(Key key, bool valid, int step) {
+    if (step <= 0 || step >= 32) return false;
+    const int lane = threadIdx.x & 31;
+    const Key below = __shfl_up_sync(FULL_MASK, key, step);
+    return __any_sync(FULL_MASK, valid && lane >= step && below == key);
 }
 
 // Lanes of the warp with equal keys (match.any): each lane gets its group's sum of v; returns whether it is the
@@ -1096,16 +1100,18 @@ __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src,
         const i64 edge = chunks == 1 ? element : element / chunks;
         const int chunk = (int)(element - edge * chunks);
         const i64 node = present ? __ldcs(index + edge) : -1;
-        const bool ok = present && node >= 0 && node < num_nodes;
-        if (present && !ok && chunk == 0) ++skipped_here;
-        float v[VEC];
-        if (ok) {
+        float v[VEC];  // loaded beside the index (in bounds for every present element): one round trip
+        if (present) {
             load_chunk<VEC>(src + edge * num_features + (i64)chunk * VEC, v);
         } else {
 #pragma unroll
             for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
         }
-        const bool leader = combine_warp_peers<VEC>(ok ? node * chunks + chunk : -1ll - lane, v);
+        const bool ok = present && node >= 0 && node < num_nodes;
+        if (present && !ok && chunk == 0) ++skipped_here;
+        const long long key = ok ? node * chunks + chunk : -1ll - lane;
+        bool leader = true;
+        if (warp_has_neighbour_duplicates(key, ok, chunks)) leader = combine_warp_peers<VEC>(key, v);
         if (ok && leader) atomic_add_chunk<VEC>(dest + node * num_features + (i64)chunk * VEC, v);
     }
     if (skipped != nullptr) add_skipped(skipped, skipped_here);
@@ -1122,58 +1128,53 @@ DIRECT_ENTRY_POINT(1)
 DIRECT_ENTRY_POINT(2)
 DIRECT_ENTRY_POINT(4)
 
-// An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free),
-// sums[capacity * F] float32 and, for F = 1, base[capacity]: the node's state as float, read by the thread that
-// inserted the node, so that the apply needs no load. A pass covers the nodes whose subrange_hash lies in
-// [lo, lo + width): feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node,
-// then every node's sum is added into the state with one rounding (sums still +0.0 are skipped: such a node
-// keeps its value bit for bit). Every thread of the block calls it.
-// add(node, feature, value) of an owned pass: the value into the node's float32 sum (the node inserted if new;
-// for F = 1 its inserting thread also reads its state into base).
+// An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free) and
+// sums[capacity * F] float32. A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
+// feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node, then every
+// node's sum is added into the state with one rounding (sums still +0.0 are skipped: such a node keeps its
+// value bit for bit). A node that finds no slot within `probes` fails the pass: nothing was written, and the
+// block retries on half the sub-range. Every thread of the block calls it.
 struct OwnedAdd {
     int* keys;
     float* sums;
-    float* base;
-    int* inserted;
     int* overflow;
-    scalar_t* state;
-    int capacity, limit, num_features;
+    const scalar_t* state;
+    int capacity, probes, num_features;
 
+    // The value into the node's float32 sum (the node inserted if new); the first feature also prefetches the
+    // node's state row into L1, where the apply reads it.
     __device__ __forceinline__ void operator()(int node, int feature, float value) const {
-        bool fresh;
-        const int slot = owned_insert(keys, capacity, node, inserted, limit, overflow, fresh);
+        const int slot = owned_insert(keys, capacity, node, probes, overflow);
         if (slot < 0) return;
         atomicAdd(sums + slot * num_features + feature, value);
-        if (num_features == 1 && fresh) base[slot] = to_float(state[node]);
+        if (feature == 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(state + (i64)node * num_features));
     }
 };
 
 template <typename Feed>
-__device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int limit,
+__device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
                                              Feed feed) {
     extern __shared__ int owned_keys[];
     float* sums = reinterpret_cast<float*>(owned_keys + capacity);
-    float* base = sums + capacity * num_features;  // F = 1 only
-    __shared__ int inserted, overflow;
-    const bool one_feature = num_features == 1;
-    const OwnedAdd add{owned_keys, sums, base, &inserted, &overflow, state, capacity, limit, num_features};
+    __shared__ int overflow;
+    const OwnedAdd add{owned_keys, sums, &overflow, state, capacity, probes, num_features};
     u64 lo = 0, width = FULL_RANGE;
     while (lo < FULL_RANGE) {
         for (int i = threadIdx.x; i < capacity; i += blockDim.x) owned_keys[i] = OWNED_EMPTY;
         for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
-        if (threadIdx.x == 0) inserted = overflow = 0;
+        if (threadIdx.x == 0) overflow = 0;
         __syncthreads();
         feed((unsigned)lo, width, add);
         __syncthreads();
         const bool failed = overflow != 0;
         if (!failed) {
             for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
-                const int slot = one_feature ? i : i / num_features;
+                const int slot = num_features == 1 ? i : i / num_features;
                 const int node = owned_keys[slot];
                 const float sum = sums[i];
                 if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
                 scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
-                store_scalar(p, (one_feature ? base[slot] : to_float(*p)) + sum);
+                store_scalar(p, to_float(*p) + sum);
             }
         }
         __syncthreads();  // everyone has read `overflow` and the table before the next pass clears them
@@ -1186,7 +1187,7 @@ __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int n
     }
 }
 
-#define OWNED_LOADS 4  // targets each thread of scatter_owned reads before it adds (loads in flight)
+#define OWNED_LOADS 8  // targets each thread of scatter_owned reads before it adds (loads in flight)
 
 // The sum of v over the lanes of `peers` (match.any's group of this lane; every lane of the group calls it).
 __device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
@@ -1197,11 +1198,12 @@ __device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
 }
 
 // owned: block b adds the rows of every edge whose target n (in range) has owner_of(n, gridDim.x) == b. For
-// F = 1 a warp's edges into the same node are summed first (match.any), so that a hub costs one shared atomic
-// per warp, not one per edge. Block 0 counts the out-of-range targets into *skipped when it is given.
+// F = 1 a warp whose neighbouring lanes share a target sums its equal targets first (match.any), so that a
+// run into one node costs one shared atomic per warp. Block 0 counts the out-of-range targets into *skipped
+// when it is given. `probes` bounds each insertion (owned_passes).
 extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
 scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
-              int num_features, int capacity, int limit, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
+              int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
     const unsigned owners = gridDim.x, me = blockIdx.x;
     const int lane = threadIdx.x & 31;
     auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
@@ -1221,10 +1223,15 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
                 const bool mine = node[k] >= 0 && node[k] < num_nodes && owner_of(n, owners) == me
                                   && in_subrange(n, lo, width);
                 if (num_features == 1) {
-                    if (!__any_sync(FULL_MASK, mine)) continue;
-                    const unsigned peers = __match_any_sync(FULL_MASK, mine ? n : -1 - lane);
-                    const float sum = sum_over_peers(peers, one[k]);
-                    if (mine && __ffs(peers) - 1 == lane) add(n, 0, sum);
+                    const int key = mine ? n : -1 - lane;
+                    float sum = one[k];
+                    bool leader = true;
+                    if (warp_has_neighbour_duplicates(key, mine, 1)) {  // a run of one target: one atomic for it
+                        const unsigned peers = __match_any_sync(FULL_MASK, key);
+                        sum = sum_over_peers(peers, sum);
+                        leader = __ffs(peers) - 1 == lane;
+                    }
+                    if (mine && leader) add(n, 0, sum);
                 } else if (mine) {
                     const i64 e = first + lane + k * (i64)blockDim.x;
                     for (int f = 0; f < num_features; ++f) add(n, f, to_float(src[e * num_features + f]));
@@ -1232,7 +1239,7 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
             }
         }
     };
-    owned_passes(state, num_features, capacity, limit, feed);
+    owned_passes(state, num_features, capacity, probes, feed);
     if (skipped != nullptr && me == 0) {
         unsigned bad = 0;
         for (i64 e = threadIdx.x; e < num_edges; e += blockDim.x) {
@@ -1286,13 +1293,13 @@ partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index
     extern __shared__ int chunk_keys[];
     float* sums = reinterpret_cast<float*>(chunk_keys + capacity);
     unsigned* cursor = reinterpret_cast<unsigned*>(sums + capacity * num_features);  // [buckets + 1]
-    __shared__ int inserted, overflow;
+    __shared__ int overflow;  // never raised: capacity >= chunk_edges
     const i64 first = (i64)blockIdx.x * chunk_edges;
     const int here = (int)min((i64)chunk_edges, num_edges - first);
     for (int i = threadIdx.x; i < capacity; i += blockDim.x) chunk_keys[i] = OWNED_EMPTY;
     for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
     for (int i = threadIdx.x; i <= buckets; i += blockDim.x) cursor[i] = 0u;
-    if (threadIdx.x == 0) inserted = overflow = 0;
+    if (threadIdx.x == 0) overflow = 0;
     __syncthreads();
     unsigned skipped_here = 0;
     const int lane = threadIdx.x & 31;
@@ -1302,13 +1309,11 @@ partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index
         const i64 node = present ? __ldg(index + e) : -1;
         const bool ok = node >= 0 && node < num_nodes;
         if (present && !ok) ++skipped_here;
-        const unsigned peers = __match_any_sync(FULL_MASK, ok ? (int)node : -1 - lane);  // a warp's equal targets
+        const int key = ok ? (int)node : -1 - lane;
+        unsigned peers = 1u << lane;
+        if (warp_has_neighbour_duplicates(key, ok, 1)) peers = __match_any_sync(FULL_MASK, key);  // runs, hubs
         const bool leader = __ffs(peers) - 1 == lane;
-        int slot = -1;
-        if (ok && leader) {
-            bool fresh;
-            slot = owned_insert(chunk_keys, capacity, (int)node, &inserted, capacity, &overflow, fresh);
-        }
+        const int slot = ok && leader ? owned_insert(chunk_keys, capacity, key, capacity, &overflow) : -1;
         for (int f = 0; f < num_features; ++f) {
             const float sum = sum_over_peers(peers, ok ? to_float(src[e * num_features + f]) : 0.0f);
             if (slot >= 0) atomicAdd(sums + slot * num_features + f, sum);
@@ -1341,7 +1346,7 @@ partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index
 extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
 reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ entry_sums,
                const unsigned* __restrict__ offsets, int num_features, int chunk_edges, int chunks, int capacity,
-               int limit, scalar_t* __restrict__ state) {
+               int probes, scalar_t* __restrict__ state) {
     const unsigned buckets = gridDim.x, me = blockIdx.x;
     const int lanes = max(1, (int)blockDim.x / chunks);
     auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
@@ -1357,5 +1362,5 @@ reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ en
             }
         }
     };
-    owned_passes(state, num_features, capacity, limit, feed);
+    owned_passes(state, num_features, capacity, probes, feed);
 }

@@ -28,6 +28,7 @@ typedef unsigned long long u64;
 
 #define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
 #define AOT_OWNED_THREADS 1024     // plugin/kernels/aot.py OWNED_THREADS
+#define AOT_OWNED_MAX_PROBES 128   // slots an insertion into an owned table probes before the pass is retried
 #define EMPTY_KEY (-1)             // the network fills the keys with -1
 #define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
 #define AOT_PRIVATE_MAX_FLOATS 10240      // plugin/kernels/aot.py PRIVATE_MAX_FLOATS: 40 KiB of shared memory
@@ -95,6 +96,15 @@ __device__ __forceinline__ unsigned combine_warp_peers(long long key, float& v) 
     return peers;
 }
 
+// Whether some lane holds the same key as the lane `step` below it (step >= 32: never): the cheap test before
+// the costly match.any (on every element it would cost more than it saves). Every lane of the warp calls it.
+__device__ __forceinline__ bool neighbour_duplicates(long long key, bool valid, int step) {
+    if (step >= 32) return false;
+    const int lane = threadIdx.x & 31;
+    const long long below = __shfl_up_sync(0xffffffffu, key, step);
+    return __any_sync(0xffffffffu, valid && lane >= step && below == key);
+}
+
 __device__ __forceinline__ unsigned sm_count() {
     unsigned n;
     asm("mov.u32 %0, %%nsmid;" : "=r"(n));
@@ -108,8 +118,9 @@ __device__ __forceinline__ bool privatised(int num_nodes, int num_edges, int num
            && (i64)num_edges >= (i64)AOT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes;
 }
 
-// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge). A warp's
-// elements with the same target element are summed first and added by one atomic. Privatised (few nodes): the
+// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge). Where
+// neighbouring edges of a warp share a target (runs, hubs), the warp's equal targets are summed first and added
+// by one atomic. Privatised (few nodes): the
 // first min(gridDim, 2 x SMs) blocks sum their elements in shared memory, then add each nonzero sum (and count)
 // with one atomic, each block starting at its own node; the other blocks return at once.
 __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
@@ -153,12 +164,15 @@ __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, 
     // warp-uniform loop (the match needs every lane): the warp's first element, then whole grid strides
     for (i64 base = first_element() - lane; base < total; base += element_stride()) {
         const i64 i = base + lane;
+        const bool present = i < total;
         int feature = 0;
-        const i64 edge = i < total ? split_element(i, num_features, feature) : 0;
-        const i64 node = i < total ? __ldg(index + edge) : -1;
+        const i64 edge = present ? split_element(i, num_features, feature) : 0;
+        const i64 node = present ? __ldg(index + edge) : -1;
+        float v = present ? __ldg(src + i) : 0.0f;  // beside the index (in bounds): one round trip
         const bool ok = node >= 0 && node < num_nodes;
-        float v = ok ? __ldg(src + i) : 0.0f;
-        const unsigned peers = combine_warp_peers(ok ? node * num_features + feature : -1ll - lane, v);
+        const long long key = ok ? node * num_features + feature : -1ll - lane;
+        unsigned peers = 1u << lane;
+        if (neighbour_duplicates(key, ok, num_features)) peers = combine_warp_peers(key, v);
         if (!ok || __ffs(peers) - 1 != lane) continue;
         atomicAdd(state_out + node * num_features + feature, v);
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, (u64)__popc(peers));
@@ -231,10 +245,10 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
 // ---------------------------------------------------------------------------------------------------------
 // float16 in one kernel for small batches (scatter_owned_f16): block b of G owns the nodes n whose hash maps to
 // b; every block reads all E targets, sums its own nodes' rows in float32 in a shared-memory hash table of
-// `capacity` slots (keys, F sums and the node's state as float) and adds each node's sum into the state with
-// one rounding. No table from the network, no atomics outside the block. A block whose nodes do not fit
-// (more than 3/4 of capacity) sums one sub-range of a second hash at a time, halving it until they fit, and
-// writes the state only after a sub-range's pass succeeded. The Python plugin's scatter_owned does the same.
+// `capacity` slots (keys and F sums) and adds each node's sum into the state with one rounding. No table from
+// the network, no atomics outside the block. A block whose nodes do not fit (an insertion finds no slot within
+// AOT_OWNED_MAX_PROBES) sums one sub-range of a second hash at a time, halving it until they fit, and writes the
+// state only after a sub-range's pass succeeded. The Python plugin's scatter_owned does the same.
 
 #define OWNED_EMPTY (-1)
 #define FULL_RANGE (1ull << 32)
@@ -248,21 +262,15 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {  // murmur3's finaliser:
     return x;
 }
 
-__device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int* inserted, int limit, int* overflow,
-                                          bool& fresh) {
-    fresh = false;
+// The slot of node (inserted if absent): linear probing, at most `probes` slots, else -1 and *overflow.
+__device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int probes, int* overflow) {
     unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
-    for (int probe = 0; probe < capacity; ++probe) {
+    for (int probe = 0; probe < probes; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == OWNED_EMPTY) {
             const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
-            if (previous == OWNED_EMPTY) {
-                fresh = true;
-                if (atomicAdd(inserted, 1) >= limit) *((volatile int*)overflow) = 1;
-                return (int)slot;
-            }
-            if (previous == node) return (int)slot;
+            if (previous == OWNED_EMPTY || previous == node) return (int)slot;
         }
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
@@ -275,53 +283,46 @@ scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const 
                   int num_nodes, int num_edges, int num_features, int capacity, __half* state_out) {
     extern __shared__ int keys[];
     float* sums = reinterpret_cast<float*>(keys + capacity);
-    float* base = sums + capacity * num_features;  // the node's state as float (F = 1: read at insertion)
-    __shared__ int inserted, overflow;
+    __shared__ int overflow;
     const unsigned owners = gridDim.x, me = blockIdx.x;
-    const int limit = capacity * 3 / 4;
+    const int probes = min(capacity, AOT_OWNED_MAX_PROBES);
     const bool one_feature = num_features == 1;
+    const int lane = threadIdx.x & 31;
     u64 lo = 0, width = FULL_RANGE;
     while (lo < FULL_RANGE) {
         for (int i = threadIdx.x; i < capacity; i += blockDim.x) keys[i] = OWNED_EMPTY;
         for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
-        if (threadIdx.x == 0) inserted = overflow = 0;
+        if (threadIdx.x == 0) overflow = 0;
         __syncthreads();
-        const int lane = threadIdx.x & 31;
-        for (i64 first = threadIdx.x - lane; first < num_edges; first += 4 * blockDim.x) {  // warp-uniform
-            i64 node[4];
-            float one[4];
+        for (i64 first = threadIdx.x - lane; first < num_edges; first += 8 * blockDim.x) {  // warp-uniform
+            i64 node[8];
+            float one[8];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
+            for (int k = 0; k < 8; ++k) {
                 const i64 e = first + lane + k * (i64)blockDim.x;
                 node[k] = e < num_edges ? __ldg(index + e) : -1;
                 one[k] = one_feature && e < num_edges ? __half2float(src[e]) : 0.0f;
             }
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
+            for (int k = 0; k < 8; ++k) {
                 const int n = (int)node[k];
                 const unsigned h = mix32((unsigned)n);
                 const bool mine = node[k] >= 0 && node[k] < num_nodes && (unsigned)(((u64)h * owners) >> 32) == me
                                   && (width == FULL_RANGE || (u64)(unsigned)(h * 0x9e3779b1u - (unsigned)lo) < width);
                 float value = one[k];
-                if (one_feature) {  // a warp's edges into one node summed first: a hub costs one atomic per warp
-                    if (!__any_sync(0xffffffffu, mine)) continue;
-                    const unsigned peers = __match_any_sync(0xffffffffu, mine ? n : -1 - lane);
-                    if ((peers & (peers - 1u)) != 0u) {
-                        float sum = 0.0f;
-                        for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) {
-                            sum += __shfl_sync(peers, value, __ffs(rest) - 1);
-                        }
-                        value = sum;
+                if (one_feature) {  // neighbouring edges into one node (runs, hubs): one shared atomic per warp
+                    const long long key = mine ? n : -1ll - lane;
+                    if (neighbour_duplicates(key, mine, 1)) {
+                        const unsigned peers = combine_warp_peers(key, value);
+                        if (__ffs(peers) - 1 != lane) continue;
                     }
-                    if (__ffs(peers) - 1 != lane) continue;
                 }
                 if (!mine) continue;
-                bool fresh;
-                const int slot = owned_slot(keys, capacity, n, &inserted, limit, &overflow, fresh);
+                const int slot = owned_slot(keys, capacity, n, probes, &overflow);
                 if (slot < 0) continue;
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(state_out + (i64)n * num_features));  // for the apply
                 if (one_feature) {
                     atomicAdd(sums + slot, value);
-                    if (fresh) base[slot] = __half2float(state_out[n]);
                 } else {
                     const i64 e = first + lane + k * (i64)blockDim.x;
                     for (int f = 0; f < num_features; ++f) {
@@ -339,7 +340,7 @@ scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const 
                 const float sum = sums[i];
                 if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
                 __half* p = state_out + (i64)node * num_features + (i - slot * num_features);
-                *p = __float2half_rn((one_feature ? base[slot] : __half2float(*p)) + sum);
+                *p = __float2half_rn(__half2float(*p) + sum);
             }
         }
         __syncthreads();
