@@ -4,8 +4,7 @@
 
 What an AOT --steps engine runs per execution, on the GPU: float32 one kernel (scatter_add_f32); float16 the
 two fills the network makes (keys -1, values 0, 2B+1 slots) and two kernels (scatter_table_f16,
-apply_table_f16), or, in an engine whose profile allows at most OWNED_MAX_EDGES edges, the one kernel
-scatter_owned_f16. The PTX is the one the plugins put into an engine, loaded with cuModuleLoadData and launched
+apply_table_f16). The PTX is the one the plugins put into an engine, loaded with cuModuleLoadData and launched
 with TensorRT's argument order and launch parameters (plugin.kernels.aot). F = 1, no counts (the --steps
 network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating over 8
 pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same run
@@ -23,7 +22,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plugin.kernels.aot import OWNED_MAX_EDGES  # noqa: E402  (plain Python: no CUDA, no torch)
 from benchmarks.gpu_timing import (  # noqa: E402
     device_name,
     ours,
@@ -53,21 +51,19 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
     values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
 
-    def aot_step(i: int, owned: bool = False) -> None:
+    def aot_step(i: int) -> None:
         src, index = batches[i]
         pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        if half and not owned:
+        if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         run_aot_scatter_add(functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
-                            num_features=1, stream=torch.cuda.current_stream().cuda_stream, owned=owned)
+                            num_features=1, stream=torch.cuda.current_stream().cuda_stream)
 
     size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
     python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
     steps = {"aot": aot_step, "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
              "python_plugin": lambda i: python_plugin[i]()}
-    if half and batch <= OWNED_MAX_EDGES:
-        steps["aot_owned"] = lambda i: aot_step(i, owned=True)
     timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
     row = dict(dtype=dtype_name, N=num_nodes, B=batch)
     for name, step in steps.items():
@@ -79,8 +75,7 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     return row
 
 
-METHODS = (("aot", "AOT plugin"), ("aot_owned", f"AOT plugin, profile max E <= {OWNED_MAX_EDGES}: one kernel"),
-           ("torch", "torch index_add_"), ("python_plugin", "Python plugin's kernel"))
+METHODS = (("aot", "AOT plugin"), ("torch", "torch index_add_"), ("python_plugin", "Python plugin's kernel"))
 
 
 def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, scale: float) -> list[str]:
@@ -90,11 +85,8 @@ def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, s
         for batch in batches:
             selected = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
             for key, label in METHODS:
-                if not any(f"{key}{suffix}" in r for r in selected):
-                    continue
                 lines.append(f"| {dtype_name} | {batch:.0e} | {label} | "
-                             + " | ".join(f"{r[key + suffix] * scale:.1f}" if key + suffix in r else "–"
-                                          for r in selected) + " |")
+                             + " | ".join(f"{r[key + suffix] * scale:.1f}" for r in selected) + " |")
     return lines
 
 
@@ -119,7 +111,7 @@ def main() -> int:
                 rows.append(row)
                 print(f"{dtype_name} B={batch} N={num_nodes}: " + ", ".join(
                     f"{key} {row[key + '_ms'] * 1e3:.1f} us (one at a time {row[key + '_sync_us']:.1f})"
-                    for key, _ in METHODS if key + "_ms" in row), file=sys.stderr, flush=True)
+                    for key, _ in METHODS), file=sys.stderr, flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
              ""] + table(rows, args.batches, args.nodes, "_ms", 1e3) + [
              "", "One step at a time (us, median): the step issued, then the device synchronised before the next "

@@ -5,8 +5,8 @@
 F = 1, no counts, a new batch of B edges per step (8 rotating random batches) into one state of N nodes; CUDA
 events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_; the Python plugin's kernel
 ("auto", and each candidate plan forced, some with a plan.py constant changed); the AOT kernels (the PTX an
-engine holds, TensorRT's argument order): float32 one kernel, float16 the table path (two fills, two kernels)
-and the one-kernel owned path (B <= 2^15). bench_aot.py and bench_state_update.py time the shipped choices;
+engine holds, TensorRT's argument order): float32 one kernel, float16 the table path (two fills, two kernels).
+bench_aot.py and bench_state_update.py time the shipped choices;
 this probe times the alternatives behind them.
 """
 
@@ -94,18 +94,16 @@ def probe_row(functions: dict, dtype_name: str, batch: int, num_nodes: int) -> l
     keys = torch.empty(table_capacity(batch), device="cuda", dtype=torch.int32)
     values = torch.empty(table_capacity(batch), 1, device="cuda", dtype=torch.float32)
 
-    def aot_step(i: int, owned: bool = False) -> None:
+    def aot_step(i: int) -> None:
         src, index = batches[i]
         pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        if half and not owned:
+        if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         run_aot_scatter_add(functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
-                            num_features=1, stream=stream, owned=owned)
+                            num_features=1, stream=stream)
 
     results.append(("aot: " + ("table (2 fills, 2 kernels)" if half else "one kernel"),
                     time_gpu_ms(aot_step, **TIMING), ""))
-    if half and batch <= 2**15:
-        results.append(("aot: owned (one kernel)", time_gpu_ms(lambda i: aot_step(i, True), **TIMING), ""))
     del state, batches, keys, values
     torch.cuda.empty_cache()
     return results

@@ -6,8 +6,7 @@ comes from layers here, as extra plugin inputs aliased to outputs (plugin/scatte
     counts [N, 1] int64 = 0          classifier only (the mean divides by them); O(N), like the counts themselves
     keys [C] int32 = -1, values [C, F] float32 = 0, C = 2 E + 1     float16 only: the float32 accumulation
                                                                     table; O(E F), so a --steps execution stays
-                                                                    independent of N (none where the profile's
-                                                                    E fits the one-kernel scatter_owned)
+                                                                    independent of N
 
 Each is a fill layer (LINSPACE with start = the value and delta = 0) whose shape is computed from X's and
 idx's shapes by shape layers, so one engine serves its whole optimization profile. Functions take the
@@ -98,22 +97,13 @@ def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITen
 
 
 def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor", src: "ITensor", index: "ITensor",
-                        num_features: int, *, with_counts: bool,
-                        max_edges: int | None = None) -> tuple["ITensor", "ITensor | None", list[Any]]:
+                        num_features: int, *, with_counts: bool) -> tuple["ITensor", "ITensor | None", list[Any]]:
     """Adds the AOT scatter-add on (X, src, idx); returns (aggregated [N, F] in X's memory, counts or None,
     what must stay alive until the engine is built). float32: one plugin; float16: the table plugin, then
-    apply_table, or without counts and with the profile's largest E (max_edges) small enough
-    (plugin.kernels.aot.owned_path_fits) the one plugin scatter_owned."""
+    apply_table."""
     from plugin import scatter_add_aot as aot
-    from plugin.kernels.aot import owned_path_fits
 
     half = state.dtype == trt.float16
-    if half and not with_counts and owned_path_fits(max_edges, num_features):
-        layer = network.add_plugin(aot.plugin_op(aot.SCATTER_OWNED)(state, src, index), aot=True)
-        if layer is None:
-            raise EngineError(f"TensorRT could not add the AOT plugin {aot.SCATTER_OWNED}")
-        layer.name = aot.SCATTER_OWNED.replace("::", "_")
-        return layer.get_output(0), None, []
     shapes = ShapeTensors(trt, network)
     extra = add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half)
 

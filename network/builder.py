@@ -130,12 +130,10 @@ def add_scatter_add_layer(
 
 
 def add_scatter_add(
-    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str,
-    max_edges: int | None = None,
+    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str
 ) -> tuple["ITensor", "ITensor | None", Any]:
     """The scatter-add for `kind` with the `plugin` implementation ("python" or "aot"): returns (aggregated,
-    counts or None, what must stay alive until the engine is built). max_edges: the profile's largest E (the
-    AOT float16 state update picks its kernels by it)."""
+    counts or None, what must stay alive until the engine is built)."""
     if plugin == PYTHON_PLUGIN:
         layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
         return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
@@ -144,7 +142,7 @@ def add_scatter_add(
 
         num_features = int(inputs[INPUT_STATE].shape[1])
         return add_aot_scatter_add(trt, network, inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX],
-                                   num_features, with_counts=kind == CLASSIFIER, max_edges=max_edges)
+                                   num_features, with_counts=kind == CLASSIFIER)
     raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
 
 
@@ -170,7 +168,7 @@ def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "
 
 
 def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int,
-                           plugin: str = PYTHON_PLUGIN, max_edges: int | None = None) -> Any:
+                           plugin: str = PYTHON_PLUGIN) -> Any:
     """Fills an empty strongly typed network with X, src, idx -> plugin -> "X_out"; returns the plugin object.
 
     For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
@@ -178,11 +176,10 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
     reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
     aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
     serialized: a loaded engine keeps it). With plugin="aot" the AOT plugins without counts (float16: the table
-    is sized from E; with max_edges, the profile's largest E, at most plugin.kernels.aot.OWNED_MAX_EDGES, one
-    kernel and no table), so an execution is O(E*F) there too. Needs the full TensorRT; keep the returned object
+    is sized from E), so an execution is O(E*F) there too. Needs the full TensorRT; keep the returned object
     alive until the engine is built.
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
-    aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin, max_edges)
+    aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin)
     mark_state_output(network, aggregated)
     return keep_alive

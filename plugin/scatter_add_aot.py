@@ -10,14 +10,10 @@ input that the plugin aliases to an output (network/aot_layers.py makes them wit
     scatter_table       (src, index, keys, values)          -> keys.aliased(), values.aliased()    float16
     scatter_table_counts(src, index, keys, values, counts)  -> ... and counts.aliased()            float16
     apply_table         (state, keys, values)               -> state.aliased()                     float16
-    scatter_owned       (state, src, index)                 -> state.aliased()    float16, small batches
 
 counts [N, 1] int64 arrive zeroed; keys [C] int32 arrive as -1 and values [C, F] float32 as 0, with
 C = 2 E + 1 (plugin.kernels.aot.table_capacity): the float16 path sums in float32 in a table whose size follows
-E, not N, then apply_table rounds each touched node once. A float16 network without counts whose profile allows
-at most OWNED_MAX_EDGES edges uses scatter_owned instead: one kernel that sums each node in float32 in shared
-memory and rounds it once, with no fills (plugin.kernels.aot.owned_path_fits). docs/aot_plugin.md gives the
-reasons.
+E, not N, then apply_table rounds each touched node once. docs/aot_plugin.md gives the reasons.
 
 Registered with lazy_register=True: importing this module needs TensorRT's Python package with
 tensorrt.plugin but no plugin registry (the creator is registered when a network first uses a plugin).
@@ -48,7 +44,6 @@ SCATTER_ADD_COUNTS = f"{NAMESPACE}::scatter_add_counts"
 SCATTER_TABLE = f"{NAMESPACE}::scatter_table"
 SCATTER_TABLE_COUNTS = f"{NAMESPACE}::scatter_table_counts"
 APPLY_TABLE = f"{NAMESPACE}::apply_table"
-SCATTER_OWNED = f"{NAMESPACE}::scatter_owned"
 
 # The kernel each plugin launches (plugin/kernels/aot.py AOT_KERNELS).
 PLUGIN_KERNELS = {
@@ -57,7 +52,6 @@ PLUGIN_KERNELS = {
     SCATTER_TABLE: "scatter_table_f16",
     SCATTER_TABLE_COUNTS: "scatter_table_f16_counts",
     APPLY_TABLE: "apply_table_f16",
-    SCATTER_OWNED: "scatter_owned_f16",
 }
 
 AotResult = tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs]
@@ -183,20 +177,6 @@ def apply_table_desc(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp
 def apply_table_aot(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc,
                     outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
     return aot_kernel_for(APPLY_TABLE, {"state": state, "keys": keys, "values": values})
-
-
-# --- float16, small batches: one kernel, no table from the network ------------------------------------------
-@trtp.register(SCATTER_OWNED, lazy_register=True)
-def scatter_owned_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc) -> trtp.TensorDesc:
-    _require(state, "state", trt.float16, 2)
-    _check_edges(src, trt.float16, index, None)
-    return state.aliased()
-
-
-@trtp.aot_impl(SCATTER_OWNED)
-def scatter_owned_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
-                      outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
-    return aot_kernel_for(SCATTER_OWNED, {"state": state, "src": src, "index": index})
 
 
 def plugin_op(plugin_id: str) -> Any:

@@ -34,7 +34,6 @@ from plugin.kernels.plan import (
     OWNED_MAX_PROBES,
     OWNED_THREADS,
     PARTITION_MAX_EDGES,
-    PARTITION_MAX_EDGES_PER_NODE,
     QUEUE_BYTES_PER_BLOCK,
     RESIDENT_BLOCKS_PER_SM,
     SHARED_MIN_EDGES_PER_NODE,
@@ -386,7 +385,7 @@ def test_workspace_holds_the_chunked_pairs_only_with_counts_one_feature_and_more
     table = table_layout(10**6, 10**8, 1)
     assert table is not None
     assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16) == max(8 * 10**6, table.nbytes)
-    partition = partition_layout(PARTITION_MAX_EDGES_PER_NODE * 10**6, 1)  # without counts: E <= 4 N may partition
+    partition = partition_layout((10**6 - 1) // 2, 1)  # without counts: E < N / 2 may partition (the table hashed)
     assert partition is not None
     assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16, with_counts=False) == max(table.nbytes,
                                                                                               partition.nbytes)
@@ -532,8 +531,11 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
     (np.float16, 10**6, 2**15, 4, "owned"),
     (np.float16, 10**6, 2**15, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
+    (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
+    (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
+    (np.float16, 32769, 10**4, 1, "owned"),
     (np.float16, 10**7, 10**6, 1, "partitioned"),
-    (np.float16, 10**5, 10**6, 1, "global"),         # 10 edges per node: the table with one slot per node
+    (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
     (np.float16, 1000, 10**6, 1, "shared"),
     (np.float16, 10**7, 10**6, 2, "hashed"),         # partitioned takes F = 1 only ("auto")
     (np.float16, 10**8, PARTITION_MAX_EDGES + 1, 1, "hashed"),
@@ -604,7 +606,7 @@ def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_th
     forced = scatter_add_workspace_size(1000, 10**5, 3, np.float32, with_counts=False, algorithm="partitioned")
     assert forced == partition_layout(10**5, 3).nbytes
     sizes = [scatter_add_workspace_size(n, e, 1, half, with_counts=False)
-             for n, e in [(10**4, 10**5), (10**5, 10**5), (10**5, 10**6), (10**7, 10**6), (10**7, 10**7)]]
+             for n, e in [(10**4, 10**5), (10**5, 10**5), (10**5, 10**6), (10**7, 10**6), (10**7, 10**7), (10**8, 10**7)]]
     assert sizes == sorted(sizes)
 
 
@@ -1000,8 +1002,8 @@ def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_bloc
     plan = owned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     assert plan.algorithm == "owned" and driver.names() == ["cuLaunchKernel"]  # no memset, no apply
     function, grid_x, grid_y, grid_z, block_x, *_, shared, stream, parameters, extra = driver.calls[0][1]
-    assert function is functions["scatter_owned"] and (grid_x, block_x) == (-(-10**4 // OWNED_EDGES_PER_BLOCK),
-                                                                           OWNED_THREADS)
+    blocks = min(H200_LIKE.sm_count, -(-10**4 // OWNED_EDGES_PER_BLOCK))
+    assert function is functions["scatter_owned"] and (grid_x, block_x) == (blocks, OWNED_THREADS)
     assert shared == plan.scatter.shared_bytes
     assert argument_slots(parameters, 9) == [SRC_PTR, INDEX_PTR, 10**4, 10**8, 1, plan.owned.capacity,
                                              plan.owned.probes, STATE_PTR, 0]

@@ -50,15 +50,17 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float32 "direct": a thread per (edge, VEC chunk), a warp's equal targets summed before one vector atomic:
     one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
     keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
-  * float16 "owned" (E <= OWNED_MAX_EDGES): block b of G owns the nodes that hash to b, reads all E targets,
-    sums its nodes' rows in float32 in shared memory and rounds each node once into the state: one launch,
-    no workspace, no atomics outside the block.
-  * float16 "partitioned" (more edges, F = 1, E <= PARTITION_MAX_EDGES_PER_NODE * N): partition_chunks sums
-    each chunk of PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the
-    workspace grouped by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES
-    entries) sums them per node and rounds each node once. Workspace 4 E (1 + F) bytes plus the chunks'
-    bucket offsets, nothing O(N).
-  The float16 table path stays for the rest (wide rows, many edges per node, counts).
+  * float16, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
+    edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
+    shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
+    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8).
+    "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
+    PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
+    by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
+    node and rounds each node once (E = 1e6, N = 1e7 / 1e8: 105 / 135 us against the hash table's 120 / 164).
+    Workspace 4 E (1 + F) bytes plus the chunks' bucket offsets, nothing O(N). Where the table has one slot
+    per node it is faster than both (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against 102).
+  The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
 from dataclasses import dataclass
@@ -136,20 +138,20 @@ DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS: blocks of scatter_owned, partition_chunks, reduce_buckets
 # owned: up to OWNED_MAX_EDGES edges of rows of at most OWNED_MAX_FEATURES features; a block per
-# OWNED_EDGES_PER_BLOCK edges, at most one per SM (each block reads all E targets).
+# OWNED_EDGES_PER_BLOCK edges, at most one per SM (each block reads all E targets; measured at E = 1e4,
+# N = 1e5-1e8: 64 edges per block 16.6-16.9 us, 128: 18.7-20.2, 256: 20.1-20.8).
 OWNED_MAX_EDGES = 2**15
-OWNED_EDGES_PER_BLOCK = 128
+OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
 # partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to
 # PARTITION_MAX_EDGES edges (the chunks' bucket offsets grow with E^2 / (chunk * bucket)) of rows of at most
-# PARTITION_MAX_FEATURES features, where nodes get at most PARTITION_MAX_EDGES_PER_NODE edges on average.
+# PARTITION_MAX_FEATURES features.
 PARTITION_CHUNK_EDGES = 4096
 PARTITION_BUCKET_EDGES = 2048
 PARTITION_MAX_EDGES = 2**22
 PARTITION_MAX_FEATURES = 1
-PARTITION_MAX_EDGES_PER_NODE = 4
 
 
 @dataclass(frozen=True)
@@ -465,15 +467,16 @@ def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | Non
 def partition_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                               with_counts: bool, forced: bool = False) -> int:
     """Bytes of the partitioned path's workspace where "auto" may take it at these or smaller sizes (float16
-    without counts, rows of at most PARTITION_MAX_FEATURES, E beyond the owned path's and at most
-    min(PARTITION_MAX_EDGES, PARTITION_MAX_EDGES_PER_NODE N)), or where it is forced (any dtype and size);
-    else 0. Grows with N, E and F, so a workspace sized for the largest shapes serves every smaller launch."""
+    without counts, rows of at most PARTITION_MAX_FEATURES, E beyond the owned path's, at most
+    PARTITION_MAX_EDGES and below N / 2, where the table would be hashed), or where it is forced (any dtype and
+    size); else 0. Grows with N, E and F, so a workspace sized for the largest shapes serves every smaller
+    launch."""
     if forced:
         layout = partition_layout(num_edges, num_features)
         return 0 if layout is None else layout.nbytes
     if with_counts or kernel_dtype(dtype) != np.float16 or num_features > PARTITION_MAX_FEATURES:
         return 0
-    edges = min(num_edges, PARTITION_MAX_EDGES, PARTITION_MAX_EDGES_PER_NODE * num_nodes)
+    edges = min(num_edges, PARTITION_MAX_EDGES, (num_nodes - 1) // 2)  # hashed table: N > 2^ceil(log2(2 E)) > 2 E
     if edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
         return 0
     layout = partition_layout(edges, num_features)
@@ -500,10 +503,12 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
     """What "auto" runs without counts (module docstring), or None for the rules below it (the shared kernel,
     node passes, the float16 table)."""
     if half:
+        table = table_layout(num_nodes, num_edges, num_features)
+        if table is None or not table.hashed:  # one slot per node: the table is faster (module docstring)
+            return None
         if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
             return "owned"
-        if (partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES
-                and num_edges <= PARTITION_MAX_EDGES_PER_NODE * num_nodes):
+        if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
             return "partitioned"
         return None
     if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
