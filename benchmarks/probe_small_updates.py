@@ -3,11 +3,10 @@
     python3 benchmarks/probe_small_updates.py [--out DIR] [--nodes 1000 ... 1e8] [--batches 10000 1000000]
 
 F = 1, no counts, a new batch of B edges per step (8 rotating random batches) into one state of N nodes; CUDA
-events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_; the Python plugin's kernel
-("auto", and each candidate plan forced, some with a plan.py constant changed); the AOT kernels (the PTX an
-engine holds, TensorRT's argument order): float32 one kernel, float16 the table path (two fills, two kernels).
-bench_aot.py and bench_state_update.py time the shipped choices;
-this probe times the alternatives behind them.
+events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_ and the Python plugin's
+kernel ("auto", and each candidate plan forced, some with a plan.py constant changed). bench_aot.py (with the
+AOT plugin) and bench_state_update.py time the shipped choices; this probe times the alternatives behind them
+(plugin/kernels/NOTES.md, "Small updates without counts").
 """
 
 import argparse
@@ -63,15 +62,13 @@ def variants(dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, str
     return rows
 
 
-def probe_row(functions: dict, dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
+def probe_row(dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
     import torch
 
     from plugin.kernels import scatter_add_workspace_size
-    from plugin.kernels.aot import run_aot_scatter_add, table_capacity
     from plugin.kernels.plan import describe
 
     dtype = getattr(torch, dtype_name)
-    half = dtype == torch.float16
     state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
@@ -90,21 +87,7 @@ def probe_row(functions: dict, dtype_name: str, batch: int, num_nodes: int) -> l
         except Exception as error:  # a candidate that cannot run here is reported, not fatal
             ms, plan = float("nan"), f"failed: {type(error).__name__}: {error}"[:160]
         results.append((f"python: {label}", ms, plan))
-    stream = torch.cuda.current_stream().cuda_stream
-    keys = torch.empty(table_capacity(batch), device="cuda", dtype=torch.int32)
-    values = torch.empty(table_capacity(batch), 1, device="cuda", dtype=torch.float32)
-
-    def aot_step(i: int) -> None:
-        src, index = batches[i]
-        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        if half:
-            pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
-        run_aot_scatter_add(functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
-                            num_features=1, stream=stream)
-
-    results.append(("aot: " + ("table (2 fills, 2 kernels)" if half else "one kernel"),
-                    time_gpu_ms(aot_step, **TIMING), ""))
-    del state, batches, keys, values
+    del state, batches
     torch.cuda.empty_cache()
     return results
 
@@ -117,18 +100,12 @@ def main() -> int:
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"])
     args = parser.parse_args()
     require_torch_gpu("probe_small_updates.py")
-    import torch
-
-    from plugin.kernels.aot import load_aot_functions
-
-    torch.zeros(1, device="cuda")
-    _, functions = load_aot_functions()
-    lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts", "", "| dtype | B | N | method | us | plan |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts", "",
+             "| dtype | B | N | method | us | plan |", "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name in args.dtypes:
         for batch in (int(b) for b in args.batches):
             for num_nodes in (int(n) for n in args.nodes):
-                for label, ms, plan in probe_row(functions, dtype_name, batch, num_nodes):
+                for label, ms, plan in probe_row(dtype_name, batch, num_nodes):
                     line = f"| {dtype_name} | {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {plan} |"
                     lines.append(line)
                     print(line, flush=True)

@@ -8,11 +8,12 @@
 # Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
 # tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py; a failure is reported on the last line and the
 # benchmarks still run), then
-# bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py and bench_breakdown.py, each
-# with --out. Under OUT_DIR: gpu_tests.log (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png,
-# bench_enqueue.md, bench_state_update.md, bench_aot.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH,
-# bench_enqueue.py once more with that folder as PYTHONPATH (the host-time table's second column, e.g.
-# TensorRT 10.4's bindings), its table appended to OUT_DIR/bench_enqueue.md: 8 files.
+# bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py, bench_breakdown.py and
+# probe_small_updates.py (the plans behind the per-step tables), each with --out. Under OUT_DIR: gpu_tests.log
+# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
+# bench_aot.md, bench_breakdown.md, probe_small_updates.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more
+# with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its
+# table appended to OUT_DIR/bench_enqueue.md: 9 files.
 set -uo pipefail
 out=${1:?usage: benchmarks/run_gpu.sh OUT_DIR [--quick]}
 quick=${2:-}
@@ -33,12 +34,14 @@ if [ "$quick" = "--quick" ]; then
     python3 benchmarks/bench_state_update.py --batches 10000 --out "$out" || status=1
     python3 benchmarks/bench_aot.py --batches 10000 --out "$out" || status=1
     python3 benchmarks/bench_breakdown.py --sizes 1e3:1e6:64 --out "$out" || status=1
+    python3 benchmarks/probe_small_updates.py --batches 10000 --out "$out" || status=1
 else
     python3 benchmarks/bench_scatter_add.py --out "$out" || status=1
     python3 benchmarks/bench_enqueue.py --out "$out" || status=1
     python3 benchmarks/bench_state_update.py --out "$out" || status=1
     python3 benchmarks/bench_aot.py --out "$out" || status=1
     python3 benchmarks/bench_breakdown.py --dtypes float32,float16 --out "$out" || status=1
+    python3 benchmarks/probe_small_updates.py --out "$out" || status=1
 fi
 if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
     PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1

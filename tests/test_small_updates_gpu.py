@@ -85,36 +85,25 @@ def test_direct_float32_with_all_edges_into_one_node():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
-@pytest.mark.parametrize("nodes, edges, features", [
-    (10**6, 10**4, 1),    # the per-step case
-    (10**7, 10**4, 1),
-    (1000, 30_000, 1),    # 30 edges per node
-    (10**5, 20_000, 3),   # several features: each block loops over them
-    (7, 5000, 4),
-    (5, 1, 1),
+@pytest.mark.parametrize("algorithm, nodes, edges, features", [
+    ("owned", 10**6, 10**4, 1),         # the per-step case
+    ("owned", 10**7, 10**4, 1),
+    ("owned", 1000, 30_000, 1),         # 30 edges per node
+    ("owned", 10**5, 20_000, 3),        # several features: each block loops over them
+    ("owned", 7, 5000, 4),
+    ("owned", 5, 1, 1),
+    ("partitioned", 10**6, 10**6, 1),   # the per-step case: 245 chunks, 489 buckets
+    ("partitioned", 10**7, 10**6, 1),
+    ("partitioned", 10**6, 2 * 10**6, 3),  # several features per entry
+    ("partitioned", 1000, 500_000, 1),  # every chunk holds every node: 1000 entries per chunk
+    ("partitioned", 10**5, 5000, 1),    # one chunk
+    ("partitioned", 5, 1, 1),
 ])
-def test_owned_path_matches_float64(nodes, edges, features, dtype):
-    state, src, index = random_inputs(nodes, edges, features, dtype)
-    bad = with_bad_ids(index, nodes, min(100, edges // 10))
-    out, skipped, launched = run(state, src, index, "owned")
-    assert launched.algorithm == "owned" and skipped == bad
-    assert_within_bound(out, state, src, index, dtype)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
-@pytest.mark.parametrize("nodes, edges, features", [
-    (10**6, 10**6, 1),       # the per-step case: 245 chunks, 489 buckets
-    (10**7, 10**6, 1),
-    (10**6, 2 * 10**6, 3),   # several features per entry
-    (1000, 500_000, 1),      # every chunk holds every node: 1000 entries per chunk
-    (10**5, 5000, 1),        # one chunk
-    (5, 1, 1),
-])
-def test_partitioned_path_matches_float64(nodes, edges, features, dtype):
+def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, features, dtype):
     state, src, index = random_inputs(nodes, edges, features, dtype)
     bad = with_bad_ids(index, nodes, min(1000, edges // 10))
-    out, skipped, launched = run(state, src, index, "partitioned")
-    assert launched.algorithm == "partitioned" and skipped == bad
+    out, skipped, launched = run(state, src, index, algorithm)
+    assert launched.algorithm == algorithm and skipped == bad
     assert_within_bound(out, state, src, index, dtype)
 
 
