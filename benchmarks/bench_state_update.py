@@ -10,8 +10,11 @@ steps. The column "with counts" repeats the step with counts requested, whose ze
 Host time per step: what the caller's thread spends issuing one step (the same batch buffers every step, as
 an engine's bindings are; gpu_timing.host_us_per_call). Wall time per step: 400 steps back to back over the
 rotating batches, first call to the last one's end, divided by 400 (max of host and device in steady state).
-The same three again with each batch's step captured once into a CUDA graph (plugin.cuda_graph, on a side
-stream) and replayed with one cuGraphLaunch per step, as a captured engine runs (--cuda_graph).
+One step at a time: each step issued and the device synchronised before the next (an application that reads
+the state after every update; host launch, device time and the synchronisation; gpu_timing.sync_step_us),
+with torch's index_add_ timed the same way beside it. The same again with each batch's step captured once
+into a CUDA graph (plugin.cuda_graph, on a side stream) and replayed with one cuGraphLaunch per step, as a
+captured engine runs (--cuda_graph).
 """
 
 import sys
@@ -27,6 +30,7 @@ from benchmarks.gpu_timing import (  # noqa: E402
     ours,
     print_and_save,
     require_torch_gpu,
+    sync_step_us,
     time_gpu_ms,
     wall_us_per_call,
 )
@@ -46,7 +50,8 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64))
                for _ in range(BATCHES_IN_ROTATION)]
-    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name)
+    size = max(scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=with_counts)
+               for with_counts in (False, True))  # the steps without counts and those with them
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
     counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64)
     steps = [ours(state, src, index, None, workspace) for src, index in batches]
@@ -57,7 +62,10 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
                with_counts_ms=time_gpu_ms(lambda i: steps_with_counts[i](), sets=BATCHES_IN_ROTATION, min_reps=30,
                                           max_reps=100),
                host_us=host_us_per_call(steps[0]),
-               wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION))
+               wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION),
+               sync_us=sync_step_us(lambda i: steps[i](), sets=BATCHES_IN_ROTATION),
+               torch_sync_us=sync_step_us(lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
+                                          sets=BATCHES_IN_ROTATION))
     row.update(graph_step_times(state, batches, workspace))
     del state, batches, workspace, counts
     torch.cuda.empty_cache()
@@ -81,7 +89,8 @@ def graph_step_times(state: Any, batches: list[Any], workspace: Any) -> dict[str
             return dict(graph_step_ms=time_gpu_ms(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION, min_reps=50,
                                                   max_reps=200),
                         graph_host_us=host_us_per_call(graphs[0].launch),
-                        graph_wall_us=wall_us_per_call(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION))
+                        graph_wall_us=wall_us_per_call(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION),
+                        graph_sync_us=sync_step_us(lambda i: graphs[i].launch(), sets=BATCHES_IN_ROTATION))
         finally:
             for graph in graphs:
                 graph.close()
@@ -101,17 +110,24 @@ def main() -> int:
                 rows.append(row)
                 print(f"{dtype_name} B={batch} N={num_nodes}: {row['step_ms'] * 1e3:.1f} us per step on the device "
                       f"({row['with_counts_ms'] * 1e3:.1f} with counts), host {row['host_us']:.1f} us, wall "
-                      f"{row['wall_us']:.1f} us; CUDA graph replay: device {row['graph_step_ms'] * 1e3:.1f}, host "
-                      f"{row['graph_host_us']:.1f}, wall {row['graph_wall_us']:.1f} us [{row['plan']}]", flush=True)
+                      f"{row['wall_us']:.1f} us, one at a time {row['sync_us']:.1f} us (torch {row['torch_sync_us']:.1f}); "
+                      f"CUDA graph replay: device {row['graph_step_ms'] * 1e3:.1f}, host {row['graph_host_us']:.1f}, "
+                      f"wall {row['graph_wall_us']:.1f}, one at a time {row['graph_sync_us']:.1f} us [{row['plan']}]",
+                      flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, counts skipped; fixed batch B"]
     for key, us_per_unit, title in (
             ("step_ms", 1e3, None),
             ("host_us", 1, "Host time per step (us, median): issuing one step from Python, counts skipped"),
             ("wall_us", 1, "Wall time per step (us): 400 steps back to back, counts skipped"),
+            ("sync_us", 1, "One step at a time (us, median): the step issued, then the device synchronised before the "
+             "next (host launch included), counts skipped"),
+            ("torch_sync_us", 1, "torch index_add_ one step at a time (us, median), the same tensors, the same way"),
             ("graph_step_ms", 1e3, "CUDA graph replay (each batch's step captured once, then one cuGraphLaunch per "
              "step), counts skipped: device time per step (us, median)"),
             ("graph_host_us", 1, "CUDA graph replay: host time per step (us, median)"),
-            ("graph_wall_us", 1, "CUDA graph replay: wall time per step (us), 400 steps back to back")):
+            ("graph_wall_us", 1, "CUDA graph replay: wall time per step (us), 400 steps back to back"),
+            ("graph_sync_us", 1, "CUDA graph replay, one step at a time (us, median): cuGraphLaunch, then the device "
+             "synchronised")):
         lines += (["", title] if title else []) + [
             "", "| dtype | B | N = 1e3 | 1e4 | 1e5 | 1e6 | 1e7 | 1e8 | max / min |", "|" + " --- |" * 9]
         for dtype_name in ("float32", "float16"):

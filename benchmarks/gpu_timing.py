@@ -101,6 +101,25 @@ def wall_us_per_call(call: Callable[[int], Any], *, sets: int = 1, calls: int = 
     return (time.perf_counter_ns() - start) / calls / 1e3
 
 
+def sync_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200) -> float:
+    """Wall time of one step in microseconds when steps go one at a time, as for an application that reads the
+    state after each update: call(i) (i rotating over `sets` input sets) then a synchronisation of the device,
+    timed together (host launch + device time + the synchronisation's wake-up); median of `steps`, after
+    warm-up. Beside wall_us_per_call (back to back), where host and device work overlap."""
+    import torch
+
+    for i in range(2 * sets):
+        call(i % sets)
+    torch.cuda.synchronize()
+    times = []
+    for i in range(steps):
+        start = time.perf_counter_ns()
+        call(i % sets)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter_ns() - start) / 1e3)
+    return statistics.median(times)
+
+
 def copy_bandwidth_bytes_per_s(nbytes: int = 4 << 30) -> float:
     """Device-to-device copy bandwidth counting bytes read plus bytes written (median of 10 copies)."""
     import torch

@@ -9,14 +9,15 @@
 # it, where g++ and TensorRT's headers are) for tests/test_plugin_host_gpu.py, the registry tests and
 # bench_enqueue.py's rows through the bindings' C++ trampoline; without it they skip, saying so.
 #
-# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_plugin_gpu.py, tests/test_aot_plugin_gpu.py,
-# tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py; a failure is reported on the last line and the
-# benchmarks still run), then
-# bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py and bench_breakdown.py, each
-# with --out. Under OUT_DIR: gpu_tests.log (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png,
-# bench_enqueue.md, bench_state_update.md, bench_aot.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH,
-# bench_enqueue.py once more with that folder as PYTHONPATH (the host-time table's second column, e.g.
-# TensorRT 10.4's bindings), its table appended to OUT_DIR/bench_enqueue.md: 8 files.
+# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
+# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py; a failure is
+# reported on the last line and the benchmarks still run), then
+# bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py, bench_breakdown.py and
+# probe_small_updates.py (the plans behind the per-step tables), each with --out. Under OUT_DIR: gpu_tests.log
+# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
+# bench_aot.md, bench_breakdown.md, probe_small_updates.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more
+# with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its
+# table appended to OUT_DIR/bench_enqueue.md: 9 files.
 set -uo pipefail
 out=${1:?usage: benchmarks/run_gpu.sh OUT_DIR [--quick]}
 quick=${2:-}
@@ -29,8 +30,8 @@ git log -1 --format='commit %H' 2>/dev/null || true
 for layout in ${PYTHONPATH:+${PYTHONPATH//:/ }} ${ENQUEUE_ALSO_WITH:-}; do
     [ -d "$layout/tensorrt_libs" ] && { python3 tests/plugin_host/build.py "$layout" || true; }
 done
-python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py \
-    -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
+python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py \
+    tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
 tests=$?
 grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
 status=0
@@ -40,12 +41,14 @@ if [ "$quick" = "--quick" ]; then
     python3 benchmarks/bench_state_update.py --batches 10000 --out "$out" || status=1
     python3 benchmarks/bench_aot.py --batches 10000 --out "$out" || status=1
     python3 benchmarks/bench_breakdown.py --sizes 1e3:1e6:64 --out "$out" || status=1
+    python3 benchmarks/probe_small_updates.py --batches 10000 --out "$out" || status=1
 else
     python3 benchmarks/bench_scatter_add.py --out "$out" || status=1
     python3 benchmarks/bench_enqueue.py --out "$out" || status=1
     python3 benchmarks/bench_state_update.py --out "$out" || status=1
     python3 benchmarks/bench_aot.py --out "$out" || status=1
     python3 benchmarks/bench_breakdown.py --dtypes float32,float16 --out "$out" || status=1
+    python3 benchmarks/probe_small_updates.py --out "$out" || status=1
 fi
 if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
     PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1

@@ -17,11 +17,13 @@ import pytest
 from plugin.kernels.aot import (
     AOT_KERNELS,
     MAX_BLOCKS,
+    PRIVATE_MAX_FLOATS,
     PTX_ARCH,
     PTX_ISA_VERSION,
     THREADS_PER_BLOCK,
     aot_extra_args,
     aot_launch_params,
+    aot_shared_bytes,
     check_aot_sizes,
     compile_aot_ptx,
     declare_ptx_isa,
@@ -81,11 +83,25 @@ def test_aot_launch_params_cover_every_element_with_at_least_one_block(name, num
     sizes = int_sizes(num_nodes, num_edges, num_features)
     grid, block, shared = aot_launch_params(kernel, sizes)
     elements = sizes[kernel.rows] * num_features
-    assert (block, shared) == (THREADS_PER_BLOCK, 0)
+    assert block == THREADS_PER_BLOCK and shared == aot_shared_bytes(kernel, sizes)
     assert 1 <= grid <= MAX_BLOCKS
     assert grid == max(1, min(-(-elements // block), MAX_BLOCKS))
     assert grid * block >= elements or grid == MAX_BLOCKS  # beyond that the kernels loop
     assert aot_extra_args(kernel, sizes) == tuple(sizes[arg] for arg in kernel.extra_args)
+
+
+@pytest.mark.parametrize("name", sorted(AOT_KERNELS))
+def test_aot_float32_kernels_get_shared_memory_for_their_privatised_sums_only_where_they_fit(name):
+    # 4 N (F + counts) bytes up to PRIVATE_MAX_FLOATS words (under the 48 KiB a launch gets without an opt-in),
+    # 0 beyond; the float16 kernels never sum in shared memory.
+    kernel = AOT_KERNELS[name]
+    words_per_node = 2 + ("counts" in kernel.inputs)  # F = 2
+    fits = PRIVATE_MAX_FLOATS // words_per_node
+    expected = 4 * fits * words_per_node if kernel.privatised else 0
+    assert kernel.privatised == name.startswith("scatter_add_f32")
+    assert aot_shared_bytes(kernel, int_sizes(fits, 10**6, 2)) == expected <= 48 * 1024
+    assert aot_shared_bytes(kernel, int_sizes(fits + 1, 10**6, 2)) == 0
+    assert aot_shared_bytes(kernel, int_sizes(2**31 - 1, 10**6, 2)) == 0
 
 
 def test_aot_table_capacity_is_more_than_twice_the_edges():

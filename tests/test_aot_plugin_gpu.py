@@ -29,7 +29,11 @@ SIZES = [  # (N, E, F)
     (10**5, 10**6, 3),
     (10**6, 2 * 10**5, 64),
     (10**6, 10**7, 1),
+    (1000, 10**6, 1),   # float32 sums in shared memory first (privatised): N (F + 1) <= 10240, E >= 256 N
+    (100, 10**5, 3),    # privatised, three features
+    (10240, 3 * 10**6, 1),  # privatised without counts only (with counts N (F + 1) = 20480 words)
 ]
+
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +60,30 @@ def random_indices(num_nodes, num_edges):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
 def test_aot_kernels_match_float64(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts):
-    state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
-    src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
-    index = random_indices(num_nodes, num_edges)
+    run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts)
+
+
+def test_aot_float16_with_all_edges_into_one_node_sums_in_float32(aot_functions):
+    # values of one sign: half additions would stop growing at 2048-4096
+    index = np.full(2**15, RNG.integers(0, 1000), np.int64)
+    run_and_check(aot_functions, 1000, len(index), 1, np.float16, False, index=index, high=0.125)
+
+
+def test_aot_float32_privatised_with_all_edges_into_one_node(aot_functions):
+    index = np.full(10**6, RNG.integers(0, 1000), np.int64)
+    run_and_check(aot_functions, 1000, len(index), 1, np.float32, True, index=index, high=1.0)
+
+
+def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, index=None, high=None):
+    """Launches the AOT kernels on guarded buffers (garbage in the tables the fills must replace) and checks the
+    state against float64, the guards, and the counts. high: src and state uniform in [0, high) (else normal)."""
+    if high is None:
+        state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
+        src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
+    else:
+        state = RNG.uniform(0, high, (num_nodes, num_features)).astype(dtype)
+        src = RNG.uniform(0, high, (num_edges, num_features)).astype(dtype)
+    index = random_indices(num_nodes, num_edges) if index is None else index
     sentinel = np.full((GUARD_ROWS, num_features), 12.5, dtype)
     half = dtype == np.float16
     buffers = {}

@@ -45,7 +45,9 @@ def what_ran(plan):
 # chunked paths forced at sizes far below where "auto" takes them, to keep the float64 checks quick
 CASES = [
     (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
-    (np.float32, 10**6, 10**4, 1, False, "auto", "global"),  # one launch, nothing O(N)
+    (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
+    (np.float16, 10**6, 10**4, 1, False, "auto", "owned"),  # one launch of 1024-thread blocks, no workspace
+    (np.float16, 10**7, 10**6, 1, False, "auto", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
     (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
     (np.float16, 10**5, 10**4, 3, True, "auto", "table"),  # memsets, scatter into the float32 table, apply

@@ -28,6 +28,12 @@ from plugin.kernels.plan import (
     MAX_NODES,
     PAIRED_MAX_EDGES,
     PAIRS_OVER_SHARED_MIN_NODES,
+    DIRECT_BLOCKS_PER_SM,
+    OWNED_EDGES_PER_BLOCK,
+    OWNED_MAX_EDGES,
+    OWNED_MAX_PROBES,
+    OWNED_THREADS,
+    PARTITION_MAX_EDGES,
     QUEUE_BYTES_PER_BLOCK,
     RESIDENT_BLOCKS_PER_SM,
     SHARED_MIN_EDGES_PER_NODE,
@@ -46,9 +52,12 @@ from plugin.kernels.plan import (
     SORT_TARGET_RANGES,
     ZEROING_MAX_EDGES,
     DeviceInfo,
+    KernelLaunch,
     chunk_shared_bytes,
     describe,
     lanes_log2_for,
+    owned_shared_bytes,
+    partition_layout,
     plan_launch,
     sort_layout,
     table_layout,
@@ -258,7 +267,8 @@ def test_few_nodes_many_edges_use_shared_memory(dtype):
 
 
 def test_rows_too_wide_for_shared_memory_use_global_atomics_unless_sliced_on_request():
-    assert plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "global"
+    assert plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, with_counts=True).algorithm == "global"
+    assert plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "direct"  # no counts
     plan = plan_launch(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
     assert plan.algorithm == "shared" and plan.slice_width < 64 and plan.slice_width % 4 == 0
     assert plan.scatter.grid[1] == -(-64 // plan.slice_width)
@@ -267,13 +277,15 @@ def test_rows_too_wide_for_shared_memory_use_global_atomics_unless_sliced_on_req
 
 
 def test_many_nodes_use_global_atomics_and_fewer_edges_than_nodes_never_use_shared():
-    assert plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1).algorithm == "global"
+    counts = dict(with_counts=True)
+    assert plan_launch(10**6, 10**7, 1, np.dtype(np.float32), H200_LIKE, vec=1, paired=False, **counts).algorithm == "global"
     edges = SHARED_MIN_EDGES_PER_NODE * 1000 - 1
-    assert plan_launch(1000, edges, 1, np.dtype(np.float32), H200_LIKE, vec=1).algorithm == "global"
+    assert plan_launch(1000, edges, 1, np.dtype(np.float32), H200_LIKE, vec=1, **counts).algorithm == "global"
+    assert plan_launch(1000, edges, 1, np.dtype(np.float32), H200_LIKE, vec=1).algorithm == "direct"  # no counts
 
 
 def test_large_float16_state_with_a_small_batch_uses_the_hash_table():
-    plan = plan_launch(10**8, 10**4, 1, np.dtype(np.float16), H200_LIKE, vec=1)
+    plan = plan_launch(10**8, 10**4, 1, np.dtype(np.float16), H200_LIKE, vec=1, with_counts=True)
     assert plan.algorithm == "hashed" and plan.table is not None and plan.table.hashed
     assert plan.apply is not None and plan.apply.name == "apply_table_v1"
 
@@ -289,8 +301,8 @@ def test_node_passes_cover_all_nodes_once_and_only_for_large_states_with_reused_
 
 
 def test_grids_stay_within_one_resident_wave():
-    for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:
-        plan = plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1)
+    for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:  # the direct kernel: below
+        plan = plan_launch(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="global")
         assert 1 <= plan.scatter.grid[0] * plan.scatter.grid[1] <= 8 * H200_LIKE.sm_count
 
 
@@ -320,7 +332,8 @@ def test_paired_global_atomics_replace_large_shared_arrays_below_their_edges_per
     few_nodes = paired_plan(small, SHARED_MIN_EDGES_PER_NODE * small, dtype)
     assert few_nodes.algorithm == "shared" and not few_nodes.paired
     no_counts = paired_plan(big, SHARED_MIN_EDGES_PER_NODE * big, dtype, with_counts=False)
-    assert no_counts.algorithm == "shared" and not no_counts.paired
+    # without counts float32 takes the direct kernel below SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE
+    assert no_counts.algorithm == ("direct" if dtype == np.float32 else "shared") and not no_counts.paired
     forced = paired_plan(1000, 10**6, dtype, algorithm="shared", paired=True)
     assert forced.algorithm == "shared" and forced.paired and forced.scatter.name == "scatter_shared_pairs"
     assert not paired_plan(1000, 10**6, dtype, algorithm="shared").paired
@@ -372,7 +385,10 @@ def test_workspace_holds_the_chunked_pairs_only_with_counts_one_feature_and_more
     table = table_layout(10**6, 10**8, 1)
     assert table is not None
     assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16) == max(8 * 10**6, table.nbytes)
-    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16, with_counts=False) == table.nbytes
+    partition = partition_layout((10**6 - 1) // 2, 1)  # without counts: E < N / 2 may partition (the table hashed)
+    assert partition is not None
+    assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16, with_counts=False) == max(table.nbytes,
+                                                                                              partition.nbytes)
 
 
 def test_forcing_pairs_is_refused_where_they_cannot_be_used():
@@ -505,6 +521,109 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
 
 
 # --- argument checks before any CUDA call (no GPU here) -----------------------------------------------------
+# --- launches without counts: direct, owned, partitioned ----------------------------------------------------
+@pytest.mark.parametrize("dtype, nodes, edges, features, expected", [
+    (np.float32, 10**6, 10**4, 1, "direct"),         # a small update of a large state
+    (np.float32, 10**8, 10**6, 1, "direct"),
+    (np.float32, 10**4, 10**6, 1, "direct"),         # 100 edges per node: below the shared kernel's threshold
+    (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
+    (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
+    (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
+    (np.float16, 10**6, 2**15, 4, "owned"),
+    (np.float16, 10**6, 2**15, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
+    (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
+    (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
+    (np.float16, 32769, 10**4, 1, "owned"),
+    (np.float16, 10**7, 10**6, 1, "partitioned"),
+    (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
+    (np.float16, 1000, 10**6, 1, "shared"),
+    (np.float16, 10**7, 10**6, 2, "hashed"),         # partitioned takes F = 1 only ("auto")
+    (np.float16, 10**8, PARTITION_MAX_EDGES + 1, 1, "hashed"),
+])
+def test_small_updates_without_counts_take_the_direct_owned_or_partitioned_path(dtype, nodes, edges, features,
+                                                                                expected):
+    vec = 4 if features % 4 == 0 else 1
+    plan = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, partition_workspace=True)
+    assert plan.algorithm == expected
+    counted = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, with_counts=True)
+    assert counted.algorithm not in ("direct", "owned", "partitioned")  # with counts: as before
+    if expected == "partitioned":  # without its workspace: the table
+        assert plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec).algorithm == "hashed"
+
+
+def test_direct_grid_covers_the_elements_up_to_its_blocks_per_sm():
+    small = plan_launch(10**6, 10**4, 1, np.dtype(np.float32), H200_LIKE, 1)
+    assert small.scatter == KernelLaunch("scatter_direct_v1", (-(-10**4 // THREADS_PER_BLOCK), 1))
+    wide = plan_launch(10**5, 10**4, 64, np.dtype(np.float32), H200_LIKE, 4, algorithm="direct")
+    assert wide.scatter.name == "scatter_direct_v4" and wide.scatter.grid[0] * THREADS_PER_BLOCK >= 16 * 10**4
+    large = plan_launch(10**8, 10**8, 1, np.dtype(np.float32), H200_LIKE, 1)
+    assert large.scatter.grid == (DIRECT_BLOCKS_PER_SM * H200_LIKE.sm_count, 1)  # a grid-stride loop beyond
+
+
+@pytest.mark.parametrize("edges", [1, 255, 10**4, OWNED_MAX_EDGES, 10**6])
+def test_owned_blocks_each_get_a_table_for_their_share_of_the_edges(edges):
+    plan = plan_launch(10**8, edges, 1, np.dtype(np.float16), H200_LIKE, 1, algorithm="owned")
+    blocks = plan.scatter.grid[0]
+    assert blocks == max(1, min(H200_LIKE.sm_count, -(-edges // OWNED_EDGES_PER_BLOCK)))
+    assert plan.scatter.block == OWNED_THREADS and plan.owned is not None
+    share = -(-edges // blocks)
+    capacity = plan.owned.capacity
+    assert plan.owned.probes == min(capacity, OWNED_MAX_PROBES) and capacity & (capacity - 1) == 0
+    # filled at most 2/3 on average, or as large as one block's shared memory allows
+    assert 3 * share <= 2 * capacity or 2 * capacity * 8 > H200_LIKE.max_shared_per_block
+    assert plan.scatter.shared_bytes == owned_shared_bytes(capacity, 1) <= H200_LIKE.max_shared_per_block
+    assert owned_shared_bytes(64, 1) == 64 * 4 * 2 and owned_shared_bytes(64, 3) == 64 * 4 * 4  # keys and sums
+
+
+@pytest.mark.parametrize("edges, features", [(1, 1), (4096, 1), (4097, 3), (10**6, 1), (PARTITION_MAX_EDGES, 1)])
+def test_partition_layout_sections_are_aligned_disjoint_and_large_enough(edges, features):
+    layout = partition_layout(edges, features)
+    assert layout is not None
+    assert layout.chunks * layout.chunk_edges >= edges > (layout.chunks - 1) * layout.chunk_edges
+    assert layout.chunk_capacity >= layout.chunk_edges  # a chunk's table never fills
+    assert 3 * -(-edges // layout.buckets) <= 2 * layout.bucket.capacity  # a bucket's average share: at most 2/3
+    assert layout.bucket.probes == min(layout.bucket.capacity, OWNED_MAX_PROBES)
+    offsets = [0, layout.sums_offset, layout.offsets_offset, layout.nbytes]
+    assert all(offset % 256 == 0 for offset in offsets)
+    sizes = [4 * edges, 4 * edges * features, 4 * layout.chunks * (layout.buckets + 1)]
+    assert all(end - start >= size for start, end, size in zip(offsets, offsets[1:], sizes))
+    assert partition_layout(0, 1) is None
+    chunks, reduce = plan_launch(10**8, edges, features, np.dtype(np.float16), H200_LIKE, 1, algorithm="partitioned",
+                                 partition_workspace=True).scatter, None
+    assert chunks.grid == (layout.chunks, 1) and chunks.block == OWNED_THREADS
+
+
+def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_the_sizes():
+    half = np.float16
+    assert scatter_add_workspace_size(10**8, OWNED_MAX_EDGES, 1, half, with_counts=False) == table_layout(
+        10**8, OWNED_MAX_EDGES, 1).nbytes  # the owned path needs none
+    table, partition = table_layout(10**8, 10**6, 1), partition_layout(10**6, 1)
+    assert table is not None and partition is not None  # the float16 workspace serves the table too
+    assert scatter_add_workspace_size(10**8, 10**6, 1, half, with_counts=False) == max(table.nbytes, partition.nbytes)
+    assert scatter_add_workspace_size(10**8, 10**6, 1, half, with_counts=True) == table.nbytes
+    assert scatter_add_workspace_size(10**8, 10**6, 2, half, with_counts=False) == table_layout(10**8, 10**6, 2).nbytes
+    assert scatter_add_workspace_size(10**8, 10**6, 1, np.float32, with_counts=False) == 0
+    forced = scatter_add_workspace_size(1000, 10**5, 3, np.float32, with_counts=False, algorithm="partitioned")
+    assert forced == partition_layout(10**5, 3).nbytes
+    sizes = [scatter_add_workspace_size(n, e, 1, half, with_counts=False)
+             for n, e in [(10**4, 10**5), (10**5, 10**5), (10**5, 10**6), (10**7, 10**6), (10**7, 10**7), (10**8, 10**7)]]
+    assert sizes == sorted(sizes)
+
+
+def test_paths_without_counts_refuse_counts_float16_direct_and_a_missing_workspace():
+    half, single = np.dtype(np.float16), np.dtype(np.float32)
+    for algorithm in ("direct", "owned", "partitioned"):
+        with pytest.raises(ValueError, match="without counts"):
+            plan_launch(1000, 1000, 1, single, H200_LIKE, 1, algorithm=algorithm, with_counts=True,
+                        partition_workspace=True)
+    with pytest.raises(ValueError, match="float32 only"):
+        plan_launch(1000, 1000, 1, half, H200_LIKE, 1, algorithm="direct")
+    with pytest.raises(ValueError, match="workspace of partition_layout bytes"):
+        plan_launch(1000, 1000, 1, half, H200_LIKE, 1, algorithm="partitioned")
+    with pytest.raises(ValueError, match="too wide"):
+        plan_launch(1000, 1000, 10**5, half, H200_LIKE, 1, algorithm="owned")
+
+
 def launch_args(**overrides):
     args = dict(state=256, src=512, index=768, counts=0, num_nodes=10, num_edges=5, num_features=2,
                 dtype=np.float32, stream=0)
@@ -791,7 +910,7 @@ def test_prepared_launch_passes_the_packed_buffer_as_extra_where_the_driver_give
     driver.parameter_layouts = {int(function): SCATTER_GLOBAL_LAYOUT for name, function in functions.items()
                                 if name.startswith("scatter_global")}
     prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
-                                         with_counts=False)
+                                         with_counts=False, algorithm="global")
     prepared.launch_form = "extra"
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
     assert driver.names() == ["cuLaunchKernel"]
@@ -873,12 +992,54 @@ def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_floa
         assert plan.chunk_edges == 25280
 
 
+def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_blocks_and_workspace(recorded):
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    workspace = 0x7F4000000000
+    owned = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
+                                      with_counts=False, workspace_size=scatter_add_workspace_size(
+                                          10**8, 10**4, 1, np.float16, with_counts=False))
+    plan = owned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
+    assert plan.algorithm == "owned" and driver.names() == ["cuLaunchKernel"]  # no memset, no apply
+    function, grid_x, grid_y, grid_z, block_x, *_, shared, stream, parameters, extra = driver.calls[0][1]
+    blocks = min(H200_LIKE.sm_count, -(-10**4 // OWNED_EDGES_PER_BLOCK))
+    assert function is functions["scatter_owned"] and (grid_x, block_x) == (blocks, OWNED_THREADS)
+    assert shared == plan.scatter.shared_bytes
+    assert argument_slots(parameters, 9) == [SRC_PTR, INDEX_PTR, 10**4, 10**8, 1, plan.owned.capacity,
+                                             plan.owned.probes, STATE_PTR, 0]
+
+    del driver.calls[:]
+    size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
+    partitioned = launch.PreparedScatterAdd(num_nodes=10**7, num_edges=10**6, num_features=1, dtype=np.float16,
+                                            with_counts=False, workspace_size=size)
+    plan = partitioned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
+    layout = plan.partition
+    assert plan.algorithm == "partitioned" and driver.names() == ["cuLaunchKernel", "cuLaunchKernel"]
+    first, second = (call[1] for call in driver.calls)
+    assert first[0] is functions["partition_chunks"] and second[0] is functions["reduce_buckets"]
+    assert (first[1], first[4], second[1], second[4]) == (layout.chunks, OWNED_THREADS, layout.buckets, OWNED_THREADS)
+    nodes, sums, offsets = workspace, workspace + layout.sums_offset, workspace + layout.offsets_offset
+    assert argument_slots(first[9], 12) == [SRC_PTR, INDEX_PTR, 10**6, 10**7, 1, layout.chunk_edges, layout.buckets,
+                                            layout.chunk_capacity, nodes, sums, offsets, 0]
+    assert argument_slots(second[9], 9) == [nodes, sums, offsets, 1, layout.chunk_edges, layout.chunks,
+                                            layout.bucket.capacity, layout.bucket.probes, STATE_PTR]
+
+    del driver.calls[:]
+    direct = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                       with_counts=False, with_skipped=True)
+    assert direct(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5, skipped=COUNTS_PTR).algorithm == "direct"
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]  # skipped zeroed first
+    call = driver.calls[1][1]
+    assert call[0] is functions["scatter_direct_v1"] and call[4] == THREADS_PER_BLOCK
+    assert argument_slots(call[9], 7) == [SRC_PTR, INDEX_PTR, 10**4, 10**6, 1, STATE_PTR, COUNTS_PTR]
+
+
 def test_a_failed_driver_call_raises_cuda_error_naming_the_call_and_the_kernel(recorded):
     driver, launch = recorded
     driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_INVALID_VALUE]
     prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
                                          with_counts=False)
-    with pytest.raises(CudaError, match=r"CUDA_ERROR_INVALID_VALUE.*cuLaunchKernel of scatter_global_v1") as error:
+    with pytest.raises(CudaError, match=r"CUDA_ERROR_INVALID_VALUE.*cuLaunchKernel of scatter_direct_v1") as error:
         prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
     assert error.value.name == "CUDA_ERROR_INVALID_VALUE"
     driver.statuses["cuMemsetD32Async"] = [driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS]
@@ -924,10 +1085,10 @@ def test_keyword_entry_checks_the_context_with_one_call_and_prepares_again_in_an
     call(state=STATE_PTR + 512, stream=9)  # new pointers and stream: bound again, not prepared again
     parameters, stream = driver.calls[-1][1][9], driver.calls[-1][1][8]
     assert prepared_in == [1] and int(stream) == 9
-    assert argument_slots(parameters, 7)[6] == STATE_PTR + 512
+    assert argument_slots(parameters, 7)[5] == STATE_PTR + 512  # scatter_direct_v1's dest
     driver.statuses["cuLaunchKernel"] = [driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                                          driver.CUresult.CUDA_SUCCESS]
-    with pytest.raises(CudaError, match="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.*cuLaunchKernel of scatter_global_v1"):
+    with pytest.raises(CudaError, match="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.*cuLaunchKernel of scatter_direct_v1"):
         call(state=STATE_PTR + 512, stream=9)
     driver.context_id = 2  # another context is current: its own module, functions and prepared launch
     call()
@@ -977,7 +1138,7 @@ def test_zeroing_in_the_scatter_kernel_only_for_one_global_launch_that_has_somet
     assert small_update.scatter.grid == (H200_LIKE.sm_count * RESIDENT_BLOCKS_PER_SM, 1)  # zero 1e6 counts fast
     few_counts = plan(1000, 10**4, 3, algorithm="global")  # 1000 counts: the edges decide the grid
     assert few_counts.zeroing and few_counts.scatter.grid == plan(1000, 10**4, 3, zero_in_kernel=False).scatter.grid
-    assert plan(10**6, 10**4, 1, with_counts=False, with_skipped=True).zeroing
+    assert plan(10**6, 10**4, 1, with_counts=False, with_skipped=True, algorithm="global").zeroing
     assert not plan(10**6, 10**4, 1, with_counts=False).zeroing  # nothing to zero
     assert not plan(10**6, 10**4, 1, zero_in_kernel=False).zeroing
     assert not plan(10**6, ZEROING_MAX_EDGES + 1, 3).zeroing  # auto: a larger launch takes the memset

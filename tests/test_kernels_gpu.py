@@ -162,7 +162,8 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
     src_d, index_d = DeviceArray.from_array(src), DeviceArray.from_array(index)
     counts_d = DeviceArray((8 * nodes + 8,), np.uint8)  # cuMemAlloc: 256-byte aligned, + counts_offset
     skipped_d = DeviceArray((1,), np.uint64)
-    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype, algorithm=algorithm)
+    size = scatter_add_workspace_size(nodes, len(index), features, state.dtype, with_counts=with_counts,
+                                      algorithm=algorithm)
     workspace_d = DeviceArray((max(size, 1),), np.uint8)
     for buffer in (counts_d, skipped_d, workspace_d):
         buffer.fill_bytes(poison)

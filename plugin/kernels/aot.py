@@ -30,6 +30,11 @@ PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; r
 PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.16 and 11.x run with
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
+# float32 sums in shared memory first where N (F + counts) <= PRIVATE_MAX_FLOATS (40 KiB: under the 48 KiB a
+# launch gets without an opt-in, which TensorRT does not make) and E >= PRIVATE_MIN_EDGES_PER_NODE N; the
+# kernel decides (scatter_add_aot.cu privatised), the launch parameters give the shared memory it then needs.
+PRIVATE_MAX_FLOATS = 10240
+PRIVATE_MIN_EDGES_PER_NODE = 256
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
@@ -46,15 +51,16 @@ class AotKernel:
     extra_args: tuple[str, ...]
     outputs: tuple[str, ...]
     rows: str
+    privatised: bool = False  # may sum in shared memory first (float32): aot_shared_bytes
 
 
 AOT_KERNELS: dict[str, AotKernel] = {
     kernel.name: kernel
     for kernel in (
         AotKernel("scatter_add_f32", ("state", "src", "index"), ("num_nodes", "num_edges", "num_features"),
-                  ("state",), "num_edges"),
+                  ("state",), "num_edges", privatised=True),
         AotKernel("scatter_add_f32_counts", ("state", "src", "index", "counts"),
-                  ("num_nodes", "num_edges", "num_features"), ("state", "counts"), "num_edges"),
+                  ("num_nodes", "num_edges", "num_features"), ("state", "counts"), "num_edges", privatised=True),
         AotKernel("scatter_table_f16", ("src", "index", "keys", "values"),
                   ("num_edges", "num_features", "capacity"), ("keys", "values"), "num_edges"),
         AotKernel("scatter_table_f16_counts", ("src", "index", "keys", "values", "counts"),
@@ -79,12 +85,28 @@ def _symbolic_ops() -> tuple[Any, Any, Any]:
     return trtp.cdiv, trtp.min, trtp.max
 
 
-def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, int]:
+def aot_shared_bytes(kernel: AotKernel, sizes: Mapping[str, Any]) -> Any:
+    """Dynamic shared memory per block: for a privatised kernel 4 N (F + counts) bytes where that is at most
+    PRIVATE_MAX_FLOATS words (the kernel may then sum in shared memory), else 0. Written with *, // and min
+    only, so that it holds for ints and symbolic sizes alike: min(1, words // (PRIVATE_MAX_FLOATS + 1)) is 0
+    up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative)."""
+    if not kernel.privatised:
+        return 0
+    words = sizes["num_nodes"] * (sizes["num_features"] + int("counts" in kernel.inputs))
+    over = words // (PRIVATE_MAX_FLOATS + 1)
+    if isinstance(over, int):
+        return 4 * words - 4 * words * min(1, over)
+    _, sym_min, _ = _symbolic_ops()
+    return words * 4 - words * 4 * sym_min(over, 1)
+
+
+def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, Any]:
     """(grid_x, block_x, shared_mem) of `kernel` for sizes {name: int or symbolic size}.
 
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
     element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still
-    launches a valid (empty) grid. Plain ints give ints; symbolic sizes give a tensorrt.plugin expression.
+    launches a valid (empty) grid; shared_mem = aot_shared_bytes. Plain ints give ints; symbolic sizes give
+    tensorrt.plugin expressions.
     """
     elements = sizes[kernel.rows] * sizes["num_features"]
     if isinstance(elements, int):
@@ -93,7 +115,7 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
     else:
         cdiv, sym_min, sym_max = _symbolic_ops()
         grid = sym_max(sym_min(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
-    return grid, THREADS_PER_BLOCK, 0
+    return grid, THREADS_PER_BLOCK, aot_shared_bytes(kernel, sizes)
 
 
 def aot_extra_args(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, ...]:

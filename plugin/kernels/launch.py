@@ -42,6 +42,7 @@ from plugin.kernels.plan import (
     DeviceInfo,
     LaunchPlan,
     pairs_workspace_bytes,
+    partition_layout,
     plan_launch,
     sort_layout,
     table_layout,
@@ -52,7 +53,10 @@ KERNEL_NAMES = tuple(
     f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
     "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
-    f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce") for vec in (1, 2, 4))
+    f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce", "scatter_direct") for vec in (1, 2, 4)) + (
+    "scatter_owned", "partition_chunks", "reduce_buckets")
+# kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
+LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned", "partition_chunks", "reduce_buckets")
 ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ def _load(dtype: np.dtype) -> LoadedKernels:
     functions = {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in names}
     attribute = driver.CUfunction_attribute
     for name, function in functions.items():
-        if name.startswith(("scatter_shared", "chunk_reduce")):  # may use all the opt-in shared memory
+        if name.startswith(LARGE_SHARED_KERNELS):
             static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
             check(driver.cuFuncSetAttribute(
                 function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, device.max_shared_per_block - static
@@ -171,11 +175,12 @@ def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dt
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
                  pairs_workspace: bool, paired: bool | None, max_slice_width: int | None,
                  zero_in_kernel: bool | None,
-                 with_skipped: bool, sort_workspace: bool) -> LaunchPlan:
+                 with_skipped: bool, sort_workspace: bool, partition_workspace: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
                        paired=paired, max_slice_width=max_slice_width, zero_in_kernel=zero_in_kernel,
-                       with_skipped=with_skipped, sort_workspace=sort_workspace)
+                       with_skipped=with_skipped, sort_workspace=sort_workspace,
+                       partition_workspace=partition_workspace)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -278,7 +283,8 @@ def parameter_layout(driver: Any, function: Any, count: int) -> tuple[tuple[int,
 
 class _LaunchSequence:
     """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and
-    (_KERNEL or _COOPERATIVE, function, grid x, grid y, shared bytes, arguments, kernel name)."""
+    (_KERNEL or _COOPERATIVE, function, grid x, grid y, shared bytes, arguments, kernel name[, block size]:
+    THREADS_PER_BLOCK where absent)."""
 
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
@@ -314,6 +320,8 @@ class PreparedScatterAdd:
         self.pairs_workspace = self.pairs_bytes > 0 and workspace_size >= self.pairs_bytes  # else none beyond 2^24
         sort = sort_layout(num_nodes, num_edges, num_features) if with_counts else None
         self.sort_workspace = sort is not None and workspace_size >= sort.nbytes  # the sorted path may run
+        partition = None if with_counts else partition_layout(num_edges, num_features)
+        self.partition_workspace = partition is not None and workspace_size >= partition.nbytes
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
@@ -480,7 +488,8 @@ class PreparedScatterAdd:
             algorithm, node_passes, paired, max_slice_width = self.options
             plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
                                 node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
-                                max_slice_width, self.zero_in_kernel, self.with_skipped, self.sort_workspace)
+                                max_slice_width, self.zero_in_kernel, self.with_skipped, self.sort_workspace,
+                                self.partition_workspace)
         if plan is None or not plan.zeroing:
             if self.with_counts:
                 operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
@@ -490,6 +499,8 @@ class PreparedScatterAdd:
             return _LaunchSequence(None, operations)
         if plan.sort is not None:
             return _LaunchSequence(plan, operations + self._sort_operations(plan))
+        if plan.algorithm in ("direct", "owned", "partitioned"):
+            return _LaunchSequence(plan, operations + self._uncounted_operations(plan))
         table = plan.table  # None on the paired path
         if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
             dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
@@ -539,6 +550,34 @@ class PreparedScatterAdd:
                                plan.apply.name))
         return _LaunchSequence(plan, operations)
 
+    def _uncounted_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
+        """The kernels of the direct, owned and partitioned paths (scatter_add.cu, "Launches without counts"),
+        after the memset of skipped."""
+        num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
+        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
+        scatter = plan.scatter
+        if plan.algorithm == "direct":
+            values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, (STATE, 0), skipped)
+        elif plan.owned is not None:
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
+                      (STATE, 0), skipped)
+        else:
+            layout = plan.partition
+            assert layout is not None and plan.reduce is not None
+            nodes, sums, offsets = (WORKSPACE, 0), (WORKSPACE, layout.sums_offset), (WORKSPACE, layout.offsets_offset)
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, layout.chunk_edges, layout.buckets,
+                      layout.chunk_capacity, nodes, sums, offsets, skipped)
+            reduce = plan.reduce
+            reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
+                             layout.bucket.capacity, layout.bucket.probes, (STATE, 0))
+        functions = self.kernels.functions
+        operations: list[tuple[Any, ...]] = [(_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                                               _KernelArguments(values), scatter.name, scatter.block)]
+        if plan.reduce is not None:
+            operations.append((_KERNEL, functions[reduce.name], *reduce.grid, reduce.shared_bytes,
+                               _KernelArguments(reduce_values), reduce.name, reduce.block))
+        return operations
+
     def _sort_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
         """The sorted path's kernels, after the memsets of counts and skipped (scatter_add.cu, "Sorted path")."""
         sort = plan.sort
@@ -584,8 +623,9 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
             calls.append((driver.cuMemsetD32Async,
                           (driver.CUdeviceptr(pointers[position] + offset), value, count, stream), what))
             continue
-        kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation
-        grid = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream)
+        kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation[:7]
+        block = operation[7] if len(operation) > 7 else THREADS_PER_BLOCK
+        grid = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
         if kind == _KERNEL and arguments.extra_address:  # packed at the kernel's layout: one buffer, no kernelParams
             calls.append((driver.cuLaunchKernel, (*grid, None, arguments.extra_address), f"cuLaunchKernel of {name}"))
         elif kind == _KERNEL:

@@ -46,6 +46,21 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   edges at a time by target node in shared memory and adds each node's sum of the chunk with one vector
   atomic per lane per warp, into the float32 state or the float16 path's table: about N * 8 atomics per
   chunk instead of one per edge, no global sort and no workspace beyond the table.
+- Without counts (a small update of a large state; scatter_add.cu "Launches without counts"):
+  * float32 "direct": a thread per (edge, VEC chunk), a warp's equal targets summed before one vector atomic:
+    one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
+    keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
+  * float16, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
+    edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
+    shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
+    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8).
+    "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
+    PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
+    by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
+    node and rounds each node once (E = 1e6, N = 1e7 / 1e8: 105 / 135 us against the hash table's 120 / 164).
+    Workspace 4 E (1 + F) bytes plus the chunks' bucket offsets, nothing O(N). Where the table has one slot
+    per node it is faster than both (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against 102).
+  The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
 from dataclasses import dataclass
@@ -69,7 +84,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked")
+ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", "direct", "owned", "partitioned")
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
 # at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
@@ -117,6 +132,27 @@ CHUNK_EDGES = 32768
 # node gets at least this many edges on average (measured: BENCHMARKS.md).
 SHARED_MIN_EDGES_PER_NODE = 16
 
+# Launches without counts (module docstring). direct: grids of at most DIRECT_BLOCKS_PER_SM blocks per SM (a
+# grid-stride loop beyond); the shared kernel instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
+DIRECT_BLOCKS_PER_SM = 32
+SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
+OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS: blocks of scatter_owned, partition_chunks, reduce_buckets
+# owned: up to OWNED_MAX_EDGES edges of rows of at most OWNED_MAX_FEATURES features; a block per
+# OWNED_EDGES_PER_BLOCK edges, at most one per SM (each block reads all E targets; measured at E = 1e4,
+# N = 1e5-1e8: 64 edges per block 16.6-16.9 us, 128: 18.7-20.2, 256: 20.1-20.8).
+OWNED_MAX_EDGES = 2**15
+OWNED_EDGES_PER_BLOCK = 64
+OWNED_MAX_FEATURES = 4
+OWNED_MIN_CAPACITY = 64
+OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
+# partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to
+# PARTITION_MAX_EDGES edges (the chunks' bucket offsets grow with E^2 / (chunk * bucket)) of rows of at most
+# PARTITION_MAX_FEATURES features.
+PARTITION_CHUNK_EDGES = 4096
+PARTITION_BUCKET_EDGES = 2048
+PARTITION_MAX_EDGES = 2**22
+PARTITION_MAX_FEATURES = 1
+
 
 @dataclass(frozen=True)
 class DeviceInfo:
@@ -146,6 +182,31 @@ class KernelLaunch:
     name: str
     grid: tuple[int, int]
     shared_bytes: int = 0
+    block: int = THREADS_PER_BLOCK
+
+
+@dataclass(frozen=True)
+class OwnedTable:
+    """An owned block's shared table (scatter_add.cu owned_passes): `capacity` slots; an insertion probes at most
+    `probes` of them (beyond, the block retries on a smaller sub-range of its nodes)."""
+
+    capacity: int
+    probes: int
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """The partitioned path's workspace: entry nodes (int32 [E]) at 0, entry sums (float32 [E, F]) at
+    sums_offset, the chunks' bucket offsets (uint32 [chunks, buckets + 1]) at offsets_offset; and its tables."""
+
+    chunk_edges: int
+    chunks: int
+    buckets: int
+    chunk_capacity: int  # partition_chunks' table: at least chunk_edges slots, so never full
+    bucket: OwnedTable  # reduce_buckets' table
+    sums_offset: int
+    offsets_offset: int
+    nbytes: int
 
 
 @dataclass(frozen=True)
@@ -194,6 +255,9 @@ class LaunchPlan:
     zeroing: bool = False  # the scatter kernel zeroes counts and skipped itself (a cooperative launch, no memset)
     sort: SortPlan | None = None  # the sorted path (algorithm "sorted"; scatter = its reduce kernel)
     chunk_edges: int = 0  # the chunked path: edges each block sorts at a time (chunk_plan)
+    owned: OwnedTable | None = None  # "owned": the table of each block (scatter = scatter_owned)
+    partition: PartitionLayout | None = None  # "partitioned" (scatter = partition_chunks, then reduce)
+    reduce: KernelLaunch | None = None  # "partitioned": reduce_buckets
 
 
 def next_power_of_two(n: int) -> int:
@@ -349,10 +413,130 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
     sort = sort_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts)
     forced = sort_layout(num_nodes, num_edges, num_features) if algorithm == "sorted" and with_counts else None
     sort = max(sort, 0 if forced is None else forced.nbytes)
+    partition = partition_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts,
+                                          forced=algorithm == "partitioned")
     if kernel_dtype(dtype) == np.float32:
-        return max(pairs, sort)
+        return max(pairs, sort, partition)
     table = table_layout(num_nodes, num_edges, num_features)
-    return max(pairs, sort, 0 if table is None else table.nbytes)
+    return max(pairs, sort, partition, 0 if table is None else table.nbytes)
+
+
+def owned_shared_bytes(capacity: int, num_features: int) -> int:
+    """Dynamic shared memory of an owned table (scatter_add.cu owned_passes): keys and float32 sums."""
+    return 4 * capacity * (1 + num_features)
+
+
+def owned_table(entries_per_block: int, num_features: int, device: DeviceInfo) -> OwnedTable:
+    """A table for about `entries_per_block` distinct nodes: the power of two >= 1.5x that plus 64 (filled at
+    most 2/3 on average, so insertions probe few slots; a block whose nodes do not fit runs several passes), at
+    most what one block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
+    capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries_per_block + entries_per_block // 2 + 64))
+    while capacity > OWNED_MIN_CAPACITY and owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
+        capacity //= 2
+    if owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
+        raise ValueError(f"rows of {num_features} features are too wide for the owned path's shared table")
+    return OwnedTable(capacity, min(capacity, OWNED_MAX_PROBES))
+
+
+def owned_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[KernelLaunch, OwnedTable]:
+    """scatter_owned's launch: a block per OWNED_EDGES_PER_BLOCK edges, at most one per SM, each with a table for
+    its share of the edges."""
+    blocks = max(1, min(device.sm_count, -(-num_edges // OWNED_EDGES_PER_BLOCK)))
+    table = owned_table(-(-num_edges // blocks), num_features, device)
+    launch = KernelLaunch("scatter_owned", (blocks, 1), owned_shared_bytes(table.capacity, num_features), OWNED_THREADS)
+    return launch, table
+
+
+def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | None:
+    """The partitioned path's chunks, buckets, tables and workspace for E edges (None for E = 0): chunks of
+    PARTITION_CHUNK_EDGES edges, ceil(E / PARTITION_BUCKET_EDGES) buckets. Grows with E and F, so the
+    layout of the largest shapes covers every smaller launch."""
+    if num_edges <= 0:
+        return None
+    chunk_edges = min(PARTITION_CHUNK_EDGES, 32 * -(-num_edges // 32))
+    chunks = -(-num_edges // chunk_edges)
+    buckets = -(-num_edges // PARTITION_BUCKET_EDGES)
+    entries = -(-num_edges // buckets)
+    capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries + entries // 2 + 64))  # as owned_table
+    sums_offset = _aligned(4 * num_edges)
+    offsets_offset = sums_offset + _aligned(4 * num_edges * num_features)
+    return PartitionLayout(chunk_edges, chunks, buckets, 2 * chunk_edges, OwnedTable(capacity, min(capacity, OWNED_MAX_PROBES)),
+                           sums_offset, offsets_offset, offsets_offset + _aligned(4 * chunks * (buckets + 1)))
+
+
+def partition_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
+                              with_counts: bool, forced: bool = False) -> int:
+    """Bytes of the partitioned path's workspace where "auto" may take it at these or smaller sizes (float16
+    without counts, rows of at most PARTITION_MAX_FEATURES, E beyond the owned path's, at most
+    PARTITION_MAX_EDGES and below N / 2, where the table would be hashed), or where it is forced (any dtype and
+    size); else 0. Grows with N, E and F, so a workspace sized for the largest shapes serves every smaller
+    launch."""
+    if forced:
+        layout = partition_layout(num_edges, num_features)
+        return 0 if layout is None else layout.nbytes
+    if with_counts or kernel_dtype(dtype) != np.float16 or num_features > PARTITION_MAX_FEATURES:
+        return 0
+    edges = min(num_edges, PARTITION_MAX_EDGES, (num_nodes - 1) // 2)  # hashed table: N > 2^ceil(log2(2 E)) > 2 E
+    if edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
+        return 0
+    layout = partition_layout(edges, num_features)
+    return 0 if layout is None else layout.nbytes
+
+
+def partition_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[KernelLaunch, KernelLaunch,
+                                                                                   PartitionLayout]:
+    """partition_chunks' and reduce_buckets' launches (a block per chunk, a block per bucket) and the layout."""
+    layout = partition_layout(num_edges, num_features)
+    if layout is None:
+        raise ValueError("the partitioned path needs at least one edge")
+    chunk_shared = 4 * layout.chunk_capacity * (1 + num_features) + 4 * (layout.buckets + 1)
+    bucket_shared = owned_shared_bytes(layout.bucket.capacity, num_features)
+    if max(chunk_shared, bucket_shared) > device.max_shared_per_block:
+        raise ValueError(f"rows of {num_features} features and {num_edges} edges do not fit the partitioned "
+                         "path's shared tables")
+    return (KernelLaunch("partition_chunks", (layout.chunks, 1), chunk_shared, OWNED_THREADS),
+            KernelLaunch("reduce_buckets", (layout.buckets, 1), bucket_shared, OWNED_THREADS), layout)
+
+
+def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
+                        device: DeviceInfo, *, partition_workspace: bool) -> str | None:
+    """What "auto" runs without counts (module docstring), or None for the rules below it (the shared kernel,
+    node passes, the float16 table)."""
+    if half:
+        table = table_layout(num_nodes, num_edges, num_features)
+        if table is None or not table.hashed:  # one slot per node: the table is faster (module docstring)
+            return None
+        if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
+            return "owned"
+        if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
+            return "partitioned"
+        return None
+    if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
+            and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
+        return None
+    if node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes) > 1:
+        return None
+    return "direct"
+
+
+def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
+                   device: DeviceInfo) -> LaunchPlan:
+    """The plan of a "direct", "owned" or "partitioned" launch (without counts)."""
+    ranges = ((0, num_nodes),)
+    if algorithm == "direct":
+        if half:
+            raise ValueError("the direct path adds float32 atomics into the state: float32 only (float16 sums in "
+                             "float32 first: owned, partitioned or the table)")
+        elements = num_edges * (num_features // vec)
+        blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * device.sm_count))
+        return LaunchPlan("direct", vec, 0, KernelLaunch(f"scatter_direct_v{vec}", (blocks, 1)), num_features, ranges,
+                          None, None, 0)
+    if algorithm == "owned":
+        launch, table = owned_plan(num_edges, num_features, device)
+        return LaunchPlan("owned", 1, 0, launch, num_features, ranges, None, None, 0, owned=table)
+    chunks, reduce, layout = partition_plan(num_edges, num_features, device)
+    return LaunchPlan("partitioned", 1, 0, chunks, num_features, ranges, None, None, 0, partition=layout,
+                      reduce=reduce)
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -454,6 +638,7 @@ def plan_launch(
     zero_in_kernel: bool | None = False,
     with_skipped: bool = False,
     sort_workspace: bool = False,
+    partition_workspace: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
@@ -466,7 +651,9 @@ def plan_launch(
     None = where it pays (at most ZEROING_MAX_EDGES edges), True = wherever possible, False = never (the
     kernels lack it). sort_workspace: the workspace holds sort_layout(...).nbytes (needed by the sorted path,
     which also needs counts). The chunked and sorted paths run a warp per row: they take the narrowest width
-    dividing `vec` whose 32 lanes cover the row.
+    dividing `vec` whose 32 lanes cover the row. partition_workspace: the workspace holds
+    partition_layout(...).nbytes (needed by the partitioned path). "direct", "owned" and "partitioned" run
+    without counts only.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
@@ -479,6 +666,16 @@ def plan_launch(
         apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
         return LaunchPlan("chunked", vec, 5, scatter, num_features, ((0, num_nodes),), table, apply, apply_lanes_log2,
                           chunk_edges=chunk_edges)
+    uncounted = algorithm if algorithm in ("direct", "owned", "partitioned") else None
+    if uncounted is not None and with_counts:
+        raise ValueError(f"the {algorithm} path runs without counts; counts were requested")
+    if uncounted == "partitioned" and not partition_workspace:
+        raise ValueError("the partitioned path needs a workspace of partition_layout bytes")
+    if algorithm == "auto" and not with_counts and paired is None and max_slice_width is None and node_passes is None:
+        uncounted = uncounted_algorithm(num_nodes, num_edges, num_features, half, vec, device,
+                                        partition_workspace=partition_workspace)
+    if uncounted is not None:
+        return uncounted_plan(uncounted, num_nodes, num_edges, num_features, half, vec, device)
     sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
     if algorithm == "sorted" and not sortable:
         raise ValueError(f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={with_counts}, "
@@ -587,6 +784,10 @@ def describe(plan: LaunchPlan) -> str:
         text += " zeroing"
     if plan.chunk_edges:
         text += f" chunk={plan.chunk_edges}"
+    if plan.owned is not None:
+        text += f" block={plan.scatter.block} table={plan.owned.capacity}"
+    if plan.partition is not None:
+        text += f" chunks={plan.partition.chunks} buckets={plan.partition.buckets}"
     if plan.sort is not None:
         text += f" span={plan.sort.layout.span}" + (" private" if plan.sort.private_nodes else "")
         if len(plan.sort.place_ranges) > 1:

@@ -991,3 +991,376 @@ SORT_ENTRY_POINTS(4)
 CHUNK_ENTRY_POINT(1)
 CHUNK_ENTRY_POINT(2)
 CHUNK_ENTRY_POINT(4)
+
+// ---------------------------------------------------------------------------------------------------------
+// Launches without counts (plan.py "direct", "owned", "partitioned"): what a small in-place update runs.
+//
+// direct (float32): one thread per (edge, VEC chunk), nothing queued; the index and the src row are loaded side
+//   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
+//   combine per warp). Where neighbouring lanes share a target (runs, hubs) the warp sums its equal targets
+//   (match.any) before one vector atomic each; the match on every element would cost more than it saves.
+// owned (float16, few edges): block b of G owns the nodes n with owner_of(n, G) == b; every block reads all E
+//   targets, sums the rows of its own nodes in float32 in a shared-memory hash table and adds each node's sum
+//   into the state with one rounding. One launch, no workspace, no global atomics, nothing O(N).
+// partitioned (float16, more edges): partition_chunks (a block per chunk of edges) sums the chunk's rows per
+//   node in shared memory and writes the chunk's (node, sum) entries to the workspace grouped by owner bucket,
+//   with the buckets' offsets in the chunk; reduce_buckets (a block per bucket) sums its entries of every chunk
+//   per node in shared memory and adds each node's sum into the state with one rounding. Workspace O(E F),
+//   nothing O(N). The partial sums stay float32 until the one rounding, as on the table path.
+// Should an owned block's nodes not fit its table (an insertion finds no slot within `probes`: adversarial ids),
+// it sums the nodes of one sub-range of a second hash at a time, halving the sub-range until they fit, and
+// writes the state only after a sub-range's pass succeeded: no node is added twice, none is rounded twice.
+
+#define OWNED_EMPTY (-1)
+#define OWNED_THREADS 1024  // plan.py OWNED_THREADS: the block size of the owned and partitioned kernels
+#define FULL_RANGE (1ull << 32)
+
+// murmur3's 32-bit finaliser: a bijection of 32-bit words that mixes every input bit into every output bit.
+__device__ __forceinline__ unsigned mix32(unsigned x) {
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+// The block (or bucket) of `owners` that owns node n; plan.py's owner_of computes the same.
+__device__ __forceinline__ unsigned owner_of(int node, unsigned owners) {
+    return (unsigned)(((u64)mix32((unsigned)node) * owners) >> 32);
+}
+__device__ __forceinline__ unsigned subrange_hash(int node) { return mix32((unsigned)node) * 0x9e3779b1u; }  // a bijection
+__device__ __forceinline__ bool in_subrange(int node, unsigned lo, u64 width) {
+    return width == FULL_RANGE || (u64)(unsigned)(subrange_hash(node) - lo) < width;
+}
+
+// The slot of node in a shared table of `capacity` keys (inserted if absent): linear probing from a hash scaled
+// to [0, capacity), at most `probes` slots; beyond, -1 and *overflow raised (the pass is retried on a smaller
+// sub-range of the block's nodes). No count of insertions: a shared counter would serialise every insert.
+__device__ __forceinline__ int owned_insert(int* keys, int capacity, int node, int probes, int* overflow) {
+    unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
+    for (int probe = 0; probe < probes; ++probe) {
+        const int key = *((volatile int*)&keys[slot]);
+        if (key == node) return (int)slot;
+        if (key == OWNED_EMPTY) {
+            const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
+            if (previous == OWNED_EMPTY || previous == node) return (int)slot;
+        }
+        slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
+    }
+    *((volatile int*)overflow) = 1;
+    return -1;
+}
+
+// Whether some lane holds the same key as the lane `step` below it (step 0: never): a cheap test, before the
+// costly match.any, that a warp has equal targets to sum (runs of one target, hubs). Every lane calls it.
+template <typename Key>
+__device__ __forceinline__ bool warp_has_neighbour_duplicates(Key key, bool valid, int step) {
+    if (step <= 0 || step >= 32) return false;
+    const int lane = threadIdx.x & 31;
+    const Key below = __shfl_up_sync(FULL_MASK, key, step);
+    return __any_sync(FULL_MASK, valid && lane >= step && below == key);
+}
+
+// Lanes of the warp with equal keys (match.any): each lane gets its group's sum of v; returns whether it is the
+// group's leader (its lowest lane). Every lane of the warp calls it; when no two keys are equal it costs one
+// match and one vote.
+template <int VEC>
+__device__ __forceinline__ bool combine_warp_peers(long long key, float (&v)[VEC]) {
+    const int lane = threadIdx.x & 31;
+    const unsigned peers = __match_any_sync(FULL_MASK, key);
+    if (__all_sync(FULL_MASK, peers == (1u << lane))) return true;
+    float sum[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum[k] = 0.0f;
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) {  // the same bits, in order, on every lane of a group
+        const int from = __ffs(rest) - 1;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum[k] += __shfl_sync(peers, v[k], from);
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = sum[k];
+    return __ffs(peers) - 1 == lane;
+}
+
+// direct: dest[index[e], chunk c] += src[e, chunk c] for every (edge, chunk) element, in a warp-uniform
+// grid-stride loop (the match needs every lane); out-of-range targets add 1 to *skipped (chunk 0 only).
+template <int VEC>
+__device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src, const i64* __restrict__ index,
+                                               i64 num_edges, i64 num_nodes, int num_features,
+                                               float* __restrict__ dest, u64* __restrict__ skipped) {
+    const int lane = threadIdx.x & 31;
+    const int chunks = num_features / VEC;
+    const i64 total = num_edges * chunks;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    unsigned skipped_here = 0;
+    for (i64 base = warp * 32; base < total; base += num_warps * 32) {
+        const i64 element = base + lane;
+        const bool present = element < total;
+        const i64 edge = chunks == 1 ? element : element / chunks;
+        const int chunk = (int)(element - edge * chunks);
+        const i64 node = present ? __ldcs(index + edge) : -1;
+        float v[VEC];  // loaded beside the index (in bounds for every present element): one round trip
+        if (present) {
+            load_chunk<VEC>(src + edge * num_features + (i64)chunk * VEC, v);
+        } else {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
+        }
+        const bool ok = present && node >= 0 && node < num_nodes;
+        if (present && !ok && chunk == 0) ++skipped_here;
+        const long long key = ok ? node * chunks + chunk : -1ll - lane;
+        bool leader = true;
+        if (warp_has_neighbour_duplicates(key, ok, chunks)) leader = combine_warp_peers<VEC>(key, v);
+        if (ok && leader) atomic_add_chunk<VEC>(dest + node * num_features + (i64)chunk * VEC, v);
+    }
+    if (skipped != nullptr) add_skipped(skipped, skipped_here);
+}
+
+#define DIRECT_ENTRY_POINT(VEC)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    scatter_direct_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
+                          float* dest, u64* skipped) {                                                           \
+        scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, skipped);                      \
+    }
+
+DIRECT_ENTRY_POINT(1)
+DIRECT_ENTRY_POINT(2)
+DIRECT_ENTRY_POINT(4)
+
+// An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free) and
+// sums[capacity * F] float32. A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
+// feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node, then every
+// node's sum is added into the state with one rounding (sums still +0.0 are skipped: such a node keeps its
+// value bit for bit). A node that finds no slot within `probes` fails the pass: nothing was written, and the
+// block retries on half the sub-range. Every thread of the block calls it.
+struct OwnedAdd {
+    int* keys;
+    float* sums;
+    int* overflow;
+    const scalar_t* state;
+    int capacity, probes, num_features;
+
+    // The value into the node's float32 sum (the node inserted if new); the first feature also prefetches the
+    // node's state row into L1, where the apply reads it.
+    __device__ __forceinline__ void operator()(int node, int feature, float value) const {
+        const int slot = owned_insert(keys, capacity, node, probes, overflow);
+        if (slot < 0) return;
+        atomicAdd(sums + slot * num_features + feature, value);
+        if (feature == 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(state + (i64)node * num_features));
+    }
+};
+
+template <typename Feed>
+__device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
+                                             Feed feed) {
+    extern __shared__ int owned_keys[];
+    float* sums = reinterpret_cast<float*>(owned_keys + capacity);
+    __shared__ int overflow;
+    const OwnedAdd add{owned_keys, sums, &overflow, state, capacity, probes, num_features};
+    u64 lo = 0, width = FULL_RANGE;
+    while (lo < FULL_RANGE) {
+        for (int i = threadIdx.x; i < capacity; i += blockDim.x) owned_keys[i] = OWNED_EMPTY;
+        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+        if (threadIdx.x == 0) overflow = 0;
+        __syncthreads();
+        feed((unsigned)lo, width, add);
+        __syncthreads();
+        const bool failed = overflow != 0;
+        if (!failed) {
+            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+                const int slot = num_features == 1 ? i : i / num_features;
+                const int node = owned_keys[slot];
+                const float sum = sums[i];
+                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+                scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
+                store_scalar(p, to_float(*p) + sum);
+            }
+        }
+        __syncthreads();  // everyone has read `overflow` and the table before the next pass clears them
+        if (failed) {
+            width >>= 1;  // the same lo, half the sub-range (width 1 holds one node: it always fits)
+            continue;
+        }
+        lo += width;
+        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
+    }
+}
+
+#define OWNED_LOADS 8  // targets each thread of scatter_owned reads before it adds (loads in flight)
+
+// The sum of v over the lanes of `peers` (match.any's group of this lane; every lane of the group calls it).
+__device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
+    if ((peers & (peers - 1u)) == 0u) return v;
+    float sum = 0.0f;
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) sum += __shfl_sync(peers, v, __ffs(rest) - 1);
+    return sum;
+}
+
+// owned: block b adds the rows of every edge whose target n (in range) has owner_of(n, gridDim.x) == b. For
+// F = 1 a warp whose neighbouring lanes share a target sums its equal targets first (match.any), so that a
+// run into one node costs one shared atomic per warp. Block 0 counts the out-of-range targets into *skipped
+// when it is given. `probes` bounds each insertion (owned_passes).
+extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
+scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+              int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
+    const unsigned owners = gridDim.x, me = blockIdx.x;
+    const int lane = threadIdx.x & 31;
+    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
+        // warp-uniform: every lane runs every step (the match needs them all)
+        for (i64 first = threadIdx.x - lane; first < num_edges; first += OWNED_LOADS * (i64)blockDim.x) {
+            i64 node[OWNED_LOADS];
+            float one[OWNED_LOADS];  // F = 1: the value, read beside the target
+#pragma unroll
+            for (int k = 0; k < OWNED_LOADS; ++k) {
+                const i64 e = first + lane + k * (i64)blockDim.x;
+                node[k] = e < num_edges ? __ldg(index + e) : -1;
+                one[k] = num_features == 1 && e < num_edges ? to_float(src[e]) : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < OWNED_LOADS; ++k) {
+                const int n = (int)node[k];
+                const bool mine = node[k] >= 0 && node[k] < num_nodes && owner_of(n, owners) == me
+                                  && in_subrange(n, lo, width);
+                if (num_features == 1) {
+                    const int key = mine ? n : -1 - lane;
+                    float sum = one[k];
+                    bool leader = true;
+                    if (warp_has_neighbour_duplicates(key, mine, 1)) {  // a run of one target: one atomic for it
+                        const unsigned peers = __match_any_sync(FULL_MASK, key);
+                        sum = sum_over_peers(peers, sum);
+                        leader = __ffs(peers) - 1 == lane;
+                    }
+                    if (mine && leader) add(n, 0, sum);
+                } else if (mine) {
+                    const i64 e = first + lane + k * (i64)blockDim.x;
+                    for (int f = 0; f < num_features; ++f) add(n, f, to_float(src[e * num_features + f]));
+                }
+            }
+        }
+    };
+    owned_passes(state, num_features, capacity, probes, feed);
+    if (skipped != nullptr && me == 0) {
+        unsigned bad = 0;
+        for (i64 e = threadIdx.x; e < num_edges; e += blockDim.x) {
+            const i64 node = __ldg(index + e);
+            if (node < 0 || node >= num_nodes) ++bad;
+        }
+        add_skipped(skipped, bad);
+    }
+}
+
+// Exclusive scan of a[0, n) in place in shared memory by the whole block (any blockDim up to 1024); returns the
+// total to every thread.
+__device__ __forceinline__ unsigned block_exclusive_scan_in_place(unsigned* a, int n) {
+    __shared__ unsigned warp_totals[32];
+    __shared__ unsigned grand_total;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int per_thread = (n + blockDim.x - 1) / blockDim.x;
+    const int lo = min(n, (int)threadIdx.x * per_thread), hi = min(n, lo + per_thread);
+    unsigned mine = 0;
+    for (int i = lo; i < hi; ++i) mine += a[i];
+    const unsigned inclusive = warp_inclusive_scan(mine);
+    if (lane == 31) warp_totals[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const unsigned total = lane < warps ? warp_totals[lane] : 0u;
+        const unsigned scanned = warp_inclusive_scan(total);
+        if (lane < warps) warp_totals[lane] = scanned - total;
+        if (lane == 31) grand_total = scanned;
+    }
+    __syncthreads();
+    unsigned start = warp_totals[warp] + inclusive - mine;
+    for (int i = lo; i < hi; ++i) {
+        const unsigned value = a[i];
+        a[i] = start;
+        start += value;
+    }
+    const unsigned total = grand_total;
+    __syncthreads();
+    return total;
+}
+
+// partitioned, step 1, a block per chunk of chunk_edges edges: the chunk's rows summed per node in float32
+// (shared table of `capacity` >= chunk_edges slots: never full), then its D distinct nodes written to
+// entry_nodes / entry_sums [first, first + D) grouped by owner_of(node, buckets), and
+// offsets[chunk * (buckets + 1) + b] = where bucket b's entries start in the chunk (the last one: D).
+// Out-of-range targets add to *skipped.
+extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
+partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                 int num_features, int chunk_edges, int buckets, int capacity, int* __restrict__ entry_nodes,
+                 float* __restrict__ entry_sums, unsigned* __restrict__ offsets, u64* __restrict__ skipped) {
+    extern __shared__ int chunk_keys[];
+    float* sums = reinterpret_cast<float*>(chunk_keys + capacity);
+    unsigned* cursor = reinterpret_cast<unsigned*>(sums + capacity * num_features);  // [buckets + 1]
+    __shared__ int overflow;  // never raised: capacity >= chunk_edges
+    const i64 first = (i64)blockIdx.x * chunk_edges;
+    const int here = (int)min((i64)chunk_edges, num_edges - first);
+    for (int i = threadIdx.x; i < capacity; i += blockDim.x) chunk_keys[i] = OWNED_EMPTY;
+    for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+    for (int i = threadIdx.x; i <= buckets; i += blockDim.x) cursor[i] = 0u;
+    if (threadIdx.x == 0) overflow = 0;
+    __syncthreads();
+    unsigned skipped_here = 0;
+    const int lane = threadIdx.x & 31;
+    for (int i0 = threadIdx.x - lane; i0 < here; i0 += blockDim.x) {  // warp-uniform (the match needs every lane)
+        const i64 e = first + i0 + lane;
+        const bool present = i0 + lane < here;
+        const i64 node = present ? __ldg(index + e) : -1;
+        const bool ok = node >= 0 && node < num_nodes;
+        if (present && !ok) ++skipped_here;
+        const int key = ok ? (int)node : -1 - lane;
+        unsigned peers = 1u << lane;
+        if (warp_has_neighbour_duplicates(key, ok, 1)) peers = __match_any_sync(FULL_MASK, key);  // runs, hubs
+        const bool leader = __ffs(peers) - 1 == lane;
+        const int slot = ok && leader ? owned_insert(chunk_keys, capacity, key, capacity, &overflow) : -1;
+        for (int f = 0; f < num_features; ++f) {
+            const float sum = sum_over_peers(peers, ok ? to_float(src[e * num_features + f]) : 0.0f);
+            if (slot >= 0) atomicAdd(sums + slot * num_features + f, sum);
+        }
+    }
+    if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp: blockDim is a multiple of 32
+    __syncthreads();
+    for (int s = threadIdx.x; s < capacity; s += blockDim.x) {
+        const int node = chunk_keys[s];
+        if (node != OWNED_EMPTY) atomicAdd(cursor + owner_of(node, buckets), 1u);
+    }
+    __syncthreads();
+    const unsigned distinct = block_exclusive_scan_in_place(cursor, buckets);
+    unsigned* row = offsets + (i64)blockIdx.x * (buckets + 1);
+    for (int b = threadIdx.x; b < buckets; b += blockDim.x) row[b] = cursor[b];
+    if (threadIdx.x == 0) row[buckets] = distinct;
+    __syncthreads();
+    for (int s = threadIdx.x; s < capacity; s += blockDim.x) {
+        const int node = chunk_keys[s];
+        if (node == OWNED_EMPTY) continue;
+        const i64 entry = first + atomicAdd(cursor + owner_of(node, buckets), 1u);
+        entry_nodes[entry] = node;
+        for (int f = 0; f < num_features; ++f) entry_sums[entry * num_features + f] = sums[s * num_features + f];
+    }
+}
+
+// partitioned, step 2, a block per bucket b (gridDim = buckets): sums b's entries of every chunk per node and
+// adds each node's sum into the state once (owned_passes). Each chunk's run is read by `lanes` threads
+// (blockDim / chunks of them, at least one), so that every thread of the block reads.
+extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
+reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ entry_sums,
+               const unsigned* __restrict__ offsets, int num_features, int chunk_edges, int chunks, int capacity,
+               int probes, scalar_t* __restrict__ state) {
+    const unsigned buckets = gridDim.x, me = blockIdx.x;
+    const int lanes = max(1, (int)blockDim.x / chunks);
+    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
+        for (int t = threadIdx.x; t < chunks * lanes; t += blockDim.x) {
+            const int chunk = t / lanes, sub = t - chunk * lanes;
+            const unsigned* row = offsets + (i64)chunk * (buckets + 1);
+            const i64 base = (i64)chunk * chunk_edges;
+            const unsigned end = row[me + 1];
+            for (unsigned p = row[me] + sub; p < end; p += lanes) {
+                const int node = entry_nodes[base + p];
+                if (!in_subrange(node, lo, width)) continue;
+                for (int f = 0; f < num_features; ++f) add(node, f, entry_sums[(base + p) * num_features + f]);
+            }
+        }
+    };
+    owned_passes(state, num_features, capacity, probes, feed);
+}

@@ -13,7 +13,9 @@
 //   apply_table_f16           float16 path, step 2: state[key] = half(float(state[key]) + sum), one rounding
 //
 // Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
-// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. Rows whose index is
+// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
+// sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
+// shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
 // outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert is
 // scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
@@ -27,6 +29,8 @@ typedef unsigned long long u64;
 #define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
 #define EMPTY_KEY (-1)             // the network fills the keys with -1
 #define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
+#define AOT_PRIVATE_MAX_FLOATS 10240      // plugin/kernels/aot.py PRIVATE_MAX_FLOATS: 40 KiB of shared memory
+#define AOT_PRIVATE_MIN_EDGES_PER_NODE 256  // plugin/kernels/aot.py PRIVATE_MIN_EDGES_PER_NODE
 
 __device__ __forceinline__ i64 first_element() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 element_stride() { return (i64)gridDim.x * blockDim.x; }
@@ -78,14 +82,99 @@ __device__ __forceinline__ void for_each_targeted_element(const i64* __restrict_
     }
 }
 
-// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge).
+// Lanes of the warp with the same key (match.any, sm_70+): each lane gets its group's sum of v; returns the
+// group's lanes. Every lane of the warp calls it; when no two keys are equal it costs one match and one vote.
+__device__ __forceinline__ unsigned combine_warp_peers(long long key, float& v) {
+    const int lane = threadIdx.x & 31;
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    if (__all_sync(0xffffffffu, peers == (1u << lane))) return peers;
+    float sum = 0.0f;
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) sum += __shfl_sync(peers, v, __ffs(rest) - 1);
+    v = sum;
+    return peers;
+}
+
+// Whether some lane holds the same key as the lane `step` below it (step >= 32: never): the cheap test before
+// the costly match.any (on every element it would cost more than it saves). Every lane of the warp calls it.
+__device__ __forceinline__ bool neighbour_duplicates(long long key, bool valid, int step) {
+    if (step >= 32) return false;
+    const int lane = threadIdx.x & 31;
+    const long long below = __shfl_up_sync(0xffffffffu, key, step);
+    return __any_sync(0xffffffffu, valid && lane >= step && below == key);
+}
+
+__device__ __forceinline__ unsigned sm_count() {
+    unsigned n;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+}
+
+// Whether a float32 launch sums in shared memory first (few nodes, many edges each): then the launch parameters
+// gave each block 4 N (F + counts) bytes of dynamic shared memory (plugin/kernels/aot.py aot_shared_bytes).
+__device__ __forceinline__ bool privatised(int num_nodes, int num_edges, int num_features, bool counts) {
+    return num_nodes > 0 && (i64)num_nodes * (num_features + counts) <= AOT_PRIVATE_MAX_FLOATS
+           && (i64)num_edges >= (i64)AOT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes;
+}
+
+// state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge). Where
+// neighbouring edges of a warp share a target (runs, hubs), the warp's equal targets are summed first and added
+// by one atomic. Privatised (few nodes): the
+// first min(gridDim, 2 x SMs) blocks sum their elements in shared memory, then add each nonzero sum (and count)
+// with one atomic, each block starting at its own node; the other blocks return at once.
 __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
                                                  int num_nodes, int num_edges, int num_features,
                                                  float* state_out, u64* counts_out) {
-    for_each_targeted_element(index, num_nodes, num_edges, num_features, [&](i64 i, i64 node, int feature) {
-        atomicAdd(state_out + node * num_features + feature, __ldg(src + i));
-        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
-    });
+    const int lane = threadIdx.x & 31;
+    const i64 total = (i64)num_edges * num_features;
+    if (privatised(num_nodes, num_edges, num_features, counts_out != nullptr)) {
+        extern __shared__ float private_sums[];  // [N * F], then the counts [N]
+        unsigned* private_counts = reinterpret_cast<unsigned*>(private_sums + (i64)num_nodes * num_features);
+        const unsigned blocks = min(gridDim.x, 2 * sm_count());
+        if (blockIdx.x >= blocks) return;
+        const int words = num_nodes * (num_features + (counts_out != nullptr));
+        for (int i = threadIdx.x; i < words; i += blockDim.x) private_sums[i] = 0.0f;
+        __syncthreads();
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)blocks * blockDim.x) {
+            int feature;
+            const i64 edge = split_element(i, num_features, feature);
+            const i64 node = __ldg(index + edge);
+            if (node < 0 || node >= num_nodes) continue;
+            atomicAdd(private_sums + node * num_features + feature, __ldg(src + i));
+            if (counts_out != nullptr && feature == 0) atomicAdd(private_counts + node, 1u);
+        }
+        __syncthreads();
+        const int elements = num_nodes * num_features;
+        const int start = (int)(((i64)blockIdx.x * num_nodes / blocks) * num_features);
+        for (int j = threadIdx.x; j < elements; j += blockDim.x) {
+            const int k = j + start < elements ? j + start : j + start - elements;
+            const float sum = private_sums[k];
+            if (__float_as_uint(sum) != 0u) atomicAdd(state_out + k, sum);
+        }
+        if (counts_out != nullptr) {
+            const int first = (int)((i64)blockIdx.x * num_nodes / blocks);
+            for (int j = threadIdx.x; j < num_nodes; j += blockDim.x) {
+                const int n = j + first < num_nodes ? j + first : j + first - num_nodes;
+                if (private_counts[n] != 0u) atomicAdd(counts_out + n, (u64)private_counts[n]);
+            }
+        }
+        return;
+    }
+    // warp-uniform loop (the match needs every lane): the warp's first element, then whole grid strides
+    for (i64 base = first_element() - lane; base < total; base += element_stride()) {
+        const i64 i = base + lane;
+        const bool present = i < total;
+        int feature = 0;
+        const i64 edge = present ? split_element(i, num_features, feature) : 0;
+        const i64 node = present ? __ldg(index + edge) : -1;
+        float v = present ? __ldg(src + i) : 0.0f;  // beside the index (in bounds): one round trip
+        const bool ok = node >= 0 && node < num_nodes;
+        const long long key = ok ? node * num_features + feature : -1ll - lane;
+        unsigned peers = 1u << lane;
+        if (neighbour_duplicates(key, ok, num_features)) peers = combine_warp_peers(key, v);
+        if (!ok || __ffs(peers) - 1 != lane) continue;
+        atomicAdd(state_out + node * num_features + feature, v);
+        if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, (u64)__popc(peers));
+    }
 }
 
 // values_out[slot(index[e]), f] += float(src[e, f]) with keys_out[slot] = index[e]; nodes in [0, node_limit).

@@ -1,0 +1,153 @@
+"""The launches without counts (plan.py "direct", "owned", "partitioned") on a GPU against float64 (skipped
+without a GPU): what a small in-place update of a large state runs.
+
+Fresh random inputs every run; launched on a state between guard zones, with skipped, counts and the
+workspace poisoned (tests/test_kernels_gpu.py launch_with_guards). Error bounds as there: float32 any order of
+float32 additions, float16 each touched node's sum formed in float32 and rounded to half once. Besides random
+graphs: hubs (all edges into one node, values of one sign, where half additions would stall), out-of-range
+targets, E = 1, and owned tables forced far too small, so that blocks run many passes over sub-ranges of their
+nodes (each node must still be added exactly once and rounded once).
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from plugin.kernels import launch, plan
+from plugin.kernels.plan import OwnedTable
+from tests.test_kernels_gpu import RNG, assert_within_bound, launch_with_guards, random_inputs
+
+pytestmark = pytest.mark.gpu
+
+BAD_IDS = np.array([-1, -2, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63)], dtype=np.int64)
+
+
+def with_bad_ids(index, num_nodes, count):
+    bad = RNG.choice(len(index), count, replace=False)
+    index[bad] = RNG.choice(np.append(BAD_IDS, [num_nodes, num_nodes + 1]), count)
+    return count
+
+
+def run(state, src, index, algorithm):
+    out, _, skipped, guards_intact, untouched, launched = launch_with_guards(
+        state, src, index, with_counts=False, algorithm=algorithm)
+    assert guards_intact, "bytes around the state changed"
+    assert untouched, "the counts buffer was written without counts"
+    return out, skipped, launched
+
+
+@pytest.fixture
+def tiny_tables(monkeypatch):
+    """Owned and bucket tables of 64 slots (48 nodes per pass): blocks overflow and retry on sub-ranges."""
+    monkeypatch.setattr(plan, "owned_table", lambda entries, features, device: OwnedTable(64, 48))
+    layout = plan.partition_layout
+
+    def small_buckets(num_edges, num_features):
+        full = layout(num_edges, num_features)
+        return None if full is None else dataclasses.replace(full, bucket=OwnedTable(64, 48))
+
+    monkeypatch.setattr(plan, "partition_layout", small_buckets)
+    launch._cached_plan.cache_clear()
+    launch._prepared.launches.clear()
+    launch._prepared.last = (None, None)
+    yield
+    launch._cached_plan.cache_clear()
+    launch._prepared.launches.clear()
+    launch._prepared.last = (None, None)
+
+
+@pytest.mark.parametrize("nodes, edges, features", [
+    (10**6, 10**4, 1),     # the per-step case: 40 blocks
+    (10**7, 10**4, 1),     # a 40 MB state, 1e4 edges
+    (10**4, 10**6, 1),     # 100 edges per node: warps sum equal targets before their atomic
+    (10**5, 300_000, 2),   # vec 2
+    (10**5, 300_000, 64),  # vec 4, two edges per warp
+    (1000, 30_000, 3),     # vec 1, three elements per edge
+    (5, 1, 1),             # one edge
+])
+def test_direct_float32_matches_float64(nodes, edges, features):
+    state, src, index = random_inputs(nodes, edges, features, np.float32)
+    bad = with_bad_ids(index, nodes, min(100, edges // 10))
+    out, skipped, launched = run(state, src, index, "direct")
+    assert launched.algorithm == "direct" and skipped == bad
+    assert_within_bound(out, state, src, index, np.float32)
+
+
+def test_direct_float32_with_all_edges_into_one_node():
+    nodes, edges = 1000, 10**6
+    state, _, _ = random_inputs(nodes, 0, 1, np.float32)
+    src = RNG.uniform(0, 1, (edges, 1)).astype(np.float32)
+    index = np.full(edges, RNG.integers(0, nodes), np.int64)
+    out, _, launched = run(state, src, index, "direct")
+    assert launched.algorithm == "direct"
+    assert_within_bound(out, state, src, index, np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("algorithm, nodes, edges, features", [
+    ("owned", 10**6, 10**4, 1),         # the per-step case
+    ("owned", 10**7, 10**4, 1),
+    ("owned", 1000, 30_000, 1),         # 30 edges per node
+    ("owned", 10**5, 20_000, 3),        # several features: each block loops over them
+    ("owned", 7, 5000, 4),
+    ("owned", 5, 1, 1),
+    ("partitioned", 10**6, 10**6, 1),   # the per-step case: 245 chunks, 489 buckets
+    ("partitioned", 10**7, 10**6, 1),
+    ("partitioned", 10**6, 2 * 10**6, 3),  # several features per entry
+    ("partitioned", 1000, 500_000, 1),  # every chunk holds every node: 1000 entries per chunk
+    ("partitioned", 10**5, 5000, 1),    # one chunk
+    ("partitioned", 5, 1, 1),
+])
+def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, features, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    bad = with_bad_ids(index, nodes, min(1000, edges // 10))
+    out, skipped, launched = run(state, src, index, algorithm)
+    assert launched.algorithm == algorithm and skipped == bad
+    assert_within_bound(out, state, src, index, dtype)
+
+
+@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("partitioned", 10**6)])
+def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
+    # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
+    nodes = 10**6
+    hub = int(RNG.integers(0, nodes))
+    state = RNG.uniform(0, 1, (nodes, 1)).astype(np.float16)
+    src = (RNG.uniform(0, 1, (edges, 1)) / 8).astype(np.float16)
+    index = np.full(edges, hub, np.int64)
+    out, _, _ = run(state, src, index, algorithm)
+    assert_within_bound(out, state, src, index, np.float16)
+    index = np.concatenate([np.full(edges // 2, hub), RNG.integers(0, nodes, edges - edges // 2)]).astype(np.int64)
+    RNG.shuffle(index)
+    out, _, _ = run(state, src, index, algorithm)
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("algorithm, nodes, edges, features", [
+    ("owned", 10**6, 10**4, 1),       # ~250 nodes per block over 48-node passes
+    ("owned", 10**6, 5000, 3),
+    ("partitioned", 10**6, 10**5, 1),  # ~2000 entries per bucket over 48-node passes
+])
+def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_tables, algorithm, nodes, edges,
+                                                                          features, dtype):
+    state, src, index = random_inputs(nodes, edges, features, dtype)
+    bad = with_bad_ids(index, nodes, 50)
+    out, skipped, launched = run(state, src, index, algorithm)
+    table = launched.owned if algorithm == "owned" else launched.partition.bucket
+    assert table == OwnedTable(64, 48) and skipped == bad
+    assert_within_bound(out, state, src, index, dtype)
+
+
+@pytest.mark.parametrize("dtype, nodes, edges, expected", [
+    (np.float32, 10**6, 10**4, "direct"),
+    (np.float32, 10**7, 10**6, "direct"),
+    (np.float32, 1000, 10**6, "shared"),
+    (np.float16, 10**6, 10**4, "owned"),
+    (np.float16, 10**7, 10**6, "partitioned"),
+])
+def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
+    state, src, index = random_inputs(nodes, edges, 1, dtype)
+    out, skipped, launched = run(state, src, index, "auto")
+    assert launched.algorithm == expected and skipped == 0
+    assert_within_bound(out, state, src, index, dtype)
