@@ -30,8 +30,8 @@ git log -1 --format='commit %H' 2>/dev/null || true
 for layout in ${PYTHONPATH:+${PYTHONPATH//:/ }} ${ENQUEUE_ALSO_WITH:-}; do
     [ -d "$layout/tensorrt_libs" ] && { python3 tests/plugin_host/build.py "$layout" || true; }
 done
-python3 -m pytest -m gpu tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py \
-    tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
+gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py"
+python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
 tests=$?
 grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
 status=0

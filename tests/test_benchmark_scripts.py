@@ -52,7 +52,8 @@ def test_run_gpu_sh_runs_every_gpu_test_file_and_every_torch_benchmark_with_out(
     """benchmarks/run_gpu.sh reproduces BENCHMARKS.md's GPU figures with one command: its test step names every
     test file marked gpu, and its benchmark step runs every torch benchmark with --out (full and --quick)."""
     script = (ROOT / "benchmarks" / "run_gpu.sh").read_text()
-    test_step = next(line for line in script.splitlines() if "pytest -m gpu" in line)
+    test_step = next(line for line in script.splitlines() if line.startswith("gpu_tests="))
+    assert "pytest -m gpu $gpu_tests" in script
     gpu_files = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
                        if re.search(r"pytest\.mark\.gpu\b", path.read_text()))
     assert gpu_files and all(name in test_step for name in gpu_files), (gpu_files, test_step)

@@ -649,7 +649,7 @@ def test_the_host_tests_pass_on_real_bindings(request):
     from tests.plugin_host.build import HostBuildError, lay_out
 
     releases = os.environ.get("PLUGIN_HOST_RELEASES", "11.4.0.106").split()
-    cache = Path(request.config.cache.mkdir("plugin-host")) if request.config.cache else Path("/tmp/plugin-host")
+    cache = Path(cache.mkdir("plugin-host")) if (cache := getattr(request.config, "cache", None)) else Path("/tmp/plugin-host")
     for release in releases:
         try:
             layout = lay_out(release, cache / release)
