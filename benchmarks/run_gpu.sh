@@ -30,27 +30,30 @@ git log -1 --format='commit %H' 2>/dev/null || true
 for layout in ${PYTHONPATH:+${PYTHONPATH//:/ }} ${ENQUEUE_ALSO_WITH:-}; do
     [ -d "$layout/tensorrt_libs" ] && { python3 tests/plugin_host/build.py "$layout" || true; }
 done
-gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py"
-python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
-tests=$?
-grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
+# RUN_GPU_PART=steps (the GPU tests, bench_enqueue, bench_state_update, bench_aot, probe_small_updates) or
+# RUN_GPU_PART=kernel (bench_scatter_add, bench_breakdown) runs half, for callers whose commands are limited to
+# a few minutes each (two calls in a row on one machine then give the whole set); default: everything.
+part=${RUN_GPU_PART:-all}
+case "$part" in all|steps|kernel) ;; *) echo "run_gpu.sh: RUN_GPU_PART must be all, steps or kernel, got '$part'" >&2; exit 2 ;; esac
+want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
+size() { [ "$quick" = "--quick" ] && echo "$1" || echo "$2"; }  # size QUICK_ARGS FULL_ARGS
+tests=0
 status=0
-if [ "$quick" = "--quick" ]; then
-    python3 benchmarks/bench_scatter_add.py --quick --out "$out" || status=1
+if want steps; then
+    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py"
+    python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
+    tests=$?
+    grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
     python3 benchmarks/bench_enqueue.py --out "$out" || status=1
-    python3 benchmarks/bench_state_update.py --batches 10000 --out "$out" || status=1
-    python3 benchmarks/bench_aot.py --batches 10000 --out "$out" || status=1
-    python3 benchmarks/bench_breakdown.py --sizes 1e3:1e6:64 --out "$out" || status=1
-    python3 benchmarks/probe_small_updates.py --batches 10000 --out "$out" || status=1
-else
-    python3 benchmarks/bench_scatter_add.py --out "$out" || status=1
-    python3 benchmarks/bench_enqueue.py --out "$out" || status=1
-    python3 benchmarks/bench_state_update.py --out "$out" || status=1
-    python3 benchmarks/bench_aot.py --out "$out" || status=1
-    python3 benchmarks/bench_breakdown.py --dtypes float32,float16 --out "$out" || status=1
-    python3 benchmarks/probe_small_updates.py --out "$out" || status=1
+    python3 benchmarks/bench_state_update.py $(size "--batches 10000" "") --out "$out" || status=1
+    python3 benchmarks/bench_aot.py $(size "--batches 10000" "") --out "$out" || status=1
+    python3 benchmarks/probe_small_updates.py $(size "--batches 10000" "") --out "$out" || status=1
 fi
-if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
+if want kernel; then
+    python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out" || status=1
+    python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out" || status=1
+fi
+if [ -n "${ENQUEUE_ALSO_WITH:-}" ] && want steps; then
     PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1
     { echo; cat "$out/enqueue-also/bench_enqueue.md"; } >>"$out/bench_enqueue.md" && rm -r "$out/enqueue-also"
 fi

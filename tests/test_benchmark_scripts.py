@@ -50,16 +50,16 @@ def test_without_tensorrt_the_one_line_names_only_options_that_exist(script):
 
 def test_run_gpu_sh_runs_every_gpu_test_file_and_every_torch_benchmark_with_out():
     """benchmarks/run_gpu.sh reproduces BENCHMARKS.md's GPU figures with one command: its test step names every
-    test file marked gpu, and its benchmark step runs every torch benchmark with --out (full and --quick)."""
+    test file marked gpu, and its benchmark step runs every torch benchmark with --out (once; --quick picks the sizes)."""
     script = (ROOT / "benchmarks" / "run_gpu.sh").read_text()
-    test_step = next(line for line in script.splitlines() if line.startswith("gpu_tests="))
+    test_step = next(line for line in script.splitlines() if line.strip().startswith("gpu_tests="))
     assert "pytest -m gpu $gpu_tests" in script
     gpu_files = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
                        if re.search(r"pytest\.mark\.gpu\b", path.read_text()))
     assert gpu_files and all(name in test_step for name in gpu_files), (gpu_files, test_step)
     for name in TORCH_SCRIPTS:
         runs = re.findall(rf"python3 {re.escape(name)} .*--out \"\$out\"", script)
-        assert len(runs) == 2, f"run_gpu.sh runs {name} --out {len(runs)} times (expected: full and --quick)"
+        assert len(runs) == 1, f"run_gpu.sh runs {name} --out {len(runs)} times (expected once, sized by --quick)"
 
 
 def test_bench_breakdown_plan_option_takes_only_plan_py_integer_constants():
