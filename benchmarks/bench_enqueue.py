@@ -151,17 +151,19 @@ def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
     """(kind, function, grid x, grid y, shared bytes, arguments) of the one kernel of a prepared launch, the
     arguments re-packed at the kernel's own parameter layout where the driver gives it (None where not)."""
     from plugin.kernels.launch import _MEMSET, _KernelArguments, parameter_layout
+    from plugin.kernels.plan import THREADS_PER_BLOCK
 
     (sequence,) = launch._sequences.values()
     (operation,) = [operation for operation in sequence.operations if operation[0] != _MEMSET]
-    kind, function, grid_x, grid_y, shared_bytes, arguments, _ = operation
+    kind, function, grid_x, grid_y, shared_bytes, arguments, _ = operation[:7]
+    block = operation[7] if len(operation) > 7 else THREADS_PER_BLOCK  # the uncounted paths name their block
     layout = parameter_layout(launch._driver, function, len(arguments.values))
     packed = None
     if layout is not None:
         packed = _KernelArguments(arguments.values)
         packed.lay_out(layout)
         packed.patch(launch._pointers)
-    return kind, function, grid_x, grid_y, shared_bytes, packed
+    return kind, function, grid_x, grid_y, block, shared_bytes, packed
 
 
 def bare_launches(driver: Any, without_counts: Any, with_counts: Any) -> dict[str, Callable[[], Any]]:
@@ -170,7 +172,6 @@ def bare_launches(driver: Any, without_counts: Any, with_counts: Any) -> dict[st
     CUlaunchConfig made once (for the with-counts launch's cooperative kernel: with the cooperative
     attribute, beside cuLaunchCooperativeKernel); and through ctypes. One packed buffer serves every form."""
     from plugin.cuda_check import check
-    from plugin.kernels.plan import THREADS_PER_BLOCK
 
     def row(function: Any, arguments: tuple[Any, ...], keep: Any) -> Callable[[], Any]:
         check(function(*arguments), call=f"{function.__name__} (bare launch row)")  # once: a failing form is no row
@@ -179,14 +180,14 @@ def bare_launches(driver: Any, without_counts: Any, with_counts: Any) -> dict[st
     calls: dict[str, Callable[[], Any]] = {}
     stream = driver.CUstream(int(without_counts._pointers[-1]))
     for launch in (without_counts, with_counts):
-        kind, function, grid_x, grid_y, shared_bytes, packed = kernel_launch_shape(launch)
+        kind, function, grid_x, grid_y, block, shared_bytes, packed = kernel_launch_shape(launch)
         if packed is None:
             print("no parameter layout from the driver (cuFuncGetParamInfo): bare launch rows skipped", flush=True)
             return calls
-        shape = (function, grid_x, grid_y, 1, THREADS_PER_BLOCK, 1, 1, shared_bytes, stream)
+        shape = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, grid_y, 1
-        config.blockDimX, config.blockDimY, config.blockDimZ = THREADS_PER_BLOCK, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
         config.sharedMemBytes, config.hStream = shared_bytes, stream
         if launch is without_counts:
             calls["bare cuLaunchKernel, kernelParams (cuda.bindings)"] = row(
