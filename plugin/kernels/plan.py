@@ -426,11 +426,16 @@ def owned_shared_bytes(capacity: int, num_features: int) -> int:
     return 4 * capacity * (1 + num_features)
 
 
+def owned_capacity(entries: int) -> int:
+    """Slots of an owned table for about `entries` distinct nodes: the power of two >= 1.5x that plus 64 (at
+    least OWNED_MIN_CAPACITY; filled at most 2/3 on average, so insertions probe few slots)."""
+    return next_power_of_two(max(OWNED_MIN_CAPACITY, entries + entries // 2 + 64))
+
+
 def owned_table(entries_per_block: int, num_features: int, device: DeviceInfo) -> OwnedTable:
-    """A table for about `entries_per_block` distinct nodes: the power of two >= 1.5x that plus 64 (filled at
-    most 2/3 on average, so insertions probe few slots; a block whose nodes do not fit runs several passes), at
-    most what one block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
-    capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries_per_block + entries_per_block // 2 + 64))
+    """A table of owned_capacity(entries_per_block) slots (a block whose nodes do not fit runs several passes),
+    at most what one block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
+    capacity = owned_capacity(entries_per_block)
     while capacity > OWNED_MIN_CAPACITY and owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
         capacity //= 2
     if owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
@@ -457,7 +462,7 @@ def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | Non
     chunks = -(-num_edges // chunk_edges)
     buckets = -(-num_edges // PARTITION_BUCKET_EDGES)
     entries = -(-num_edges // buckets)
-    capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries + entries // 2 + 64))  # as owned_table
+    capacity = owned_capacity(entries)
     sums_offset = _aligned(4 * num_edges)
     offsets_offset = sums_offset + _aligned(4 * num_edges * num_features)
     return PartitionLayout(chunk_edges, chunks, buckets, 2 * chunk_edges, OwnedTable(capacity, min(capacity, OWNED_MAX_PROBES)),
@@ -489,7 +494,7 @@ def partition_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tup
     layout = partition_layout(num_edges, num_features)
     if layout is None:
         raise ValueError("the partitioned path needs at least one edge")
-    chunk_shared = 4 * layout.chunk_capacity * (1 + num_features) + 4 * (layout.buckets + 1)
+    chunk_shared = owned_shared_bytes(layout.chunk_capacity, num_features) + 4 * (layout.buckets + 1)  # + cursors
     bucket_shared = owned_shared_bytes(layout.bucket.capacity, num_features)
     if max(chunk_shared, bucket_shared) > device.max_shared_per_block:
         raise ValueError(f"rows of {num_features} features and {num_edges} edges do not fit the partitioned "
