@@ -388,14 +388,13 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
     return parsed
 
 
-def check_save_target(path: str, options: argparse.Namespace, option: str = "--save_engine") -> None:
+def check_save_target(path: str, options: argparse.Namespace, option: str) -> None:
     """InputError when `option` (--save_engine, --save_onnx) would overwrite an input of the run or this script."""
-    for source, other in (("--graph", getattr(options, "graph", None)),
-                          ("--node_features_file", getattr(options, "node_features_file", None)),
-                          ("--onnx", getattr(options, "onnx", None)),
-                          ("the script", str(SCRIPT_PATH))):
+    for named, other in (("the --graph file", getattr(options, "graph", None)),
+                         ("the --node_features_file file", getattr(options, "node_features_file", None)),
+                         ("the --onnx file", getattr(options, "onnx", None)),
+                         ("this script", str(SCRIPT_PATH))):
         if other is not None and same_file(path, other):
-            named = "this script" if source == "the script" else f"the {source} file"
             raise InputError(f"{option} {shown_path(path)} is {named}; writing there would overwrite it: give "
                              "another file name")
 
