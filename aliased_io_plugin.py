@@ -196,13 +196,13 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         from cli.onnx_model import validate_against_onnxruntime
 
         lines, status = validate_against_onnxruntime(prepared, result.final_state, options.precision)
-        _print()
-        _print("\n".join(lines))
-        return status
-    check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
+    else:
+        check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
+        lines = validation_lines(check, len(prepared.steps.batches))
+        status = EXIT_OK if check.ok else EXIT_VALIDATION_FAILED
     _print()
-    _print("\n".join(validation_lines(check, len(prepared.steps.batches))))
-    return EXIT_OK if check.ok else EXIT_VALIDATION_FAILED
+    _print("\n".join(lines))
+    return status
 
 
 def read_inputs(options: argparse.Namespace) -> "Prepared":
