@@ -283,8 +283,7 @@ def parameter_layout(driver: Any, function: Any, count: int) -> tuple[tuple[int,
 
 class _LaunchSequence:
     """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and
-    (_KERNEL or _COOPERATIVE, function, grid x, grid y, shared bytes, arguments, kernel name[, block size]:
-    THREADS_PER_BLOCK where absent)."""
+    (_KERNEL or _COOPERATIVE, function, grid x, grid y, shared bytes, arguments, kernel name, block size)."""
 
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
@@ -536,18 +535,19 @@ class PreparedScatterAdd:
                               counts, skipped, node_lo, node_hi)
                 kind = _COOPERATIVE if plan.zeroing else _KERNEL
                 operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
-                                   _KernelArguments(values), scatter.name))
+                                   _KernelArguments(values), scatter.name, scatter.block))
             if plan.fold is not None and plan.pair_chunks > 1:
                 last = int(chunk == plan.pair_chunks - 1)
                 operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
-                                   _KernelArguments(((STATE, 0), dest, (COUNTS, 0), num_nodes, last)), plan.fold.name))
+                                   _KernelArguments(((STATE, 0), dest, (COUNTS, 0), num_nodes, last)), plan.fold.name,
+                                   plan.fold.block))
         if plan.fold is not None and plan.pair_chunks == 1:
             operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
-                               _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes)), plan.fold.name))
+                               _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes)), plan.fold.name, plan.fold.block))
         if plan.apply is not None and table is not None:
             values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
             operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values),
-                               plan.apply.name))
+                               plan.apply.name, plan.apply.block))
         return _LaunchSequence(plan, operations)
 
     def _uncounted_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
@@ -604,7 +604,7 @@ class PreparedScatterAdd:
         if sort.fixup is not None:
             kernels.append((sort.fixup.name, sort.fixup.grid, 0,
                             (pairs, cursor, num_nodes, num_features, layout.span, layout.ranges, (STATE, 0), head, tail)))
-        return [(_KERNEL, functions[name], *grid, shared_bytes, _KernelArguments(values), name)
+        return [(_KERNEL, functions[name], *grid, shared_bytes, _KernelArguments(values), name, THREADS_PER_BLOCK)
                 for name, grid, shared_bytes, values in kernels]
 
 
@@ -623,8 +623,7 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
             calls.append((driver.cuMemsetD32Async,
                           (driver.CUdeviceptr(pointers[position] + offset), value, count, stream), what))
             continue
-        kind, function, grid_x, grid_y, shared_bytes, arguments, name = operation[:7]
-        block = operation[7] if len(operation) > 7 else THREADS_PER_BLOCK
+        kind, function, grid_x, grid_y, shared_bytes, arguments, name, block = operation
         grid = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
         if kind == _KERNEL and arguments.extra_address:  # packed at the kernel's layout: one buffer, no kernelParams
             calls.append((driver.cuLaunchKernel, (*grid, None, arguments.extra_address), f"cuLaunchKernel of {name}"))
