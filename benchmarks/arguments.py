@@ -4,7 +4,7 @@ torch, TensorRT or a GPU is looked for (the scripts parse first, then call gpu_t
 import argparse
 import sys
 
-EXIT_BAD_INPUT = 2
+from cli.options import EXIT_BAD_INPUT  # the sample's exit status 2 (standard library only), as gpu_timing's 3
 
 
 class ArgumentParser(argparse.ArgumentParser):
