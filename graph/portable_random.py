@@ -74,9 +74,9 @@ def portable_edge_batches(num_nodes: int, num_batches: int, batch_edges: int, se
         raise InputError(
             f"{num_batches:,} batches of {batch_edges:,} edges exceed the limit of {MAX_RANDOM_EDGES:,} edges"
         )
-    pairs = 2 * batch_edges
-    return [words_below(seed, BATCH_STREAM, k * pairs, pairs, num_nodes).reshape(batch_edges, 2)
-            for k in range(num_batches)]
+    # batch k is words 2 k B to 2 (k + 1) B: drawn in one pass (in chunks), not one stream key and pass per batch
+    words = words_below(seed, BATCH_STREAM, 0, 2 * num_batches * batch_edges, num_nodes)
+    return list(words.reshape(num_batches, batch_edges, 2))
 
 
 def portable_node_features(num_nodes: int, num_features: int, seed: int) -> np.ndarray:
