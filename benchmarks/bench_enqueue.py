@@ -148,15 +148,13 @@ def launch_form_of(launch: Any, pointers: tuple[int, ...]) -> str:
 
 
 def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
-    """(kind, function, grid x, grid y, shared bytes, arguments) of the one kernel of a prepared launch, the
-    arguments re-packed at the kernel's own parameter layout where the driver gives it (None where not)."""
+    """(kind, function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch,
+    the arguments re-packed at the kernel's own parameter layout where the driver gives it (None where not)."""
     from plugin.kernels.launch import _MEMSET, _KernelArguments, parameter_layout
-    from plugin.kernels.plan import THREADS_PER_BLOCK
 
     (sequence,) = launch._sequences.values()
     (operation,) = [operation for operation in sequence.operations if operation[0] != _MEMSET]
-    kind, function, grid_x, grid_y, shared_bytes, arguments, _ = operation[:7]
-    block = operation[7] if len(operation) > 7 else THREADS_PER_BLOCK  # the uncounted paths name their block
+    kind, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # _LaunchSequence's kernel shape
     layout = parameter_layout(launch._driver, function, len(arguments.values))
     packed = None
     if layout is not None:
