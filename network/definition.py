@@ -201,6 +201,9 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
 
 
 KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu
+# plugin.kernels.aot.table_capacity: the float16 table has 2 E + 1 slots, computed from idx's shape here (shape
+# layers) and in network.onnx_rewrite (ONNX nodes; tests/test_onnx_rewrite.py checks their result)
+TABLE_SCALE, TABLE_OFFSET = 2, 1
 
 
 @dataclass
@@ -272,7 +275,7 @@ def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITen
         counts = shapes.filled(shapes.shape(shapes.dim(state, 0), 1), 2, 0, np.int64)
         counts.name = "aot_counts_zero"
     if half:
-        capacity = shapes.affine(shapes.dim(index, 0), 2, 1)  # plugin.kernels.aot.table_capacity
+        capacity = shapes.affine(shapes.dim(index, 0), TABLE_SCALE, TABLE_OFFSET)
         keys = shapes.filled(capacity, 1, KEYS_EMPTY, np.int32)
         keys.name = "aot_table_keys_empty"
         values = shapes.filled(shapes.shape(capacity, num_features), 2, 0.0, np.float32)

@@ -68,6 +68,8 @@ from network.definition import (
     PLUGINS,
     PYTHON_PLUGIN,
     STATE_UPDATE,
+    TABLE_OFFSET,
+    TABLE_SCALE,
 )
 from plugin.rules import COMPUTE_COUNTS_FIELD
 
@@ -93,8 +95,6 @@ AOT_SCATTER_TABLE_COUNTS = "scatter_table_counts"
 AOT_APPLY_TABLE = "apply_table"
 AOT_PLUGIN_VERSION = "1"
 AOT_OPS = (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS, AOT_APPLY_TABLE)
-# plugin.kernels.aot.table_capacity: the float16 table has 2 E + 1 slots (tests check the ONNX nodes' result)
-TABLE_SCALE, TABLE_OFFSET = 2, 1
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FEATURE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
