@@ -39,6 +39,7 @@ from plugin.kernels.plan import (
     PAIR_BYTES,
     PAIRED_MAX_EDGES,
     THREADS_PER_BLOCK,
+    UNCOUNTED_ALGORITHMS,
     DeviceInfo,
     LaunchPlan,
     pairs_workspace_bytes,
@@ -498,7 +499,7 @@ class PreparedScatterAdd:
             return _LaunchSequence(None, operations)
         if plan.sort is not None:
             return _LaunchSequence(plan, operations + self._sort_operations(plan))
-        if plan.algorithm in ("direct", "owned", "partitioned"):
+        if plan.algorithm in UNCOUNTED_ALGORITHMS:
             return _LaunchSequence(plan, operations + self._uncounted_operations(plan))
         table = plan.table  # None on the paired path
         if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
@@ -702,9 +703,9 @@ def scatter_add_launch(
     (with counts: wide rows with many edges sort them there, F = 1 beyond 2^24 edges keeps its pairs).
     With counts and F = 1 the paired path (plan.py) sums in the counts buffer itself, so it must be 8-byte
     aligned for that (cuMemAlloc and TensorRT give 256); otherwise the launch takes the two-atomic path.
-    `algorithm` ("auto", "global", "shared", "sorted", "chunked"), `node_passes`, `paired`, `max_slice_width`
-    and `zero_in_kernel` (True: the scatter kernel zeroes the counts wherever it can; False: a memset always)
-    override plan.py's choices for tests and benchmarks.
+    `algorithm` (plan.py ALGORITHMS; "direct", "owned" and "partitioned" without counts only), `node_passes`,
+    `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the counts wherever it
+    can; False: a memset always) override plan.py's choices for tests and benchmarks.
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and

@@ -84,7 +84,8 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", "direct", "owned", "partitioned")
+UNCOUNTED_ALGORITHMS = ("direct", "owned", "partitioned")  # without counts only (uncounted_plan)
+ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
 # at 1e4 edges, but 5 us longer at 1e5 edges (N = 1e6, F = 1) and 10-26 us longer at F = 64, 1e5-1e6 edges.
@@ -671,7 +672,7 @@ def plan_launch(
         apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
         return LaunchPlan("chunked", vec, 5, scatter, num_features, ((0, num_nodes),), table, apply, apply_lanes_log2,
                           chunk_edges=chunk_edges)
-    uncounted = algorithm if algorithm in ("direct", "owned", "partitioned") else None
+    uncounted = algorithm if algorithm in UNCOUNTED_ALGORITHMS else None
     if uncounted is not None and with_counts:
         raise ValueError(f"the {algorithm} path runs without counts; counts were requested")
     if uncounted == "partitioned" and not partition_workspace:
