@@ -164,16 +164,18 @@ def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, feature
     return np.asarray(state, dtype=np.float64)
 
 
-def verdict(model: OnnxModel, against_runtime: Any, against_reference: Any, reference: str) -> tuple[list[str], int]:
-    """The seed's verdict line (both comparisons must pass), then one line each: against ONNX Runtime, and
-    against `reference` (how the float64 reference is named)."""
-    ok = against_runtime.ok and against_reference.ok
-    return [
-        f"Validation against reference {'successful' if ok else 'failed'}!",
-        f"Against ONNX Runtime (the original {model.path}, same inputs, twice the reference's tolerance): "
-        f"{against_runtime.summary()}",
-        f"{reference}: {against_reference.summary()}",
-    ], EXIT_OK if ok else EXIT_VALIDATION_FAILED
+def verdict(*comparisons: tuple[str, Any]) -> tuple[list[str], int]:
+    """The seed's verdict line (every comparison must pass), then one line per (label, comparison): the label
+    and the comparison's summary."""
+    ok = all(comparison.ok for _, comparison in comparisons)
+    return [f"Validation against reference {'successful' if ok else 'failed'}!",
+            *(f"{label}: {comparison.summary()}" for label, comparison in comparisons)], \
+        EXIT_OK if ok else EXIT_VALIDATION_FAILED
+
+
+def against_onnxruntime(model: OnnxModel) -> str:
+    """How the comparison with ONNX Runtime is named in the --validate --onnx report."""
+    return f"Against ONNX Runtime (the original {model.path}, same inputs, twice the reference's tolerance)"
 
 
 def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
@@ -182,8 +184,8 @@ def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.
     of the exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
     from reference import compare
 
-    return verdict(model, compare(actual, onnxruntime, precision, scale=AGAINST_ONNXRUNTIME),
-                   compare(actual, reference, precision), "Against the float64 reference")
+    return verdict((against_onnxruntime(model), compare(actual, onnxruntime, precision, scale=AGAINST_ONNXRUNTIME)),
+                   ("Against the float64 reference", compare(actual, reference, precision)))
 
 
 def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
@@ -192,9 +194,9 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
     the float64 reference of all batches (the bound)."""
     from network.steps import compare_state
 
-    return verdict(model, compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound),
-                   compare_state(actual, reference, bound),
-                   f"Final state against the float64 reference of all {steps} batches")
+    return verdict((against_onnxruntime(model), compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound)),
+                   (f"Final state against the float64 reference of all {steps} batches",
+                    compare_state(actual, reference, bound)))
 
 
 def dry_run_validation(actual: np.ndarray, reference: np.ndarray, precision: str,
@@ -205,9 +207,7 @@ def dry_run_validation(actual: np.ndarray, reference: np.ndarray, precision: str
     from reference import compare
 
     summary: Any = compare(actual, reference, precision) if bound is None else compare_state(actual, reference, bound)
-    return [f"Validation against reference {'successful' if summary.ok else 'failed'}!",
-            f"ONNX Runtime against the float64 reference: {summary.summary()}"], \
-        EXIT_OK if summary.ok else EXIT_VALIDATION_FAILED
+    return verdict(("ONNX Runtime against the float64 reference", summary))
 
 
 def engine_inputs_of(prepared: Any, precision: str) -> dict[str, np.ndarray]:
