@@ -71,6 +71,7 @@ from network.definition import (
     TABLE_OFFSET,
     TABLE_SCALE,
 )
+from network.engine import first_line
 from plugin.rules import COMPUTE_COUNTS_FIELD
 
 if TYPE_CHECKING:
@@ -139,8 +140,8 @@ def load_model(path: str | Path) -> "onnx.ModelProto":
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:300]
+    """network.engine.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
+    return first_line(error)[:300]
 
 
 def check_output_path(path: str | Path, option: str, source: str | Path | None = None) -> None:
