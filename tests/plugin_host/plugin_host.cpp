@@ -973,7 +973,6 @@ struct Engine
     size_t workspace{0};
     std::vector<int32_t> tactics;
     std::vector<StoredField> fields; // getFieldsToSerialize, copied
-    bool quick{false};
     // AOT: getKernel and getLaunchParams
     std::string kernelName;
     std::string kernel;
@@ -1910,7 +1909,6 @@ struct Context
     std::vector<PluginTensorDesc> in, out;
     std::vector<PluginField> fieldsView;
     int64_t lastNanoseconds{0};
-    std::vector<std::string> enqueueSteps;
 };
 
 std::string descJson(PluginTensorDesc const& d)
@@ -2280,7 +2278,6 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
 {
     BuildPhase phase("aot build", name, version, ns);
     Engine* engine = phase.engine.get();
-    engine->quick = true;
     Report& report = phase.report;
     IPluginV3*& plugin = phase.plugin;
     auto finish = [&](bool success) { return phase.finish(success); };
