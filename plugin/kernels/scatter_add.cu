@@ -1024,7 +1024,7 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {
     x ^= x >> 16;
     return x;
 }
-// The block (or bucket) of `owners` that owns node n; plan.py's owner_of computes the same.
+// The block (or bucket) of `owners` that owns node n: mix32(n) scaled to [0, owners).
 __device__ __forceinline__ unsigned owner_of(int node, unsigned owners) {
     return (unsigned)(((u64)mix32((unsigned)node) * owners) >> 32);
 }
