@@ -8,9 +8,11 @@ line, exit 2, before torch is imported. torch, onnx or onnxscript missing: one l
 """
 
 import argparse
+import contextlib
 import logging
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from cli.options import MAX_CLASSES, integer
@@ -53,6 +55,21 @@ def check_arguments(options: argparse.Namespace) -> tuple[int, int]:
     return num_features, num_classes
 
 
+@contextlib.contextmanager
+def quiet_exporter() -> Iterator[None]:
+    """torch.onnx's log below ERROR (the "torchvision is not installed" lines) and warnings (torch's deprecation and
+    dynamic-axis-name notes, not ours to act on) left out while torch.onnx.export runs; the log level restored."""
+    exporter_log = logging.getLogger("torch.onnx")
+    level = exporter_log.level
+    exporter_log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        exporter_log.setLevel(level)
+
+
 def export_sample(network: str, precision: str, num_features: int, num_classes: int, out: str | Path) -> Path:
     """Exports the sample network with torch.onnx.export(dynamo=True) to `out`; returns the path written."""
     import torch
@@ -60,17 +77,10 @@ def export_sample(network: str, precision: str, num_features: int, num_classes: 
     from export.sample_modules import export_spec
 
     spec = export_spec(network, precision, num_features, num_classes)
-    exporter_log = logging.getLogger("torch.onnx")
-    level = exporter_log.level
-    exporter_log.setLevel(logging.ERROR)  # not the "torchvision is not installed" lines
-    try:
-        with warnings.catch_warnings():  # torch's deprecation and dynamic-axis-name notes, not ours to act on
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(spec.module, spec.args, dynamo=True, dynamic_shapes=spec.dynamic_shapes,
-                                        input_names=list(spec.input_names), output_names=list(spec.output_names),
-                                        external_data=False, verbose=False)
-    finally:
-        exporter_log.setLevel(level)
+    with quiet_exporter():
+        program = torch.onnx.export(spec.module, spec.args, dynamo=True, dynamic_shapes=spec.dynamic_shapes,
+                                    input_names=list(spec.input_names), output_names=list(spec.output_names),
+                                    external_data=False, verbose=False)
     assert program is not None  # dynamo=True always returns the ONNXProgram
     program.save(str(out))
     return Path(out)

@@ -5,8 +5,6 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
-import logging
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -54,26 +52,21 @@ def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: l
     become torch.export.Dim objects for dynamo, dynamic_axes for the legacy exporter)."""
     import torch
 
-    exporter_log = logging.getLogger("torch.onnx")
-    level = exporter_log.level
-    exporter_log.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if dynamo:
-                dims: dict[str, Any] = {}
-                shapes = None if dynamic is None else {
-                    name: None if axes is None else {axis: dims.setdefault(dim, torch.export.Dim(dim))
-                                                     for axis, dim in axes.items()}
-                    for name, axes in dynamic.items()}
-                program = torch.onnx.export(module.eval(), args, dynamo=True, dynamic_shapes=shapes,
-                                            input_names=input_names, output_names=output_names, verbose=False)
-                program.save(str(path))
-            else:
-                torch.onnx.export(module.eval(), args, str(path), dynamo=False, input_names=input_names,
-                                  output_names=output_names, dynamic_axes=dynamic)
-    finally:
-        exporter_log.setLevel(level)
+    from export.export_onnx import quiet_exporter
+
+    with quiet_exporter():
+        if dynamo:
+            dims: dict[str, Any] = {}
+            shapes = None if dynamic is None else {
+                name: None if axes is None else {axis: dims.setdefault(dim, torch.export.Dim(dim))
+                                                 for axis, dim in axes.items()}
+                for name, axes in dynamic.items()}
+            program = torch.onnx.export(module.eval(), args, dynamo=True, dynamic_shapes=shapes,
+                                        input_names=input_names, output_names=output_names, verbose=False)
+            program.save(str(path))
+        else:
+            torch.onnx.export(module.eval(), args, str(path), dynamo=False, input_names=input_names,
+                              output_names=output_names, dynamic_axes=dynamic)
     return path
 
 
