@@ -39,8 +39,6 @@ from network.engine import (
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
-    from plugin.device_array import DeviceArray
-
 PRECISIONS: dict[str, np.dtype] = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
 
 
@@ -137,7 +135,7 @@ def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray],
 
     from plugin.device_array import DeviceArray
 
-    buffers: dict[str, "DeviceArray"] = {}
+    buffers: dict[str, DeviceArray] = {}
     try:
         for name, array in feeds.items():
             buffers[name] = DeviceArray.from_array(array)
