@@ -1361,6 +1361,31 @@ bool checkNames(Core* core, Engine const& engine, std::string const& call, Repor
     return ok;
 }
 
+//! One descriptor per input and per output, each filled by fill(dims, type, format, desc) with the engine's
+//! choices (inputs first); false at the first fill that fails.
+template <typename Desc, typename Fill>
+bool fillDescs(Engine const& engine, std::vector<Desc>& in, std::vector<Desc>& out, Fill const& fill)
+{
+    size_t const nbIn = engine.inputs.size();
+    in.resize(nbIn);
+    out.resize(engine.nbOutputs);
+    for (size_t i = 0; i < nbIn; ++i)
+    {
+        if (!fill(engine.inputs[i].dims, engine.inputs[i].type, engine.formats[i], in[i]))
+        {
+            return false;
+        }
+    }
+    for (int32_t i = 0; i < engine.nbOutputs; ++i)
+    {
+        if (!fill(engine.outputDims[i], engine.outputTypes[i], engine.formats[nbIn + i], out[i]))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
 //! The input and output descriptors of the build phase (dims with -1 for sizes, the profile's min/opt/max).
 bool buildDescs(Engine const& engine, std::vector<DynamicPluginTensorDesc>& in,
     std::vector<DynamicPluginTensorDesc>& out, Report& report)
@@ -1385,24 +1410,19 @@ bool buildDescs(Engine const& engine, std::vector<DynamicPluginTensorDesc>& in,
         d.max = toDims(*high);
         return true;
     };
-    size_t const nbIn = engine.inputs.size();
-    in.resize(nbIn);
-    out.resize(engine.nbOutputs);
-    for (size_t i = 0; i < nbIn; ++i)
+    return fillDescs(engine, in, out, fill);
+}
+
+//! The inputs' shapes as the plugin's shape calls get them: the host's symbolic expressions.
+std::vector<DimsExprs> inputExprs(Engine const& engine)
+{
+    std::vector<DimsExprs> inputs(engine.inputs.size());
+    for (size_t i = 0; i < engine.inputs.size(); ++i)
     {
-        if (!fill(engine.inputs[i].dims, engine.inputs[i].type, engine.formats[i], in[i]))
-        {
-            return false;
-        }
+        inputs[i].nbDims = static_cast<int32_t>(engine.inputs[i].dims.size());
+        std::copy(engine.inputs[i].dims.begin(), engine.inputs[i].dims.end(), inputs[i].d);
     }
-    for (int32_t i = 0; i < engine.nbOutputs; ++i)
-    {
-        if (!fill(engine.outputDims[i], engine.outputTypes[i], engine.formats[nbIn + i], out[i]))
-        {
-            return false;
-        }
-    }
-    return true;
+    return inputs;
 }
 
 //! getOutputShapes with the host's IExprBuilder: inputs symbolic, outputs checked to be the builder's own and
@@ -1410,15 +1430,7 @@ bool buildDescs(Engine const& engine, std::vector<DynamicPluginTensorDesc>& in,
 template <typename Build>
 bool outputShapes(Build* build, Engine& engine, Report& report)
 {
-    std::vector<DimsExprs> inputs(engine.inputs.size());
-    for (size_t i = 0; i < engine.inputs.size(); ++i)
-    {
-        inputs[i].nbDims = static_cast<int32_t>(engine.inputs[i].dims.size());
-        for (size_t j = 0; j < engine.inputs[i].dims.size(); ++j)
-        {
-            inputs[i].d[j] = engine.inputs[i].dims[j];
-        }
-    }
+    std::vector<DimsExprs> const inputs = inputExprs(engine);
     std::vector<DimsExprs> outputs(engine.nbOutputs);
     for (auto& o : outputs)
     {
@@ -1476,7 +1488,7 @@ bool outputShapes(Build* build, Engine& engine, Report& report)
     return ok;
 }
 
-//! What the build and runtime phases share: the tactics and the fields to serialize.
+//! getNbTactics + getValidTactics (both build phases): the tactics kept in the engine (0, the default's, refused).
 template <typename Build>
 void tactics(Build* build, Engine& engine, Report& report)
 {
@@ -1492,6 +1504,17 @@ void tactics(Build* build, Engine& engine, Report& report)
         "\"count\": " + std::to_string(count) + ", \"status\": " + std::to_string(status)
             + ", \"tactics\": " + intList(std::vector<int64_t>(values.begin(), values.end())),
         text);
+}
+
+//! setTactic with the engine's first valid tactic (0, the default, where there are none); true when it returned 0.
+template <typename Runtime>
+bool setTactic(Runtime* runtime, Engine const& engine, Report& report)
+{
+    StderrCapture capture;
+    int32_t const status = runtime->setTactic(engine.tactics.empty() ? 0 : engine.tactics.front());
+    std::string const text = capture.finish();
+    report.step("setTactic", status == 0, "\"status\": " + std::to_string(status), text);
+    return status == 0;
 }
 
 } // namespace
@@ -1985,15 +2008,9 @@ void* runtimeOpen(void* handle, char const* sizesText)
     {
         return fail();
     }
+    if (!setTactic(context->runtime, *engine, report))
     {
-        StderrCapture capture;
-        int32_t const status = context->runtime->setTactic(engine->tactics.empty() ? 0 : engine->tactics.front());
-        std::string const text = capture.finish();
-        report.step("setTactic", status == 0, "\"status\": " + std::to_string(status), text);
-        if (status != 0)
-        {
-            return fail();
-        }
+        return fail();
     }
     // The concrete descriptors: inputs from the sizes, outputs from the plugin's own shape expressions.
     size_t const nbIn = engine->inputs.size();
@@ -2012,21 +2029,9 @@ void* runtimeOpen(void* handle, char const* sizesText)
               d.scale = 1.0F;
               return true;
           };
-    context->in.resize(nbIn);
-    context->out.resize(engine->nbOutputs);
-    for (size_t i = 0; i < nbIn; ++i)
+    if (!fillDescs(*engine, context->in, context->out, makeDesc))
     {
-        if (!makeDesc(engine->inputs[i].dims, engine->inputs[i].type, engine->formats[i], context->in[i]))
-        {
-            return fail();
-        }
-    }
-    for (int32_t i = 0; i < engine->nbOutputs; ++i)
-    {
-        if (!makeDesc(engine->outputDims[i], engine->outputTypes[i], engine->formats[nbIn + i], context->out[i]))
-        {
-            return fail();
-        }
+        return fail();
     }
     {
         StderrCapture capture;
@@ -2426,23 +2431,13 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         }
     }
     tactics(build, *engine, report);
-    {
-        StderrCapture capture;
-        int32_t const status = build->setTactic(engine->tactics.empty() ? 0 : engine->tactics.front());
-        std::string const text = capture.finish();
-        report.step("setTactic", status == 0, "\"status\": " + std::to_string(status), text);
-    }
+    setTactic(build, *engine, report);
     if (!report.ok())
     {
         return finish(false);
     }
     {
-        std::vector<DimsExprs> inputs(nbIn);
-        for (size_t i = 0; i < nbIn; ++i)
-        {
-            inputs[i].nbDims = static_cast<int32_t>(engine->inputs[i].dims.size());
-            std::copy(engine->inputs[i].dims.begin(), engine->inputs[i].dims.end(), inputs[i].d);
-        }
+        std::vector<DimsExprs> const inputs = inputExprs(*engine);
         std::vector<DynamicPluginTensorDesc> inOut(in);
         inOut.insert(inOut.end(), out.begin(), out.end());
         HostLaunchParams launch(engine->builder);
