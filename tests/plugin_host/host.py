@@ -109,6 +109,16 @@ class PluginHost:
         return self.lib.host_result(), Report(json.loads(self.lib.host_report()))
 
     @staticmethod
+    def _sizes(sizes: dict[str, int]) -> bytes:
+        """Concrete sizes as the host reads them: "N=1000 E=5000"."""
+        return " ".join(f"{k}={v}" for k, v in sizes.items()).encode()
+
+    @staticmethod
+    def _pointers(pointers: list[int]) -> Any:
+        """Device pointers as the host's uint64_t array (one element at least: an empty list passes a valid pointer)."""
+        return (ctypes.c_uint64 * max(len(pointers), 1))(*pointers)
+
+    @staticmethod
     def spec(inputs: list[tuple[Any, list[Any]]], profile: dict[str, tuple[int, int, int]],
              fields: dict[str, list[int]] | None = None) -> str:
         """The host's spec text: INT32 fields, inputs as (DataType, dims with ints or size names), the profile."""
@@ -125,15 +135,14 @@ class PluginHost:
 
     def open(self, engine: int, sizes: dict[str, int]) -> tuple[int | None, Report]:
         """The runtime phase up to onShapeChange for concrete sizes; (context handle or None, report)."""
-        self.lib.host_runtime_open(engine, " ".join(f"{k}={v}" for k, v in sizes.items()).encode())
+        self.lib.host_runtime_open(engine, self._sizes(sizes))
         return self._run()
 
     def enqueue(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
                 repeats: int = 1) -> Report:
         """enqueue `repeats` times (outputs: one pointer per output; an aliased output gets its input's pointer)."""
-        ins = (ctypes.c_uint64 * len(inputs))(*inputs)
-        outs = (ctypes.c_uint64 * max(len(outputs), 1))(*outputs)
-        self.lib.host_enqueue(context, ins, len(inputs), outs, len(outputs), workspace, stream, repeats)
+        self.lib.host_enqueue(context, self._pointers(inputs), len(inputs), self._pointers(outputs), len(outputs),
+                              workspace, stream, repeats)
         return self._run()[1]
 
     def enqueue_ns(self, context: int) -> int:
@@ -166,8 +175,7 @@ class PluginHost:
         return self._run()
 
     def aot_evaluate(self, engine: int, sizes: dict[str, int]) -> Report:
-        text = self.lib.host_aot_evaluate(engine, " ".join(f"{k}={v}" for k, v in sizes.items()).encode())
-        return Report(json.loads(text))
+        return Report(json.loads(self.lib.host_aot_evaluate(engine, self._sizes(sizes))))
 
     def aot_kernel(self, engine: int) -> tuple[str, bytes]:
         size = ctypes.c_int32()
@@ -176,8 +184,6 @@ class PluginHost:
 
     def aot_launch(self, engine: int, sizes: dict[str, int], inputs: list[int], outputs: list[int], stream: int
                    ) -> Report:
-        ins = (ctypes.c_uint64 * len(inputs))(*inputs)
-        outs = (ctypes.c_uint64 * max(len(outputs), 1))(*outputs)
-        self.lib.host_aot_launch(engine, " ".join(f"{k}={v}" for k, v in sizes.items()).encode(), ins, len(inputs),
-                                 outs, len(outputs), stream)
+        self.lib.host_aot_launch(engine, self._sizes(sizes), self._pointers(inputs), len(inputs),
+                                 self._pointers(outputs), len(outputs), stream)
         return self._run()[1]
