@@ -186,21 +186,24 @@ POLYGRAPHY_BUILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("verbose", [False, True])
-def test_polygraphy_loader_builds_strongly_typed_with_aliasing_preview(trt, tmp_path, verbose):
-    """network.engine.build_engine_bytes through polygraphy, driving TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1).
-
-    Runs in a subprocess: polygraphy picks its TensorRT module once, at import.
-    """
+def run_on_tensorrt_rtx(tmp_path, code: str, *args: str) -> subprocess.CompletedProcess:
+    """`code` (with `args`) in a subprocess whose polygraphy drives TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1,
+    its tensorrt_rtx module a shim in `tmp_path` over tensorrt_rtx_bindings): polygraphy picks its TensorRT module
+    once, at import. Skips where TensorRT-RTX is not installed."""
     pytest.importorskip("tensorrt_rtx_bindings", reason="TensorRT-RTX is not installed")
     shim = tmp_path / "tensorrt_rtx"
-    shim.mkdir()
+    shim.mkdir(exist_ok=True)
     (shim / "__init__.py").write_text("from tensorrt_rtx_bindings import *\nfrom tensorrt_rtx_bindings import __version__\n")
     env = dict(os.environ, POLYGRAPHY_USE_TENSORRT_RTX="1", PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
-    result = subprocess.run(
-        [sys.executable, "-c", POLYGRAPHY_BUILD, "verbose" if verbose else "quiet"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_polygraphy_loader_builds_strongly_typed_with_aliasing_preview(trt, tmp_path, verbose):
+    """network.engine.build_engine_bytes through polygraphy, driving TensorRT-RTX (POLYGRAPHY_USE_TENSORRT_RTX=1),
+    in a subprocess (run_on_tensorrt_rtx)."""
+    result = run_on_tensorrt_rtx(tmp_path, POLYGRAPHY_BUILD, "verbose" if verbose else "quiet")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "ENGINE" in output

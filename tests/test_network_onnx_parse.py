@@ -6,16 +6,13 @@ process when the parser creates a Python plugin.
 """
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from network.definition import parser_error_line
 from tests.onnx_helpers import NUM_FEATURES, REWRITE_MISSING
-from tests.test_cli import ROOT
+from tests.test_network_builder import run_on_tensorrt_rtx
 
 PARSE_AND_BUILD = textwrap.dedent(
     """
@@ -49,13 +46,7 @@ PARSE_AND_BUILD = textwrap.dedent(
 
 def build_with_tensorrt_rtx(tmp_path, model_path) -> tuple[dict, str]:
     """(what PARSE_AND_BUILD printed, its stderr), in a subprocess: polygraphy picks its TensorRT once."""
-    pytest.importorskip("tensorrt_rtx_bindings", reason="TensorRT-RTX is not installed")
-    shim = tmp_path / "tensorrt_rtx"
-    shim.mkdir(exist_ok=True)
-    (shim / "__init__.py").write_text("from tensorrt_rtx_bindings import *\nfrom tensorrt_rtx_bindings import __version__\n")
-    env = dict(os.environ, POLYGRAPHY_USE_TENSORRT_RTX="1", PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
-    result = subprocess.run([sys.executable, "-c", PARSE_AND_BUILD, str(model_path), str(NUM_FEATURES)], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=600)
+    result = run_on_tensorrt_rtx(tmp_path, PARSE_AND_BUILD, str(model_path), str(NUM_FEATURES))
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
