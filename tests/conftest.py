@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
 from common.errors import MissingDependencyError  # noqa: E402
 from common.imports import import_tensorrt, is_full_tensorrt  # noqa: E402
 from common.versions import TENSORRT_FLOOR  # noqa: E402
+from tests.plugin_host.host import host_library_path  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,7 +96,7 @@ def pytest_report_header(config):
         return (f"tensorrt: not installed; the `trt` fixture uses TensorRT-RTX {standin.__version__} "
                 f"({Path(standin.__file__).parent}) as a stand-in")
     kind = "real Python bindings over stand-in libraries" if stand_in_libraries_reason() else "full TensorRT"
-    if getattr(sys.modules.get("tensorrt_libs"), "PLUGIN_HOST", None):
+    if host_library_path():
         kind += "; libnvinfer is the plugin host, tests/plugin_host"
     return f"tensorrt: {trt.__version__} from {Path(trt.__file__).parent} ({kind})"
 
