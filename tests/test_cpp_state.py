@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.plugin_host.build import DEFAULT_HEADERS as HEADERS
+from tests.plugin_host.build import RELEASES, header_set
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "cpp"
 CLI = str(ROOT / "aliased_io_plugin.py")
-HEADERS = ROOT.parent / "shared" / "trt-headers"
 LAYOUTS = Path(os.environ.get("TRT_BINDINGS_LAYOUTS", "/tmp/trt-bindings"))
-# Header set -> the stand-in libraries of the same release line (../shared/trt-headers/README.md)
-BUILDS = {"10.4.0": "10.4.0", "10.16.0": "10.16.1.11", "11.1.0": "11.4.0.106"}
+# Header set -> the stand-in libraries of the same release line, as the plugin host is built for them
+BUILDS = {header_set(release): release for release in RELEASES}
 
 
 def cuda_toolkit_missing() -> str | None:
