@@ -122,7 +122,8 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
             return library  # built before this layout was carried here, where there are no headers
         raise HostBuildError(f"no TensorRT {headers_name} headers in {headers.parent} (set TRT_HEADERS to the folder "
                              "holding 10.4.0/, 10.16.0/ and 11.1.0/)")
-    command = compile_command(version, headers, libs / f".plugin_host.so.{major}")
+    built = libs / f".plugin_host.so.{major}"  # moved over the library once g++ succeeded
+    command = compile_command(version, headers, built)
     digest = hashlib.sha256(SOURCE.read_bytes() + "\0".join(command).encode())
     for header in sorted(headers.rglob("*.h")):
         digest.update(header.read_bytes())
@@ -131,7 +132,7 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise HostBuildError(f"g++ failed to build the plugin host for {version}: {result.stderr.strip()[-2000:]}")
-    os.replace(command[command.index("-o") + 1], library)
+    os.replace(built, library)
     (libs / "__init__.py").write_text(INIT.format(major=major, headers=headers_name))
     stamp.write_text(digest.hexdigest())
     return library
