@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from common.errors import InputError, MissingDependencyError
+from common.errors import InputError
+from common.imports import import_module
 from common.text import shown_path
 from network.definition import (
     AOT_PLUGIN,
@@ -77,7 +78,6 @@ from plugin.rules import COMPUTE_COUNTS_FIELD
 if TYPE_CHECKING:
     import onnx
 
-INSTALL_HINT = "pip install -r requirements-onnx.txt (onnx, onnx-graphsurgeon, onnxruntime)"
 
 # The Python plugin as the TensorRT ONNX parser looks its creator up: the node's op_type is the creator's name,
 # the attributes plugin_version and plugin_namespace the rest of its key (plugin/scatter_add_plugin.py
@@ -104,20 +104,11 @@ SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its val
 PASS_THROUGH_OPS = ("Cast", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
 
 
-def _import(name: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise MissingDependencyError(f"{name} could not be imported ({error}); {INSTALL_HINT}") from None
-
-
 # --- loading and saving --------------------------------------------------------------------------------------
 def load_model(path: str | Path) -> "onnx.ModelProto":
     """The ONNX model at `path` (external data next to it loaded too), checked by onnx.checker; InputError
     (one line) for a missing or unreadable file, one that is not ONNX, or a model onnx.checker rejects."""
-    onnx = _import("onnx")
+    onnx = import_module("onnx")
     shown = shown_path(str(path))
     file = Path(path)
     if not str(path) or not file.exists():
@@ -237,7 +228,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     cannot rewrite safely (see the module docstring)."""
     if plugin not in PLUGINS:
         raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
-    gs, onnx = _import("onnx_graphsurgeon"), _import("onnx")
+    gs, onnx = import_module("onnx_graphsurgeon"), import_module("onnx")
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
     _refuse_nested_scatters(onnx, source)
@@ -629,7 +620,7 @@ def _plugin_nodes(gs: Any, state: _Match, counts: _Match | None, plugin: str, na
 
 
 def _onnx_type(dtype: Any) -> int:
-    return int(_import("onnx").helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+    return int(import_module("onnx").helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
 
 
 def _aot_nodes(build: _Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
@@ -676,7 +667,7 @@ class TensorSpec:
 
 
 def _spec(value_info: Any) -> TensorSpec:
-    onnx = _import("onnx")
+    onnx = import_module("onnx")
     tensor_type = value_info.type.tensor_type
     try:
         dtype: np.dtype | None = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
@@ -761,7 +752,7 @@ class OrtRun:
 
 
 def _has_float16_scatter_add(model: "onnx.ModelProto") -> bool:
-    onnx = _import("onnx")
+    onnx = import_module("onnx")
     float16 = {value.name for value in [*model.graph.input, *model.graph.value_info, *model.graph.output]
                if value.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
     float16 |= {tensor.name for tensor in model.graph.initializer if tensor.data_type == onnx.TensorProto.FLOAT16}
@@ -775,7 +766,7 @@ class OnnxRuntimeSession:
     ONNX Runtime refuses, e.g. a rewritten one (ORT has no kernel for the plugin nodes)."""
 
     def __init__(self, model: "onnx.ModelProto") -> None:
-        ort = _import("onnxruntime")
+        ort = import_module("onnxruntime")
         inputs, _ = model_io(model)
         self.input_names = [spec.name for spec in inputs]
         self.float32_copy = _has_float16_scatter_add(model)
@@ -819,7 +810,7 @@ def float32_copy(model: "onnx.ModelProto") -> "onnx.ModelProto":
     """A copy of `model` with every float16 tensor made float32: graph inputs, outputs and value_info,
     initializers, tensor attributes (Constant, ConstantOfShape) and the `to`/`dtype` attributes (Cast,
     EyeLike, ...), subgraphs included. For running a float16 model where a runtime lacks float16 kernels."""
-    onnx = _import("onnx")
+    onnx = import_module("onnx")
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     _graph_to_float32(onnx, copy.graph)
