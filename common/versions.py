@@ -78,11 +78,13 @@ def driver_version_problem(driver_version: int, needs: Sequence[tuple[str, int]]
         return None
     need = max(need for _, need in too_new)
     what = " and ".join(what for what, _ in too_new)
-    if major in DRIVER_BRANCHES and major < need:
+    branch = DRIVER_BRANCHES.get(need)
+    driver = f"{branch} or newer" if branch else f"one for CUDA {need}"
+    if major == 12:  # requirements-cu12.txt holds the CUDA 12 builds of every package; no other major has a file
         fix = (f"with this driver use CUDA {major} packages: pip install -r {CUDA12_REQUIREMENTS} in a new virtual "
-               f"environment (or update the driver to {DRIVER_BRANCHES[need]} or newer)")
+               f"environment (or update the driver to {driver})")
     else:
-        fix = f"update the NVIDIA driver ({DRIVER_BRANCHES.get(need, 'a newer one')} or newer)"
+        fix = f"update the NVIDIA driver ({driver})"
     return (f"the NVIDIA driver runs CUDA up to {major}.{minor} (cuDriverGetVersion: {driver_version}), but {what} "
             f"need{'s' if len(too_new) == 1 else ''} CUDA {need}: {fix}")
 

@@ -161,6 +161,13 @@ def test_only_what_needs_a_newer_driver_is_named_and_a_driver_older_than_cuda_12
     assert CUDA12_REQUIREMENTS not in old  # CUDA 12 packages would not start on it either
 
 
+def test_a_cuda_13_driver_under_packages_of_a_later_cuda_is_told_to_update_the_driver_not_to_install_cu12():
+    # requirements-cu12.txt is only the way out for a CUDA 12 driver; a CUDA major with no known branch is named
+    message = driver_version_problem(13000, [("cuda-python 14.0.0", 14)])
+    assert "CUDA up to 13.0" in message and "cuda-python 14.0.0 needs CUDA 14" in message
+    assert CUDA12_REQUIREMENTS not in message and message.endswith("update the NVIDIA driver (one for CUDA 14)")
+
+
 @pytest.mark.parametrize("names, major", [
     (["tensorrt_cu13_bindings"], 13), (["tensorrt-cu12-libs", "tensorrt_cu12"], 12), (["tensorrt"], None),
     ([], None), (["tensorrt_cu12_bindings", "tensorrt_cu13_libs"], None), (["tensorrt_rtx_cu13_bindings"], 13),
