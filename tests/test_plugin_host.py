@@ -10,7 +10,7 @@ the kernel runs: the launch is recorded there (RecordedLaunch), and tests/test_p
 
 Run by hand: dir=$(../shared/trt-bindings/setup 11.4.0.106 /tmp/hl | tail -1); python3 tests/plugin_host/build.py
 $dir; PYTHONPATH=$dir python3 -m pytest tests/test_plugin_host.py. Without such a layout the tests here skip,
-except test_the_host_tests_pass_on_real_bindings, which lays one out itself where it can.
+and tests/test_real_bindings.py lays one out itself where it can and runs them there.
 """
 
 import gc
@@ -54,7 +54,7 @@ def host(trt):
     """The plugin host of this `tensorrt`'s layout, or a skip saying how to get one."""
     if host_library_path() is None:
         pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR): "
-                    "test_the_host_tests_pass_on_real_bindings runs these on one, .ci/run's matrix on three releases")
+                    "tests/test_real_bindings.py runs these on one, .ci/run's matrix on three releases")
     return PluginHost(trt)
 
 
@@ -632,34 +632,3 @@ def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, t
     ], result.stdout[-2000:]
     assert kernel.inputs == ("state", "src", "index", "counts") and kernel.extra_args == (
         "num_nodes", "num_edges", "num_features") and kernel.outputs == ("state", "counts")
-
-
-# --- the README's test command: lay the bindings out and run the tests above on them ---------------------------
-
-
-@pytest.mark.skipif(os.environ.get("PLUGIN_HOST_MATRIX") == "1",
-                    reason=".ci/run runs the plugin host tests in its real-bindings matrix (10.4.0, 10.16.1.11, "
-                           "11.4.0.106)")
-def test_the_host_tests_pass_on_real_bindings(request):
-    """Where `tensorrt` is not a host layout (e.g. `python3 -m pytest` with no PYTHONPATH): lays out TensorRT's
-    real bindings of PLUGIN_HOST_RELEASES (default 11.4.0.106) with the host, in pytest's cache, and runs this
-    file and the registry test of test_plugin.py there in a fresh process."""
-    if host_library_path() is not None:
-        pytest.skip("tensorrt here is a plugin host layout: the tests above ran on it")
-    from tests.plugin_host.build import HostBuildError, lay_out
-
-    releases = os.environ.get("PLUGIN_HOST_RELEASES", "11.4.0.106").split()
-    cache = Path(cache.mkdir("plugin-host")) if (cache := getattr(request.config, "cache", None)) else Path("/tmp/plugin-host")
-    for release in releases:
-        try:
-            layout = lay_out(release, cache / release)
-        except HostBuildError as error:
-            pytest.skip(f"cannot lay out TensorRT {release}'s bindings with the plugin host here: {error}")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(layout), str(ROOT)]))
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_plugin_host.py",
-             "tests/test_plugin.py::test_registration_is_idempotent"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, f"TensorRT {release}: {result.stdout[-4000:]}{result.stderr[-2000:]}"
-        # the skip reason of this test there says the tests ran on the host's layout
-        assert " passed" in result.stdout and "plugin host layout" in result.stdout, result.stdout[-2000:]
