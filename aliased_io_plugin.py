@@ -29,7 +29,6 @@ from cli.options import (
     EXIT_MISSING_DEPENDENCY,
     EXIT_OK,
     EXIT_OUTPUT_FAILED,
-    EXIT_VALIDATION_FAILED,
     PROG,
     check_options,
     parse_arguments,
@@ -39,7 +38,7 @@ from common.progress import shows_progress
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
     from cli.inputs import Prepared, prepare, read_graph
-    from cli.report import format_matrix, steps_note, validation_report
+    from cli.report import format_matrix, state_label, steps_note, validation_report, verdict
     from graph import describe_graph
 
     NUMPY_MISSING = None
@@ -166,7 +165,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
 def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for --steps: K executions on one state buffer, the report, --validate of the final state."""
     from network.steps import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
-    from network.steps import compare_state, validation_lines
+    from network.steps import compare_state
 
     assert prepared.steps is not None
     result = run_engine_steps(
@@ -198,8 +197,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         lines, status = validate_against_onnxruntime(prepared, result.final_state, options.precision)
     else:
         check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
-        lines = validation_lines(check, len(prepared.steps.batches))
-        status = EXIT_OK if check.ok else EXIT_VALIDATION_FAILED
+        lines, status = verdict((state_label(len(prepared.steps.batches)), check))
     _print()
     _print("\n".join(lines))
     return status

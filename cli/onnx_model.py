@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from cli.options import EXIT_OK, EXIT_VALIDATION_FAILED, EngineOptions
+from cli.options import EngineOptions
+from cli.report import state_label, verdict
 from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 
@@ -164,15 +165,6 @@ def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, feature
     return np.asarray(state, dtype=np.float64)
 
 
-def verdict(*comparisons: tuple[str, Any]) -> tuple[list[str], int]:
-    """The seed's verdict line (every comparison must pass), then one line per (label, comparison): the label
-    and the comparison's summary."""
-    ok = all(comparison.ok for _, comparison in comparisons)
-    return [f"Validation against reference {'successful' if ok else 'failed'}!",
-            *(f"{label}: {comparison.summary()}" for label, comparison in comparisons)], \
-        EXIT_OK if ok else EXIT_VALIDATION_FAILED
-
-
 def against_onnxruntime(model: OnnxModel) -> str:
     """How the comparison with ONNX Runtime is named in the --validate --onnx report."""
     return f"Against ONNX Runtime (the original {model.path}, same inputs, twice the reference's tolerance)"
@@ -195,8 +187,7 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
     from network.steps import compare_state
 
     return verdict((against_onnxruntime(model), compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound)),
-                   (f"Final state against the float64 reference of all {steps} batches",
-                    compare_state(actual, reference, bound)))
+                   (state_label(steps), compare_state(actual, reference, bound)))
 
 
 def dry_run_validation(actual: np.ndarray, reference: np.ndarray, precision: str,

@@ -1,6 +1,8 @@
 """What aliased_io_plugin.py prints besides the graph: the [C, N] output, the --validate verdict, the
 --steps note. numpy only."""
 
+from typing import Any
+
 import numpy as np
 
 from cli.options import EXIT_OK, EXIT_VALIDATION_FAILED
@@ -14,12 +16,23 @@ def format_matrix(matrix: np.ndarray) -> str:
         return str(matrix)
 
 
+def verdict(*comparisons: tuple[str, Any]) -> tuple[list[str], int]:
+    """The --validate lines and the exit status: the seed's verdict line (every comparison must pass), then one
+    line per (label, comparison): the label and the comparison's summary."""
+    ok = all(comparison.ok for _, comparison in comparisons)
+    return [f"Validation against reference {'successful' if ok else 'failed'}!",
+            *(f"{label}: {comparison.summary()}" for label, comparison in comparisons)], \
+        EXIT_OK if ok else EXIT_VALIDATION_FAILED
+
+
 def validation_report(actual: np.ndarray, expected: np.ndarray, precision: str) -> tuple[list[str], int]:
-    """The --validate lines (the seed's success or failure line, then the errors) and the exit status."""
-    comparison = compare(actual, expected, precision)
-    verdict = "successful" if comparison.ok else "failed"
-    lines = [f"Validation against reference {verdict}!", f"Against the float64 reference: {comparison.summary()}"]
-    return lines, EXIT_OK if comparison.ok else EXIT_VALIDATION_FAILED
+    """--validate of the classifier: the engine's softmax against the float64 reference."""
+    return verdict(("Against the float64 reference", compare(actual, expected, precision)))
+
+
+def state_label(steps: int) -> str:
+    """How the final state's comparison with the float64 reference is named (--steps --validate)."""
+    return f"Final state against the float64 reference of all {steps} batches"
 
 
 def steps_note(graph: Graph, batches: list[np.ndarray]) -> str:

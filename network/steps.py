@@ -196,15 +196,6 @@ def compare_state(actual: np.ndarray, expected: np.ndarray, bound: np.ndarray) -
     )
 
 
-def validation_lines(check: StateCheck, steps: int) -> list[str]:
-    """The seed's verdict line, then what was compared and the errors."""
-    verdict = "successful" if check.ok else "failed"
-    return [
-        f"Validation against reference {verdict}!",
-        f"Final state against the float64 reference of all {steps} batches: {check.summary()}",
-    ]
-
-
 @dataclass(frozen=True)
 class StepsRun:
     """What run_state_steps observed.

@@ -308,6 +308,16 @@ def test_validation_report_lines_and_status():
     assert status == 1 and lines[0] == "Validation against reference failed!"
 
 
+def test_steps_validation_lines_and_status():
+    from network.steps import StateCheck
+
+    good, status = cli.verdict((cli.state_label(5), StateCheck(True, 1e-6, 2e-6, 0, 10)))
+    assert status == 0 and good[0] == "Validation against reference successful!"
+    assert "all 5 batches" in good[1] and "0 of 10 elements beyond" in good[1]
+    lines, status = cli.verdict((cli.state_label(5), StateCheck(False, 1.0, 2e-6, 3, 10)))
+    assert status == 1 and lines[0] == "Validation against reference failed!"
+
+
 def run_cli_without(module: str, *args: str) -> subprocess.CompletedProcess:
     """The script run as a user would, in an interpreter where importing `module` fails as if not installed."""
     code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = [{SCRIPT!r}, *{list(args)!r}]; "

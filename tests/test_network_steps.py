@@ -19,7 +19,6 @@ from network.engine import (
     requested_profile_bounds,
 )
 from network.steps import (
-    StateCheck,
     StepsRun,
     accumulated_magnitude,
     check_state_range,
@@ -30,7 +29,6 @@ from network.steps import (
     state_error_bound,
     step_inputs,
     steps_report_lines,
-    validation_lines,
 )
 
 # --- batches and step inputs -------------------------------------------------------------------------------
@@ -191,13 +189,6 @@ def test_compare_state_reports_the_worst_element_and_nan():
     assert compare_state(expected.copy(), expected, bound).ok
     with pytest.raises(ValueError, match="shapes differ"):
         compare_state(expected[:1], expected, bound)
-
-
-def test_validation_lines():
-    good = validation_lines(StateCheck(True, 1e-6, 2e-6, 0, 10), 5)
-    assert good[0] == "Validation against reference successful!"
-    assert "all 5 batches" in good[1] and "0 of 10 elements beyond" in good[1]
-    assert validation_lines(StateCheck(False, 1.0, 2e-6, 3, 10), 5)[0] == "Validation against reference failed!"
 
 
 def test_fp16_state_that_could_overflow_is_an_input_error():
