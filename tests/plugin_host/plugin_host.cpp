@@ -1034,8 +1034,8 @@ std::string dimsJson(Dims const& dims)
 //!   field NAME v [v ...]          an INT32 plugin field of the network (creator's createPlugin, kBUILD)
 //!   input DATATYPE DIM [DIM ...]  an input tensor: DataType as its integer, dims as integers or size names
 //!   profile NAME MIN OPT MAX      the optimization profile's range of a size name
-//! The streams read in the classic locale: a library in the process (seen on the H200 after torch's CUDA start-up)
-//! may have set a global C++ locale whose digit grouping reads "1 1000000" as one number.
+//! The streams read in the classic locale: a library in the process may have set a global C++ locale whose digit
+//! grouping reads "1 1000000" as one number.
 bool parseSpec(std::string const& spec, Engine& engine, Report& report)
 {
     std::istringstream lines(spec);
