@@ -11,17 +11,19 @@ The story of a run, one function each:
                network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
                so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
-With --onnx MODEL.onnx, cli.onnx_model reads the model and rewrites its scatter-adds into the plugin between steps
-2 and 3 (network.onnx_rewrite, no TensorRT), the engine is built from it, and --validate also compares with ONNX
-Runtime running the original model; --dry-run runs that instead of an engine.
+With --onnx MODEL.onnx, cli.onnx_model first rewrites the model's scatter-adds into the plugin (network.onnx_rewrite)
+and the engine is built from it; --validate also compares with ONNX Runtime on the original model, --dry-run runs
+the rewritten one there instead. Any other model than the sample's runs on inputs of its own (cli.onnx_run).
 """
 
 import argparse
-import dataclasses
-import os
+import functools
 import signal
 import sys
+from typing import TYPE_CHECKING
 
+from cli.console import NUMPY_HINT, drop_stdout, error_line, flush_stdout
+from cli.console import out as _print
 from cli.options import (
     EXIT_BAD_INPUT,
     EXIT_ENGINE_FAILED,
@@ -36,39 +38,34 @@ from cli.options import (
 from common.errors import CudaError, EngineError, InputError, MissingDependencyError, OutputError
 from common.progress import shows_progress
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from cli.onnx_run import ModelPlan
+
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
     from cli.inputs import Prepared, prepare, read_graph
-    from cli.report import format_matrix, state_label, steps_note, validation_report, verdict
+    from cli.onnx_model import plan_onnx, read_onnx_model
+    from cli.report import format_matrix, state_label, steps_note, unused_in_dry_run, validation_report, verdict
     from graph import describe_graph
 
     NUMPY_MISSING = None
 except ModuleNotFoundError as missing:
     if missing.name != "numpy":
         raise
-    NUMPY_MISSING = (
-        "numpy is not installed; every run needs it, --dry-run included: pip install numpy "
-        "(or pip install -r requirements.txt for the engine, -r requirements-test.txt for the tests)"
-    )
+    NUMPY_MISSING = NUMPY_HINT
 
 
-def _print(*parts: object, flush: bool = False) -> None:
-    """print() to stdout, with a failed write raised as OutputError (stdout to a file flushes in blocks,
-    so the error may surface at any later print or at the final flush)."""
-    try:
-        print(*parts, flush=flush)
-    except OSError as error:
-        raise OutputError(error.strerror or str(error)) from None
-
-
-def _error(message: object, status: int) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return status
+_error = functools.partial(error_line, PROG)  # one line on stderr; returns the exit status
 
 
 def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
-    """--dry-run: prints the float64 reference instead of building and running an engine."""
+    """--dry-run: prints the float64 reference instead of building and running an engine (with --onnx, what
+    ONNX Runtime gives for the rewritten model: cli.onnx_run)."""
     if prepared.onnx is not None:
-        return dry_run_onnx(options, prepared)
+        from cli.onnx_run import dry_run_sample
+
+        return dry_run_sample(options, prepared)
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None
         _print(steps_note(prepared.graph, prepared.steps.batches))
@@ -83,63 +80,20 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
     _print("Dry run: this is the float64 numpy reference; no engine was built.")
     if options.validate:
         _print("(--validate has nothing to compare against in a dry run.)")
-    print_unused_in_dry_run(prepared)
+    for line in unused_in_dry_run(prepared.engine):
+        _print(line)
     return EXIT_OK
-
-
-def print_unused_in_dry_run(prepared: "Prepared") -> None:
-    unused = [name for name, value in (("--save_engine", prepared.engine.save_engine),
-                                       ("--load_engine", prepared.engine.load_engine),
-                                       ("--benchmark", prepared.engine.benchmark),
-                                       ("--cuda_graph", prepared.engine.cuda_graph or None)) if value is not None]
-    if unused:
-        _print(f"({', '.join(unused)}: no engine to act on in a dry run.)")
-
-
-def dry_run_onnx(options: argparse.Namespace, prepared: "Prepared") -> int:
-    """--dry-run --onnx: the original model in ONNX Runtime instead of an engine; --validate compares its output
-    with the float64 reference."""
-    from cli.onnx_model import dry_run_output, dry_run_validation
-
-    heading, output = dry_run_output(prepared, options.precision)
-    if prepared.steps is not None:
-        _print(steps_note(prepared.graph, prepared.steps.batches))
-        _print()
-    _print(heading)
-    _print(format_matrix(output))
-    _print()
-    _print("Dry run: ONNX Runtime ran the original model on the CPU; no engine was built.")
-    print_unused_in_dry_run(prepared)
-    if not options.validate:
-        return EXIT_OK
-    if prepared.steps is not None:
-        reference, bound = prepared.steps.final_state, prepared.steps.bound
-    else:
-        assert prepared.reference is not None
-        reference, bound = prepared.reference["softmax"], None
-    assert reference is not None
-    lines, status = dry_run_validation(output, reference, options.precision, bound)
-    _print()
-    _print("\n".join(lines))
-    return status
 
 
 def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for the classifier: network, engine (and --benchmark), report, --validate."""
     from network.run import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
 
+    engine = prepared.engine
     result = run_graph(
-        prepared.graph,
-        prepared.weights,
-        options.precision,
-        verbose=options.verbose,
-        save_engine=prepared.engine.save_engine,
-        load_engine=prepared.engine.load_engine,
-        profile=prepared.profile,
-        show_progress=shows_progress(options.verbose),
-        benchmark_iterations=prepared.engine.benchmark,
-        plugin=prepared.engine.plugin,
-        cuda_graph=prepared.engine.cuda_graph,
+        prepared.graph, prepared.weights, options.precision, verbose=options.verbose, save_engine=engine.save_engine,
+        load_engine=engine.load_engine, profile=prepared.profile, show_progress=shows_progress(options.verbose),
+        benchmark_iterations=engine.benchmark, plugin=engine.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     _print("Classifier output:")
@@ -147,38 +101,19 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     _print()
     for line in result.report_lines:
         _print(line)
-
-    if not options.validate:
-        return EXIT_OK
-    assert prepared.reference is not None
-    if prepared.onnx is not None:
-        from cli.onnx_model import validate_against_onnxruntime
-
-        lines, status = validate_against_onnxruntime(prepared, result.softmax, options.precision)
-    else:
-        lines, status = validation_report(result.softmax, prepared.reference["softmax"], options.precision)
-    _print()
-    _print("\n".join(lines))
-    return status
+    return validate(options, prepared, result.softmax)
 
 
 def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for --steps: K executions on one state buffer, the report, --validate of the final state."""
     from network.steps import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
-    from network.steps import compare_state
 
     assert prepared.steps is not None
+    engine = prepared.engine
     result = run_engine_steps(
-        prepared.graph,
-        options.precision,
-        prepared.steps.batches,
-        verbose=options.verbose,
-        save_engine=prepared.engine.save_engine,
-        load_engine=prepared.engine.load_engine,
-        profile=prepared.profile,
-        show_progress=shows_progress(options.verbose),
-        plugin=prepared.engine.plugin,
-        cuda_graph=prepared.engine.cuda_graph,
+        prepared.graph, options.precision, prepared.steps.batches, verbose=options.verbose,
+        save_engine=engine.save_engine, load_engine=engine.load_engine, profile=prepared.profile,
+        show_progress=shows_progress(options.verbose), plugin=engine.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     _print(steps_note(prepared.graph, prepared.steps.batches))
@@ -188,31 +123,44 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     _print()
     for line in result.report_lines:
         _print(line)
+    return validate(options, prepared, result.final_state)
+
+
+def validate(options: argparse.Namespace, prepared: "Prepared", actual: "np.ndarray") -> int:
+    """Step 5, --validate: the engine's softmax or final state against the float64 reference (with --onnx, and
+    against ONNX Runtime running the original model); the verdict lines and the exit status."""
     if not options.validate:
         return EXIT_OK
-    assert prepared.steps.final_state is not None and prepared.steps.bound is not None
     if prepared.onnx is not None:
         from cli.onnx_model import validate_against_onnxruntime
 
-        lines, status = validate_against_onnxruntime(prepared, result.final_state, options.precision)
-    else:
-        check = compare_state(result.final_state, prepared.steps.final_state, prepared.steps.bound)
+        lines, status = validate_against_onnxruntime(prepared, actual, options.precision)
+    elif prepared.steps is not None:
+        from network.steps import compare_state
+
+        assert prepared.steps.final_state is not None and prepared.steps.bound is not None
+        check = compare_state(actual, prepared.steps.final_state, prepared.steps.bound)
         lines, status = verdict((state_label(len(prepared.steps.batches)), check))
+    else:
+        assert prepared.reference is not None
+        lines, status = validation_report(actual, prepared.reference["softmax"], options.precision)
     _print()
     _print("\n".join(lines))
     return status
 
 
-def read_inputs(options: argparse.Namespace) -> "Prepared":
-    """Step 2: the seed and the graph, each printed as soon as it is known, then the weights and the reference."""
+def read_inputs(options: argparse.Namespace) -> "Prepared | ModelPlan":
+    """Step 2: the seed and the graph, each printed as soon as it is known, then the weights and the reference;
+    for a model of the user's own (--onnx), its inputs instead of a graph (cli.onnx_run.ModelPlan)."""
     settings = check_options(options)
     _print(f"Setting seed to: {settings.seed}")
     _print(flush=True)
-    onnx_model = None
-    if settings.engine.onnx is not None:  # the model read and rewritten before the graph: a bad one stops first
-        from cli.onnx_model import read_onnx_model
+    # --onnx: the model read and rewritten before the graph, so that a bad one stops first
+    onnx_model = None if settings.engine.onnx is None else read_onnx_model(options, settings.engine)
+    if onnx_model is not None and not onnx_model.is_sample:  # a model of the user's own: its inputs, no graph
+        from cli.onnx_run import plan_model
 
-        onnx_model = read_onnx_model(settings.engine, with_runtime=options.dry_run or options.validate)
+        return plan_model(options, settings, onnx_model)
     show_progress = shows_progress(options.verbose)
     graph_input = read_graph(options, settings, show_progress)
     _print("\n".join(describe_graph(graph_input.graph)))
@@ -220,15 +168,7 @@ def read_inputs(options: argparse.Namespace) -> "Prepared":
         _print(graph_input.features_note)
     _print(flush=True)
     prepared = prepare(options, settings, graph_input, show_progress)
-    if onnx_model is None:
-        return prepared
-    from cli.onnx_model import plan_onnx
-
-    plan = plan_onnx(onnx_model, settings.engine, steps=prepared.steps is not None, precision=options.precision,
-                     num_features=prepared.graph.num_features, num_classes=settings.num_classes)
-    _print("\n".join(plan.lines()))
-    _print(flush=True)
-    return dataclasses.replace(prepared, onnx=plan)
+    return prepared if onnx_model is None else plan_onnx(onnx_model, options, settings, prepared)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,57 +178,38 @@ def main(argv: list[str] | None = None) -> int:
             status = _run(argv)
         except SystemExit as done:  # --help, after printing it
             status = done.code if isinstance(done.code, int) else EXIT_OK
-        _flush_stdout()
+        flush_stdout()
         return status
     except KeyboardInterrupt:
         return _error("interrupted", EXIT_INTERRUPTED)
     except OutputError as error:
-        _drop_stdout()
+        drop_stdout()
         return _error(f"cannot write the output to stdout: {error}", EXIT_OUTPUT_FAILED)
 
 
-def _flush_stdout() -> None:
-    try:
-        sys.stdout.flush()
-    except OSError as error:
-        raise OutputError(error.strerror or str(error)) from None
-
-
-def _drop_stdout() -> None:
-    """Points stdout at /dev/null, so that the interpreter's flush at exit does not fail a second time."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (a test's capture)
-        pass
-
-
 def _run(argv: list[str] | None) -> int:
+    options = None  # set once the options are read; an engine stage's missing dependency then offers --dry-run
     try:
-        options = parse_arguments(argv)  # 1. options
+        parsed = parse_arguments(argv)  # 1. options
         if NUMPY_MISSING is not None:
             return _error(NUMPY_MISSING, EXIT_MISSING_DEPENDENCY)
-        prepared = read_inputs(options)  # 2. graph, weights, reference
-    except InputError as error:
+        prepared = read_inputs(parsed)  # 2. graph, weights, reference (or a model's own inputs)
+        options = parsed
+        if not isinstance(prepared, Prepared):  # 3-5 for a model of the user's own (cli.onnx_run)
+            from cli.onnx_run import run_model
+
+            return run_model(options, prepared)
+        if options.dry_run:
+            return dry_run(options, prepared)
+        return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)  # 3-5
+    except InputError as error:  # also ONNX Runtime refusing an --onnx model
         return _error(error, EXIT_BAD_INPUT)
     except MemoryError:
-        return _error("not enough memory for this graph; try a smaller one", EXIT_BAD_INPUT)
-    except MissingDependencyError as error:  # --onnx without onnx or onnxruntime
-        return _error(error, EXIT_MISSING_DEPENDENCY)
-
-    if options.dry_run:
-        try:
-            return dry_run(options, prepared)
-        except InputError as error:  # ONNX Runtime refused the --onnx model
-            return _error(error, EXIT_BAD_INPUT)
-    try:  # 3-5. network, engine, validation
-        return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
-    except InputError as error:
-        return _error(error, EXIT_BAD_INPUT)
+        return _error("not enough memory for this input; try a smaller one", EXIT_BAD_INPUT)
     except MissingDependencyError as error:  # the hints name no option: --dry-run is this script's own
-        return _error(f"{error} (or run with --dry-run: the graph and the reference need none of this)",
-                      EXIT_MISSING_DEPENDENCY)
+        hint = "" if options is None or options.dry_run else \
+            " (or run with --dry-run: the inputs and the reference need none of this)"
+        return _error(f"{error}{hint}", EXIT_MISSING_DEPENDENCY)
     except EngineError as error:
         return _error(error, EXIT_ENGINE_FAILED)
     except CudaError as error:  # a CUDA call on the way failed (out of device memory, a launch): one line too

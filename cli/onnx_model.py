@@ -1,10 +1,13 @@
 """--onnx MODEL.onnx in a run of aliased_io_plugin.py: the model read and rewritten with the in-place plugin
-(network.onnx_rewrite), checked against the run, written with --save_onnx, and the ORIGINAL model run in ONNX
-Runtime for --validate and --dry-run (polygraphy's convention: TensorRT against onnxrt). onnx,
-onnx-graphsurgeon and onnxruntime only, no TensorRT; a bad model stops with exit 2 before any engine work.
+(network.onnx_rewrite), then either the sample's own network (sample_network recognises it by its graph), checked
+against the run and compared with ONNX Runtime and the float64 reference, or a model of the user's own, which
+cli.onnx_run runs on inputs of its own. onnx, onnx-graphsurgeon and onnxruntime only, no TensorRT; a bad model
+stops with exit 2 before any engine work.
 """
 
-from collections.abc import Sequence
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,16 +21,16 @@ from common.text import shown_path
 ONNX_PACKAGES = ("onnx", "onnx_graphsurgeon")
 RUNTIME_PACKAGE = "onnxruntime"
 INSTALL_LINE = "pip install -r requirements-onnx.txt"
-SAMPLE_IO = ("X [N, F], src [E, F], idx [E] int64 and W [C, F] -> softmax [C, N] (the classifier), or X, src, "
-             "idx -> X_out [N, F] (the state update of --steps), as python3 -m export.export_onnx writes them")
 # An engine and ONNX Runtime each lie within the float64 reference's tolerance (bound) of the exact result, so
 # within twice of each other.
 AGAINST_ONNXRUNTIME = 2.0
 
+Run = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+
 
 def require_onnx_packages(with_runtime: bool) -> None:
-    """MissingDependencyError (one line, exit 3) unless onnx and onnx-graphsurgeon (and, to run the original
-    model, onnxruntime) can be imported; checked before the model or the graph is read."""
+    """MissingDependencyError (one line, exit 3) unless onnx and onnx-graphsurgeon (and, to run the model in
+    ONNX Runtime, onnxruntime) can be imported; checked before the model or the graph is read."""
     import importlib.util
 
     wanted = ONNX_PACKAGES + ((RUNTIME_PACKAGE,) if with_runtime else ())
@@ -40,129 +43,187 @@ def require_onnx_packages(with_runtime: bool) -> None:
 
 @dataclass(frozen=True)
 class OnnxModel:
-    """The model as read (the original, for ONNX Runtime), its rewrite, and the sample network it holds."""
+    """The model as read (the original, for ONNX Runtime), its rewrite, and the sample network it is (None for
+    a model of the user's own). `own_inputs` names the option (--onnx_inputs, --onnx_shapes) that makes even the
+    sample's network run as a model of one's own, on those inputs instead of a graph."""
 
     path: str
     original: Any  # onnx.ModelProto
     rewritten: Any  # network.onnx_rewrite.Rewritten
-    network: Any  # network.onnx_rewrite.SampleNetwork
+    network: Any  # network.onnx_rewrite.SampleNetwork or None
+    own_inputs: str | None = None
+
+    @property
+    def is_sample(self) -> bool:
+        return self.network is not None and self.own_inputs is None
+
+    def engine_source(self) -> Any:
+        """The rewritten model as network.definition.OnnxSource, for the engine build."""
+        from network.definition import OnnxSource
+
+        return OnnxSource(self.rewritten.model.SerializeToString(), self.path, self.rewritten.plugin)
+
+    def lines(self) -> list[str]:
+        """What the model is and what the rewrite did: one line per scatter, one per output aliasing an input."""
+        network = self.network
+        if network is None:
+            what = "a model of your own (not the sample's network)"
+        else:
+            classes = f", C={network.num_classes}" if network.num_classes is not None else ""
+            what = f"the sample's {network.kind} network ({network.precision}, F={network.num_features}{classes})"
+            what += f", run as a model of your own ({self.own_inputs})" if self.own_inputs else ""
+        lines = [f"ONNX model {self.path}: {what}, rewritten for the {self.rewritten.plugin} plugin:"]
+        lines += [f"  {line}" for line in self.rewritten.summary()]
+        lines += [f"  Output {output} is input {state}'s buffer, added into in place: the engine run binds it at "
+                  f"{state}'s address" for output, state in self.rewritten.aliases.items()]
+        return lines
 
 
-def read_onnx_model(engine: EngineOptions, with_runtime: bool) -> OnnxModel:
-    """--onnx: the model loaded, recognised as the sample's classifier or state-update network, and rewritten
-    for --plugin; InputError naming the file and the problem (the node, for the rewrite)."""
-    from network.onnx_rewrite import load_model, model_io, rewrite_model, sample_network
+def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
+    """--onnx: the model loaded, rewritten for --plugin and recognised as the sample's network or not;
+    InputError naming the file and the problem (the node, for the rewrite). The sample's network must suit
+    --steps (checked here, before the graph is read)."""
+    from network.onnx_rewrite import load_model, rewrite_model, sample_network
 
     assert engine.onnx is not None
-    require_onnx_packages(with_runtime)
+    require_onnx_packages(with_runtime=bool(options.dry_run or options.validate))
     path = engine.onnx
     try:
         model = load_model(path)
     except InputError as error:
         raise InputError(f"--onnx {error}") from None
-    network = sample_network(model)
-    if network is None:
-        inputs, outputs = model_io(model)
-        raise InputError(f"--onnx {shown_path(path)}: inputs {[spec.name for spec in inputs]}, outputs "
-                         f"{[spec.name for spec in outputs]} (or their shapes or types) are not the sample's: "
-                         f"{SAMPLE_IO}")
     try:
         rewritten = rewrite_model(model, engine.plugin)
     except InputError as error:
         raise InputError(f"--onnx {shown_path(path)}: {error}") from None
-    return OnnxModel(path, model, rewritten, network)
+    own = "--onnx_inputs" if engine.onnx_inputs is not None else "--onnx_shapes" if engine.onnx_shapes else None
+    result = OnnxModel(path, model, rewritten, sample_network(model), own)
+    if result.is_sample:
+        check_network_kind(result, engine)
+    return result
 
 
-def check_against_run(model: OnnxModel, *, steps: bool, precision: str, num_features: int, num_classes: int) -> None:
-    """InputError naming the first difference between the model's network and this run (--steps, --precision,
-    the graph's F, --num_classes), as an engine's are checked against a graph."""
+def check_network_kind(model: OnnxModel, engine: EngineOptions) -> None:
+    """InputError unless the sample's network suits the run: the classifier without --steps, the state update
+    with --steps K --batch_edges B."""
     from network.definition import CLASSIFIER, STATE_UPDATE
 
+    shown, kind, steps = f"--onnx {shown_path(model.path)}", model.network.kind, engine.steps is not None
+    if kind == CLASSIFIER and steps:
+        raise InputError(f"{shown} holds the {CLASSIFIER} network; --steps needs the {STATE_UPDATE} network "
+                         "(python3 -m export.export_onnx --network state)")
+    if kind == STATE_UPDATE and not steps:
+        raise InputError(f"{shown} holds the {STATE_UPDATE} network; a run without --steps needs the {CLASSIFIER} "
+                         "network (python3 -m export.export_onnx --network classifier), or add --steps K "
+                         "--batch_edges B to run this one")
+    if steps and engine.batch_edges is None:
+        raise InputError(f"{shown} holds the {STATE_UPDATE} network: --steps {engine.steps} needs --batch_edges B, "
+                         "the number of edges each step adds")
+
+
+def check_against_run(model: OnnxModel, *, precision: str, num_features: int, num_classes: int) -> None:
+    """InputError naming the first difference between the sample network of the model and this run
+    (--precision, the graph's F, --num_classes), as an engine's are checked against a graph."""
+    from network.definition import CLASSIFIER
+
     network, shown = model.network, f"--onnx {shown_path(model.path)}"
-    wanted = STATE_UPDATE if steps else CLASSIFIER
-    if network.kind != wanted:
-        export = "--network state" if steps else "--network classifier"
-        raise InputError(f"{shown} holds the {network.kind} network; {'--steps' if steps else 'a run without --steps'} "
-                         f"needs the {wanted} network (python3 -m export.export_onnx {export})")
     if network.precision != precision:
         raise InputError(f"{shown} is an {network.precision} model (X, src are "
                          f"{'float16' if network.precision == 'fp16' else 'float32'}); got --precision {precision}")
     if network.num_features != num_features:
         raise InputError(f"{shown} takes F={network.num_features} features per node (X [N, {network.num_features}]), "
                          f"the graph has {num_features}")
-    if not steps and network.num_classes != num_classes:
+    if network.kind == CLASSIFIER and network.num_classes != num_classes:
         raise InputError(f"{shown} has {network.num_classes} classes (W [{network.num_classes}, F]), got "
                          f"--num_classes {num_classes}")
 
 
 @dataclass(frozen=True)
 class OnnxPlan:
-    """What a run with --onnx carries to the engine and the validation: the model and the rewritten model's
-    file, if saved."""
+    """What a run of the sample's network with --onnx carries to the engine and the validation: the model and
+    the rewritten model's file, if saved."""
 
     model: OnnxModel
     saved_to: str | None
 
     def engine_source(self) -> Any:
-        """The rewritten model as network.definition.OnnxSource, for the engine build."""
-        from network.definition import OnnxSource
-
-        rewritten = self.model.rewritten
-        return OnnxSource(rewritten.model.SerializeToString(), self.model.path, rewritten.plugin)
+        return self.model.engine_source()
 
     def lines(self) -> list[str]:
-        network = self.model.network
-        classes = f", C={network.num_classes}" if network.num_classes is not None else ""
-        lines = [f"ONNX model {self.model.path}: the sample's {network.kind} network ({network.precision}, "
-                 f"F={network.num_features}{classes}), rewritten for the {self.model.rewritten.plugin} plugin:"]
-        lines += [f"  {line}" for line in self.model.rewritten.summary()]
-        if self.saved_to is not None:
-            lines.append(f"Rewritten model saved to {self.saved_to}")
-        return lines
+        return self.model.lines() + ([f"Rewritten model saved to {self.saved_to}"] if self.saved_to else [])
 
 
-def plan_onnx(model: OnnxModel, engine: EngineOptions, *, steps: bool, precision: str, num_features: int,
-              num_classes: int) -> OnnxPlan:
-    """Checks the model against the run, then writes the rewritten model to --save_onnx (nothing is written
-    when a check fails)."""
+def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> Any:
+    """The run's cli.inputs.Prepared with its OnnxPlan, after the sample's network is checked against the run
+    and the rewritten model written to --save_onnx (nothing is written when a check fails); prints what the
+    rewrite did."""
+    from cli.console import out
     from network.onnx_rewrite import save_model
 
-    check_against_run(model, steps=steps, precision=precision, num_features=num_features, num_classes=num_classes)
+    engine = settings.engine
+    check_against_run(model, precision=options.precision, num_features=prepared.graph.num_features,
+                      num_classes=settings.num_classes)
     if engine.save_onnx is not None:
         save_model(model.rewritten.model, engine.save_onnx, "--save_onnx", source=model.path)
-    return OnnxPlan(model, engine.save_onnx)
+    plan = OnnxPlan(model, engine.save_onnx)
+    out("\n".join(plan.lines()))
+    out(flush=True)
+    return dataclasses.replace(prepared, onnx=plan)
 
 
-def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    """The original classifier in ONNX Runtime on the engine's feeds (X, src, idx, W): softmax [C, N], float64."""
-    from network.definition import OUTPUT_SOFTMAX
-    from network.onnx_rewrite import run_onnxruntime
-
+@contextlib.contextmanager
+def naming_the_model(model: OnnxModel) -> Iterator[None]:
+    """An InputError of ONNX Runtime's (a model or feeds it refuses) with the --onnx file named first."""
     try:
-        outputs = run_onnxruntime(model.original, feeds).outputs
+        yield
     except InputError as error:
         raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
-    return np.asarray(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
 
 
-def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, features: np.ndarray,
-                            batches: Sequence[np.ndarray]) -> np.ndarray:
-    """The original state-update model in ONNX Runtime once per batch, X_out fed back as X (as --steps runs the
-    engine), in one session (network.onnx_rewrite.OnnxRuntimeSession; a float16 model runs as its float32
-    copy): the final state, float64. InputError naming the file when ONNX Runtime refuses the model."""
-    from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
-    from network.onnx_rewrite import OnnxRuntimeSession
+def original_run(model: OnnxModel) -> Run:
+    """The original model in one ONNX Runtime session (a float16 model runs as its float32 copy)."""
+    from network.onnx_runtime import OnnxRuntimeSession
+
+    with naming_the_model(model):
+        session = OnnxRuntimeSession(model.original)
+
+    def run(feeds: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        with naming_the_model(model):
+            return session.run(feeds)
+    return run
+
+
+def rewritten_run(model: OnnxModel) -> Run:
+    """The rewritten model in ONNX Runtime, the plugin node by its CPU reference; each run on copies of the
+    feeds (the plugin adds into its input in place)."""
+    from network.onnx_runtime import run_rewritten
+
+    def run(feeds: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        with naming_the_model(model):
+            return run_rewritten(model.rewritten.model, {name: np.array(value) for name, value in feeds.items()})
+    return run
+
+
+def sample_output(prepared: Any, precision: str, run: Run) -> np.ndarray:
+    """The sample network's result from `run`: the classifier's softmax on the engine's feeds (X, src, idx, W),
+    or with --steps the final state after one run per batch, X_out fed back as X (as --steps runs the engine);
+    float64."""
+    from cli.onnx_inputs import run_in_steps
+    from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_SOFTMAX, OUTPUT_STATE
+    from network.run import feature_dtype, make_engine_inputs, state_and_features
     from network.steps import step_inputs
 
-    state = initial_state
-    try:
-        session = OnnxRuntimeSession(model.original)
-        for batch in batches:
-            src, index = step_inputs(features, batch)
-            state = session.run({INPUT_STATE: state, INPUT_SOURCE: src, INPUT_INDEX: index})[OUTPUT_STATE]
-    except InputError as error:
-        raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
-    return np.asarray(state, dtype=np.float64)
+    if prepared.steps is None:
+        return np.asarray(run(make_engine_inputs(prepared.graph, prepared.weights, precision))[OUTPUT_SOFTMAX],
+                          dtype=np.float64)
+    state, features = state_and_features(prepared.graph.node_features, prepared.graph.state, feature_dtype(precision))
+    batches = prepared.steps.batches
+
+    def batch(step: int) -> dict[str, np.ndarray]:
+        return dict(zip((INPUT_SOURCE, INPUT_INDEX), step_inputs(features, batches[step])))
+
+    outputs = run_in_steps(run, {INPUT_STATE: state, **batch(0)}, batch, {OUTPUT_STATE: INPUT_STATE}, len(batches))
+    return np.asarray(outputs[OUTPUT_STATE], dtype=np.float64)
 
 
 def against_onnxruntime(model: OnnxModel) -> str:
@@ -172,8 +233,8 @@ def against_onnxruntime(model: OnnxModel) -> str:
 
 def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
                           precision: str) -> tuple[list[str], int]:
-    """--validate --onnx: the engine's softmax against ONNX Runtime's (twice the tolerance: both lie within it
-    of the exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
+    """--validate --onnx: the softmax against ONNX Runtime's (twice the tolerance: both lie within it of the
+    exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
     from reference import compare
 
     return verdict((against_onnxruntime(model), compare(actual, onnxruntime, precision, scale=AGAINST_ONNXRUNTIME)),
@@ -190,54 +251,15 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
                    (state_label(steps), compare_state(actual, reference, bound)))
 
 
-def dry_run_validation(actual: np.ndarray, reference: np.ndarray, precision: str,
-                       bound: np.ndarray | None = None) -> tuple[list[str], int]:
-    """--dry-run --onnx --validate: ONNX Runtime's output of the original model against the float64 reference
-    (the classifier's tolerance, or the final state's rounding bound with --steps)."""
-    from network.steps import compare_state
-    from reference import compare
-
-    summary: Any = compare(actual, reference, precision) if bound is None else compare_state(actual, reference, bound)
-    return verdict(("ONNX Runtime against the float64 reference", summary))
-
-
-def engine_inputs_of(prepared: Any, precision: str) -> dict[str, np.ndarray]:
-    """The classifier's X, src, idx, W exactly as network.run.run_graph feeds the engine."""
-    from network.run import make_engine_inputs
-
-    return make_engine_inputs(prepared.graph, prepared.weights, precision)
-
-
-def steps_onnxruntime(prepared: Any, precision: str) -> np.ndarray:
-    """ONNX Runtime's final state over the run's --steps batches, from the state and features the engine gets."""
-    from network.run import feature_dtype, state_and_features
-
-    assert prepared.steps is not None
-    initial_state, features = state_and_features(prepared.graph.node_features, prepared.graph.state,
-                                                 feature_dtype(precision))
-    return onnxruntime_final_state(prepared.onnx.model, initial_state, features, prepared.steps.batches)
-
-
 def validate_against_onnxruntime(prepared: Any, actual: np.ndarray, precision: str) -> tuple[list[str], int]:
-    """--validate --onnx after an engine run: the softmax (or with --steps the final state) against ONNX Runtime
-    running the original model on the same inputs and against the float64 reference."""
+    """--validate --onnx with the sample's network: the softmax (or with --steps the final state) of an engine,
+    or in a dry run of the rewritten model, against ONNX Runtime running the original model on the same inputs
+    and against the float64 reference."""
     model = prepared.onnx.model
+    onnxruntime = sample_output(prepared, precision, original_run(model))
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None and prepared.steps.bound is not None
-        return steps_validation(model, actual, steps_onnxruntime(prepared, precision), prepared.steps.final_state,
-                                prepared.steps.bound, len(prepared.steps.batches))
+        return steps_validation(model, actual, onnxruntime, prepared.steps.final_state, prepared.steps.bound,
+                                len(prepared.steps.batches))
     assert prepared.reference is not None
-    onnxruntime = onnxruntime_softmax(model, engine_inputs_of(prepared, precision))
     return classifier_validation(model, actual, onnxruntime, prepared.reference["softmax"], precision)
-
-
-def dry_run_output(prepared: Any, precision: str) -> tuple[str, np.ndarray]:
-    """--dry-run --onnx: the heading and ONNX Runtime's output of the original model (softmax, or the final
-    state after every --steps batch), instead of an engine's."""
-    model = prepared.onnx.model
-    if prepared.steps is not None:
-        steps = len(prepared.steps.batches)
-        return (f"Final state X after {steps:,} batches (ONNX Runtime, the original {model.path}):",
-                steps_onnxruntime(prepared, precision))
-    return (f"Classifier output (ONNX Runtime, the original {model.path}):",
-            onnxruntime_softmax(model, engine_inputs_of(prepared, precision)))

@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.onnx_args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
 from common.errors import InputError, OutputError
 from common.limits import (
     MAX_AOT_HALF_EDGES,
@@ -52,6 +53,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
+GRAPH_OPTIONS = ("node_features", "node_features_file", "edges", "graph", "random_graph")
 PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
@@ -118,12 +120,16 @@ EPILOG = "\n\n".join((
         "from PyTorch through ONNX (docs/onnx.md)",
         "--onnx MODEL.onnx builds the engine from a model torch.onnx.export(dynamo=True) wrote (python3 -m "
         "export.export_onnx) instead of TensorRT's network API: each scatter-add into a graph input (index_add_, "
-        "scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it; the model must "
-        "have the sample's inputs and output and match --steps, --precision, F and --num_classes. --save_onnx "
-        "OUT.onnx writes the rewritten model. --validate compares the engine with ONNX Runtime running the original "
-        "model on the same inputs and with the float64 reference; --dry-run --onnx runs the original model in ONNX "
-        "Runtime instead of an engine (no TensorRT or GPU). Needs onnx, onnx-graphsurgeon (and onnxruntime for "
-        "--validate and --dry-run): pip install -r requirements-onnx.txt.",
+        "scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it. The sample's "
+        "own network (recognised by its graph) runs on the graph and must match --steps, --precision, F and "
+        "--num_classes; any other model runs on --onnx_inputs FILE.npz (an array per input name) or on inputs "
+        "made from the seed (floats standard normal, indices in range of the rows they index; dynamic dimensions "
+        f"from --onnx_shapes NAME:D0xD1,..., else {DEFAULT_DYNAMIC_DIM}), each output that aliases an input bound at "
+        "that input's address; --steps K runs it K times, the states kept in place. --save_onnx OUT.onnx writes "
+        "the rewritten model. --validate compares with ONNX Runtime running the original model on the same inputs "
+        "(and the sample's network with the float64 reference); --dry-run --onnx runs the rewritten model in ONNX "
+        "Runtime, the plugin by its CPU reference, instead of an engine (no TensorRT or GPU). Needs onnx, "
+        "onnx-graphsurgeon (and onnxruntime for --validate and --dry-run): pip install -r requirements-onnx.txt.",
     ),
     _statuses(
         (EXIT_OK, "success"),
@@ -247,6 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="Build the engine from this exported ONNX model, its scatter-adds rewritten into the in-place plugin",
     )
     onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx", help="Write the rewritten --onnx model to OUT.onnx")
+    onnx.add_argument("--onnx_inputs", "--onnx-inputs", metavar="FILE.npz",
+                      help="A model of your own: its inputs, one array per input name")
+    onnx.add_argument("--onnx_shapes", "--onnx-shapes", metavar="NAME:D0xD1,...",
+                      help=f"A model of your own: input shapes for inputs made from the seed (a dynamic dimension "
+                      f"not given: {DEFAULT_DYNAMIC_DIM})")
     return parser
 
 
@@ -330,6 +341,8 @@ class EngineOptions:
     cuda_graph: bool = False
     onnx: str | None = None
     save_onnx: str | None = None
+    onnx_inputs: str | None = None
+    onnx_shapes: dict[str, tuple[int, ...]] | None = None
 
     @property
     def sets_profile(self) -> bool:
@@ -356,6 +369,9 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         onnx=None if getattr(options, "onnx", None) is None else readable_file(options.onnx, "--onnx"),
         save_onnx=None if getattr(options, "save_onnx", None) is None else writable_file(options.save_onnx,
                                                                                           "--save_onnx"),
+        onnx_inputs=None if getattr(options, "onnx_inputs", None) is None else readable_file(options.onnx_inputs,
+                                                                                              "--onnx_inputs"),
+        onnx_shapes=None if getattr(options, "onnx_shapes", None) is None else parse_onnx_shapes(options.onnx_shapes),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
@@ -367,7 +383,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
             "--max_nodes/--max_edges set the profile of a new engine; an engine from --load_engine keeps the profile "
             "it was built with"
         )
-    if parsed.steps is not None and parsed.batch_edges is None:
+    if parsed.steps is not None and parsed.batch_edges is None and parsed.onnx is None:  # a model's own: its shapes
         raise InputError(f"--steps {parsed.steps} needs --batch_edges B, the number of edges each step adds")
     if parsed.batch_edges is not None and parsed.steps is None:
         raise InputError("--batch_edges needs --steps K")
@@ -384,13 +400,14 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         raise InputError("--cuda_graph replays the executions of --steps K or --benchmark ITERS from a CUDA graph; "
                          "give one of them (a single run has nothing to replay)")
     check_plugin_options(parsed, getattr(options, "plugin", None) is not None, getattr(options, "precision", "fp32"))
-    check_onnx_options(parsed)
+    check_onnx_options(parsed, options)
     return parsed
 
 
 def check_save_target(path: str, options: argparse.Namespace, option: str) -> None:
     """InputError when `option` (--save_engine, --save_onnx) would overwrite an input of the run or this script."""
     for named, other in (("the --graph file", getattr(options, "graph", None)),
+                         ("the --onnx_inputs file", getattr(options, "onnx_inputs", None)),
                          ("the --node_features_file file", getattr(options, "node_features_file", None)),
                          ("the --onnx file", getattr(options, "onnx", None)),
                          ("this script", str(SCRIPT_PATH))):
@@ -399,13 +416,25 @@ def check_save_target(path: str, options: argparse.Namespace, option: str) -> No
                              "another file name")
 
 
-def check_onnx_options(parsed: EngineOptions) -> None:
-    """--save_onnx needs --onnx (check_save_target keeps it off the model); --onnx builds a new engine, so no
+def check_onnx_options(parsed: EngineOptions, options: argparse.Namespace) -> None:
+    """--save_onnx, --onnx_inputs and --onnx_shapes need --onnx (check_save_target keeps --save_onnx off the
+    model); --onnx_inputs or --onnx_shapes, and not with the graph's options; --onnx builds a new engine, so no
     --load_engine. InputError."""
     if parsed.save_onnx is not None and parsed.onnx is None:
         raise InputError("--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx")
     if parsed.onnx is not None and parsed.load_engine is not None:
         raise InputError("--onnx builds a new engine from the model and --load_engine runs a saved one: give one of them")
+    for option, value in (("--onnx_inputs", parsed.onnx_inputs), ("--onnx_shapes", parsed.onnx_shapes)):
+        if value is not None and parsed.onnx is None:
+            raise InputError(f"{option} describes the inputs of an --onnx model; give --onnx MODEL.onnx")
+    if parsed.onnx_inputs is not None and parsed.onnx_shapes is not None:
+        raise InputError("--onnx_inputs gives the inputs with their shapes; --onnx_shapes shapes inputs made from the "
+                         "seed: give one of them")
+    own = "--onnx_inputs" if parsed.onnx_inputs is not None else "--onnx_shapes" if parsed.onnx_shapes else None
+    graph = [f"--{name}" for name in GRAPH_OPTIONS if getattr(options, name, None) is not None]
+    if own is not None and graph:
+        raise InputError(f"{graph[0]} gives the sample network's graph and {own} the inputs of an --onnx model of "
+                         "your own: give one of them")
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:

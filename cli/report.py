@@ -43,3 +43,11 @@ def steps_note(graph: Graph, batches: list[np.ndarray]) -> str:
         f"gives the {graph.num_nodes:,} nodes, their features and the initial state (its own {graph.num_edges:,} edges "
         "are not used)"
     )
+
+
+def unused_in_dry_run(engine: Any) -> list[str]:
+    """The line naming the engine options (cli.options.EngineOptions) a dry run has no engine to act on, if any."""
+    unused = [name for name, value in (("--save_engine", engine.save_engine), ("--load_engine", engine.load_engine),
+                                       ("--benchmark", engine.benchmark), ("--cuda_graph", engine.cuda_graph or None))
+              if value is not None]
+    return [f"({', '.join(unused)}: no engine to act on in a dry run.)"] if unused else []

@@ -6,8 +6,9 @@ same engine many times on the same buffers and time each execution, so they driv
 directly: set the input shapes and tensor addresses once, then execute_async_v3 on this session's stream.
 Engine outputs: the caller names the outputs it wants at an input's address (`outputs_at_inputs`; --steps
 binds its state output X_out at X, as NVIDIA's in-place sample quickly_deployable_plugins/qdp_runner.py
-does), and an output that ICudaEngine.get_aliased_input_tensor names an input for is bound there too
-(TensorRT's rule for aliased engine I/O). Every other output gets its own buffer here. What
+does; a model of one's own, each output its rewrite says aliases an input), and an output that ICudaEngine.get_aliased_input_tensor names an input for is bound there too
+(TensorRT's rule for aliased engine I/O). Every other output gets its own buffer here; an output of a
+data-dependent shape, or one whose input differs in shape or dtype, is refused (EngineError). What
 get_aliased_input_tensor said is kept for the report (None where this TensorRT has no such method).
 
 The timing (EventTimer.time). A CUDA event is recorded on the stream right before the call and another right
@@ -56,8 +57,9 @@ def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | Non
     """For each engine output, the input whose address it is bound at (None: a buffer of its own).
 
     `outputs_at_inputs` are the caller's choices; `aliases` is what get_aliased_input_tensor reported (None when
-    it cannot be asked), and an output it names an input for is bound there. EngineError (one line, exit 4)
-    when the two disagree or the engine lacks an output the caller binds: an engine this sample did not build.
+    it cannot be asked), and an output it names an input for is bound there: for the sample's X_out and for
+    any model's Rewritten.aliases alike. EngineError (one line, exit 4) when the two disagree, the engine lacks
+    an output the caller binds (an engine this sample did not build) or two outputs would share one input.
     """
     bindings: dict[str, str | None] = {}
     for name in output_names:
@@ -68,7 +70,24 @@ def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | Non
     unknown = sorted(set(outputs_at_inputs) - set(output_names))
     if unknown:
         raise EngineError(f"the engine has no output(s) {unknown}; its outputs are {list(output_names)}")
+    bound = [alias for alias in bindings.values() if alias is not None]
+    shared = sorted({alias for alias in bound if bound.count(alias) > 1})
+    if shared:
+        raise EngineError(f"two engine outputs would be bound at input {shared[0]!r}: "
+                          f"{sorted(name for name, alias in bindings.items() if alias == shared[0])}")
     return bindings
+
+
+def check_output_buffer(name: str, shape: tuple[int, ...], dtype: np.dtype, alias: str | None, buffer: Any) -> None:
+    """EngineError (one line) for an output this session cannot bind: a shape TensorRT knows only after the
+    execution (data-dependent, -1), or one bound at input `alias` whose buffer has another shape or dtype
+    (the output would write past it or misread it)."""
+    if any(size < 0 for size in shape):
+        raise EngineError(f"engine output {name!r} has the data-dependent shape {list(shape)}; this runner binds "
+                          "outputs whose shape the input shapes decide")
+    if alias is not None and (tuple(buffer.shape) != shape or np.dtype(buffer.dtype) != dtype):
+        raise EngineError(f"engine output {name!r} ({dtype} {list(shape)}) cannot be bound at input {alias!r} "
+                          f"({np.dtype(buffer.dtype)} {list(buffer.shape)}): not the same shape and dtype")
 
 
 class ExecutionSession:
@@ -104,12 +123,14 @@ class ExecutionSession:
                     raise EngineError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
                 self._bind(name, buffer.ptr)
             for name, alias in bindings.items():
+                dims = self.context.get_tensor_shape(name)
+                shape = tuple(int(dims[i]) for i in range(len(dims)))
+                dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
+                check_output_buffer(name, shape, dtype, alias, self.inputs.get(alias) if alias else None)
                 if alias is not None:
                     self._bind(name, self.inputs[alias].ptr)
                 else:
-                    dims = self.context.get_tensor_shape(name)
-                    shape = tuple(int(dims[i]) for i in range(len(dims)))
-                    self.outputs[name] = DeviceArray(shape, np.dtype(trt.nptype(engine.get_tensor_dtype(name))))
+                    self.outputs[name] = DeviceArray(shape, dtype)
                     self._bind(name, self.outputs[name].ptr)
         except BaseException:
             self.close()

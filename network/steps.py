@@ -225,18 +225,19 @@ PLUGIN_ALIASING_ANSWER = ("what TensorRT answers for a plugin's aliasing, as NVI
                           "reports layer aliasing such as KVCacheUpdate; not a failure")
 
 
-def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str = "?") -> str:
-    """What TensorRT reported for "X_out", and how the runner bound it (at X's address, always). None is what
-    NVIDIA's logs of a plugin aliasing its input show (trt-samples-for-hackathon-cn, AliasedIOPlugin), so the
-    line says so rather than leave it reading as a failure."""
+def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str = "?", output: str = OUTPUT_STATE,
+                  state: str = INPUT_STATE) -> str:
+    """What TensorRT reported for `output` ("X_out"), and how the runner bound it (at `state`'s address,
+    always). None is what NVIDIA's logs of a plugin aliasing its input show (trt-samples-for-hackathon-cn,
+    AliasedIOPlugin), so the line says so rather than leave it reading as a failure."""
     if aliases is None:
         reported = f"TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to ask"
     else:
-        reported = f"get_aliased_input_tensor -> {aliases.get(OUTPUT_STATE)!r}"
-        if aliases.get(OUTPUT_STATE) is None:
+        reported = f"get_aliased_input_tensor -> {aliases.get(output)!r}"
+        if aliases.get(output) is None:
             reported += f" ({PLUGIN_ALIASING_ANSWER})"
-    return (f"Engine output {OUTPUT_STATE!r}: {reported}; the runner binds X_out at X's address, so every execution "
-            "leaves the state in X and nothing is copied back")
+    return (f"Engine output {output!r}: {reported}; the runner binds {output} at {state}'s address, so every "
+            f"execution leaves the state in {state} and nothing is copied back")
 
 
 def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int,

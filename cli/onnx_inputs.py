@@ -1,0 +1,212 @@
+"""The inputs of a model of the user's own (--onnx, not the sample's network), checked before any engine work:
+read from --onnx_inputs FILE.npz (one array per input name, polygraphy's --load-inputs convention in NumPy's
+format) or made from the seed, with the dynamic dimensions from --onnx_shapes or DEFAULT_DYNAMIC_DIM; and the
+fresh inputs of each later --steps run. numpy only.
+
+Made from the seed: floats standard normal; an integer input that indexes a scatter (Rewritten.index_bounds)
+uniform over the rows it indexes. Any other input has no value that could be made up, so it must come from
+--onnx_inputs. Every index, given or made, lies in [0, rows): the plugin adds row idx[e] and checks nothing.
+"""
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from cli.onnx_args import DEFAULT_DYNAMIC_DIM
+from common.errors import InputError
+from common.text import shown_path
+
+INPUTS_STREAM = 2
+"""Made inputs draw from default_rng((seed, 2, run)), apart from the weights' default_rng(seed) and the random
+graph's (seed, 1); run 0 is the first execution, run k the k-th --steps run after it."""
+MAX_INPUT_ELEMENTS = 2**28
+"""Largest input made from the seed (1 GiB of float32); larger inputs come from --onnx_inputs."""
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+def _dims(shape: Iterable[Any]) -> str:
+    return f"[{', '.join(str(dim) for dim in shape)}]"
+
+
+def describe(name: str, dtype: Any, shape: Iterable[Any]) -> str:
+    return f"{name} {np.dtype(dtype) if dtype is not None else '(a type numpy lacks)'} {_dims(shape)}"
+
+
+def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | None) -> tuple[Shapes, list[str]]:
+    """Each input's shape: --onnx_shapes' where given, else the model's static dimensions with each dynamic one
+    from a given input of the same dimension name, or DEFAULT_DYNAMIC_DIM. Returns the shapes and one note per
+    dimension name ("N=16 (default)"). InputError for a name that is not an input, a rank or a static dimension
+    that differs, or one dimension name given two sizes."""
+    specs = list(specs)
+    given = dict(given or {})
+    names = [spec.name for spec in specs]
+    unknown = [name for name in given if name not in names]
+    if unknown:
+        raise InputError(f"--onnx_shapes {unknown[0]}: not an input of the model (its inputs: {', '.join(names)})")
+    sizes: dict[str, tuple[int, str]] = {}  # dimension name -> (size, the input that gave it)
+    for spec in specs:
+        if spec.name in given:
+            _bind(spec, given[spec.name], sizes, f"--onnx_shapes {spec.name}:{'x'.join(map(str, given[spec.name]))}")
+    notes = [f"{dim}={size} ({source})" for dim, (size, source) in sizes.items()]
+    shapes: Shapes = {}
+    for spec in specs:
+        if spec.name in given:
+            shapes[spec.name] = tuple(given[spec.name])
+            continue
+        shape = []
+        for dim in spec.shape:
+            if isinstance(dim, int):
+                shape.append(dim)
+            elif dim == "?":
+                shape.append(DEFAULT_DYNAMIC_DIM)
+            else:
+                if dim not in sizes:
+                    sizes[dim] = (DEFAULT_DYNAMIC_DIM, "")
+                    notes.append(f"{dim}={DEFAULT_DYNAMIC_DIM} (default)")
+                shape.append(sizes[dim][0])
+        shapes[spec.name] = tuple(shape)
+    return shapes, notes
+
+
+def _bind(spec: Any, shape: tuple[int, ...], sizes: dict[str, tuple[int, str]], source: str) -> None:
+    """Checks `shape` against the model's input `spec` (rank, static dimensions) and records the sizes of its
+    named dynamic dimensions; InputError naming `source` for a mismatch, or a size that differs from the one
+    another input gave the same dimension name."""
+    if len(shape) != len(spec.shape):
+        raise InputError(f"{source}: rank {len(shape)}, the model's input is "
+                         f"{describe(spec.name, spec.dtype, spec.shape)}")
+    for axis, (dim, size) in enumerate(zip(spec.shape, shape)):
+        if isinstance(dim, int) and dim != size:
+            raise InputError(f"{source}: dimension {axis} is {size}, the model's input is "
+                             f"{describe(spec.name, spec.dtype, spec.shape)}")
+        if isinstance(dim, str) and dim != "?":
+            known = sizes.setdefault(dim, (size, source))
+            if known[0] != size:
+                raise InputError(f"{source}: dimension {axis} ({dim}) is {size}, but {known[1]} makes {dim} "
+                                 f"{known[0]}")
+
+
+def index_rows(bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, str]:
+    """(rows, what they are) for an IndexBound: a constant row count, or dimension `axis` of input `input`."""
+    if bound.rows is not None:
+        return int(bound.rows), f"the {int(bound.rows)} rows it indexes"
+    return int(shapes[bound.input][bound.axis]), f"the rows of {bound.input} it indexes"
+
+
+def load_onnx_inputs(path: str) -> dict[str, np.ndarray]:
+    """The arrays of --onnx_inputs FILE.npz by name (no pickled objects); InputError (one line) otherwise."""
+    from graph.files import _UNREADABLE, _why_unreadable
+
+    source = f"--onnx_inputs {shown_path(path)}"
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise InputError(f"{source}: holds a single array, not an .npz archive of arrays by input name")
+        with loaded:
+            return {name: loaded[name] for name in loaded.files}
+    except InputError:
+        raise
+    except _UNREADABLE as error:
+        raise InputError(f"{source}: not a readable .npz archive: {_why_unreadable(error)}") from None
+
+
+def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bounds: Mapping[str, Any],
+                      source: str) -> None:
+    """Every input of the model given, nothing else, each of the model's dtype, rank and static dimensions,
+    each dimension name one size, floats finite, every index in [0, rows) of what it indexes; InputError
+    (`source`, the input and the value) at the first problem."""
+    specs = list(specs)
+    names = [spec.name for spec in specs]
+    missing = [name for name in names if name not in feeds]
+    if missing:
+        raise InputError(f"{source}: no array {missing[0]!r} (the model's inputs: {', '.join(names)})")
+    extra = [name for name in feeds if name not in names]
+    if extra:
+        raise InputError(f"{source}: array {extra[0]!r} is not an input of the model (its inputs: {', '.join(names)})")
+    sizes: dict[str, tuple[int, str]] = {}
+    for spec in specs:
+        array = feeds[spec.name]
+        if spec.dtype is None or array.dtype != spec.dtype:
+            raise InputError(f"{source}: {describe(spec.name, array.dtype, array.shape)}, the model's input is "
+                             f"{describe(spec.name, spec.dtype, spec.shape)}")
+        _bind(spec, tuple(array.shape), sizes, f"{source}: {spec.name} {_dims(array.shape)}")
+        if array.dtype.kind == "f" and array.size and not np.all(np.isfinite(array)):
+            position = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+            raise InputError(f"{source}: {spec.name}{list(position)} = {float(array[position])} is not finite")
+    shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+    for name, bound in index_bounds.items():
+        _check_index(name, feeds[name], *index_rows(bound, shapes), source)
+
+
+def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str) -> None:
+    outside = (index < 0) | (index >= rows)
+    if outside.any():
+        position = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise InputError(f"{source}: {name}{list(position)} = {int(index[position])} is outside [0, {rows}), {what}")
+
+
+def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
+                     seed: int, run: int = 0, only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The inputs (those named in `only`, else all) of run `run` from the seed: floats standard normal in their
+    dtype, indices uniform in [0, rows). InputError for an input of another kind (no value can be made up for
+    it: give it in --onnx_inputs), one larger than MAX_INPUT_ELEMENTS, or an index into zero rows."""
+    rng = np.random.default_rng((seed, INPUTS_STREAM, run))
+    wanted = None if only is None else set(only)
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if wanted is not None and spec.name not in wanted:
+            continue
+        shape = tuple(shapes[spec.name])
+        elements = int(np.prod(shape, dtype=np.int64))
+        if elements > MAX_INPUT_ELEMENTS:
+            raise InputError(f"input {describe(spec.name, spec.dtype, shape)} would hold {elements:,} values, more "
+                             f"than the {MAX_INPUT_ELEMENTS:,} made from the seed: give it in --onnx_inputs FILE.npz")
+        kind = None if spec.dtype is None else np.dtype(spec.dtype).kind
+        if kind == "f":
+            feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
+        elif kind in ("i", "u") and spec.name in index_bounds:
+            rows, what = index_rows(index_bounds[spec.name], shapes)
+            if rows < 1:
+                raise InputError(f"input {spec.name} indexes {what}, and there are none (0 rows)")
+            feeds[spec.name] = rng.integers(0, rows, shape).astype(spec.dtype)
+        else:
+            raise InputError(f"input {describe(spec.name, spec.dtype, spec.shape)} is neither a float nor the index "
+                             "of a scatter, so no value can be made up for it: give it in --onnx_inputs FILE.npz")
+    return feeds
+
+
+def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bounds: Mapping[str, Any],
+                 source: str | None, notes: list[str]) -> list[str]:
+    """What the run feeds the model: where the inputs come from, then one line per input."""
+    shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+    head = f"Inputs from {source}:" if source is not None else (
+        "Inputs made from the seed" + (f" (dynamic dimensions: {', '.join(notes)})" if notes else "") + ":")
+    lines = [head]
+    for spec in specs:
+        array = feeds[spec.name]
+        how = ""
+        if spec.name in index_bounds:
+            rows, what = index_rows(index_bounds[spec.name], shapes)
+            how = f": indices in [0, {rows}), {what}"
+        elif source is None:
+            how = ": standard normal"
+        lines.append(f"  {describe(spec.name, array.dtype, array.shape)}{how}")
+    return lines
+
+
+def run_in_steps(run: Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]], feeds: Mapping[str, np.ndarray],
+                 fresh: Callable[[int], Mapping[str, np.ndarray]], states: Mapping[str, str],
+                 steps: int) -> Mapping[str, np.ndarray]:
+    """run(feeds) `steps` times, as --steps runs an engine whose outputs `states` ({output: input}) are their
+    inputs' buffers: run 0 on `feeds`, run k on fresh(k) for the other inputs, each state fed back as its
+    input. The outputs of the last run."""
+    current = dict(feeds)
+    outputs: Mapping[str, np.ndarray] = {}
+    for step in range(steps):
+        if step:
+            current.update(fresh(step))
+        outputs = run(current)
+        current.update({state: outputs[output] for output, state in states.items()})
+    return outputs

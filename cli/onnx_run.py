@@ -1,0 +1,213 @@
+"""The --onnx runs the entry script hands over: a model of the user's own (any model whose scatters
+network.onnx_rewrite rewrites), and the sample network's dry run.
+
+A model of one's own runs on inputs of its own (cli.onnx_inputs: --onnx_inputs FILE.npz, or made from the seed)
+instead of a graph: by an engine (network.model_engine: TensorRT's ONNX parser, each output that aliases an input
+bound at that input's address) or, with --dry-run, the rewritten model in ONNX Runtime with the plugin node's CPU
+reference (network.onnx_runtime.run_rewritten). --steps K runs it K times, the states (outputs aliasing an input)
+kept and every other input fresh from the seed. --validate compares each output with ONNX Runtime running the
+ORIGINAL model on the same inputs (polygraphy's convention, K times with the states fed back): a wrong rewrite
+fails there on any machine. The rewritten model goes to --save_onnx only after the run passed.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cli.console import out
+from cli.onnx_inputs import (
+    check_onnx_inputs,
+    describe,
+    input_shapes,
+    inputs_lines,
+    load_onnx_inputs,
+    make_onnx_inputs,
+    run_in_steps,
+)
+from cli.onnx_model import OnnxModel, original_run, rewritten_run, sample_output, validate_against_onnxruntime
+from cli.options import EXIT_OK, GRAPH_OPTIONS, EngineOptions, Settings
+from cli.report import format_matrix, steps_note, unused_in_dry_run, verdict
+from common.errors import InputError
+from common.progress import shows_progress
+from common.text import shown_path
+
+RELATIVE_TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
+"""An output element passes when |actual - ONNX Runtime's| <= this times the output's largest magnitude (other
+float types: float16's). Summation order (atomics, the plugin's float32 table) moves a sum by far less."""
+DRY_RUN_LINE = ("Dry run: ONNX Runtime ran the rewritten model, the plugin node by its CPU reference; no engine was "
+                "built.")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """One output against ONNX Runtime's: ok, the largest absolute error, the tolerance and how it was set."""
+
+    ok: bool
+    max_abs_error: float
+    tolerance: float
+    how: str
+
+    def summary(self) -> str:
+        return f"largest absolute error {self.max_abs_error:.3g}, tolerance {self.tolerance:.3g} ({self.how})"
+
+
+def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> OutputCheck:
+    """`actual` against ONNX Runtime's `expected` for an output of the model's `dtype`: integers and booleans
+    exactly, floats within RELATIVE_TOLERANCE of the expected output's largest magnitude; NaN fails."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return OutputCheck(False, float("inf"), 0.0, f"shape {list(actual.shape)}, ONNX Runtime's "
+                                                     f"{list(expected.shape)}")
+    if actual.size == 0:
+        return OutputCheck(True, 0.0, 0.0, "no elements")
+    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    largest = float(np.max(np.where(np.isnan(error), np.inf, error)))
+    kind = np.dtype(dtype).kind if dtype is not None else "f"
+    if kind != "f" and dtype is not None:
+        return OutputCheck(bool(np.all(actual == expected)), largest, 0.0, "exact: integers")
+    relative = RELATIVE_TOLERANCE.get(np.dtype(dtype).name if dtype is not None else "", RELATIVE_TOLERANCE["float16"])
+    magnitude = float(np.max(np.abs(expected.astype(np.float64))))
+    tolerance = relative * magnitude
+    return OutputCheck(bool(np.all(error <= tolerance)), largest, tolerance,
+                       f"{relative:g} of its largest magnitude {magnitude:.3g}")
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """A model of one's own, ready to run: the model, its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec),
+    the first run's inputs and their shapes, the seed (later --steps runs draw from it) and the engine options."""
+
+    model: OnnxModel
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    feeds: dict[str, np.ndarray]
+    shapes: dict[str, tuple[int, ...]]
+    seed: int
+    engine: EngineOptions
+
+    @property
+    def runs(self) -> int:
+        return self.engine.steps or 1
+
+    @property
+    def states(self) -> dict[str, str]:
+        """{output: input} of the outputs that are their input's buffer (Rewritten.aliases)."""
+        return dict(self.model.rewritten.aliases)
+
+    def fresh(self, run: int) -> dict[str, np.ndarray]:
+        """Run `run`'s inputs other than the states, from the seed (the first run's shapes)."""
+        states = set(self.states.values())
+        return make_onnx_inputs(self.inputs, self.shapes, self.model.rewritten.index_bounds, self.seed, run,
+                                only=[spec.name for spec in self.inputs if spec.name not in states])
+
+
+def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -> None:
+    """InputError for an option that serves only the sample's network: the graph options, --batch_edges, the
+    profile (the engine's is the run's shapes), --benchmark and --cuda_graph; and for --steps on a model with no
+    state (no output aliases an input)."""
+    shown = f"--onnx {shown_path(model.path)}"
+    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    for name in GRAPH_OPTIONS:
+        if getattr(options, name, None) is not None:
+            raise InputError(f"--{name} gives the sample network's graph; {why}: its inputs come from --onnx_inputs "
+                             "FILE.npz or the seed")
+    for option, value in (("--batch_edges", engine.batch_edges), ("--max_nodes", engine.max_nodes),
+                          ("--max_edges", engine.max_edges), ("--benchmark", engine.benchmark),
+                          ("--cuda_graph", engine.cuda_graph or None)):
+        if value is not None:
+            raise InputError(f"{option} serves the sample's networks; {why} (its engine's profile is the run's input "
+                             "shapes: --onnx_shapes)")
+    if engine.steps is not None and not model.rewritten.aliases:
+        raise InputError(f"--steps {engine.steps} keeps the states (outputs that alias an input) between runs; no "
+                         f"output of {shown} aliases an input")
+
+
+def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
+    """Step 2 for a model of one's own: its inputs read and checked, or made from the seed, before any engine
+    work; the lines saying what the rewrite did and what the run feeds it, printed."""
+    from network.onnx_rewrite import model_io
+
+    engine = settings.engine
+    check_model_options(options, engine, model)
+    inputs, outputs = model_io(model.original)
+    bounds = model.rewritten.index_bounds
+    source: str | None = None
+    notes: list[str] = []
+    if engine.onnx_inputs is not None:
+        source = f"--onnx_inputs {shown_path(engine.onnx_inputs)}"
+        feeds = load_onnx_inputs(engine.onnx_inputs)
+        check_onnx_inputs(inputs, feeds, bounds, source)
+        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+    else:
+        shapes, notes = input_shapes(inputs, engine.onnx_shapes)
+        feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
+    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine)
+    if plan.runs > 1:
+        plan.fresh(1)  # an input no value can be made up for stops here, before any work
+    out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
+    if plan.runs > 1:
+        out(f"--steps: {plan.runs:,} runs; the states ({', '.join(sorted(set(plan.states.values())))}) stay in place, "
+            "every other input is drawn again from the seed for each run after the first")
+    out(flush=True)
+    return plan
+
+
+def run_model(options: Any, plan: ModelPlan) -> int:
+    """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
+    run once or --steps K times, its outputs, --validate against ONNX Runtime on the original, --save_onnx last."""
+    if options.dry_run:
+        outputs = run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
+        report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
+    else:
+        from network.model_engine import run_model_engine
+
+        dynamic = [spec.name for spec in plan.inputs if any(isinstance(dim, str) for dim in spec.shape)]
+        result = run_model_engine(plan.model.engine_source(), plan.feeds, plan.states, plan.runs, plan.fresh, dynamic,
+                                  verbose=options.verbose, save_engine=plan.engine.save_engine,
+                                  show_progress=shows_progress(options.verbose))
+        outputs, report = result.outputs, result.report_lines
+    after = f" after {plan.runs:,} runs" if plan.runs > 1 else ""
+    for spec in plan.outputs:
+        value = np.asarray(outputs[spec.name])
+        out(f"Output {describe(spec.name, value.dtype, value.shape)}{after}:")
+        out(format_matrix(value))
+        out()
+    out("\n".join(report))
+    status = EXIT_OK
+    if options.validate:
+        expected = run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
+        lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime (the original {plan.model.path}, same "
+                                   "inputs)", compare_output(outputs[spec.name], expected[spec.name], spec.dtype))
+                                  for spec in plan.outputs))
+        out()
+        out("\n".join(lines))
+    if status == EXIT_OK and plan.engine.save_onnx is not None:
+        from network.onnx_rewrite import save_model
+
+        save_model(plan.model.rewritten.model, plan.engine.save_onnx, "--save_onnx", source=plan.model.path)
+        out(f"Rewritten model saved to {plan.engine.save_onnx}")
+    return status
+
+
+def dry_run_sample(options: Any, prepared: Any) -> int:
+    """--dry-run --onnx with the sample's network: the rewritten model in ONNX Runtime (the plugin node by its
+    CPU reference) instead of an engine; --validate compares it with ONNX Runtime running the original model and
+    with the float64 reference."""
+    model = prepared.onnx.model
+    output = sample_output(prepared, options.precision, rewritten_run(model))
+    if prepared.steps is not None:
+        out(steps_note(prepared.graph, prepared.steps.batches))
+        out()
+        out(f"Final state X after {len(prepared.steps.batches):,} batches (ONNX Runtime, the rewritten {model.path}):")
+    else:
+        out(f"Classifier output (ONNX Runtime, the rewritten {model.path}):")
+    out(format_matrix(output))
+    out()
+    out(DRY_RUN_LINE, *unused_in_dry_run(prepared.engine), sep="\n")
+    if not options.validate:
+        return EXIT_OK
+    lines, status = validate_against_onnxruntime(prepared, output, options.precision)
+    out()
+    out("\n".join(lines))
+    return status

@@ -1,0 +1,116 @@
+"""The engine of a model of the user's own (--onnx, not the sample's network): built by TensorRT's ONNX parser
+from the rewritten model with one optimization profile, the run's input shapes, then run once or --steps K times
+on buffers the caller owns, each output that aliases an input (Rewritten.aliases) bound at that input's address.
+
+TensorRT reports no engine alias for a plugin's output (ICudaEngine.get_aliased_input_tensor answers None, as
+NVIDIA's AliasedIOPlugin log shows), so polygraphy's TrtRunner and trtexec give such an output a buffer of its
+own that the plugin never writes: the result lies in the input's buffer. The run binds the output there itself
+(network.execution.ExecutionSession's outputs_at_inputs), as --steps binds the sample's X_out at X. Between
+runs only the inputs that are no state are uploaded again. run_model_engine needs TensorRT, cuda-python and a
+GPU; profile_shapes and the report lines are plain Python.
+"""
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.progress import progress
+from common.text import shown_path
+from network.definition import OnnxSource, populate_from_onnx
+from network.engine import (
+    ShapeRange,
+    build_engine_bytes,
+    deserialize_engine,
+    require_engine_dependencies,
+    save_engine_file,
+)
+from network.execution import describe_summary, summarize
+
+
+def profile_shapes(feeds: Mapping[str, np.ndarray], dynamic: Iterable[str]) -> dict[str, ShapeRange]:
+    """The one optimization profile: min = opt = max = the run's shape, for each input with a dynamic dimension."""
+    return {name: (shape, shape, shape) for name in dynamic for shape in [tuple(np.shape(feeds[name]))]}
+
+
+def model_engine_lines(states: Mapping[str, str], aliases: Mapping[str, str | None] | None, runs: int,
+                       run_ms: list[float], tensorrt_version: str = "?") -> list[str]:
+    """What TensorRT said about each state output and where the runner bound it; with several runs, the
+    engine time of the runs after the first (the first also does the plugin's first-run work)."""
+    from network.steps import aliasing_line
+
+    lines = [aliasing_line(None if aliases is None else dict(aliases), tensorrt_version, output, state)
+             for output, state in states.items()]
+    if not states:
+        lines.append("No engine output aliases an input: every output has a buffer of its own")
+    if runs > 1:
+        lines.append(f"Runs: {runs:,} executions, the states kept in their input buffers; engine time of runs 2 to "
+                     f"{runs:,} (CUDA events around execute_async_v3): {describe_summary(summarize(run_ms[1:]))}")
+    return lines
+
+
+@dataclass(frozen=True)
+class ModelEngineRun:
+    """The outputs of the last run (host copies) and the lines to print (build, aliasing, times)."""
+
+    outputs: dict[str, np.ndarray]
+    report_lines: list[str]
+
+
+def run_model_engine(source: OnnxSource, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,
+                     fresh: Callable[[int], Mapping[str, np.ndarray]], dynamic: Iterable[str], *,
+                     verbose: bool = False, save_engine: str | Path | None = None,
+                     show_progress: bool = False) -> ModelEngineRun:
+    """Builds the engine of the rewritten model `source` for the shapes of `feeds` (`dynamic`: the inputs with a
+    dynamic dimension), saves it to `save_engine`, and runs it `runs` times: run 0 on `feeds`, run k with
+    fresh(k) uploaded into the other inputs' buffers, every output of `states` ({output: input}) bound at its
+    input. MissingDependencyError, EngineError or InputError (the parser refused a node) as one line."""
+    trt = require_engine_dependencies(source.plugin, onnx=True)
+    populate = functools.partial(populate_from_onnx, source=source, verbose=verbose)
+    with progress("Building the engine from the rewritten model", enabled=show_progress):
+        data, seconds = build_engine_bytes(populate, profile_shapes(feeds, dynamic), verbose=verbose)
+    engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)
+    lines = [f"Engine built from the rewritten {source.path} in {seconds:.2f} s (its profile: this run's input shapes)"]
+    if save_engine is not None:
+        save_engine_file(data, save_engine)
+        lines.append(f"Engine saved to {shown_path(str(save_engine))}")
+    with progress(f"Running the engine {runs:,} time(s)", enabled=show_progress):
+        outputs, aliases, run_ms = _execute(trt, engine, feeds, states, runs, fresh)
+    lines += model_engine_lines(states, aliases, runs, run_ms, getattr(trt, "__version__", "?"))
+    return ModelEngineRun(outputs, lines)
+
+
+def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,
+             fresh: Callable[[int], Mapping[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], Any, list[float]]:
+    """The runs on one execution context (network.execution.ExecutionSession): the last run's outputs, what
+    get_aliased_input_tensor reported, each run's engine time in ms."""
+    from network.engine import engine_output_names
+    from network.execution import EventTimer, ExecutionSession
+    from plugin.device_array import DeviceArray
+
+    buffers: dict[str, DeviceArray] = {}
+    session: ExecutionSession | None = None
+    timer: EventTimer | None = None
+    try:
+        for name, array in feeds.items():
+            buffers[name] = DeviceArray.from_array(np.asarray(array))
+        session = ExecutionSession(trt, engine, buffers, outputs_at_inputs=states)
+        timer = EventTimer()
+        run_ms = []
+        for run in range(runs):
+            for name, array in (fresh(run).items() if run else ()):
+                buffers[name].upload(array)
+            run_ms.append(timer.time(session.stream, session.execute))
+        outputs = {name: (buffers[session.bound_to_input[name]] if name in session.bound_to_input
+                          else session.outputs[name]).download() for name in engine_output_names(trt, engine)}
+        return outputs, session.aliases, run_ms
+    finally:
+        if timer is not None:
+            timer.close()
+        if session is not None:
+            session.close()
+        for buffer in buffers.values():
+            buffer.free()

@@ -1,0 +1,184 @@
+"""aliased_io_plugin.py --onnx with a model of one's own (not the sample's network), on the CPU: inputs from
+--onnx_inputs FILE.npz or made from the seed (--onnx_shapes), --dry-run running the rewritten model in ONNX
+Runtime with the plugin node's CPU reference, --steps feeding the states back, --validate against ONNX Runtime on
+the original, --save_onnx written only after a passing run; every refusal one line, exit 2, nothing written.
+The engine runs of these models are in tests/test_e2e_onnx_any.py, marked tensorrt.
+"""
+
+import numpy as np
+import pytest
+
+import aliased_io_plugin as cli
+from cli.onnx_run import DRY_RUN_LINE
+from tests.onnx_helpers import REWRITE_MISSING
+from tests.test_cli import assert_one_line_error
+from tests.test_network_onnx_parse import state_io_model
+
+pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
+
+F = 3  # tests.test_network_onnx_parse.state_io_model's features
+
+
+def aggregation_model(path) -> str:
+    """state [N, F], src [E, F], idx [E] -> y = Relu(state.index_add(0, idx, src)): the scatter's output is read
+    by another layer and is no graph output, so no output aliases an input (onnx.helper, as the exporter writes
+    index_add)."""
+    from onnx import TensorProto, helper, save
+
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
+             helper.make_node("ScatterND", ["state", "column", "src"], ["summed"], name="aggregate", reduction="add"),
+             helper.make_node("Relu", ["summed"], ["y"])]
+    graph = helper.make_graph(nodes, "aggregation", [
+        helper.make_tensor_value_info("state", TensorProto.FLOAT, ["N", F]),
+        helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", F]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
+    ], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", F])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return str(path)
+
+
+def own_state_model(tmp_path) -> str:
+    """state [N, F], src [E, F], idx [E] -> X_out = state.index_add(0, idx, src): not the sample's network (its
+    state is not named X), the output aliasing the input `state`."""
+    return state_io_model(tmp_path / "own.onnx", scatter=True, state="state")
+
+
+def npz(tmp_path, **arrays) -> str:
+    path = tmp_path / "inputs.npz"
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def good_inputs(rng=None):
+    rng = rng or np.random.default_rng(0)
+    return {"state": rng.standard_normal((5, F)).astype(np.float32),
+            "src": rng.standard_normal((7, F)).astype(np.float32),
+            "idx": np.array([0, 1, 2, 3, 4, 2, 2], np.int64)}
+
+
+def printed_output(stdout: str, heading: str) -> np.ndarray:
+    block = stdout.split(heading + "\n", 1)[1].split("\n\n", 1)[0]
+    rows = [row for row in block.replace("[[", "[").split("]") if row.strip()]
+    return np.array([[float(value) for value in row.replace("[", " ").split()] for row in rows])
+
+
+def test_dry_run_validates_the_rewritten_model_on_the_users_inputs_and_saves_it_last(tmp_path, capsys):
+    model, out = own_state_model(tmp_path), tmp_path / "rewritten.onnx"
+    inputs = good_inputs()
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", model, "--onnx_inputs", npz(tmp_path, **inputs),
+                       "--save_onnx", str(out), "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert captured.err == ""
+    stdout = captured.out
+    assert f"ONNX model {model}: a model of your own (not the sample's network), rewritten for the python plugin:" \
+        in stdout
+    assert "  Output X_out is input state's buffer, added into in place: the engine run binds it at state's address" \
+        in stdout
+    assert f"Inputs from --onnx_inputs {tmp_path / 'inputs.npz'}:\n  state float32 [5, 3]\n  src float32 [7, 3]\n" \
+           "  idx int64 [7]: indices in [0, 5), the rows of state it indexes" in stdout
+    expected = inputs["state"].astype(np.float64)
+    np.add.at(expected, inputs["idx"], inputs["src"])
+    np.testing.assert_allclose(printed_output(stdout, "Output X_out float32 [5, 3]:"), expected, atol=1e-5)
+    assert DRY_RUN_LINE in stdout
+    assert "Validation against reference successful!\nOutput X_out against ONNX Runtime (the original " in stdout
+    assert stdout.rstrip().endswith(f"Rewritten model saved to {out}")
+    assert out.exists()
+
+
+def test_a_wrong_rewrite_fails_validation_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """--validate sees the rewritten model: a plugin reference that drops the last edge fails against ONNX
+    Runtime on the original, exit 1, and --save_onnx is not written."""
+    import network.onnx_runtime
+
+    correct = network.onnx_runtime.run_rewritten
+
+    def drops_an_edge(model, feeds):
+        feeds = dict(feeds)
+        feeds["src"] = feeds["src"].copy()
+        feeds["src"][-1] = 0.0
+        return correct(model, feeds)
+
+    monkeypatch.setattr(network.onnx_runtime, "run_rewritten", drops_an_edge)
+    out = tmp_path / "rewritten.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", own_state_model(tmp_path), "--onnx_inputs",
+                       npz(tmp_path, **good_inputs()), "--save_onnx", str(out), "--validate"])
+    captured = capsys.readouterr()
+    assert status == 1, captured.out + captured.err
+    assert "Validation against reference failed!\nOutput X_out against ONNX Runtime" in captured.out
+    assert not out.exists()
+
+
+def test_steps_keep_the_state_and_draw_the_other_inputs_again_from_the_seed(tmp_path, capsys):
+    """--steps 3 on inputs made from the seed (--onnx_shapes): the final state is the initial state plus each
+    run's fresh src added at its fresh idx, as computed here from the seed's draws."""
+    from cli.onnx_inputs import make_onnx_inputs
+    from network.onnx_rewrite import load_model, model_io, rewrite_model
+
+    model = own_state_model(tmp_path)
+    status = cli.main(["--dry-run", "--seed", "4", "--onnx", model, "--onnx_shapes", "state:6x3,src:9x3", "--steps", "3",
+                       "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "Inputs made from the seed (dynamic dimensions: N=6 (--onnx_shapes state:6x3), E=9 (--onnx_shapes " \
+           "src:9x3)):" in captured.out
+    assert "--steps: 3 runs; the states (state) stay in place" in captured.out
+    rewritten = rewrite_model(load_model(model))
+    specs, _ = model_io(rewritten.model)
+    shapes = {"state": (6, 3), "src": (9, 3), "idx": (9,)}
+    first = make_onnx_inputs(specs, shapes, rewritten.index_bounds, 4)
+    expected = first["state"].astype(np.float64)
+    for run in range(3):
+        feeds = first if run == 0 else make_onnx_inputs(specs, shapes, rewritten.index_bounds, 4, run, ["src", "idx"])
+        np.add.at(expected, feeds["idx"], feeds["src"].astype(np.float64))
+    np.testing.assert_allclose(printed_output(captured.out, "Output X_out float32 [6, 3] after 3 runs:"), expected,
+                               atol=1e-5)
+    assert "Validation against reference successful!" in captured.out
+
+
+@pytest.mark.parametrize("case, message", [
+    ("index out of range", "--onnx_inputs {npz}: idx[6] = 5 is outside [0, 5), the rows of state it indexes"),
+    ("missing input", "--onnx_inputs {npz}: no array 'src' (the model's inputs: state, src, idx)"),
+    ("steps without a state", "--steps 2 keeps the states (outputs that alias an input) between runs; no output of "
+                              "--onnx {model} aliases an input"),
+    ("graph options", "--edges gives the sample network's graph; --onnx {model} is not the sample's network: its "
+                      "inputs come from --onnx_inputs FILE.npz or the seed"),
+    ("profile", "--max_nodes serves the sample's networks; --onnx {model} is not the sample's network"),
+    ("shape of no input", "--onnx_shapes W: not an input of the model (its inputs: state, src, idx)"),
+])
+def test_what_a_model_of_ones_own_cannot_take_is_one_line_and_writes_nothing(tmp_path, capsys, case, message):
+    model = aggregation_model(tmp_path / "agg.onnx") if case == "steps without a state" else own_state_model(tmp_path)
+    inputs = good_inputs()
+    if case == "index out of range":
+        inputs["idx"][6] = 5
+    if case == "missing input":
+        del inputs["src"]
+    path = npz(tmp_path, **inputs)
+    extra = {"steps without a state": ["--steps", "2"], "graph options": ["--edges", "[[0,1],[1,0]]"],
+             "profile": ["--max_nodes", "10"], "shape of no input": ["--onnx_shapes", "W:3"]}.get(case)
+    args = extra if extra is not None else ["--onnx_inputs", path]
+    out = tmp_path / "out.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", model, *args, "--save_onnx", str(out)])
+    assert_one_line_error(status, capsys.readouterr(), message.format(npz=path, model=model))
+    assert not out.exists()
+
+
+def test_an_engine_run_without_tensorrt_is_exit_3_and_writes_nothing(tmp_path, capsys):
+    from tests.conftest import full_tensorrt_missing_reason
+
+    if full_tensorrt_missing_reason() is None:
+        pytest.skip("TensorRT and a GPU are here: the engine runs (tests/test_e2e_onnx_any.py)")
+    out = tmp_path / "out.onnx"
+    status = cli.main(["--seed", "1", "--onnx", own_state_model(tmp_path), "--save_onnx", str(out)])
+    captured = capsys.readouterr()
+    assert status == 3, captured.out + captured.err
+    assert len(captured.err.splitlines()) == 1 and "(or run with --dry-run" in captured.err
+    assert "Output X_out float32" not in captured.out and not out.exists()
+
+
+def test_a_dry_run_of_a_model_of_ones_own_imports_neither_tensorrt_nor_cuda_nor_polygraphy(tmp_path):
+    from tests.import_check import heavy_modules_imported_by
+
+    args = ["--dry-run", "--seed", "2", "--onnx", own_state_model(tmp_path), "--steps", "2", "--validate"]
+    assert heavy_modules_imported_by(args, ("tensorrt", "tensorrt_rtx_bindings", "cuda", "polygraphy")) == []

@@ -1,0 +1,61 @@
+"""End to end on the full TensorRT with a GPU: --onnx with models of one's own (not the sample's network),
+rewritten into the Python or the AOT plugin, parsed by TensorRT's ONNX parser, built for the run's shapes, run
+once or --steps K times with each output that aliases an input bound at that input's address, and validated
+against ONNX Runtime on the original model. Skipped (with the reason) where TensorRT, a GPU or the ONNX packages
+are missing: `python3 -m pytest -m tensorrt tests/test_e2e_onnx_any.py` on such a machine.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.onnx_helpers import REWRITE_MISSING
+from tests.test_cli_onnx_any import aggregation_model, good_inputs, npz, own_state_model
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(ROOT / "aliased_io_plugin.py")
+
+pytestmark = [pytest.mark.tensorrt, pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")]
+
+
+def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_validated(result: subprocess.CompletedProcess, model: str) -> None:
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Engine built from the rewritten {model} in " in result.stdout
+    assert "Validation against reference successful!" in result.stdout
+    assert f"against ONNX Runtime (the original {model}, same inputs)" in result.stdout
+
+
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+def test_a_state_update_of_ones_own_runs_on_its_inputs_with_the_state_bound_in_place(tmp_path, plugin):
+    model, rewritten = own_state_model(tmp_path), tmp_path / "rewritten.onnx"
+    result = run("--seed", "1", "--plugin", plugin, "--onnx", model, "--onnx_inputs", npz(tmp_path, **good_inputs()),
+                 "--save_onnx", str(rewritten), "--validate")
+    assert_validated(result, model)
+    assert "Engine output 'X_out': get_aliased_input_tensor -> " in result.stdout
+    assert "the runner binds X_out at state's address" in result.stdout
+    assert rewritten.exists()
+
+
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+def test_steps_on_a_model_of_ones_own_keep_the_state_in_place(tmp_path, plugin):
+    model = own_state_model(tmp_path)
+    result = run("--seed", "3", "--plugin", plugin, "--onnx", model, "--onnx_shapes", "state:20000x3,src:5000x3",
+                 "--steps", "6", "--validate")
+    assert_validated(result, model)
+    assert "Output X_out float32 [20000, 3] after 6 runs:" in result.stdout
+    assert "Runs: 6 executions, the states kept in their input buffers" in result.stdout
+
+
+def test_an_aggregation_with_no_state_output_runs_with_every_output_its_own_buffer(tmp_path):
+    model = aggregation_model(tmp_path / "agg.onnx")
+    inputs = good_inputs(np.random.default_rng(5))
+    result = run("--seed", "1", "--onnx", model, "--onnx_inputs", npz(tmp_path, **inputs), "--validate")
+    assert_validated(result, model)
+    assert "No engine output aliases an input: every output has a buffer of its own" in result.stdout
