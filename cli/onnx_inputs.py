@@ -88,11 +88,16 @@ def _bind(spec: Any, shape: tuple[int, ...], sizes: dict[str, tuple[int, str]], 
                                  f"{known[0]}")
 
 
-def index_rows(bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, str]:
-    """(rows, what they are) for an IndexBound: a constant row count, or dimension `axis` of input `input`."""
-    if bound.rows is not None:
-        return int(bound.rows), f"the {int(bound.rows)} rows it indexes"
-    return int(shapes[bound.input][bound.axis]), f"the rows of {bound.input} it indexes"
+def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, str]:
+    """(rows, what they are) of index input `name` from its IndexBound: a constant row count, or dimension
+    `axis` of input `input`. InputError where the model does not tell: such an index can be neither checked
+    nor made up, and the plugin adds row idx[e] unchecked."""
+    rows = bound.size(dict(shapes))
+    if rows is None:
+        raise InputError(f"input {name} indexes a scatter's rows, and the model does not tell how many there are "
+                         "(its data is computed), so its values can be neither checked nor made up")
+    return int(rows), (f"the rows of {bound.input} it indexes" if bound.input is not None else
+                       f"the {int(rows)} rows it indexes")
 
 
 def load_onnx_inputs(path: str) -> dict[str, np.ndarray]:
@@ -137,7 +142,7 @@ def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], ind
             raise InputError(f"{source}: {spec.name}{list(position)} = {float(array[position])} is not finite")
     shapes = {name: tuple(array.shape) for name, array in feeds.items()}
     for name, bound in index_bounds.items():
-        _check_index(name, feeds[name], *index_rows(bound, shapes), source)
+        _check_index(name, feeds[name], *index_rows(name, bound, shapes), source)
 
 
 def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str) -> None:
@@ -167,7 +172,7 @@ def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]]
         if kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
         elif kind in ("i", "u") and spec.name in index_bounds:
-            rows, what = index_rows(index_bounds[spec.name], shapes)
+            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes)
             if rows < 1:
                 raise InputError(f"input {spec.name} indexes {what}, and there are none (0 rows)")
             feeds[spec.name] = rng.integers(0, rows, shape).astype(spec.dtype)
@@ -188,7 +193,7 @@ def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bo
         array = feeds[spec.name]
         how = ""
         if spec.name in index_bounds:
-            rows, what = index_rows(index_bounds[spec.name], shapes)
+            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes)
             how = f": indices in [0, {rows}), {what}"
         elif source is None:
             how = ": standard normal"

@@ -64,7 +64,8 @@ class OnnxModel:
         return OnnxSource(self.rewritten.model.SerializeToString(), self.path, self.rewritten.plugin)
 
     def lines(self) -> list[str]:
-        """What the model is and what the rewrite did: one line per scatter, one per output aliasing an input."""
+        """What the model is and what the rewrite did (Rewritten.summary: each scatter, each output aliasing an
+        input)."""
         network = self.network
         if network is None:
             what = "a model of your own (not the sample's network)"
@@ -73,10 +74,7 @@ class OnnxModel:
             what = f"the sample's {network.kind} network ({network.precision}, F={network.num_features}{classes})"
             what += f", run as a model of your own ({self.own_inputs})" if self.own_inputs else ""
         lines = [f"ONNX model {self.path}: {what}, rewritten for the {self.rewritten.plugin} plugin:"]
-        lines += [f"  {line}" for line in self.rewritten.summary()]
-        lines += [f"  Output {output} is input {state}'s buffer, added into in place: the engine run binds it at "
-                  f"{state}'s address" for output, state in self.rewritten.aliases.items()]
-        return lines
+        return lines + [f"  {line}" for line in self.rewritten.summary()]
 
 
 def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
@@ -194,13 +192,16 @@ def original_run(model: OnnxModel) -> Run:
 
 
 def rewritten_run(model: OnnxModel) -> Run:
-    """The rewritten model in ONNX Runtime, the plugin node by its CPU reference; each run on copies of the
-    feeds (the plugin adds into its input in place)."""
-    from network.onnx_runtime import run_rewritten
+    """The rewritten model in ONNX Runtime, the plugin nodes by their CPU reference, in one session
+    (network.onnx_runtime.RewrittenSession); each run on copies of the feeds (the plugin adds in place)."""
+    from network.onnx_runtime import RewrittenSession
+
+    with naming_the_model(model):
+        session = RewrittenSession(model.rewritten.model)
 
     def run(feeds: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         with naming_the_model(model):
-            return run_rewritten(model.rewritten.model, {name: np.array(value) for name, value in feeds.items()})
+            return session.run({name: np.array(value) for name, value in feeds.items()})
     return run
 
 

@@ -74,8 +74,7 @@ def test_dry_run_validates_the_rewritten_model_on_the_users_inputs_and_saves_it_
     stdout = captured.out
     assert f"ONNX model {model}: a model of your own (not the sample's network), rewritten for the python plugin:" \
         in stdout
-    assert "  Output X_out is input state's buffer, added into in place: the engine run binds it at state's address" \
-        in stdout
+    assert "  output X_out is input state's memory (bind it at state's address)" in stdout
     assert f"Inputs from --onnx_inputs {tmp_path / 'inputs.npz'}:\n  state float32 [5, 3]\n  src float32 [7, 3]\n" \
            "  idx int64 [7]: indices in [0, 5), the rows of state it indexes" in stdout
     expected = inputs["state"].astype(np.float64)
@@ -90,17 +89,17 @@ def test_dry_run_validates_the_rewritten_model_on_the_users_inputs_and_saves_it_
 def test_a_wrong_rewrite_fails_validation_and_writes_nothing(tmp_path, capsys, monkeypatch):
     """--validate sees the rewritten model: a plugin reference that drops the last edge fails against ONNX
     Runtime on the original, exit 1, and --save_onnx is not written."""
-    import network.onnx_runtime
+    from network.onnx_runtime import RewrittenSession
 
-    correct = network.onnx_runtime.run_rewritten
+    correct = RewrittenSession.run
 
-    def drops_an_edge(model, feeds):
+    def drops_an_edge(session, feeds):
         feeds = dict(feeds)
         feeds["src"] = feeds["src"].copy()
         feeds["src"][-1] = 0.0
-        return correct(model, feeds)
+        return correct(session, feeds)
 
-    monkeypatch.setattr(network.onnx_runtime, "run_rewritten", drops_an_edge)
+    monkeypatch.setattr(RewrittenSession, "run", drops_an_edge)
     out = tmp_path / "rewritten.onnx"
     status = cli.main(["--dry-run", "--seed", "1", "--onnx", own_state_model(tmp_path), "--onnx_inputs",
                        npz(tmp_path, **good_inputs()), "--save_onnx", str(out), "--validate"])

@@ -21,7 +21,7 @@ F32, I64 = np.dtype(np.float32), np.dtype(np.int64)
 # whose rows idx2 index (a constant row count, as zeros made in the graph with a fixed shape give).
 SPECS = (TensorSpec("X", F32, ("N", 2, 3)), TensorSpec("src", F32, ("E", 2, 3)), TensorSpec("idx", I64, ("E",)),
          TensorSpec("idx2", I64, ("?",)))
-BOUNDS = {"idx": IndexBound(None, "X", 0), "idx2": IndexBound(5, None, None)}
+BOUNDS = {"idx": IndexBound(input="X", axis=0), "idx2": IndexBound(rows=5)}
 SOURCE = "--onnx_inputs in.npz"
 
 
@@ -174,3 +174,14 @@ def test_the_engine_profile_is_the_runs_shapes_and_the_report_names_each_binding
                                "plugin's aliasing")
     assert "the runner binds X_new at X's address" in lines[0]
     assert lines[1].startswith("Runs: 3 executions") and "median 1 ms" in lines[1]
+
+
+def test_an_index_whose_rows_the_model_does_not_tell_is_neither_checked_nor_made_up():
+    """The plugin adds row idx[e] unchecked: an index of unknown range stops the run, given or made."""
+    bounds = {**BOUNDS, "idx": IndexBound()}
+    message = ("input idx indexes a scatter's rows, and the model does not tell how many there are (its data is "
+               "computed), so its values can be neither checked nor made up")
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_onnx_inputs(SPECS, feeds(), bounds, SOURCE)
+    with pytest.raises(InputError, match="input idx indexes a scatter's rows"):
+        make_onnx_inputs(SPECS, input_shapes(SPECS, None)[0], bounds, seed=0)
