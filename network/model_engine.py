@@ -10,6 +10,7 @@ runs only the inputs that are no state are uploaded again. run_model_engine need
 GPU; profile_shapes and the report lines are plain Python.
 """
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -91,14 +92,15 @@ def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Map
     from network.execution import EventTimer, ExecutionSession
     from plugin.device_array import DeviceArray
 
-    buffers: dict[str, DeviceArray] = {}
-    session: ExecutionSession | None = None
-    timer: EventTimer | None = None
-    try:
+    with contextlib.ExitStack() as resources:  # released in reverse: the timer, the session, the buffers
+        buffers: dict[str, DeviceArray] = {}
         for name, array in feeds.items():
             buffers[name] = DeviceArray.from_array(np.asarray(array))
+            resources.callback(buffers[name].free)
         session = ExecutionSession(trt, engine, buffers, outputs_at_inputs=states)
+        resources.callback(session.close)
         timer = EventTimer()
+        resources.callback(timer.close)
         run_ms = []
         for run in range(runs):
             for name, array in (fresh(run).items() if run else ()):
@@ -107,10 +109,3 @@ def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Map
         outputs = {name: (buffers[session.bound_to_input[name]] if name in session.bound_to_input
                           else session.outputs[name]).download() for name in engine_output_names(trt, engine)}
         return outputs, session.aliases, run_ms
-    finally:
-        if timer is not None:
-            timer.close()
-        if session is not None:
-            session.close()
-        for buffer in buffers.values():
-            buffer.free()
