@@ -119,8 +119,8 @@ EPILOG = "\n\n".join((
     _section(
         "from PyTorch through ONNX (docs/onnx.md)",
         "--onnx MODEL.onnx builds the engine from a model torch.onnx.export(dynamo=True) wrote (python3 -m "
-        "export.export_onnx) instead of TensorRT's network API: each scatter-add into a graph input (index_add_, "
-        "scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it. The sample's "
+        "export.export_onnx) instead of TensorRT's network API: each scatter-add the rewrite accepts (index_add_, "
+        "scatter_add) becomes the --plugin node(s), then TensorRT's ONNX parser reads it. The sample's "
         "own network (recognised by its graph) runs on the graph and must match --steps, --precision, F and "
         "--num_classes; any other model runs on --onnx_inputs FILE.npz (an array per input name) or on inputs "
         "made from the seed (floats standard normal, indices in range of the rows they index; dynamic dimensions "
