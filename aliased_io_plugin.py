@@ -11,6 +11,8 @@ The story of a run, one function each:
                network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
                so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
+6. outputs:    --save_onnx and --save_engine, checked in step 1, are written last and only when the run
+               succeeded (common.paths), so a failed run leaves nothing behind.
 With --onnx MODEL.onnx, cli.onnx_model reads the model and rewrites its scatter-adds into the plugin between steps
 2 and 3 (network.onnx_rewrite, no TensorRT), the engine is built from it, and --validate also compares with ONNX
 Runtime running the original model; --dry-run runs that instead of an engine.

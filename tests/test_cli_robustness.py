@@ -27,6 +27,7 @@ from tests.test_cli import (
     assert_one_line_error_from_subprocess,
     run_cli,
 )
+from tests.onnx_helpers import NUM_CLASSES, NUM_FEATURES, needs_export, sample_model
 
 PATH_OPTIONS = ["--graph", "--node_features_file", "--load_engine", "--save_engine", "--onnx", "--save_onnx"]
 TEST_USER = "aliasedio-test"
@@ -391,6 +392,41 @@ def test_save_engine_is_written_last_and_only_when_the_run_succeeded(tmp_path, m
     else:
         assert list(tmp_path.iterdir()) == []
         assert ("(--save_engine: not written, since the run did not succeed.)" in out) == (outcome == "validation failed")
+
+
+@needs_export
+def test_save_onnx_of_a_dry_run_gets_the_umask_mode_and_is_written_after_the_output(tmp_path_factory, tmp_path, capsys):
+    """The rewritten model of a dry run that succeeded, in a real run of the CLI: mode 0644 under umask 022 (it
+    was 0600), its line last, no temporary file beside it."""
+    import onnx
+
+    model = sample_model(tmp_path_factory, "classifier", "fp32")
+    out = tmp_path / "rewritten.onnx"
+    previous = os.umask(0o022)
+    try:
+        status = cli.main(["--dry-run", "--seed", "1", "--random_graph", "5", "9", "--num_classes", str(NUM_CLASSES),
+                           "--node_features", str([[1.0] * NUM_FEATURES] * 5), "--onnx", str(model),
+                           "--save_onnx", str(out)])
+    finally:
+        os.umask(previous)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert captured.out.splitlines()[-1] == f"Rewritten model saved to {out}"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert "ScatterAddInPlace" in [node.op_type for node in onnx.load(str(out)).graph.node]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rewritten.onnx"]
+
+
+def test_a_model_that_does_not_serialize_is_one_line():
+    from common.paths import serialized_model
+
+    class TooLarge:
+        def SerializeToString(self) -> bytes:
+            raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB: 2147483650\nmore")
+
+    with pytest.raises(InputError, match=r"^--save_onnx: the model does not serialize \(Message onnx.ModelProto "
+                                         r"exceeds maximum protobuf size of 2GB: 2147483650\)$"):
+        serialized_model(TooLarge(), "--save_onnx")
 
 
 # --- --help ------------------------------------------------------------------------------------------------------
