@@ -92,8 +92,8 @@ def writable_file(path: str, option: str) -> str:
         if not os.access(path, os.W_OK):
             raise InputError(f"{option} {shown_path(path)}: not writable (permission denied)")
     if path.endswith(".py") or os.path.realpath(path).endswith(".py"):
-        raise InputError(f"{option} {shown_path(path)}: a Python source file; give the output a name of its own "
-                         "(e.g. model.onnx, state.engine)")
+        raise InputError(f"{option} {shown_path(path)}: a Python file's name (.py); give the output a name of its "
+                         "own (e.g. model.onnx, state.engine)")
     folder = os.path.dirname(path) or "."
     folder_status = path_status(folder, option)
     if folder_status is None or not stat.S_ISDIR(folder_status.st_mode):

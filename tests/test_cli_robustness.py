@@ -191,6 +191,7 @@ def graph_file(tmp_path: Path) -> Path:
     ("{fifo}", "--save_engine {fifo}: not a regular file (a FIFO, socket or device)"),
     ("/dev/null", "--save_engine /dev/null: not a regular file"),
     ("{tmp}", "is a folder, expected a file name"),
+    ("{tmp}/new.py", "--save_engine {tmp}/new.py: a Python file's name (.py); give the output a name of its own"),
 ])
 def test_save_engine_never_overwrites_an_input_the_script_or_a_non_regular_file(tmp_path, target, message):
     graph = graph_file(tmp_path)

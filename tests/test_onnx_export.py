@@ -149,7 +149,7 @@ def run_script(*argv: str, check_torch: bool = False) -> subprocess.CompletedPro
     (["--network", "classifier", "--out", "m.onnx", "--num_classes", "x"], "--num_classes must be an integer from 1"),
     (["--network", "state", "--out", "m.onnx", "--num_classes", "3"], "--num_classes is for --network classifier"),
     (["--network", "state", "--out", "no/such/folder/m.onnx"], "the folder no/such/folder does not exist"),
-    (["--network", "state", "--out", "aliased_io_plugin.py"], "--out aliased_io_plugin.py: a Python source file"),
+    (["--network", "state", "--out", "aliased_io_plugin.py"], "--out aliased_io_plugin.py: a Python file's name (.py)"),
     (["--network", "state", "--out", "export/export_onnx.py"], "--out export/export_onnx.py is this script"),
     (["--network", "state", "--out", "/proc/x.onnx"], "--out /proc/x.onnx: cannot write there: the folder /proc"),
     (["--network", "state", "--out", "."], "--out .: is a folder"),
