@@ -18,6 +18,7 @@ fuzz case (a kernel added without one fails here), and every case is dry-run thr
 H200-like device, so each case is known to launch the kernels it names.
 """
 
+import dataclasses
 import glob
 import os
 import re
@@ -466,6 +467,30 @@ def test_patterns_make_full_tables_and_out_of_range_ids():
     halves = pattern_bytes("extreme", "float16", 4096, 1000, 5000, rng).view(np.float16)
     assert np.isnan(halves).any() and np.isinf(halves).any()
     assert len(pattern_bytes("random", "words", 3 * FILL_CHUNK, 1, 1, rng)) == FILL_CHUNK
+
+
+def test_owned_tables_never_probe_more_slots_than_they_have(monkeypatch):
+    """Issue 27's survivor: an insertion into an owned or bucket table probes at most the table's capacity
+    (scatter_add.cu owned_insert; beyond, its pass is retried on a smaller sub-range). With the probe cap lifted
+    only the capacity bounds the probes, so a plan probing capacity + 1 slots, or without that bound, fails."""
+    from tests.test_kernels import H200_LIKE
+
+    small = dataclasses.replace(H200_LIKE, max_shared_per_block=48 * 1024)  # rows of 100 features: 64 slots
+    for cap in (plan.OWNED_MAX_PROBES, 2**31 - 1):
+        monkeypatch.setattr(plan, "OWNED_MAX_PROBES", cap)
+        tables = []
+        for device in (H200_LIKE, small):
+            for features in (1, 3, 64, 100, 1000):
+                for entries in (0, 1, 40, 100, 1000, 4096, 10**5):
+                    try:
+                        tables.append(plan.owned_table(entries, features, device))
+                    except ValueError:  # rows too wide for any table: no launch
+                        continue
+        for edges in (1, 100, 4096, 10**6):
+            tables += [plan.partition_layout(edges, features).bucket for features in (1, 4)]
+        assert any(table.capacity < plan.OWNED_MAX_PROBES for table in tables)
+        for table in tables:
+            assert 1 <= table.probes <= table.capacity and table.probes == min(table.capacity, cap), table
 
 
 # --- GPU: every case in a child process, plainly and under compute-sanitizer memcheck ----------------------------
