@@ -271,10 +271,15 @@ class CudaDevice:
 
         check(self.driver.cuCtxSynchronize(), call=f"cuCtxSynchronize after {name}")
 
-    def release(self) -> None:
-        for buffer in self.buffers:
-            buffer.free()
-        self.buffers.clear()
+    def release(self, raising: bool = True) -> None:
+        try:
+            for buffer in self.buffers:
+                buffer.free()
+        except Exception:
+            if raising:
+                raise
+        finally:
+            self.buffers.clear()
 
 
 class DryDevice:
@@ -304,7 +309,7 @@ class DryDevice:
     def finish(self, name: str) -> None:
         pass
 
-    def release(self) -> None:
+    def release(self, raising: bool = True) -> None:
         pass
 
 
@@ -387,10 +392,13 @@ def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
                 _aot_launch(launch, device, say, rng)
             else:
                 _plugin_launch(launch, device, say, rng)
+        except BaseException:
+            device.release(raising=False)  # the launch's own error, not cuMemFree's echo of it
+            raise
         finally:
             plan.owned_table = original
             launcher._cached_plan.cache_clear()
-            device.release()
+        device.release()
 
 
 def child_main(case: str, artifacts: Path) -> int:
@@ -592,6 +600,8 @@ def test_kernels_end_inside_their_buffers_on_made_up_inputs(case, mode, fuzz_run
     if skips and not launched:
         pytest.skip(skips[0])
     assert run.returncode == 0 and "DONE" in lines, f"{running}: {where} exit status {run.returncode}\n{report}"
+    if mode == "memcheck":  # the sanitizer's own last word: it did wrap the child
+        assert any("ERROR SUMMARY: 0 errors" in line for line in lines), f"{where}: no memcheck summary\n{report}"
     assert {kernel for kernel, _ in launched} == case_kernels(case), f"{where}: launched {sorted(launched)}"
 
 
