@@ -11,9 +11,10 @@ The story of a run, one function each:
                network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
                so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
-With --onnx MODEL.onnx, cli.onnx_model first rewrites the model's scatter-adds into the plugin (network.onnx_rewrite)
-and the engine is built from it; --validate also compares with ONNX Runtime on the original model, --dry-run runs
-the rewritten one there instead. Any other model than the sample's runs on inputs of its own (cli.onnx_run).
+6. outputs:    --save_onnx and --save_engine, checked in step 1, are written last and only when the run
+               succeeded (common.paths), so a failed run leaves nothing behind.
+--onnx MODEL.onnx: cli.onnx_model rewrites the model's scatter-adds into the plugin and the engine is built from it
+(--dry-run: ONNX Runtime runs it); any model but the sample's network runs on inputs of its own (cli.onnx_run).
 """
 
 import argparse
@@ -68,16 +69,12 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
         return dry_run_sample(options, prepared)
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None
-        _print(steps_note(prepared.graph, prepared.steps.batches))
-        _print()
-        _print(f"Final state X after {len(prepared.steps.batches):,} batches:")
-        _print(format_matrix(prepared.steps.final_state))
+        _print(steps_note(prepared.graph, prepared.steps.batches), "", f"Final state X after "
+               f"{len(prepared.steps.batches):,} batches:", format_matrix(prepared.steps.final_state), sep="\n")
     else:
         assert prepared.reference is not None
-        _print("Classifier output:")
-        _print(format_matrix(prepared.reference["softmax"]))
-    _print()
-    _print("Dry run: this is the float64 numpy reference; no engine was built.")
+        _print("Classifier output:", format_matrix(prepared.reference["softmax"]), sep="\n")
+    _print("", "Dry run: this is the float64 numpy reference; no engine was built.", sep="\n")
     if options.validate:
         _print("(--validate has nothing to compare against in a dry run.)")
     for line in unused_in_dry_run(prepared.engine):
@@ -91,16 +88,13 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
 
     engine = prepared.engine
     result = run_graph(
-        prepared.graph, prepared.weights, options.precision, verbose=options.verbose, save_engine=engine.save_engine,
-        load_engine=engine.load_engine, profile=prepared.profile, show_progress=shows_progress(options.verbose),
-        benchmark_iterations=engine.benchmark, plugin=engine.plugin, cuda_graph=engine.cuda_graph,
+        prepared.graph, prepared.weights, options.precision, verbose=options.verbose, load_engine=engine.load_engine,
+        profile=prepared.profile, show_progress=shows_progress(options.verbose), benchmark_iterations=engine.benchmark,
+        plugin=engine.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
-    _print("Classifier output:")
-    _print(format_matrix(result.softmax))
-    _print()
-    for line in result.report_lines:
-        _print(line)
+    engine.outputs.hold("--save_engine", "Engine", result.engine_data)
+    _print("Classifier output:", format_matrix(result.softmax), "", *result.report_lines, sep="\n")
     return validate(options, prepared, result.softmax)
 
 
@@ -112,17 +106,14 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     engine = prepared.engine
     result = run_engine_steps(
         prepared.graph, options.precision, prepared.steps.batches, verbose=options.verbose,
-        save_engine=engine.save_engine, load_engine=engine.load_engine, profile=prepared.profile,
-        show_progress=shows_progress(options.verbose), plugin=engine.plugin, cuda_graph=engine.cuda_graph,
+        load_engine=engine.load_engine, profile=prepared.profile, show_progress=shows_progress(options.verbose),
+        plugin=engine.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
-    _print(steps_note(prepared.graph, prepared.steps.batches))
-    _print()
-    _print(f"Final state X after {len(prepared.steps.batches):,} steps:")
-    _print(format_matrix(result.final_state))
-    _print()
-    for line in result.report_lines:
-        _print(line)
+    engine.outputs.hold("--save_engine", "Engine", result.engine_data)
+    steps = len(prepared.steps.batches)
+    _print(steps_note(prepared.graph, prepared.steps.batches), "", f"Final state X after {steps:,} steps:",
+           format_matrix(result.final_state), "", *result.report_lines, sep="\n")
     return validate(options, prepared, result.final_state)
 
 
@@ -144,8 +135,16 @@ def validate(options: argparse.Namespace, prepared: "Prepared", actual: "np.ndar
     else:
         assert prepared.reference is not None
         lines, status = validation_report(actual, prepared.reference["softmax"], options.precision)
-    _print()
-    _print("\n".join(lines))
+    _print("", *lines, sep="\n")
+    return status
+
+
+def write_outputs(prepared: "Prepared | ModelPlan", status: int) -> int:
+    """Step 6: --save_onnx and --save_engine, written last and only when the run succeeded: a failed run leaves
+    nothing."""
+    outputs = prepared.engine.outputs
+    for line in outputs.write() if status == EXIT_OK else outputs.not_written():
+        _print(line)
     return status
 
 
@@ -198,10 +197,12 @@ def _run(argv: list[str] | None) -> int:
         if not isinstance(prepared, Prepared):  # 3-5 for a model of the user's own (cli.onnx_run)
             from cli.onnx_run import run_model
 
-            return run_model(options, prepared)
-        if options.dry_run:
-            return dry_run(options, prepared)
-        return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)  # 3-5
+            status = run_model(options, prepared)
+        elif options.dry_run:
+            status = dry_run(options, prepared)
+        else:  # 3-5. network, engine, validation
+            status = run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
+        return write_outputs(prepared, status)  # 6
     except InputError as error:  # also ONNX Runtime refusing an --onnx model
         return _error(error, EXIT_BAD_INPUT)
     except MemoryError:

@@ -136,37 +136,21 @@ def check_against_run(model: OnnxModel, *, precision: str, num_features: int, nu
                          f"--num_classes {num_classes}")
 
 
-@dataclass(frozen=True)
-class OnnxPlan:
-    """What a run of the sample's network with --onnx carries to the engine and the validation: the model and
-    the rewritten model's file, if saved."""
-
-    model: OnnxModel
-    saved_to: str | None
-
-    def engine_source(self) -> Any:
-        return self.model.engine_source()
-
-    def lines(self) -> list[str]:
-        return self.model.lines() + ([f"Rewritten model saved to {self.saved_to}"] if self.saved_to else [])
-
-
 def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> Any:
-    """The run's cli.inputs.Prepared with its OnnxPlan, after the sample's network is checked against the run
-    and the rewritten model written to --save_onnx (nothing is written when a check fails); prints what the
-    rewrite did."""
+    """The run's cli.inputs.Prepared with the model (its `onnx`), after the sample's network is checked against
+    the run; holds the rewritten model for --save_onnx (written once the run has succeeded: engine.outputs)
+    and prints what the rewrite did."""
     from cli.console import out
-    from network.onnx_rewrite import save_model
+    from common.paths import serialized_model
 
     engine = settings.engine
     check_against_run(model, precision=options.precision, num_features=prepared.graph.num_features,
                       num_classes=settings.num_classes)
     if engine.save_onnx is not None:
-        save_model(model.rewritten.model, engine.save_onnx, "--save_onnx", source=model.path)
-    plan = OnnxPlan(model, engine.save_onnx)
-    out("\n".join(plan.lines()))
+        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
+    out("\n".join(model.lines()))
     out(flush=True)
-    return dataclasses.replace(prepared, onnx=plan)
+    return dataclasses.replace(prepared, onnx=model)
 
 
 @contextlib.contextmanager
@@ -256,7 +240,7 @@ def validate_against_onnxruntime(prepared: Any, actual: np.ndarray, precision: s
     """--validate --onnx with the sample's network: the softmax (or with --steps the final state) of an engine,
     or in a dry run of the rewritten model, against ONNX Runtime running the original model on the same inputs
     and against the float64 reference."""
-    model = prepared.onnx.model
+    model = prepared.onnx
     onnxruntime = sample_output(prepared, precision, original_run(model))
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None and prepared.steps.bound is not None

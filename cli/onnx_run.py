@@ -7,7 +7,8 @@ bound at that input's address) or, with --dry-run, the rewritten model in ONNX R
 reference (network.onnx_runtime.run_rewritten). --steps K runs it K times, the states (outputs aliasing an input)
 kept and every other input fresh from the seed. --validate compares each output with ONNX Runtime running the
 ORIGINAL model on the same inputs (polygraphy's convention, K times with the states fed back): a wrong rewrite
-fails there on any machine. The rewritten model goes to --save_onnx only after the run passed.
+fails there on any machine. --save_onnx and --save_engine are held (engine.outputs) and written only after
+the run passed, by the entry script.
 """
 
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -
 def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     """Step 2 for a model of one's own: its inputs read and checked, or made from the seed, before any engine
     work; the lines saying what the rewrite did and what the run feeds it, printed."""
+    from common.paths import serialized_model
     from network.onnx_rewrite import model_io
 
     engine = settings.engine
@@ -142,6 +144,8 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     else:
         shapes, notes = input_shapes(inputs, engine.onnx_shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
+    if engine.save_onnx is not None:
+        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine)
     if plan.runs > 1:
         plan.fresh(1)  # an input no value can be made up for stops here, before any work
@@ -155,7 +159,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
 
 def run_model(options: Any, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
-    run once or --steps K times, its outputs, --validate against ONNX Runtime on the original, --save_onnx last."""
+    run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
     if options.dry_run:
         outputs = run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
         report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
@@ -164,9 +168,9 @@ def run_model(options: Any, plan: ModelPlan) -> int:
 
         dynamic = [spec.name for spec in plan.inputs if any(isinstance(dim, str) for dim in spec.shape)]
         result = run_model_engine(plan.model.engine_source(), plan.feeds, plan.states, plan.runs, plan.fresh, dynamic,
-                                  verbose=options.verbose, save_engine=plan.engine.save_engine,
-                                  show_progress=shows_progress(options.verbose))
+                                  verbose=options.verbose, show_progress=shows_progress(options.verbose))
         outputs, report = result.outputs, result.report_lines
+        plan.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
     after = f" after {plan.runs:,} runs" if plan.runs > 1 else ""
     for spec in plan.outputs:
         value = np.asarray(outputs[spec.name])
@@ -182,11 +186,6 @@ def run_model(options: Any, plan: ModelPlan) -> int:
                                   for spec in plan.outputs))
         out()
         out("\n".join(lines))
-    if status == EXIT_OK and plan.engine.save_onnx is not None:
-        from network.onnx_rewrite import save_model
-
-        save_model(plan.model.rewritten.model, plan.engine.save_onnx, "--save_onnx", source=plan.model.path)
-        out(f"Rewritten model saved to {plan.engine.save_onnx}")
     return status
 
 
@@ -194,7 +193,7 @@ def dry_run_sample(options: Any, prepared: Any) -> int:
     """--dry-run --onnx with the sample's network: the rewritten model in ONNX Runtime (the plugin node by its
     CPU reference) instead of an engine; --validate compares it with ONNX Runtime running the original model and
     with the float64 reference."""
-    model = prepared.onnx.model
+    model = prepared.onnx
     output = sample_output(prepared, options.precision, rewritten_run(model))
     if prepared.steps is not None:
         out(steps_note(prepared.graph, prepared.steps.batches))

@@ -14,21 +14,13 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from common.progress import progress
-from common.text import shown_path
 from network.definition import OnnxSource, populate_from_onnx
-from network.engine import (
-    ShapeRange,
-    build_engine_bytes,
-    deserialize_engine,
-    require_engine_dependencies,
-    save_engine_file,
-)
+from network.engine import ShapeRange, build_engine_bytes, deserialize_engine, require_engine_dependencies
 from network.execution import describe_summary, summarize
 
 
@@ -55,18 +47,19 @@ def model_engine_lines(states: Mapping[str, str], aliases: Mapping[str, str | No
 
 @dataclass(frozen=True)
 class ModelEngineRun:
-    """The outputs of the last run (host copies) and the lines to print (build, aliasing, times)."""
+    """The outputs of the last run (host copies), the lines to print (build, aliasing, times) and the serialized
+    engine (for --save_engine, written by the caller once the run has succeeded)."""
 
     outputs: dict[str, np.ndarray]
     report_lines: list[str]
+    engine_data: bytes
 
 
 def run_model_engine(source: OnnxSource, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,
                      fresh: Callable[[int], Mapping[str, np.ndarray]], dynamic: Iterable[str], *,
-                     verbose: bool = False, save_engine: str | Path | None = None,
-                     show_progress: bool = False) -> ModelEngineRun:
+                     verbose: bool = False, show_progress: bool = False) -> ModelEngineRun:
     """Builds the engine of the rewritten model `source` for the shapes of `feeds` (`dynamic`: the inputs with a
-    dynamic dimension), saves it to `save_engine`, and runs it `runs` times: run 0 on `feeds`, run k with
+    dynamic dimension) and runs it `runs` times: run 0 on `feeds`, run k with
     fresh(k) uploaded into the other inputs' buffers, every output of `states` ({output: input}) bound at its
     input. MissingDependencyError, EngineError or InputError (the parser refused a node) as one line."""
     trt = require_engine_dependencies(source.plugin, onnx=True)
@@ -75,13 +68,10 @@ def run_model_engine(source: OnnxSource, feeds: Mapping[str, np.ndarray], states
         data, seconds = build_engine_bytes(populate, profile_shapes(feeds, dynamic), verbose=verbose)
     engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)
     lines = [f"Engine built from the rewritten {source.path} in {seconds:.2f} s (its profile: this run's input shapes)"]
-    if save_engine is not None:
-        save_engine_file(data, save_engine)
-        lines.append(f"Engine saved to {shown_path(str(save_engine))}")
     with progress(f"Running the engine {runs:,} time(s)", enabled=show_progress):
         outputs, aliases, run_ms = _execute(trt, engine, feeds, states, runs, fresh)
     lines += model_engine_lines(states, aliases, runs, run_ms, getattr(trt, "__version__", "?"))
-    return ModelEngineRun(outputs, lines)
+    return ModelEngineRun(outputs, lines, data)
 
 
 def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,
