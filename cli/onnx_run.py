@@ -181,7 +181,7 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     status = EXIT_OK
     if options.validate:
         expected = run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
-        lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime (the original {plan.model.path}, same "
+        lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime ({plan.model.original_name()}, same "
                                    "inputs)", compare_output(outputs[spec.name], expected[spec.name], spec.dtype))
                                   for spec in plan.outputs))
         out()

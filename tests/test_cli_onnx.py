@@ -8,6 +8,7 @@ tests/test_e2e_onnx.py, marked tensorrt.
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -214,7 +215,7 @@ def test_validation_against_onnx_runtime_doubles_the_tolerance_and_needs_both_co
     from cli.onnx_model import OnnxModel, classifier_validation, steps_validation
     from reference import TOLERANCES
 
-    model = OnnxModel("m.onnx", None, None, None)
+    model = OnnxModel("m.onnx", SimpleNamespace(graph=SimpleNamespace(node=[])), None, None)  # no plugin node
     reference = np.full((2, 3), 0.5)
     atol = TOLERANCES["fp16"]["atol"]
     within_twice = reference + 1.9 * atol  # beyond the tolerance of ORT's output, within twice of it
