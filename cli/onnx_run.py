@@ -147,8 +147,12 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     if engine.save_onnx is not None:
         engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine)
-    if plan.runs > 1:
-        plan.fresh(1)  # an input no value can be made up for stops here, before any work
+    if plan.runs > 1:  # an input no value can be made up for stops here, before any work
+        try:
+            plan.fresh(1)
+        except InputError as error:
+            raise InputError(f"--steps {plan.runs}: the runs after the first draw their inputs other than the states "
+                             f"from the seed, but {error}") from None
     out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
     if plan.runs > 1:
         out(f"--steps: {plan.runs:,} runs; the states ({', '.join(sorted(set(plan.states.values())))}) stay in place, "

@@ -38,6 +38,28 @@ def aggregation_model(path) -> str:
     return str(path)
 
 
+def masked_state_model(path) -> str:
+    """state [N, F], src [E, F], idx [E], mask [E] bool -> X_out = state.index_add(0, idx, src * mask[:, None]):
+    an input that is neither a float nor an index (onnx.helper)."""
+    from onnx import TensorProto, helper, save
+
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
+             helper.make_node("Unsqueeze", ["mask", "axes"], ["mask_column"]),
+             helper.make_node("Cast", ["mask_column"], ["weight"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["src", "weight"], ["masked"]),
+             helper.make_node("ScatterND", ["state", "column", "masked"], ["X_out"], name="update", reduction="add")]
+    graph = helper.make_graph(nodes, "masked", [
+        helper.make_tensor_value_info("state", TensorProto.FLOAT, ["N", F]),
+        helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", F]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
+        helper.make_tensor_value_info("mask", TensorProto.BOOL, ["E"]),
+    ], [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, ["N", F])],
+        value_info=[helper.make_tensor_value_info("masked", TensorProto.FLOAT, ["E", F])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return str(path)
+
+
 def own_state_model(tmp_path) -> str:
     """state [N, F], src [E, F], idx [E] -> X_out = state.index_add(0, idx, src): not the sample's network (its
     state is not named X), the output aliasing the input `state`."""
@@ -145,17 +167,23 @@ def test_steps_keep_the_state_and_draw_the_other_inputs_again_from_the_seed(tmp_
                       "inputs come from --onnx_inputs FILE.npz or the seed"),
     ("profile", "--max_nodes serves the sample's networks; --onnx {model} is not the sample's network"),
     ("shape of no input", "--onnx_shapes W: not an input of the model (its inputs: state, src, idx)"),
+    ("steps with a mask", "--steps 2: the runs after the first draw their inputs other than the states from the "
+                          "seed, but input mask bool [E] is neither a float nor the index of a scatter"),
 ])
 def test_what_a_model_of_ones_own_cannot_take_is_one_line_and_writes_nothing(tmp_path, capsys, case, message):
-    model = aggregation_model(tmp_path / "agg.onnx") if case == "steps without a state" else own_state_model(tmp_path)
+    model = aggregation_model(tmp_path / "agg.onnx") if case == "steps without a state" else \
+        masked_state_model(tmp_path / "masked.onnx") if case == "steps with a mask" else own_state_model(tmp_path)
     inputs = good_inputs()
+    if case == "steps with a mask":
+        inputs["mask"] = np.ones(7, bool)
     if case == "index out of range":
         inputs["idx"][6] = 5
     if case == "missing input":
         del inputs["src"]
     path = npz(tmp_path, **inputs)
     extra = {"steps without a state": ["--steps", "2"], "graph options": ["--edges", "[[0,1],[1,0]]"],
-             "profile": ["--max_nodes", "10"], "shape of no input": ["--onnx_shapes", "W:3"]}.get(case)
+             "profile": ["--max_nodes", "10"], "shape of no input": ["--onnx_shapes", "W:3"],
+             "steps with a mask": ["--onnx_inputs", path, "--steps", "2"]}.get(case)
     args = extra if extra is not None else ["--onnx_inputs", path]
     out = tmp_path / "out.onnx"
     status = cli.main(["--dry-run", "--seed", "1", "--onnx", model, *args, "--save_onnx", str(out)])
