@@ -136,7 +136,7 @@ def plan_onnx(model: OnnxModel, engine: EngineOptions, *, steps: bool, precision
 def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.ndarray:
     """The original classifier in ONNX Runtime on the engine's feeds (X, src, idx, W): softmax [C, N], float64."""
     from network.definition import OUTPUT_SOFTMAX
-    from network.onnx_rewrite import run_onnxruntime
+    from network.onnx_runtime import run_onnxruntime
 
     try:
         outputs = run_onnxruntime(model.original, feeds).outputs
@@ -151,7 +151,7 @@ def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, feature
     engine), in one session (network.onnx_rewrite.OnnxRuntimeSession; a float16 model runs as its float32
     copy): the final state, float64. InputError naming the file when ONNX Runtime refuses the model."""
     from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
-    from network.onnx_rewrite import OnnxRuntimeSession
+    from network.onnx_runtime import OnnxRuntimeSession
     from network.steps import step_inputs
 
     state = initial_state
