@@ -123,6 +123,7 @@ def check_plugin_nodes(model: Any) -> list[Any]:
 
 def _check_dtypes(name: str, node: Any, types: Mapping[str, np.dtype]) -> None:
     """The recorded dtypes of a plugin node's inputs (where the model records them) against the plugin's."""
+    roles: tuple[tuple[str, str, np.dtype | None, tuple[Any, ...]], ...]
     if node.op_type == PLUGIN_OP or node.op_type in (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS):
         state, src, idx = (types.get(tensor) for tensor in node.input[:3])
         roles = (("state", node.input[0], state, FEATURE_DTYPES), ("src", node.input[1], src, (state,) if state else FEATURE_DTYPES),

@@ -197,9 +197,13 @@ def _expanded_shape_is_updates(shape: Any, updates: Any, index: Any, expand: Any
     if not node.inputs or leading_dim_of(node.inputs[0]) not in (updates, index):
         return None
     tail = [constant(part) for part in node.inputs[1:]]
-    if any(part is None for part in tail) or width is None:
+    if width is None:
         return None
-    columns = [int(value) for part in tail for value in part.reshape(-1)]
+    columns = []
+    for part in tail:
+        if part is None:
+            return None
+        columns += [int(value) for value in part.reshape(-1)]
     if not all(known(dim) for dim in width):
         return None
     return columns == width
@@ -387,7 +391,7 @@ def refuse_lone_counts(match: Match) -> None:
 def view_base(tensor: Any) -> tuple[Any, list[Any]]:
     """The tensor whose values `tensor` views (through Reshape, Identity, Squeeze, Unsqueeze, Flatten: TensorRT
     may give both one buffer), and the view nodes on the way."""
-    views = []
+    views: list[Any] = []
     node = producer(tensor, *VIEW_OPS)
     while node is not None and len(views) < 64:
         views.append(node)

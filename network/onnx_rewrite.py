@@ -344,7 +344,8 @@ def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> Sca
         if plugin != PYTHON_PLUGIN and len(node.inputs) == 3:
             build = Builder(gs, names, node.name)
             node.outputs.clear()
-            plugin_nodes(build, plugin, *node.inputs, outputs[0], outputs[1] if len(outputs) > 1 else None)
+            state, src, idx = node.inputs
+            plugin_nodes(build, plugin, state, src, idx, outputs[0], outputs[1] if len(outputs) > 1 else None)
             graph.nodes.extend(build.nodes)
             nodes = tuple(built.name for built in build.nodes if built.domain == PLUGIN_DOMAIN)
     state = node.inputs[0].name if node.inputs else "?"
