@@ -60,16 +60,16 @@ def read_onnx_model(engine: EngineOptions, with_runtime: bool) -> OnnxModel:
         model = load_model(path)
     except InputError as error:
         raise InputError(f"--onnx {error}") from None
+    try:
+        rewritten = rewrite_model(model, engine.plugin)
+    except InputError as error:
+        raise InputError(f"--onnx {shown_path(path)}: {error}") from None
     network = sample_network(model)
     if network is None:
         inputs, outputs = model_io(model)
         raise InputError(f"--onnx {shown_path(path)}: inputs {[spec.name for spec in inputs]}, outputs "
                          f"{[spec.name for spec in outputs]} (or their shapes or types) are not the sample's: "
                          f"{SAMPLE_IO}")
-    try:
-        rewritten = rewrite_model(model, engine.plugin)
-    except InputError as error:
-        raise InputError(f"--onnx {shown_path(path)}: {error}") from None
     return OnnxModel(path, model, rewritten, network)
 
 
