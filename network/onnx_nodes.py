@@ -26,7 +26,7 @@ import numpy as np
 
 from common.errors import InputError
 from network.definition import AOT_PLUGIN, KEYS_EMPTY, PYTHON_PLUGIN, TABLE_OFFSET, TABLE_SCALE
-from plugin.rules import COMPUTE_COUNTS_FIELD
+from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS
 
 PLUGIN_DOMAIN = "aliased_io"
 PLUGIN_DOMAIN_VERSION = 1
@@ -49,6 +49,8 @@ AOT_PLUGIN_VERSION = "1"
 AOT_ATTRIBUTE = "aot"  # 1: TensorRT uses the AOT implementation (10.9+)
 AOT_OPS = (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS, AOT_APPLY_TABLE)
 PLUGIN_OPS = (PLUGIN_OP, *AOT_OPS)
+# What TensorRT's parser takes for an attribute a node leaves out (compute_counts: the creator's default).
+PARSER_DEFAULTS: dict[str, Any] = {VERSION_ATTRIBUTE: "1", NAMESPACE_ATTRIBUTE: "", COUNTS_ATTRIBUTE: int(DEFAULT_COMPUTE_COUNTS)}
 # Inputs and outputs of each plugin node, and which output is which input's memory (output -> input).
 NODE_ARITY = {PLUGIN_OP: (3, (1, 2)), AOT_SCATTER_ADD: (3, (1,)), AOT_SCATTER_ADD_COUNTS: (4, (2,)),
               AOT_SCATTER_TABLE: (4, (2,)), AOT_SCATTER_TABLE_COUNTS: (5, (3,)), AOT_APPLY_TABLE: (3, (1,))}
@@ -106,8 +108,10 @@ def check_plugin_nodes(model: Any) -> list[Any]:
         expected = (plugin_attributes(len(node.output) == 2) if node.op_type == PLUGIN_OP else aot_attributes())
         for key, value in expected.items():
             kind = onnx.AttributeProto.INT if isinstance(value, int) else onnx.AttributeProto.STRING
-            got = attributes.get(key)
             wanted = value.encode() if isinstance(value, str) else value
+            if key not in attributes and key in PARSER_DEFAULTS and PARSER_DEFAULTS[key] == value:
+                continue  # left out, and the parser's (or the creator's) default is the value
+            got = attributes.get(key)
             if got != wanted or kinds.get(key) != kind:
                 shown = "missing" if got is None else repr(got.decode() if isinstance(got, bytes) else got)
                 raise InputError(f"node {name} ({node.op_type}): attribute {key} is {shown}; the plugin node has "

@@ -241,6 +241,10 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
     _refuse_nested_scatters(onnx, source)
+    try:  # the dtypes and shapes the model does not record (value_info), where ONNX's inference finds them
+        source = onnx.shape_inference.infer_shapes(source)
+    except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
+        pass
     graph = gs.import_onnx(source)
     for position, node in enumerate(graph.nodes):
         node.name = node.name or f"{node.op}_{position}"  # every message names a node

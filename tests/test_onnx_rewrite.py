@@ -80,6 +80,10 @@ def test_python_plugin_node_replaces_the_scatters(tmp_path_factory, network, pre
     else:
         assert list(plugin.output) == ["X_out"]
     assert model_io(model) == model_io(original)
+    import onnx
+
+    onnx.checker.check_model(model, full_check=True)  # the plugin node's domain is declared (version 1)
+    assert [(opset.domain, opset.version) for opset in model.opset_import if opset.domain] == [("aliased_io", 1)]
     (scatter,) = result.scatters
     assert (scatter.form, scatter.state, scatter.source, scatter.index) == ("index_add", "X", "src", "idx")
     assert scatter.plugin_nodes == (plugin.name,) and scatter.node == scatters[0].name
@@ -144,7 +148,7 @@ def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precis
     assert any(opset.domain == "aliased_io" for opset in model.opset_import)
     import onnx
 
-    onnx.checker.check_model(model)  # custom-domain nodes pass; the standard ones are well formed
+    onnx.checker.check_model(model, full_check=True)  # custom-domain nodes pass; the standard ones are well formed
 
 
 @needs_export

@@ -146,7 +146,8 @@ def test_a_model_with_the_samples_names_but_another_graph_is_not_the_sample(tmp_
 def test_a_model_with_plugin_nodes_passes_through_checked(tmp_path_factory):
     """A rewritten model (as export/ops.py's translation table would write it: plugin nodes, no Scatter*) is
     accepted again: nodes checked, aliases reported; for "aot" the Python node becomes the AOT nodes, and the
-    round trip still agrees. A node whose attribute differs is refused naming it."""
+    round trip still agrees. Attributes left out where the parser's default is right are fine; a node whose
+    attribute differs is refused naming it."""
     import onnx
 
     from network.onnx_rewrite import rewrite_model
@@ -161,6 +162,13 @@ def test_a_model_with_plugin_nodes_passes_through_checked(tmp_path_factory):
     assert [node.op_type for node in aot.model.graph.node if node.domain] == ["scatter_add"] * 2
     onnx.checker.check_model(aot.model, full_check=True)
     round_trip(original, aot.model, zoo_feeds("two_states"))
+    bare = onnx.ModelProto()  # plugin_version and plugin_namespace left out: the parser's defaults are the creator's
+    bare.CopyFrom(once)
+    for node in bare.graph.node:
+        kept = [attribute for attribute in node.attribute if attribute.name == "compute_counts"]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+    assert rewrite_model(bare, "python").aliases == {"X_out": "X", "Y_out": "Y"}
     broken = onnx.ModelProto()
     broken.CopyFrom(once)
     node = broken.graph.node[0]
@@ -292,3 +300,56 @@ def test_float32_copy_converts_dtype_attributes():
     session = onnxruntime.InferenceSession(copy.SerializeToString(), providers=["CPUExecutionProvider"])
     (y,) = session.run(None, {"x": np.full((2, 2), 2.0, np.float32)})
     assert y.dtype == np.float32 and y.tolist() == [[3.0, 2.0], [2.0, 3.0]]
+
+
+def scatter_pair_model(into_zeros: bool):
+    """Two index_adds, as the exporter writes them (Unsqueeze + ScatterND), either chained into X (X.index_add_
+    twice) or both into one zeros fill the exporter shares (Shape + ConstantOfShape), summed. Hand-built: the
+    exporter merges or reorders such graphs unpredictably."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def info(name, kind, shape):
+        return helper.make_tensor_value_info(name, kind, shape)
+
+    inputs = [info("X", TensorProto.FLOAT, ["N", 3]), info("s1", TensorProto.FLOAT, ["E", 3]),
+              info("i1", TensorProto.INT64, ["E"]), info("s2", TensorProto.FLOAT, ["B", 3]),
+              info("i2", TensorProto.INT64, ["B"])]
+    axes = onnx.numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("Unsqueeze", ["i1", "axes"], ["c1"], name="u1"),
+             helper.make_node("Unsqueeze", ["i2", "axes"], ["c2"], name="u2")]
+    if into_zeros:
+        nodes += [helper.make_node("Shape", ["X"], ["shape"], name="shape"),
+                  helper.make_node("ConstantOfShape", ["shape"], ["zeros"], name="zeros"),
+                  helper.make_node("ScatterND", ["zeros", "c1", "s1"], ["a"], name="first", reduction="add"),
+                  helper.make_node("ScatterND", ["zeros", "c2", "s2"], ["b"], name="second", reduction="add"),
+                  helper.make_node("Add", ["a", "b"], ["X_out"], name="sum")]
+    else:
+        nodes += [helper.make_node("ScatterND", ["X", "c1", "s1"], ["a"], name="first", reduction="add"),
+                  helper.make_node("ScatterND", ["a", "c2", "s2"], ["X_out"], name="second", reduction="add")]
+    graph = helper.make_graph(nodes, "pair", inputs, [info("X_out", TensorProto.FLOAT, ["N", 3])], [axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_two_scatters_into_one_tensor_refused_and_a_shared_fill_cloned():
+    """Chained into one state: refused (two scatter-adds into one tensor). Into one zeros fill the model shares:
+    each plugin node adds into its own copy of the fill, and the round trip agrees."""
+    from network.onnx_rewrite import rewrite_model
+
+    with pytest.raises(InputError, match=r"node second \(ScatterND\): its data a is the output of first \(ScatterND\): "
+                                         "two scatter-adds into one tensor"):
+        rewrite_model(scatter_pair_model(into_zeros=False))
+    model = scatter_pair_model(into_zeros=True)
+    rng = np.random.default_rng(3)
+    feeds = {"X": rng.standard_normal((4, 3)).astype(np.float32), "s1": rng.standard_normal((6, 3)).astype(np.float32),
+             "i1": rng.integers(0, 4, 6), "s2": rng.standard_normal((5, 3)).astype(np.float32),
+             "i2": rng.integers(0, 4, 5)}
+    for plugin in PLUGINS:
+        result = rewrite_model(model, plugin)
+        plugins = [node for node in result.model.graph.node if node.domain == "aliased_io"]
+        fills = {node.input[0] for node in plugins}
+        assert len(plugins) == 2 and len(fills) == 2 and "zeros" not in fills
+        assert [scatter.kind for scatter in result.scatters] == ["fill", "fill"]
+        round_trip(model, result.model, feeds)
