@@ -4,15 +4,16 @@ many rows each integer input indexes). Plain functions over onnx and onnx-graphs
 used); no TensorRT here, so all of it runs and is tested on a machine without TensorRT or a GPU.
 
 The ONNX code, one module per stage:
-    onnx_rewrite   (this module) the orchestration: load_model, rewrite_model -> Rewritten, save_model,
-                   model_io, sample_network
+    onnx_rewrite   (this module) the orchestration: load_model, rewrite_model -> Rewritten, model_io,
+                   sample_network
     onnx_patterns  the patterns matched in the exported graph, and every refusal (one line naming the node)
     onnx_nodes     the plugin nodes written: their format as TensorRT's parser reads them, their checks, the
                    builder; export/ops.py writes the same node from its constants
     onnx_runtime   ONNX Runtime: the original model (run_onnxruntime, OnnxRuntimeSession, float32_copy) and the
                    rewritten one with a CPU reference of the plugin nodes (run_rewritten, RewrittenSession)
 
-API (the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are built on it):
+API (the CLI's --onnx, --validate and --dry-run --onnx are built on it; --save_onnx's checks and writing are
+common.paths'):
     load_model(path) -> onnx.ModelProto            InputError (one line): missing, unreadable, not ONNX, invalid
     rewrite_model(model, plugin="python") -> Rewritten
                                                    every scatter-add the plugin can do in place replaced by the
@@ -21,10 +22,6 @@ API (the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are built on
                                                    the value for anything it cannot rewrite safely
     Rewritten.model, .plugin, .scatters (ScatterRewrite each), .aliases {output: input}, .index_bounds
                    {integer input: IndexBound}, .summary() -> lines to print
-    check_output_path(path, option, source=None)   the checks save_model makes, for use before any work
-    save_model(model, path, option="--save_onnx", source=None)
-                                                   refuses to overwrite `source` (the input model); writes
-                                                   through a temporary file, so nothing is written on error
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (network/definition.py), recognised
                                                    by its graph, whose outputs the float64 reference also gives
@@ -39,7 +36,6 @@ or refused; a Scatter* inside a subgraph or a local function is refused.
 """
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,46 +117,6 @@ def load_model(path: str | Path) -> "onnx.ModelProto":
     except Exception as error:  # onnx.checker.ValidationError, or a model over 2 GiB
         raise InputError(f"{shown}: onnx.checker rejects the model: {_first_line(error)}") from None
     return model
-
-
-def check_output_path(path: str | Path, option: str, source: str | Path | None = None) -> None:
-    """InputError unless `path` names a writable file in an existing folder that is not `source`."""
-    text = str(path)
-    shown = shown_path(text)
-    target = Path(text)
-    if not text:
-        raise InputError(f"{option} '': expected a file name")
-    if target.is_dir():
-        raise InputError(f"{option} {shown}: is a folder, expected a file name")
-    if not target.parent.is_dir():
-        raise InputError(f"{option} {shown}: the folder {shown_path(str(target.parent))} does not exist")
-    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise InputError(f"{option} {shown}: not writable")
-    if source is not None and target.exists() and Path(source).exists() and os.path.samefile(target, source):
-        raise InputError(f"{option} {shown}: is the input model; write the rewritten model to another file")
-
-
-def save_model(model: "onnx.ModelProto", path: str | Path, option: str = "--save_onnx",
-               source: str | Path | None = None) -> None:
-    """Writes `model` to `path` (one file, no external data) through a temporary file in the same folder, so
-    that an error leaves nothing behind; InputError for a path check_output_path refuses or a model that
-    does not serialize (over protobuf's 2 GiB)."""
-    check_output_path(path, option, source)
-    try:
-        data = model.SerializeToString()
-    except ValueError as error:
-        raise InputError(f"{option} {shown_path(str(path))}: the model does not serialize "
-                         f"({_first_line(error)})") from None
-    target = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, target)
-    except OSError as error:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise InputError(f"{option} {shown_path(str(path))}: {error.strerror or error}") from None
 
 
 # --- the rewrite ---------------------------------------------------------------------------------------------
@@ -534,6 +490,6 @@ def _dims_agree(a: int | str, b: int | str) -> bool:
 
 
 __all__ = [
-    "IndexBound", "Rewritten", "SampleNetwork", "ScatterRewrite", "TensorSpec", "check_output_path", "load_model",
-    "model_io", "rewrite_model", "sample_network", "save_model",
+    "IndexBound", "Rewritten", "SampleNetwork", "ScatterRewrite", "TensorSpec", "load_model", "model_io",
+    "rewrite_model", "sample_network",
 ]
