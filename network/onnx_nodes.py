@@ -26,7 +26,7 @@ import numpy as np
 
 from common.errors import InputError
 from network.definition import AOT_PLUGIN, KEYS_EMPTY, PYTHON_PLUGIN, TABLE_OFFSET, TABLE_SCALE
-from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS
+from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE
 
 PLUGIN_DOMAIN = "aliased_io"
 PLUGIN_DOMAIN_VERSION = 1
@@ -57,9 +57,6 @@ NODE_ARITY = {PLUGIN_OP: (3, (1, 2)), AOT_SCATTER_ADD: (3, (1,)), AOT_SCATTER_AD
 NODE_ALIASES = {PLUGIN_OP: {0: 0}, AOT_SCATTER_ADD: {0: 0}, AOT_SCATTER_ADD_COUNTS: {0: 0, 1: 3},
                 AOT_SCATTER_TABLE: {0: 2, 1: 3}, AOT_SCATTER_TABLE_COUNTS: {0: 2, 1: 3, 2: 4},
                 AOT_APPLY_TABLE: {0: 0}}
-
-FEATURE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
-INDEX_DTYPE = np.dtype(np.int64)
 
 
 def plugin_attributes(compute_counts: bool) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
-from network.onnx_nodes import FEATURE_DTYPES, INDEX_DTYPE, NODE_ALIASES, PLUGIN_OPS
+from network.onnx_nodes import NODE_ALIASES, is_plugin_node
+from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
@@ -460,7 +461,8 @@ def check_dtypes(match: Match) -> None:
 
 # --- the plugin nodes of a rewritten graph: aliases and index bounds ----------------------------------------------
 def is_plugin(node: Any) -> bool:
-    return node.op in PLUGIN_OPS and node.domain == "aliased_io"
+    """A graphsurgeon node that is one of the plugin nodes (network/onnx_nodes.py)."""
+    return is_plugin_node(node.domain or "", node.op)
 
 
 def plugin_aliases(graph: Any) -> dict[str, str]:

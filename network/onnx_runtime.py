@@ -27,6 +27,7 @@ import numpy as np
 
 from common.errors import InputError
 from common.imports import import_module
+from network.definition import KEYS_EMPTY
 from network.engine import first_line
 from network.onnx_nodes import (
     AOT_APPLY_TABLE,
@@ -34,18 +35,15 @@ from network.onnx_nodes import (
     AOT_SCATTER_ADD_COUNTS,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
-    FEATURE_DTYPES,
-    INDEX_DTYPE,
     PLUGIN_DOMAIN,
     PLUGIN_OP,
     is_plugin_node,
 )
-from network.definition import KEYS_EMPTY
+from network.onnx_patterns import SCATTER_OPS
+from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 if TYPE_CHECKING:
     import onnx
-
-SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 
 
 def short_line(error: BaseException) -> str:
