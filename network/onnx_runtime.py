@@ -270,13 +270,14 @@ class RewrittenSession:
 
     def _session(self, onnx: Any, stage: _Stage, arrays: Mapping[str, np.ndarray]) -> Any:
         """The stage's session for these input dtypes: a model of the stage's nodes, its inputs typed from the
-        arrays, its outputs from the model's records (or left to ONNX Runtime's inference)."""
+        arrays, its outputs as the model records them (or untyped: ONNX Runtime infers them)."""
         key = tuple(str(arrays[name].dtype) for name in stage.inputs)
         if key not in stage.sessions:
             helper = onnx.helper
             inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arrays[name].dtype), None)
                       for name in stage.inputs]
-            outputs = [helper.make_tensor_value_info(name, self._recorded.get(name, 0), None) for name in stage.outputs]
+            outputs = [helper.make_tensor_value_info(name, self._recorded[name], None) if name in self._recorded
+                       else onnx.ValueInfoProto(name=name) for name in stage.outputs]  # untyped: ORT infers it
             graph = helper.make_graph(stage.nodes, "stage", inputs, outputs, stage.initializers)
             opsets = [opset for opset in self._model.opset_import if opset.domain != PLUGIN_DOMAIN]
             model = helper.make_model(graph, opset_imports=opsets, ir_version=self._model.ir_version,
