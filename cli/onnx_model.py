@@ -144,7 +144,7 @@ def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.nd
 def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, features: np.ndarray,
                             batches: Sequence[np.ndarray]) -> np.ndarray:
     """The original state-update model in ONNX Runtime once per batch, X_out fed back as X (as --steps runs the
-    engine), in one session (network.onnx_rewrite.OnnxRuntimeSession; a float16 model runs as its float32
+    engine), in one session (network.onnx_runtime.OnnxRuntimeSession; a float16 model runs as its float32
     copy): the final state, float64. InputError naming the file when ONNX Runtime refuses the model."""
     from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
     from network.onnx_runtime import OnnxRuntimeSession

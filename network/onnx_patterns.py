@@ -8,9 +8,10 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
     scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
                   reduction=add); without the Expand only where src has one column
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
-The data the plugin adds into (DataKind): a graph input (read by nothing else but Shape nodes); a fill
-(ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which is cloned when
-something else reads it; or a tensor another node makes for this scatter alone.
+The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
+nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
+is cloned when something else reads it; or a tensor another node makes for this scatter alone. A view
+(Reshape...) of a tensor is judged as that tensor.
 Refused: another reduction or axis, include_self=False, a narrow index (fewer columns than src: torch adds only
 those), data read by another node or that is also a graph output, two scatter-adds into one tensor, a
 non-uniform constant, a dtype the plugin lacks, the legacy exporter's pattern, an index not built as above.

@@ -355,3 +355,37 @@ def test_two_scatters_into_one_tensor_refused_and_a_shared_fill_cloned():
         round_trip(model, result.model, feeds)
         del result.model.graph.value_info[:]  # nothing recorded between the stages: ONNX Runtime infers the types
         round_trip(model, result.model, feeds)
+
+
+def test_a_view_of_a_state_is_judged_as_the_state():
+    """data = Reshape(X) (a view TensorRT may give X's buffer): in place into X, the output aliases X; with X read
+    by another node too, refused naming X (the view would let the plugin change what that node reads)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from network.onnx_rewrite import rewrite_model
+
+    def model(read_again: bool):
+        inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3]),
+                  helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", 3]),
+                  helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"])]
+        constants = [onnx.numpy_helper.from_array(np.array([1], np.int64), "axes"),
+                     onnx.numpy_helper.from_array(np.array([0, 3], np.int64), "rows")]
+        nodes = [helper.make_node("Reshape", ["X", "rows"], ["view"], name="view"),
+                 helper.make_node("Unsqueeze", ["idx", "axes"], ["column"], name="column"),
+                 helper.make_node("ScatterND", ["view", "column", "src"], ["added"], name="add", reduction="add")]
+        outputs = [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, ["N", 3])]
+        if read_again:
+            nodes.append(helper.make_node("Add", ["added", "X"], ["X_out"], name="again"))
+        else:
+            nodes.append(helper.make_node("Identity", ["added"], ["X_out"], name="out"))
+        graph = helper.make_graph(nodes, "view", inputs, outputs, constants)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+    result = rewrite_model(model(read_again=False))
+    assert result.aliases == {"X_out": "X"} and result.scatters[0].kind == "graph input"
+    feeds = {"X": np.ones((4, 3), np.float32), "src": np.ones((5, 3), np.float32), "idx": np.array([0, 1, 1, 3, 3])}
+    round_trip(model(read_again=False), result.model, feeds)
+    with pytest.raises(InputError, match=r"node add \(ScatterND\): its data X \(a graph input\) has other consumers "
+                                         r"\(again\)"):
+        rewrite_model(model(read_again=True))
