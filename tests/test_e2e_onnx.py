@@ -105,7 +105,7 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
     from network.definition import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, deserialize_engine
     from network.execution import ExecutionSession
-    from network.onnx_rewrite import rewrite_model
+    from network.onnx_rewrite import model_io, rewrite_model
     from network.onnx_runtime import run_onnxruntime
     from plugin.device_array import DeviceArray
     from tests.onnx_models import zoo_feeds, zoo_model
@@ -115,7 +115,8 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
     feeds = zoo_feeds(name)
     expected = run_onnxruntime(original, feeds).outputs
     source = OnnxSource(rewritten.model.SerializeToString(), name, plugin)
-    shapes = {input_name: (array.shape,) * 3 for input_name, array in feeds.items()}
+    dynamic = {spec.name for spec in model_io(original)[0] if any(isinstance(dim, str) for dim in spec.shape)}
+    shapes = {input_name: (array.shape,) * 3 for input_name, array in feeds.items() if input_name in dynamic}
     data, _ = build_engine_bytes(lambda trt, network: populate_from_onnx(trt, network, source), shapes)
     trt = import_tensorrt()
     engine = deserialize_engine(data, name, just_built=True)
