@@ -1,6 +1,6 @@
 """The ONNX side of the sample: load a model the user exported, put the in-place plugin where it has
-scatter-adds, save it, and say what the caller needs to run it (which outputs share an input's memory, how
-many rows each integer input indexes). Plain functions over onnx and onnx-graphsurgeon (imported when first
+scatter-adds, and say what the caller needs to run it (which outputs share an input's memory, how many rows
+each integer input indexes). Plain functions over onnx and onnx-graphsurgeon (imported when first
 used); no TensorRT here, so all of it runs and is tested on a machine without TensorRT or a GPU.
 
 The ONNX code, one module per stage:
