@@ -210,12 +210,15 @@ def test_the_reference_refuses_an_index_out_of_range_and_keeps_state_across_runs
 def test_the_float16_sample_round_trips_through_the_aot_table(tmp_path_factory, network):
     """The float16 AOT path (scatter_table + apply_table and their fills) on the CPU against ONNX Runtime on the
     original (both run as their float32 copies)."""
-    from network.onnx_rewrite import load_model, rewrite_model
+    from network.onnx_rewrite import IndexBound, load_model, rewrite_model
     from network.onnx_runtime import RewrittenSession
     from tests.onnx_helpers import graph_inputs
 
     original = load_model(sample_model(tmp_path_factory, network, "fp16"))
-    model = rewrite_model(original, "aot").model
+    result = rewrite_model(original, "aot")
+    model = result.model
+    assert result.index_bounds == {"idx": IndexBound(input="X", axis=0)}  # through apply_table's state
+    assert result.aliases == ({} if network == "classifier" else {"X_out": "X"})
     assert [node.op_type for node in model.graph.node if node.domain][-1] == "apply_table"
     feeds, _ = graph_inputs(num_nodes=7, num_edges=19, precision="fp16")
     names = ["X", "src", "idx"] + (["W"] if network == "classifier" else [])
