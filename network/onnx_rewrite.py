@@ -59,7 +59,6 @@ from network.definition import (
 )
 from network.onnx_nodes import (
     COUNTS_ATTRIBUTE,
-    INDEX_DTYPE,
     PLUGIN_DOMAIN,
     PLUGIN_OP,
     Builder,
@@ -74,6 +73,7 @@ from network.onnx_patterns import (
     Match,
     check_dtypes,
     data_kind,
+    dtype,
     fill_is_shared,
     fill_value,
     index_sources,
@@ -88,6 +88,7 @@ from network.onnx_patterns import (
     rows_source,
 )
 from network.onnx_runtime import short_line as _first_line
+from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 if TYPE_CHECKING:
     import onnx
@@ -237,7 +238,7 @@ def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match |
     counts = [match for match in matches if is_counts(match)]
     paired, alone = pair_counts(states, counts, list(graph.inputs))
     for match in alone:
-        if np.dtype(match.data.dtype or np.int64) not in (np.dtype(np.float32), np.dtype(np.float16)):
+        if dtype(match.data) not in FEATURE_DTYPES:
             refuse_lone_counts(match)
         states.append(match)
     order = {id(node): position for position, node in enumerate(graph.nodes)}
@@ -273,7 +274,7 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         counts_out = counts.node.outputs[0]
         counts.node.outputs.clear()
     plugin_counts = counts_out
-    if counts_out is not None and np.dtype(counts_out.dtype or np.int64) != INDEX_DTYPE:
+    if counts_out is not None and dtype(counts_out) not in (None, INDEX_DTYPE):
         plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=counts_out.shape)
     rows, out = data, aggregated
     if rank(data) != 2:  # [N, H, F] (or a rank the model does not record): rows [N, H*F] for the plugin, and back
