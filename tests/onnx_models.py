@@ -41,10 +41,12 @@ SIZES = {"N": 9, "E": 23, "M": 4, "B": 13}  # the seeded inputs' sizes
 def _modules() -> dict[str, Callable[[], Any]]:
     import torch
 
-    class GnnZeros(torch.nn.Module):  # the GNN aggregation: zeros_like(X).index_add, the mean, a linear layer
-        def forward(self, X, src, idx, W):
-            aggregated = torch.zeros_like(X).index_add(0, idx, src)
-            counts = torch.zeros((X.shape[0], 1), dtype=X.dtype).index_add(0, idx, torch.ones((idx.shape[0], 1)))
+    class GnnZeros(torch.nn.Module):  # message passing: X's rows gathered along edge_index [2, E], aggregated into
+        def forward(self, X, edge_index, W):  # zeros_like(X), the mean over in-edges, a linear layer
+            source, target = edge_index[0], edge_index[1]
+            aggregated = torch.zeros_like(X).index_add(0, target, X[source])
+            ones = torch.ones((target.shape[0], 1))
+            counts = torch.zeros((X.shape[0], 1), dtype=X.dtype).index_add(0, target, ones)
             return torch.relu((X + aggregated / counts.clamp(min=1.0)) @ W)
 
     class TwoStates(torch.nn.Module):  # two states, each updated in place and returned
@@ -148,7 +150,8 @@ def _zoo() -> dict[str, ZooModel]:
     modules = _modules()
     state = {name: ZooModel(modules[name], STATE, ("X_out",), {"idx": "N"}) for name in modules}
     state.update({
-        "gnn_zeros": ZooModel(modules["gnn_zeros"], {**STATE, "W": ((F, C), "float32")}, ("out",), {"idx": "N"}),
+        "gnn_zeros": ZooModel(modules["gnn_zeros"], {"X": (("N", F), "float32"), "edge_index": ((2, "E"), "int64"),
+                                                     "W": ((F, C), "float32")}, ("out",), {"edge_index": "N"}),
         "two_states": ZooModel(modules["two_states"], {
             "X": (("N", F), "float32"), "Y": (("M", 2), "float32"), "src_x": (("E", F), "float32"),
             "idx_x": (("E",), "int64"), "src_y": (("B", 2), "float32"), "idx_y": (("B",), "int64")},

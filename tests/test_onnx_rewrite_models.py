@@ -17,7 +17,7 @@ PLUGINS = ("python", "aot")
 SCATTERS = ("ScatterND", "ScatterElements", "Scatter")
 # name -> (plugin nodes of the Python rewrite with compute_counts, aliases, index bounds as (rows, input, axis))
 EXPECTED = {
-    "gnn_zeros": ([1], {}, {"idx": (None, "X", 0)}),
+    "gnn_zeros": ([1], {}, {"edge_index": (None, "X", 0)}),  # through Gather(edge_index, 1)
     "two_states": ([0, 0], {"X_out": "X", "Y_out": "Y"}, {"idx_x": (None, "X", 0), "idx_y": (None, "Y", 0)}),
     "heads_state": ([0], {"X_out": "X"}, {"idx": (None, "X", 0)}),
     "update_then_layers": ([0], {"X_out": "X"}, {"idx": (None, "X", 0)}),
