@@ -111,12 +111,14 @@ def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batc
             print(f"plugin host: {opened.error}", flush=True)
             host.free(engine)
             continue
+        # the workspace the build promised, as TensorRT allocates it for the context
+        workspace = torch.empty(max(report.step("getWorkspaceSize")["bytes"], 1), dtype=torch.uint8, device="cuda")
         pointers = [state.data_ptr(), src.data_ptr(), index.data_ptr()]
         outputs = [0, counts.data_ptr()][:2 if compute_counts else 1]
         times = []
         for round_index in range(batches + 1):  # the first batch warms up (graph capture on the second call)
             torch.cuda._sleep(HOST_SLEEP_CYCLES)
-            report = host.enqueue(context, pointers, outputs, 0, stream, repeats=batch + 1)
+            report = host.enqueue(context, pointers, outputs, workspace.data_ptr(), stream, repeats=batch + 1)
             if not report.ok:
                 raise RuntimeError(f"enqueue through the plugin host failed: {report}")
             if round_index:

@@ -73,7 +73,9 @@ class PluginHost:
             "host_build": (None, [char_p] * 4),
             "host_runtime_open": (None, [void_p, char_p]),
             "host_enqueue": (None, [void_p, u64_p, ctypes.c_int32, u64_p, ctypes.c_int32, ctypes.c_uint64,
-                                    ctypes.c_uint64, ctypes.c_int32]),
+                                    ctypes.c_uint64, ctypes.c_int32, char_p]),
+            "host_enqueue_together": (None, [ctypes.POINTER(void_p), u64_p, ctypes.c_int32, u64_p, ctypes.c_int32,
+                                             u64_p, u64_p, ctypes.c_int32]),
             "host_enqueue_nanoseconds": (ctypes.c_int64, [void_p]),
             "host_runtime_close": (None, [void_p]),
             "host_engine_free": (None, [void_p]),
@@ -139,22 +141,70 @@ class PluginHost:
         return self._run()
 
     def enqueue(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
-                repeats: int = 1) -> Report:
-        """enqueue `repeats` times (outputs: one pointer per output; an aliased output gets its input's pointer)."""
+                repeats: int = 1, sizes: dict[str, int] | None = None) -> Report:
+        """enqueue `repeats` times (outputs: one pointer per output; an aliased output gets its input's pointer).
+        New `sizes` (the shapes, as for open) or pointers since the last onShapeChange: the host calls it first."""
         self.lib.host_enqueue(context, self._pointers(inputs), len(inputs), self._pointers(outputs), len(outputs),
-                              workspace, stream, repeats)
+                              workspace, stream, repeats, self._sizes(sizes or {}))
         return self._run()[1]
+
+    def enqueue_together(self, contexts: list[int], inputs: list[list[int]], outputs: list[list[int]],
+                         workspaces: list[int], streams: list[int], repeats: int = 1) -> Report:
+        """Two contexts enqueueing `repeats` times at once, each from a thread of its own (one list per context)."""
+        handles = (ctypes.c_void_p * 2)(*contexts)
+        self.lib.host_enqueue_together(handles, self._pointers(inputs[0] + inputs[1]), len(inputs[0]),
+                                       self._pointers(outputs[0] + outputs[1]), len(outputs[0]),
+                                       self._pointers(workspaces), self._pointers(streams), repeats)
+        return self._run()[1]
+
+    def enqueue_captured(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
+                         replays: int = 1) -> Report:
+        """enqueue inside a CUDA graph capture of `stream` (global mode), as an application captures enqueueV3, then
+        the graph launched `replays` times and the stream synchronized; the report of the captured enqueue. With
+        addresses other than the last enqueue's, onShapeChange runs inside the capture too (TensorRT calls it at
+        the next enqueueV3). Needs a GPU (cuda.bindings). NvInferRuntime.h
+        (IExecutionContext::reportToProfiler, 10.4 to 11.1): "if the graph is captured from an IExecutionContext";
+        (IExecutionContext::enqueueV3): "If the Engine is streaming weights, enqueueV3 will become synchronous, and
+        the graph will not be capturable." """
+        from cuda.bindings import driver
+
+        from plugin.cuda_check import check
+
+        handle = driver.CUstream(stream)
+        mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+        check(driver.cuStreamBeginCapture(handle, mode))
+        try:
+            report = self.enqueue(context, inputs, outputs, workspace, stream)
+        finally:
+            graph = check(driver.cuStreamEndCapture(handle))
+        try:
+            if report.ok:
+                executable = check(driver.cuGraphInstantiate(graph, 0))
+                try:
+                    for _ in range(replays):
+                        check(driver.cuGraphLaunch(executable, handle))
+                    check(driver.cuStreamSynchronize(handle))
+                finally:
+                    check(driver.cuGraphExecDestroy(executable))
+        finally:
+            check(driver.cuGraphDestroy(graph))
+        return report
 
     def enqueue_ns(self, context: int) -> int:
         """Nanoseconds of the last enqueue loop after its first call."""
         return self.lib.host_enqueue_nanoseconds(context)
 
     def close(self, context: int) -> Report:
+        """Destroys the context's plugin."""
         self.lib.host_runtime_close(context)
         return self._run()[1]
 
-    def free(self, engine: int) -> None:
+    def free(self, engine: int | None) -> Report | None:
+        """Destroys an engine (its runtime plugin, where a context was made); None for no engine."""
+        if engine is None:
+            return None
         self.lib.host_engine_free(engine)
+        return self._run()[1]
 
     def registry_list(self) -> list[list[str]]:
         return json.loads(self.lib.host_registry_list())["creators"]
