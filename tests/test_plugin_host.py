@@ -846,3 +846,14 @@ def test_a_host_built_from_another_source_is_refused_where_it_cannot_be_rebuilt(
     (carried / "tensorrt_libs" / "plugin_host.source").write_text("the digest of an older plugin_host.cpp")
     with pytest.raises(HostBuildError, match="built from another plugin_host.cpp"):
         build(carried, no_headers)
+
+
+def test_a_spec_line_the_host_cannot_read_is_reported_with_its_bytes(trt, host, sap):
+    """The profile line with its numbers run together (as an H200 run reported it) or grouped by commas: the build
+    stops before any plugin call, naming the line and its bytes."""
+    for profile_line in ("profile N110000001000000", "profile N 1 1,000 5"):
+        spec = network_spec(host, trt, "float32").replace(f"profile N {' '.join(map(str, PROFILE['N']))}",
+                                                          profile_line)
+        engine, report = host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE, spec)
+        assert engine is None and report.calls == ["host"], report
+        assert f"cannot read the profile line: {profile_line} (bytes {profile_line.encode().hex()})" in report.error

@@ -23,6 +23,7 @@
 #endif
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -1050,73 +1051,120 @@ std::string dimsJson(Dims const& dims)
     return intList(values);
 }
 
+//! The words of a line: split at ASCII spaces and tabs, byte by byte (no stream, no locale).
+std::vector<std::string> splitWords(std::string const& line)
+{
+    std::vector<std::string> words;
+    std::string word;
+    for (char c : line)
+    {
+        if (c == ' ' || c == '\t' || c == '\r')
+        {
+            if (!word.empty())
+            {
+                words.push_back(word);
+            }
+            word.clear();
+        }
+        else
+        {
+            word += c;
+        }
+    }
+    if (!word.empty())
+    {
+        words.push_back(word);
+    }
+    return words;
+}
+
+//! A whole word as a decimal integer (std::from_chars: no locale, no digit grouping), else nothing.
+std::optional<int64_t> parseInteger(std::string const& word)
+{
+    int64_t value = 0;
+    char const* end = word.data() + word.size();
+    auto const [stop, error] = std::from_chars(word.data(), end, value);
+    return error == std::errc{} && stop == end && !word.empty() ? std::optional<int64_t>{value} : std::nullopt;
+}
+
 //! Reads the spec the test gives (one item per line):
 //!   field NAME v [v ...]          an INT32 plugin field of the network (creator's createPlugin, kBUILD)
 //!   input DATATYPE DIM [DIM ...]  an input tensor: DataType as its integer, dims as integers or size names
 //!   profile NAME MIN OPT MAX      the optimization profile's range of a size name
-//! The streams read in the classic locale: a library in the process may have set a global C++ locale whose digit
-//! grouping reads "1 1000000" as one number.
+//! Split and read byte by byte, with std::from_chars, not with streams: a stream reads numbers with the facets of a
+//! locale, and the process may have set a global C++ locale whose digit grouping reads "1 1000000" as one number.
+//! A line it cannot read is reported with its bytes.
 bool parseSpec(std::string const& spec, Engine& engine, Report& report)
 {
-    std::istringstream lines(spec);
-    std::string line;
-    while (std::getline(lines, line))
+    size_t begin = 0;
+    while (begin <= spec.size())
     {
-        std::istringstream words(line);
-        words.imbue(std::locale::classic());
-        std::string what;
-        if (!(words >> what))
+        size_t const newline = std::min(spec.find('\n', begin), spec.size());
+        std::string const line = spec.substr(begin, newline - begin);
+        begin = newline + 1;
+        std::vector<std::string> const words = splitWords(line);
+        auto refuse = [&](std::string const& what) {
+            std::string bytes; // what was received, for a failure that the text alone does not explain
+            for (unsigned char c : line)
+            {
+                char hex[4];
+                std::snprintf(hex, sizeof(hex), "%02x", c);
+                bytes += hex;
+            }
+            report.fail(what + ": " + line + " (bytes " + bytes + ")");
+            return false;
+        };
+        if (words.empty())
         {
             continue;
         }
-        if (what == "field")
+        if (words[0] == "field" && words.size() >= 2)
         {
-            std::string name;
-            words >> name;
             std::vector<int32_t> values;
-            int64_t v = 0;
-            while (words >> v)
+            for (size_t i = 2; i < words.size(); ++i)
             {
-                values.push_back(static_cast<int32_t>(v));
+                auto v = parseInteger(words[i]);
+                if (!v)
+                {
+                    return refuse("cannot read the field line");
+                }
+                values.push_back(static_cast<int32_t>(*v));
             }
-            engine.fieldSpec.emplace_back(name, values);
+            engine.fieldSpec.emplace_back(words[1], values);
         }
-        else if (what == "input")
+        else if (words[0] == "input" && words.size() >= 2)
         {
-            int32_t type = 0;
-            words >> type;
-            TensorSpec input{static_cast<DataType>(type), {}};
-            std::string dim;
-            while (words >> dim)
+            auto type = parseInteger(words[1]);
+            if (!type)
             {
-                bool const number = !dim.empty() && (std::isdigit(static_cast<unsigned char>(dim[0])) || dim[0] == '-');
-                input.dims.push_back(
-                    number ? engine.builder.constantExpr(std::stoll(dim)) : engine.builder.symbol(dim));
+                return refuse("cannot read the input line");
+            }
+            TensorSpec input{static_cast<DataType>(*type), {}};
+            for (size_t i = 2; i < words.size(); ++i)
+            {
+                auto v = parseInteger(words[i]);
+                input.dims.push_back(v ? engine.builder.constantExpr(*v) : engine.builder.symbol(words[i]));
             }
             engine.inputs.push_back(input);
         }
-        else if (what == "profile")
+        else if (words[0] == "profile")
         {
-            std::string name;
-            Range range{};
-            if (!(words >> name >> range.min >> range.opt >> range.max))
+            std::optional<int64_t> low, opt, high;
+            if (words.size() == 5)
             {
-                std::string bytes; // what was received, for a failure that the text alone does not explain
-                for (unsigned char c : line)
-                {
-                    char hex[4];
-                    std::snprintf(hex, sizeof(hex), "%02x", c);
-                    bytes += hex;
-                }
-                report.fail("cannot read the profile line: " + line + " (bytes " + bytes + ")");
-                return false;
+                low = parseInteger(words[2]);
+                opt = parseInteger(words[3]);
+                high = parseInteger(words[4]);
             }
-            engine.profile[name] = range;
+            if (!low || !opt || !high)
+            {
+                return refuse("cannot read the profile line");
+            }
+            engine.profile[words[1]] = Range{*low, *opt, *high};
         }
         else
         {
-            report.fail("unknown spec line: " + line);
-            return false;
+            return refuse("unknown spec line");
         }
     }
     for (auto& [name, values] : engine.fieldSpec)
@@ -1137,19 +1185,18 @@ Sizes profileSizes(Engine const& engine, int which)
     return sizes;
 }
 
+//! Concrete sizes "N=1000 E=5000" (read as the spec is); false for anything else.
 bool parseSizes(std::string const& text, Sizes& sizes)
 {
-    std::istringstream words(text);
-    words.imbue(std::locale::classic());
-    std::string item;
-    while (words >> item)
+    for (std::string const& item : splitWords(text))
     {
-        auto eq = item.find('=');
-        if (eq == std::string::npos)
+        auto const eq = item.find('=');
+        auto const value = eq == std::string::npos ? std::nullopt : parseInteger(item.substr(eq + 1));
+        if (!value)
         {
             return false;
         }
-        sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+        sizes[item.substr(0, eq)] = *value;
     }
     return true;
 }
