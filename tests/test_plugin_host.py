@@ -336,26 +336,35 @@ extern "C" void set_space_grouping_locale() {
 
 LOCALE_SCRIPT = """
 import ctypes, sys
+try:
+    import torch  # first, as bench_enqueue.py imports it (where torch is installed)
+except ImportError:
+    pass
 import tensorrt as trt
 ctypes.CDLL(sys.argv[1]).set_space_grouping_locale()
 from tests.plugin_host.host import PluginHost
 import plugin.kernels
 import plugin.scatter_add_plugin as sap
-plugin.kernels.PreparedScatterAdd = lambda **sizes: (lambda *pointers: None)  # the build's timing enqueue: recorded
+from benchmarks.bench_enqueue import trampoline_context
+launches = []
+plugin.kernels.PreparedScatterAdd = lambda **sizes: (lambda *pointers: launches.append(pointers))  # recorded
 host = PluginHost(trt)
 sap.register_scatter_add_creator()
-spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
-                 {"N": (1, 10**6, 10**6), "E": (1, 10**4, 10**4)}, {"compute_counts": [1]})
-engine, report = host.build(sap.PLUGIN_NAME, "1", "", spec)
-assert report.ok, report
-print(report.step("configurePlugin")["in"][0]["max"])
+for compute_counts in (True, False):  # the trampoline rows' engine and context, bench_enqueue.py's default sizes
+    engine, context, workspace = trampoline_context(trt, host, 10**6, 10**4, compute_counts)
+    outputs = [0, 0x4000][:2 if compute_counts else 1]
+    report = host.enqueue(context, [0x1000, 0x2000, 0x3000], outputs, 0x5000 if workspace else 0, 0x6000, 101)
+    assert report.ok and report.step("IPluginV3OneRuntime::enqueue")["calls"] == 101, report
+    assert host.close(context).ok and host.free(engine).ok
+print(len(launches))
 """
 
 
-def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host, tmp_path):
-    """On the H200, after torch's CUDA start-up, the host read "profile N 1 1000000 1000000" as one number: a
-    library had set a global C++ locale that groups digits. Here a locale grouping with spaces is set first, in a
-    fresh process; the host's streams use the classic locale, so the build reads its sizes."""
+def test_bench_enqueue_trampoline_context_whatever_global_cpp_locale_the_process_has(host, tmp_path):
+    """bench_enqueue.py's trampoline rows, as far as a CPU goes (launches recorded): torch imported first, then a
+    global C++ locale that groups digits by spaces (in which a stream reads "1 1000000" as one number), then the
+    rows' engine and context for N = 1e6, E = 1e4 and 101 enqueues, in a fresh process. The host reads its spec
+    without streams, so the locale changes nothing."""
     helper = tmp_path / "libsetlocale.so"
     (tmp_path / "setlocale.cpp").write_text(LOCALE_HELPER)
     build = subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-o", str(helper),
@@ -366,7 +375,7 @@ def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host
     result = subprocess.run([sys.executable, "-c", LOCALE_SCRIPT, str(helper)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "[1000000, 1]", result.stdout  # the profile's max of state
+    assert result.stdout.strip().splitlines()[-1] == str(2 * (2 + 101)), result.stdout  # timing 2, enqueues 101
 
 
 def test_the_bindings_keep_a_deleted_plugin_alive_in_python(trt, host, sap):
