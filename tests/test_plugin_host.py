@@ -35,9 +35,9 @@ PROFILE = {"N": (1, 4000, 64000), "E": (1, 6000, 2**25)}
 NUM_FEATURES = 3
 CONFIGURE_ROUNDS = ["the profile: min, opt, max", "kMIN only", "kOPT only", "kMAX only", "the profile again"]
 TIMING_CALLS = [
-    "IPluginV3::clone (the builder's copy for timing)", "IPluginV3::getCapabilityInterface(kRUNTIME of the timing copy)",
-    "setTactic", "onShapeChange (build: kOPT)", "IPluginV3OneRuntime::enqueue (build: timing on made-up inputs at kOPT)",
-    "delete the timing copy",
+    "IPluginV3::clone (the builder's copy for timing)",
+    "IPluginV3::getCapabilityInterface(kRUNTIME of the timing copy)", "setTactic", "onShapeChange (build: kOPT)",
+    "IPluginV3OneRuntime::enqueue (build: timing on made-up inputs at kOPT)", "delete the timing copy",
 ]
 BUILD_CALLS = [
     "IPluginRegistry::getCreator", "IPluginCreatorV3One::getFieldNames", "IPluginCreatorV3One::createPlugin(kBUILD)",
