@@ -866,3 +866,18 @@ def test_a_spec_line_the_host_cannot_read_is_reported_with_its_bytes(trt, host, 
         engine, report = host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE, spec)
         assert engine is None and report.calls == ["host"], report
         assert f"cannot read the profile line: {profile_line} (bytes {profile_line.encode().hex()})" in report.error
+
+
+def test_host_py_refuses_a_host_built_from_another_source(host):
+    """tests/plugin_host/host.py compares the digest compiled into the host with this tree's plugin_host.cpp."""
+    from tests.plugin_host.build import source_digest
+    from tests.plugin_host.host import check_source
+
+    def digest_of(value):
+        function = lambda: value  # noqa: E731  (stands for the ctypes function, which takes restype/argtypes)
+        return type("Library", (), {"host_source_digest": staticmethod(function)})()
+
+    check_source(host.lib, "the built host")  # this tree's
+    check_source(digest_of(source_digest().encode()), "same")
+    with pytest.raises(RuntimeError, match="built from another plugin_host.cpp"):
+        check_source(digest_of(b"0" * 64), "old")

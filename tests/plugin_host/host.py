@@ -22,6 +22,21 @@ def host_library_path() -> str | None:
     return getattr(sys.modules.get("tensorrt_libs"), "PLUGIN_HOST", None)
 
 
+def check_source(lib: Any, path: str) -> None:
+    """RuntimeError unless the host was built from this tree's plugin_host.cpp (a layout built elsewhere and
+    carried keeps the host it was built with; without this check an old host would run under new tests)."""
+    from tests.plugin_host.build import source_digest
+
+    digest = getattr(lib, "host_source_digest", None)
+    built = b""
+    if digest is not None:
+        digest.restype, digest.argtypes = ctypes.c_char_p, []
+        built = digest()
+    if built.decode() != source_digest():
+        raise RuntimeError(f"the plugin host {path} was built from another plugin_host.cpp than this tree's: rebuild "
+                           "it with tests/plugin_host/build.py where TensorRT's headers are (then carry the layout)")
+
+
 class Report:
     """One phase's report from the host: ok, the first error, and each TensorRT call made with what it got."""
 
@@ -95,6 +110,7 @@ class PluginHost:
         for name, (restype, argtypes) in signatures.items():
             function = getattr(lib, name)
             function.restype, function.argtypes = restype, argtypes
+        check_source(lib, path)
         if not lib.host_register_driver():
             raise RuntimeError("the plugin host could not register its driver creator")
         self.driver = trt.get_plugin_registry().get_creator("PluginHostDriver", "1", "plugin_host")

@@ -1441,6 +1441,17 @@ HOST_API char const* host_headers_version()
     return version.c_str();
 }
 
+#ifndef HOST_SOURCE_SHA256
+#define HOST_SOURCE_SHA256 ""
+#endif
+
+//! The SHA-256 of the plugin_host.cpp this host was built from (build.py passes it), so that host.py can refuse a
+//! host built from another source (a layout carried to a machine where it cannot be rebuilt).
+HOST_API char const* host_source_digest()
+{
+    return HOST_SOURCE_SHA256;
+}
+
 //! Sets the callback called at the points where TensorRT goes on with other work before it uses what a plugin
 //! call returned (nullptr: none).
 HOST_API void host_set_hook(Hook hook)
