@@ -1294,6 +1294,7 @@ struct Driver
         void*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, void**, void**){nullptr};
     Result (*getErrorName)(Result, char const**){nullptr};
     Result (*ctxGetCurrent)(void**){nullptr};
+    Result (*ctxSetCurrent)(void*){nullptr};
     Result (*memAlloc)(uint64_t*, size_t){nullptr};
     Result (*memFree)(uint64_t){nullptr};
     Result (*memcpyHtoD)(uint64_t, void const*, size_t){nullptr};
@@ -1320,6 +1321,7 @@ struct Driver
                 find(driver.launchKernel, "cuLaunchKernel");
                 find(driver.getErrorName, "cuGetErrorName");
                 find(driver.ctxGetCurrent, "cuCtxGetCurrent");
+                find(driver.ctxSetCurrent, "cuCtxSetCurrent");
                 find(driver.memAlloc, "cuMemAlloc_v2");
                 find(driver.memFree, "cuMemFree_v2");
                 find(driver.memcpyHtoD, "cuMemcpyHtoD_v2");
@@ -2717,9 +2719,21 @@ int32_t enqueueTogether(Context* const* contexts, std::vector<uint64_t> const* i
     std::mutex stderrLock, startLock;
     std::condition_variable started;
     int32_t waiting = 2;
+    // Each thread makes the caller's CUDA context current first, as an application's threads must before
+    // enqueueV3 (none on a CPU).
+    Driver const* driver = Driver::withContext();
+    void* cudaContext = nullptr;
+    if (driver != nullptr && driver->ctxSetCurrent != nullptr)
+    {
+        driver->ctxGetCurrent(&cudaContext);
+    }
     Report reports[2] = {Report("context 0"), Report("context 1")};
     int32_t statuses[2] = {-1, -1};
     auto run = [&](int32_t i) {
+        if (cudaContext != nullptr)
+        {
+            driver->ctxSetCurrent(cudaContext);
+        }
         {
             std::unique_lock<std::mutex> lock(startLock);
             if (--waiting == 0)
