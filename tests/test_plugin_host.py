@@ -15,6 +15,7 @@ and tests/test_real_bindings.py lays one out itself where it can and runs them t
 
 import gc
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -881,3 +882,92 @@ def test_host_py_refuses_a_host_built_from_another_source(host):
     check_source(digest_of(source_digest().encode()), "same")
     with pytest.raises(RuntimeError, match="built from another plugin_host.cpp"):
         check_source(digest_of(b"0" * 64), "old")
+
+
+TIMING_DRIVER = r"""
+/* A stand-in libcuda (soname libcuda.so.1) for the build's timing enqueue on "device" buffers: host memory behind
+   made-up device addresses, a current context, a stream whose work ends or (FAKE_CUDA_NEVER_ENDS) never does. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void say(const char* text) { FILE* f = fopen(getenv("FAKE_CUDA_LOG"), "a"); fputs(text, f); fclose(f); }
+int cuCtxGetCurrent(void** ctx) { *ctx = (void*)0xC0; return 0; }
+int cuCtxSetCurrent(void* ctx) { return ctx == (void*)0xC0 ? 0 : 201; }
+int cuMemAlloc_v2(uint64_t* p, size_t n) {
+    char line[64]; snprintf(line, sizeof line, "alloc %zu\n", n); say(line); *p = (uint64_t)(uintptr_t)malloc(n);
+    return 0; }
+int cuMemFree_v2(uint64_t p) { say("free\n"); free((void*)(uintptr_t)p); return 0; }
+int cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); return 0; }
+int cuStreamCreate(void** s, unsigned flags) { *s = (void*)0x5700; say("stream\n"); return 0; }
+int cuStreamDestroy_v2(void* s) { say("stream destroyed\n"); return 0; }
+int cuStreamQuery(void* s) { return getenv("FAKE_CUDA_NEVER_ENDS") ? 600 : 0; }
+int cuStreamSynchronize(void* s) { return 0; }
+int cuGetErrorName(int r, const char** s) { *s = r == 600 ? "CUDA_ERROR_NOT_READY" : "CUDA_ERROR"; return 0; }
+int cuModuleLoadData(void** m, const void* image) { return 1; }
+int cuModuleGetFunction(void** f, void* m, const char* name) { return 1; }
+int cuModuleUnload(void* m) { return 0; }
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) { return 1; }
+"""
+
+TIMING_SCRIPT = """
+import ctypes, json, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # found by the host's dlopen("libcuda.so.1")
+import tensorrt as trt
+import plugin.kernels
+import plugin.scatter_add_plugin as sap
+launches = []
+plugin.kernels.PreparedScatterAdd = lambda **sizes: (lambda *pointers: launches.append(pointers))  # recorded
+from tests.plugin_host.host import PluginHost
+from tests.test_plugin_host import network_spec
+host = PluginHost(trt)
+host.timing_limit(0.5)
+sap.register_scatter_add_creator()
+engine, report = host.build(sap.PLUGIN_NAME, "1", "", network_spec(host, trt, "float16"))
+host.free(engine)
+print(json.dumps({"report": report.data, "launches": launches}))
+"""
+
+
+@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
+def test_the_builds_timing_on_device_buffers_with_a_stand_in_driver(trt, host, tmp_path, never_ends):
+    """The timing enqueue where a CUDA context is current, with a stand-in libcuda in a fresh process: device
+    buffers of the kOPT shapes' bytes (and the promised workspace) are made, filled and handed to enqueue on a
+    stream of the host's, then waited for; a stream whose work never ends is reported after the time limit and
+    its buffers are left alone (tests/test_plugin_host_gpu.py does this on a GPU)."""
+    library = tmp_path / "libcuda.so.1"
+    source = tmp_path / "timing_cuda.c"
+    source.write_text(TIMING_DRIVER)
+    compiler = os.environ.get("CC", "gcc")
+    build = subprocess.run([compiler, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library),
+                            str(source)], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot compile the stand-in driver with {compiler}: {build.stderr.strip()[-300:]}")
+    log = tmp_path / "driver.log"
+    env = dict(os.environ, FAKE_CUDA_LOG=str(log), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]]))
+    if never_ends:
+        env["FAKE_CUDA_NEVER_ENDS"] = "1"
+    result = subprocess.run([sys.executable, "-c", TIMING_SCRIPT, str(library)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    from tests.plugin_host.host import Report
+
+    report = Report(data["report"])
+    timing = report.step("IPluginV3OneRuntime::enqueue (build")
+    assert timing["on_device"] and timing["stream"] == 0x5700, report
+    (n_opt, e_opt) = PROFILE["N"][1], PROFILE["E"][1]
+    state, src, index = 2 * 3 * n_opt, 2 * 3 * e_opt, 8 * e_opt  # float16 [N, 3], [E, 3]; int64 [E]
+    counts, workspace = 8 * n_opt, timing["workspace_bytes"]
+    assert workspace > 0 and log.read_text().splitlines()[:6] == [
+        f"alloc {state}", f"alloc {src}", f"alloc {index}", f"alloc {counts}", f"alloc {workspace}", "stream"]
+    assert [tuple(call) for call in data["launches"]] == [
+        (*timing["inputs"], timing["outputs"][1], timing["workspace"], 0x5700)] * 2
+    kernels = report.step("the timing enqueue's kernels on made-up inputs")
+    if never_ends:
+        assert not report.ok and not kernels["ok"] and "did not end within 0.5 s" in kernels["message"], report
+        assert "free" not in log.read_text()  # a kernel still running: its buffers are left alone
+    else:
+        assert report.ok and kernels["ok"], report
+        assert log.read_text().splitlines()[6:] == ["stream destroyed"] + ["free"] * 5

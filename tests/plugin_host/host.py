@@ -96,6 +96,7 @@ class PluginHost:
             "host_engine_free": (None, [void_p]),
             "host_engine_describe": (char_p, [void_p]),
             "host_run_unbound": (None, []),
+            "host_set_timing_limit": (None, [ctypes.c_double]),
         }
         self.aot = hasattr(lib, "host_aot_build")  # the 10.16 and 11.x header sets have quick plugins
         if self.aot:
@@ -205,6 +206,10 @@ class PluginHost:
         finally:
             check(driver.cuGraphDestroy(graph))
         return report
+
+    def timing_limit(self, seconds: float) -> None:
+        """How long the build's timing enqueue on a GPU is waited for (default 60 s) before it is reported."""
+        self.lib.host_set_timing_limit(seconds)
 
     def enqueue_ns(self, context: int) -> int:
         """Nanoseconds of the last enqueue loop after its first call."""

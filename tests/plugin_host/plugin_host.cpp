@@ -298,6 +298,10 @@ std::optional<std::string> readableString(char const* p, size_t maxLength = 1024
 using Hook = void (*)(char const* point);
 Hook gHook = nullptr;
 
+//! How long the host waits for the build's timing enqueue on a GPU before it reports that its kernels never end
+//! (host_set_timing_limit changes it).
+double gTimingLimitSeconds = 60.0;
+
 void hookPoint(char const* point)
 {
     if (gHook != nullptr)
@@ -1461,6 +1465,12 @@ HOST_API void host_set_hook(Hook hook)
     gHook = hook;
 }
 
+//! How long the build's timing enqueue on a GPU is waited for before its kernels are reported as never ending.
+HOST_API void host_set_timing_limit(double seconds)
+{
+    gTimingLimitSeconds = seconds;
+}
+
 //! The registry's creators as JSON [[kind, name, version, namespace], ...].
 HOST_API char const* host_registry_list()
 {
@@ -1815,7 +1825,9 @@ public:
         if (r == kNOT_READY)
         {
             mAbandoned = true; // a kernel still running: its buffers stay
-            problem = "the kernels did not end within " + std::to_string(static_cast<int>(seconds)) + " s";
+            char limit[32];
+            std::snprintf(limit, sizeof(limit), "%g", seconds);
+            problem = std::string{"the kernels did not end within "} + limit + " s";
             return false;
         }
         if (r != 0)
@@ -1913,8 +1925,6 @@ int32_t callEnqueue(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> 
         reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream));
 }
 
-//! How long the host waits for the timing enqueue's kernels on made-up inputs before it reports that they never end.
-constexpr double kTIMING_LIMIT_SECONDS = 60.0;
 
 //! What the builder may do to time a plugin, on a clone of the network's plugin: onShapeChange at kOPT, then
 //! enqueue (twice) on inputs it made up and a workspace of the size getWorkspaceSize promised.
@@ -1922,7 +1932,7 @@ constexpr double kTIMING_LIMIT_SECONDS = 60.0;
 //! profile, with `in` resolved to the values specified by the kOPT field of the current profile." What enqueue
 //! then reads is the builder's: a TensorRT maintainer, NVIDIA/TensorRT#2552, on plugins timed while building: the
 //! builder runs them on inputs it made up. On a GPU (a current CUDA context) the buffers hold random bytes and the
-//! host waits for the kernels (kTIMING_LIMIT_SECONDS at most); on a CPU the addresses are made up and the plugin's
+//! host waits for the kernels (gTimingLimitSeconds at most); on a CPU the addresses are made up and the plugin's
 //! launch is recorded by the test.
 bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
 {
@@ -1988,7 +1998,7 @@ bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
             ok = status == 0;
             if (ok && buffers.onDevice())
             {
-                ok = buffers.wait(kTIMING_LIMIT_SECONDS, problem);
+                ok = buffers.wait(gTimingLimitSeconds, problem);
                 report.step("the timing enqueue's kernels on made-up inputs", ok,
                     ok ? "" : "\"message\": " + quoted(problem));
             }
