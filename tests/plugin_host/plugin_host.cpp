@@ -2722,7 +2722,9 @@ int32_t enqueue(Context& context, std::vector<uint64_t> const& in, uint64_t cons
 
 //! Two execution contexts (of one engine or two) enqueueing at once, each from a thread of its own with its own
 //! buffers and stream, as an application may run them (the IExecutionContext sentence above: "multiple batches
-//! simultaneously"). Both threads start together; each context's report goes into `report` as "context I: ...".
+//! simultaneously"; it goes on: "each execution context in concurrent use must use a separate optimization
+//! profile", which the plugin cannot tell apart: the host has one). Both threads start together; each context's
+//! report goes into `report` as "context I: ...".
 int32_t enqueueTogether(Context* const* contexts, std::vector<uint64_t> const* in, uint64_t const* const* given,
     uint64_t const* workspaces, uint64_t const* streams, int32_t repeats, Report& report)
 {
