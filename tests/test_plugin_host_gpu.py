@@ -212,6 +212,16 @@ class Update:
             buffer.free()
 
 
+def release(host, engine, contexts, updates):
+    """Closes the contexts (None: never opened), frees the engine and the updates' buffers."""
+    for context in contexts:
+        if context is not None:
+            assert host.close(context).ok
+    host.free(engine)
+    for update in updates:
+        update.free()
+
+
 def new_stream():
     from cuda.bindings import runtime
 
@@ -251,11 +261,7 @@ def test_new_addresses_between_enqueues(trt, host, sap, stream, dtype):
         updates[0].check(3)
         updates[1].check(1)
     finally:
-        if context is not None:
-            assert host.close(context).ok
-        host.free(engine)
-        for update in updates:
-            update.free()
+        release(host, engine, [context], updates)
 
 
 @pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
@@ -281,11 +287,7 @@ def test_two_contexts_enqueue_at_once(trt, host, sap, stream, dtype, compute_cou
         for update in updates:
             update.check(repeats)
     finally:
-        for context in contexts:
-            assert host.close(context).ok
-        host.free(engine)
-        for update in updates:
-            update.free()
+        release(host, engine, contexts, updates)
         for handle in streams:
             destroy_stream(handle)
 
@@ -319,11 +321,7 @@ def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, comp
         else:
             updates[0].check(1 + replays)
     finally:
-        if context is not None:
-            assert host.close(context).ok
-        host.free(engine)
-        for update in updates:
-            update.free()
+        release(host, engine, [context], updates)
         destroy_stream(handle)
 
 
