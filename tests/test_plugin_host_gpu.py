@@ -292,13 +292,15 @@ def test_two_contexts_enqueue_at_once(trt, host, sap, stream, dtype, compute_cou
             destroy_stream(handle)
 
 
+@pytest.mark.parametrize("mode", ["global", "thread_local"])
 @pytest.mark.parametrize("new_addresses", [False, True], ids=["same addresses", "new addresses"])
 @pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, compute_counts, new_addresses):
-    """One enqueue outside any capture, then one inside the caller's capture of a created stream (global mode),
-    the graph replayed four times: with the same addresses the state gets 1 + 4 additions; with new ones
-    onShapeChange runs inside the capture and the other state gets the four."""
+def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, compute_counts, new_addresses, mode):
+    """One enqueue outside any capture, then one inside the caller's capture of a created stream (global mode, as
+    torch.cuda.graph captures by default, and thread-local, as trtexec), the graph replayed four times: with the
+    same addresses the state gets 1 + 4 additions; with new ones onShapeChange runs inside the capture and the
+    other state gets the four."""
     num_nodes, num_edges, num_features, replays = 2000, 20_000, 4, 4
     handle = new_stream()
     engine, workspace = build_engine(host, trt, sap, dtype, compute_counts, num_nodes, num_edges, num_features)
@@ -311,7 +313,7 @@ def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, comp
         assert report.ok, report
         assert host.enqueue(context, updates[0].inputs, updates[0].outputs, space, handle).ok
         captured = updates[1] if new_addresses else updates[0]
-        report = host.enqueue_captured(context, captured.inputs, captured.outputs, space, handle, replays)
+        report = host.enqueue_captured(context, captured.inputs, captured.outputs, space, handle, replays, mode)
         assert report.ok, report
         assert report.calls[0].startswith("onShapeChange") == new_addresses, report
         synchronize(handle)

@@ -175,8 +175,9 @@ class PluginHost:
         return self._run()[1]
 
     def enqueue_captured(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
-                         replays: int = 1) -> Report:
-        """enqueue inside a CUDA graph capture of `stream` (global mode), as an application captures enqueueV3, then
+                         replays: int = 1, mode: str = "global") -> Report:
+        """enqueue inside a CUDA graph capture of `stream` (`mode`: "global", as torch.cuda.graph captures by
+        default, or "thread_local", as trtexec does), as an application captures enqueueV3, then
         the graph launched `replays` times and the stream synchronized; the report of the captured enqueue. With
         addresses other than the last enqueue's, onShapeChange runs inside the capture too (TensorRT calls it at
         the next enqueueV3). Needs a GPU (cuda.bindings). NvInferRuntime.h
@@ -188,8 +189,9 @@ class PluginHost:
         from plugin.cuda_check import check
 
         handle = driver.CUstream(stream)
-        mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
-        check(driver.cuStreamBeginCapture(handle, mode))
+        modes = {"global": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL,
+                 "thread_local": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL}
+        check(driver.cuStreamBeginCapture(handle, modes[mode]))
         try:
             report = self.enqueue(context, inputs, outputs, workspace, stream)
         finally:
