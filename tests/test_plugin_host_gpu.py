@@ -298,7 +298,7 @@ def test_two_contexts_enqueue_at_once(trt, host, sap, stream, dtype, compute_cou
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, compute_counts, new_addresses, mode):
     """One enqueue outside any capture, then one inside the caller's capture of a created stream (global mode, as
-    torch.cuda.graph captures by default, and thread-local, as trtexec), the graph replayed four times: with the
+    torch.cuda.graph captures by default, and thread-local), the graph replayed four times: with the
     same addresses the state gets 1 + 4 additions; with new ones onShapeChange runs inside the capture and the
     other state gets the four."""
     num_nodes, num_edges, num_features, replays = 2000, 20_000, 4, 4

@@ -177,7 +177,7 @@ class PluginHost:
     def enqueue_captured(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
                          replays: int = 1, mode: str = "global") -> Report:
         """enqueue inside a CUDA graph capture of `stream` (`mode`: "global", as torch.cuda.graph captures by
-        default, or "thread_local", as trtexec does), as an application captures enqueueV3, then
+        default, or "thread_local"), as an application captures enqueueV3, then
         the graph launched `replays` times and the stream synchronized; the report of the captured enqueue. With
         addresses other than the last enqueue's, onShapeChange runs inside the capture too (TensorRT calls it at
         the next enqueueV3). Needs a GPU (cuda.bindings). NvInferRuntime.h
