@@ -204,7 +204,7 @@ def test_build_phase_in_tensorrts_order(trt, host, sap, recorded_launch, dtype, 
         shapes = report.step("onShapeChange (build: kOPT)")
         assert [d["dims"] for d in shapes["in"]] == [[n_opt, 3], [e_opt, 3], [e_opt]]
         timing = report.step("IPluginV3OneRuntime::enqueue (build")
-        assert timing["calls"] == 2 and not timing["on_device"] and timing["outputs"][0] == timing["inputs"][0]
+        assert timing["calls"] == 2 and timing["outputs"][0] == timing["inputs"][0]  # on a CPU: made-up addresses
         assert timing["workspace_bytes"] == report.step("getWorkspaceSize")["bytes"]
         assert (timing["workspace"] != 0) == (timing["workspace_bytes"] > 0)  # no workspace: a null pointer
         (launch,) = recorded_launch.made
