@@ -657,7 +657,8 @@ AOT_BUILD_CALLS = [
     "getNbSupportedFormatCombinations + getSupportedFormatCombinations",
     *[f"configurePlugin ({label})" for label in CONFIGURE_ROUNDS], "getAliasedInput",
     "getNbTactics + getValidTactics", "setTactic", "IPluginV3QuickAOTBuild::getLaunchParams",
-    "IPluginV3QuickAOTBuild::getKernel", "getTimingCacheID + getMetadataString", "IPluginV3::clone",
+    "IPluginV3QuickAOTBuild::getKernel", "getTimingCacheID + getMetadataString",
+    "the timing launch at kOPT (no CUDA context: evaluated, not launched)", "IPluginV3::clone",
     "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
     "delete the clone", "delete the build plugin",
 ]
@@ -904,11 +905,13 @@ int cuStreamDestroy_v2(void* s) { say("stream destroyed\n"); return 0; }
 int cuStreamQuery(void* s) { return getenv("FAKE_CUDA_NEVER_ENDS") ? 600 : 0; }
 int cuStreamSynchronize(void* s) { return 0; }
 int cuGetErrorName(int r, const char** s) { *s = r == 600 ? "CUDA_ERROR_NOT_READY" : "CUDA_ERROR"; return 0; }
-int cuModuleLoadData(void** m, const void* image) { return 1; }
-int cuModuleGetFunction(void** f, void* m, const char* name) { return 1; }
-int cuModuleUnload(void* m) { return 0; }
+int cuModuleLoadData(void** m, const void* image) { *m = (void*)0x10; say("load\n"); return 0; }
+int cuModuleGetFunction(void** f, void* m, const char* name) { *f = (void*)0x20; return 0; }
+int cuModuleUnload(void* m) { say("unload\n"); return 0; }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned shared, void* stream, void** params, void** extra) { return 1; }
+                   unsigned shared, void* stream, void** params, void** extra) {
+    char line[128]; snprintf(line, sizeof line, "launch %u %u %u %llu\n", gx, bx, shared,
+                             (unsigned long long)(uintptr_t)stream); say(line); return 0; }
 """
 
 TIMING_SCRIPT = """
@@ -923,19 +926,20 @@ from tests.plugin_host.host import PluginHost
 from tests.test_plugin_host import network_spec
 host = PluginHost(trt)
 host.timing_limit(0.5)
-sap.register_scatter_add_creator()
-engine, report = host.build(sap.PLUGIN_NAME, "1", "", network_spec(host, trt, "float16"))
+if sys.argv[2] == "aot":
+    from tests.test_plugin_host import aot_build, register_aot_plugins
+    kernel, engine, report = aot_build(host, trt, register_aot_plugins(host, trt), "scatter_table", "float16")
+else:
+    sap.register_scatter_add_creator()
+    engine, report = host.build(sap.PLUGIN_NAME, "1", "", network_spec(host, trt, "float16"))
 host.free(engine)
 print(json.dumps({"report": report.data, "launches": launches}))
 """
 
 
-@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
-def test_the_builds_timing_on_device_buffers_with_a_stand_in_driver(trt, host, tmp_path, never_ends):
-    """The timing enqueue where a CUDA context is current, with a stand-in libcuda in a fresh process: device
-    buffers of the kOPT shapes' bytes (and the promised workspace) are made, filled and handed to enqueue on a
-    stream of the host's, then waited for; a stream whose work never ends is reported after the time limit and
-    its buffers are left alone (tests/test_plugin_host_gpu.py does this on a GPU)."""
+def run_with_timing_driver(tmp_path, which, never_ends):
+    """TIMING_SCRIPT for `which` ("python" or "aot") in a fresh process with the stand-in libcuda: (report data,
+    recorded launches, the driver's log lines)."""
     library = tmp_path / "libcuda.so.1"
     source = tmp_path / "timing_cuda.c"
     source.write_text(TIMING_DRIVER)
@@ -948,26 +952,58 @@ def test_the_builds_timing_on_device_buffers_with_a_stand_in_driver(trt, host, t
     env = dict(os.environ, FAKE_CUDA_LOG=str(log), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]]))
     if never_ends:
         env["FAKE_CUDA_NEVER_ENDS"] = "1"
-    result = subprocess.run([sys.executable, "-c", TIMING_SCRIPT, str(library)], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-c", TIMING_SCRIPT, str(library), which], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(result.stdout.strip().splitlines()[-1])
     from tests.plugin_host.host import Report
 
-    report = Report(data["report"])
+    return Report(data["report"]), data["launches"], log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
+def test_the_aot_builds_timing_launch_with_a_stand_in_driver(trt, host, aot, tmp_path, never_ends):
+    """An AOT plugin's timing where a CUDA context is current (stand-in libcuda, fresh process): device buffers of
+    the inputs at kOPT, the PTX loaded, the kernel launched with getLaunchParams at kOPT on the host's stream,
+    waited for, the build's module unloaded; a kernel that never ends is reported and its buffers left alone."""
+    from plugin.kernels.aot import AOT_KERNELS, aot_launch_params
+
+    report, _, log = run_with_timing_driver(tmp_path, "aot", never_ends)
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_TABLE]]
+    (n, e, c) = (AOT_PROFILE[name][1] for name in ("N", "E", "C"))
+    grid, block, shared = aot_launch_params(kernel, {"num_nodes": n, "num_edges": e, "num_features": NUM_FEATURES,
+                                                     "capacity": c})
+    allocations = [f"alloc {bytes_}" for bytes_ in (2 * 3 * e, 8 * e, 4 * c, 4 * 3 * c)]  # src, index, keys, values
+    assert log[:7] == [*allocations, "stream", "load", f"launch {grid} {block} {shared} {0x5700}"], log
+    kernel_step = report.step("the timing launch's kernel on made-up inputs")
+    if never_ends:
+        assert not report.ok and "did not end within 0.5 s" in kernel_step["message"], report
+        assert "free" not in log and "unload" not in log
+    else:
+        assert report.ok and kernel_step["ok"], report
+        assert log[7:] == ["unload", "stream destroyed"] + ["free"] * 4  # the build's module, then its buffers
+
+
+@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
+def test_the_builds_timing_on_device_buffers_with_a_stand_in_driver(trt, host, tmp_path, never_ends):
+    """The timing enqueue where a CUDA context is current, with a stand-in libcuda in a fresh process: device
+    buffers of the kOPT shapes' bytes (and the promised workspace) are made, filled and handed to enqueue on a
+    stream of the host's, then waited for; a stream whose work never ends is reported after the time limit and
+    its buffers are left alone (tests/test_plugin_host_gpu.py does this on a GPU)."""
+    report, launches, log = run_with_timing_driver(tmp_path, "python", never_ends)
     timing = report.step("IPluginV3OneRuntime::enqueue (build")
     assert timing["on_device"] and timing["stream"] == 0x5700, report
     (n_opt, e_opt) = PROFILE["N"][1], PROFILE["E"][1]
     state, src, index = 2 * 3 * n_opt, 2 * 3 * e_opt, 8 * e_opt  # float16 [N, 3], [E, 3]; int64 [E]
     counts, workspace = 8 * n_opt, timing["workspace_bytes"]
-    assert workspace > 0 and log.read_text().splitlines()[:6] == [
+    assert workspace > 0 and log[:6] == [
         f"alloc {state}", f"alloc {src}", f"alloc {index}", f"alloc {counts}", f"alloc {workspace}", "stream"]
-    assert [tuple(call) for call in data["launches"]] == [
+    assert [tuple(call) for call in launches] == [
         (*timing["inputs"], timing["outputs"][1], timing["workspace"], 0x5700)] * 2
     kernels = report.step("the timing enqueue's kernels on made-up inputs")
     if never_ends:
         assert not report.ok and not kernels["ok"] and "did not end within 0.5 s" in kernels["message"], report
-        assert "free" not in log.read_text()  # a kernel still running: its buffers are left alone
+        assert "free" not in log  # a kernel still running: its buffers are left alone
     else:
         assert report.ok and kernels["ok"], report
-        assert log.read_text().splitlines()[6:] == ["stream destroyed"] + ["free"] * 5
+        assert log[6:] == ["stream destroyed"] + ["free"] * 5

@@ -8,9 +8,11 @@ attachToContext, onShapeChange and enqueue through the bindings' C++ trampoline 
 CUDA stream, also several enqueues in a row (the plugin replays a CUDA graph of its launch from the second one
 on), new addresses between enqueues (onShapeChange again), two execution contexts enqueueing at once from two
 threads, and enqueue inside the caller's CUDA graph capture.
-AOT plugins: the PTX getKernel returned, loaded with cuModuleLoadData and launched by the host with the grid and
-extra arguments getLaunchParams gave, evaluated for the sizes, in the order tensorrt.plugin documents (inputs,
-extra arguments, outputs; an aliased output is its input's buffer); the network's fills are memsets here.
+AOT plugins: the builder's timing launch at kOPT on device buffers of random bytes (the kernel must end within the
+time limit, without error), then the PTX getKernel returned, loaded with cuModuleLoadData and launched by the host
+with the grid and extra arguments getLaunchParams gave, evaluated for the sizes, in the order tensorrt.plugin
+documents (inputs, extra arguments, outputs; an aliased output is its input's buffer); the network's fills are
+memsets here.
 """
 
 import importlib
@@ -34,7 +36,9 @@ def host(trt):
 
     if host_library_path() is None:
         pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR)")
-    return PluginHost(trt)
+    host = PluginHost(trt)
+    host.timing_limit(20.0)  # the builds' timing kernels on made-up inputs: ms each; a kernel that never ends fails
+    return host
 
 
 @pytest.fixture(scope="module")
@@ -341,6 +345,8 @@ def aot_engine(host, trt, aot, plugin, dtype_name, num_features):
     kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[f"{aot.NAMESPACE}::{plugin}"]]
     engine, report = host.aot_build(plugin, aot.NAMESPACE, aot_spec(host, trt, kernel, dtype_name, num_features))
     assert report.ok, report
+    # the builder's timing: the kernel launched at kOPT on device buffers of random bytes, ended without error
+    assert report.step("the timing launch's kernel on made-up inputs")["ok"], report
     return kernel, engine
 
 

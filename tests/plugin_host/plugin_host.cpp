@@ -2946,6 +2946,8 @@ private:
 
 char const* const kLAUNCH_NAMES[7] = {"grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shared_mem"};
 
+bool timeAotOnMadeUpInputs(Engine& engine, Report& report);
+
 //! The build phase of a quickly deployable AOT plugin (IPluginV3QuickAOTBuild), in TensorRT's order, up to the
 //! kernel TensorRT embeds in the engine: getLaunchParams with the host's IExprBuilder, then getKernel.
 void* aotBuild(char const* name, char const* version, char const* ns, char const* spec, int32_t request)
@@ -3198,6 +3200,10 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         report.step("getTimingCacheID + getMetadataString", true,
             "\"timing_cache_id\": " + quoted(cacheId) + ", \"metadata\": " + quoted(metadata), text);
     }
+    if (!timeAotOnMadeUpInputs(*engine, report))
+    {
+        return finish(false);
+    }
     return finish(phase.cloneChecked<IPluginV3QuickCore>("PLUGIN_V3QUICK_CORE"));
 }
 
@@ -3252,19 +3258,15 @@ std::string launchJson(AotLaunch const& l)
 //! Launches the AOT kernel as TensorRT documents it (tensorrt.plugin.aot_impl): the input pointers, then the extra
 //! arguments (int32, int16 or int8 as declared), then the output pointers; an output aliased to an input gets
 //! that input's pointer. The module is loaded from the engine's PTX in the current CUDA context.
-int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, uint64_t const* outputs, uint64_t stream)
+int32_t launchAot(Engine* engine, Sizes const& sizes, uint64_t const* inputs, uint64_t const* outputs,
+    uint64_t stream, Report& report)
 {
-    auto const* engine = static_cast<Engine const*>(handle);
-    Report report("aot launch");
-    Sizes sizes;
     AotLaunch launch;
     std::string problem;
     Driver const* driver = nullptr;
-    if (!parseSizes(sizesText == nullptr ? "" : sizesText, sizes) || !evaluateLaunch(*engine, sizes, launch, problem)
-        || (driver = Driver::get(problem)) == nullptr)
+    if (!evaluateLaunch(*engine, sizes, launch, problem) || (driver = Driver::get(problem)) == nullptr)
     {
-        report.fail(problem.empty() ? "sizes not given as NAME=VALUE" : problem);
-        publish(report);
+        report.fail(problem);
         return -1;
     }
     size_t const nbIn = engine->inputs.size();
@@ -3307,7 +3309,7 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
         params.push_back(&outputPointers[i]);
     }
     // Loaded once per engine, as TensorRT loads the engine's kernel once (unloaded with the engine).
-    auto* mutableEngine = const_cast<Engine*>(engine);
+    Engine* mutableEngine = engine;
     Driver::Result r = 0;
     if (mutableEngine->module == nullptr)
     {
@@ -3332,8 +3334,80 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
             "\"launch\": " + launchJson(launch) + ", \"outputs\": " + intList(outs)
                 + ", \"result\": " + quoted(driver->name(r)));
     }
-    publish(report);
     return r;
+}
+
+int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, uint64_t const* outputs, uint64_t stream)
+{
+    Report report("aot launch");
+    Sizes sizes;
+    int32_t status = -1;
+    if (!parseSizes(sizesText == nullptr ? "" : sizesText, sizes))
+    {
+        report.fail("sizes not given as NAME=VALUE");
+    }
+    else
+    {
+        status = launchAot(static_cast<Engine*>(handle), sizes, inputs, outputs, stream, report);
+    }
+    publish(report);
+    return status;
+}
+
+//! The builder's timing of an AOT plugin at kOPT: TensorRT launches the kernel itself, on inputs it made up (the
+//! maintainer's answer in NVIDIA/TensorRT#2552, as for timeOnMadeUpInputs), so the kernel must end and stay in its
+//! buffers whatever they hold. On a GPU (a current CUDA context) the host loads the PTX and launches the kernel on
+//! device buffers of random bytes, waiting gTimingLimitSeconds at most; on a CPU it evaluates the launch only.
+bool timeAotOnMadeUpInputs(Engine& engine, Report& report)
+{
+    Sizes const sizes = profileSizes(engine, 1);
+    MadeUpBuffers buffers;
+    if (!buffers.onDevice())
+    {
+        AotLaunch launch;
+        std::string problem;
+        bool const ok = evaluateLaunch(engine, sizes, launch, problem);
+        report.step("the timing launch at kOPT (no CUDA context: evaluated, not launched)", ok,
+            ok ? "\"launch\": " + launchJson(launch) : "\"message\": " + quoted(problem));
+        return ok;
+    }
+    std::vector<PluginTensorDesc> inDescs, outDescs;
+    if (!concreteDescs(engine, sizes, inDescs, outDescs, report))
+    {
+        return false;
+    }
+    std::vector<uint64_t> in(inDescs.size()), out(outDescs.size());
+    uint64_t stream = 0;
+    std::string problem;
+    bool ok = true;
+    for (size_t i = 0; ok && i < in.size(); ++i)
+    {
+        ok = buffers.make(tensorBytes(inDescs[i]), in[i], problem);
+    }
+    for (size_t i = 0; ok && i < out.size(); ++i)
+    {
+        ok = engine.aliases[i] >= 0 || buffers.make(tensorBytes(outDescs[i]), out[i], problem);
+    }
+    if (!ok || !buffers.stream(stream, problem))
+    {
+        report.fail("made-up buffers for the timing launch: " + problem);
+        return false;
+    }
+    ok = launchAot(&engine, sizes, in.data(), out.data(), stream, report) == 0;
+    if (ok)
+    {
+        ok = buffers.wait(gTimingLimitSeconds, problem);
+        report.step(
+            "the timing launch's kernel on made-up inputs at kOPT", ok, ok ? "" : "\"message\": " + quoted(problem));
+    }
+    Driver const* driver = Driver::get(problem);
+    if (problem.find("did not end") == std::string::npos && engine.module != nullptr && driver != nullptr
+        && driver->moduleUnload != nullptr)
+    {
+        driver->moduleUnload(engine.module); // the build's own load: the engine's launches load it again
+        engine.module = engine.function = nullptr;
+    }
+    return ok && report.ok();
 }
 
 } // namespace
