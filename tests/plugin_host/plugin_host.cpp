@@ -11,6 +11,10 @@
  *     through the calls TensorRT documents in NvInferRuntime.h, in TensorRT's order: the build phase, the
  *     runtime phase (enqueue only when the caller hands it device buffers and a stream) and, for quickly
  *     deployable AOT plugins, the build phase up to getKernel plus the launch TensorRT makes from it.
+ * It is as harsh as TensorRT's headers allow, each time quoting the sentence it stands for: configurePlugin
+ * called several times, the parser's clone deleted at once, the builder's timing on made-up inputs at kOPT (on a
+ * GPU device buffers of random bytes, waited for with a time limit), getWorkspaceSize asked of a runtime plugin
+ * that was never configured, onShapeChange again after new shapes or addresses, two execution contexts at once.
  * Every call is checked; each step's result (types, shapes, formats, aliasing, fields, status, and what the
  * bindings' trampolines printed on stderr) goes into a JSON report that host_report() returns.
  * Compiled with g++ against TensorRT's real headers of the bindings' release line (build.py).
