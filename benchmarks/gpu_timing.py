@@ -120,6 +120,27 @@ def sync_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200)
     return statistics.median(times)
 
 
+def event_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200) -> float:
+    """One step between CUDA events recorded after a synchronisation (the device idle when the step is issued):
+    the host's launch latency plus the device time, as the events see them; median of `steps` after warm-up.
+    Beside sync_step_us (wall clock), which adds the synchronisation's wake-up."""
+    import torch
+
+    for i in range(2 * sets):
+        call(i % sets)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(steps):
+        torch.cuda.synchronize()
+        start.record()
+        call(i % sets)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
 def copy_bandwidth_bytes_per_s(nbytes: int = 4 << 30) -> float:
     """Device-to-device copy bandwidth counting bytes read plus bytes written (median of 10 copies)."""
     import torch

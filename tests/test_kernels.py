@@ -575,6 +575,24 @@ def test_owned_blocks_each_get_a_table_for_their_share_of_the_edges(edges):
     assert owned_shared_bytes(64, 1) == 64 * 4 * 2 and owned_shared_bytes(64, 3) == 64 * 4 * 4  # keys and sums
 
 
+@pytest.mark.parametrize("edges, features", [(1, 1), (10**4, 1), (OWNED_MAX_EDGES, 4), (10**6, 1)])
+def test_clustered_blocks_come_in_whole_clusters_with_tables_under_48_kib(edges, features):
+    from plugin.kernels import plan as plans
+
+    plan = plan_launch(10**8, edges, features, np.dtype(np.float16), H200_LIKE, 1, algorithm="clustered")
+    blocks = plan.scatter.grid[0]
+    assert plan.scatter.name == "scatter_clustered" and plan.scatter.block == plans.CLUSTER_THREADS
+    assert blocks == plans.CLUSTER_GRID_BLOCKS and blocks % plans.CLUSTER_BLOCKS == 0
+    capacity = plan.owned.capacity
+    assert capacity & (capacity - 1) == 0 and plan.owned.probes == min(capacity, OWNED_MAX_PROBES)
+    assert plan.scatter.shared_bytes == owned_shared_bytes(capacity, features) <= plans.CLUSTER_MAX_SHARED
+    share = -(-edges // blocks)
+    assert 3 * share <= 2 * capacity or 2 * owned_shared_bytes(capacity, features) > plans.CLUSTER_MAX_SHARED
+    with pytest.raises(ValueError, match="sm_90"):
+        plan_launch(10**8, edges, features, np.dtype(np.float16), dataclasses.replace(H200_LIKE, arch=80), 1,
+                    algorithm="clustered")
+
+
 @pytest.mark.parametrize("edges, features", [(1, 1), (4096, 1), (4097, 3), (10**6, 1), (PARTITION_MAX_EDGES, 1)])
 def test_partition_layout_sections_are_aligned_disjoint_and_large_enough(edges, features):
     layout = partition_layout(edges, features)
@@ -612,7 +630,7 @@ def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_th
 
 def test_paths_without_counts_refuse_counts_float16_direct_and_a_missing_workspace():
     half, single = np.dtype(np.float16), np.dtype(np.float32)
-    for algorithm in ("direct", "owned", "partitioned"):
+    for algorithm in ("direct", "owned", "clustered", "partitioned"):
         with pytest.raises(ValueError, match="without counts"):
             plan_launch(1000, 1000, 1, single, H200_LIKE, 1, algorithm=algorithm, with_counts=True,
                         partition_workspace=True)

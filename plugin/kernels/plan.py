@@ -63,6 +63,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-UNCOUNTED_ALGORITHMS = ("direct", "owned", "partitioned")  # without counts only (uncounted_plan)
+UNCOUNTED_ALGORITHMS = ("direct", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
 ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
@@ -146,6 +147,13 @@ OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
+# clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
+# distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
+CLUSTER_MIN_ARCH = 90
+CLUSTER_BLOCKS = 8
+CLUSTER_THREADS = 256
+CLUSTER_GRID_BLOCKS = 128
+CLUSTER_MAX_SHARED = 48 * 1024 - 1024  # bytes of a table (the static shared memory beside it: under 1 KiB)
 # partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to
 # PARTITION_MAX_EDGES edges (the chunks' bucket offsets grow with E^2 / (chunk * bucket)) of rows of at most
 # PARTITION_MAX_FEATURES features.
@@ -453,6 +461,20 @@ def owned_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[K
     return launch, table
 
 
+def clustered_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[KernelLaunch, OwnedTable]:
+    """scatter_clustered's launch: CLUSTER_GRID_BLOCKS blocks (a multiple of CLUSTER_BLOCKS), each with a table
+    for its share of the edges' nodes. ValueError before sm_90 (no clusters)."""
+    if device.arch < CLUSTER_MIN_ARCH:
+        raise ValueError(f"the clustered path needs thread-block clusters (sm_90 or newer), not sm_{device.arch}")
+    blocks = CLUSTER_GRID_BLOCKS
+    # at most the 48 KiB a launch gets without raising the kernel's limit (larger tables run more passes)
+    small = dataclasses.replace(device, max_shared_per_block=min(device.max_shared_per_block, CLUSTER_MAX_SHARED))
+    table = owned_table(-(-num_edges // blocks), num_features, small)
+    launch = KernelLaunch("scatter_clustered", (blocks, 1), owned_shared_bytes(table.capacity, num_features),
+                          CLUSTER_THREADS)
+    return launch, table
+
+
 def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | None:
     """The partitioned path's chunks, buckets, tables and workspace for E edges (None for E = 0): chunks of
     PARTITION_CHUNK_EDGES edges, ceil(E / PARTITION_BUCKET_EDGES) buckets. Grows with E and F, so the
@@ -537,9 +559,10 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * device.sm_count))
         return LaunchPlan("direct", vec, 0, KernelLaunch(f"scatter_direct_v{vec}", (blocks, 1)), num_features, ranges,
                           None, None, 0)
-    if algorithm == "owned":
-        launch, table = owned_plan(num_edges, num_features, device)
-        return LaunchPlan("owned", 1, 0, launch, num_features, ranges, None, None, 0, owned=table)
+    if algorithm in ("owned", "clustered"):
+        plan = owned_plan if algorithm == "owned" else clustered_plan
+        launch, table = plan(num_edges, num_features, device)
+        return LaunchPlan(algorithm, 1, 0, launch, num_features, ranges, None, None, 0, owned=table)
     chunks, reduce, layout = partition_plan(num_edges, num_features, device)
     return LaunchPlan("partitioned", 1, 0, chunks, num_features, ranges, None, None, 0, partition=layout,
                       reduce=reduce)

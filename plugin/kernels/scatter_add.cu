@@ -1250,6 +1250,120 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
     }
 }
 
+// clustered (float16, few edges, sm_90+): scatter_owned's ownership and passes, but a cluster of CLUSTER_BLOCKS
+// blocks shares one read of the targets through distributed shared memory. Block b of G owns the nodes with
+// owner_of(n, G) == b; the blocks of cluster c (blocks c * CLUSTER_BLOCKS ...) split the E edges between them,
+// and each inserts an edge whose owner lies in its cluster into the owner's shared table (mapa: the owner's
+// table seen from this block; atomics on it). A cluster barrier, then every block adds its own nodes' float32
+// sums into the state with one rounding, as scatter_owned does. Each SM reads E / CLUSTER_BLOCKS targets
+// instead of all E. Passes as in owned_passes, but cluster-wide: a pass fails when any block of the cluster
+// overflowed, and then every block of the cluster retries on half the sub-range.
+#define CLUSTER_BLOCKS 8      // plan.py CLUSTER_BLOCKS: the portable cluster size
+#define CLUSTER_THREADS 256   // plan.py CLUSTER_THREADS
+#define CLUSTER_LOADS 8       // targets each thread reads before it inserts (loads in flight)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_BLOCKS, 1, 1)
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename T>
+__device__ __forceinline__ T* cluster_map(T* pointer, unsigned rank) {  // the same shared variable in block `rank`
+    u64 mapped;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"((u64)pointer), "r"(rank));
+    return reinterpret_cast<T*>(mapped);
+}
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(CLUSTER_THREADS)
+scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                  int num_features, int capacity, int probes, scalar_t* __restrict__ state,
+                  u64* __restrict__ skipped) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ int cluster_keys[];
+    float* sums = reinterpret_cast<float*>(cluster_keys + capacity);
+    __shared__ int overflow;
+    const unsigned owners = gridDim.x;
+    const unsigned rank = blockIdx.x % CLUSTER_BLOCKS, first_owner = blockIdx.x - rank;
+    const int lane = threadIdx.x & 31;
+    const i64 stride = (i64)CLUSTER_BLOCKS * blockDim.x;  // the cluster's blocks take turns of blockDim edges
+    u64 lo = 0, width = FULL_RANGE;
+    bool first_pass = true;
+    while (lo < FULL_RANGE) {
+        for (int i = threadIdx.x; i < capacity; i += blockDim.x) cluster_keys[i] = OWNED_EMPTY;
+        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+        if (threadIdx.x == 0) overflow = 0;
+        cluster_barrier();  // every table of the cluster is clear before anyone inserts
+        unsigned bad = 0;
+        // warp-uniform (the match needs every lane)
+        for (i64 first = (i64)rank * blockDim.x + threadIdx.x - lane; first < num_edges; first += CLUSTER_LOADS * stride) {
+            i64 node[CLUSTER_LOADS];
+            float one[CLUSTER_LOADS];
+#pragma unroll
+            for (int k = 0; k < CLUSTER_LOADS; ++k) {
+                const i64 e = first + lane + k * stride;
+                node[k] = e < num_edges ? __ldg(index + e) : -1;
+                one[k] = num_features == 1 && e < num_edges ? to_float(src[e]) : 0.0f;
+                if (e < num_edges && (node[k] < 0 || node[k] >= num_nodes)) ++bad;
+            }
+#pragma unroll
+            for (int k = 0; k < CLUSTER_LOADS; ++k) {
+                const bool ok = node[k] >= 0 && node[k] < num_nodes;
+                const int n = ok ? (int)node[k] : 0;
+                const unsigned target = owner_of(n, owners) - first_owner;  // wraps to >= CLUSTER_BLOCKS if not ours
+                const bool mine = ok && target < CLUSTER_BLOCKS && in_subrange(n, lo, width);
+                float sum = one[k];
+                bool leader = true;
+                if (num_features == 1) {
+                    const int key = mine ? n : -1 - lane;
+                    if (warp_has_neighbour_duplicates(key, mine, 1)) {  // a run of one target: one atomic for it
+                        const unsigned peers = __match_any_sync(FULL_MASK, key);
+                        sum = sum_over_peers(peers, sum);
+                        leader = __ffs(peers) - 1 == lane;
+                    }
+                }
+                if (!mine || !leader) continue;
+                int* keys = cluster_map(cluster_keys, target);
+                const int slot = owned_insert(keys, capacity, n, probes, cluster_map(&overflow, target));
+                if (slot < 0) continue;
+                float* row = cluster_map(sums, target) + slot * num_features;
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(state + (i64)n * num_features));  // for the apply
+                if (num_features == 1) {
+                    atomicAdd(row, sum);
+                } else {
+                    const i64 e = first + lane + k * stride;
+                    for (int f = 0; f < num_features; ++f) atomicAdd(row + f, to_float(src[e * num_features + f]));
+                }
+            }
+        }
+        if (skipped != nullptr && first_pass && first_owner == 0) add_skipped(skipped, bad);  // one cluster counts
+        first_pass = false;
+        cluster_barrier();  // every insertion into this block's table is done
+        const int flag = threadIdx.x < CLUSTER_BLOCKS ? *((volatile int*)cluster_map(&overflow, threadIdx.x)) : 0;
+        const bool failed = __syncthreads_or(flag) != 0;
+        if (!failed) {
+            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+                const int slot = num_features == 1 ? i : i / num_features;
+                const int node = cluster_keys[slot];
+                const float sum = sums[i];
+                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+                scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
+                store_scalar(p, to_float(*p) + sum);
+            }
+        }
+        cluster_barrier();  // every block has read the flags before the next pass clears them
+        if (failed) {
+            width >>= 1;
+            continue;
+        }
+        lo += width;
+        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
+    }
+#endif
+}
+
 // Exclusive scan of a[0, n) in place in shared memory by the whole block (any blockDim up to 1024); returns the
 // total to every thread.
 __device__ __forceinline__ unsigned block_exclusive_scan_in_place(unsigned* a, int n) {

@@ -27,6 +27,8 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 #define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
+#define AOT_OWNED_THREADS 1024     // plugin/kernels/aot.py OWNED_THREADS
+#define AOT_OWNED_MAX_PROBES 128   // slots an insertion into an owned table probes before the pass is retried
 #define EMPTY_KEY (-1)             // the network fills the keys with -1
 #define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
 #define AOT_PRIVATE_MAX_FLOATS 10240      // plugin/kernels/aot.py PRIVATE_MAX_FLOATS: 40 KiB of shared memory
@@ -237,5 +239,116 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
         if (__float_as_uint(sum) == 0u) continue;
         __half* element = state_out + (i64)node * num_features + feature;
         *element = __float2half_rn(__half2float(*element) + sum);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// float16 in one kernel for small batches (scatter_owned_f16): block b of G owns the nodes n whose hash maps to
+// b; every block reads all E targets, sums its own nodes' rows in float32 in a shared-memory hash table of
+// `capacity` slots (keys and F sums) and adds each node's sum into the state with one rounding. No table from
+// the network, no atomics outside the block. A block whose nodes do not fit (an insertion finds no slot within
+// AOT_OWNED_MAX_PROBES) sums one sub-range of a second hash at a time, halving it until they fit, and writes the
+// state only after a sub-range's pass succeeded. The Python plugin's scatter_owned does the same.
+
+#define OWNED_EMPTY (-1)
+#define FULL_RANGE (1ull << 32)
+
+__device__ __forceinline__ unsigned mix32(unsigned x) {  // murmur3's finaliser: a bijection of 32-bit words
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+// The slot of node (inserted if absent): linear probing, at most `probes` slots, else -1 and *overflow.
+__device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int probes, int* overflow) {
+    unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
+    for (int probe = 0; probe < probes; ++probe) {
+        const int key = *((volatile int*)&keys[slot]);
+        if (key == node) return (int)slot;
+        if (key == OWNED_EMPTY) {
+            const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
+            if (previous == OWNED_EMPTY || previous == node) return (int)slot;
+        }
+        slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
+    }
+    *((volatile int*)overflow) = 1;
+    return -1;
+}
+
+extern "C" __global__ void __launch_bounds__(AOT_OWNED_THREADS)
+scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const i64* __restrict__ index,
+                  int num_nodes, int num_edges, int num_features, int capacity, __half* state_out) {
+    extern __shared__ int keys[];
+    float* sums = reinterpret_cast<float*>(keys + capacity);
+    __shared__ int overflow;
+    const unsigned owners = gridDim.x, me = blockIdx.x;
+    const int probes = min(capacity, AOT_OWNED_MAX_PROBES);
+    const bool one_feature = num_features == 1;
+    const int lane = threadIdx.x & 31;
+    u64 lo = 0, width = FULL_RANGE;
+    while (lo < FULL_RANGE) {
+        for (int i = threadIdx.x; i < capacity; i += blockDim.x) keys[i] = OWNED_EMPTY;
+        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+        if (threadIdx.x == 0) overflow = 0;
+        __syncthreads();
+        for (i64 first = threadIdx.x - lane; first < num_edges; first += 8 * blockDim.x) {  // warp-uniform
+            i64 node[8];
+            float one[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const i64 e = first + lane + k * (i64)blockDim.x;
+                node[k] = e < num_edges ? __ldg(index + e) : -1;
+                one[k] = one_feature && e < num_edges ? __half2float(src[e]) : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const int n = (int)node[k];
+                const unsigned h = mix32((unsigned)n);
+                const bool mine = node[k] >= 0 && node[k] < num_nodes && (unsigned)(((u64)h * owners) >> 32) == me
+                                  && (width == FULL_RANGE || (u64)(unsigned)(h * 0x9e3779b1u - (unsigned)lo) < width);
+                float value = one[k];
+                if (one_feature) {  // neighbouring edges into one node (runs, hubs): one shared atomic per warp
+                    const long long key = mine ? n : -1ll - lane;
+                    if (neighbour_duplicates(key, mine, 1)) {
+                        const unsigned peers = combine_warp_peers(key, value);
+                        if (__ffs(peers) - 1 != lane) continue;
+                    }
+                }
+                if (!mine) continue;
+                const int slot = owned_slot(keys, capacity, n, probes, &overflow);
+                if (slot < 0) continue;
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(state_out + (i64)n * num_features));  // for the apply
+                if (one_feature) {
+                    atomicAdd(sums + slot, value);
+                } else {
+                    const i64 e = first + lane + k * (i64)blockDim.x;
+                    for (int f = 0; f < num_features; ++f) {
+                        atomicAdd(sums + slot * num_features + f, __half2float(src[e * num_features + f]));
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        const bool failed = overflow != 0;
+        if (!failed) {
+            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+                const int slot = one_feature ? i : i / num_features;
+                const int node = keys[slot];
+                const float sum = sums[i];
+                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+                __half* p = state_out + (i64)node * num_features + (i - slot * num_features);
+                *p = __float2half_rn(__half2float(*p) + sum);
+            }
+        }
+        __syncthreads();
+        if (failed) {
+            width >>= 1;
+            continue;
+        }
+        lo += width;
+        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
     }
 }

@@ -1,0 +1,403 @@
+"""Probe (issue 26): float16 small updates' candidate kernels, and what one synchronised step costs, in one process.
+
+    python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels] [--latency] [--nodes ...]
+
+--kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
+index_add_, the shipped plans and variants of the one-launch float16 kernels, F = 1, B = 1e4 (and 2^15), each
+variant first checked against float64 (one rounding per node: docs/kernel.md's bound). Variants of
+scatter_owned are compiled from patched copies of scatter_add.cu (block size, no state prefetch) and launched
+directly with cuLaunchKernel, with and without the large dynamic shared-memory limit the launcher sets.
+--latency: one step at a time, two ways (wall clock around call + synchronise; CUDA events recorded after a
+synchronise, around the call): torch, scatter_add_launch as a user calls it (data_ptr() per call, the
+workspace scatter_add_workspace_size asks for), the prepared launch with and without graph replay, the bare
+kernel launch, and the AOT kernels launched by run_aot_scatter_add and by a prepared cuLaunchKernel.
+"""
+
+import ctypes
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    device_name, event_step_us, print_and_save, require_torch_gpu, sync_step_us, time_gpu_ms)
+
+ROTATION = 8
+TIMING = dict(sets=ROTATION, min_reps=30, max_reps=100, budget_s=0.15)
+VOID, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+
+
+_CUBINS: dict = {}
+
+
+def load_variant(patches: list[tuple[str, str]], dtype: str, *, large_shared: bool) -> dict:
+    """{name: CUfunction} of scatter_add.cu with textual patches, compiled for this device and loaded."""
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.compile import SOURCE_PATH, compile_options, nvrtc_compile, nvrtc_supported_archs, pick_arch
+    from plugin.kernels.launch import read_device_info
+
+    text = SOURCE_PATH.read_text()
+    for old, new in patches:
+        assert old in text, old
+        text = text.replace(old, new)
+    device = read_device_info()
+    cubin = _CUBINS.get((text, dtype))
+    if cubin is None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "scatter_add.cu"
+            path.write_text(text)
+            cubin, _ = nvrtc_compile(path, compile_options(pick_arch(device.arch, nvrtc_supported_archs()), dtype))
+        _CUBINS[(text, dtype)] = cubin
+    module = check(driver.cuModuleLoadData(cubin))
+    functions = {}
+    for name in ("scatter_owned", "scatter_clustered"):
+        function = check(driver.cuModuleGetFunction(module, name.encode()))
+        if large_shared:
+            check(driver.cuFuncSetAttribute(
+                function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                device.max_shared_per_block - 1024))
+        functions[name] = function
+    functions["_module"] = module
+    return functions
+
+
+def load_aot_variant(patches: list[tuple[str, str]]):
+    """scatter_owned_f16 of scatter_add_aot.cu with textual patches, as PTX for compute_75 (as an engine holds
+    it), loaded with cuModuleLoadData (the driver compiles it for the GPU)."""
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.aot import AOT_SOURCE_PATH, PTX_ISA_VERSION, aot_compile_options, declare_ptx_isa
+    from plugin.kernels.compile import nvrtc_compile
+
+    text = AOT_SOURCE_PATH.read_text()
+    for old, new in patches:
+        assert old in text, old
+        text = text.replace(old, new)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "scatter_add_aot.cu"
+        path.write_text(text)
+        ptx, _ = nvrtc_compile(path, aot_compile_options(), ptx=True)
+    ptx = declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION) + b"\0"
+    module = check(driver.cuModuleLoadData(ptx))
+    return {"scatter_owned_f16": check(driver.cuModuleGetFunction(module, b"scatter_owned_f16")), "_module": module}
+
+
+def aot_owned_launcher(function, blocks: int, threads: int, state, src, index, num_nodes: int, capacity: int):
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+
+    import torch
+
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = ((state.data_ptr(), src.data_ptr(), index.data_ptr(), num_nodes, index.shape[0], 1, capacity,
+             state.data_ptr()), (VOID, VOID, VOID, I32, I32, I32, I32, VOID))
+    shared = capacity * 2 * 4
+
+    def launch() -> None:
+        check(driver.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, shared, stream, args, 0))
+
+    return launch
+
+
+def owned_launcher(function, blocks: int, threads: int, state, src, index, num_nodes: int, capacity: int):
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.plan import OWNED_MAX_PROBES, owned_shared_bytes
+
+    import torch
+
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = ((src.data_ptr(), index.data_ptr(), index.shape[0], num_nodes, 1, capacity,
+             min(capacity, OWNED_MAX_PROBES), state.data_ptr(), 0), (VOID, VOID, I64, I64, I32, I32, I32, VOID, VOID))
+    shared = owned_shared_bytes(capacity, 1)
+
+    def launch() -> None:
+        check(driver.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, shared, stream, args, 0))
+
+    return launch
+
+
+def one_rounding_ok(before, after, src, index) -> str:
+    """'ok' or what failed: every node within 2^-11 |r| + d 2^-24 (|r| + sum |x|) + 2^-25 of the float64 sum."""
+    import torch
+
+    r = before.double().index_add(0, index, src.double())
+    d = torch.bincount(index, minlength=before.shape[0]).double().unsqueeze(1)
+    mag = torch.zeros_like(r).index_add(0, index, src.double().abs())
+    bound = 2.0**-11 * r.abs() + d * 2.0**-24 * (r.abs() + mag) + 2.0**-25
+    err = (after.double() - r).abs()
+    bad = int((err > bound).sum())
+    untouched = d == 0
+    changed = int(((after != before) & untouched).sum())
+    return "ok" if bad == 0 and changed == 0 else f"FAIL: {bad} nodes out of bound, {changed} untouched changed"
+
+
+def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, float, str]]:
+    import torch
+
+    from plugin.kernels import scatter_add_workspace_size
+    from benchmarks.gpu_timing import ours
+    from plugin.kernels.launch import read_device_info
+    from plugin.kernels.plan import CLUSTER_MAX_SHARED, owned_table
+
+    torch.manual_seed(batch + num_nodes)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
+    for algorithm in ("auto", "owned"):
+        size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
+        workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
+        steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
+        before = state.clone()
+        steps[0]()
+        torch.cuda.synchronize()
+        check = one_rounding_ok(before, state, *batches[0])
+        rows.append((f"shipped {algorithm} (scatter_add_launch)", time_gpu_ms(lambda i: steps[i](), **TIMING), check))
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    for label, (functions, name, blocks, threads) in variants.items():
+        blocks = sm if blocks == "sm" else blocks
+        device = read_device_info()
+        if name == "scatter_clustered":
+            device = dataclasses.replace(device, max_shared_per_block=CLUSTER_MAX_SHARED)
+        capacity = owned_table(-(-batch // blocks), 1, device).capacity
+        launcher = owned_launcher
+        if name == "scatter_owned_f16":
+            capacity, launcher = -(-batch // blocks) * 3 // 2 + 64, aot_owned_launcher
+        launches = [launcher(functions[name], blocks, threads, state, s, i, num_nodes, capacity) for s, i in batches]
+        try:
+            before = state.clone()
+            launches[0]()
+            torch.cuda.synchronize()
+            check = one_rounding_ok(before, state, *batches[0])
+            ms = time_gpu_ms(lambda i: launches[i](), **TIMING)
+        except Exception as error:  # a variant that cannot run here is reported
+            ms, check = float("nan"), f"failed: {type(error).__name__}: {error}"[:160]
+        rows.append((label, ms, check))
+    del state, batches
+    torch.cuda.empty_cache()
+    return rows
+
+
+def kernels(args) -> list[str]:
+    import torch
+
+    from plugin.kernels.launch import current_context
+
+    torch.zeros(1, device="cuda")  # torch's primary context, current for the driver API too
+    current_context()
+    base = load_variant([], "float16", large_shared=False)
+    base_large = load_variant([], "float16", large_shared=True)
+    t256 = load_variant([("#define OWNED_THREADS 1024", "#define OWNED_THREADS 256"),
+                         ("#define OWNED_LOADS 8", "#define OWNED_LOADS 16")], "float16", large_shared=False)
+    t512 = load_variant([("#define OWNED_THREADS 1024", "#define OWNED_THREADS 512")], "float16", large_shared=False)
+    nopf = load_variant([('if (feature == 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(state + (i64)node * num_features));', "")],
+                        "float16", large_shared=False)
+    aot1024 = load_aot_variant([])
+    aot256 = load_aot_variant([("#define AOT_OWNED_THREADS 1024", "#define AOT_OWNED_THREADS 256")])
+    variants = {
+        "AOT owned (compute_75 PTX), 1024 thr, 128 blocks": (aot1024, "scatter_owned_f16", 128, 1024),
+        "AOT owned (compute_75 PTX), 256 thr, SM blocks": (aot256, "scatter_owned_f16", "sm", 256),
+        "owned 1024 thr, direct launch, no large-smem attribute": (base, "scatter_owned", "sm", 1024),
+        "owned 1024 thr, direct launch, large-smem attribute": (base_large, "scatter_owned", "sm", 1024),
+        "owned 1024 thr, no L1 prefetch": (nopf, "scatter_owned", "sm", 1024),
+        "owned 512 thr": (t512, "scatter_owned", "sm", 512),
+        "owned 256 thr, 16 loads": (t256, "scatter_owned", "sm", 256),
+        "owned 256 thr, 2 blocks/SM": (t256, "scatter_owned", "sm2", 256),
+        "owned, one block of 1024 thr": (base_large, "scatter_owned", 1, 1024),
+        "clustered, 64 blocks": (base, "scatter_clustered", 64, 256),
+        "clustered, 128 blocks": (base, "scatter_clustered", 128, 256),
+        "clustered, 256 blocks": (base, "scatter_clustered", 256, 256),
+    }
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = {k: (f, n, 2 * sm if b == "sm2" else b, t) for k, (f, n, b, t) in variants.items()}
+    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
+    for num_nodes in (10**6, 10**7, 10**8):
+        for label, ms, check in partition_rows(10**6, num_nodes):
+            line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
+            lines.append(line)
+            print(line, flush=True)
+    for batch in args.batches:
+        for num_nodes in args.nodes:
+            for label, ms, check in kernel_rows(batch, num_nodes, variants):
+                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
+                lines.append(line)
+                print(line, flush=True)
+    return lines
+
+
+def with_patched_module(patches: list[tuple[str, str]], constants: dict, make):
+    """make() with the launcher's module compiled from patched scatter_add.cu and plan.py constants changed
+    (every cache of compiled modules, loaded modules, plans and prepared launches cleared before and after)."""
+    from plugin.kernels import compile as kcompile
+    from plugin.kernels import launch, plan
+
+    def forget() -> None:
+        kcompile._compile_cached.cache_clear()
+        launch._loaded.clear()
+        launch._cached_plan.cache_clear()
+        launch._prepared.launches.clear()
+        launch._prepared.last = (None, None)
+
+    text = kcompile.SOURCE_PATH.read_text()
+    for old, new in patches:
+        assert old in text, old
+        text = text.replace(old, new)
+    saved_path, saved = kcompile.SOURCE_PATH, {name: getattr(plan, name) for name in constants}
+    with tempfile.TemporaryDirectory() as folder:
+        kcompile.SOURCE_PATH = Path(folder) / "scatter_add.cu"
+        kcompile.SOURCE_PATH.write_text(text)
+        for name, value in constants.items():
+            setattr(plan, name, value)
+        forget()
+        try:
+            return make()
+        finally:
+            kcompile.SOURCE_PATH = saved_path
+            for name, value in saved.items():
+                setattr(plan, name, value)
+            forget()
+
+
+def partition_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
+    """B = 1e6: torch, the shipped plan, and the partitioned path with 256-thread blocks."""
+    import torch
+
+    from benchmarks.gpu_timing import ours
+    from plugin.kernels import scatter_add_workspace_size
+
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
+
+    def measure(algorithm: str):
+        def make():
+            size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
+            workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
+            steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
+            before = state.clone()
+            steps[0]()
+            torch.cuda.synchronize()
+            check = one_rounding_ok(before, state, *batches[0])
+            return time_gpu_ms(lambda i: steps[i](), **TIMING), check
+        return make
+
+    rows.append(("shipped auto", *measure("auto")()))
+    rows.append(("shipped partitioned", *measure("partitioned")()))
+    rows.append(("partitioned, 256-thread blocks", *with_patched_module(
+        [("#define OWNED_THREADS 1024", "#define OWNED_THREADS 256")], {"OWNED_THREADS": 256}, measure("partitioned"))))
+    del state, batches
+    torch.cuda.empty_cache()
+    return rows
+
+
+def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dict) -> list[tuple[str, float, float]]:
+    import torch
+
+    from plugin.kernels import PreparedScatterAdd, scatter_add_launch, scatter_add_workspace_size
+    from plugin.kernels.aot import PreparedAotLaunch, run_aot_scatter_add, table_capacity
+
+    dtype = getattr(torch, dtype_name)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
+    workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def user(i: int) -> None:  # as a user calls it: pointers read in each call
+        src, index = batches[i]
+        scatter_add_launch(state=state.data_ptr(), src=src.data_ptr(), index=index.data_ptr(), counts=0,
+                           num_nodes=num_nodes, num_edges=batch, num_features=1, dtype=dtype_name,
+                           stream=torch.cuda.current_stream().cuda_stream, workspace=workspace.data_ptr(),
+                           workspace_size=size)
+
+    def prepared(replay: bool):
+        launch = PreparedScatterAdd(num_nodes=num_nodes, num_edges=batch, num_features=1, dtype=dtype_name,
+                                    with_counts=False, workspace_size=size)
+        launch.graph_replay = replay
+        ptrs = [(state.data_ptr(), s.data_ptr(), i.data_ptr(), 0, workspace.data_ptr(), stream) for s, i in batches]
+        return lambda i: launch(*ptrs[i])
+
+    rows = {"torch index_add_": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
+            "scatter_add_launch (user: data_ptr() per call)": user,
+            "PreparedScatterAdd, graph replay": prepared(True),
+            "PreparedScatterAdd, no graph replay": prepared(False)}
+    capacity = table_capacity(batch)
+    keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
+    values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
+    half = dtype == torch.float16
+
+    def aot(i: int) -> None:
+        src, index = batches[i]
+        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
+        if half:
+            pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
+        run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
+                            num_features=1, stream=stream)
+
+    rows["AOT, run_aot_scatter_add"] = aot
+    prepared_aot = []
+    for src, index in batches:
+        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
+        if half:
+            pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
+        prepared_aot.append(PreparedAotLaunch(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes,
+                                              num_edges=batch, num_features=1, stream=stream))
+    rows["AOT, PreparedAotLaunch"] = lambda i: prepared_aot[i]()
+    out = []
+    for label, call in rows.items():
+        out.append((label, event_step_us(call, sets=ROTATION), sync_step_us(call, sets=ROTATION)))
+    del state, batches, workspace, keys, values
+    torch.cuda.empty_cache()
+    return out
+
+
+def latency(args) -> list[str]:
+    import torch
+
+    from plugin.kernels.aot import load_aot_functions
+
+    torch.zeros(1, device="cuda")
+    _, aot_functions = load_aot_functions()
+    lines = ["| dtype | B | N | call | events after a synchronise, us | wall, call + synchronise, us |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for dtype_name, batch, num_nodes in (("float32", 10**4, 10**6), ("float32", 10**6, 10**6),
+                                         ("float16", 10**4, 10**6), ("float16", 10**6, 10**6)):
+        for label, events, wall in latency_rows(dtype_name, batch, num_nodes, aot_functions):
+            line = f"| {dtype_name} | {batch:.0e} | {num_nodes:.0e} | {label} | {events:.1f} | {wall:.1f} |"
+            lines.append(line)
+            print(line, flush=True)
+    return lines
+
+
+def main() -> int:
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--kernels", action="store_true")
+    parser.add_argument("--latency", action="store_true")
+    parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
+    parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
+    args = parser.parse_args()
+    require_torch_gpu("probe_float16_small.py")
+    lines = [f"{device_name()}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}", ""]
+    if args.latency:
+        lines += latency(args) + [""]
+    if args.kernels:
+        lines += kernels(args)
+    print_and_save("\n".join(lines), args.out, "probe_float16_small.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
