@@ -196,36 +196,28 @@ def kernels(args) -> list[str]:
     torch.zeros(1, device="cuda")  # torch's primary context, current for the driver API too
     current_context()
     base = load_variant([], "float16", large_shared=False)
-    base_large = load_variant([], "float16", large_shared=True)
-    t256 = load_variant([("#define OWNED_THREADS 1024", "#define OWNED_THREADS 256"),
-                         ("#define OWNED_LOADS 8", "#define OWNED_LOADS 16")], "float16", large_shared=False)
-    t512 = load_variant([("#define OWNED_THREADS 1024", "#define OWNED_THREADS 512")], "float16", large_shared=False)
-    nopf = load_variant([('if (feature == 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(state + (i64)node * num_features));', "")],
-                        "float16", large_shared=False)
-    aot1024 = load_aot_variant([])
-    aot256 = load_aot_variant([("#define AOT_OWNED_THREADS 1024", "#define AOT_OWNED_THREADS 256")])
+    c512 = load_variant([("#define CLUSTER_THREADS 1024", "#define CLUSTER_THREADS 512"),
+                         ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16", large_shared=False)
+    aot = load_aot_variant([])
     variants = {
-        "AOT owned (compute_75 PTX), 1024 thr, 128 blocks": (aot1024, "scatter_owned_f16", 128, 1024),
-        "AOT owned (compute_75 PTX), 256 thr, SM blocks": (aot256, "scatter_owned_f16", "sm", 256),
-        "owned 1024 thr, direct launch, no large-smem attribute": (base, "scatter_owned", "sm", 1024),
-        "owned 1024 thr, direct launch, large-smem attribute": (base_large, "scatter_owned", "sm", 1024),
-        "owned 1024 thr, no L1 prefetch": (nopf, "scatter_owned", "sm", 1024),
-        "owned 512 thr": (t512, "scatter_owned", "sm", 512),
-        "owned 256 thr, 16 loads": (t256, "scatter_owned", "sm", 256),
-        "owned 256 thr, 2 blocks/SM": (t256, "scatter_owned", "sm2", 256),
-        "owned, one block of 1024 thr": (base_large, "scatter_owned", 1, 1024),
-        "clustered, 64 blocks": (base, "scatter_clustered", 64, 256),
-        "clustered, 128 blocks": (base, "scatter_clustered", 128, 256),
-        "clustered, 256 blocks": (base, "scatter_clustered", 256, 256),
+        "AOT owned (compute_75 PTX), 1024 thr, 132 blocks": (aot, "scatter_owned_f16", "sm", 1024),
+        "AOT owned (compute_75 PTX), 1024 thr, 64 blocks": (aot, "scatter_owned_f16", 64, 1024),
+        "owned, 132 blocks": (base, "scatter_owned", "sm", 1024),
+        "owned, 64 blocks": (base, "scatter_owned", 64, 1024),
+        "owned, 32 blocks": (base, "scatter_owned", 32, 1024),
+        "clustered 1024 thr, 128 blocks": (base, "scatter_clustered", 128, 1024),
+        "clustered 1024 thr, 256 blocks": (base, "scatter_clustered", 256, 1024),
+        "clustered 512 thr x 4 loads, 128 blocks": (c512, "scatter_clustered", 128, 512),
     }
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     variants = {k: (f, n, 2 * sm if b == "sm2" else b, t) for k, (f, n, b, t) in variants.items()}
     lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
-    for num_nodes in (10**6, 10**7, 10**8):
-        for label, ms, check in partition_rows(10**6, num_nodes):
-            line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
-            lines.append(line)
-            print(line, flush=True)
+    if args.partitioned:
+        for num_nodes in (10**6, 10**7, 10**8):
+            for label, ms, check in partition_rows(10**6, num_nodes):
+                line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
+                lines.append(line)
+                print(line, flush=True)
     for batch in args.batches:
         for num_nodes in args.nodes:
             for label, ms, check in kernel_rows(batch, num_nodes, variants):
@@ -305,9 +297,10 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
     import torch
 
     from plugin.kernels import PreparedScatterAdd, scatter_add_launch, scatter_add_workspace_size
-    from plugin.kernels.aot import PreparedAotLaunch, run_aot_scatter_add, table_capacity
+    from plugin.kernels.aot import PreparedAotLaunch, owned_path_fits, run_aot_scatter_add, table_capacity
 
     dtype = getattr(torch, dtype_name)
+    half = dtype == torch.float16
     state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
@@ -322,21 +315,37 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
                            stream=torch.cuda.current_stream().cuda_stream, workspace=workspace.data_ptr(),
                            workspace_size=size)
 
-    def prepared(replay: bool):
+    def prepared(replay: bool, algorithm: str = "auto"):
         launch = PreparedScatterAdd(num_nodes=num_nodes, num_edges=batch, num_features=1, dtype=dtype_name,
-                                    with_counts=False, workspace_size=size)
+                                    with_counts=False, workspace_size=size, algorithm=algorithm)
         launch.graph_replay = replay
         ptrs = [(state.data_ptr(), s.data_ptr(), i.data_ptr(), 0, workspace.data_ptr(), stream) for s, i in batches]
         return lambda i: launch(*ptrs[i])
 
+    def keyword(i: int, pointers=[(state.data_ptr(), s.data_ptr(), i.data_ptr()) for s, i in batches]) -> None:
+        st, sr, ix = pointers[i]  # pointers and stream read once: the keyword entry's own cost
+        scatter_add_launch(state=st, src=sr, index=ix, counts=0, num_nodes=num_nodes, num_edges=batch, num_features=1,
+                           dtype=dtype_name, stream=stream, workspace=workspace.data_ptr(), workspace_size=size)
+
+    def keyword_data_ptr(i: int) -> None:  # data_ptr() per call, the stream read once
+        src, index = batches[i]
+        scatter_add_launch(state=state.data_ptr(), src=src.data_ptr(), index=index.data_ptr(), counts=0,
+                           num_nodes=num_nodes, num_edges=batch, num_features=1, dtype=dtype_name, stream=stream,
+                           workspace=workspace.data_ptr(), workspace_size=size)
+
     rows = {"torch index_add_": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
-            "scatter_add_launch (user: data_ptr() per call)": user,
+            "scatter_add_launch (user: data_ptr() and current_stream() per call)": user,
+            "scatter_add_launch, data_ptr() per call, stream read once": keyword_data_ptr,
+            "scatter_add_launch, pointers and stream read once": keyword,
             "PreparedScatterAdd, graph replay": prepared(True),
             "PreparedScatterAdd, no graph replay": prepared(False)}
+    if half and batch <= 2**15:
+        rows["PreparedScatterAdd, clustered, graph replay"] = prepared(True, "clustered")
+        rows["PreparedScatterAdd, clustered, no graph replay"] = prepared(False, "clustered")
+    aot_owned = half and owned_path_fits(batch, 1)
     capacity = table_capacity(batch)
     keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
     values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
-    half = dtype == torch.float16
 
     def aot(i: int) -> None:
         src, index = batches[i]
@@ -344,7 +353,7 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
         if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
-                            num_features=1, stream=stream)
+                            num_features=1, stream=stream, owned=aot_owned)
 
     rows["AOT, run_aot_scatter_add"] = aot
     prepared_aot = []
@@ -353,7 +362,7 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
         if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         prepared_aot.append(PreparedAotLaunch(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes,
-                                              num_edges=batch, num_features=1, stream=stream))
+                                              num_edges=batch, num_features=1, stream=stream, owned=aot_owned))
     rows["AOT, PreparedAotLaunch"] = lambda i: prepared_aot[i]()
     out = []
     for label, call in rows.items():
@@ -373,7 +382,7 @@ def latency(args) -> list[str]:
     lines = ["| dtype | B | N | call | events after a synchronise, us | wall, call + synchronise, us |",
              "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name, batch, num_nodes in (("float32", 10**4, 10**6), ("float32", 10**6, 10**6),
-                                         ("float16", 10**4, 10**6), ("float16", 10**6, 10**6)):
+                                         ("float16", 10**4, 10**6)):
         for label, events, wall in latency_rows(dtype_name, batch, num_nodes, aot_functions):
             line = f"| {dtype_name} | {batch:.0e} | {num_nodes:.0e} | {label} | {events:.1f} | {wall:.1f} |"
             lines.append(line)
@@ -386,6 +395,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--kernels", action="store_true")
     parser.add_argument("--latency", action="store_true")
+    parser.add_argument("--partitioned", action="store_true", help="with --kernels: B = 1e6, the partitioned path")
     parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
     parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
     args = parser.parse_args()

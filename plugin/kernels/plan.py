@@ -151,7 +151,7 @@ OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before i
 # distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
 CLUSTER_MIN_ARCH = 90
 CLUSTER_BLOCKS = 8
-CLUSTER_THREADS = 256
+CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
 CLUSTER_MAX_SHARED = 48 * 1024 - 1024  # bytes of a table (the static shared memory beside it: under 1 KiB)
 # partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to

@@ -262,6 +262,12 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {  // murmur3's finaliser:
     return x;
 }
 
+// The block of `owners` that owns node n: Fibonacci hashing scaled to [0, owners), two instructions (every block
+// hashes every target). Ids it spreads badly only cost passes, never a wrong sum.
+__device__ __forceinline__ unsigned owned_by(int node, unsigned owners) {
+    return (unsigned)(((u64)((unsigned)node * 0x9e3779b1u) * owners) >> 32);
+}
+
 // The slot of node (inserted if absent): linear probing, at most `probes` slots, else -1 and *overflow.
 __device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int probes, int* overflow) {
     unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
@@ -279,8 +285,9 @@ __device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int
 }
 
 extern "C" __global__ void __launch_bounds__(AOT_OWNED_THREADS)
-scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const i64* __restrict__ index,
-                  int num_nodes, int num_edges, int num_features, int capacity, __half* state_out) {
+scatter_owned_f16(const __half* state_in, const __half* src, const i64* index,
+                  int num_nodes, int num_edges, int num_features, int owned_capacity, __half* state_out) {
+    const int capacity = owned_capacity;
     extern __shared__ int keys[];
     float* sums = reinterpret_cast<float*>(keys + capacity);
     __shared__ int overflow;
@@ -296,31 +303,40 @@ scatter_owned_f16(const __half* state_in, const __half* __restrict__ src, const 
         __syncthreads();
         for (i64 first = threadIdx.x - lane; first < num_edges; first += 8 * blockDim.x) {  // warp-uniform
             i64 node[8];
-            float one[8];
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const i64 e = first + lane + k * (i64)blockDim.x;
                 node[k] = e < num_edges ? __ldg(index + e) : -1;
-                one[k] = one_feature && e < num_edges ? __half2float(src[e]) : 0.0f;
             }
+            // every block reads every target: what it does with the ones it does not own decides the time (a
+            // range check, a two-instruction hash, one vote per warp); only owned edges read their values
+            unsigned mine = 0;
+            float one[8];
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const int n = (int)node[k];
-                const unsigned h = mix32((unsigned)n);
-                const bool mine = node[k] >= 0 && node[k] < num_nodes && (unsigned)(((u64)h * owners) >> 32) == me
-                                  && (width == FULL_RANGE || (u64)(unsigned)(h * 0x9e3779b1u - (unsigned)lo) < width);
+                const bool owned = (u64)node[k] < (u64)num_nodes && owned_by(n, owners) == me
+                                   && (width == FULL_RANGE || (u64)(unsigned)(mix32((unsigned)n) * 0x9e3779b1u - (unsigned)lo) < width);
+                mine |= (unsigned)owned << k;
+                one[k] = one_feature && owned ? __half2float(src[first + lane + k * (i64)blockDim.x]) : 0.0f;
+            }
+            if (__ballot_sync(0xffffffffu, mine != 0u) == 0u) continue;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const bool owned = (mine >> k) & 1u;
+                if (__ballot_sync(0xffffffffu, owned) == 0u) continue;
+                const int n = (int)node[k];
                 float value = one[k];
                 if (one_feature) {  // neighbouring edges into one node (runs, hubs): one shared atomic per warp
-                    const long long key = mine ? n : -1ll - lane;
-                    if (neighbour_duplicates(key, mine, 1)) {
+                    const long long key = owned ? n : -1ll - lane;
+                    if (neighbour_duplicates(key, owned, 1)) {
                         const unsigned peers = combine_warp_peers(key, value);
                         if (__ffs(peers) - 1 != lane) continue;
                     }
                 }
-                if (!mine) continue;
+                if (!owned) continue;
                 const int slot = owned_slot(keys, capacity, n, probes, &overflow);
                 if (slot < 0) continue;
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(state_out + (i64)n * num_features));  // for the apply
                 if (one_feature) {
                     atomicAdd(sums + slot, value);
                 } else {
