@@ -24,11 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
     device_name,
-    event_step_us,
+    one_step_us_interleaved,
     ours,
     print_and_save,
     require_torch_gpu,
-    sync_step_us,
     time_gpu_ms,
 )
 
@@ -73,9 +72,8 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     row = dict(dtype=dtype_name, N=num_nodes, B=batch)
     for name, step in steps.items():
         row[f"{name}_ms"] = time_gpu_ms(step, **timing)
-    for name, step in steps.items():
-        row[f"{name}_sync_us"] = sync_step_us(step, sets=BATCHES_IN_ROTATION)
-        row[f"{name}_event_us"] = event_step_us(step, sets=BATCHES_IN_ROTATION)
+    for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():
+        row[f"{name}_sync_us"], row[f"{name}_event_us"] = wall, events
     del state, batches, keys, values, workspace, python_plugin, steps, aot_launches
     torch.cuda.empty_cache()
     return row

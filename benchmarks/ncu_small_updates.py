@@ -44,26 +44,7 @@ def main() -> int:
     if "--all" in sys.argv:
         run(10**4, 10**4, "global")
         run(10**6, 10**7, "partitioned")
-    aot_owned(10**4, 10**6)
     return 0
-
-
-def aot_owned(batch: int, num_nodes: int) -> None:
-    """The AOT plugin's one-kernel float16 path (scatter_owned_f16, compute_75 PTX), launched as an engine would."""
-    import torch
-
-    from plugin.kernels.aot import AOT_KERNELS, PreparedAotLaunch, load_aot_functions
-
-    if "scatter_owned_f16" not in AOT_KERNELS:
-        return
-    _, functions = load_aot_functions()
-    state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
-    src = torch.randn(batch, 1, device="cuda", dtype=torch.float16)
-    index = torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)
-    pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-    PreparedAotLaunch(functions, half=True, pointers=pointers, num_nodes=num_nodes, num_edges=batch, num_features=1,
-                      stream=torch.cuda.current_stream().cuda_stream, owned=True)()
-    torch.cuda.synchronize()
 
 
 if __name__ == "__main__":

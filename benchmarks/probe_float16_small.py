@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
-    device_name, event_step_us, print_and_save, require_torch_gpu, sync_step_us, time_gpu_ms)
+    device_name, one_step_us_interleaved, print_and_save, require_torch_gpu, time_gpu_ms)
 
 ROTATION = 8
 TIMING = dict(sets=ROTATION, min_reps=30, max_reps=100, budget_s=0.15)
@@ -65,46 +65,6 @@ def load_variant(patches: list[tuple[str, str]], dtype: str, *, large_shared: bo
         functions[name] = function
     functions["_module"] = module
     return functions
-
-
-def load_aot_variant(patches: list[tuple[str, str]]):
-    """scatter_owned_f16 of scatter_add_aot.cu with textual patches, as PTX for compute_75 (as an engine holds
-    it), loaded with cuModuleLoadData (the driver compiles it for the GPU)."""
-    from cuda.bindings import driver
-
-    from plugin.cuda_check import check
-    from plugin.kernels.aot import AOT_SOURCE_PATH, PTX_ISA_VERSION, aot_compile_options, declare_ptx_isa
-    from plugin.kernels.compile import nvrtc_compile
-
-    text = AOT_SOURCE_PATH.read_text()
-    for old, new in patches:
-        assert old in text, old
-        text = text.replace(old, new)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "scatter_add_aot.cu"
-        path.write_text(text)
-        ptx, _ = nvrtc_compile(path, aot_compile_options(), ptx=True)
-    ptx = declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION) + b"\0"
-    module = check(driver.cuModuleLoadData(ptx))
-    return {"scatter_owned_f16": check(driver.cuModuleGetFunction(module, b"scatter_owned_f16")), "_module": module}
-
-
-def aot_owned_launcher(function, blocks: int, threads: int, state, src, index, num_nodes: int, capacity: int):
-    from cuda.bindings import driver
-
-    from plugin.cuda_check import check
-
-    import torch
-
-    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
-    args = ((state.data_ptr(), src.data_ptr(), index.data_ptr(), num_nodes, index.shape[0], 1, capacity,
-             state.data_ptr()), (VOID, VOID, VOID, I32, I32, I32, I32, VOID))
-    shared = capacity * 2 * 4
-
-    def launch() -> None:
-        check(driver.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, shared, stream, args, 0))
-
-    return launch
 
 
 def owned_launcher(function, blocks: int, threads: int, state, src, index, num_nodes: int, capacity: int):
@@ -154,7 +114,7 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, f
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
     rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
-    for algorithm in ("auto", "owned"):
+    for algorithm in ("auto", "global", "owned"):  # global: the table path of before (memsets, windowed kernel)
         size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
         workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
         steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
@@ -170,10 +130,8 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, f
         if name == "scatter_clustered":
             device = dataclasses.replace(device, max_shared_per_block=CLUSTER_MAX_SHARED)
         capacity = owned_table(-(-batch // blocks), 1, device).capacity
-        launcher = owned_launcher
-        if name == "scatter_owned_f16":
-            capacity, launcher = -(-batch // blocks) * 3 // 2 + 64, aot_owned_launcher
-        launches = [launcher(functions[name], blocks, threads, state, s, i, num_nodes, capacity) for s, i in batches]
+        launches = [owned_launcher(functions[name], blocks, threads, state, s, i, num_nodes, capacity)
+                    for s, i in batches]
         try:
             before = state.clone()
             launches[0]()
@@ -198,23 +156,17 @@ def kernels(args) -> list[str]:
     base = load_variant([], "float16", large_shared=False)
     c512 = load_variant([("#define CLUSTER_THREADS 1024", "#define CLUSTER_THREADS 512"),
                          ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16", large_shared=False)
-    aot = load_aot_variant([])
     variants = {
-        "AOT owned (compute_75 PTX), 1024 thr, 132 blocks": (aot, "scatter_owned_f16", "sm", 1024),
-        "AOT owned (compute_75 PTX), 1024 thr, 64 blocks": (aot, "scatter_owned_f16", 64, 1024),
         "owned, 132 blocks": (base, "scatter_owned", "sm", 1024),
-        "owned, 64 blocks": (base, "scatter_owned", 64, 1024),
-        "owned, 32 blocks": (base, "scatter_owned", 32, 1024),
         "clustered 1024 thr, 128 blocks": (base, "scatter_clustered", 128, 1024),
-        "clustered 1024 thr, 256 blocks": (base, "scatter_clustered", 256, 1024),
         "clustered 512 thr x 4 loads, 128 blocks": (c512, "scatter_clustered", 128, 512),
     }
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     variants = {k: (f, n, 2 * sm if b == "sm2" else b, t) for k, (f, n, b, t) in variants.items()}
     lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
-    if args.partitioned:
-        for num_nodes in (10**6, 10**7, 10**8):
-            for label, ms, check in partition_rows(10**6, num_nodes):
+    if args.large_batch:
+        for num_nodes in (10**5, 10**6, 10**7):
+            for label, ms, check in large_batch_rows(10**6, num_nodes):
                 line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
                 lines.append(line)
                 print(line, flush=True)
@@ -227,41 +179,8 @@ def kernels(args) -> list[str]:
     return lines
 
 
-def with_patched_module(patches: list[tuple[str, str]], constants: dict, make):
-    """make() with the launcher's module compiled from patched scatter_add.cu and plan.py constants changed
-    (every cache of compiled modules, loaded modules, plans and prepared launches cleared before and after)."""
-    from plugin.kernels import compile as kcompile
-    from plugin.kernels import launch, plan
-
-    def forget() -> None:
-        kcompile._compile_cached.cache_clear()
-        launch._loaded.clear()
-        launch._cached_plan.cache_clear()
-        launch._prepared.launches.clear()
-        launch._prepared.last = (None, None)
-
-    text = kcompile.SOURCE_PATH.read_text()
-    for old, new in patches:
-        assert old in text, old
-        text = text.replace(old, new)
-    saved_path, saved = kcompile.SOURCE_PATH, {name: getattr(plan, name) for name in constants}
-    with tempfile.TemporaryDirectory() as folder:
-        kcompile.SOURCE_PATH = Path(folder) / "scatter_add.cu"
-        kcompile.SOURCE_PATH.write_text(text)
-        for name, value in constants.items():
-            setattr(plan, name, value)
-        forget()
-        try:
-            return make()
-        finally:
-            kcompile.SOURCE_PATH = saved_path
-            for name, value in saved.items():
-                setattr(plan, name, value)
-            forget()
-
-
-def partition_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
-    """B = 1e6: torch, the shipped plan, and the partitioned path with 256-thread blocks."""
+def large_batch_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
+    """B = 1e6: torch, the shipped plan, the table path of before ("global") and the partitioned path."""
     import torch
 
     from benchmarks.gpu_timing import ours
@@ -271,23 +190,15 @@ def partition_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
     rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
-
-    def measure(algorithm: str):
-        def make():
-            size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
-            workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
-            steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
-            before = state.clone()
-            steps[0]()
-            torch.cuda.synchronize()
-            check = one_rounding_ok(before, state, *batches[0])
-            return time_gpu_ms(lambda i: steps[i](), **TIMING), check
-        return make
-
-    rows.append(("shipped auto", *measure("auto")()))
-    rows.append(("shipped partitioned", *measure("partitioned")()))
-    rows.append(("partitioned, 256-thread blocks", *with_patched_module(
-        [("#define OWNED_THREADS 1024", "#define OWNED_THREADS 256")], {"OWNED_THREADS": 256}, measure("partitioned"))))
+    for algorithm in ("auto", "global", "partitioned"):
+        size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
+        workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
+        steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
+        before = state.clone()
+        plan = steps[0]()
+        torch.cuda.synchronize()
+        check = one_rounding_ok(before, state, *batches[0])
+        rows.append((f"shipped {algorithm} ({plan.algorithm})", time_gpu_ms(lambda i: steps[i](), **TIMING), check))
     del state, batches
     torch.cuda.empty_cache()
     return rows
@@ -297,7 +208,7 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
     import torch
 
     from plugin.kernels import PreparedScatterAdd, scatter_add_launch, scatter_add_workspace_size
-    from plugin.kernels.aot import PreparedAotLaunch, owned_path_fits, run_aot_scatter_add, table_capacity
+    from plugin.kernels.aot import PreparedAotLaunch, run_aot_scatter_add, table_capacity
 
     dtype = getattr(torch, dtype_name)
     half = dtype == torch.float16
@@ -339,10 +250,6 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
             "scatter_add_launch, pointers and stream read once": keyword,
             "PreparedScatterAdd, graph replay": prepared(True),
             "PreparedScatterAdd, no graph replay": prepared(False)}
-    if half and batch <= 2**15:
-        rows["PreparedScatterAdd, clustered, graph replay"] = prepared(True, "clustered")
-        rows["PreparedScatterAdd, clustered, no graph replay"] = prepared(False, "clustered")
-    aot_owned = half and owned_path_fits(batch, 1)
     capacity = table_capacity(batch)
     keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
     values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
@@ -353,7 +260,7 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
         if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch,
-                            num_features=1, stream=stream, owned=aot_owned)
+                            num_features=1, stream=stream)
 
     rows["AOT, run_aot_scatter_add"] = aot
     prepared_aot = []
@@ -362,11 +269,10 @@ def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dic
         if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
         prepared_aot.append(PreparedAotLaunch(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes,
-                                              num_edges=batch, num_features=1, stream=stream, owned=aot_owned))
+                                              num_edges=batch, num_features=1, stream=stream))
     rows["AOT, PreparedAotLaunch"] = lambda i: prepared_aot[i]()
-    out = []
-    for label, call in rows.items():
-        out.append((label, event_step_us(call, sets=ROTATION), sync_step_us(call, sets=ROTATION)))
+    timed = one_step_us_interleaved(rows, sets=ROTATION, steps=300)
+    out = [(label, *timed[label]) for label in rows]
     del state, batches, workspace, keys, values
     torch.cuda.empty_cache()
     return out
@@ -379,10 +285,12 @@ def latency(args) -> list[str]:
 
     torch.zeros(1, device="cuda")
     _, aot_functions = load_aot_functions()
-    lines = ["| dtype | B | N | call | events after a synchronise, us | wall, call + synchronise, us |",
+    lines = ["One step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved), median of 150 steps each:",
+             "",
+             "| dtype | B | N | call | events after a synchronise, us | wall, call + synchronise, us |",
              "| --- | --- | --- | --- | --- | --- |"]
     for dtype_name, batch, num_nodes in (("float32", 10**4, 10**6), ("float32", 10**6, 10**6),
-                                         ("float16", 10**4, 10**6)):
+                                         ("float16", 10**4, 10**6), ("float16", 10**6, 10**6)):
         for label, events, wall in latency_rows(dtype_name, batch, num_nodes, aot_functions):
             line = f"| {dtype_name} | {batch:.0e} | {num_nodes:.0e} | {label} | {events:.1f} | {wall:.1f} |"
             lines.append(line)
@@ -395,7 +303,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--kernels", action="store_true")
     parser.add_argument("--latency", action="store_true")
-    parser.add_argument("--partitioned", action="store_true", help="with --kernels: B = 1e6, the partitioned path")
+    parser.add_argument("--large-batch", action="store_true", help="with --kernels: B = 1e6 beside the table path")
     parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
     parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
     args = parser.parse_args()

@@ -17,11 +17,6 @@ import pytest
 from plugin.kernels.aot import (
     AOT_KERNELS,
     MAX_BLOCKS,
-    OWNED_EDGES_PER_BLOCK,
-    OWNED_MAX_BLOCKS,
-    OWNED_MAX_EDGES,
-    OWNED_MAX_FEATURES,
-    OWNED_THREADS,
     PRIVATE_MAX_FLOATS,
     PTX_ARCH,
     PTX_ISA_VERSION,
@@ -32,9 +27,6 @@ from plugin.kernels.aot import (
     check_aot_sizes,
     compile_aot_ptx,
     declare_ptx_isa,
-    owned_blocks,
-    owned_capacity,
-    owned_path_fits,
     ptx_isa_version,
     table_capacity,
 )
@@ -81,7 +73,7 @@ def test_aot_kernel_parameters_follow_tensorrts_order(name):
 def test_aot_kernels_alias_outputs_to_inputs_of_the_same_name():
     for kernel in AOT_KERNELS.values():
         assert set(kernel.outputs) <= set(kernel.inputs), kernel.name
-        assert set(kernel.extra_args) <= {"num_nodes", "num_edges", "num_features", "capacity", "owned_capacity"}
+        assert set(kernel.extra_args) <= {"num_nodes", "num_edges", "num_features", "capacity"}
 
 
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
@@ -91,9 +83,6 @@ def test_aot_launch_params_cover_every_element_with_at_least_one_block(name, num
     sizes = int_sizes(num_nodes, num_edges, num_features)
     grid, block, shared = aot_launch_params(kernel, sizes)
     elements = sizes[kernel.rows] * num_features
-    if kernel.owned:  # a block per OWNED_EDGES_PER_BLOCK edges, each reading all of them: see the owned test
-        assert (grid, block) == (owned_blocks(num_edges), OWNED_THREADS) and shared == aot_shared_bytes(kernel, sizes)
-        return
     assert block == THREADS_PER_BLOCK and shared == aot_shared_bytes(kernel, sizes)
     assert 1 <= grid <= MAX_BLOCKS
     assert grid == max(1, min(-(-elements // block), MAX_BLOCKS))
@@ -106,8 +95,6 @@ def test_aot_float32_kernels_get_shared_memory_for_their_privatised_sums_only_wh
     # 4 N (F + counts) bytes up to PRIVATE_MAX_FLOATS words (under the 48 KiB a launch gets without an opt-in),
     # 0 beyond; the float16 kernels never sum in shared memory.
     kernel = AOT_KERNELS[name]
-    if kernel.owned:
-        return  # its table's shared memory: test_aot_owned_kernel_blocks_and_table_fit_48_kib
     words_per_node = 2 + ("counts" in kernel.inputs)  # F = 2
     fits = PRIVATE_MAX_FLOATS // words_per_node
     expected = 4 * fits * words_per_node if kernel.privatised else 0
@@ -115,25 +102,6 @@ def test_aot_float32_kernels_get_shared_memory_for_their_privatised_sums_only_wh
     assert aot_shared_bytes(kernel, int_sizes(fits, 10**6, 2)) == expected <= 48 * 1024
     assert aot_shared_bytes(kernel, int_sizes(fits + 1, 10**6, 2)) == 0
     assert aot_shared_bytes(kernel, int_sizes(2**31 - 1, 10**6, 2)) == 0
-
-
-@pytest.mark.parametrize("num_edges", [0, 1, 127, 128, 10**4, OWNED_MAX_EDGES])
-def test_aot_owned_kernel_blocks_and_table_fit_48_kib(num_edges):
-    # a block per OWNED_EDGES_PER_BLOCK edges up to OWNED_MAX_BLOCKS; each block's table 1.5x its share + 64 slots,
-    # under the 48 KiB a launch gets without an opt-in for every F the network gives it (owned_path_fits)
-    kernel = AOT_KERNELS["scatter_owned_f16"]
-    sizes = int_sizes(10**8, num_edges, OWNED_MAX_FEATURES)
-    grid, block, shared = aot_launch_params(kernel, sizes)
-    assert grid == max(1, min(-(-num_edges // OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS)) and block == OWNED_THREADS
-    share = -(-num_edges // grid)
-    assert owned_capacity(num_edges) == share * 3 // 2 + 64 == aot_extra_args(kernel, sizes)[-1]
-    assert shared == 4 * owned_capacity(num_edges) * (OWNED_MAX_FEATURES + 1) <= 48 * 1024
-
-
-def test_aot_owned_path_only_for_small_profiles_and_rows():
-    assert owned_path_fits(OWNED_MAX_EDGES, 1) and owned_path_fits(1, OWNED_MAX_FEATURES)
-    assert not owned_path_fits(OWNED_MAX_EDGES + 1, 1) and not owned_path_fits(None, 1)
-    assert not owned_path_fits(10, OWNED_MAX_FEATURES + 1) and not owned_path_fits(0, 1)
 
 
 def test_aot_table_capacity_is_more_than_twice_the_edges():
@@ -259,7 +227,6 @@ VARIANTS = [  # (plugin id suffix, dtype name): both dtypes, with and without co
     ("scatter_table", "float16"),
     ("scatter_table_counts", "float16"),
     ("apply_table", "float16"),
-    ("scatter_owned", "float16"),
 ]
 
 

@@ -33,14 +33,7 @@ SIZES = [  # (N, E, F)
     (100, 10**5, 3),    # privatised, three features
     (10240, 3 * 10**6, 1),  # privatised without counts only (with counts N (F + 1) = 20480 words)
 ]
-OWNED_SIZES = [  # (N, E, F) for scatter_owned_f16 (float16 without counts, one kernel)
-    (1, 0, 1),
-    (7, 1000, 3),
-    (10**6, 10**4, 1),
-    (10**7, 2**15, 1),
-    (1000, 30_000, 2),
-    (5, 1, 1),
-]
+
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +63,10 @@ def test_aot_kernels_match_float64(aot_functions, num_nodes, num_edges, num_feat
     run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts)
 
 
-@pytest.mark.parametrize("num_nodes,num_edges,num_features", OWNED_SIZES)
-def test_aot_owned_float16_kernel_matches_float64(aot_functions, num_nodes, num_edges, num_features):
-    run_and_check(aot_functions, num_nodes, num_edges, num_features, np.float16, False, owned=True)
-
-
-@pytest.mark.parametrize("owned", [False, True], ids=["table", "owned"])
-def test_aot_float16_with_all_edges_into_one_node_sums_in_float32(aot_functions, owned):
+def test_aot_float16_with_all_edges_into_one_node_sums_in_float32(aot_functions):
     # values of one sign: half additions would stop growing at 2048-4096
     index = np.full(2**15, RNG.integers(0, 1000), np.int64)
-    run_and_check(aot_functions, 1000, len(index), 1, np.float16, False, owned=owned, index=index, high=0.125)
+    run_and_check(aot_functions, 1000, len(index), 1, np.float16, False, index=index, high=0.125)
 
 
 def test_aot_float32_privatised_with_all_edges_into_one_node(aot_functions):
@@ -87,8 +74,7 @@ def test_aot_float32_privatised_with_all_edges_into_one_node(aot_functions):
     run_and_check(aot_functions, 1000, len(index), 1, np.float32, True, index=index, high=1.0)
 
 
-def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, owned=False, index=None,
-                  high=None):
+def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, index=None, high=None):
     """Launches the AOT kernels on guarded buffers (garbage in the tables the fills must replace) and checks the
     state against float64, the guards, and the counts. high: src and state uniform in [0, high) (else normal)."""
     if high is None:
@@ -110,7 +96,7 @@ def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with
         if with_counts:
             buffers["counts"] = DeviceArray.from_array(np.full((num_nodes + 2 * GUARD_ROWS, 1), 77, np.int64))
             pointers["counts"] = buffers["counts"].ptr + GUARD_ROWS * 8
-        if half and not owned:
+        if half:
             capacity = table_capacity(num_edges)
             buffers["keys"] = DeviceArray((capacity,), np.int32)
             buffers["values"] = DeviceArray((capacity, num_features), np.float32)
@@ -118,7 +104,7 @@ def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with
             buffers["values"].fill_bytes(0x5A)
             pointers.update(keys=buffers["keys"].ptr, values=buffers["values"].ptr)
         run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=num_edges,
-                            num_features=num_features, stream=0, owned=owned)
+                            num_features=num_features, stream=0)
         out = buffers["state"].download()
         counts = buffers["counts"].download() if with_counts else None
     finally:

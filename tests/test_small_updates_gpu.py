@@ -83,6 +83,27 @@ def test_direct_float32_matches_float64(nodes, edges, features):
     assert_within_bound(out, state, src, index, np.float32)
 
 
+@pytest.mark.parametrize("nodes, edges, features", [
+    (10**4, 10**4, 1),     # the per-step case with one slot per node
+    (1000, 30_000, 3),     # vec 1, three features, 30 edges per node
+    (10**5, 10**5, 4),     # vec 4
+    (10**6, 10**6, 1),
+    (5, 1, 1),
+])
+def test_direct_float16_into_the_one_slot_table_matches_float64(nodes, edges, features):
+    state, src, index = random_inputs(nodes, edges, features, np.float16)
+    bad = with_bad_ids(index, nodes, min(100, edges // 10))
+    out, skipped, launched = run(state, src, index, "direct")
+    assert launched.algorithm == "direct" and launched.table is not None and not launched.table.hashed
+    assert skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+    # values of one sign into one node: a half accumulator would stall; the table sums in float32
+    hub = np.full(edges, int(RNG.integers(0, nodes)), np.int64)
+    positive = (RNG.uniform(0, 1, (edges, features)) / 8).astype(np.float16)
+    out, _, _ = run(state, positive, hub, "direct")
+    assert_within_bound(out, state, positive, hub, np.float16)
+
+
 def test_direct_float32_with_all_edges_into_one_node():
     nodes, edges = 1000, 10**6
     state, _, _ = random_inputs(nodes, 0, 1, np.float32)
@@ -161,12 +182,16 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float32, 10**6, 10**4, "direct"),
     (np.float32, 10**7, 10**6, "direct"),
     (np.float32, 1000, 10**6, "shared"),
-    (np.float16, 10**6, 10**4, "owned"),
+    (np.float16, 10**6, 10**4, "clustered"),  # "owned" before sm_90
+    (np.float16, 10**4, 10**4, "direct"),     # into the one-slot table, then apply_table
+    (np.float16, 10**6, 10**6, "direct"),
     (np.float16, 10**7, 10**6, "partitioned"),
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     out, skipped, launched = run(state, src, index, "auto")
+    if expected == "clustered" and launch.read_device_info().arch < plan.CLUSTER_MIN_ARCH:
+        expected = "owned"
     assert launched.algorithm == expected and skipped == 0
     assert_within_bound(out, state, src, index, dtype)
 

@@ -1,6 +1,6 @@
 """The AOT plugins' kernels without TensorRT: the PTX, each kernel's argument list and its launch parameters.
 
-scatter_add_aot.cu holds six kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
+scatter_add_aot.cu holds five kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
 int32 arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that
 order, and `aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes
 N, E, F and the table capacity C. Both are plain functions that take ints or TensorRT's symbolic sizes
@@ -35,17 +35,9 @@ MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid s
 # kernel decides (scatter_add_aot.cu privatised), the launch parameters give the shared memory it then needs.
 PRIVATE_MAX_FLOATS = 10240
 PRIVATE_MIN_EDGES_PER_NODE = 256
-# scatter_owned_f16 (float16 in one kernel, small batches, no counts): blocks of OWNED_THREADS, one per
-# OWNED_EDGES_PER_BLOCK edges, at most OWNED_MAX_BLOCKS (each block reads all E targets); each block's table has
-# owned_capacity(E) slots of 4 (F + 1) bytes, under 48 KiB for E <= OWNED_MAX_EDGES and F <= OWNED_MAX_FEATURES.
-OWNED_THREADS = 1024  # AOT_OWNED_THREADS in scatter_add_aot.cu
-OWNED_EDGES_PER_BLOCK = 64
-OWNED_MAX_BLOCKS = 128
-OWNED_MAX_EDGES = 2**15
-OWNED_MAX_FEATURES = 16
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
-SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity", "owned_capacity")
+SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
 
 
 @dataclass(frozen=True)
@@ -60,7 +52,6 @@ class AotKernel:
     outputs: tuple[str, ...]
     rows: str
     privatised: bool = False  # may sum in shared memory first (float32): aot_shared_bytes
-    owned: bool = False  # scatter_owned_f16: OWNED_THREADS per block, owned_blocks blocks
 
 
 AOT_KERNELS: dict[str, AotKernel] = {
@@ -76,8 +67,6 @@ AOT_KERNELS: dict[str, AotKernel] = {
                   ("num_nodes", "num_edges", "num_features", "capacity"), ("keys", "values", "counts"), "num_edges"),
         AotKernel("apply_table_f16", ("state", "keys", "values"), ("num_nodes", "num_features", "capacity"),
                   ("state",), "capacity"),
-        AotKernel("scatter_owned_f16", ("state", "src", "index"),
-                  ("num_nodes", "num_edges", "num_features", "owned_capacity"), ("state",), "num_edges", owned=True),
     )
 }
 
@@ -90,31 +79,6 @@ def table_capacity(num_edges: Any) -> Any:
     return num_edges * 2 + 1
 
 
-def owned_path_fits(max_edges: int | None, num_features: int) -> bool:
-    """Whether a float16 network without counts uses scatter_owned_f16 (one plugin, no fills): its profile's
-    largest E is at most OWNED_MAX_EDGES (each block reads all E targets, so the kernel is for small batches)
-    and F at most OWNED_MAX_FEATURES (the table then stays under 48 KiB of shared memory)."""
-    return max_edges is not None and 0 < max_edges <= OWNED_MAX_EDGES and 1 <= num_features <= OWNED_MAX_FEATURES
-
-
-def owned_blocks(num_edges: Any) -> Any:
-    """scatter_owned_f16's grid: max(1, min(ceil(E / OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS)), int or symbolic."""
-    if isinstance(num_edges, int):
-        return max(1, min(-(-num_edges // OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS))
-    cdiv, sym_min, sym_max = _symbolic_ops()
-    return sym_max(sym_min(cdiv(num_edges, OWNED_EDGES_PER_BLOCK), OWNED_MAX_BLOCKS), 1)
-
-
-def owned_capacity(num_edges: Any) -> Any:
-    """Slots of each scatter_owned_f16 block's table: 1.5x its share of the edges plus 64 (filled at most 2/3 on
-    average, so insertions probe few slots; a block whose nodes do not fit runs more passes)."""
-    blocks = owned_blocks(num_edges)
-    if isinstance(num_edges, int):
-        return -(-num_edges // blocks) * 3 // 2 + 64
-    cdiv, _, _ = _symbolic_ops()
-    return cdiv(num_edges, blocks) * 3 // 2 + 64
-
-
 def _symbolic_ops() -> tuple[Any, Any, Any]:
     import tensorrt.plugin as trtp
 
@@ -125,10 +89,7 @@ def aot_shared_bytes(kernel: AotKernel, sizes: Mapping[str, Any]) -> Any:
     """Dynamic shared memory per block: for a privatised kernel 4 N (F + counts) bytes where that is at most
     PRIVATE_MAX_FLOATS words (the kernel may then sum in shared memory), else 0. Written with *, // and min
     only, so that it holds for ints and symbolic sizes alike: min(1, words // (PRIVATE_MAX_FLOATS + 1)) is 0
-    up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative).
-    scatter_owned_f16: its table, owned_capacity(E) (F + 1) words."""
-    if kernel.owned:
-        return owned_capacity(sizes["num_edges"]) * (sizes["num_features"] + 1) * 4
+    up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative)."""
     if not kernel.privatised:
         return 0
     words = sizes["num_nodes"] * (sizes["num_features"] + int("counts" in kernel.inputs))
@@ -144,11 +105,9 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
 
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
     element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still
-    launches a valid (empty) grid; shared_mem = aot_shared_bytes. scatter_owned_f16: owned_blocks blocks of
-    OWNED_THREADS. Plain ints give ints; symbolic sizes give tensorrt.plugin expressions.
+    launches a valid (empty) grid; shared_mem = aot_shared_bytes. Plain ints give ints; symbolic sizes give
+    tensorrt.plugin expressions.
     """
-    if kernel.owned:
-        return owned_blocks(sizes["num_edges"]), OWNED_THREADS, aot_shared_bytes(kernel, sizes)
     elements = sizes[kernel.rows] * sizes["num_features"]
     if isinstance(elements, int):
         blocks = -(-elements // THREADS_PER_BLOCK)
@@ -160,10 +119,8 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
 
 
 def aot_extra_args(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The extra int32 arguments of `kernel`, in its parameter order, from sizes (ints or symbolic);
-    owned_capacity is derived from num_edges where sizes lack it."""
-    derived = {"owned_capacity": owned_capacity(sizes["num_edges"])} if "owned_capacity" in kernel.extra_args else {}
-    return tuple(derived[name] if name in derived and name not in sizes else sizes[name] for name in kernel.extra_args)
+    """The extra int32 arguments of `kernel`, in its parameter order, from sizes (ints or symbolic)."""
+    return tuple(sizes[name] for name in kernel.extra_args)
 
 
 def check_aot_sizes(sizes: Mapping[str, int]) -> None:
@@ -254,22 +211,15 @@ def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, i
 
 
 def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
-                        num_nodes: int, num_edges: int, num_features: int, stream: int, owned: bool = False) -> None:
+                        num_nodes: int, num_edges: int, num_features: int, stream: int) -> None:
     """What an AOT engine runs for one scatter-add, on `stream`: the fills the network's layers make (counts
     to 0 when pointers has "counts"; float16: keys to -1, values to 0), then the plugin kernels. float16
-    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32), except with owned=True
-    (float16 without counts: the one kernel scatter_owned_f16, no fills). For tests and benchmarks."""
+    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32). For tests and benchmarks."""
     from cuda.bindings import driver
 
     sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
              "capacity": table_capacity(num_edges)}
     with_counts = "counts" in pointers
-    if owned:
-        if not half or with_counts:
-            raise ValueError("scatter_owned_f16 is float16 without counts")
-        kernel = AOT_KERNELS["scatter_owned_f16"]
-        launch_aot_kernel(functions[kernel.name], kernel, pointers, sizes, stream)
-        return
     if with_counts:
         check(driver.cuMemsetD32Async(pointers["counts"], 0, 2 * num_nodes, stream))
     if not half:
@@ -290,7 +240,7 @@ class PreparedAotLaunch:
     For benchmarks of one step's latency (bench_aot.py); run_aot_scatter_add re-derives everything per call."""
 
     def __init__(self, functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int], num_nodes: int,
-                 num_edges: int, num_features: int, stream: int, owned: bool = False) -> None:
+                 num_edges: int, num_features: int, stream: int) -> None:
         import ctypes
 
         from cuda.bindings import driver
@@ -302,13 +252,9 @@ class PreparedAotLaunch:
         calls: list[tuple[Any, tuple[Any, ...]]] = []
         self._keep: list[Any] = []
         with_counts = "counts" in pointers
-        if owned and (not half or with_counts):
-            raise ValueError("scatter_owned_f16 is float16 without counts")
         if with_counts:
             calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["counts"]), 0, 2 * num_nodes, on)))
-        if owned:
-            names = ["scatter_owned_f16"]
-        elif half:
+        if half:
             names = ["scatter_table_f16_counts" if with_counts else "scatter_table_f16", "apply_table_f16"]
             calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["keys"]), 0xFFFFFFFF,
                                                     sizes["capacity"], on)))

@@ -557,8 +557,14 @@ class PreparedScatterAdd:
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
         scatter = plan.scatter
+        operations: list[tuple[Any, ...]] = []
+        table = plan.table  # float16 direct: the one-slot table, zeroed here, applied after the scatter
         if plan.algorithm == "direct":
-            values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, (STATE, 0), skipped)
+            dest: Any = (STATE, 0)
+            if table is not None:
+                dest = (WORKSPACE, table.values_offset)
+                operations.append((_MEMSET, dest, 0, table.capacity * num_features))
+            values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, dest, skipped)
         elif plan.owned is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
                       (STATE, 0), skipped)
@@ -572,8 +578,13 @@ class PreparedScatterAdd:
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
                              layout.bucket.capacity, layout.bucket.probes, (STATE, 0))
         functions = self.kernels.functions
-        operations: list[tuple[Any, ...]] = [(_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
-                                               _KernelArguments(values), scatter.name, scatter.block)]
+        operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                           _KernelArguments(values), scatter.name, scatter.block))
+        if plan.apply is not None and table is not None:
+            apply_values = ((STATE, 0), 0, (WORKSPACE, table.values_offset), table.capacity, num_features,
+                            plan.apply_lanes_log2)
+            operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(apply_values),
+                               plan.apply.name, plan.apply.block))
         if plan.reduce is not None:
             operations.append((_KERNEL, functions[reduce.name], *reduce.grid, reduce.shared_bytes,
                                _KernelArguments(reduce_values), reduce.name, reduce.block))

@@ -532,10 +532,17 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
     node passes, the float16 table)."""
     if half:
         table = table_layout(num_nodes, num_edges, num_features)
-        if table is None or not table.hashed:  # one slot per node: the table is faster (module docstring)
+        if table is None:
             return None
+        if not table.hashed:  # one slot per node: the table is faster than owned or partitioned (module docstring)
+            if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
+                    and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
+                return None  # the shared-memory kernel into the table
+            if node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes) > 1:
+                return None
+            return "direct"  # into the table, then apply_table
         if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
-            return "owned"
+            return "clustered" if device.arch >= CLUSTER_MIN_ARCH else "owned"
         if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
             return "partitioned"
         return None
@@ -552,17 +559,20 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
     """The plan of a "direct", "owned" or "partitioned" launch (without counts)."""
     ranges = ((0, num_nodes),)
     if algorithm == "direct":
-        if half:
-            raise ValueError("the direct path adds float32 atomics into the state: float32 only (float16 sums in "
-                             "float32 first: owned, partitioned or the table)")
+        table = table_layout(num_nodes, num_edges, num_features) if half else None
+        if half and (table is None or table.hashed):
+            raise ValueError("the direct path adds float32 atomics into the state, or for float16 into the table "
+                             "with one slot per node: this float16 table would be hashed (owned, clustered, "
+                             "partitioned or the table path sum it)")
         elements = num_edges * (num_features // vec)
         blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * device.sm_count))
+        apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
         return LaunchPlan("direct", vec, 0, KernelLaunch(f"scatter_direct_v{vec}", (blocks, 1)), num_features, ranges,
-                          None, None, 0)
+                          table, apply, apply_lanes_log2)
     if algorithm in ("owned", "clustered"):
-        plan = owned_plan if algorithm == "owned" else clustered_plan
-        launch, table = plan(num_edges, num_features, device)
-        return LaunchPlan(algorithm, 1, 0, launch, num_features, ranges, None, None, 0, owned=table)
+        make = owned_plan if algorithm == "owned" else clustered_plan
+        launch, owned = make(num_edges, num_features, device)
+        return LaunchPlan(algorithm, 1, 0, launch, num_features, ranges, None, None, 0, owned=owned)
     chunks, reduce, layout = partition_plan(num_edges, num_features, device)
     return LaunchPlan("partitioned", 1, 0, chunks, num_features, ranges, None, None, 0, partition=layout,
                       reduce=reduce)

@@ -16,7 +16,9 @@
 // correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
 // sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
 // shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
-// outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert is
+// outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
+// inputs it made up), every kernel ends and stays inside them: a probe visits at most `capacity` slots, and a key
+// is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert is
 // scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
 // plugin's kernels are tuned.
@@ -27,8 +29,6 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 #define AOT_THREADS_PER_BLOCK 256  // plugin/kernels/aot.py THREADS_PER_BLOCK
-#define AOT_OWNED_THREADS 1024     // plugin/kernels/aot.py OWNED_THREADS
-#define AOT_OWNED_MAX_PROBES 128   // slots an insertion into an owned table probes before the pass is retried
 #define EMPTY_KEY (-1)             // the network fills the keys with -1
 #define MAX_KEY 0x7fffffffLL       // node ids are stored as int32 keys
 #define AOT_PRIVATE_MAX_FLOATS 10240      // plugin/kernels/aot.py PRIVATE_MAX_FLOATS: 40 KiB of shared memory
@@ -54,11 +54,12 @@ __device__ __forceinline__ i64 split_element(i64 i, int num_features, int& featu
     return row;
 }
 
-// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent. The
-// capacity (2 E + 1, set by the network) exceeds twice the number of distinct nodes, so probing ends.
+// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent; -1 when
+// none of the `capacity` slots holds it or is free. The network's table (2 E + 1 slots of -1) always has room; a
+// table without a free slot (made-up keys) drops the row instead of probing forever.
 __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity) {
     unsigned slot = (unsigned)(((u64)(unsigned)node * 2654435761ull) % (unsigned)capacity);
-    while (true) {
+    for (int probe = 0; probe < capacity; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == EMPTY_KEY) {
@@ -67,6 +68,7 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity)
         }
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
+    return -1;
 }
 
 // Calls body(i, node, feature) for every element i = (edge, feature) of a [num_edges, num_features] src whose
@@ -187,6 +189,7 @@ __device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict_
                                                        u64* counts_out) {
     for_each_targeted_element(index, node_limit, num_edges, num_features, [&](i64 i, i64 node, int feature) {
         const int slot = find_or_insert(keys_out, (int)node, capacity);
+        if (slot < 0) return;  // a full table: the row is dropped
         atomicAdd(values_out + (i64)slot * num_features + feature, __half2float(src[i]));
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
     });
@@ -223,7 +226,7 @@ scatter_table_f16_counts(const __half* src, const i64* index, const int* keys_in
 }
 
 // state_out[keys[s], f] = half(float(state_out[keys[s], f]) + values[s, f]) for every filled slot s whose key
-// is a node of this state (< num_nodes). Each node has at most one slot, so no two threads write one element.
+// is a node of this state (in [0, num_nodes): other keys, made-up ones too, are skipped). Each node has at most one slot, so no two threads write one element.
 // Sums still +0.0 are skipped, so a touched node whose sum is +0.0 keeps its value bit for bit.
 extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
 apply_table_f16(const __half* state_in, const int* keys, const float* values,
@@ -234,137 +237,10 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
         int feature;
         const i64 slot = split_element(i, num_features, feature);
         const int node = __ldg(keys + slot);
-        if (node == EMPTY_KEY || node >= num_nodes) continue;
+        if (node < 0 || node >= num_nodes) continue;  // EMPTY_KEY (-1) too
         const float sum = __ldg(values + i);
         if (__float_as_uint(sum) == 0u) continue;
         __half* element = state_out + (i64)node * num_features + feature;
         *element = __float2half_rn(__half2float(*element) + sum);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// float16 in one kernel for small batches (scatter_owned_f16): block b of G owns the nodes n whose hash maps to
-// b; every block reads all E targets, sums its own nodes' rows in float32 in a shared-memory hash table of
-// `capacity` slots (keys and F sums) and adds each node's sum into the state with one rounding. No table from
-// the network, no atomics outside the block. A block whose nodes do not fit (an insertion finds no slot within
-// AOT_OWNED_MAX_PROBES) sums one sub-range of a second hash at a time, halving it until they fit, and writes the
-// state only after a sub-range's pass succeeded. The Python plugin's scatter_owned does the same.
-
-#define OWNED_EMPTY (-1)
-#define FULL_RANGE (1ull << 32)
-
-__device__ __forceinline__ unsigned mix32(unsigned x) {  // murmur3's finaliser: a bijection of 32-bit words
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
-
-// The block of `owners` that owns node n: Fibonacci hashing scaled to [0, owners), two instructions (every block
-// hashes every target). Ids it spreads badly only cost passes, never a wrong sum.
-__device__ __forceinline__ unsigned owned_by(int node, unsigned owners) {
-    return (unsigned)(((u64)((unsigned)node * 0x9e3779b1u) * owners) >> 32);
-}
-
-// The slot of node (inserted if absent): linear probing, at most `probes` slots, else -1 and *overflow.
-__device__ __forceinline__ int owned_slot(int* keys, int capacity, int node, int probes, int* overflow) {
-    unsigned slot = (unsigned)(((u64)mix32((unsigned)node ^ 0x5bd1e995u) * (unsigned)capacity) >> 32);
-    for (int probe = 0; probe < probes; ++probe) {
-        const int key = *((volatile int*)&keys[slot]);
-        if (key == node) return (int)slot;
-        if (key == OWNED_EMPTY) {
-            const int previous = atomicCAS(&keys[slot], OWNED_EMPTY, node);
-            if (previous == OWNED_EMPTY || previous == node) return (int)slot;
-        }
-        slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
-    }
-    *((volatile int*)overflow) = 1;
-    return -1;
-}
-
-extern "C" __global__ void __launch_bounds__(AOT_OWNED_THREADS)
-scatter_owned_f16(const __half* state_in, const __half* src, const i64* index,
-                  int num_nodes, int num_edges, int num_features, int owned_capacity, __half* state_out) {
-    const int capacity = owned_capacity;
-    extern __shared__ int keys[];
-    float* sums = reinterpret_cast<float*>(keys + capacity);
-    __shared__ int overflow;
-    const unsigned owners = gridDim.x, me = blockIdx.x;
-    const int probes = min(capacity, AOT_OWNED_MAX_PROBES);
-    const bool one_feature = num_features == 1;
-    const int lane = threadIdx.x & 31;
-    u64 lo = 0, width = FULL_RANGE;
-    while (lo < FULL_RANGE) {
-        for (int i = threadIdx.x; i < capacity; i += blockDim.x) keys[i] = OWNED_EMPTY;
-        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
-        if (threadIdx.x == 0) overflow = 0;
-        __syncthreads();
-        for (i64 first = threadIdx.x - lane; first < num_edges; first += 8 * blockDim.x) {  // warp-uniform
-            i64 node[8];
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const i64 e = first + lane + k * (i64)blockDim.x;
-                node[k] = e < num_edges ? __ldg(index + e) : -1;
-            }
-            // every block reads every target: what it does with the ones it does not own decides the time (a
-            // range check, a two-instruction hash, one vote per warp); only owned edges read their values
-            unsigned mine = 0;
-            float one[8];
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const int n = (int)node[k];
-                const bool owned = (u64)node[k] < (u64)num_nodes && owned_by(n, owners) == me
-                                   && (width == FULL_RANGE || (u64)(unsigned)(mix32((unsigned)n) * 0x9e3779b1u - (unsigned)lo) < width);
-                mine |= (unsigned)owned << k;
-                one[k] = one_feature && owned ? __half2float(src[first + lane + k * (i64)blockDim.x]) : 0.0f;
-            }
-            if (__ballot_sync(0xffffffffu, mine != 0u) == 0u) continue;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const bool owned = (mine >> k) & 1u;
-                if (__ballot_sync(0xffffffffu, owned) == 0u) continue;
-                const int n = (int)node[k];
-                float value = one[k];
-                if (one_feature) {  // neighbouring edges into one node (runs, hubs): one shared atomic per warp
-                    const long long key = owned ? n : -1ll - lane;
-                    if (neighbour_duplicates(key, owned, 1)) {
-                        const unsigned peers = combine_warp_peers(key, value);
-                        if (__ffs(peers) - 1 != lane) continue;
-                    }
-                }
-                if (!owned) continue;
-                const int slot = owned_slot(keys, capacity, n, probes, &overflow);
-                if (slot < 0) continue;
-                if (one_feature) {
-                    atomicAdd(sums + slot, value);
-                } else {
-                    const i64 e = first + lane + k * (i64)blockDim.x;
-                    for (int f = 0; f < num_features; ++f) {
-                        atomicAdd(sums + slot * num_features + f, __half2float(src[e * num_features + f]));
-                    }
-                }
-            }
-        }
-        __syncthreads();
-        const bool failed = overflow != 0;
-        if (!failed) {
-            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
-                const int slot = one_feature ? i : i / num_features;
-                const int node = keys[slot];
-                const float sum = sums[i];
-                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
-                __half* p = state_out + (i64)node * num_features + (i - slot * num_features);
-                *p = __float2half_rn(__half2float(*p) + sum);
-            }
-        }
-        __syncthreads();
-        if (failed) {
-            width >>= 1;
-            continue;
-        }
-        lo += width;
-        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
     }
 }
