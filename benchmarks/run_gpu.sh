@@ -10,7 +10,8 @@
 # bench_enqueue.py's rows through the bindings' C++ trampoline; without it they skip, saying so.
 #
 # Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
-# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py; a failure is
+# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py,
+# tests/test_kernel_fuzz_gpu.py; a failure is
 # reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
 # bench_state_update.py and bench_aot.py (per-step device time, host time and one step at a time beside torch,
 # cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
@@ -54,7 +55,7 @@ stage() {  # stage NAME COMMAND...: runs it, prints and records its seconds; a f
 }
 : >"$out/stages.txt"
 if want steps; then
-    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py"
+    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py tests/test_kernel_fuzz_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?

@@ -582,7 +582,7 @@ class PreparedScatterAdd:
                            _KernelArguments(values), scatter.name, scatter.block))
         if plan.apply is not None and table is not None:
             apply_values = ((STATE, 0), 0, (WORKSPACE, table.values_offset), table.capacity, num_features,
-                            plan.apply_lanes_log2)
+                            plan.apply_lanes_log2, num_nodes)
             operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(apply_values),
                                plan.apply.name, plan.apply.block))
         if plan.reduce is not None:

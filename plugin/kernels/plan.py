@@ -150,6 +150,11 @@ OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before i
 # clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
 # distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
 CLUSTER_MIN_ARCH = 90
+# float16 with the one-slot table: the direct kernel into the table (a thread per element; memset, direct,
+# apply_table) instead of the windowed scatter_global (10 blocks at 1e4 edges: 6.3 us in Nsight Compute). Built
+# and tested on the CPU (recorded driver calls); not yet measured or tested on a GPU (NOTES.md "Issue 26"),
+# so "auto" does not take it until a run does: algorithm="direct" forces it.
+HALF_DIRECT_INTO_TABLE = False
 CLUSTER_BLOCKS = 8
 CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
@@ -535,6 +540,8 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         if table is None:
             return None
         if not table.hashed:  # one slot per node: the table is faster than owned or partitioned (module docstring)
+            if not HALF_DIRECT_INTO_TABLE:
+                return None  # the table path (scatter_global into the table)
             if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
                     and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
                 return None  # the shared-memory kernel into the table

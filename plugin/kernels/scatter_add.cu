@@ -1286,8 +1286,8 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
 // table seen from this block; atomics on it). A cluster barrier, then every block adds its own nodes' float32
 // sums into the state with one rounding, as scatter_owned does. Each SM reads E / CLUSTER_BLOCKS targets
 // instead of all E. Passes as in owned_passes, but cluster-wide: a pass fails when any block of the cluster
-// overflowed (the inserting thread raises the flag in every block of the cluster), and then every block of the
-// cluster retries on half the sub-range. Two cluster barriers per pass: tables clear, then insertions done.
+// overflowed (each block reads the others' flags after the insertions), and then every block of the cluster
+// retries on half the sub-range. Three cluster barriers per pass: tables clear, insertions done, flags read.
 #define CLUSTER_BLOCKS 8      // plan.py CLUSTER_BLOCKS: the portable cluster size
 #define CLUSTER_THREADS 1024  // plan.py CLUSTER_THREADS
 #define CLUSTER_LOADS 2       // targets each thread reads before it inserts (loads in flight)
@@ -1364,11 +1364,8 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
                 }
                 if (!ours || !leader) continue;
                 int* keys = cluster_map(cluster_keys, target[k]);
-                const int slot = owned_insert(keys, capacity, n, probes, &overflow);
-                if (slot < 0) {  // the pass fails in every block of the cluster: each gets the flag in its own memory
-                    for (unsigned r = 0; r < CLUSTER_BLOCKS; ++r) *((volatile int*)cluster_map(&overflow, r)) = 1;
-                    continue;
-                }
+                const int slot = owned_insert(keys, capacity, n, probes, cluster_map(&overflow, target[k]));
+                if (slot < 0) continue;
                 float* row = cluster_map(sums, target[k]) + slot * num_features;
                 asm volatile("prefetch.global.L2 [%0];" ::"l"(state + (i64)n * num_features));  // for the apply
                 if (num_features == 1) {
@@ -1381,10 +1378,9 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
         }
         if (skipped != nullptr && first_pass && first_owner == 0) add_skipped(skipped, bad);  // one cluster counts
         first_pass = false;
-        cluster_barrier();  // every insertion into this block's table (and every overflow flag) is done
-        // From here on no block touches another's memory until the next pass's first barrier: a block may apply,
-        // clear its table for the next pass, or exit while the others still apply.
-        const bool failed = *((volatile int*)&overflow) != 0;
+        cluster_barrier();  // every insertion into this block's table is done
+        const int flag = threadIdx.x < CLUSTER_BLOCKS ? *((volatile int*)cluster_map(&overflow, threadIdx.x)) : 0;
+        const bool failed = __syncthreads_or(flag) != 0;
         if (!failed) {
             for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
                 const int slot = num_features == 1 ? i : i / num_features;
@@ -1395,7 +1391,7 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
                 store_scalar(p, to_float(*p) + sum);
             }
         }
-        __syncthreads();  // every thread has read `overflow` and the table before the next pass clears them
+        cluster_barrier();  // every block has read the flags before the next pass clears them (or any block exits)
         if (failed) {
             width >>= 1;
             continue;
