@@ -53,7 +53,10 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float16, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
     edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
     shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
-    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8).
+    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8; issue-bound: every
+    block filters every target). On sm_90 and newer "clustered" instead: clusters of CLUSTER_BLOCKS blocks split
+    the targets and insert into each other's tables through distributed shared memory (12.2-12.4 us at E = 1e4,
+    17.4-21.8 at 2^15 where owned took 33.6-37.9; NOTES.md "Issue 26").
     "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
     PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
     by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
