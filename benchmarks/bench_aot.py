@@ -5,15 +5,17 @@
 What an AOT --steps engine runs per execution, on the GPU: float32 one kernel (scatter_add_f32); float16 the
 two fills the network makes (keys -1, values 0, 2B+1 slots) and two kernels (scatter_table_f16,
 apply_table_f16). The PTX is the one the plugins put into an engine, loaded with cuModuleLoadData and launched
-with TensorRT's argument order and launch parameters (plugin.kernels.aot). F = 1, no counts (the --steps
-network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating over 8
-pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same run
-and on the same tensors: torch state.index_add_(0, index, src) and the Python plugin's kernel
-(scatter_add_launch, counts skipped). Device time from CUDA events after warm-up, median of many steps
-(benchmarks/gpu_timing.py); then each method one step at a time, the device synchronised after each step
-(gpu_timing.sync_step_us: host launch included; the AOT kernels are launched from Python here, through
-cuda-python, where an engine launches them from TensorRT's C++). The Python plugin's host time per execution
-is in bench_enqueue.py; an AOT engine has none in Python.
+with TensorRT's argument order and launch parameters, prepared once per batch's buffers as TensorRT prepares a
+plugin's launch (plugin.kernels.aot.PreparedAotLaunch: each step is the driver calls alone). F = 1, no counts
+(the --steps network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating
+over 8 pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same
+run and on the same tensors: torch state.index_add_(0, index, src) and the Python plugin's kernel
+(scatter_add_launch, counts skipped, pointers and stream read once). Device time from CUDA events after
+warm-up, median of many steps (benchmarks/gpu_timing.py); then the three methods one step at a time,
+interleaved step by step (gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and
+between CUDA events recorded after a synchronisation (host launch latency + device time). Each table counts
+the cells at or below torch's. The Python plugin's host time per execution is in bench_enqueue.py; an AOT
+engine has none in Python.
 """
 
 import sys
@@ -126,7 +128,8 @@ def main() -> int:
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
              ""] + table(rows, args.batches, args.nodes, "_ms", 1e3) + [
              "", "One step at a time (us, median): the step issued, then the device synchronised before the next "
-             "(host launch included; the AOT kernels launched from Python through cuda-python)", ""] + table(
+             "(host launch included; the AOT kernels' arguments packed once, launched from Python through "
+             "cuda-python; the three methods interleaved)", ""] + table(
              rows, args.batches, args.nodes, "_sync_us", 1.0) + [
              "", "One step between CUDA events recorded after a synchronisation (us, median: host launch latency + "
              "device time)", ""] + table(rows, args.batches, args.nodes, "_event_us", 1.0)

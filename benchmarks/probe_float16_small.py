@@ -1,16 +1,17 @@
 """Probe (issue 26): float16 small updates' candidate kernels, and what one synchronised step costs, in one process.
 
-    python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels] [--latency] [--nodes ...]
+    python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels] [--large-batch] [--latency] [--nodes ...]
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
-index_add_, the shipped plans and variants of the one-launch float16 kernels, F = 1, B = 1e4 (and 2^15), each
-variant first checked against float64 (one rounding per node: docs/kernel.md's bound). Variants of
-scatter_owned are compiled from patched copies of scatter_add.cu (block size, no state prefetch) and launched
-directly with cuLaunchKernel, with and without the large dynamic shared-memory limit the launcher sets.
---latency: one step at a time, two ways (wall clock around call + synchronise; CUDA events recorded after a
-synchronise, around the call): torch, scatter_add_launch as a user calls it (data_ptr() per call, the
-workspace scatter_add_workspace_size asks for), the prepared launch with and without graph replay, the bare
-kernel launch, and the AOT kernels launched by run_aot_scatter_add and by a prepared cuLaunchKernel.
+index_add_, the shipped plans (auto, the table path "global", owned) and the one-launch kernels launched directly
+with cuLaunchKernel (owned on one block per SM; clustered in clusters of 8 with 1024 or 512 threads, the latter
+compiled from a patched copy of scatter_add.cu), F = 1, B = 1e4 and 2^15; each first checked against float64
+(one rounding per node: docs/kernel.md's bound). --large-batch adds B = 1e6 (auto, the table path, partitioned).
+--latency: one step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved; CUDA events recorded
+after a synchronisation, and the wall clock around call + synchronisation): torch, scatter_add_launch with
+data_ptr() and torch.cuda.current_stream() read in each call, with only data_ptr() per call, with both read
+once, PreparedScatterAdd with and without graph replay, and the AOT kernels launched by run_aot_scatter_add and
+by PreparedAotLaunch. Measurements: plugin/kernels/NOTES.md "Issue 26".
 """
 
 import ctypes
