@@ -1168,6 +1168,21 @@ struct OwnedAdd {
     }
 };
 
+// Adds every node's float32 sum of an owned table (keys[capacity], sums[capacity * F]) into the state with one
+// rounding; sums still +0.0 are skipped (such a node keeps its value bit for bit). Every thread of the block
+// calls it.
+__device__ __forceinline__ void apply_owned_table(scalar_t* __restrict__ state, const int* keys, const float* sums,
+                                                  int capacity, int num_features) {
+    for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+        const int slot = num_features == 1 ? i : i / num_features;
+        const int node = keys[slot];
+        const float sum = sums[i];
+        if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+        scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
+        store_scalar(p, to_float(*p) + sum);
+    }
+}
+
 template <typename Feed>
 __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
                                              Feed feed) {
@@ -1184,16 +1199,7 @@ __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int n
         feed((unsigned)lo, width, add);
         __syncthreads();
         const bool failed = overflow != 0;
-        if (!failed) {
-            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
-                const int slot = num_features == 1 ? i : i / num_features;
-                const int node = owned_keys[slot];
-                const float sum = sums[i];
-                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
-                scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
-                store_scalar(p, to_float(*p) + sum);
-            }
-        }
+        if (!failed) apply_owned_table(state, owned_keys, sums, capacity, num_features);
         __syncthreads();  // everyone has read `overflow` and the table before the next pass clears them
         if (failed) {
             width >>= 1;  // the same lo, half the sub-range (width 1 holds one node: it always fits)
@@ -1381,16 +1387,7 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
         cluster_barrier();  // every insertion into this block's table is done
         const int flag = threadIdx.x < CLUSTER_BLOCKS ? *((volatile int*)cluster_map(&overflow, threadIdx.x)) : 0;
         const bool failed = __syncthreads_or(flag) != 0;
-        if (!failed) {
-            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
-                const int slot = num_features == 1 ? i : i / num_features;
-                const int node = cluster_keys[slot];
-                const float sum = sums[i];
-                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
-                scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
-                store_scalar(p, to_float(*p) + sum);
-            }
-        }
+        if (!failed) apply_owned_table(state, cluster_keys, sums, capacity, num_features);
         cluster_barrier();  // every block has read the flags before the next pass clears them (or any block exits)
         if (failed) {
             width >>= 1;
