@@ -15,13 +15,14 @@
 # reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
 # bench_state_update.py and bench_aot.py (per-step device time, host time and one step at a time beside torch,
 # cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
-# bench_breakdown.py, each with --out, in ONE device call of about 7-8 minutes on an H200 (each stage's seconds
-# are printed and written to OUT_DIR/stages.txt). probe_small_updates.py (every candidate plan of the per-step
-# rows) only with RUN_GPU_PROBES=1 (about a minute more). Under OUT_DIR: gpu_tests.log (the tests' output),
-# bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
-# bench_breakdown.md, stages.txt (and probe_small_updates.md); with ENQUEUE_ALSO_WITH, bench_enqueue.py once
-# more with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its
-# table appended to OUT_DIR/bench_enqueue.md.
+# bench_breakdown.py, each with --out, in ONE device call (each stage's seconds printed together at the end;
+# the stages took about 6-7 minutes together on the H200 in earlier runs, the fuzz test's time not yet known).
+# probe_small_updates.py (every candidate plan of the per-step rows) only with RUN_GPU_PROBES=1 (about a
+# minute more). Under OUT_DIR, 8 files (what the device tool brings back at most): gpu_tests.log (the tests'
+# output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
+# bench_breakdown.md (and probe_small_updates.md); with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with that
+# folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its table appended
+# to OUT_DIR/bench_enqueue.md.
 #
 # On this workplace's device tool (one call, commands of at most 10 minutes; files back at most 8, so keep
 # OUT_DIR's count there): copy the tree into a git-ignored folder of the checkout with the bindings layouts
@@ -47,19 +48,19 @@ want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 size() { [ "$quick" = "--quick" ] && echo "$1" || echo "$2"; }  # size QUICK_ARGS FULL_ARGS
 tests=0
 status=0
-stage() {  # stage NAME COMMAND...: runs it, prints and records its seconds; a failure sets status
+stages=""
+stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed together at the end); a failure sets status
     local name=$1 began=$SECONDS
     shift
     "$@" || status=1
-    echo "run_gpu.sh: $name took $((SECONDS - began)) s" | tee -a "$out/stages.txt"
+    stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
 }
-: >"$out/stages.txt"
 if want steps; then
     gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py tests/test_kernel_fuzz_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?
-    echo "run_gpu.sh: GPU tests took $((SECONDS - began)) s" | tee -a "$out/stages.txt"
+    stages+="run_gpu.sh: GPU tests took $((SECONDS - began)) s"$'\n'
     grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
     stage bench_enqueue python3 benchmarks/bench_enqueue.py --out "$out"
     if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
@@ -76,7 +77,7 @@ if want kernel; then
     stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
     stage bench_breakdown python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out"
 fi
-echo "run_gpu.sh: all stages $SECONDS s" | tee -a "$out/stages.txt"
+printf '%srun_gpu.sh: all stages %s s\n' "$stages" "$SECONDS"
 if [ "$tests" -ne 0 ]; then
     echo "run_gpu.sh: GPU TESTS FAILED (exit $tests): see $out/gpu_tests.log"
     exit 1
