@@ -16,6 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
+    from benchmarks.gpu_timing import require_torch_gpu
+
+    require_torch_gpu("ncu_small_updates.py")
     import torch
 
     from plugin.kernels import PreparedScatterAdd, scatter_add_workspace_size
