@@ -10,7 +10,8 @@ import pytest
 
 import aliased_io_plugin as cli
 from cli.onnx_run import DRY_RUN_LINE
-from tests.onnx_helpers import REWRITE_MISSING
+from tests.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.onnx_models import ACCEPTED, REFUSED, zoo, zoo_feeds, zoo_path
 from tests.test_cli import assert_one_line_error
 from tests.test_network_onnx_parse import state_io_model
 
@@ -209,3 +210,52 @@ def test_a_dry_run_of_a_model_of_ones_own_imports_neither_tensorrt_nor_cuda_nor_
 
     args = ["--dry-run", "--seed", "2", "--onnx", own_state_model(tmp_path), "--steps", "2", "--validate"]
     assert heavy_modules_imported_by(args, ("tensorrt", "tensorrt_rtx_bindings", "cuda", "polygraphy")) == []
+
+
+# --- the users' models of tests/onnx_models.py, exported by the real exporter once per session ----------------
+@needs_export
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_each_users_model_passes_the_dry_run_round_trip_and_its_saved_model_the_checker(tmp_path_factory, tmp_path,
+                                                                                         capsys, name):
+    """Issue 24's done-when: --dry-run --onnx M --onnx_inputs I.npz --save_onnx O --validate passes for each
+    model the rewrite accepts (the rewritten model in ONNX Runtime against the original, output by output), and
+    O passes onnx.checker."""
+    import onnx
+
+    model, out = zoo_path(tmp_path_factory, name), tmp_path / "rewritten.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(model), "--onnx_inputs",
+                       npz(tmp_path, **zoo_feeds(name)), "--save_onnx", str(out), "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "Validation against reference successful!" in captured.out
+    for output in zoo()[name].outputs:
+        assert f"Output {output} against ONNX Runtime (the original {model}, same inputs): largest absolute error" \
+            in captured.out
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
+@needs_export
+def test_two_states_run_in_steps_on_inputs_made_from_the_seed(tmp_path_factory, capsys):
+    """Two states updated in one model, each indexed by its own index input: --steps 3 keeps both in place
+    and draws src_x, idx_x, src_y, idx_y again for each run, each index within its own state's rows."""
+    model = zoo_path(tmp_path_factory, "two_states")
+    status = cli.main(["--dry-run", "--seed", "6", "--onnx", str(model), "--onnx_shapes", "X:30x3,Y:5x2", "--steps",
+                       "3", "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "idx_y int64 [16]: indices in [0, 5), the rows of Y it indexes" in captured.out
+    assert "--steps: 3 runs; the states (X, Y) stay in place" in captured.out
+    assert "Output X_out float32 [30, 3] after 3 runs:" in captured.out and "Validation against reference successful!" \
+        in captured.out
+
+
+@needs_export
+def test_a_narrow_index_scatter_add_is_refused_in_one_line_and_nothing_is_written(tmp_path_factory, tmp_path, capsys):
+    out = tmp_path / "out.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(zoo_path(tmp_path_factory, "narrow")), "--save_onnx",
+                       str(out), "--validate"])
+    captured = capsys.readouterr()
+    for part in REFUSED["narrow"]:
+        assert_one_line_error(status, captured, part)
+    assert not out.exists()
+

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.onnx_helpers import REWRITE_MISSING
+from tests.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.onnx_models import zoo_feeds, zoo_path
 from tests.test_cli_onnx_any import aggregation_model, good_inputs, npz, own_state_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,3 +60,26 @@ def test_an_aggregation_with_no_state_output_runs_with_every_output_its_own_buff
     result = run("--seed", "1", "--onnx", model, "--onnx_inputs", npz(tmp_path, **inputs), "--validate")
     assert_validated(result, model)
     assert "No engine output aliases an input: every output has a buffer of its own" in result.stdout
+
+
+@needs_export
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+@pytest.mark.parametrize("name", ["gnn_zeros", "two_states", "heads_state", "update_then_layers", "alpha"])
+def test_users_models_build_run_and_validate_against_onnx_runtime(tmp_path_factory, tmp_path, name, plugin):
+    """Issue 24's models of one's own (tests/onnx_models.py), exported in this session: each engine's outputs
+    against ONNX Runtime on the original, the states bound at their inputs."""
+    model = str(zoo_path(tmp_path_factory, name))
+    result = run("--seed", "1", "--plugin", plugin, "--onnx", model, "--onnx_inputs",
+                 npz(tmp_path, **zoo_feeds(name)), "--validate")
+    assert_validated(result, model)
+    for output, state in {"two_states": {"X_out": "X", "Y_out": "Y"}}.get(name, {}).items():
+        assert f"the runner binds {output} at {state}'s address" in result.stdout
+
+
+@needs_export
+def test_two_states_run_in_steps_on_the_engine(tmp_path_factory):
+    model = str(zoo_path(tmp_path_factory, "two_states"))
+    result = run("--seed", "2", "--onnx", model, "--onnx_shapes", "X:5000x3,Y:300x2,src_x:800x3,src_y:50x2",
+                 "--steps", "5", "--validate")
+    assert_validated(result, model)
+    assert "Runs: 5 executions, the states kept in their input buffers" in result.stdout
