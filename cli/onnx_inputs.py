@@ -1,7 +1,8 @@
 """The inputs of a model of the user's own (--onnx, not the sample's network), checked before any engine work:
-read from --onnx_inputs FILE.npz (one array per input name, polygraphy's --load-inputs convention in NumPy's
-format) or made from the seed, with the dynamic dimensions from --onnx_shapes or DEFAULT_DYNAMIC_DIM; and the
-fresh inputs of each later --steps run. numpy only.
+read from --onnx_inputs (polygraphy's --load-inputs convention: arrays by input name; an .npz for one run, or
+the JSON list of feed dicts `polygraphy run --save-inputs` writes, one per run) or made from the seed, with the
+dynamic dimensions from --onnx_shapes or DEFAULT_DYNAMIC_DIM; and the fresh inputs of each later --steps run.
+numpy only (polygraphy to read its JSON).
 
 Made from the seed: floats standard normal; an integer input that indexes a scatter (Rewritten.index_bounds)
 uniform over the rows it indexes. Any other input has no value that could be made up, so it must come from
@@ -100,21 +101,43 @@ def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> 
                        f"the {int(rows)} rows it indexes")
 
 
-def load_onnx_inputs(path: str) -> dict[str, np.ndarray]:
-    """The arrays of --onnx_inputs FILE.npz by name (no pickled objects); InputError (one line) otherwise."""
+def load_onnx_inputs(path: str) -> list[dict[str, np.ndarray]]:
+    """The feed dicts of --onnx_inputs, one per run: an .npz's arrays by name (no pickled objects; one run), or
+    the list polygraphy's JSON holds (`polygraphy run --save-inputs`; a .json file). InputError (one line)."""
     from graph.files import _UNREADABLE, _why_unreadable
 
     source = f"--onnx_inputs {shown_path(path)}"
+    if path.lower().endswith(".json"):
+        return _polygraphy_inputs(path, source)
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):
             raise InputError(f"{source}: holds a single array, not an .npz archive of arrays by input name")
         with loaded:
-            return {name: loaded[name] for name in loaded.files}
+            return [{name: loaded[name] for name in loaded.files}]
     except InputError:
         raise
     except _UNREADABLE as error:
         raise InputError(f"{source}: not a readable .npz archive: {_why_unreadable(error)}") from None
+
+
+def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:
+    """polygraphy's JSON of inputs (its arrays stored as .npy bytes, read without pickle): a list of feed dicts
+    (input name -> array), or one feed dict."""
+    from common.imports import import_module
+
+    json = import_module("polygraphy.json")  # MissingDependencyError with the pip line
+    try:
+        loaded = json.load_json(path)
+    except Exception as error:  # json's, polygraphy's and numpy's decoding errors
+        reason = next(iter(str(error).strip().splitlines()), type(error).__name__)[:200]
+        raise InputError(f"{source}: not polygraphy's JSON of inputs ({reason})") from None
+    feeds = [loaded] if isinstance(loaded, dict) else loaded
+    if not isinstance(feeds, list) or not feeds or not all(
+            isinstance(feed, dict) and all(isinstance(value, np.ndarray) for value in feed.values()) for feed in feeds):
+        raise InputError(f"{source}: expected a list of feed dicts (input name -> array), as polygraphy run "
+                         "--save-inputs writes")
+    return [dict(feed) for feed in feeds]
 
 
 def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bounds: Mapping[str, Any],

@@ -86,6 +86,7 @@ class ModelPlan:
     shapes: dict[str, tuple[int, ...]]
     seed: int
     engine: EngineOptions
+    given: tuple[dict[str, np.ndarray], ...] = ()  # --onnx_inputs' feeds of the runs after the first
 
     @property
     def runs(self) -> int:
@@ -97,10 +98,14 @@ class ModelPlan:
         return dict(self.model.rewritten.aliases)
 
     def fresh(self, run: int) -> dict[str, np.ndarray]:
-        """Run `run`'s inputs other than the states, from the seed (the first run's shapes)."""
+        """Run `run`'s inputs other than the states: --onnx_inputs' for that run where it has them, else drawn
+        from the seed (the first run's shapes)."""
         states = set(self.states.values())
+        names = [spec.name for spec in self.inputs if spec.name not in states]
+        if run <= len(self.given):
+            return {name: self.given[run - 1][name] for name in names}
         return make_onnx_inputs(self.inputs, self.shapes, self.model.rewritten.index_bounds, self.seed, run,
-                                only=[spec.name for spec in self.inputs if spec.name not in states])
+                                only=names)
 
 
 def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -> None:
@@ -124,6 +129,21 @@ def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -
                          f"output of {shown} aliases an input")
 
 
+def check_later_runs(given: list[dict[str, np.ndarray]], inputs: tuple[Any, ...], bounds: Any, source: str,
+                     shapes: dict[str, tuple[int, ...]], steps: int | None) -> None:
+    """--onnx_inputs with the feeds of several runs (polygraphy's JSON): no more runs than --steps K, each
+    checked as the first and of its shapes (the engine's buffers keep theirs). InputError."""
+    if given and len(given) + 1 > (steps or 1):
+        raise InputError(f"{source} holds the inputs of {len(given) + 1} runs; "
+                         + (f"--steps {steps} makes {steps}" if steps else f"give --steps {len(given) + 1}"))
+    for run, feeds in enumerate(given, start=1):
+        check_onnx_inputs(inputs, feeds, bounds, f"{source} (run {run})")
+        changed = [name for name, array in feeds.items() if tuple(array.shape) != shapes[name]]
+        if changed:
+            raise InputError(f"{source} (run {run}): {changed[0]} {list(feeds[changed[0]].shape)}, but "
+                             f"{list(shapes[changed[0]])} in run 0; every run keeps the first run's shapes")
+
+
 def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     """Step 2 for a model of one's own: its inputs read and checked, or made from the seed, before any engine
     work; the lines saying what the rewrite did and what the run feeds it, printed."""
@@ -136,17 +156,19 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     bounds = model.rewritten.index_bounds
     source: str | None = None
     notes: list[str] = []
+    given: list[dict[str, np.ndarray]] = []
     if engine.onnx_inputs is not None:
         source = f"--onnx_inputs {shown_path(engine.onnx_inputs)}"
-        feeds = load_onnx_inputs(engine.onnx_inputs)
+        feeds, *given = load_onnx_inputs(engine.onnx_inputs)
         check_onnx_inputs(inputs, feeds, bounds, source)
         shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+        check_later_runs(given, inputs, bounds, source, shapes, engine.steps)
     else:
         shapes, notes = input_shapes(inputs, engine.onnx_shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
     if engine.save_onnx is not None:
         engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
-    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine)
+    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
     if plan.runs > 1:  # an input no value can be made up for stops here, before any work
         try:
             plan.fresh(1)
@@ -155,8 +177,11 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
                              f"from the seed, but {error}") from None
     out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
     if plan.runs > 1:
+        runs_given = "run 1 takes its" if len(plan.given) == 1 else f"runs 1 to {len(plan.given)} take their"
+        later = (f"{runs_given} other inputs from {source}, later runs draw them from the seed" if plan.given
+                 else "every other input is drawn again from the seed for each run after the first")
         out(f"--steps: {plan.runs:,} runs; the states ({', '.join(sorted(set(plan.states.values())))}) stay in place, "
-            "every other input is drawn again from the seed for each run after the first")
+            f"{later}")
     out(flush=True)
     return plan
 

@@ -229,8 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build the engine from this model, its scatter-adds rewritten into the in-place plugin")
     onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx",
                       help="write the rewritten --onnx model once the run has succeeded")
-    onnx.add_argument("--onnx_inputs", "--onnx-inputs", metavar="FILE.npz",
-                      help="a model of your own: its inputs, one array per input name")
+    onnx.add_argument("--onnx_inputs", "--onnx-inputs", metavar="FILE",
+                      help="a model of your own: its inputs by name, an .npz (one run) or the JSON polygraphy run "
+                      "--save-inputs writes (a feed dict per run)")
     onnx.add_argument("--onnx_shapes", "--onnx-shapes", metavar="NAME:D0xD1,...",
                       help=f"a model of your own: the shapes of the inputs made from the seed (a dynamic dimension "
                       f"not given: {DEFAULT_DYNAMIC_DIM})")

@@ -159,7 +159,33 @@ def test_steps_keep_the_state_and_draw_the_other_inputs_again_from_the_seed(tmp_
     assert "Validation against reference successful!" in captured.out
 
 
+def test_polygraphys_saved_inputs_feed_one_run_each_with_the_state_kept(tmp_path, capsys):
+    """--onnx_inputs FILE.json as `polygraphy run --save-inputs` writes it (a list of feed dicts): with --steps 3
+    each run takes its own src and idx from the file, the state only from the first; the final state is the
+    first state plus every run's update, computed here."""
+    from polygraphy.json import save_json
+
+    runs = [good_inputs(np.random.default_rng(seed)) for seed in range(3)]
+    path = tmp_path / "inputs.json"
+    save_json(runs, str(path))
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", own_state_model(tmp_path), "--onnx_inputs", str(path),
+                       "--steps", "3", "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert f"runs 1 to 2 take their other inputs from --onnx_inputs {path}" in captured.out
+    expected = runs[0]["state"].astype(np.float64)
+    for feeds in runs:
+        np.add.at(expected, feeds["idx"], feeds["src"].astype(np.float64))
+    np.testing.assert_allclose(printed_output(captured.out, "Output X_out float32 [5, 3] after 3 runs:"), expected,
+                               atol=1e-5)
+    assert "Validation against reference successful!" in captured.out
+
+
 @pytest.mark.parametrize("case, message", [
+    ("json of more runs", "--onnx_inputs {json} holds the inputs of 2 runs; give --steps 2"),
+    ("json of other shapes", "--onnx_inputs {json} (run 1): src [6, 3], but [7, 3] in run 0; every run keeps the "
+                             "first run's shapes"),
+    ("json not polygraphy's", "--onnx_inputs {json}: not polygraphy's JSON of inputs"),
     ("index out of range", "--onnx_inputs {npz}: idx[6] = 5 is outside [0, 5), the rows of state it indexes"),
     ("missing input", "--onnx_inputs {npz}: no array 'src' (the model's inputs: state, src, idx)"),
     ("steps without a state", "--steps 2 keeps the states (outputs that alias an input) between runs; no output of "
@@ -182,13 +208,25 @@ def test_what_a_model_of_ones_own_cannot_take_is_one_line_and_writes_nothing(tmp
     if case == "missing input":
         del inputs["src"]
     path = npz(tmp_path, **inputs)
+    json_path = tmp_path / "inputs.json"
+    if case.startswith("json"):
+        from polygraphy.json import save_json
+
+        later = good_inputs(np.random.default_rng(1))
+        if case == "json of other shapes":
+            later = {**later, "src": later["src"][:6], "idx": later["idx"][:6]}
+        save_json([inputs, later], str(json_path))
+        if case == "json not polygraphy's":
+            json_path.write_text("[1, 2")
+        path = str(json_path)
     extra = {"steps without a state": ["--steps", "2"], "graph options": ["--edges", "[[0,1],[1,0]]"],
              "profile": ["--max_nodes", "10"], "shape of no input": ["--onnx_shapes", "W:3"],
-             "steps with a mask": ["--onnx_inputs", path, "--steps", "2"]}.get(case)
+             "steps with a mask": ["--onnx_inputs", path, "--steps", "2"],
+             "json of other shapes": ["--onnx_inputs", path, "--steps", "2"]}.get(case)
     args = extra if extra is not None else ["--onnx_inputs", path]
     out = tmp_path / "out.onnx"
     status = cli.main(["--dry-run", "--seed", "1", "--onnx", model, *args, "--save_onnx", str(out)])
-    assert_one_line_error(status, capsys.readouterr(), message.format(npz=path, model=model))
+    assert_one_line_error(status, capsys.readouterr(), message.format(npz=path, model=model, json=json_path))
     assert not out.exists()
 
 
