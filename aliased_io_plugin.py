@@ -40,11 +40,11 @@ from common.errors import CudaError, EngineError, InputError, MissingDependencyE
 from common.progress import shows_progress
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from cli.onnx_run import ModelPlan
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
+    import numpy as np
+
     from cli.inputs import Prepared, prepare, read_graph
     from cli.onnx_model import plan_onnx, read_onnx_model
     from cli.report import format_matrix, state_label, steps_note, unused_in_dry_run, validation_report, verdict
