@@ -30,7 +30,7 @@ def assert_validated(result: subprocess.CompletedProcess, model: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Engine built from the rewritten {model} in " in result.stdout
     assert "Validation against reference successful!" in result.stdout
-    assert f"against ONNX Runtime (the original {model}, same inputs)" in result.stdout
+    assert f"against ONNX Runtime (the original {model}" in result.stdout
 
 
 @pytest.mark.parametrize("plugin", ["python", "aot"])
