@@ -35,13 +35,14 @@ DEFAULT_NODE_FEATURES = "[1.0,3.0,5.0,7.0]"
 DEFAULT_EDGES = "[[0,1],[1,2],[2,3],[3,0],[0,2],[1,3]]"
 DEFAULT_NUM_CLASSES = "3"
 
-USAGE = (f"{PROG} [--edges PAIRS | --graph FILE | --random_graph NODES EDGES] [--dry-run]\n"
-         f"{' ' * len('usage: ' + PROG)} [--validate] [--steps K --batch_edges B] [--onnx MODEL.onnx] [options]")
+# --help's usage line, in the pieces it may be wrapped between
+USAGE = ("[--edges PAIRS |", "--graph FILE |", "--random_graph NODES EDGES]", "[--dry-run]", "[--validate]",
+         "[--steps K --batch_edges B]", "[--onnx MODEL.onnx]", "[options]")
 DESCRIPTION = (
-    "In-place (aliased I/O) TensorRT plugin sample: classify the nodes of a graph by the mean of their\n"
-    "neighbours' features, where the first layer, a scatter-add plugin, adds those features into its\n"
-    "input in place. Each option also takes dashes for underscores (--save-engine); docs/options.md\n"
-    "has every rule and limit."
+    "In-place (aliased I/O) TensorRT plugin sample: classify the nodes of a graph by the mean of their "
+    "neighbours' features, where the first layer, a scatter-add plugin, adds those features into its input in "
+    "place. Each option also takes dashes for underscores (--save-engine); docs/options.md has every rule and "
+    "limit."
 )
 
 EXIT_OK = 0
@@ -59,38 +60,49 @@ MAX_SEED = 2**63 - 1
 PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
+_HANGING = re.compile(r" *([0-9]+ +)?")  # a --help line's indent, and an exit status' number: wrapped under both
 
-def _wrapped(text: str) -> str:
-    """A --help group's description, wrapped to fit HELP_COLUMNS under argparse's indent of two spaces."""
-    return "\n".join(textwrap.wrap(text, HELP_COLUMNS - 4, break_on_hyphens=False, break_long_words=False))
+def help_width() -> int:
+    """The width --help is wrapped to: the terminal's, never beyond HELP_COLUMNS (argparse keeps 2 spare)."""
+    return min(HELP_COLUMNS, shutil.get_terminal_size().columns) - 2
+
+
+def _usage(width: int) -> str:
+    """The program's name and USAGE's pieces, wrapped to `width` between pieces under argparse's "usage: "."""
+    unbroken = [PROG, *(piece.replace(" ", "\xa0") for piece in USAGE)]
+    lines = _wrap(" ".join(unbroken), width, initial_indent="usage: ", subsequent_indent=" " * len(f"usage: {PROG} "))
+    return "\n".join(lines)[len("usage: "):]
+
+
+def _wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """textwrap.wrap at spaces only, never inside a bound ("TensorRT >= 10.4", "K <= 1,000,000")."""
+    kept = text.replace(" >= ", "\xa0>=\xa0").replace(" <= ", "\xa0<=\xa0")  # textwrap breaks at ASCII spaces only
+    return [line.replace("\xa0", " ") for line in textwrap.wrap(
+        kept, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent, break_on_hyphens=False,
+        break_long_words=False)]
 
 
 def _statuses(*entries: tuple[int, str]) -> str:
-    """The exit status section: each status and its meaning, wrapped under the meaning's first word."""
-    lines = ["exit status:"]
-    for status, meaning in entries:
-        head = f"  {status:<3} "
-        lines += textwrap.wrap(meaning, HELP_COLUMNS - 2, initial_indent=head, subsequent_indent=" " * len(head),
-                               break_on_hyphens=False, break_long_words=False)
-    return "\n".join(lines)
+    """The exit status section, one line per status (the formatter wraps each under its meaning)."""
+    return "\n".join(["exit status:", *(f"  {status:<3} {meaning}" for status, meaning in entries)])
 
 
-INPUTS = _wrapped(
+INPUTS = (
     f"--node_features and --edges take the seed sample's list syntax, parsed without eval (at most "
     f"{MAX_INPUT_CHARS:,} characters: larger graphs go in a file). Features not given are drawn from the seed, "
     "uniform in [0, 10) (with --steps: multiples of 0.25, as cpp/aliased_io_state.cpp draws them), and the run "
-    "says so. Every node needs an incoming edge.",
+    "says so. Every node needs an incoming edge."
 )
-ENGINE = _wrapped(
+ENGINE = (
     "One engine serves every graph of its precision, F, C and network (--steps: the state update) whose N and E "
     "lie in its profile (1..--max_nodes, 1..--max_edges). --steps binds X_out at X's address, so nothing is "
     "copied back. --save_engine and --save_onnx are checked before any work (a file that can be written, not an "
-    "input, this script or the other output) and written last, only when the run succeeded.",
+    "input, this script or the other output) and written last, only when the run succeeded."
 )
-ONNX = _wrapped(
+ONNX = (
     "--onnx takes a model torch.onnx.export(dynamo=True) wrote (python3 -m export.export_onnx) with the sample's "
     "inputs and output. --validate also compares with ONNX Runtime running the original model; --dry-run runs "
-    "that instead of an engine. Needs pip install -r requirements-onnx.txt.",
+    "that instead of an engine. Needs pip install -r requirements-onnx.txt."
 )
 EPILOG = _statuses(
     (EXIT_OK, "success"),
@@ -104,7 +116,7 @@ EPILOG = _statuses(
     (EXIT_ENGINE_FAILED, "TensorRT could not add the plugin, build, load or execute the engine (-v shows its log)"),
     (EXIT_OUTPUT_FAILED, "the output could not be written to stdout (e.g. a full disk)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
-) + "\n"
+)
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -121,13 +133,24 @@ class _ArgumentParser(argparse.ArgumentParser):
             raise OutputError(error.strerror or str(error)) from None
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The descriptions and epilog as written (each line under HELP_COLUMNS), the options wrapped to the
-    terminal's width but never beyond HELP_COLUMNS, each option under one spelling (its dashed twin is said
-    once, in the description)."""
+class _HelpFormatter(argparse.HelpFormatter):
+    """--help wrapped to help_width(): each line of a description or the epilog wrapped on its own (an exit
+    status continued under its meaning), each option under one spelling (its dashed twin is said once, in the
+    description)."""
 
     def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=32, width=min(HELP_COLUMNS, shutil.get_terminal_size().columns) - 2)
+        super().__init__(prog, max_help_position=32, width=help_width())
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            head = _HANGING.match(line).group(0)  # type: ignore[union-attr]  # it matches every line
+            lines += _wrap(line[len(head):], width, initial_indent=indent + head,
+                           subsequent_indent=indent + " " * len(head)) or [""]
+        return "\n".join(lines)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return _wrap(text, width)
 
     def _format_action_invocation(self, action: argparse.Action) -> str:
         shown = copy.copy(action)
@@ -140,7 +163,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
         prog=PROG,
-        usage=USAGE,
+        usage=_usage(help_width()),
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=_HelpFormatter,
