@@ -159,16 +159,25 @@ def test_a_model_the_cli_cannot_take_is_one_line_naming_the_node_or_the_value(tm
     (["--onnx", "MISSING.onnx"], "--onnx MISSING.onnx: file not found"),
     (["--onnx", "SAME", "--save_onnx", "NO_FOLDER/out.onnx"], "--save_onnx NO_FOLDER/out.onnx: the folder NO_FOLDER "
                                                               "does not exist"),
+    (["--onnx_inputs", "SAME"], "--onnx_inputs describes the inputs of an --onnx model; give --onnx MODEL.onnx"),
+    (["--onnx", "SAME", "--onnx_shapes", "X:4xq"], "--onnx_shapes: 'X:4xq' is not NAME:D0xD1..."),
+    (["--onnx", "SAME", "--onnx_inputs", "SAME", "--onnx_shapes", "X:4"], "--onnx_inputs gives the inputs with their "
+                                                                          "shapes; --onnx_shapes shapes inputs made"),
+    (["--onnx", "SAME", "--onnx_inputs", "SAME", "--edges", "[[0,1]]"], "--edges gives the sample network's graph and "
+                                                                        "--onnx_inputs the inputs of an --onnx model"),
+    (["--onnx", "SAME", "--onnx_inputs", "IN.npz", "--save_onnx", "IN.npz"], "--save_onnx IN.npz is the --onnx_inputs "
+                                                                             "file; writing there would overwrite it"),
 ])
 def test_options_alone_decide_before_any_work(tmp_path, monkeypatch, capsys, args, message):
     """What the arguments alone decide stops before the seed is drawn or any file is read (no output at all)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "SAME").write_bytes(b"unread")
+    (tmp_path / "IN.npz").write_bytes(b"unread")
     status = cli.main(["--dry-run", *args])
     captured = capsys.readouterr()
     assert_one_line_error(status, captured, message)
     assert captured.out == ""
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["SAME"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["IN.npz", "SAME"]
 
 
 @pytest.mark.parametrize("missing, needs", [("onnxruntime", "--onnx with --validate or --dry-run needs"),
