@@ -88,7 +88,7 @@ def test_direct_float32_matches_float64(nodes, edges, features):
     (1000, 30_000, 3),     # vec 1, three features, 30 edges per node
     (10**5, 10**5, 4),     # vec 4
     (10**6, 10**6, 1),
-    (5, 1, 1),
+    (5, 5, 1),             # the smallest one-slot table (one edge into five nodes would be hashed: refused)
 ])
 def test_direct_float16_into_the_one_slot_table_matches_float64(nodes, edges, features):
     state, src, index = random_inputs(nodes, edges, features, np.float16)
