@@ -297,3 +297,33 @@ def test_a_narrow_index_scatter_add_is_refused_in_one_line_and_nothing_is_writte
         assert_one_line_error(status, captured, part)
     assert not out.exists()
 
+
+def custom_op_helpers():
+    """tests.onnx_helpers with the custom-op models of export.ops (issue 24 item 4, branch onnx-ops); skips where
+    that branch is not merged yet."""
+    import tests.onnx_helpers as helpers
+
+    if not hasattr(helpers, "ops_model"):
+        pytest.skip("export.ops and its exported models (branch onnx-ops) are not merged here yet")
+    return helpers
+
+
+@needs_export
+@pytest.mark.parametrize("name", ["state", "layers"])
+def test_a_model_calling_the_in_place_custom_op_passes_the_dry_run_round_trip(tmp_path_factory, tmp_path, capsys,
+                                                                              name):
+    """torch.ops.aliased_io.scatter_add_ exported through export.ops holds the plugin node already: ONNX Runtime
+    runs the original with that node by its CPU reference; the dry run passes and O passes onnx.checker."""
+    import onnx
+
+    helpers = custom_op_helpers()
+    model, out = helpers.ops_model(tmp_path_factory, name), tmp_path / "rewritten.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(model), "--onnx_inputs",
+                       npz(tmp_path, **helpers.ops_inputs(name, "fp32", 9, 20, seed=3)), "--save_onnx", str(out),
+                       "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "(a plugin node in the model, into X)" in captured.out
+    assert f"Output X_out against ONNX Runtime (the original {model}, its plugin nodes by their CPU reference, same " \
+           "inputs): largest absolute error" in captured.out
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
