@@ -5,6 +5,7 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +27,76 @@ REWRITE_MISSING = missing_reason("onnx", "onnx_graphsurgeon", "onnxruntime")
 EXPORT_MISSING = missing_reason("torch", "onnx", "onnxscript", "onnx_graphsurgeon", "onnxruntime")
 needs_export = pytest.mark.skipif(EXPORT_MISSING is not None, reason=EXPORT_MISSING or "")
 
-_SAMPLES: dict[tuple[str, str], Path] = {}
+_SESSION_FILES: dict[str, Path] = {}
+
+
+def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Callable[[Path], Any]) -> Path:
+    """The file `write(path)` writes, once per test session for `key`: later calls get the same path."""
+    if key not in _SESSION_FILES:
+        path = tmp_path_factory.mktemp(key) / "model.onnx"
+        write(path)
+        _SESSION_FILES[key] = path
+    return _SESSION_FILES[key]
 
 
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
     """The sample network exported by `python3 -m export.export_onnx` (its main, in this process), F = 3,
     C = 4; each (network, precision) once per session."""
-    key = (network, precision)
-    if key not in _SAMPLES:
+    def write(path: Path) -> None:
         from export.export_onnx import main
 
-        path = tmp_path_factory.mktemp(f"{network}_{precision}") / "model.onnx"
         argv = ["--network", network, "--precision", precision, "--num_features", str(NUM_FEATURES), "--out", str(path)]
         if network == "classifier":
             argv += ["--num_classes", str(NUM_CLASSES)]
         assert main(argv) == 0
-        _SAMPLES[key] = path
-    return _SAMPLES[key]
+
+    return session_file(tmp_path_factory, f"{network}_{precision}", write)
+
+
+# key -> (what was exported, the model's bytes): export_module(..., key=K) exports once per session.
+_EXPORTS: dict[str, tuple[tuple[Any, ...], bytes]] = {}
+
+
+def _export_fingerprint(module: Any, args: tuple[Any, ...], input_names: list[str], output_names: list[str],
+                        dynamic: Any, dynamo: bool, options: dict[str, Any]) -> tuple[Any, ...]:
+    """What decides the exported model, short of the module's code: its class, the example inputs' shapes and
+    dtypes, the names, the dynamic axes, the exporter and its options (by name)."""
+    def describe(value: Any) -> Any:
+        shape = getattr(value, "shape", None)
+        return (tuple(shape), str(value.dtype)) if shape is not None else repr(value)
+
+    return (f"{type(module).__module__}.{type(module).__qualname__}", tuple(describe(arg) for arg in args),
+            tuple(input_names), tuple(output_names), repr(dynamic), dynamo,
+            tuple(sorted((name, getattr(value, "__name__", repr(value))) for name, value in options.items())))
 
 
 def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: list[str],
                   output_names: list[str], dynamic: dict[str, dict[int, str] | None] | None = None,
-                  dynamo: bool = True) -> Path:
+                  dynamo: bool = True, *, key: str | None = None, **options: Any) -> Path:
     """Exports `module` with torch.onnx.export to `path`; `dynamic` names each input's dynamic axes (the names
-    become torch.export.Dim objects for dynamo, dynamic_axes for the legacy exporter)."""
+    become torch.export.Dim objects for dynamo, dynamic_axes for the legacy exporter); `options` go to
+    torch.onnx.export as they are (custom_translation_table, ...).
+
+    With `key`, once per test session: a later call with the same key writes the bytes of the first export to
+    its own `path` (an export takes seconds, the first of a session about 15 s), after checking that it asks for the same export
+    (module class, example shapes and dtypes, names, dynamic axes, exporter, options): a key reused for
+    another model is a test's bug and fails."""
+    if key is not None:
+        fingerprint = _export_fingerprint(module, args, input_names, output_names, dynamic, dynamo, options)
+        if key in _EXPORTS:
+            exported, data = _EXPORTS[key]
+            assert exported == fingerprint, f"export key {key!r} reused for another export: {exported} != {fingerprint}"
+            path.write_bytes(data)
+            return path
+        _export(path, module, args, input_names, output_names, dynamic, dynamo, options)
+        _EXPORTS[key] = (fingerprint, path.read_bytes())
+        return path
+    _export(path, module, args, input_names, output_names, dynamic, dynamo, options)
+    return path
+
+
+def _export(path: Path, module: Any, args: tuple[Any, ...], input_names: list[str], output_names: list[str],
+            dynamic: dict[str, dict[int, str] | None] | None, dynamo: bool, options: dict[str, Any]) -> None:
     import torch
 
     from export.export_onnx import quiet_exporter
@@ -62,12 +109,95 @@ def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: l
                                                  for axis, dim in axes.items()}
                 for name, axes in dynamic.items()}
             program = torch.onnx.export(module.eval(), args, dynamo=True, dynamic_shapes=shapes,
-                                        input_names=input_names, output_names=output_names, verbose=False)
+                                        input_names=input_names, output_names=output_names, verbose=False,
+                                        **options)
+            assert program is not None
             program.save(str(path))
         else:
             torch.onnx.export(module.eval(), args, str(path), dynamo=False, input_names=input_names,
-                              output_names=output_names, dynamic_axes=dynamic)
-    return path
+                              output_names=output_names, dynamic_axes=dynamic, **options)
+
+
+# Models that call torch.ops.aliased_io.scatter_add_ (export/ops.py), as a user writes them: name -> (inputs,
+# outputs). "state" returns the updated state; "layers" returns it and a softmax computed from it.
+OPS_MODELS = {"state": (("X", "src", "idx"), ("X_out",)), "layers": (("X", "src", "idx", "W"), ("X_out", "softmax"))}
+OPS_DYNAMIC = {"X": {0: "N"}, "src": {0: "E"}, "idx": {0: "E"}, "W": None}
+
+
+def ops_module(name: str) -> Any:
+    """A torch module of OPS_MODELS that updates its X in place with torch.ops.aliased_io.scatter_add_."""
+    import torch
+
+    import export.ops  # noqa: F401  (registers torch.ops.aliased_io)
+
+    class StateUpdate(torch.nn.Module):
+        def forward(self, X, src, idx):
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return X
+
+    class UpdateThenLayers(torch.nn.Module):
+        def forward(self, X, src, idx, W):
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return X, torch.softmax(torch.relu(W @ X.T), dim=0)
+
+    return {"state": StateUpdate, "layers": UpdateThenLayers}[name]()
+
+
+def ops_inputs(name: str, precision: str, num_nodes: int, num_edges: int, seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs of an OPS_MODELS model: X, src and W standard normal in `precision`, idx in range with
+    repeats (E > N)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if precision == "fp16" else np.float32
+    arrays = {"X": rng.standard_normal((num_nodes, NUM_FEATURES)).astype(dtype),
+              "src": rng.standard_normal((num_edges, NUM_FEATURES)).astype(dtype),
+              "idx": rng.integers(0, num_nodes, num_edges).astype(np.int64),
+              "W": rng.standard_normal((NUM_CLASSES, NUM_FEATURES)).astype(dtype)}
+    return {input_name: arrays[input_name] for input_name in OPS_MODELS[name][0]}
+
+
+def ops_model(tmp_path_factory: pytest.TempPathFactory, name: str, precision: str = "fp32") -> Path:
+    """The OPS_MODELS model `name` exported with export.ops.custom_translation_table (N and E dynamic), once
+    per session."""
+    def write(path: Path) -> None:
+        import torch
+
+        from export.ops import custom_translation_table
+
+        inputs, outputs = OPS_MODELS[name]
+        args = tuple(torch.from_numpy(array) for array in ops_inputs(name, precision, 5, 7, seed=0).values())
+        export_module(path, ops_module(name), args, list(inputs), list(outputs),
+                      {input_name: OPS_DYNAMIC[input_name] for input_name in inputs},
+                      custom_translation_table=custom_translation_table)
+
+    return session_file(tmp_path_factory, f"ops_{name}_{precision}", write)
+
+
+def with_standard_scatter(model: Any) -> Any:
+    """A copy of `model` with each ScatterAddInPlace node (domain aliased_io) replaced by what it computes in
+    standard ONNX, Unsqueeze(idx, [1]) + ScatterND(state, ., src, reduction="add"), writing the node's output:
+    ONNX Runtime then runs the exported model (test-only: the plugin's semantics, out of place)."""
+    import onnx
+    from onnx import helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    nodes = []
+    for position, node in enumerate(copy.graph.node):
+        if (node.domain, node.op_type) != ("aliased_io", "ScatterAddInPlace"):
+            nodes.append(node)
+            continue
+        state, src, idx = node.input
+        axes, column = f"scatter_axes_{position}", f"scatter_index_{position}"
+        nodes += [helper.make_node("Constant", [], [axes], value=helper.make_tensor(axes, onnx.TensorProto.INT64,
+                                                                                     [1], [1])),
+                  helper.make_node("Unsqueeze", [idx, axes], [column]),
+                  helper.make_node("ScatterND", [state, column, src], [node.output[0]], reduction="add")]
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    kept = [opset for opset in copy.opset_import if opset.domain != "aliased_io"]
+    del copy.opset_import[:]
+    copy.opset_import.extend(kept)
+    return copy
 
 
 def graph_inputs(num_nodes: int = 6, num_edges: int = 15, seed: int = 0, precision: str = "fp32",
