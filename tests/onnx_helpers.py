@@ -5,6 +5,8 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 NUM_FEATURES, NUM_CLASSES = 3, 4
 NETWORKS = ("classifier", "state")
 PRECISIONS = ("fp32", "fp16")
@@ -39,9 +42,57 @@ def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Call
     return _SESSION_FILES[key]
 
 
+# The sample model `python3 -m export.export_onnx` writes in a fresh process (tests/test_onnx_export.py checks
+# that run): started in the background by the session's first sample_model call, so that on a 2-core machine
+# it overlaps the exports in this process, and awaited where it is needed.
+SCRIPT_SAMPLE = ("state", "fp16")
+_SCRIPT_RUN: dict[str, Any] = {}
+
+
+def start_script_export(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Starts `python3 -m export.export_onnx --network state --precision fp16 --num_features 3 --out M.onnx` in
+    a fresh process (from the repository root), once per session; script_export waits for it."""
+    if "process" in _SCRIPT_RUN:
+        return
+    out = tmp_path_factory.mktemp("script_state_fp16") / "model.onnx"
+    network, precision = SCRIPT_SAMPLE
+    argv = [sys.executable, "-m", "export.export_onnx", "--network", network, "--precision", precision,
+            "--num_features", str(NUM_FEATURES), "--out", str(out)]
+    _SCRIPT_RUN.update(out=out, argv=argv, process=subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+
+
+def script_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """(the finished run of start_script_export, the path it was told to write)."""
+    start_script_export(tmp_path_factory)
+    if "result" not in _SCRIPT_RUN:
+        process = _SCRIPT_RUN["process"]
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        _SCRIPT_RUN["result"] = subprocess.CompletedProcess(_SCRIPT_RUN["argv"], process.returncode, stdout, stderr)
+    return _SCRIPT_RUN["result"], _SCRIPT_RUN["out"]
+
+
+def stop_script_export() -> None:
+    """Ends the background export if no test waited for it (pytest_sessionfinish in tests/conftest.py)."""
+    process = _SCRIPT_RUN.get("process")
+    if process is not None and "result" not in _SCRIPT_RUN:
+        process.kill()
+        process.communicate()
+
+
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
-    """The sample network exported by `python3 -m export.export_onnx` (its main, in this process), F = 3,
-    C = 4; each (network, precision) once per session."""
+    """The sample network exported by `python3 -m export.export_onnx`, F = 3, C = 4; each (network, precision)
+    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one."""
+    start_script_export(tmp_path_factory)
+    if (network, precision) == SCRIPT_SAMPLE:
+        result, out = script_export(tmp_path_factory)
+        assert result.returncode == 0, result.stderr
+        return out
+
     def write(path: Path) -> None:
         from export.export_onnx import main
 
