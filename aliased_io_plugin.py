@@ -11,6 +11,8 @@ The story of a run, one function each:
                network.benchmark: --benchmark); TensorRT, polygraphy and cuda-python are imported only there,
                so --dry-run needs none of them.
 5. validation: the engine's output against the float64 reference (--validate).
+6. outputs:    --save_onnx and --save_engine, checked in step 1, are written last and only when the run
+               succeeded (common.paths), so a failed run leaves nothing behind.
 With --onnx MODEL.onnx, cli.onnx_model reads the model and rewrites its scatter-adds into the plugin between steps
 2 and 3 (network.onnx_rewrite, no TensorRT), the engine is built from it, and --validate also compares with ONNX
 Runtime running the original model; --dry-run runs that instead of an engine.
@@ -133,7 +135,6 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         prepared.weights,
         options.precision,
         verbose=options.verbose,
-        save_engine=prepared.engine.save_engine,
         load_engine=prepared.engine.load_engine,
         profile=prepared.profile,
         show_progress=shows_progress(options.verbose),
@@ -142,6 +143,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         cuda_graph=prepared.engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
+    prepared.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
     _print("Classifier output:")
     _print(format_matrix(result.softmax))
     _print()
@@ -173,7 +175,6 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         options.precision,
         prepared.steps.batches,
         verbose=options.verbose,
-        save_engine=prepared.engine.save_engine,
         load_engine=prepared.engine.load_engine,
         profile=prepared.profile,
         show_progress=shows_progress(options.verbose),
@@ -181,6 +182,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         cuda_graph=prepared.engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
+    prepared.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
     _print(steps_note(prepared.graph, prepared.steps.batches))
     _print()
     _print(f"Final state X after {len(prepared.steps.batches):,} steps:")
@@ -200,6 +202,14 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         lines, status = verdict((state_label(len(prepared.steps.batches)), check))
     _print()
     _print("\n".join(lines))
+    return status
+
+
+def write_outputs(prepared: "Prepared", status: int) -> int:
+    """--save_onnx and --save_engine, written last and only when the run succeeded: a failed run leaves nothing."""
+    outputs = prepared.engine.outputs
+    for line in outputs.write() if status == EXIT_OK else outputs.not_written():
+        _print(line)
     return status
 
 
@@ -279,11 +289,12 @@ def _run(argv: list[str] | None) -> int:
 
     if options.dry_run:
         try:
-            return dry_run(options, prepared)
+            return write_outputs(prepared, dry_run(options, prepared))
         except InputError as error:  # ONNX Runtime refused the --onnx model
             return _error(error, EXIT_BAD_INPUT)
     try:  # 3-5. network, engine, validation
-        return run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
+        status = run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
+        return write_outputs(prepared, status)
     except InputError as error:
         return _error(error, EXIT_BAD_INPUT)
     except MissingDependencyError as error:  # the hints name no option: --dry-run is this script's own

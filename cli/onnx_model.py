@@ -97,11 +97,9 @@ def check_against_run(model: OnnxModel, *, steps: bool, precision: str, num_feat
 
 @dataclass(frozen=True)
 class OnnxPlan:
-    """What a run with --onnx carries to the engine and the validation: the model and the rewritten model's
-    file, if saved."""
+    """What a run with --onnx carries to the engine and the validation: the model, read and rewritten."""
 
     model: OnnxModel
-    saved_to: str | None
 
     def engine_source(self) -> Any:
         """The rewritten model as network.definition.OnnxSource, for the engine build."""
@@ -116,21 +114,19 @@ class OnnxPlan:
         lines = [f"ONNX model {self.model.path}: the sample's {network.kind} network ({network.precision}, "
                  f"F={network.num_features}{classes}), rewritten for the {self.model.rewritten.plugin} plugin:"]
         lines += [f"  {line}" for line in self.model.rewritten.summary()]
-        if self.saved_to is not None:
-            lines.append(f"Rewritten model saved to {self.saved_to}")
         return lines
 
 
 def plan_onnx(model: OnnxModel, engine: EngineOptions, *, steps: bool, precision: str, num_features: int,
               num_classes: int) -> OnnxPlan:
-    """Checks the model against the run, then writes the rewritten model to --save_onnx (nothing is written
-    when a check fails)."""
-    from network.onnx_rewrite import save_model
+    """Checks the model against the run, then holds the rewritten model for --save_onnx (written once the run
+    has succeeded: engine.outputs)."""
+    from common.paths import serialized_model
 
     check_against_run(model, steps=steps, precision=precision, num_features=num_features, num_classes=num_classes)
     if engine.save_onnx is not None:
-        save_model(model.rewritten.model, engine.save_onnx, "--save_onnx", source=model.path)
-    return OnnxPlan(model, engine.save_onnx)
+        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
+    return OnnxPlan(model)
 
 
 def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.ndarray:

@@ -6,12 +6,13 @@ raises InputError, which the command line prints as one line with exit status 2.
 """
 
 import argparse
+import copy
 import re
 import secrets
 import shutil
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.errors import InputError, OutputError
@@ -23,7 +24,7 @@ from common.limits import (
     MAX_RANDOM_EDGES,
     MAX_STEPS,
 )
-from common.paths import readable_file, same_file, writable_file
+from common.paths import OutputFiles, check_outputs, readable_file
 from common.text import excerpt, shown_path
 from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
@@ -34,10 +35,14 @@ DEFAULT_NODE_FEATURES = "[1.0,3.0,5.0,7.0]"
 DEFAULT_EDGES = "[[0,1],[1,2],[2,3],[3,0],[0,2],[1,3]]"
 DEFAULT_NUM_CLASSES = "3"
 
+# --help's usage line, in the pieces it may be wrapped between
+USAGE = ("[--edges PAIRS |", "--graph FILE |", "--random_graph NODES EDGES]", "[--dry-run]", "[--validate]",
+         "[--steps K --batch_edges B]", "[--onnx MODEL.onnx]", "[options]")
 DESCRIPTION = (
-    "In-place (aliased I/O) TensorRT plugin sample: classify the nodes of a graph by the mean of their\n"
-    "neighbours' features, where the first layer, a scatter-add plugin, adds those features into its\n"
-    "input in place."
+    "In-place (aliased I/O) TensorRT plugin sample: classify the nodes of a graph by the mean of their "
+    "neighbours' features, where the first layer, a scatter-add plugin, adds those features into its input in "
+    "place. Each option also takes dashes for underscores (--save-engine); docs/options.md has every rule and "
+    "limit."
 )
 
 EXIT_OK = 0
@@ -55,91 +60,63 @@ MAX_SEED = 2**63 - 1
 PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
+_HANGING = re.compile(r" *([0-9]+ +)?")  # a --help line's indent, and an exit status' number: wrapped under both
 
-def _section(title: str, *paragraphs: str) -> str:
-    """A --help section: the title, then each paragraph wrapped to HELP_COLUMNS - 2, indented by two spaces."""
-    lines = [f"{title}:"]
-    for paragraph in paragraphs:
-        lines += textwrap.wrap(paragraph, HELP_COLUMNS - 2, initial_indent="  ", subsequent_indent="  ",
-                               break_on_hyphens=False, break_long_words=False)
-    return "\n".join(lines)
+def help_width() -> int:
+    """The width --help is wrapped to: the terminal's, never beyond HELP_COLUMNS (argparse keeps 2 spare)."""
+    return min(HELP_COLUMNS, shutil.get_terminal_size().columns) - 2
+
+
+def _usage(width: int) -> str:
+    """The program's name and USAGE's pieces, wrapped to `width` between pieces under argparse's "usage: "."""
+    unbroken = [PROG, *(piece.replace(" ", "\xa0") for piece in USAGE)]
+    lines = _wrap(" ".join(unbroken), width, initial_indent="usage: ", subsequent_indent=" " * len(f"usage: {PROG} "))
+    return "\n".join(lines)[len("usage: "):]
+
+
+def _wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """textwrap.wrap at spaces only, never inside a bound ("TensorRT >= 10.4", "K <= 1,000,000")."""
+    kept = text.replace(" >= ", "\xa0>=\xa0").replace(" <= ", "\xa0<=\xa0")  # textwrap breaks at ASCII spaces only
+    return [line.replace("\xa0", " ") for line in textwrap.wrap(
+        kept, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent, break_on_hyphens=False,
+        break_long_words=False)]
 
 
 def _statuses(*entries: tuple[int, str]) -> str:
-    """The exit status section: each status and its meaning, wrapped under the meaning's first word."""
-    lines = ["exit status:"]
-    for status, meaning in entries:
-        head = f"  {status:<3} "
-        lines += textwrap.wrap(meaning, HELP_COLUMNS - 2, initial_indent=head, subsequent_indent=" " * len(head),
-                               break_on_hyphens=False, break_long_words=False)
-    return "\n".join(lines)
+    """The exit status section, one line per status (the formatter wraps each under its meaning)."""
+    return "\n".join(["exit status:", *(f"  {status:<3} {meaning}" for status, meaning in entries)])
 
 
-EPILOG = "\n\n".join((
-    _section(
-        "inputs",
-        f"--node_features and --edges take the seed sample's list syntax, parsed without eval: at most "
-        f"{MAX_INPUT_CHARS:,} characters; larger graphs go in a file (--graph). --graph FILE reads an .npz (arrays "
-        "edges [E,2] integer, optional node_features [N] or [N,F], state [N,F]) or an edge-list text file (one "
-        "\"source target\" pair per line, separated by spaces or a comma, '#' starts a comment, a UTF-8 byte order "
-        f"mark is ignored; at most 1 GiB). --random_graph NODES EDGES (NODES <= EDGES <= {MAX_RANDOM_EDGES:,}) "
-        "draws a graph with skewed in-degrees from the seed. Node features: --node_features or "
-        "--node_features_file, else the .npz's node_features; a --graph or --random_graph without any gets them "
-        "drawn from the seed, uniform in [0, 10) (with --steps: multiples of 0.25, as cpp/aliased_io_state.cpp draws "
-        "them), one per node (as many as the state's columns when the .npz holds "
-        "a state), and the run says so. Every node needs an incoming edge (N = the largest node id + 1 when no "
-        f"features give N). --num_classes is 1..{MAX_CLASSES} with num_classes * nodes <= {MAX_OUTPUT_ELEMENTS:,}; "
-        "--seed is 0..2**63-1. Messages count edges from 0 and lines of a file from 1.",
-    ),
-    _section(
-        "engine reuse, state across runs, benchmark",
-        "--save_engine PATH writes the built engine (never over an input file or this script); --load_engine PATH "
-        "runs a saved one instead of building (the plugin creator is registered first). One engine serves every "
-        "graph with its precision, F and C (and its network: --steps engines hold the state-update network) whose "
-        "N and E lie in its optimization profile: N from 1 to --max_nodes, E from 1 to --max_edges (defaults: "
-        "max(N, 65,536) and max(E, 1,048,576)); a graph outside it stops with exit 2 naming the value and the "
-        "bound. --max_nodes/--max_edges are 1..2**31-1.",
-        f"--steps K --batch_edges B (K <= {MAX_STEPS:,}, K * B <= {MAX_RANDOM_EDGES:,}): K executions on one state "
-        "buffer X (the graph's nodes, features and initial state; its edges are not used), each adding a new batch "
-        "of B random edges drawn from the seed; X_out is bound at X's address, so nothing is copied back; prints "
-        "the per-step time and what TensorRT says about X_out; --validate compares the final state with the "
-        "float64 reference.",
-        f"--benchmark ITERS (1..{MAX_BENCHMARK_ITERATIONS:,}) times ITERS executions after warm-up with CUDA "
-        "events, then the scatter-add kernel alone on the same buffers, and prints median, p90, min and the "
-        "kernel's share. --cuda_graph (with --steps or --benchmark) captures one execution (and the kernel alone) "
-        "into a CUDA graph after the warm-up and replays it with cuGraphLaunch, as trtexec's --useCudaGraph does: "
-        "no TensorRT or Python code on the host per execution; the buffers keep their addresses, new inputs go "
-        "into them.",
-        "--plugin python (default) builds the scatter-add as the Python IPluginV3 plugin (Python at run time); "
-        "--plugin aot as tensorrt.plugin AOT plugins (TensorRT >= 10.16): the engine holds PTX and runs without "
-        "Python, e.g. in trtexec or C++ (docs/aot_plugin.md). A loaded engine holds the plugin it was built with.",
-    ),
-    _section(
-        "from PyTorch through ONNX (docs/onnx.md)",
-        "--onnx MODEL.onnx builds the engine from a model torch.onnx.export(dynamo=True) wrote (python3 -m "
-        "export.export_onnx) instead of TensorRT's network API: each scatter-add into a graph input (index_add_, "
-        "scatter_add) is rewritten into the --plugin node(s), then TensorRT's ONNX parser reads it; the model must "
-        "have the sample's inputs and output and match --steps, --precision, F and --num_classes. --save_onnx "
-        "OUT.onnx writes the rewritten model. --validate compares the engine with ONNX Runtime running the original "
-        "model on the same inputs and with the float64 reference; --dry-run --onnx runs the original model in ONNX "
-        "Runtime instead of an engine (no TensorRT or GPU). Needs onnx, onnx-graphsurgeon (and onnxruntime for "
-        "--validate and --dry-run): pip install -r requirements-onnx.txt.",
-    ),
-    _statuses(
-        (EXIT_OK, "success"),
-        (EXIT_VALIDATION_FAILED, "--validate: the engine's output differs from the float64 reference beyond the "
-                                 "tolerance (with --onnx: or from ONNX Runtime's beyond twice that)"),
-        (EXIT_BAD_INPUT, "bad input: one line on stderr names the problem and the value"),
-        (EXIT_MISSING_DEPENDENCY, f"a dependency is missing or too old (numpy; TensorRT >= {TENSORRT_FLOOR}, "
-                                  f"polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python, a CUDA GPU; a driver for the CUDA "
-                                  f"they were built for, {CUDA12_REQUIREMENTS} for CUDA 12 drivers): one line on "
-                                  "stderr says what to install; --dry-run needs numpy only"),
-        (EXIT_ENGINE_FAILED, "TensorRT could not add the plugin, build, load or execute the engine: one line on "
-                             "stderr (-v shows TensorRT's log)"),
-        (EXIT_OUTPUT_FAILED, "the output could not be written (e.g. a full disk): one line on stderr"),
-        (EXIT_INTERRUPTED, "interrupted (Ctrl-C): one line on stderr"),
-    ),
-)) + "\n"
+INPUTS = (
+    f"--node_features and --edges take the seed sample's list syntax, parsed without eval (at most "
+    f"{MAX_INPUT_CHARS:,} characters: larger graphs go in a file). Features not given are drawn from the seed, "
+    "uniform in [0, 10) (with --steps: multiples of 0.25, as cpp/aliased_io_state.cpp draws them), and the run "
+    "says so. Every node needs an incoming edge."
+)
+ENGINE = (
+    "One engine serves every graph of its precision, F, C and network (--steps: the state update) whose N and E "
+    "lie in its profile (1..--max_nodes, 1..--max_edges). --steps binds X_out at X's address, so nothing is "
+    "copied back. --save_engine and --save_onnx are checked before any work (a file that can be written, not an "
+    "input, this script or the other output) and written last, only when the run succeeded."
+)
+ONNX = (
+    "--onnx takes a model torch.onnx.export(dynamo=True) wrote (python3 -m export.export_onnx) with the sample's "
+    "inputs and output. --validate also compares with ONNX Runtime running the original model; --dry-run runs "
+    "that instead of an engine. Needs pip install -r requirements-onnx.txt."
+)
+EPILOG = _statuses(
+    (EXIT_OK, "success"),
+    (EXIT_VALIDATION_FAILED, "--validate: the output differs from the float64 reference (with --onnx: or from "
+                             "ONNX Runtime's) beyond the tolerance; nothing is saved"),
+    (EXIT_BAD_INPUT, "bad input: one line on stderr names the problem and the value"),
+    (EXIT_MISSING_DEPENDENCY, f"a dependency is missing or too old (numpy; TensorRT >= {TENSORRT_FLOOR}, "
+                              f"polygraphy >= {POLYGRAPHY_FLOOR}, cuda-python, a CUDA GPU and a driver for their CUDA, "
+                              f"{CUDA12_REQUIREMENTS} for CUDA 12): one line says what to install; --dry-run needs "
+                              "numpy only"),
+    (EXIT_ENGINE_FAILED, "TensorRT could not add the plugin, build, load or execute the engine (-v shows its log)"),
+    (EXIT_OUTPUT_FAILED, "the output could not be written to stdout (e.g. a full disk)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -156,97 +133,97 @@ class _ArgumentParser(argparse.ArgumentParser):
             raise OutputError(error.strerror or str(error)) from None
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The description and epilog as written (each line under HELP_COLUMNS), the options wrapped to the
-    terminal's width but never beyond HELP_COLUMNS."""
+class _HelpFormatter(argparse.HelpFormatter):
+    """--help wrapped to help_width(): each line of a description or the epilog wrapped on its own (an exit
+    status continued under its meaning), each option under one spelling (its dashed twin is said once, in the
+    description)."""
 
     def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=min(HELP_COLUMNS, shutil.get_terminal_size().columns) - 2)
+        super().__init__(prog, max_help_position=32, width=help_width())
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            head = _HANGING.match(line).group(0)  # type: ignore[union-attr]  # it matches every line
+            lines += _wrap(line[len(head):], width, initial_indent=indent + head,
+                           subsequent_indent=indent + " " * len(head)) or [""]
+        return "\n".join(lines)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return _wrap(text, width)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        shown = copy.copy(action)
+        shown.option_strings = [name for index, name in enumerate(action.option_strings)
+                                if name.replace("-", "_") not in
+                                [other.replace("-", "_") for other in action.option_strings[:index]]]
+        return super()._format_action_invocation(shown)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
         prog=PROG,
+        usage=_usage(help_width()),
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=_HelpFormatter,
         allow_abbrev=False,  # full option names only: --val or --preci are not guessed at
     )
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"], help="Precision for node features")
-    features = parser.add_mutually_exclusive_group()
-    features.add_argument(
-        "--node_features", "--node-features",
-        help=f"List of node features: one number per node, or equal-length lists of F numbers per node "
-        f"(default: {DEFAULT_NODE_FEATURES}, with the default edges)",
-    )
-    features.add_argument(
-        "--node_features_file", "--node-features-file", metavar="FILE.npy",
-        help="Node features from a .npy file of shape [N] or [N, F] (without either option, --graph and "
-        "--random_graph draw them from the seed)",
-    )
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--edges",
-        help=f"Pairs of source->target directed edges. Every node must have at least one incoming edge "
-        f"(default: {DEFAULT_EDGES})",
-    )
-    source.add_argument("--graph", metavar="FILE", help="Read the graph from an .npz archive or an edge-list text file")
-    source.add_argument(
-        "--random_graph", "--random-graph", nargs=2, metavar=("NODES", "EDGES"),
-        help="Generate a seeded random graph with power-law-like in-degrees",
-    )
-    parser.add_argument(
-        "--num_classes", "--num-classes", default=DEFAULT_NUM_CLASSES,
-        help=f"Number of classes in the classifier (default: {DEFAULT_NUM_CLASSES})",
-    )
-    parser.add_argument("--validate", action="store_true", help="Validate result with reference")
-    parser.add_argument("--seed", help="Seed to use for weights generation (default: drawn at random and printed)")
-    parser.add_argument(
-        "--dry-run", "--dry_run", dest="dry_run", action="store_true",
-        help="Validate the input, print the graph and the float64 reference output, and exit without TensorRT or CUDA",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true",
-        help="Report every step with its time on stderr (without -v: only on a terminal, and only steps "
-        "that take over a second) and print the engine build log",
-    )
-    engine = parser.add_argument_group("engine reuse, state across runs, benchmark")
-    engine.add_argument("--save_engine", "--save-engine", metavar="PATH", help="Save the engine to PATH")
-    engine.add_argument(
-        "--load_engine", "--load-engine", metavar="PATH",
-        help="Load the engine from PATH instead of building one (the graph must fit its profile)",
-    )
-    engine.add_argument(
-        "--max_nodes", "--max-nodes", metavar="N", help="Largest N the new engine's profile accepts (default: max(N, 65536))"
-    )
-    engine.add_argument(
-        "--max_edges", "--max-edges", metavar="E",
-        help="Largest E (with --steps: B) the new engine's profile accepts (default: max(E, 1048576))",
-    )
-    engine.add_argument(
-        "--steps", metavar="K", help="Run K executions on one state buffer X, each adding --batch_edges random edges"
-    )
-    engine.add_argument("--batch_edges", "--batch-edges", metavar="B", help="Edges added per --steps execution")
-    engine.add_argument(
-        "--benchmark", metavar="ITERS",
-        help="Time ITERS engine executions (CUDA events, after warm-up) and the kernel alone on the same buffers",
-    )
-    engine.add_argument(
-        "--cuda_graph", "--cuda-graph", action="store_true",
-        help="With --steps or --benchmark: capture one execution into a CUDA graph after the warm-up and replay it "
-        "(cuGraphLaunch) instead of calling execute_async_v3 each time (trtexec's --useCudaGraph)",
-    )
-    engine.add_argument(
-        "--plugin", choices=PLUGINS,
-        help="Scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot (PTX in the engine, "
-        "no Python at run time; TensorRT >= 10.16)",
-    )
-    onnx = parser.add_argument_group("from PyTorch through ONNX")
-    onnx.add_argument(
-        "--onnx", metavar="MODEL.onnx",
-        help="Build the engine from this exported ONNX model, its scatter-adds rewritten into the in-place plugin",
-    )
-    onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx", help="Write the rewritten --onnx model to OUT.onnx")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
+                        help="float32 or float16 for the state X, the features src, the weights W and the layers' "
+                        "outputs (default: fp32)")
+    parser.add_argument("--num_classes", "--num-classes", metavar="C", default=DEFAULT_NUM_CLASSES,
+                        help=f"classes of the classifier: W [C, F], output [C, N] (default: {DEFAULT_NUM_CLASSES})")
+    parser.add_argument("--seed", metavar="S", help="seed of the weights and of every graph, feature and batch "
+                        "drawn (default: drawn at random and printed)")
+    parser.add_argument("--validate", action="store_true",
+                        help="compare the output with the float64 numpy reference (exit 1 beyond the tolerance)")
+    parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
+                        help="check the input and print the float64 reference (with --onnx: ONNX Runtime's output), "
+                        "without TensorRT or CUDA")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="report every step and its time on stderr (without -v: steps over 1 s, on a terminal) "
+                        "and print TensorRT's build log")
+    graph = parser.add_argument_group("input graph", INPUTS)
+    features = graph.add_mutually_exclusive_group()
+    features.add_argument("--node_features", "--node-features", metavar="LIST",
+                          help=f"a number per node, or a list of F numbers per node (default: {DEFAULT_NODE_FEATURES})")
+    features.add_argument("--node_features_file", "--node-features-file", metavar="FILE.npy",
+                          help="node features from a .npy file, [N] or [N, F]")
+    source = graph.add_mutually_exclusive_group()
+    source.add_argument("--edges", metavar="PAIRS",
+                        help=f"directed [source, target] pairs (default: {DEFAULT_EDGES})")
+    source.add_argument("--graph", metavar="FILE", help="the graph from an .npz (edges [E, 2], optional "
+                        "node_features, state [N, F]) or an edge-list text file (\"source target\" per line)")
+    source.add_argument("--random_graph", "--random-graph", nargs=2, metavar=("NODES", "EDGES"),
+                        help=f"a graph with skewed in-degrees drawn from the seed (NODES <= EDGES <= "
+                        f"{MAX_RANDOM_EDGES:,})")
+    engine = parser.add_argument_group("engine reuse, state across runs, benchmark", ENGINE)
+    engine.add_argument("--save_engine", "--save-engine", metavar="PATH",
+                        help="write the engine built once the run has succeeded")
+    engine.add_argument("--load_engine", "--load-engine", metavar="PATH",
+                        help="run the engine saved in PATH instead of building one")
+    engine.add_argument("--max_nodes", "--max-nodes", metavar="N",
+                        help="largest N of a new engine's profile (default: max(N, 2**16))")
+    engine.add_argument("--max_edges", "--max-edges", metavar="E",
+                        help="largest E (--steps: B) of a new engine's profile (default: max(E, 2**20))")
+    engine.add_argument("--steps", metavar="K", help=f"execute the state update K times on one state X, each adding "
+                        f"--batch_edges random edges in place (K <= {MAX_STEPS:,})")
+    engine.add_argument("--batch_edges", "--batch-edges", metavar="B",
+                        help=f"edges drawn from the seed per --steps execution (K * B <= {MAX_RANDOM_EDGES:,})")
+    engine.add_argument("--benchmark", metavar="ITERS", help="time ITERS executions (CUDA events, after warm-up), "
+                        "then the scatter-add kernel alone on the same buffers")
+    engine.add_argument("--cuda_graph", "--cuda-graph", action="store_true",
+                        help="with --steps or --benchmark: replay one execution captured in a CUDA graph, as "
+                        "trtexec's --useCudaGraph")
+    engine.add_argument("--plugin", choices=PLUGINS,
+                        help="the scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot "
+                        "(PTX in the engine, no Python at run time; TensorRT >= 10.16)")
+    onnx = parser.add_argument_group("from PyTorch through ONNX (docs/onnx.md)", ONNX)
+    onnx.add_argument("--onnx", metavar="MODEL.onnx",
+                      help="build the engine from this model, its scatter-adds rewritten into the in-place plugin")
+    onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx",
+                      help="write the rewritten --onnx model once the run has succeeded")
     return parser
 
 
@@ -317,7 +294,8 @@ def check_random_graph(options: argparse.Namespace, engine: "EngineOptions", num
 @dataclass(frozen=True)
 class EngineOptions:
     """--save_engine, --load_engine, --max_nodes, --max_edges, --steps, --batch_edges, --benchmark, --cuda_graph,
-    --plugin, --onnx, --save_onnx, checked."""
+    --plugin, --onnx, --save_onnx, checked; `outputs` holds what --save_engine and --save_onnx are to get, written
+    once the run has succeeded."""
 
     save_engine: str | None = None
     load_engine: str | None = None
@@ -330,6 +308,7 @@ class EngineOptions:
     cuda_graph: bool = False
     onnx: str | None = None
     save_onnx: str | None = None
+    outputs: OutputFiles = field(default_factory=OutputFiles, compare=False, repr=False)
 
     @property
     def sets_profile(self) -> bool:
@@ -344,7 +323,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         return None if text is None else integer(text, option, 1, high)
 
     parsed = EngineOptions(
-        save_engine=None if options.save_engine is None else writable_file(options.save_engine, "--save_engine"),
+        save_engine=options.save_engine,
         load_engine=None if options.load_engine is None else readable_file(options.load_engine, "--load_engine"),
         max_nodes=optional("max_nodes", "--max_nodes", MAX_PROFILE_SIZE),
         max_edges=optional("max_edges", "--max_edges", MAX_PROFILE_SIZE),
@@ -354,14 +333,14 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
         cuda_graph=bool(getattr(options, "cuda_graph", False)),
         onnx=None if getattr(options, "onnx", None) is None else readable_file(options.onnx, "--onnx"),
-        save_onnx=None if getattr(options, "save_onnx", None) is None else writable_file(options.save_onnx,
-                                                                                          "--save_onnx"),
+        save_onnx=getattr(options, "save_onnx", None),
+        outputs=OutputFiles({"--save_engine": options.save_engine, "--save_onnx": getattr(options, "save_onnx", None)}),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
-    for option, target in (("--save_engine", parsed.save_engine), ("--save_onnx", parsed.save_onnx)):
-        if target is not None:
-            check_save_target(target, options, option)
+    check_outputs(parsed.outputs.targets, {f"the {option} file": getattr(options, option.lstrip("-"), None)
+                                           for option in ("--graph", "--node_features_file", "--onnx")},
+                  script=SCRIPT_PATH)
     if parsed.load_engine is not None and parsed.sets_profile:
         raise InputError(
             "--max_nodes/--max_edges set the profile of a new engine; an engine from --load_engine keeps the profile "
@@ -388,19 +367,8 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
     return parsed
 
 
-def check_save_target(path: str, options: argparse.Namespace, option: str) -> None:
-    """InputError when `option` (--save_engine, --save_onnx) would overwrite an input of the run or this script."""
-    for named, other in (("the --graph file", getattr(options, "graph", None)),
-                         ("the --node_features_file file", getattr(options, "node_features_file", None)),
-                         ("the --onnx file", getattr(options, "onnx", None)),
-                         ("this script", str(SCRIPT_PATH))):
-        if other is not None and same_file(path, other):
-            raise InputError(f"{option} {shown_path(path)} is {named}; writing there would overwrite it: give "
-                             "another file name")
-
-
 def check_onnx_options(parsed: EngineOptions) -> None:
-    """--save_onnx needs --onnx (check_save_target keeps it off the model); --onnx builds a new engine, so no
+    """--save_onnx needs --onnx (check_outputs keeps it off the model); --onnx builds a new engine, so no
     --load_engine. InputError."""
     if parsed.save_onnx is not None and parsed.onnx is None:
         raise InputError("--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx")

@@ -17,6 +17,7 @@
 #include <NvInferVersion.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,6 +30,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -431,16 +433,31 @@ Options parseOptions(int argc, char** argv)
     return o;
 }
 
+//! The --engine file's bytes, checked as aliased_io_plugin.py checks a path: a regular file (not a folder, FIFO or
+//! device), not empty, its size (from stat, not from seeking) one that host memory can hold.
 std::vector<char> readEngineFile(std::string const& path)
 {
-    std::ifstream file(path, std::ios::binary | std::ios::ate);
+    struct stat status{};
+    bool const found = ::stat(path.c_str(), &status) == 0; // apart from check(): its message reads errno
+    check(found, kEXIT_BAD_INPUT, "cannot read --engine " + path + ": " + std::strerror(errno));
+    check(!S_ISDIR(status.st_mode), kEXIT_BAD_INPUT, "--engine " + path + " is a folder, not an engine file");
+    check(S_ISREG(status.st_mode), kEXIT_BAD_INPUT,
+        "--engine " + path + " is not a regular file (a FIFO, socket or device), not an engine file");
+    check(status.st_size > 0, kEXIT_BAD_INPUT, "--engine " + path + " is empty, not a TensorRT engine");
+    std::ifstream file(path, std::ios::binary);
     check(file.good(), kEXIT_BAD_INPUT, "cannot read --engine " + path + ": " + std::strerror(errno));
-    std::streamsize const size = file.tellg();
-    check(size > 0, kEXIT_BAD_INPUT, "--engine " + path + " is empty, not a TensorRT engine");
-    std::vector<char> blob(static_cast<size_t>(size));
-    file.seekg(0);
-    check(file.read(blob.data(), size).good(), kEXIT_BAD_INPUT, "cannot read --engine " + path + ": "
-            + std::strerror(errno));
+    std::vector<char> blob;
+    try
+    {
+        blob.resize(static_cast<size_t>(status.st_size));
+    }
+    catch (std::bad_alloc const&)
+    {
+        throw Failure{kEXIT_BAD_INPUT, "--engine " + path + " has " + withCommas(status.st_size)
+                + " bytes, more than this machine can hold in memory"};
+    }
+    bool const read = file.read(blob.data(), static_cast<std::streamsize>(blob.size())).good();
+    check(read, kEXIT_BAD_INPUT, "cannot read --engine " + path + ": " + std::strerror(errno));
     return blob;
 }
 

@@ -3,8 +3,13 @@
     python3 -m export.export_onnx --network classifier --precision fp32 --num_features 1 --num_classes 3 --out M.onnx
     python3 aliased_io_plugin.py --onnx M.onnx ...        (the rewrite puts the in-place plugin in; docs/onnx.md)
 
-Inputs X, src, idx (and W for the classifier); output softmax (classifier) or X_out (state). Bad arguments: one
-line, exit 2, before torch is imported. torch, onnx or onnxscript missing: one line with the pip line, exit 3.
+From another folder, run the file: python3 /path/to/repo/export/export_onnx.py ... (it puts the repository root
+on sys.path, as NVIDIA's Python samples do for their common module), or python3 -m with PYTHONPATH=/path/to/repo.
+
+Inputs X, src, idx (and W for the classifier); output softmax (classifier) or X_out (state). Bad arguments,
+--out included (checked as aliased_io_plugin.py checks --save_onnx: common.paths), are one line and exit 2
+before torch is imported; the model is written through a temporary file once the export has succeeded. torch,
+onnx or onnxscript missing: one line with the pip line, exit 3.
 """
 
 import argparse
@@ -15,8 +20,12 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from cli.options import MAX_CLASSES, integer
-from common.errors import InputError
+if __package__ in (None, ""):  # run as a file from any folder: the repository root, for cli, common and export
+    sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
+from cli.options import MAX_CLASSES, integer  # noqa: E402 (after the path above)
+from common.errors import InputError  # noqa: E402
+from common.paths import check_outputs, replacing  # noqa: E402
 
 PROG = "python3 -m export.export_onnx"
 EXIT_OK, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY, EXIT_EXPORT_FAILED = 0, 2, 3, 4
@@ -45,13 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_arguments(options: argparse.Namespace) -> tuple[int, int]:
     """(F, C) from the options, and the output path checked; InputError names a bad value."""
-    from network.onnx_rewrite import check_output_path
-
     num_features = integer(options.num_features, "--num_features", 1, MAX_FEATURES)
     if options.network == "state" and options.num_classes is not None:
         raise InputError("--num_classes is for --network classifier; the state network has no classes")
     num_classes = integer(options.num_classes or "3", "--num_classes", 1, MAX_CLASSES)
-    check_output_path(options.out, "--out")
+    check_outputs({"--out": options.out}, {}, script=Path(__file__).resolve())
     return num_features, num_classes
 
 
@@ -82,7 +89,8 @@ def export_sample(network: str, precision: str, num_features: int, num_classes: 
                                     input_names=list(spec.input_names), output_names=list(spec.output_names),
                                     external_data=False, verbose=False)
     assert program is not None  # dynamo=True always returns the ONNXProgram
-    program.save(str(out))
+    with replacing(str(out), "--out") as temporary:
+        program.save(temporary)
     return Path(out)
 
 
@@ -112,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_MISSING_DEPENDENCY
     try:
         path = export_sample(options.network, options.precision, num_features, num_classes, options.out)
+    except InputError as error:  # --out could not be written (a full disk): nothing is left there
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as error:  # the exporter's own failure (torch.onnx.errors.*): one line, not a traceback
         print(f"{PROG}: error: torch.onnx.export failed: {type(error).__name__}: {_first_line(error)}", file=sys.stderr)
         return EXIT_EXPORT_FAILED

@@ -270,13 +270,6 @@ def first_line(error: BaseException) -> str:
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
-def save_engine_file(data: bytes, path: str | Path) -> None:
-    try:
-        Path(path).write_bytes(data)
-    except OSError as error:
-        raise InputError(f"--save_engine {shown_path(str(path))}: cannot write the engine ({error.strerror})") from None
-
-
 def read_engine_file(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -377,12 +370,14 @@ def load_line(path: str, signature: EngineSignature) -> str:
 
 @dataclass(frozen=True)
 class PreparedEngine:
-    """A deserialized engine, what it is fixed to, its build time (None when loaded) and the lines to print."""
+    """A deserialized engine, what it is fixed to, its build time and serialized bytes (both None when loaded)
+    and the lines to print."""
 
     engine: Any
     signature: EngineSignature
     build_seconds: float | None
     lines: list[str]
+    data: bytes | None = None  # for --save_engine, written by the caller once the run has succeeded
 
 
 def prepare_engine(
@@ -395,7 +390,6 @@ def prepare_engine(
     num_features: int,
     num_classes: int,
     verbose: bool = False,
-    save_engine: str | Path | None = None,
     load_engine: str | Path | None = None,
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
@@ -405,7 +399,7 @@ def prepare_engine(
 ) -> PreparedEngine:
     """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE) with the
     scatter-add `plugin` ("python" or "aot"), from TensorRT's network API or, given `onnx`, from that rewritten
-    model; saves it to `save_engine` if given. InputError when the sizes do not fit the engine (loaded or
+    model (its bytes in .data, for the caller to save). InputError when the sizes do not fit the engine (loaded or
     requested)."""
     lines: list[str] = []
     build_seconds: float | None = None
@@ -439,7 +433,5 @@ def prepare_engine(
             signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
             check_fits(signature)
         lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
-    if save_engine is not None:
-        save_engine_file(data, save_engine)
-        lines.append(f"Engine saved to {shown_path(str(save_engine))}")
-    return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines)
+    return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines,
+                          data=None if load_engine is not None else data)

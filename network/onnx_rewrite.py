@@ -2,17 +2,14 @@
 it, run the original in ONNX Runtime. Plain functions over onnx and onnx-graphsurgeon (imported when first
 used); no TensorRT here, so all of it runs and is tested on a machine without TensorRT or a GPU.
 
-API (stable; the CLI's --onnx, --save_onnx, --validate and --dry-run --onnx are built on it):
+API (stable; the CLI's --onnx, --validate and --dry-run --onnx are built on it; --save_onnx's checks and writing
+are common.paths'):
     load_model(path) -> onnx.ModelProto            InputError (one line): missing, unreadable, not ONNX, invalid
     rewrite_model(model, plugin="python") -> Rewritten
                                                    each scatter-add into a graph input replaced by the plugin
                                                    node(s) ("python" or "aot"); InputError naming the node and
                                                    the value for anything it cannot rewrite safely
     Rewritten.model, .plugin, .scatters (ScatterRewrite per replaced scatter), .summary() -> lines to print
-    check_output_path(path, option, source=None)   the checks save_model makes, for use before any work
-    save_model(model, path, option="--save_onnx", source=None)
-                                                   refuses to overwrite `source` (the input model); writes
-                                                   through a temporary file, so nothing is written on error
     run_onnxruntime(model, feeds) -> OrtRun        ONNX Runtime on the CPU provider; .outputs by name and
                                                    .float32_copy (True where ORT ran the float32 copy: its CPU
                                                    provider has no float16 scatter-add)
@@ -45,7 +42,6 @@ Add), with a line saying to export with dynamo=True. Every Scatter* node is eith
 """
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,46 +129,6 @@ def load_model(path: str | Path) -> "onnx.ModelProto":
 def _first_line(error: BaseException) -> str:
     """network.engine.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
     return first_line(error)[:300]
-
-
-def check_output_path(path: str | Path, option: str, source: str | Path | None = None) -> None:
-    """InputError unless `path` names a writable file in an existing folder that is not `source`."""
-    text = str(path)
-    shown = shown_path(text)
-    target = Path(text)
-    if not text:
-        raise InputError(f"{option} '': expected a file name")
-    if target.is_dir():
-        raise InputError(f"{option} {shown}: is a folder, expected a file name")
-    if not target.parent.is_dir():
-        raise InputError(f"{option} {shown}: the folder {shown_path(str(target.parent))} does not exist")
-    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise InputError(f"{option} {shown}: not writable")
-    if source is not None and target.exists() and Path(source).exists() and os.path.samefile(target, source):
-        raise InputError(f"{option} {shown}: is the input model; write the rewritten model to another file")
-
-
-def save_model(model: "onnx.ModelProto", path: str | Path, option: str = "--save_onnx",
-               source: str | Path | None = None) -> None:
-    """Writes `model` to `path` (one file, no external data) through a temporary file in the same folder, so
-    that an error leaves nothing behind; InputError for a path check_output_path refuses or a model that
-    does not serialize (over protobuf's 2 GiB)."""
-    check_output_path(path, option, source)
-    try:
-        data = model.SerializeToString()
-    except ValueError as error:
-        raise InputError(f"{option} {shown_path(str(path))}: the model does not serialize "
-                         f"({_first_line(error)})") from None
-    target = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, target)
-    except OSError as error:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise InputError(f"{option} {shown_path(str(path))}: {error.strerror or error}") from None
 
 
 # --- the rewrite ---------------------------------------------------------------------------------------------
@@ -844,6 +800,6 @@ def _tensor_to_float32(onnx: Any, tensor: Any) -> Any:
 
 __all__ = [
     "AOT_NAMESPACE", "AOT_OPS", "OnnxRuntimeSession", "OrtRun", "PLUGIN_NAMESPACE", "PLUGIN_OP", "PLUGIN_VERSION", "Rewritten",
-    "SampleNetwork", "ScatterRewrite", "TensorSpec", "check_output_path", "float32_copy", "load_model",
-    "model_io", "rewrite_model", "run_onnxruntime", "sample_network", "save_model",
+    "SampleNetwork", "ScatterRewrite", "TensorSpec", "float32_copy", "load_model",
+    "model_io", "rewrite_model", "run_onnxruntime", "sample_network",
 ]

@@ -225,7 +225,8 @@ class EngineRunResult:
 
     softmax: [C, N] float64 copy of the engine output. report_lines: build or load time, aliasing as TensorRT
     reports it, whether X changed in place. state_changed_in_place: the caller's X buffer differs after the
-    run. build_seconds: engine build time, None when the engine was loaded from a file.
+    run. build_seconds: engine build time, None when the engine was loaded from a file. engine_data: the
+    serialized engine built (None when loaded), for --save_engine once the run has succeeded.
     """
 
     softmax: np.ndarray
@@ -233,6 +234,7 @@ class EngineRunResult:
     state_changed_in_place: bool
     build_seconds: float | None
     benchmark: Any = None  # network.benchmark.BenchmarkResult with --benchmark
+    engine_data: bytes | None = None
 
 
 def run_graph(
@@ -241,7 +243,6 @@ def run_graph(
     precision: str,
     *,
     verbose: bool = False,
-    save_engine: str | Path | None = None,
     load_engine: str | Path | None = None,
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
@@ -265,8 +266,8 @@ def run_graph(
     num_nodes, num_features = feeds[INPUT_STATE].shape
     prepared = prepare_engine(
         trt, kind=CLASSIFIER, precision=precision, num_nodes=num_nodes, num_edges=len(feeds[INPUT_INDEX]),
-        num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, save_engine=save_engine,
-        load_engine=load_engine, profile=profile, show_progress=show_progress, plugin=plugin, onnx=onnx,
+        num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, load_engine=load_engine,
+        profile=profile, show_progress=show_progress, plugin=plugin, onnx=onnx,
     )
     lines = list(prepared.lines)
 
@@ -289,5 +290,5 @@ def run_graph(
         lines.extend(benchmark_lines(benchmark, plugin=None if load_engine is not None else plugin))
     return EngineRunResult(
         softmax=outputs.softmax, report_lines=lines, state_changed_in_place=changed,
-        build_seconds=prepared.build_seconds, benchmark=benchmark,
+        build_seconds=prepared.build_seconds, benchmark=benchmark, engine_data=prepared.data,
     )

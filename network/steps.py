@@ -351,12 +351,14 @@ def run_state_steps(
 @dataclass(frozen=True)
 class StepsResult:
     """What run_steps gives the CLI: the final state X (float64 copy), the lines to print, the build time
-    (None when loaded), and the raw observations (StepsRun)."""
+    (None when loaded), the raw observations (StepsRun) and the serialized engine built (None when loaded),
+    for --save_engine once the run has succeeded."""
 
     final_state: np.ndarray
     report_lines: list[str]
     build_seconds: float | None
     run: Any
+    engine_data: bytes | None = None
 
 
 def run_steps(
@@ -365,7 +367,6 @@ def run_steps(
     batches: Sequence[np.ndarray],
     *,
     verbose: bool = False,
-    save_engine: str | Path | None = None,
     load_engine: str | Path | None = None,
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
@@ -392,7 +393,7 @@ def run_steps(
     batch_edges = len(batches[0])
     prepared = prepare_engine(
         trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
-        num_features=num_features, num_classes=0, verbose=verbose, save_engine=save_engine, load_engine=load_engine,
+        num_features=num_features, num_classes=0, verbose=verbose, load_engine=load_engine,
         profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
         onnx=onnx,
     )
@@ -404,5 +405,5 @@ def run_steps(
                                     plugin=None if load_engine is not None else plugin))
     return StepsResult(
         final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,
-        build_seconds=prepared.build_seconds, run=run,
+        build_seconds=prepared.build_seconds, run=run, engine_data=prepared.data,
     )

@@ -109,8 +109,7 @@ def test_help_lists_the_options_and_the_exit_codes():
     result = run_cli("--help")
     assert result.returncode == 0
     for option in (
-        "--precision {fp32,fp16}", "--node_features", "--node-features", "--edges", "--num_classes", "--num-classes",
-        "--validate", "--seed", "--dry-run", "--graph FILE", "--node_features_file", "--random_graph NODES EDGES",
+        "--precision {fp32,fp16}", "--node_features", "--edges", "--num_classes", "--validate", "--seed", "--dry-run", "--graph FILE", "--node_features_file", "--random_graph NODES EDGES",
         "--verbose",
     ):
         assert option in result.stdout, option

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import aliased_io_plugin as cli
+from common.errors import InputError
 from tests.test_cli import (
     ROOT,
     SCRIPT,
@@ -26,6 +27,7 @@ from tests.test_cli import (
     assert_one_line_error_from_subprocess,
     run_cli,
 )
+from tests.onnx_helpers import NUM_CLASSES, NUM_FEATURES, needs_export, sample_model
 
 PATH_OPTIONS = ["--graph", "--node_features_file", "--load_engine", "--save_engine", "--onnx", "--save_onnx"]
 TEST_USER = "aliasedio-test"
@@ -189,6 +191,7 @@ def graph_file(tmp_path: Path) -> Path:
     ("{fifo}", "--save_engine {fifo}: not a regular file (a FIFO, socket or device)"),
     ("/dev/null", "--save_engine /dev/null: not a regular file"),
     ("{tmp}", "is a folder, expected a file name"),
+    ("{tmp}/new.py", "--save_engine {tmp}/new.py: a Python file's name (.py); give the output a name of its own"),
 ])
 def test_save_engine_never_overwrites_an_input_the_script_or_a_non_regular_file(tmp_path, target, message):
     graph = graph_file(tmp_path)
@@ -282,3 +285,183 @@ def test_edges_count_from_0_and_lines_from_1_and_an_edge_list_names_both(tmp_pat
     assert_one_line_error(status, captured, "edges: edge 3 (0 -> 7) refers to a node that does not exist")
     assert "line" not in captured.err  # an .npz has rows, not lines
 
+
+
+# --- output files: checked before any work, written last and only by a run that succeeded ------------------------
+MODEL_ARGS = ["--seed", "1"]
+STEPS = ["--steps", "2", "--batch_edges", "3"]
+
+
+@pytest.mark.parametrize("extra", [["--dry-run"], [], ["--dry-run", *STEPS], STEPS],
+                         ids=["dry-run", "run", "dry-run steps", "run steps"])
+@pytest.mark.parametrize("option", ["--save_onnx", "--save_engine"])
+@pytest.mark.parametrize("target", ["/proc/x.out", "/sys/x.out", "/proc/version"])
+def test_an_output_in_proc_or_sys_is_one_line_before_any_work(tmp_path, capsys, target, option, extra):
+    """/proc and /sys take no new file (the check creates and removes one beside the target, as the writing
+    does): exit 2 and one line before the seed is drawn, with or without --dry-run, not a traceback at the end."""
+    model = tmp_path / "gnn.onnx"
+    model.write_bytes(b"never read: the output is refused first")
+    status = cli.main(["--onnx", str(model), option, target, *MODEL_ARGS, *extra])
+    captured = capsys.readouterr()
+    assert_one_line_error(status, captured, f"{option} {target}: cannot write there: the folder /")
+    assert captured.out == ""
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["gnn.onnx"]
+
+
+@pytest.mark.parametrize("second", ["{out}", "./{out}", "{link}", "{sub}/../{out}"])
+def test_one_file_for_both_outputs_is_refused(tmp_path, monkeypatch, capsys, second):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gnn.onnx").write_bytes(b"never read")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.out").symlink_to(tmp_path / "both.out")  # a link to a file not yet written
+    names = {"out": "both.out", "link": "link.out", "sub": "sub"}
+    status = cli.main(["--onnx", "gnn.onnx", "--save_engine", "both.out", "--save_onnx", second.format(**names),
+                       "--dry-run", *MODEL_ARGS])
+    captured = capsys.readouterr()
+    assert_one_line_error(status, captured, f"--save_onnx {second.format(**names)} is also --save_engine's file")
+    assert captured.out == ""
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["gnn.onnx", "link.out", "sub"]
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_an_output_gets_the_mode_a_new_file_gets_under_the_users_umask(tmp_path, umask, mode):
+    from common.paths import write_output
+
+    previous = os.umask(umask)
+    try:
+        write_output(str(tmp_path / "m.onnx"), b"model", "--save_onnx")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "m.onnx").stat().st_mode) == mode
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["m.onnx"]  # the temporary file renamed
+
+
+def test_an_output_over_a_file_keeps_its_mode_and_goes_through_a_link(tmp_path):
+    from common.paths import write_output
+
+    target = tmp_path / "kept.engine"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    (tmp_path / "link.engine").symlink_to(target)
+    write_output(str(tmp_path / "link.engine"), b"new", "--save_engine")
+    assert target.read_bytes() == b"new" and stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert (tmp_path / "link.engine").is_symlink()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.engine", "link.engine"]
+
+
+def test_a_failed_write_leaves_neither_the_output_nor_a_temporary_file(tmp_path, monkeypatch):
+    from common.paths import write_output
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(InputError, match=r"^--save_onnx \S*new.onnx: No space left on device$"):
+        write_output(str(tmp_path / "new.onnx"), b"model", "--save_onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "validation failed", "engine failed"])
+def test_save_engine_is_written_last_and_only_when_the_run_succeeded(tmp_path, monkeypatch, capsys, outcome):
+    """The CLI's plumbing, with network.steps.run_steps standing in for TensorRT (its StepsResult carries the
+    serialized engine): the engine file appears after every other line of a run that succeeded, with the
+    mode of a new file; a failed validation (exit 1) or an engine error (exit 4) leaves nothing behind."""
+    import network.steps
+    from common.errors import EngineError
+
+    def engine_steps(graph, precision, batches, **kwargs):
+        if outcome == "engine failed":
+            raise EngineError("TensorRT could not execute the engine")
+        final_state = network.steps.expected_final_state(graph.node_features, batches, graph.state)
+        if outcome == "validation failed":
+            final_state[0, 0] += 1.0
+        return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None,
+                                         engine_data=b"serialized engine")
+
+    monkeypatch.setattr(network.steps, "run_steps", engine_steps)
+    engine = tmp_path / "state.engine"
+    previous = os.umask(0o022)
+    try:
+        status = cli.main([*MODEL_ARGS, *STEPS, "--validate", "--save_engine", str(engine)])
+    finally:
+        os.umask(previous)
+    out = capsys.readouterr().out
+    assert status == {"succeeded": 0, "validation failed": 1, "engine failed": 4}[outcome]
+    if outcome == "succeeded":
+        assert engine.read_bytes() == b"serialized engine" and stat.S_IMODE(engine.stat().st_mode) == 0o644
+        assert out.splitlines()[-1] == f"Engine saved to {engine}"
+    else:
+        assert list(tmp_path.iterdir()) == []
+        assert ("(--save_engine: not written, since the run did not succeed.)" in out) == (outcome == "validation failed")
+
+
+@needs_export
+def test_save_onnx_of_a_dry_run_gets_the_umask_mode_and_is_written_after_the_output(tmp_path_factory, tmp_path, capsys):
+    """The rewritten model of a dry run that succeeded, in a real run of the CLI: mode 0644 under umask 022 (it
+    was 0600), its line last, no temporary file beside it."""
+    import onnx
+
+    model = sample_model(tmp_path_factory, "classifier", "fp32")
+    out = tmp_path / "rewritten.onnx"
+    previous = os.umask(0o022)
+    try:
+        status = cli.main(["--dry-run", "--seed", "1", "--random_graph", "5", "9", "--num_classes", str(NUM_CLASSES),
+                           "--node_features", str([[1.0] * NUM_FEATURES] * 5), "--onnx", str(model),
+                           "--save_onnx", str(out)])
+    finally:
+        os.umask(previous)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert captured.out.splitlines()[-1] == f"Rewritten model saved to {out}"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert "ScatterAddInPlace" in [node.op_type for node in onnx.load(str(out)).graph.node]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rewritten.onnx"]
+
+
+def test_a_model_that_does_not_serialize_is_one_line():
+    from common.paths import serialized_model
+
+    class TooLarge:
+        def SerializeToString(self) -> bytes:
+            raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB: 2147483650\nmore")
+
+    with pytest.raises(InputError, match=r"^--save_onnx: the model does not serialize \(Message onnx.ModelProto "
+                                         r"exceeds maximum protobuf size of 2GB: 2147483650\)$"):
+        serialized_model(TooLarge(), "--save_onnx")
+
+
+# --- --help ------------------------------------------------------------------------------------------------------
+def help_text(columns: int) -> str:
+    result = subprocess.run([sys.executable, SCRIPT, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, COLUMNS=str(columns)))
+    assert result.returncode == 0 and result.stderr == ""
+    return result.stdout
+
+
+@pytest.mark.parametrize("columns", [40, 80, 100, 300])
+def test_help_fits_100_columns_and_names_each_heading_and_option_once(columns):
+    """Properties, not text: every line within 100 columns, and within the terminal's from 80 columns up; each
+    heading (a line at column 0 ending in ':') once; each option of the parser listed once, with a
+    description; the usage names only options the parser has."""
+    from cli.options import build_parser
+
+    text = help_text(columns)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= (min(columns, 100) if columns >= 80 else 100)
+    headings = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert len(headings) == len(set(headings)) >= 4, headings
+    parser = build_parser()
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        shown = formatter._format_action_invocation(action)  # "--graph FILE", "-v, --verbose"
+        listed = [line for line in lines if line == f"  {shown}" or line.startswith(f"  {shown}  ")]
+        assert len(listed) == 1, (shown, listed)
+        assert action.help and action.help.strip(), shown
+    known = {name for action in parser._actions for name in action.option_strings}
+    usage = text.split("\n\n", 1)[0]
+    assert {word.strip("[]|") for word in usage.split() if word.strip("[]|").startswith("-")} <= known
+
+
+def test_help_is_shorter_than_100_lines():
+    """141 lines before issue 27; the details live in docs/options.md."""
+    assert len(help_text(100).splitlines()) < 100

@@ -134,6 +134,10 @@ BAD_ARGUMENTS = [
     (["--reference-only", "--nodes=5", "--batch_edges=2", "--validate"], "--reference-only runs no engine: drop --validate"),
     (["--reference-only", "--nodes=100000000", "--batch_edges=2", "--features=2"], "more than the limit of 100,000,000"),
     (["--engine=does/not/exist.engine"], "cannot read --engine does/not/exist.engine: No such file or directory"),
+    # What is not a regular file is refused before anything is allocated for it (a folder was std::bad_alloc, exit 4)
+    (["--engine=/tmp"], "--engine /tmp is a folder, not an engine file"),
+    (["--engine=/dev/null"], "--engine /dev/null is not a regular file (a FIFO, socket or device)"),
+    (["--engine=/proc/version"], "--engine /proc/version is empty, not a TensorRT engine"),
 ]
 
 
@@ -145,6 +149,13 @@ def test_bad_arguments_exit_2_with_one_line(program, args, message):
 def test_an_empty_engine_file_is_exit_2(program, tmp_path):
     (tmp_path / "empty.engine").write_bytes(b"")
     assert_one_line(run_program(program[1], f"--engine={tmp_path / 'empty.engine'}"), 2, "is empty, not a TensorRT engine")
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(program, tmp_path):
+    fifo = tmp_path / "state.engine"
+    os.mkfifo(fifo)
+    result = subprocess.run([str(program[1]), f"--engine={fifo}"], capture_output=True, text=True, timeout=60)
+    assert_one_line(result, 2, f"--engine {fifo} is not a regular file (a FIFO, socket or device)")
 
 
 def test_help_lists_the_options(program):

@@ -46,6 +46,7 @@ RUN_GRAPH = textwrap.dedent(
     """
     import json, sys
     import numpy as np
+    from common.paths import write_output
     from graph import validate_graph
     from reference import compare, gnn_reference, make_weights
     from network.engine import ProfileBounds, SizeRange
@@ -61,8 +62,9 @@ RUN_GRAPH = textwrap.dedent(
     profile = None
     if args.get("max_nodes"):
         profile = ProfileBounds(SizeRange(1, n, args["max_nodes"]), SizeRange(1, e, args["max_edges"]))
-    result = run_graph(graph, weights, args["precision"], save_engine=args.get("save"), load_engine=args.get("load"),
-                       profile=profile)
+    result = run_graph(graph, weights, args["precision"], load_engine=args.get("load"), profile=profile)
+    if args.get("save"):  # as the CLI's --save_engine, once the run has succeeded
+        write_output(args["save"], result.engine_data, "--save_engine")
     expected = gnn_reference(graph.node_features, graph.edges, weights)["softmax"]
     comparison = compare(result.softmax, expected, args["precision"])
     print(json.dumps({"ok": bool(comparison.ok), "max_abs_error": float(comparison.max_abs_error),

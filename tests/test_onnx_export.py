@@ -1,6 +1,8 @@
 """export/: the sample's torch modules and python3 -m export.export_onnx, with the real exporter of the installed
 torch (models written in this session); the exported models in ONNX Runtime against the float64 reference."""
 
+import os
+import stat
 import subprocess
 import sys
 
@@ -148,6 +150,10 @@ def run_script(*argv: str, check_torch: bool = False) -> subprocess.CompletedPro
     (["--network", "classifier", "--out", "m.onnx", "--num_classes", "x"], "--num_classes must be an integer from 1"),
     (["--network", "state", "--out", "m.onnx", "--num_classes", "3"], "--num_classes is for --network classifier"),
     (["--network", "state", "--out", "no/such/folder/m.onnx"], "the folder no/such/folder does not exist"),
+    (["--network", "state", "--out", "aliased_io_plugin.py"], "--out aliased_io_plugin.py: a Python file's name (.py)"),
+    (["--network", "state", "--out", "export/export_onnx.py"], "--out export/export_onnx.py is this script"),
+    (["--network", "state", "--out", "/proc/x.onnx"], "--out /proc/x.onnx: cannot write there: the folder /proc"),
+    (["--network", "state", "--out", "."], "--out .: is a folder"),
     (["--network", "state", "--precision", "bf16", "--out", "m.onnx"], "argument --precision: invalid choice"),
     (["--network", "state"], "the following arguments are required: --out"),
 ])
@@ -157,6 +163,20 @@ def test_bad_arguments_are_one_line_and_exit_2_before_torch(argv, message, tmp_p
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("python3 -m export.export_onnx: error: ") and message in lines[0]
     assert result.stdout.strip() == "torch not imported"
+    assert (ROOT / "aliased_io_plugin.py").read_bytes().startswith(b"#!/usr/bin/env python3")
+
+
+def test_the_script_runs_from_another_folder(tmp_path):
+    """python3 /path/to/export/export_onnx.py from any folder finds the project's modules (it puts the repository
+    root on sys.path): --help works, and a refused --out is one line and exit 2, before torch."""
+    script = str(ROOT / "export" / "export_onnx.py")
+    shown = subprocess.run([sys.executable, script, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "--network" in shown.stdout, shown.stderr
+    refused = subprocess.run([sys.executable, script, "--network", "state", "--out", "/proc/x.onnx"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "--out /proc/x.onnx: cannot write there" in refused.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_missing_exporter_is_one_line_and_exit_3(tmp_path, monkeypatch, capsys):
@@ -184,6 +204,10 @@ def test_the_script_runs_as_a_module(tmp_path_factory):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"Wrote {out} (state, fp16, F={NUM_FEATURES})"
     assert result.stderr == ""
+    umask = os.umask(0o022)  # the exporter's child inherited it; reading it means setting it
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # a new file's mode, not mkstemp's 0600
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["state.onnx"]
     from network.onnx_rewrite import load_model, sample_network
 
     found = sample_network(load_model(out))

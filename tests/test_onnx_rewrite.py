@@ -482,35 +482,6 @@ def test_load_model_refuses_bad_files_in_one_line(tmp_path):
 
 
 @needs_export
-def test_save_model_writes_the_rewritten_model_and_refuses_its_input(tmp_path_factory, tmp_path, monkeypatch):
-    import os
-
-    from network.onnx_rewrite import load_model, rewrite_model, save_model
-
-    source = sample_model(tmp_path_factory, "state", "fp32")
-    before = source.read_bytes()
-    result = rewrite_model(load_model(source), "python")
-    out = tmp_path / "out.onnx"
-    save_model(result.model, out, source=source)
-    assert out.read_bytes() == result.model.SerializeToString()
-    with pytest.raises(InputError, match="--save_onnx .*: is the input model; write the rewritten model to another file"):
-        save_model(result.model, source, source=source)
-    assert source.read_bytes() == before
-    with pytest.raises(InputError, match="the folder .* does not exist"):
-        save_model(result.model, tmp_path / "no" / "out.onnx")
-    with pytest.raises(InputError, match="is a folder, expected a file name"):
-        save_model(result.model, tmp_path)
-
-    def failing_replace(*args):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(InputError, match="--save_onnx .*new.onnx: No space left on device"):
-        save_model(result.model, tmp_path / "new.onnx")
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.onnx"]  # no temporary file left behind
-
-
-@needs_export
 def test_onnxruntime_refuses_bad_feeds_and_the_rewritten_model(tmp_path_factory):
     from network.onnx_rewrite import load_model, rewrite_model, run_onnxruntime
 

@@ -546,7 +546,7 @@ class PreparedScatterAdd:
             operations.append((_KERNEL, functions[plan.fold.name], *plan.fold.grid, 0,
                                _KernelArguments(((STATE, 0), (COUNTS, 0), num_nodes)), plan.fold.name, plan.fold.block))
         if plan.apply is not None and table is not None:
-            values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2)
+            values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2, num_nodes)
             operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(values),
                                plan.apply.name, plan.apply.block))
         return _LaunchSequence(plan, operations)
@@ -570,7 +570,7 @@ class PreparedScatterAdd:
                       layout.chunk_capacity, nodes, sums, offsets, skipped)
             reduce = plan.reduce
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
-                             layout.bucket.capacity, layout.bucket.probes, (STATE, 0))
+                             layout.bucket.capacity, layout.bucket.probes, (STATE, 0), num_edges, num_nodes)
         functions = self.kernels.functions
         operations: list[tuple[Any, ...]] = [(_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                                                _KernelArguments(values), scatter.name, scatter.block)]
@@ -601,7 +601,8 @@ class PreparedScatterAdd:
             kernels.append(("sort_place", sort.count.grid, sort.count.shared_bytes,
                             ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes, node_lo, node_hi)))
         kernels.append((sort.reduce.name, sort.reduce.grid, 0,
-                        ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail)))
+                        ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail,
+                         num_edges)))
         if sort.fixup is not None:
             kernels.append((sort.fixup.name, sort.fixup.grid, 0,
                             (pairs, cursor, num_nodes, num_features, layout.span, layout.ranges, (STATE, 0), head, tail)))

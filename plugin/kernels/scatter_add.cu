@@ -17,7 +17,10 @@
 //      the same slot are summed in registers first (combine_equal_targets).
 // Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles need.
 //
-// Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given.
+// Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given. Every kernel
+// ends and stays inside its buffers whatever they hold (an index, a table, a workspace of made-up bytes): a probe
+// visits at most the table's capacity, and a node, edge or position read from a buffer is used only inside its
+// range. Garbage in may give garbage out.
 // counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
 // num_edges < 2^32, so no count carries into the high word).
 //
@@ -171,12 +174,13 @@ __device__ __forceinline__ void add_skipped(u64* skipped, unsigned skipped_here)
     if ((threadIdx.x & 31) == 0 && skipped_here != 0) atomicAdd(skipped, (u64)skipped_here);
 }
 
-// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent. The
-// table has a power-of-two capacity of at least twice the number of distinct nodes, so probing ends.
+// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent; NO_SLOT when
+// none of the 2^table_log2 slots holds it or is free. The launcher's table (cleared, at least twice the distinct
+// nodes) always has room; one without a free slot (made-up keys) drops the row instead of probing forever.
 __device__ __forceinline__ int find_or_insert(int* keys, int node, int table_log2) {
     const unsigned mask = (1u << table_log2) - 1u;
     unsigned slot = table_log2 == 0 ? 0u : ((unsigned)node * 2654435761u) >> (32 - table_log2);
-    while (true) {
+    for (unsigned probe = 0; probe <= mask; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == NO_SLOT) {
@@ -185,6 +189,7 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int table_log
         }
         slot = (slot + 1u) & mask;
     }
+    return NO_SLOT;
 }
 
 // Adds count to the low 32-bit word of an int64 count (zeroed by the launcher, which keeps num_edges < 2^32).
@@ -377,13 +382,13 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
 }
 
 // float16 path, last step: state[node] += table[slot], added in float32 and rounded to the state's type once.
-// Hashed table (keys != nullptr): node = keys[slot], empty slots (NO_SLOT) skipped. One slot per node
-// (keys == nullptr): node = slot, and entries still +0.0 are skipped, so a node without edges keeps its
-// value bit for bit (adding +0.0 would only turn -0.0 into +0.0).
+// Hashed table (keys != nullptr): node = keys[slot]; empty slots (NO_SLOT) and other keys outside [0, num_nodes)
+// skipped. One slot per node (keys == nullptr): node = slot, and entries still +0.0 are skipped, so a node without
+// edges keeps its value bit for bit (adding +0.0 would only turn -0.0 into +0.0).
 template <int VEC>
 __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const int* __restrict__ keys,
                                             const float* __restrict__ values, i64 capacity, int num_features,
-                                            int lanes_log2) {
+                                            int lanes_log2, i64 num_nodes) {
     const int lane = threadIdx.x & 31;
     const int lanes = 1 << lanes_log2;
     const int rows_per_warp = 32 >> lanes_log2;
@@ -392,7 +397,7 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
     for (i64 slot = warp * rows_per_warp + (lane >> lanes_log2); slot < capacity; slot += num_warps * rows_per_warp) {
         const int node = keys != nullptr ? keys[slot] : (int)slot;
-        if (node == NO_SLOT) continue;
+        if (node < 0 || node >= num_nodes) continue;  // NO_SLOT too
         for (int chunk = lane & (lanes - 1); chunk < chunks; chunk += lanes) {
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
@@ -429,8 +434,8 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
-                       int lanes_log2) {                                                                         \
-        apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2);                               \
+                       int lanes_log2, i64 num_nodes) {                                                          \
+        apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2, num_nodes);                    \
     }
 
 SCATTER_ENTRY_POINTS(1)
@@ -750,8 +755,10 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
             }
         }
 #pragma unroll
-        for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {
-            if (in_range(node[k])) sorted[position[k]] = make_int2((int)(step + k * blockDim.x + threadIdx.x), node[k]);
+        for (int k = 0; k < SORT_EDGES_PER_THREAD; ++k) {  // a position beyond E: made-up cursors
+            if (in_range(node[k]) && position[k] < num_edges) {
+                sorted[position[k]] = make_int2((int)(step + k * blockDim.x + threadIdx.x), node[k]);
+            }
         }
     }
 }
@@ -826,7 +833,8 @@ __device__ __forceinline__ void sum_runs(const scalar_t* __restrict__ rows, int 
     if (node >= 0) flush(node, sum, first_run, true);
 }
 
-// Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only). A node whose
+// Warp w sums the rows of sorted positions [w * span, (w + 1) * span) (valid edges only: at most num_edges, and a
+// pair whose edge or node is out of range, from made-up cursors or pairs, is dropped). A node whose
 // positions all lie in the range is added into the state once (read, add, write: no other warp touches it).
 // The range's first node, if it began in an earlier range, goes to head[w]; its last node, if it goes on in
 // the next range and did not begin in an earlier one, to tail[w]; sort_fixup adds those.
@@ -834,16 +842,20 @@ template <int VEC>
 __device__ __forceinline__ void sort_reduce(const scalar_t* __restrict__ src, const int2* __restrict__ sorted,
                                             const unsigned* __restrict__ cursor, i64 num_nodes, int num_features,
                                             int span, scalar_t* __restrict__ state, float* __restrict__ head,
-                                            float* __restrict__ tail) {
+                                            float* __restrict__ tail, i64 num_edges) {
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const i64 valid = cursor[num_nodes];
+    const i64 valid = min((i64)cursor[num_nodes], num_edges);
     const i64 begin = warp * span;
     if (begin >= valid) return;
     const i64 end = min(begin + span, valid);
     const int column = (blockIdx.y * 32 + (threadIdx.x & 31)) * VEC;
     const bool head_partial = begin > 0 && sorted[begin - 1].y == sorted[begin].y;
     const bool tail_partial = end < valid && sorted[end].y == sorted[end - 1].y;
-    auto at = [&](i64 p) { return sorted[p]; };
+    auto at = [&](i64 p) {
+        const int2 pair = sorted[p];
+        const bool ok = pair.x >= 0 && pair.x < num_edges && pair.y >= 0 && pair.y < num_nodes;
+        return ok ? pair : make_int2(0, -1);  // node -1: sum_runs drops the row
+    };
     auto flush = [&](int node, const float (&sum)[VEC], bool first_run, bool last_run) {
         if (column >= num_features) return;
         const i64 partial = warp * num_features + column;
@@ -872,7 +884,7 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
     const i64 position = b * span;
     if (b >= num_ranges || position >= valid) return;
     const int node = sorted[position].y;
-    if (sorted[position - 1].y != node) return;
+    if (sorted[position - 1].y != node || node < 0 || node >= num_nodes) return;
     const i64 start = cursor[node], stop = cursor[node + 1];
     if (start / span != b - 1) return;  // an earlier boundary's warp adds this node
     const int column = (blockIdx.y * 32 + lane) * VEC;
@@ -881,7 +893,7 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
     const float* t = tail + (b - 1) * num_features + column;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sum[k] = t[k];
-    for (i64 w = b; w <= (stop - 1) / span; ++w) {
+    for (i64 w = b; w <= (stop - 1) / span && w < num_ranges; ++w) {
         const float* h = head + w * num_features + column;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) sum[k] += h[k];
@@ -968,8 +980,8 @@ __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, c
 #define SORT_ENTRY_POINTS(VEC)                                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     sort_reduce_v##VEC(const scalar_t* src, const int2* sorted, const unsigned* cursor, i64 num_nodes,           \
-                       int num_features, int span, scalar_t* state, float* head, float* tail) {                  \
-        sort_reduce<VEC>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail);                 \
+                       int num_features, int span, scalar_t* state, float* head, float* tail, i64 num_edges) {   \
+        sort_reduce<VEC>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail, num_edges);      \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     sort_fixup_v##VEC(const int2* sorted, const unsigned* cursor, i64 num_nodes, int num_features, int span,     \
@@ -1341,12 +1353,13 @@ partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index
 }
 
 // partitioned, step 2, a block per bucket b (gridDim = buckets): sums b's entries of every chunk per node and
-// adds each node's sum into the state once (owned_passes). Each chunk's run is read by `lanes` threads
+// adds each node's sum into the state once (owned_passes). Entries beyond a chunk's edges and nodes outside
+// [0, num_nodes) (made-up offsets or entries) are skipped. Each chunk's run is read by `lanes` threads
 // (blockDim / chunks of them, at least one), so that every thread of the block reads.
 extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
 reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ entry_sums,
                const unsigned* __restrict__ offsets, int num_features, int chunk_edges, int chunks, int capacity,
-               int probes, scalar_t* __restrict__ state) {
+               int probes, scalar_t* __restrict__ state, i64 num_edges, i64 num_nodes) {
     const unsigned buckets = gridDim.x, me = blockIdx.x;
     const int lanes = max(1, (int)blockDim.x / chunks);
     auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
@@ -1354,10 +1367,10 @@ reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ en
             const int chunk = t / lanes, sub = t - chunk * lanes;
             const unsigned* row = offsets + (i64)chunk * (buckets + 1);
             const i64 base = (i64)chunk * chunk_edges;
-            const unsigned end = row[me + 1];
+            const unsigned end = (unsigned)min((i64)row[me + 1], min((i64)chunk_edges, num_edges - base));
             for (unsigned p = row[me] + sub; p < end; p += lanes) {
                 const int node = entry_nodes[base + p];
-                if (!in_subrange(node, lo, width)) continue;
+                if (node < 0 || node >= num_nodes || !in_subrange(node, lo, width)) continue;
                 for (int f = 0; f < num_features; ++f) add(node, f, entry_sums[(base + p) * num_features + f]);
             }
         }

@@ -16,7 +16,9 @@
 // correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
 // sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
 // shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
-// outside [0, num_nodes) are skipped and never written. Self-contained on purpose (find_or_insert is
+// outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
+// inputs it made up), every kernel ends and stays inside them: a probe visits at most `capacity` slots, and a key
+// is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert is
 // scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
 // plugin's kernels are tuned.
@@ -52,11 +54,12 @@ __device__ __forceinline__ i64 split_element(i64 i, int num_features, int& featu
     return row;
 }
 
-// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent. The
-// capacity (2 E + 1, set by the network) exceeds twice the number of distinct nodes, so probing ends.
+// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent; -1 when
+// none of the `capacity` slots holds it or is free. The network's table (2 E + 1 slots of -1) always has room; a
+// table without a free slot (made-up keys) drops the row instead of probing forever.
 __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity) {
     unsigned slot = (unsigned)(((u64)(unsigned)node * 2654435761ull) % (unsigned)capacity);
-    while (true) {
+    for (int probe = 0; probe < capacity; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == EMPTY_KEY) {
@@ -65,6 +68,7 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity)
         }
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
+    return -1;
 }
 
 // Calls body(i, node, feature) for every element i = (edge, feature) of a [num_edges, num_features] src whose
@@ -185,6 +189,7 @@ __device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict_
                                                        u64* counts_out) {
     for_each_targeted_element(index, node_limit, num_edges, num_features, [&](i64 i, i64 node, int feature) {
         const int slot = find_or_insert(keys_out, (int)node, capacity);
+        if (slot < 0) return;  // a full table: the row is dropped
         atomicAdd(values_out + (i64)slot * num_features + feature, __half2float(src[i]));
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
     });
@@ -221,7 +226,7 @@ scatter_table_f16_counts(const __half* src, const i64* index, const int* keys_in
 }
 
 // state_out[keys[s], f] = half(float(state_out[keys[s], f]) + values[s, f]) for every filled slot s whose key
-// is a node of this state (< num_nodes). Each node has at most one slot, so no two threads write one element.
+// is a node of this state (in [0, num_nodes): other keys, made-up ones too, are skipped). Each node has at most one slot, so no two threads write one element.
 // Sums still +0.0 are skipped, so a touched node whose sum is +0.0 keeps its value bit for bit.
 extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
 apply_table_f16(const __half* state_in, const int* keys, const float* values,
@@ -232,7 +237,7 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
         int feature;
         const i64 slot = split_element(i, num_features, feature);
         const int node = __ldg(keys + slot);
-        if (node == EMPTY_KEY || node >= num_nodes) continue;
+        if (node < 0 || node >= num_nodes) continue;  // EMPTY_KEY (-1) too
         const float sum = __ldg(values + i);
         if (__float_as_uint(sum) == 0u) continue;
         __half* element = state_out + (i64)node * num_features + feature;
