@@ -207,7 +207,7 @@ def test_the_script_runs_as_a_module(tmp_path_factory):
     umask = os.umask(0o022)  # the exporter's child inherited it; reading it means setting it
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # a new file's mode, not mkstemp's 0600
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["state.onnx"]
+    assert sorted(path.name for path in out.parent.iterdir()) == [out.name]  # its folder holds the model alone
     from network.onnx_rewrite import load_model, sample_network
 
     found = sample_network(load_model(out))
