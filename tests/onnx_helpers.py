@@ -225,11 +225,14 @@ def ops_model(tmp_path_factory: pytest.TempPathFactory, name: str, precision: st
 
 def with_standard_scatter(model: Any) -> Any:
     """A copy of `model` with each ScatterAddInPlace node (domain aliased_io) replaced by what it computes in
-    standard ONNX, Unsqueeze(idx, [1]) + ScatterND(state, ., src, reduction="add"), writing the node's output:
+    standard ONNX, writing the node's output: Unsqueeze(idx, [1]) + ScatterND(state, ., src, reduction="add"),
+    in float32 between Casts for a float16 state (ONNX Runtime's CPU provider has no float16 ScatterND add).
     ONNX Runtime then runs the exported model (test-only: the plugin's semantics, out of place)."""
     import onnx
-    from onnx import helper
+    from onnx import TensorProto, helper
 
+    types = {value.name: value.type.tensor_type.elem_type
+             for value in [*model.graph.input, *model.graph.value_info, *model.graph.output]}
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     nodes = []
@@ -238,11 +241,19 @@ def with_standard_scatter(model: Any) -> Any:
             nodes.append(node)
             continue
         state, src, idx = node.input
-        axes, column = f"scatter_axes_{position}", f"scatter_index_{position}"
-        nodes += [helper.make_node("Constant", [], [axes], value=helper.make_tensor(axes, onnx.TensorProto.INT64,
-                                                                                     [1], [1])),
-                  helper.make_node("Unsqueeze", [idx, axes], [column]),
-                  helper.make_node("ScatterND", [state, column, src], [node.output[0]], reduction="add")]
+        names = {part: f"standard_{part}_{position}" for part in ("axes", "column", "state", "src", "sum")}
+        nodes += [helper.make_node("Constant", [], [names["axes"]],
+                                   value=helper.make_tensor(names["axes"], TensorProto.INT64, [1], [1])),
+                  helper.make_node("Unsqueeze", [idx, names["axes"]], [names["column"]])]
+        if types[state] == TensorProto.FLOAT16:
+            nodes += [helper.make_node("Cast", [state], [names["state"]], to=TensorProto.FLOAT),
+                      helper.make_node("Cast", [src], [names["src"]], to=TensorProto.FLOAT),
+                      helper.make_node("ScatterND", [names["state"], names["column"], names["src"]], [names["sum"]],
+                                       reduction="add"),
+                      helper.make_node("Cast", [names["sum"]], [node.output[0]], to=TensorProto.FLOAT16)]
+        else:
+            nodes.append(helper.make_node("ScatterND", [state, names["column"], src], [node.output[0]],
+                                          reduction="add"))
     del copy.graph.node[:]
     copy.graph.node.extend(nodes)
     kept = [opset for opset in copy.opset_import if opset.domain != "aliased_io"]
