@@ -15,7 +15,7 @@ reached). So scatter_add_ has a Functionalize kernel: it records the functional 
 (state, src, index) -> Tensor and makes its result the state's new value (torch.export records an input
 mutation), and the table maps that functional op to the plugin node. The exporter adds no output for the
 mutated input and inserts no copy: the model's outputs are what forward returns, so return the state (or
-something computed from it), or the update is not in the model.
+something computed from it), or the update is not in the model; check_updates_exported(program) says so.
 """
 
 from typing import Any
@@ -126,3 +126,20 @@ def scatter_add_plugin_node(state: Any, src: Any, index: Any) -> Any:
 
 
 custom_translation_table = {torch.ops.aliased_io.scatter_add.default: scatter_add_plugin_node}
+
+
+def check_updates_exported(program: Any) -> None:
+    """ValueError (one line) when an aliased_io::scatter_add_ call of `program` (the ONNXProgram that
+    torch.onnx.export returned) has no plugin node in its ONNX model: the exporter keeps only what forward
+    returns and drops an update nothing returned reads, which in TensorRT would never reach the state."""
+    calls = [node for node in program.exported_program.graph.nodes if node.target is torch.ops.aliased_io.scatter_add.default]
+    written = [node for node in program.model_proto.graph.node if (node.domain, node.op_type) == (PLUGIN_DOMAIN,
+                                                                                                    PLUGIN_OP)]
+    if len(written) < len(calls):
+        user_inputs = list(program.exported_program.graph_signature.user_inputs)
+        names = [value.name for value in program.model_proto.graph.input]
+        states = sorted({names[user_inputs.index(call.args[0].name)] for call in calls
+                         if call.args[0].op == "placeholder" and call.args[0].name in user_inputs})
+        raise ValueError(f"{len(calls) - len(written)} of the {len(calls)} aliased_io::scatter_add_ updates (of "
+                         f"{', '.join(states) or 'intermediate tensors'}) are not in the ONNX model: torch.onnx.export "
+                         "keeps only what forward returns; return the updated state (or something computed from it)")

@@ -206,21 +206,35 @@ def ops_inputs(name: str, precision: str, num_nodes: int, num_edges: int, seed: 
     return {input_name: arrays[input_name] for input_name in OPS_MODELS[name][0]}
 
 
-def ops_model(tmp_path_factory: pytest.TempPathFactory, name: str, precision: str = "fp32") -> Path:
-    """The OPS_MODELS model `name` exported with export.ops.custom_translation_table (N and E dynamic), once
-    per session."""
-    def write(path: Path) -> None:
+_OPS_PROGRAMS: dict[str, Any] = {}
+
+
+def ops_program(name: str, precision: str = "fp32") -> Any:
+    """The ONNXProgram of torch.onnx.export(dynamo=True) for the OPS_MODELS model `name`, exported with
+    export.ops.custom_translation_table (N and E dynamic), once per session."""
+    key = f"ops_{name}_{precision}"
+    if key not in _OPS_PROGRAMS:
         import torch
 
+        from export.export_onnx import quiet_exporter
         from export.ops import custom_translation_table
 
         inputs, outputs = OPS_MODELS[name]
         args = tuple(torch.from_numpy(array) for array in ops_inputs(name, precision, 5, 7, seed=0).values())
-        export_module(path, ops_module(name), args, list(inputs), list(outputs),
-                      {input_name: OPS_DYNAMIC[input_name] for input_name in inputs},
-                      custom_translation_table=custom_translation_table)
+        dims = {"N": torch.export.Dim("N"), "E": torch.export.Dim("E")}
+        shapes = {input_name: None if OPS_DYNAMIC[input_name] is None else
+                  {axis: dims[dim] for axis, dim in OPS_DYNAMIC[input_name].items()} for input_name in inputs}
+        with quiet_exporter():
+            _OPS_PROGRAMS[key] = torch.onnx.export(ops_module(name).eval(), args, dynamo=True, dynamic_shapes=shapes,
+                                                   input_names=list(inputs), output_names=list(outputs), verbose=False,
+                                                   custom_translation_table=custom_translation_table)
+    return _OPS_PROGRAMS[key]
 
-    return session_file(tmp_path_factory, f"ops_{name}_{precision}", write)
+
+def ops_model(tmp_path_factory: pytest.TempPathFactory, name: str, precision: str = "fp32") -> Path:
+    """ops_program's model saved to a file, once per session."""
+    return session_file(tmp_path_factory, f"ops_{name}_{precision}",
+                        lambda path: ops_program(name, precision).save(str(path)))
 
 
 def with_standard_scatter(model: Any) -> Any:

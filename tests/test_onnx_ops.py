@@ -17,6 +17,7 @@ from tests.onnx_helpers import (
     ops_inputs,
     ops_model,
     ops_module,
+    ops_program,
     sample_model,
     with_standard_scatter,
 )
@@ -193,3 +194,32 @@ def test_the_translation_writes_the_node_the_rewrite_writes(tmp_path_factory):
     (ours,) = [node for node in onnx.load(str(ops_model(tmp_path_factory, "state"))).graph.node
                if node.op_type == "ScatterAddInPlace"]
     assert attributes(ours) == attributes(rewritten)
+
+
+@needs_export
+def test_an_update_the_model_does_not_return_is_reported(tmp_path):
+    """The exporter keeps only what forward returns: a model that updates X and returns something else has no
+    plugin node, and check_updates_exported says so in one line naming X; the models that return X pass."""
+    import torch
+
+    from export.export_onnx import quiet_exporter
+    from export.ops import check_updates_exported, custom_translation_table
+
+    class UpdateNotReturned(torch.nn.Module):
+        def forward(self, X, src, idx):
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return src * 2
+
+    inputs = ops_inputs("state", "fp32", 5, 7, seed=0)
+    with quiet_exporter():
+        program = torch.onnx.export(UpdateNotReturned(), tuple(torch.from_numpy(array) for array in inputs.values()),
+                                    dynamo=True, input_names=["X", "src", "idx"], verbose=False,
+                                    custom_translation_table=custom_translation_table)
+    assert not [node for node in program.model_proto.graph.node if node.op_type == "ScatterAddInPlace"]
+    with pytest.raises(ValueError) as raised:
+        check_updates_exported(program)
+    assert str(raised.value) == ("1 of the 1 aliased_io::scatter_add_ updates (of X) are not in the ONNX model: "
+                                 "torch.onnx.export keeps only what forward returns; return the updated state (or "
+                                 "something computed from it)")
+    for name in OPS_MODELS:
+        check_updates_exported(ops_program(name))
