@@ -73,15 +73,37 @@ def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int, *, graph_replay:
     return calls
 
 
+def trampoline_context(trt: Any, host: Any, num_nodes: int, num_edges: int, compute_counts: bool
+                       ) -> tuple[int, int, int]:
+    """The plugin host's engine and execution context for float32, F = 1, B edges into N nodes, as TensorRT's
+    runtime makes them (build phase with its timing enqueue, createPlugin(kRUNTIME) from the serialized fields,
+    attachToContext, onShapeChange): (engine, context, workspace bytes the build promised); RuntimeError with
+    the host's report where a step failed (the engine freed)."""
+    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION
+
+    spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
+                     {"N": (1, num_nodes, num_nodes), "E": (1, num_edges, num_edges)},
+                     {"compute_counts": [int(compute_counts)]})
+    engine, report = host.build(PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE, spec)
+    if engine is None:
+        raise RuntimeError(f"plugin host, build: {report.error}")
+    workspace_bytes = report.step("getWorkspaceSize")["bytes"]
+    context, report = host.open(engine, {"N": num_nodes, "E": num_edges})
+    if context is None:
+        host.free(engine)
+        raise RuntimeError(f"plugin host, runtime: {report.error}")
+    return engine, context, workspace_bytes
+
+
 def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batch: int = 100, batches: int = 40
                          ) -> dict[str, float]:
     """Host us per call of the plugin's enqueue as TensorRT's runtime calls it: through the bindings' C++ trampoline
     (pyPlugin.cpp: GIL taken, descriptors and pointers converted, the Python method called), from the plugin host
     (tests/plugin_host), which times each batch of `batch` enqueues in C++ around the calls only, with the GIL
-    released as execute_async_v3 releases it. The engine and context are the host's: build phase, then
-    createPlugin(kRUNTIME) from the serialized fields, attachToContext, onShapeChange; outputs[0] is the state
-    (aliased). A sleep kernel before each batch keeps the GPU busy; median of `batches`. Empty where the
-    `tensorrt` imported is not the host's layout (tests/plugin_host/build.py)."""
+    released as execute_async_v3 releases it. The engine and context are the host's (trampoline_context);
+    outputs[0] is the state (aliased), the workspace the build promised. A sleep kernel before each batch keeps
+    the GPU busy; median of `batches`. Empty where the `tensorrt` imported is not the host's layout
+    (tests/plugin_host/build.py)."""
     import torch
 
     from benchmarks.gpu_timing import HOST_SLEEP_CYCLES
@@ -94,29 +116,30 @@ def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batc
         print("no plugin host in this tensorrt's layout (tests/plugin_host/build.py DIR): trampoline rows skipped",
               flush=True)
         return {}
-    from plugin.scatter_add_plugin import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION, register_scatter_add_creator
+    from plugin.scatter_add_plugin import register_scatter_add_creator
 
     register_scatter_add_creator()
-    host = PluginHost(trt)
+    try:
+        host = PluginHost(trt)
+    except RuntimeError as error:  # e.g. a host built from another plugin_host.cpp: the rows would time it
+        print(f"trampoline rows skipped: {error}", flush=True)
+        return {}
     state, src, index, counts = tensors["state"], tensors["src"], tensors["index"], tensors["counts"]
-    num_nodes, num_edges = state.shape[0], index.shape[0]
     rows = {}
     for compute_counts in (True, False):
-        spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
-                         {"N": (1, num_nodes, num_nodes), "E": (1, num_edges, num_edges)},
-                         {"compute_counts": [int(compute_counts)]})
-        engine, report = host.build(PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE, spec)
-        context, opened = host.open(engine, {"N": num_nodes, "E": num_edges}) if engine else (None, report)
-        if context is None:
-            print(f"plugin host: {opened.error}", flush=True)
-            host.free(engine)
+        try:
+            engine, context, workspace_bytes = trampoline_context(trt, host, state.shape[0], index.shape[0],
+                                                                  compute_counts)
+        except RuntimeError as error:
+            print(error, flush=True)
             continue
+        workspace = torch.empty(max(workspace_bytes, 1), dtype=torch.uint8, device="cuda")
         pointers = [state.data_ptr(), src.data_ptr(), index.data_ptr()]
         outputs = [0, counts.data_ptr()][:2 if compute_counts else 1]
         times = []
         for round_index in range(batches + 1):  # the first batch warms up (graph capture on the second call)
             torch.cuda._sleep(HOST_SLEEP_CYCLES)
-            report = host.enqueue(context, pointers, outputs, 0, stream, repeats=batch + 1)
+            report = host.enqueue(context, pointers, outputs, workspace.data_ptr(), stream, repeats=batch + 1)
             if not report.ok:
                 raise RuntimeError(f"enqueue through the plugin host failed: {report}")
             if round_index:

@@ -10,7 +10,9 @@ index (8 B) and src row read once per edge, state read and written once per node
 Methods: ours = scatter_add_launch with counts (memsets included); torch = state.index_add_(0, index, src)
 + torch.bincount(index, minlength=N); PyG = torch_geometric.utils.scatter(src, index, 0, dim_size=N,
 reduce="sum") + bincount (into a new tensor, not added to the state); label-loop = benchmarks/label_loop_triton.py
-(F = 1, N <= 1e4, E * N <= 1e10 only). Prints a markdown table; with --out writes it (.md, .csv) and a plot.
+(F = 1, N <= 1e4, E * N <= 1e10 only). For wide rows (F >= 32) the one-atomic-per-row limit measured in the same
+run: one float32 atomic per edge into N nodes with the same targets (the direct path, F = 1, no counts), and
+what share of ours it is. Prints a markdown table; with --out writes it (.md, .csv) and a plot.
 --sizes and --dtypes restrict the table to some rows (e.g. --sizes 1e6:1e7:1,1e4:1e6:1 --dtypes float32).
 --variants times the kernel's variants at chosen sizes; --baseline DIR imports `plugin` from DIR (e.g. an
 older version's files) and times only its "auto" plan at those sizes, to compare versions in one run.
@@ -146,12 +148,28 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
             row["label_loop_ms"] = time_gpu_ms(
                 lambda i: label_loop_scatter_add(out, inputs[i][0], inputs[i][1], label_counts), sets=sets,
                 min_reps=3, max_reps=10)
+        row["atomic_row_ms"] = one_atomic_per_row_ms(num_nodes, inputs, sets) if wide else float("nan")
         best = min(row["torch_ms"], row["pyg_ms"]) if row["pyg_ms"] == row["pyg_ms"] else row["torch_ms"]
         row["target_ms"], row["target"] = issue_target(num_nodes, num_edges, num_features, best, row["floor_ms"])
         row["speedup"] = best / row["ours_ms"]
     del state, inputs, counts, workspace
     torch.cuda.empty_cache()
     return row
+
+
+def one_atomic_per_row_ms(num_nodes: int, inputs, sets: int) -> float:
+    """The one-atomic-per-row limit of a wide row, measured: the device time of one float32 atomic per edge into
+    N nodes with the same targets (this kernel's direct path, F = 1, no counts); NaN if it cannot run."""
+    import torch
+
+    try:
+        state = torch.zeros(num_nodes, 1, device="cuda", dtype=torch.float32)
+        ones = [(torch.randn(index.shape[0], 1, device="cuda", dtype=torch.float32), index) for _, index in inputs]
+        steps = [ours(state, src, index, None, None, algorithm="direct") for src, index in ones]
+        return time_gpu_ms(lambda i: steps[i](), sets=sets)
+    except Exception as error:  # a reference column: the table goes on without it
+        print(f"one-atomic-per-row reference failed: {type(error).__name__}: {error}", flush=True)
+        return float("nan")
 
 
 def fmt(value: float) -> str:
@@ -164,9 +182,14 @@ def exp10(n: int) -> str:
     return f"1e{len(str(n)) - 1}" if str(n).strip("0") == "1" else str(n)
 
 
+def atomic_cell(row) -> str:
+    limit = row.get("atomic_row_ms", float("nan"))
+    return "–" if limit != limit else f"{fmt(limit)} ({100 * limit / row['ours_ms']:.0f}%)"
+
+
 def markdown(rows) -> str:
     head = ("| dtype | N | E | F | floor ms | ours ms | % of floor | torch ms | PyG ms | label-loop ms | "
-            "x best | target ms (rule) | met | ours, other plans ms |")
+            "x best | target ms (rule) | met | ours, other plans ms | one atomic per row ms (its % of ours) |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         met = "yes" if r["ours_ms"] <= r["target_ms"] else f"no ({r['ours_ms'] / r['target_ms']:.1f}x over)"
@@ -174,7 +197,7 @@ def markdown(rows) -> str:
             f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | {fmt(r['floor_ms'])} | {fmt(r['ours_ms'])} | "
             f"{100 * r['floor_ms'] / r['ours_ms']:.0f}% | {fmt(r['torch_ms'])} | {fmt(r['pyg_ms'])} | "
             f"{fmt(r['label_loop_ms'])} | {r['speedup']:.1f} | {fmt(r['target_ms'])} ({r['target']}) | {met} | "
-            f"{r['others'] or '–'} |"
+            f"{r['others'] or '–'} | {atomic_cell(r)} |"
         )
     return "\n".join(lines)
 

@@ -11,8 +11,8 @@ Host time per step: what the caller's thread spends issuing one step (the same b
 an engine's bindings are; gpu_timing.host_us_per_call). Wall time per step: 400 steps back to back over the
 rotating batches, first call to the last one's end, divided by 400 (max of host and device in steady state).
 One step at a time: each step issued and the device synchronised before the next (an application that reads
-the state after every update; host launch, device time and the synchronisation; gpu_timing.sync_step_us),
-with torch's index_add_ timed the same way beside it. The same again with each batch's step captured once
+the state after every update; host launch, device time and the synchronisation), with torch's index_add_
+timed the same way beside it, the two interleaved step by step (gpu_timing.one_step_us_interleaved). The same again with each batch's step captured once
 into a CUDA graph (plugin.cuda_graph, on a side stream) and replayed with one cuGraphLaunch per step, as a
 captured engine runs (--cuda_graph).
 """
@@ -27,6 +27,7 @@ from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
     device_name,
     host_us_per_call,
+    one_step_us_interleaved,
     ours,
     print_and_save,
     require_torch_gpu,
@@ -62,10 +63,12 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
                with_counts_ms=time_gpu_ms(lambda i: steps_with_counts[i](), sets=BATCHES_IN_ROTATION, min_reps=30,
                                           max_reps=100),
                host_us=host_us_per_call(steps[0]),
-               wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION),
-               sync_us=sync_step_us(lambda i: steps[i](), sets=BATCHES_IN_ROTATION),
-               torch_sync_us=sync_step_us(lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
-                                          sets=BATCHES_IN_ROTATION))
+               wall_us=wall_us_per_call(lambda i: steps[i](), sets=BATCHES_IN_ROTATION))
+    # one step at a time, ours and torch's interleaved (the same machine state for both): the wall-clock figure
+    one_step = one_step_us_interleaved({"ours": lambda i: steps[i](),
+                                        "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0])},
+                                       sets=BATCHES_IN_ROTATION, steps=400)
+    row.update(sync_us=one_step["ours"][1], torch_sync_us=one_step["torch"][1])
     row.update(graph_step_times(state, batches, workspace))
     del state, batches, workspace, counts
     torch.cuda.empty_cache()

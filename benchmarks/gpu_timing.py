@@ -120,6 +120,63 @@ def sync_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200)
     return statistics.median(times)
 
 
+def event_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200) -> float:
+    """One step between CUDA events recorded after a synchronisation (the device idle when the step is issued):
+    the host's launch latency plus the device time, as the events see them; median of `steps` after warm-up.
+    Beside sync_step_us (wall clock), which adds the synchronisation's wake-up."""
+    import torch
+
+    for i in range(2 * sets):
+        call(i % sets)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(steps):
+        torch.cuda.synchronize()
+        start.record()
+        call(i % sets)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def one_step_us_interleaved(calls: dict[str, Callable[[int], Any]], *, sets: int = 1,
+                            steps: int = 200) -> dict[str, tuple[float, float]]:
+    """One step at a time for several calls, interleaved (step k of every call before step k + 1 of any, the order
+    rotating), so that every call sees the same machine state; per call (events, wall) in microseconds, each the
+    median of `steps` / 2 steps: events = event_step_us's measure (CUDA events recorded after a synchronisation
+    around the call: host launch latency + device time), wall = sync_step_us's (the call and a synchronisation,
+    timed on the host clock). Even steps time the one, odd steps the other."""
+    import torch
+
+    names = list(calls)
+    for name in names:
+        for i in range(2 * sets):
+            calls[name](i % sets)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events: dict[str, list[float]] = {name: [] for name in names}
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    for step in range(steps):
+        shift = step % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            call, i = calls[name], step % sets
+            torch.cuda.synchronize()
+            if step % 2 == 0:
+                start.record()
+                call(i)
+                end.record()
+                end.synchronize()
+                events[name].append(start.elapsed_time(end) * 1e3)
+            else:
+                begin = time.perf_counter_ns()
+                call(i)
+                torch.cuda.synchronize()
+                walls[name].append((time.perf_counter_ns() - begin) / 1e3)
+    return {name: (statistics.median(events[name]), statistics.median(walls[name])) for name in names}
+
+
 def copy_bandwidth_bytes_per_s(nbytes: int = 4 << 30) -> float:
     """Device-to-device copy bandwidth counting bytes read plus bytes written (median of 10 copies)."""
     import torch

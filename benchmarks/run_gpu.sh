@@ -10,14 +10,24 @@
 # bench_enqueue.py's rows through the bindings' C++ trampoline; without it they skip, saying so.
 #
 # Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
-# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py; a failure is
-# reported on the last line and the benchmarks still run), then
-# bench_scatter_add.py, bench_enqueue.py, bench_state_update.py, bench_aot.py, bench_breakdown.py and
-# probe_small_updates.py (the plans behind the per-step tables), each with --out. Under OUT_DIR: gpu_tests.log
-# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
-# bench_aot.md, bench_breakdown.md, probe_small_updates.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more
-# with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its
-# table appended to OUT_DIR/bench_enqueue.md: 9 files.
+# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py,
+# tests/test_kernel_fuzz_gpu.py; a failure is
+# reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
+# bench_state_update.py and bench_aot.py (per-step device time, host time and one step at a time beside torch,
+# cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
+# bench_breakdown.py, each with --out, in ONE device call (each stage's seconds printed together at the end;
+# the stages took about 6-7 minutes together on the H200 in earlier runs, the fuzz test's time not yet known).
+# probe_small_updates.py (every candidate plan of the per-step rows) only with RUN_GPU_PROBES=1 (about a
+# minute more). Under OUT_DIR, 8 files (what the device tool brings back at most): gpu_tests.log (the tests'
+# output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
+# bench_breakdown.md (and probe_small_updates.md); with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with that
+# folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its table appended
+# to OUT_DIR/bench_enqueue.md.
+#
+# On this workplace's device tool (one call, commands of at most 10 minutes; files back at most 8, so keep
+# OUT_DIR's count there): copy the tree into a git-ignored folder of the checkout with the bindings layouts
+# inside it (the plugin host built), carry that folder, and run, e.g.
+#   cd .gpu/main && PYTHONPATH=$PWD/.trt/11.4.0.106 ENQUEUE_ALSO_WITH=$PWD/.trt/10.4.0 benchmarks/run_gpu.sh $OUT
 set -uo pipefail
 out=${1:?usage: benchmarks/run_gpu.sh OUT_DIR [--quick]}
 quick=${2:-}
@@ -30,33 +40,44 @@ git log -1 --format='commit %H' 2>/dev/null || true
 for layout in ${PYTHONPATH:+${PYTHONPATH//:/ }} ${ENQUEUE_ALSO_WITH:-}; do
     [ -d "$layout/tensorrt_libs" ] && { python3 tests/plugin_host/build.py "$layout" || true; }
 done
-# RUN_GPU_PART=steps (the GPU tests, bench_enqueue, bench_state_update, bench_aot, probe_small_updates) or
-# RUN_GPU_PART=kernel (bench_scatter_add, bench_breakdown) runs half, for callers whose commands are limited to
-# a few minutes each (two calls in a row on one machine then give the whole set); default: everything.
+# RUN_GPU_PART=steps (the GPU tests, bench_enqueue, bench_state_update, bench_aot) or RUN_GPU_PART=kernel
+# (bench_scatter_add, bench_breakdown) runs half; default: everything, in one call.
 part=${RUN_GPU_PART:-all}
 case "$part" in all|steps|kernel) ;; *) echo "run_gpu.sh: RUN_GPU_PART must be all, steps or kernel, got '$part'" >&2; exit 2 ;; esac
 want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 size() { [ "$quick" = "--quick" ] && echo "$1" || echo "$2"; }  # size QUICK_ARGS FULL_ARGS
 tests=0
 status=0
+stages=""
+stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed together at the end); a failure sets status
+    local name=$1 began=$SECONDS
+    shift
+    "$@" || status=1
+    stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
+}
 if want steps; then
-    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py"
+    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py tests/test_kernel_fuzz_gpu.py"
+    began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?
+    stages+="run_gpu.sh: GPU tests took $((SECONDS - began)) s"$'\n'
     grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
-    python3 benchmarks/bench_enqueue.py --out "$out" || status=1
-    python3 benchmarks/bench_state_update.py $(size "--batches 10000" "") --out "$out" || status=1
-    python3 benchmarks/bench_aot.py $(size "--batches 10000" "") --out "$out" || status=1
-    python3 benchmarks/probe_small_updates.py $(size "--batches 10000" "") --out "$out" || status=1
+    stage bench_enqueue python3 benchmarks/bench_enqueue.py --out "$out"
+    if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
+        stage "bench_enqueue (ENQUEUE_ALSO_WITH)" env PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also"
+        { echo; cat "$out/enqueue-also/bench_enqueue.md"; } >>"$out/bench_enqueue.md" && rm -r "$out/enqueue-also"
+    fi
+    stage bench_state_update python3 benchmarks/bench_state_update.py $(size "--batches 10000" "") --out "$out"
+    stage bench_aot python3 benchmarks/bench_aot.py $(size "--batches 10000" "") --out "$out"
+    if [ "${RUN_GPU_PROBES:-0}" = 1 ]; then
+        stage probe_small_updates python3 benchmarks/probe_small_updates.py $(size "--batches 10000" "") --out "$out"
+    fi
 fi
 if want kernel; then
-    python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out" || status=1
-    python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out" || status=1
+    stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
+    stage bench_breakdown python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out"
 fi
-if [ -n "${ENQUEUE_ALSO_WITH:-}" ] && want steps; then
-    PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also" || status=1
-    { echo; cat "$out/enqueue-also/bench_enqueue.md"; } >>"$out/bench_enqueue.md" && rm -r "$out/enqueue-also"
-fi
+printf '%srun_gpu.sh: all stages %s s\n' "$stages" "$SECONDS"
 if [ "$tests" -ne 0 ]; then
     echo "run_gpu.sh: GPU TESTS FAILED (exit $tests): see $out/gpu_tests.log"
     exit 1

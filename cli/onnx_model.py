@@ -60,16 +60,16 @@ def read_onnx_model(engine: EngineOptions, with_runtime: bool) -> OnnxModel:
         model = load_model(path)
     except InputError as error:
         raise InputError(f"--onnx {error}") from None
+    try:
+        rewritten = rewrite_model(model, engine.plugin)
+    except InputError as error:
+        raise InputError(f"--onnx {shown_path(path)}: {error}") from None
     network = sample_network(model)
     if network is None:
         inputs, outputs = model_io(model)
         raise InputError(f"--onnx {shown_path(path)}: inputs {[spec.name for spec in inputs]}, outputs "
                          f"{[spec.name for spec in outputs]} (or their shapes or types) are not the sample's: "
                          f"{SAMPLE_IO}")
-    try:
-        rewritten = rewrite_model(model, engine.plugin)
-    except InputError as error:
-        raise InputError(f"--onnx {shown_path(path)}: {error}") from None
     return OnnxModel(path, model, rewritten, network)
 
 
@@ -132,7 +132,7 @@ def plan_onnx(model: OnnxModel, engine: EngineOptions, *, steps: bool, precision
 def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.ndarray:
     """The original classifier in ONNX Runtime on the engine's feeds (X, src, idx, W): softmax [C, N], float64."""
     from network.definition import OUTPUT_SOFTMAX
-    from network.onnx_rewrite import run_onnxruntime
+    from network.onnx_runtime import run_onnxruntime
 
     try:
         outputs = run_onnxruntime(model.original, feeds).outputs
@@ -144,10 +144,10 @@ def onnxruntime_softmax(model: OnnxModel, feeds: dict[str, np.ndarray]) -> np.nd
 def onnxruntime_final_state(model: OnnxModel, initial_state: np.ndarray, features: np.ndarray,
                             batches: Sequence[np.ndarray]) -> np.ndarray:
     """The original state-update model in ONNX Runtime once per batch, X_out fed back as X (as --steps runs the
-    engine), in one session (network.onnx_rewrite.OnnxRuntimeSession; a float16 model runs as its float32
+    engine), in one session (network.onnx_runtime.OnnxRuntimeSession; a float16 model runs as its float32
     copy): the final state, float64. InputError naming the file when ONNX Runtime refuses the model."""
     from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_STATE
-    from network.onnx_rewrite import OnnxRuntimeSession
+    from network.onnx_runtime import OnnxRuntimeSession
     from network.steps import step_inputs
 
     state = initial_state

@@ -115,6 +115,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.compute_counts = rules.as_compute_counts(compute_counts)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
+        self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
         self._state_nbytes = 0
 
     # --- IPluginV3 ---------------------------------------------------------------------------------------
@@ -175,18 +176,25 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
 
     def on_shape_change(self, inp: "list[PluginTensorDesc]", out: "list[PluginTensorDesc]") -> None:
         """Checks the concrete shapes, loads the kernel (compiled once per dtype) and prepares the launch for
-        these shapes: every descriptor is read here, once, so that enqueue only passes pointers."""
+        these shapes: every descriptor is read here, once, so that enqueue only passes pointers.
+
+        TensorRT also calls it when only tensor addresses changed, possibly while the caller's stream is being
+        captured into a CUDA graph: the launch prepared for the same shapes is kept (it re-binds new pointers
+        itself), so that nothing is allocated or compiled then."""
         from plugin.kernels import PreparedScatterAdd, scatter_add_workspace_size
 
         sizes = rules.launch_sizes([dims_tuple(desc.dims) for desc in inp])
         dtype = numpy_dtype(inp[rules.STATE].type)
         if dtype is None:
             raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
+        if self._launch is not None and self._prepared_for == (sizes, dtype):
+            return
         self._launch = PreparedScatterAdd(
             num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
             with_counts=self.compute_counts,
             workspace_size=scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                                       with_counts=self.compute_counts))
+        self._prepared_for = (sizes, dtype)
         self._state_nbytes = rules.state_nbytes(sizes, dtype)
 
     def enqueue(

@@ -46,7 +46,9 @@ def what_ran(plan):
 CASES = [
     (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
     (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
-    (np.float16, 10**6, 10**4, 1, False, "auto", "owned"),  # one launch of 1024-thread blocks, no workspace
+    (np.float16, 10**6, 10**4, 1, False, "owned", "owned"),  # one launch of 1024-thread blocks, no workspace
+    (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters ("auto" on sm_90)
+    (np.float16, 10**4, 10**4, 1, False, "auto", "table"),  # memset, direct into the one-slot table, apply
     (np.float16, 10**7, 10**6, 1, False, "auto", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
     (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
@@ -70,6 +72,10 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
 
     from plugin.kernels import launch as launch_module
 
+    if algorithm == "clustered":
+        launch_module.current_context()
+        if launch_module.read_device_info().arch < 90:
+            pytest.skip("the clustered path needs thread-block clusters (sm_90+)")
     state, src, index = random_inputs(nodes, edges, features, dtype)
     size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts, algorithm=algorithm)
     buffers = {

@@ -92,3 +92,44 @@ def test_onnx_classifier_benchmark(tmp_path_factory, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Benchmark: 50 timed executions" in result.stdout
     assert "kernel share: kernel median / engine median" in result.stdout
+
+
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+@pytest.mark.parametrize("name", ["two_states", "gnn_zeros", "heads_state"])
+def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, name, plugin):
+    """A model other than the sample's (tests/onnx_models.py), rewritten, parsed by TensorRT's ONNX parser with the
+    plugin's creator registered, built with the aliased-I/O preview feature, run with each aliased output bound
+    at its input's address (Rewritten.aliases: TensorRT reports no alias for a plugin), against ONNX Runtime on
+    the original model; an aliased output is read from its input's buffer, which now holds the new state."""
+    from common.imports import import_tensorrt
+    from network.definition import OnnxSource, populate_from_onnx
+    from network.engine import build_engine_bytes, deserialize_engine
+    from network.execution import ExecutionSession
+    from network.onnx_rewrite import model_io, rewrite_model
+    from network.onnx_runtime import run_onnxruntime
+    from plugin.device_array import DeviceArray
+    from tests.onnx_models import zoo_feeds, zoo_model
+
+    original = zoo_model(tmp_path_factory, name)
+    rewritten = rewrite_model(original, plugin)
+    feeds = zoo_feeds(name)
+    expected = run_onnxruntime(original, feeds).outputs
+    source = OnnxSource(rewritten.model.SerializeToString(), name, plugin)
+    dynamic = {spec.name for spec in model_io(original)[0] if any(isinstance(dim, str) for dim in spec.shape)}
+    shapes = {input_name: (array.shape,) * 3 for input_name, array in feeds.items() if input_name in dynamic}
+    data, _ = build_engine_bytes(lambda trt, network: populate_from_onnx(trt, network, source), shapes)
+    trt = import_tensorrt()
+    engine = deserialize_engine(data, name, just_built=True)
+    inputs = {input_name: DeviceArray.from_array(array) for input_name, array in feeds.items()}
+    session = ExecutionSession(trt, engine, inputs, outputs_at_inputs=rewritten.aliases)
+    try:
+        session.execute()
+        session.synchronize()
+        assert session.bound_to_input == rewritten.aliases
+        for output, value in expected.items():
+            buffer = inputs[rewritten.aliases[output]] if output in rewritten.aliases else session.outputs[output]
+            np.testing.assert_allclose(buffer.download(), value, rtol=1e-4, atol=1e-4, err_msg=output)
+    finally:
+        session.close()
+        for buffer in inputs.values():
+            buffer.free()

@@ -56,7 +56,7 @@ FILL_CHUNK = 1 << 20  # bytes generated per buffer; larger buffers repeat them (
 
 
 # --- the kernels the sources define -------------------------------------------------------------------------
-_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?([\w#]+)\s*\(')
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:(?:__launch_bounds__\s*\([^)]*\)|CLUSTER_DIMS)\s*)*([\w#]+)\s*\(')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)(.*)$", re.MULTILINE)
 
 
@@ -146,7 +146,11 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
             # tables of 64 slots probed to the last one: blocks overflow and retry on sub-ranges (issue 27)
             PluginLaunch(dtype, 10**6, 4096, 1, ("scatter_owned",), owned_table=(64, 64), **owned),
             PluginLaunch(dtype, 10**6, 10000, 1, ("partition_chunks", "reduce_buckets"), counts=False,
-                         algorithm="partitioned"))
+                         algorithm="partitioned"),
+            # clusters of 8 blocks inserting into each other's tables (sm_90); full tables: cluster-wide retries
+            PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_clustered",), counts=False, algorithm="clustered"),
+            PluginLaunch(dtype, 10**6, 4096, 3, ("scatter_clustered",), counts=False, algorithm="clustered",
+                         owned_table=(64, 64)))
 
 
 GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)
@@ -320,6 +324,9 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
     nodes, edges, features = launch.nodes, launch.edges, launch.features
     if launch.zero_in_kernel and not launcher.prepare_kernels(dtype).grid_sync:
         say(f"SKIP {launch.kernels}: the kernels were compiled without cooperative groups (no CCCL headers)")
+        return
+    if launch.algorithm == "clustered" and launcher.prepare_kernels(dtype).device.arch < plan.CLUSTER_MIN_ARCH:
+        say(f"SKIP {launch.kernels}: thread-block clusters need sm_90 or newer")
         return
     work = workspace_size(nodes, edges, features, dtype, with_counts=launch.counts, algorithm=launch.algorithm)
     sizes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize, "index": 8 * edges,

@@ -332,7 +332,8 @@ def test_paired_global_atomics_replace_large_shared_arrays_below_their_edges_per
     few_nodes = paired_plan(small, SHARED_MIN_EDGES_PER_NODE * small, dtype)
     assert few_nodes.algorithm == "shared" and not few_nodes.paired
     no_counts = paired_plan(big, SHARED_MIN_EDGES_PER_NODE * big, dtype, with_counts=False)
-    # without counts float32 takes the direct kernel below SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE
+    # without counts float32 takes the direct kernel below SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE (float16 too
+    # with plan.HALF_DIRECT_INTO_TABLE, into its one-slot table: not yet measured on a GPU, off)
     assert no_counts.algorithm == ("direct" if dtype == np.float32 else "shared") and not no_counts.paired
     forced = paired_plan(1000, 10**6, dtype, algorithm="shared", paired=True)
     assert forced.algorithm == "shared" and forced.paired and forced.scatter.name == "scatter_shared_pairs"
@@ -528,12 +529,12 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float32, 10**4, 10**6, 1, "direct"),         # 100 edges per node: below the shared kernel's threshold
     (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
     (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
-    (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
-    (np.float16, 10**6, 2**15, 4, "owned"),
+    (np.float16, 10**8, 10**4, 1, "clustered"),      # up to OWNED_MAX_EDGES on sm_90: one launch, no workspace
+    (np.float16, 10**6, 2**15, 4, "clustered"),
     (np.float16, 10**6, 2**15, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
     (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
     (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
-    (np.float16, 32769, 10**4, 1, "owned"),
+    (np.float16, 32769, 10**4, 1, "clustered"),
     (np.float16, 10**7, 10**6, 1, "partitioned"),
     (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
     (np.float16, 1000, 10**6, 1, "shared"),
@@ -545,8 +546,11 @@ def test_small_updates_without_counts_take_the_direct_owned_or_partitioned_path(
     vec = 4 if features % 4 == 0 else 1
     plan = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, partition_workspace=True)
     assert plan.algorithm == expected
+    if expected == "clustered":  # before sm_90 (no clusters): the owned kernel
+        older = dataclasses.replace(H200_LIKE, arch=80)
+        assert plan_launch(nodes, edges, features, np.dtype(dtype), older, vec).algorithm == "owned"
     counted = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, with_counts=True)
-    assert counted.algorithm not in ("direct", "owned", "partitioned")  # with counts: as before
+    assert counted.algorithm not in ("direct", "owned", "clustered", "partitioned")  # with counts: as before
     if expected == "partitioned":  # without its workspace: the table
         assert plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec).algorithm == "hashed"
 
@@ -573,6 +577,24 @@ def test_owned_blocks_each_get_a_table_for_their_share_of_the_edges(edges):
     assert 3 * share <= 2 * capacity or 2 * capacity * 8 > H200_LIKE.max_shared_per_block
     assert plan.scatter.shared_bytes == owned_shared_bytes(capacity, 1) <= H200_LIKE.max_shared_per_block
     assert owned_shared_bytes(64, 1) == 64 * 4 * 2 and owned_shared_bytes(64, 3) == 64 * 4 * 4  # keys and sums
+
+
+@pytest.mark.parametrize("edges, features", [(1, 1), (10**4, 1), (OWNED_MAX_EDGES, 4), (10**6, 1)])
+def test_clustered_blocks_come_in_whole_clusters_with_tables_under_48_kib(edges, features):
+    from plugin.kernels import plan as plans
+
+    plan = plan_launch(10**8, edges, features, np.dtype(np.float16), H200_LIKE, 1, algorithm="clustered")
+    blocks = plan.scatter.grid[0]
+    assert plan.scatter.name == "scatter_clustered" and plan.scatter.block == plans.CLUSTER_THREADS
+    assert blocks == plans.CLUSTER_GRID_BLOCKS and blocks % plans.CLUSTER_BLOCKS == 0
+    capacity = plan.owned.capacity
+    assert capacity & (capacity - 1) == 0 and plan.owned.probes == min(capacity, OWNED_MAX_PROBES)
+    assert plan.scatter.shared_bytes == owned_shared_bytes(capacity, features) <= plans.CLUSTER_MAX_SHARED
+    share = -(-edges // blocks)
+    assert 3 * share <= 2 * capacity or 2 * owned_shared_bytes(capacity, features) > plans.CLUSTER_MAX_SHARED
+    with pytest.raises(ValueError, match="sm_90"):
+        plan_launch(10**8, edges, features, np.dtype(np.float16), dataclasses.replace(H200_LIKE, arch=80), 1,
+                    algorithm="clustered")
 
 
 @pytest.mark.parametrize("edges, features", [(1, 1), (4096, 1), (4097, 3), (10**6, 1), (PARTITION_MAX_EDGES, 1)])
@@ -612,12 +634,14 @@ def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_th
 
 def test_paths_without_counts_refuse_counts_float16_direct_and_a_missing_workspace():
     half, single = np.dtype(np.float16), np.dtype(np.float32)
-    for algorithm in ("direct", "owned", "partitioned"):
+    for algorithm in ("direct", "owned", "clustered", "partitioned"):
         with pytest.raises(ValueError, match="without counts"):
             plan_launch(1000, 1000, 1, single, H200_LIKE, 1, algorithm=algorithm, with_counts=True,
                         partition_workspace=True)
-    with pytest.raises(ValueError, match="float32 only"):
-        plan_launch(1000, 1000, 1, half, H200_LIKE, 1, algorithm="direct")
+    with pytest.raises(ValueError, match="would be hashed"):  # float16 direct needs the one-slot table
+        plan_launch(10**6, 1000, 1, half, H200_LIKE, 1, algorithm="direct")
+    one_slot = plan_launch(1000, 1000, 1, half, H200_LIKE, 1, algorithm="direct")
+    assert one_slot.table is not None and not one_slot.table.hashed and one_slot.apply is not None
     with pytest.raises(ValueError, match="workspace of partition_layout bytes"):
         plan_launch(1000, 1000, 1, half, H200_LIKE, 1, algorithm="partitioned")
     with pytest.raises(ValueError, match="too wide"):
@@ -992,12 +1016,43 @@ def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_floa
         assert plan.chunk_edges == 25280
 
 
+def test_float16_direct_into_the_one_slot_table_is_taken_by_auto_only_when_switched_on(monkeypatch):
+    from plugin.kernels import plan as plans
+
+    half = np.dtype(np.float16)
+    assert plan_launch(10**4, 10**4, 1, half, H200_LIKE, 1).algorithm == "global"
+    monkeypatch.setattr(plans, "HALF_DIRECT_INTO_TABLE", True)
+    switched = plan_launch(10**4, 10**4, 1, half, H200_LIKE, 1)
+    assert switched.algorithm == "direct" and switched.table is not None and not switched.table.hashed
+    assert plan_launch(1000, 10**6, 1, half, H200_LIKE, 1).algorithm == "shared"  # 1000 edges per node
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1).algorithm == "clustered"  # the table would be hashed
+
+
+def test_prepared_float16_direct_zeroes_the_one_slot_table_adds_into_it_and_applies_it(recorded):
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    workspace = 0x7F4000000000
+    size = scatter_add_workspace_size(10**4, 10**4, 1, np.float16, with_counts=False)
+    prepared = launch.PreparedScatterAdd(num_nodes=10**4, num_edges=10**4, num_features=1, dtype=np.float16,
+                                         with_counts=False, workspace_size=size, algorithm="direct")
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
+    table = plan.table
+    assert plan.algorithm == "direct" and table is not None and not table.hashed
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]  # no keys to fill
+    memset, scatter, apply = (call[1] for call in driver.calls)
+    assert int(memset[0]) == workspace + table.values_offset and memset[1:3] == (0, table.capacity)
+    assert scatter[0] is functions["scatter_direct_v1"] and apply[0] is functions["apply_table_v1"]
+    assert argument_slots(scatter[9], 7) == [SRC_PTR, INDEX_PTR, 10**4, 10**4, 1, workspace + table.values_offset, 0]
+    assert argument_slots(apply[9], 7) == [STATE_PTR, 0, workspace + table.values_offset, table.capacity, 1,
+                                           plan.apply_lanes_log2, 10**4]
+
+
 def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_blocks_and_workspace(recorded):
     driver, launch = recorded
     functions = launch.prepare_kernels(np.float16).functions
     workspace = 0x7F4000000000
     owned = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
-                                      with_counts=False, workspace_size=scatter_add_workspace_size(
+                                      with_counts=False, algorithm="owned", workspace_size=scatter_add_workspace_size(
                                           10**8, 10**4, 1, np.float16, with_counts=False))
     plan = owned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     assert plan.algorithm == "owned" and driver.names() == ["cuLaunchKernel"]  # no memset, no apply

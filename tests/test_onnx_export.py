@@ -91,7 +91,8 @@ def test_the_exported_counts_are_shaped_from_x_and_share_the_index(tmp_path_fact
 def test_onnxruntime_runs_the_exported_classifier_like_the_reference(tmp_path_factory, precision):
     """ONNX Runtime on the exported (original) classifier = the float64 reference of the same inputs; float16
     runs as the model's float32 copy (ORT's CPU provider has no float16 scatter-add)."""
-    from network.onnx_rewrite import load_model, run_onnxruntime
+    from network.onnx_rewrite import load_model
+    from network.onnx_runtime import run_onnxruntime
     from reference.compare import compare
 
     model = load_model(sample_model(tmp_path_factory, "classifier", precision))
@@ -107,7 +108,8 @@ def test_onnxruntime_runs_the_exported_classifier_like_the_reference(tmp_path_fa
 @needs_export
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_onnxruntime_runs_the_exported_state_update_like_the_reference(tmp_path_factory, precision):
-    from network.onnx_rewrite import load_model, run_onnxruntime
+    from network.onnx_rewrite import load_model
+    from network.onnx_runtime import run_onnxruntime
 
     model = load_model(sample_model(tmp_path_factory, "state", precision))
     feeds, expected = graph_inputs(precision=precision)

@@ -15,6 +15,7 @@ and tests/test_real_bindings.py lays one out itself where it can and runs them t
 
 import gc
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -28,25 +29,44 @@ from tests.plugin_host.host import PluginHost, host_library_path
 pytestmark = pytest.mark.trt_bindings
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILE = {"N": (1, 4, 64), "E": (1, 6, 256)}
+# Large enough that the plugin asks for a workspace where it ever does (float16: its table, 1 MB here; float32
+# needs none for F = 3), so that a plugin whose runtime answer differs from the build's is seen (nothing is
+# allocated on a CPU).
+PROFILE = {"N": (1, 4000, 64000), "E": (1, 6000, 2**25)}
 NUM_FEATURES = 3
+CONFIGURE_ROUNDS = ["the profile: min, opt, max", "kMIN only", "kOPT only", "kMAX only", "the profile again"]
+TIMING_CALLS = [
+    "IPluginV3::clone (the builder's copy for timing)",
+    "IPluginV3::getCapabilityInterface(kRUNTIME of the timing copy)", "setTactic", "onShapeChange (build: kOPT)",
+    "IPluginV3OneRuntime::enqueue (build: timing on made-up inputs at kOPT)", "delete the timing copy",
+]
 BUILD_CALLS = [
     "IPluginRegistry::getCreator", "IPluginCreatorV3One::getFieldNames", "IPluginCreatorV3One::createPlugin(kBUILD)",
+    "IPluginV3::clone (addPluginV3: the network's copy)", "delete the parser's plugin (right after addPluginV3)",
     "IPluginV3::getCapabilityInterface(kCORE)", "IPluginV3OneCore::getPluginName/Version/Namespace",
     "IPluginV3::getCapabilityInterface(kBUILD)", "getNbOutputs", "getOutputDataTypes", "getOutputShapes",
-    "supportsFormatCombination", "configurePlugin", "getWorkspaceSize", "IPluginV3OneBuildV2::getAliasedInput",
+    "supportsFormatCombination",
+    *[call for label in CONFIGURE_ROUNDS for call in (f"configurePlugin ({label})", f"getWorkspaceSize ({label})")],
+    "IPluginV3OneBuildV2::getAliasedInput",
     "getNbTactics + getValidTactics", "getTimingCacheID + getFormatCombinationLimit + getMetadataString",
+    *TIMING_CALLS,
     "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3OneRuntime::getFieldsToSerialize", "IPluginV3::clone",
     "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
     "IPluginV3::getCapabilityInterface(kBUILD of the clone)", "the clone's getNbOutputs", "delete the clone",
     "delete the build plugin",
 ]
-RUNTIME_CALLS = [
+DESERIALIZE_CALLS = [
     "IPluginRegistry::getCreator", "IPluginCreatorV3One::createPlugin(kRUNTIME, the serialized fields)",
-    "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3OneRuntime::attachToContext",
-    "IPluginV3::getCapabilityInterface(kRUNTIME of the context's plugin)", "setTactic", "onShapeChange",
+    "IPluginV3::getCapabilityInterface(kRUNTIME)", "IPluginV3::getCapabilityInterface(kBUILD of the runtime plugin)",
+    "getWorkspaceSize (the runtime plugin, never configured)",
 ]
-CLOSE_CALLS = ["delete the context's plugin", "delete the engine's plugin"]
+CONTEXT_CALLS = [
+    "IPluginV3OneRuntime::attachToContext", "IPluginV3::getCapabilityInterface(kRUNTIME of the context's plugin)",
+    "setTactic", "onShapeChange",
+]
+RUNTIME_CALLS = DESERIALIZE_CALLS + CONTEXT_CALLS
+CLOSE_CALLS = ["delete the context's plugin"]
+FREE_CALLS = ["delete the engine's plugin"]
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +119,18 @@ class RecordedLaunch:
         self.calls.append(pointers)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def recorded_launch(monkeypatch):
+    """Every test here records the plugin's launches: the host enqueues already while building (the builder's
+    timing on made-up inputs), and a CPU has nothing to launch on (tests/test_plugin_host_gpu.py launches)."""
     kernels = importlib.import_module("plugin.kernels")
     RecordedLaunch.made = []
     monkeypatch.setattr(kernels, "PreparedScatterAdd", RecordedLaunch)
     return RecordedLaunch
+
+
+def launch_sizes(launch):
+    return launch.sizes["num_nodes"], launch.sizes["num_edges"], launch.sizes["num_features"]
 
 
 # --- the registry --------------------------------------------------------------------------------------------
@@ -135,18 +161,21 @@ def test_registry_registers_finds_lists_and_deregisters(trt, host, sap):
 
 @pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_build_phase_in_tensorrts_order(trt, host, sap, dtype, compute_counts):
+def test_build_phase_in_tensorrts_order(trt, host, sap, recorded_launch, dtype, compute_counts):
+    from plugin.kernels import scatter_add_workspace_size
+
     engine, report = build(host, trt, sap, dtype, compute_counts)
     try:
         assert report.ok, report
         assert report.calls == BUILD_CALLS, report
+        (n_min, n_opt, n_max), (e_min, e_opt, e_max) = PROFILE["N"], PROFILE["E"]
         feature, outputs = int(getattr(trt, dtype)), 2 if compute_counts else 1
         assert report.step("getNbOutputs")["value"] == outputs
         assert report.step("getOutputDataTypes")["types"] == [feature, int(trt.int64)][:outputs]
         shapes = report.step("getOutputShapes")["outputs"]  # symbolic N, evaluated for the profile afterwards
-        assert shapes[0] == {"exprs": ["N", "3"], "min_opt_max": [[1, 3], [4, 3], [64, 3]]}
+        assert shapes[0] == {"exprs": ["N", "3"], "min_opt_max": [[n_min, 3], [n_opt, 3], [n_max, 3]]}
         if compute_counts:
-            assert shapes[1] == {"exprs": ["N", "1"], "min_opt_max": [[1, 1], [4, 1], [64, 1]]}
+            assert shapes[1] == {"exprs": ["N", "1"], "min_opt_max": [[n_min, 1], [n_opt, 1], [n_max, 1]]}
         linear = int(trt.TensorFormat.LINEAR)
         accepted = [position["accepted"] for position in report.step("supportsFormatCombination")["positions"]]
         floats = [[int(trt.float32), linear], [int(trt.float16), linear]]
@@ -154,12 +183,16 @@ def test_build_phase_in_tensorrts_order(trt, host, sap, dtype, compute_counts):
                     [[int(trt.int64), linear]]]
         assert accepted == expected[:3 + outputs]  # only LINEAR, later entries undefined: same answers
         configured = report.step("configurePlugin")["in"]
-        assert configured[0] == {"dims": [-1, 3], "min": [1, 3], "opt": [4, 3], "max": [64, 3]}
-        assert configured[2] == {"dims": [-1], "min": [1], "opt": [6], "max": [256]}
-        from plugin.kernels import scatter_add_workspace_size
-
-        assert report.step("getWorkspaceSize")["bytes"] == scatter_add_workspace_size(
-            64, 256, NUM_FEATURES, np.dtype(dtype), with_counts=compute_counts)
+        assert configured[0] == {"dims": [-1, 3], "min": [n_min, 3], "opt": [n_opt, 3], "max": [n_max, 3]}
+        assert configured[2] == {"dims": [-1], "min": [e_min], "opt": [e_opt], "max": [e_max]}
+        # getWorkspaceSize after every configurePlugin, each for its own range's largest shapes
+        maxima = {"kMIN only": (n_min, e_min), "kOPT only": (n_opt, e_opt), "kMAX only": (n_max, e_max)}
+        for label in CONFIGURE_ROUNDS:
+            nodes, edges = maxima.get(label, (n_max, e_max))
+            assert report.step(f"getWorkspaceSize ({label})")["bytes"] == scatter_add_workspace_size(
+                nodes, edges, NUM_FEATURES, np.dtype(dtype), with_counts=compute_counts), label
+        if dtype == "float16":
+            assert report.step("getWorkspaceSize")["bytes"] > 0  # the profile is large enough to need one
         assert report.step("IPluginV3OneBuildV2::getAliasedInput")["aliases"] == [0, -1][:outputs]
         assert report.step("getNbTactics")["tactics"] == []
         # read back from C++ after the call returned and Python memory was churned
@@ -167,6 +200,17 @@ def test_build_phase_in_tensorrts_order(trt, host, sap, dtype, compute_counts):
         assert (field["name"], field["type"], field["values"]) == (
             "compute_counts", int(trt.PluginFieldType.INT32), [int(compute_counts)])
         assert report.step("IPluginV3::clone")["plugin"]["language"] == 1  # a Python plugin (APILanguage kPYTHON)
+        # the builder's timing: onShapeChange at kOPT, then enqueue on made-up inputs (recorded on a CPU)
+        shapes = report.step("onShapeChange (build: kOPT)")
+        assert [d["dims"] for d in shapes["in"]] == [[n_opt, 3], [e_opt, 3], [e_opt]]
+        timing = report.step("IPluginV3OneRuntime::enqueue (build")
+        assert timing["calls"] == 2 and timing["outputs"][0] == timing["inputs"][0]  # on a CPU: made-up addresses
+        assert timing["workspace_bytes"] == report.step("getWorkspaceSize")["bytes"]
+        assert (timing["workspace"] != 0) == (timing["workspace_bytes"] > 0)  # no workspace: a null pointer
+        (launch,) = recorded_launch.made
+        assert launch_sizes(launch) == (n_opt, e_opt, NUM_FEATURES)
+        counts = timing["outputs"][1] if compute_counts else 0
+        assert launch.calls == [(*timing["inputs"], counts, timing["workspace"], timing["stream"])] * 2
     finally:
         host.free(engine)
 
@@ -188,30 +232,95 @@ def test_a_call_from_ctypes_alone_cannot_convert_the_fields(trt, host, sap):
 @pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_runtime_phase_from_the_serialized_fields(trt, host, sap, recorded_launch, dtype, compute_counts):
-    """createPlugin(kRUNTIME) from the fields the build read back, attachToContext, onShapeChange with concrete
-    shapes, then enqueue with outputs[0] == inputs[0]: the launch is recorded (no GPU needed)."""
+    """createPlugin(kRUNTIME) from the fields the build read back, getWorkspaceSize of that never configured
+    plugin (the build's answer), attachToContext, onShapeChange with concrete shapes, then enqueue with
+    outputs[0] == inputs[0] (onShapeChange again first: the addresses are new): the launch is recorded."""
     engine, report = build(host, trt, sap, dtype, compute_counts)
     assert report.ok, report
+    built_workspace = report.step("getWorkspaceSize")["bytes"]
+    recorded_launch.made.clear()  # the build's timing launch
     try:
         context, report = host.open(engine, {"N": 40, "E": 100})
         assert report.ok, report
         assert report.calls == RUNTIME_CALLS, report
+        assert report.step("getWorkspaceSize (the runtime plugin")["bytes"] == built_workspace
+        assert (built_workspace > 0) == (dtype == "float16")
         shapes = report.step("onShapeChange")
         assert [d["dims"] for d in shapes["in"]] == [[40, 3], [100, 3], [100]]
         assert [d["dims"] for d in shapes["out"]] == [[40, 3], [40, 1]][:2 if compute_counts else 1]
         (launch,) = recorded_launch.made  # prepared by the context's plugin only
-        assert (launch.sizes["num_nodes"], launch.sizes["num_edges"], launch.sizes["num_features"]) == (40, 100, 3)
+        assert launch_sizes(launch) == (40, 100, 3)
         assert launch.sizes["dtype"] == np.dtype(dtype) and launch.sizes["with_counts"] is compute_counts
 
         state, src, index, counts, workspace, stream = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000
         report = host.enqueue(context, [state, src, index], [0, counts][:2 if compute_counts else 1], workspace,
                               stream, repeats=2)
         assert report.ok, report
+        assert report.calls == ["onShapeChange (at enqueue: addresses changed)", "IPluginV3OneRuntime::enqueue"]
         assert report.step("IPluginV3OneRuntime::enqueue")["outputs"][0] == state  # aliased: the input's buffer
+        assert recorded_launch.made == [launch]  # the same shapes: the prepared launch is kept
         assert launch.calls == [(state, src, index, counts if compute_counts else 0, workspace, stream)] * 2
         report = host.close(context)
         assert report.ok and report.calls == CLOSE_CALLS, report
     finally:
+        report = host.free(engine)
+    assert report.ok and report.calls == FREE_CALLS, report
+
+
+def test_onshapechange_again_when_addresses_or_shapes_change(trt, host, sap, recorded_launch):
+    """TensorRT calls onShapeChange at the next enqueueV3 after new addresses or shapes: none for the same
+    addresses; new addresses keep the launch prepared for the shapes; new shapes prepare one for them."""
+    engine, report = build(host, trt, sap, "float32", False)
+    assert report.ok, report
+    recorded_launch.made.clear()
+    try:
+        context, report = host.open(engine, {"N": 40, "E": 100})
+        assert report.ok, report
+        first = [0x1000, 0x2000, 0x3000]
+        assert host.enqueue(context, first, [0], 0x5000, 0x6000).calls[0].startswith("onShapeChange")
+        report = host.enqueue(context, first, [0], 0x5000, 0x6000)
+        assert report.ok and report.calls == ["IPluginV3OneRuntime::enqueue"], report
+        moved = [0x11000, 0x12000, 0x13000]
+        report = host.enqueue(context, moved, [0], 0x5000, 0x6000)
+        assert report.calls == ["onShapeChange (at enqueue: addresses changed)", "IPluginV3OneRuntime::enqueue"]
+        report = host.enqueue(context, moved, [0], 0x5000, 0x6000, sizes={"N": 50, "E": 7})
+        assert report.ok and report.calls[0] == "onShapeChange (at enqueue: shapes changed)", report
+        assert [d["dims"] for d in report.step("onShapeChange")["in"]] == [[50, 3], [7, 3], [7]]
+        kept, resized = recorded_launch.made
+        assert launch_sizes(kept) == (40, 100, 3) and launch_sizes(resized) == (50, 7, 3)
+        assert kept.calls == [(*first, 0, 0x5000, 0x6000)] * 2 + [(*moved, 0, 0x5000, 0x6000)]
+        assert resized.calls == [(*moved, 0, 0x5000, 0x6000)]
+        assert host.close(context).ok
+    finally:
+        host.free(engine)
+
+
+def test_two_execution_contexts_enqueue_at_once(trt, host, sap, recorded_launch):
+    """Two contexts of one engine, each attached from the engine's one runtime plugin, enqueueing at the same
+    time from two threads: each context's plugin launches with its own pointers, every call."""
+    engine, report = build(host, trt, sap, "float32", True)
+    assert report.ok, report
+    recorded_launch.made.clear()
+    contexts = []
+    try:
+        for _ in range(2):
+            context, report = host.open(engine, {"N": 40, "E": 100})
+            assert report.ok, report
+            contexts.append(context)
+        assert report.calls == CONTEXT_CALLS, report  # the second context: attached, not deserialized again
+        inputs = [[0x1000, 0x2000, 0x3000], [0x21000, 0x22000, 0x23000]]
+        outputs, workspaces, streams = [[0, 0x4000], [0, 0x24000]], [0x5000, 0x25000], [0x6000, 0x26000]
+        report = host.enqueue_together(contexts, inputs, outputs, workspaces, streams, repeats=200)
+        assert report.ok, report
+        for i in range(2):
+            assert report.step(f"context {i}: IPluginV3OneRuntime::enqueue")["calls"] == 200, report
+        launches = {launch.calls[0]: launch for launch in recorded_launch.made}
+        for i in range(2):
+            expected = (*inputs[i], outputs[i][1], workspaces[i], streams[i])
+            assert launches[expected].calls == [expected] * 200
+    finally:
+        for context in contexts:
+            assert host.close(context).ok
         host.free(engine)
 
 
@@ -228,24 +337,35 @@ extern "C" void set_space_grouping_locale() {
 
 LOCALE_SCRIPT = """
 import ctypes, sys
+try:
+    import torch  # first, as bench_enqueue.py imports it (where torch is installed)
+except ImportError:
+    pass
 import tensorrt as trt
 ctypes.CDLL(sys.argv[1]).set_space_grouping_locale()
 from tests.plugin_host.host import PluginHost
+import plugin.kernels
 import plugin.scatter_add_plugin as sap
+from benchmarks.bench_enqueue import trampoline_context
+launches = []
+plugin.kernels.PreparedScatterAdd = lambda **sizes: (lambda *pointers: launches.append(pointers))  # recorded
 host = PluginHost(trt)
 sap.register_scatter_add_creator()
-spec = host.spec([(trt.float32, ["N", 1]), (trt.float32, ["E", 1]), (trt.int64, ["E"])],
-                 {"N": (1, 10**6, 10**6), "E": (1, 10**4, 10**4)}, {"compute_counts": [1]})
-engine, report = host.build(sap.PLUGIN_NAME, "1", "", spec)
-assert report.ok, report
-print(report.step("configurePlugin")["in"][0]["max"])
+for compute_counts in (True, False):  # the trampoline rows' engine and context, bench_enqueue.py's default sizes
+    engine, context, workspace = trampoline_context(trt, host, 10**6, 10**4, compute_counts)
+    outputs = [0, 0x4000][:2 if compute_counts else 1]
+    report = host.enqueue(context, [0x1000, 0x2000, 0x3000], outputs, 0x5000 if workspace else 0, 0x6000, 101)
+    assert report.ok and report.step("IPluginV3OneRuntime::enqueue")["calls"] == 101, report
+    assert host.close(context).ok and host.free(engine).ok
+print(len(launches))
 """
 
 
-def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host, tmp_path):
-    """On the H200, after torch's CUDA start-up, the host read "profile N 1 1000000 1000000" as one number: a
-    library had set a global C++ locale that groups digits. Here a locale grouping with spaces is set first, in a
-    fresh process; the host's streams use the classic locale, so the build reads its sizes."""
+def test_bench_enqueue_trampoline_context_whatever_global_cpp_locale_the_process_has(host, tmp_path):
+    """bench_enqueue.py's trampoline rows, as far as a CPU goes (launches recorded): torch imported first, then a
+    global C++ locale that groups digits by spaces (in which a stream reads "1 1000000" as one number), then the
+    rows' engine and context for N = 1e6, E = 1e4 and 101 enqueues, in a fresh process. The host reads its spec
+    without streams, so the locale changes nothing."""
     helper = tmp_path / "libsetlocale.so"
     (tmp_path / "setlocale.cpp").write_text(LOCALE_HELPER)
     build = subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-o", str(helper),
@@ -256,41 +376,51 @@ def test_the_host_reads_its_spec_whatever_global_cpp_locale_the_process_has(host
     result = subprocess.run([sys.executable, "-c", LOCALE_SCRIPT, str(helper)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "[1000000, 1]", result.stdout  # the profile's max of state
+    assert result.stdout.strip().splitlines()[-1] == str(2 * (2 + 101)), result.stdout  # timing 2, enqueues 101
 
 
 def test_the_bindings_keep_a_deleted_plugin_alive_in_python(trt, host, sap):
     """What the host found about TensorRT's bindings (10.4 to 11.4): each getCapabilityInterface call of
     TensorRT's releases a reference to the object the plugin returns (here the plugin itself), and the plugin's
     destructor gives one back, so after TensorRT deletes a plugin its Python object lives on (with what it holds:
-    the prepared launch and its CUDA graphs) until the process ends. plugin_host.cpp keeps such plugins' memory."""
+    the prepared launch and its CUDA graphs) until the process ends. plugin_host.cpp keeps such plugins' memory.
+    The plugin createPlugin made, deleted by the parser before any getCapabilityInterface call, is freed; the
+    network's copy (the parser's clone) is not."""
     import weakref
 
-    made = []
+    made, clones = [], []
 
-    class Watched(sap.ScatterAddPluginCreator):
+    class Watched(sap.ScatterAddPlugin):
+        def clone(self):
+            copy = Watched(compute_counts=self.compute_counts)
+            copy.plugin_name = self.plugin_name
+            clones.append(weakref.ref(copy))
+            return copy
+
+    class WatchedCreator(sap.ScatterAddPluginCreator):
         def __init__(self):
             super().__init__()
             self.name = "WatchedScatterAdd"
 
         def create_plugin(self, name, field_collection, phase):
-            made_here = super().create_plugin(name, field_collection, phase)
-            plugin = sap.ScatterAddPlugin(compute_counts=made_here.compute_counts)
+            plugin = Watched(compute_counts=super().create_plugin(name, field_collection, phase).compute_counts)
             plugin.plugin_name = self.name
             made.append(weakref.ref(plugin))
             return plugin
 
-    creator = Watched()
+    creator = WatchedCreator()
     assert trt.get_plugin_registry().register_creator(creator, "")
     try:
         engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
-        assert report.step("delete the build plugin")["ok"], report
+        assert report.ok, report
         host.free(engine)
         gc.collect()
-        (alive,) = [ref() for ref in made]
-        assert alive is not None  # deleted by TensorRT (the host), alive in Python
-        # createPlugin's, kCORE's, kBUILD's and kRUNTIME's released references, one given back by the destructor
-        assert sys.getrefcount(alive) - 2 == 3  # (minus `alive` and getrefcount's argument)
+        (created,) = [ref() for ref in made]
+        assert created is None  # deleted by the parser, freed: no getCapabilityInterface call had released a reference
+        network_copy = clones[0]()  # the parser's clone, which every build call went to, deleted at the end
+        assert network_copy is not None  # deleted by TensorRT (the host), alive in Python
+        # clone's, kCORE's, kBUILD's and kRUNTIME's released references, one given back by the destructor
+        assert sys.getrefcount(network_copy) - 2 == 3  # (minus `network_copy` and getrefcount's argument)
     finally:
         trt.get_plugin_registry().deregister_creator(creator)
 
@@ -328,6 +458,93 @@ def broken_plugin(sap, method, behaviour):
     return BrokenCreator()
 
 
+def planted(sap, name, **methods):
+    """A creator of a ScatterAddPlugin subclass named `name` with these methods replaced: a bug planted to show
+    that the host finds it."""
+    plugin_class = type(name, (sap.ScatterAddPlugin,), dict(methods))
+
+    def clone(self):
+        copy = plugin_class(compute_counts=self.compute_counts)
+        copy.plugin_name = name
+        return copy
+
+    plugin_class.clone = clone
+    plugin_class.attach_to_context = lambda self, resource_context: self.clone()
+
+    class Creator(sap.ScatterAddPluginCreator):
+        def __init__(self):
+            super().__init__()
+            self.name = name
+
+        def create_plugin(self, plugin_name, field_collection, phase):
+            made = super().create_plugin(plugin_name, field_collection, phase)
+            return clone(made)
+
+    return Creator()
+
+
+def configure_once(self, inp, out):
+    """configure_plugin that refuses a second call (TensorRT may call it several times)."""
+    if getattr(self, "configured", False):
+        raise RuntimeError("planted: configure_plugin refuses a second call")
+    self.configured = True
+    from plugin.scatter_add_plugin import ScatterAddPlugin
+
+    return ScatterAddPlugin.configure_plugin(self, inp, out)
+
+
+def configure_and_keep_workspace(self, inp, out):
+    """configure_plugin that computes the workspace and keeps it for get_workspace_size."""
+    from plugin.scatter_add_plugin import ScatterAddPlugin, profile_workspace_size
+
+    ScatterAddPlugin.configure_plugin(self, inp, out)
+    self.workspace = profile_workspace_size(inp, with_counts=self.compute_counts)
+
+
+def test_planted_a_plugin_refusing_a_second_configure_fails_the_build(trt, host, sap):
+    creator = planted(sap, "RefusesSecondConfigure", configure_plugin=configure_once)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
+        host.free(engine)
+        assert not report.ok and engine is None, report
+        failed = [step for step in report.steps if not step["ok"]]
+        assert failed[0]["call"] == "configurePlugin (kMIN only)", report  # the first call passed, the second not
+        assert "planted: configure_plugin refuses a second call" in failed[0]["stderr"], report
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
+PLANTED_WORKSPACE = [  # get_workspace_size answering what configure_plugin computed
+    (lambda self, inp, out: self.workspace, "getWorkspaceSize (the runtime plugin, never configured)",
+     "AttributeError"),  # the bindings print it and use 0 bytes
+    (lambda self, inp, out: getattr(self, "workspace", 0), "the runtime plugin's workspace against the build's",
+     "asks for 0 bytes where the build promised"),
+]
+
+
+@pytest.mark.parametrize("get_workspace_size, call, message", PLANTED_WORKSPACE, ids=["raises", "answers 0"])
+def test_planted_a_workspace_only_configure_plugin_computed_fails_the_runtime(trt, host, sap, get_workspace_size,
+                                                                              call, message):
+    """The build configures the plugin first, so its answer is right; the runtime plugin (createPlugin kRUNTIME)
+    was never configured, and TensorRT may ask it during execution: the host compares with the build's."""
+    creator = planted(sap, "WorkspaceFromConfigure", configure_plugin=configure_and_keep_workspace,
+                      get_workspace_size=get_workspace_size)
+    assert trt.get_plugin_registry().register_creator(creator, "")
+    try:
+        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float16"))  # a workspace
+        assert report.ok and report.step("getWorkspaceSize")["bytes"] > 0, report
+        try:
+            context, report = host.open(engine, {"N": 4, "E": 6})
+            assert context is None and not report.ok, report
+            failed = [step for step in report.steps if not step["ok"]]
+            assert failed[0]["call"] == call and message in str(failed[0]), report
+        finally:
+            host.free(engine)
+    finally:
+        trt.get_plugin_registry().deregister_creator(creator)
+
+
 def raises(self, *args):
     raise ValueError("deliberately broken")
 
@@ -353,6 +570,10 @@ BROKEN = [  # (method, behaviour, the call the host reports failed, what its rep
     ("get_aliased_input", lambda self, i: 0, "IPluginV3OneBuildV2::getAliasedInput", "aliases"),  # input 0 twice
     ("get_fields_to_serialize", lambda self: None, "IPluginV3OneRuntime::getFieldsToSerialize", "null"),
     ("clone", lambda self: self, "IPluginV3::clone", "plugin"),
+    # the builder's timing: the runtime methods run already while building
+    ("set_tactic", raises, "setTactic", "deliberately broken"),
+    ("on_shape_change", raises, "onShapeChange (build: kOPT)", "deliberately broken"),
+    ("enqueue", raises, "IPluginV3OneRuntime::enqueue (build: timing", "deliberately broken"),
 ]
 
 
@@ -397,8 +618,6 @@ def test_fields_freed_too_early_reach_the_runtime_as_garbage(trt, host, sap):
 BROKEN_RUNTIME = [
     ("attach_to_context", lambda self: None, "IPluginV3OneRuntime::attachToContext", "plugin"),
     ("attach_to_context", lambda self: self, "IPluginV3OneRuntime::attachToContext", "plugin"),
-    ("on_shape_change", raises, "onShapeChange", "deliberately broken"),
-    ("set_tactic", raises, "setTactic", "deliberately broken"),
 ]
 
 
@@ -423,23 +642,6 @@ def test_a_broken_runtime_method_fails_with_the_hosts_report(trt, host, sap, rec
         trt.get_plugin_registry().deregister_creator(creator)
 
 
-def test_an_enqueue_that_raises_fails_with_the_hosts_report(trt, host, sap, recorded_launch):
-    creator = broken_plugin(sap, "enqueue", raises)
-    assert trt.get_plugin_registry().register_creator(creator, "")
-    try:
-        engine, report = host.build(creator.name, "1", "", network_spec(host, trt, "float32"))
-        context, report = host.open(engine, {"N": 4, "E": 6})
-        assert report.ok, report
-        report = host.enqueue(context, [0x1000, 0x2000, 0x3000], [0, 0x4000], 0, 0x6000, repeats=3)
-        assert not report.ok, report
-        step = report.step("IPluginV3OneRuntime::enqueue")
-        assert step["status"] != 0 and step["calls"] == 1 and "deliberately broken" in step["stderr"], report
-        assert host.close(context).ok
-        host.free(engine)
-    finally:
-        trt.get_plugin_registry().deregister_creator(creator)
-
-
 # --- quickly deployable AOT plugins (tensorrt.plugin, TensorRT 10.16 and 11.x) ------------------------------------
 
 AOT_PROFILE = {"N": (1, 1000, 10**6), "E": (1, 10**4, 10**7), "C": (3, 2 * 10**4 + 1, 2 * 10**7 + 1)}
@@ -448,12 +650,15 @@ AOT_VARIANTS = [("scatter_add", "float32"), ("scatter_add_counts", "float32"), (
                 ("scatter_table_counts", "float16"), ("apply_table", "float16")]
 AOT_BUILD_CALLS = [
     "IPluginRegistry::getCreator", "IPluginCreatorV3Quick::createPlugin(kBUILD)",
+    "IPluginV3::clone (addPluginV3: the network's copy)", "delete the parser's plugin (right after addPluginV3)",
     "IPluginV3::getCapabilityInterface(kCORE)",
     "IPluginV3QuickCore::getPluginName/Version/Namespace", "IPluginV3::getCapabilityInterface(kBUILD)", "getNbOutputs",
     "getOutputDataTypes (with input ranks)", "getOutputShapes",
-    "getNbSupportedFormatCombinations + getSupportedFormatCombinations", "configurePlugin", "getAliasedInput",
+    "getNbSupportedFormatCombinations + getSupportedFormatCombinations",
+    *[f"configurePlugin ({label})" for label in CONFIGURE_ROUNDS], "getAliasedInput",
     "getNbTactics + getValidTactics", "setTactic", "IPluginV3QuickAOTBuild::getLaunchParams",
-    "IPluginV3QuickAOTBuild::getKernel", "getTimingCacheID + getMetadataString", "IPluginV3::clone",
+    "IPluginV3QuickAOTBuild::getKernel", "getTimingCacheID + getMetadataString",
+    "the timing launch at kOPT (no CUDA context: evaluated, not launched)", "IPluginV3::clone",
     "IPluginV3::getCapabilityInterface(kCORE of the clone)", "the clone's getPluginName/Version/Namespace",
     "delete the clone", "delete the build plugin",
 ]
@@ -632,3 +837,173 @@ def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, t
     ], result.stdout[-2000:]
     assert kernel.inputs == ("state", "src", "index", "counts") and kernel.extra_args == (
         "num_nodes", "num_edges", "num_features") and kernel.outputs == ("state", "counts")
+
+
+def test_a_host_built_from_another_source_is_refused_where_it_cannot_be_rebuilt(host, tmp_path):
+    """A layout carried to a machine without TensorRT's headers (the GPU machine) keeps the host it was built
+    with: build.py took any host there for current, so a layout built at an older tree ran an old host without a
+    word; it now checks a digest of the source alone and refuses one built from another plugin_host.cpp."""
+    import shutil
+
+    from tests.plugin_host.build import HostBuildError, build
+
+    layout = Path(host_library_path()).parent.parent
+    carried = tmp_path / "carried"
+    shutil.copytree(layout / "tensorrt_libs", carried / "tensorrt_libs")
+    (carried / "tensorrt_bindings").mkdir()
+    shutil.copy(layout / "tensorrt_bindings" / "__init__.py", carried / "tensorrt_bindings")
+    no_headers = tmp_path / "no-headers"
+    assert build(carried, no_headers) == carried / "tensorrt_libs" / Path(host_library_path()).name
+    (carried / "tensorrt_libs" / "plugin_host.source").write_text("the digest of an older plugin_host.cpp")
+    with pytest.raises(HostBuildError, match="built from another plugin_host.cpp"):
+        build(carried, no_headers)
+
+
+def test_a_spec_line_the_host_cannot_read_is_reported_with_its_bytes(trt, host, sap):
+    """The profile line with its numbers run together (as an H200 run reported it) or grouped by commas: the build
+    stops before any plugin call, naming the line and its bytes."""
+    for profile_line in ("profile N110000001000000", "profile N 1 1,000 5"):
+        spec = network_spec(host, trt, "float32").replace(f"profile N {' '.join(map(str, PROFILE['N']))}",
+                                                          profile_line)
+        engine, report = host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE, spec)
+        assert engine is None and report.calls == ["host"], report
+        assert f"cannot read the profile line: {profile_line} (bytes {profile_line.encode().hex()})" in report.error
+
+
+def test_host_py_refuses_a_host_built_from_another_source(host):
+    """tests/plugin_host/host.py compares the digest compiled into the host with this tree's plugin_host.cpp."""
+    from tests.plugin_host.build import source_digest
+    from tests.plugin_host.host import check_source
+
+    def digest_of(value):
+        function = lambda: value  # noqa: E731  (stands for the ctypes function, which takes restype/argtypes)
+        return type("Library", (), {"host_source_digest": staticmethod(function)})()
+
+    check_source(host.lib, "the built host")  # this tree's
+    check_source(digest_of(source_digest().encode()), "same")
+    with pytest.raises(RuntimeError, match="built from another plugin_host.cpp"):
+        check_source(digest_of(b"0" * 64), "old")
+
+
+TIMING_DRIVER = r"""
+/* A stand-in libcuda (soname libcuda.so.1) for the build's timing enqueue on "device" buffers: host memory behind
+   made-up device addresses, a current context, a stream whose work ends or (FAKE_CUDA_NEVER_ENDS) never does. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void say(const char* text) { FILE* f = fopen(getenv("FAKE_CUDA_LOG"), "a"); fputs(text, f); fclose(f); }
+int cuCtxGetCurrent(void** ctx) { *ctx = (void*)0xC0; return 0; }
+int cuCtxSetCurrent(void* ctx) { return ctx == (void*)0xC0 ? 0 : 201; }
+int cuMemAlloc_v2(uint64_t* p, size_t n) {
+    char line[64]; snprintf(line, sizeof line, "alloc %zu\n", n); say(line); *p = (uint64_t)(uintptr_t)malloc(n);
+    return 0; }
+int cuMemFree_v2(uint64_t p) { say("free\n"); free((void*)(uintptr_t)p); return 0; }
+int cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); return 0; }
+int cuStreamCreate(void** s, unsigned flags) { *s = (void*)0x5700; say("stream\n"); return 0; }
+int cuStreamDestroy_v2(void* s) { say("stream destroyed\n"); return 0; }
+int cuStreamQuery(void* s) { return getenv("FAKE_CUDA_NEVER_ENDS") ? 600 : 0; }
+int cuStreamSynchronize(void* s) { return 0; }
+int cuGetErrorName(int r, const char** s) { *s = r == 600 ? "CUDA_ERROR_NOT_READY" : "CUDA_ERROR"; return 0; }
+int cuModuleLoadData(void** m, const void* image) { *m = (void*)0x10; say("load\n"); return 0; }
+int cuModuleGetFunction(void** f, void* m, const char* name) { *f = (void*)0x20; return 0; }
+int cuModuleUnload(void* m) { say("unload\n"); return 0; }
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
+    char line[128]; snprintf(line, sizeof line, "launch %u %u %u %llu\n", gx, bx, shared,
+                             (unsigned long long)(uintptr_t)stream); say(line); return 0; }
+"""
+
+TIMING_SCRIPT = """
+import ctypes, json, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # found by the host's dlopen("libcuda.so.1")
+import tensorrt as trt
+import plugin.kernels
+import plugin.scatter_add_plugin as sap
+launches = []
+plugin.kernels.PreparedScatterAdd = lambda **sizes: (lambda *pointers: launches.append(pointers))  # recorded
+from tests.plugin_host.host import PluginHost
+from tests.test_plugin_host import network_spec
+host = PluginHost(trt)
+host.timing_limit(0.5)
+if sys.argv[2] == "aot":
+    from tests.test_plugin_host import aot_build, register_aot_plugins
+    kernel, engine, report = aot_build(host, trt, register_aot_plugins(host, trt), "scatter_table", "float16")
+else:
+    sap.register_scatter_add_creator()
+    engine, report = host.build(sap.PLUGIN_NAME, "1", "", network_spec(host, trt, "float16"))
+host.free(engine)
+print(json.dumps({"report": report.data, "launches": launches}))
+"""
+
+
+def run_with_timing_driver(tmp_path, which, never_ends):
+    """TIMING_SCRIPT for `which` ("python" or "aot") in a fresh process with the stand-in libcuda: (report data,
+    recorded launches, the driver's log lines)."""
+    library = tmp_path / "libcuda.so.1"
+    source = tmp_path / "timing_cuda.c"
+    source.write_text(TIMING_DRIVER)
+    compiler = os.environ.get("CC", "gcc")
+    build = subprocess.run([compiler, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library),
+                            str(source)], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot compile the stand-in driver with {compiler}: {build.stderr.strip()[-300:]}")
+    log = tmp_path / "driver.log"
+    env = dict(os.environ, FAKE_CUDA_LOG=str(log), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]]))
+    if never_ends:
+        env["FAKE_CUDA_NEVER_ENDS"] = "1"
+    result = subprocess.run([sys.executable, "-c", TIMING_SCRIPT, str(library), which], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    from tests.plugin_host.host import Report
+
+    return Report(data["report"]), data["launches"], log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
+def test_the_aot_builds_timing_launch_with_a_stand_in_driver(trt, host, aot, tmp_path, never_ends):
+    """An AOT plugin's timing where a CUDA context is current (stand-in libcuda, fresh process): device buffers of
+    the inputs at kOPT, the PTX loaded, the kernel launched with getLaunchParams at kOPT on the host's stream,
+    waited for, the build's module unloaded; a kernel that never ends is reported and its buffers left alone."""
+    from plugin.kernels.aot import AOT_KERNELS, aot_launch_params
+
+    report, _, log = run_with_timing_driver(tmp_path, "aot", never_ends)
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_TABLE]]
+    (n, e, c) = (AOT_PROFILE[name][1] for name in ("N", "E", "C"))
+    grid, block, shared = aot_launch_params(kernel, {"num_nodes": n, "num_edges": e, "num_features": NUM_FEATURES,
+                                                     "capacity": c})
+    allocations = [f"alloc {bytes_}" for bytes_ in (2 * 3 * e, 8 * e, 4 * c, 4 * 3 * c)]  # src, index, keys, values
+    assert log[:7] == [*allocations, "stream", "load", f"launch {grid} {block} {shared} {0x5700}"], log
+    kernel_step = report.step("the timing launch's kernel on made-up inputs")
+    if never_ends:
+        assert not report.ok and "did not end within 0.5 s" in kernel_step["message"], report
+        assert "free" not in log and "unload" not in log
+    else:
+        assert report.ok and kernel_step["ok"], report
+        assert log[7:] == ["unload", "stream destroyed"] + ["free"] * 4  # the build's module, then its buffers
+
+
+@pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
+def test_the_builds_timing_on_device_buffers_with_a_stand_in_driver(trt, host, tmp_path, never_ends):
+    """The timing enqueue where a CUDA context is current, with a stand-in libcuda in a fresh process: device
+    buffers of the kOPT shapes' bytes (and the promised workspace) are made, filled and handed to enqueue on a
+    stream of the host's, then waited for; a stream whose work never ends is reported after the time limit and
+    its buffers are left alone (tests/test_plugin_host_gpu.py does this on a GPU)."""
+    report, launches, log = run_with_timing_driver(tmp_path, "python", never_ends)
+    timing = report.step("IPluginV3OneRuntime::enqueue (build")
+    assert timing["on_device"] and timing["stream"] == 0x5700, report
+    (n_opt, e_opt) = PROFILE["N"][1], PROFILE["E"][1]
+    state, src, index = 2 * 3 * n_opt, 2 * 3 * e_opt, 8 * e_opt  # float16 [N, 3], [E, 3]; int64 [E]
+    counts, workspace = 8 * n_opt, timing["workspace_bytes"]
+    assert workspace > 0 and log[:6] == [
+        f"alloc {state}", f"alloc {src}", f"alloc {index}", f"alloc {counts}", f"alloc {workspace}", "stream"]
+    assert [tuple(call) for call in launches] == [
+        (*timing["inputs"], timing["outputs"][1], timing["workspace"], 0x5700)] * 2
+    kernels = report.step("the timing enqueue's kernels on made-up inputs")
+    if never_ends:
+        assert not report.ok and not kernels["ok"] and "did not end within 0.5 s" in kernels["message"], report
+        assert "free" not in log  # a kernel still running: its buffers are left alone
+    else:
+        assert report.ok and kernels["ok"], report
+        assert log[6:] == ["stream destroyed"] + ["free"] * 5

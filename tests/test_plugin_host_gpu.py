@@ -2,12 +2,17 @@
 reaches them (tests/plugin_host), on real device buffers, checked against float64 (skipped without a GPU or
 without the host's layout of TensorRT's bindings).
 
-Python plugin: build phase, then createPlugin(kRUNTIME) from the fields read back, attachToContext,
-onShapeChange and enqueue through the bindings' C++ trampoline with outputs[0] == inputs[0] on a CUDA stream,
-also several enqueues in a row (the plugin replays a CUDA graph of its launch from the second one on).
-AOT plugins: the PTX getKernel returned, loaded with cuModuleLoadData and launched by the host with the grid and
-extra arguments getLaunchParams gave, evaluated for the sizes, in the order tensorrt.plugin documents (inputs,
-extra arguments, outputs; an aliased output is its input's buffer); the network's fills are memsets here.
+Python plugin: build phase (with the builder's timing: onShapeChange at kOPT and enqueue on device buffers of
+random bytes, waited for with a time limit), then createPlugin(kRUNTIME) from the fields read back,
+attachToContext, onShapeChange and enqueue through the bindings' C++ trampoline with outputs[0] == inputs[0] on a
+CUDA stream, also several enqueues in a row (the plugin replays a CUDA graph of its launch from the second one
+on), new addresses between enqueues (onShapeChange again), two execution contexts enqueueing at once from two
+threads, and enqueue inside the caller's CUDA graph capture.
+AOT plugins: the builder's timing launch at kOPT on device buffers of random bytes (the kernel must end within the
+time limit, without error), then the PTX getKernel returned, loaded with cuModuleLoadData and launched by the host
+with the grid and extra arguments getLaunchParams gave, evaluated for the sizes, in the order tensorrt.plugin
+documents (inputs, extra arguments, outputs; an aliased output is its input's buffer); the network's fills are
+memsets here.
 """
 
 import importlib
@@ -31,7 +36,9 @@ def host(trt):
 
     if host_library_path() is None:
         pytest.skip("this tensorrt is no plugin host layout (tests/plugin_host/build.py DIR)")
-    return PluginHost(trt)
+    host = PluginHost(trt)
+    host.timing_limit(20.0)  # the builds' timing kernels on made-up inputs: ms each; a kernel that never ends fails
+    return host
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +76,8 @@ def build_engine(host, trt, sap, dtype, compute_counts, num_nodes, num_edges, nu
     with host.hook(churn):
         engine, report = host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE, spec)
     assert report.ok, report
+    timing = report.step("IPluginV3OneRuntime::enqueue (build")  # the builder's timing, on made-up device buffers
+    assert timing["on_device"] and report.step("the timing enqueue's kernels")["ok"], report
     return engine, report.step("getWorkspaceSize")["bytes"]
 
 
@@ -138,6 +147,190 @@ def test_repeated_enqueues_through_the_host_replay_and_add_each_time(trt, host, 
     assert np.all(np.abs(results["state"].astype(np.float64) - expected) <= bound)
 
 
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_build_times_the_plugin_on_made_up_inputs(trt, host, sap, stream, dtype, compute_counts):
+    """The builder's timing at kOPT of a profile much larger than kOPT: device buffers of random bytes (indices,
+    values and the workspace the build promised), two enqueues, waited for at most 60 s: the kernels end and
+    report no error."""
+    feature = getattr(trt, dtype)
+    spec = host.spec([(feature, ["N", 3]), (feature, ["E", 3]), (trt.int64, ["E"])],
+                     {"N": (1, 5000, 10**6), "E": (1, 50_000, 10**7)}, {"compute_counts": [int(compute_counts)]})
+    engine, report = host.build(sap.PLUGIN_NAME, sap.PLUGIN_VERSION, sap.PLUGIN_NAMESPACE, spec)
+    host.free(engine)
+    assert report.ok, report
+    timing = report.step("IPluginV3OneRuntime::enqueue (build")
+    assert timing["on_device"] and timing["calls"] == 2 and timing["outputs"][0] == timing["inputs"][0], report
+    assert timing["workspace_bytes"] == report.step("getWorkspaceSize")["bytes"]
+    assert [d["dims"] for d in report.step("onShapeChange (build: kOPT)")["in"]] == [[5000, 3], [50_000, 3], [50_000]]
+    assert report.step("the timing enqueue's kernels on made-up inputs")["ok"], report
+
+
+class Update:
+    """One state update's device buffers and its float64 expectation after `times` executions."""
+
+    def __init__(self, dtype, compute_counts, num_nodes, num_edges, num_features):
+        from plugin.device_array import DeviceArray
+
+        np_dtype = np.dtype(DTYPES[dtype])
+        self.dtype, self.compute_counts = dtype, compute_counts
+        self.features, self.state, self.edges = random_graph(RNG, num_nodes, num_edges, num_features)
+        self.features = self.features.astype(np_dtype).astype(np.float64)
+        self.state = self.state.astype(np_dtype).astype(np.float64)
+        self.buffers = {
+            "state": DeviceArray.from_array(self.state.astype(np_dtype)),
+            "src": DeviceArray.from_array(self.features[self.edges[:, 0]].astype(np_dtype)),
+            "index": DeviceArray.from_array(self.edges[:, 1]),
+            "counts": DeviceArray.from_array(np.full((num_nodes, 1), -7, np.int64)),
+        }
+
+    def add_workspace(self, nbytes):
+        from plugin.device_array import DeviceArray
+
+        self.buffers["workspace"] = DeviceArray((max(nbytes, 1),), np.uint8)
+
+    @property
+    def inputs(self):
+        return [self.buffers[name].ptr for name in ("state", "src", "index")]
+
+    @property
+    def outputs(self):
+        return [0, self.buffers["counts"].ptr][:2 if self.compute_counts else 1]
+
+    def check(self, times):
+        """The state after `times` additions of the update, the counts of one (or untouched without counts)."""
+        once, counts = expected_aggregation(self.features, self.edges, self.state)
+        result = self.buffers["state"].download().astype(np.float64)
+        expected_counts = counts if self.compute_counts else np.full_like(counts, -7)
+        np.testing.assert_array_equal(self.buffers["counts"].download(), expected_counts)
+        if times == 0:
+            np.testing.assert_array_equal(result, self.state)
+            return
+        bound = times * tolerance("fp32" if self.dtype == "float32" else "fp16", self.state, self.features,
+                                  np.concatenate([self.edges] * times), times * counts)
+        error = np.abs(result - (self.state + times * (once - self.state)))
+        assert np.all(error <= bound), f"largest error {error.max():.3g} after {times} additions"
+
+    def free(self):
+        for buffer in self.buffers.values():
+            buffer.free()
+
+
+def release(host, engine, contexts, updates):
+    """Closes the contexts (None: never opened), frees the engine and the updates' buffers."""
+    for context in contexts:
+        if context is not None:
+            assert host.close(context).ok
+    host.free(engine)
+    for update in updates:
+        update.free()
+
+
+def new_stream():
+    from cuda.bindings import runtime
+
+    from plugin.cuda_check import check
+
+    return int(check(runtime.cudaStreamCreate()))
+
+
+def destroy_stream(handle):
+    from cuda.bindings import runtime
+
+    from plugin.cuda_check import check
+
+    check(runtime.cudaStreamDestroy(handle))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_new_addresses_between_enqueues(trt, host, sap, stream, dtype):
+    """Two updates of the same shapes, enqueued A, B, A, A through one context: each address change calls
+    onShapeChange again, and each update gets exactly its own additions."""
+    num_nodes, num_edges, num_features = 3000, 30_000, 4
+    engine, workspace = build_engine(host, trt, sap, dtype, True, num_nodes, num_edges, num_features)
+    updates = [Update(dtype, True, num_nodes, num_edges, num_features) for _ in range(2)]
+    context = None
+    try:
+        updates[0].add_workspace(workspace)
+        context, report = host.open(engine, {"N": num_nodes, "E": num_edges})
+        assert report.ok, report
+        calls = []
+        for which in (0, 1, 0, 0):
+            update = updates[which]
+            report = host.enqueue(context, update.inputs, update.outputs, updates[0].buffers["workspace"].ptr, stream)
+            assert report.ok, report
+            calls.append(report.calls[0])
+        assert calls == ["onShapeChange (at enqueue: addresses changed)"] * 3 + ["IPluginV3OneRuntime::enqueue"]
+        synchronize(stream)
+        updates[0].check(3)
+        updates[1].check(1)
+    finally:
+        release(host, engine, [context], updates)
+
+
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_two_contexts_enqueue_at_once(trt, host, sap, stream, dtype, compute_counts):
+    """Two execution contexts of one engine, each with its own buffers, workspace and stream, enqueueing five
+    times each at the same time from two threads: each state gets its own five additions."""
+    num_nodes, num_edges, num_features, repeats = 2000, 20_000, 4, 5
+    engine, workspace = build_engine(host, trt, sap, dtype, compute_counts, num_nodes, num_edges, num_features)
+    updates = [Update(dtype, compute_counts, num_nodes, num_edges, num_features) for _ in range(2)]
+    streams, contexts = [new_stream(), new_stream()], []
+    try:
+        for update in updates:
+            update.add_workspace(workspace)
+            context, report = host.open(engine, {"N": num_nodes, "E": num_edges})
+            assert report.ok, report
+            contexts.append(context)
+        report = host.enqueue_together(contexts, [u.inputs for u in updates], [u.outputs for u in updates],
+                                       [u.buffers["workspace"].ptr for u in updates], streams, repeats)
+        assert report.ok, report
+        for handle in streams:
+            synchronize(handle)
+        for update in updates:
+            update.check(repeats)
+    finally:
+        release(host, engine, contexts, updates)
+        for handle in streams:
+            destroy_stream(handle)
+
+
+@pytest.mark.parametrize("mode", ["global", "thread_local"])
+@pytest.mark.parametrize("new_addresses", [False, True], ids=["same addresses", "new addresses"])
+@pytest.mark.parametrize("compute_counts", [True, False], ids=["counts", "no counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_enqueue_inside_a_cuda_graph_capture(trt, host, sap, stream, dtype, compute_counts, new_addresses, mode):
+    """One enqueue outside any capture, then one inside the caller's capture of a created stream (global mode, as
+    torch.cuda.graph captures by default, and thread-local), the graph replayed four times: with the
+    same addresses the state gets 1 + 4 additions; with new ones onShapeChange runs inside the capture and the
+    other state gets the four."""
+    num_nodes, num_edges, num_features, replays = 2000, 20_000, 4, 4
+    handle = new_stream()
+    engine, workspace = build_engine(host, trt, sap, dtype, compute_counts, num_nodes, num_edges, num_features)
+    updates = [Update(dtype, compute_counts, num_nodes, num_edges, num_features) for _ in range(2)]
+    context = None
+    try:
+        updates[0].add_workspace(workspace)
+        space = updates[0].buffers["workspace"].ptr
+        context, report = host.open(engine, {"N": num_nodes, "E": num_edges})
+        assert report.ok, report
+        assert host.enqueue(context, updates[0].inputs, updates[0].outputs, space, handle).ok
+        captured = updates[1] if new_addresses else updates[0]
+        report = host.enqueue_captured(context, captured.inputs, captured.outputs, space, handle, replays, mode)
+        assert report.ok, report
+        assert report.calls[0].startswith("onShapeChange") == new_addresses, report
+        synchronize(handle)
+        if new_addresses:
+            updates[0].check(1)
+            updates[1].check(replays)
+        else:
+            updates[0].check(1 + replays)
+    finally:
+        release(host, engine, [context], updates)
+        destroy_stream(handle)
+
+
 # --- AOT plugins: the kernel launched from what the host got through tensorrt.plugin ---------------------------
 
 
@@ -152,6 +345,8 @@ def aot_engine(host, trt, aot, plugin, dtype_name, num_features):
     kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[f"{aot.NAMESPACE}::{plugin}"]]
     engine, report = host.aot_build(plugin, aot.NAMESPACE, aot_spec(host, trt, kernel, dtype_name, num_features))
     assert report.ok, report
+    # the builder's timing: the kernel launched at kOPT on device buffers of random bytes, ended without error
+    assert report.step("the timing launch's kernel on made-up inputs")["ok"], report
     return kernel, engine
 
 

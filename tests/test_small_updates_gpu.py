@@ -1,4 +1,4 @@
-"""The launches without counts (plan.py "direct", "owned", "partitioned") on a GPU against float64 (skipped
+"""The launches without counts (plan.py "direct", "owned", "clustered", "partitioned") on a GPU against float64 (skipped
 without a GPU): what a small in-place update of a large state runs.
 
 Fresh random inputs every run; launched on a state between guard zones, with skipped, counts and the
@@ -29,7 +29,16 @@ def with_bad_ids(index, num_nodes, count):
     return count
 
 
+def skip_without_clusters(algorithm):
+    if algorithm == "clustered":
+        launch.current_context()
+        arch = launch.read_device_info().arch
+        if arch < plan.CLUSTER_MIN_ARCH:
+            pytest.skip(f"the clustered path needs thread-block clusters (sm_90+), this GPU is sm_{arch}")
+
+
 def run(state, src, index, algorithm):
+    skip_without_clusters(algorithm)
     out, _, skipped, guards_intact, untouched, launched = launch_with_guards(
         state, src, index, with_counts=False, algorithm=algorithm)
     assert guards_intact, "bytes around the state changed"
@@ -74,6 +83,27 @@ def test_direct_float32_matches_float64(nodes, edges, features):
     assert_within_bound(out, state, src, index, np.float32)
 
 
+@pytest.mark.parametrize("nodes, edges, features", [
+    (10**4, 10**4, 1),     # the per-step case with one slot per node
+    (1000, 30_000, 3),     # vec 1, three features, 30 edges per node
+    (10**5, 10**5, 4),     # vec 4
+    (10**6, 10**6, 1),
+    (5, 1, 1),
+])
+def test_direct_float16_into_the_one_slot_table_matches_float64(nodes, edges, features):
+    state, src, index = random_inputs(nodes, edges, features, np.float16)
+    bad = with_bad_ids(index, nodes, min(100, edges // 10))
+    out, skipped, launched = run(state, src, index, "direct")
+    assert launched.algorithm == "direct" and launched.table is not None and not launched.table.hashed
+    assert skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+    # values of one sign into one node: a half accumulator would stall; the table sums in float32
+    hub = np.full(edges, int(RNG.integers(0, nodes)), np.int64)
+    positive = (RNG.uniform(0, 1, (edges, features)) / 8).astype(np.float16)
+    out, _, _ = run(state, positive, hub, "direct")
+    assert_within_bound(out, state, positive, hub, np.float16)
+
+
 def test_direct_float32_with_all_edges_into_one_node():
     nodes, edges = 1000, 10**6
     state, _, _ = random_inputs(nodes, 0, 1, np.float32)
@@ -92,6 +122,13 @@ def test_direct_float32_with_all_edges_into_one_node():
     ("owned", 10**5, 20_000, 3),        # several features: each block loops over them
     ("owned", 7, 5000, 4),
     ("owned", 5, 1, 1),
+    ("clustered", 10**6, 10**4, 1),     # the per-step case: 128 blocks in clusters of 8
+    ("clustered", 10**8, 2**15, 1),
+    ("clustered", 1000, 30_000, 1),     # 30 edges per node
+    ("clustered", 10**5, 20_000, 3),    # several features
+    ("clustered", 7, 5000, 4),          # few nodes: most blocks own none
+    ("clustered", 5, 1, 1),
+    ("clustered", 10**6, 10**6, 1),     # forced far beyond its range: 48 KiB tables, many passes
     ("partitioned", 10**6, 10**6, 1),   # the per-step case: 245 chunks, 489 buckets
     ("partitioned", 10**7, 10**6, 1),
     ("partitioned", 10**6, 2 * 10**6, 3),  # several features per entry
@@ -107,7 +144,7 @@ def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, feat
     assert_within_bound(out, state, src, index, dtype)
 
 
-@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("partitioned", 10**6)])
+@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("clustered", 30_000), ("partitioned", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6
@@ -127,6 +164,8 @@ def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, ed
 @pytest.mark.parametrize("algorithm, nodes, edges, features", [
     ("owned", 10**6, 10**4, 1),       # ~250 nodes per block over 48-node passes
     ("owned", 10**6, 5000, 3),
+    ("clustered", 10**6, 10**4, 1),   # ~80 nodes per block: cluster-wide passes of 48 nodes per block
+    ("clustered", 10**6, 30_000, 2),
     ("partitioned", 10**6, 10**5, 1),  # ~2000 entries per bucket over 48-node passes
 ])
 def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_tables, algorithm, nodes, edges,
@@ -134,7 +173,7 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     state, src, index = random_inputs(nodes, edges, features, dtype)
     bad = with_bad_ids(index, nodes, 50)
     out, skipped, launched = run(state, src, index, algorithm)
-    table = launched.owned if algorithm == "owned" else launched.partition.bucket
+    table = launched.owned if algorithm in ("owned", "clustered") else launched.partition.bucket
     assert table == OwnedTable(64, 48) and skipped == bad
     assert_within_bound(out, state, src, index, dtype)
 
@@ -143,11 +182,36 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float32, 10**6, 10**4, "direct"),
     (np.float32, 10**7, 10**6, "direct"),
     (np.float32, 1000, 10**6, "shared"),
-    (np.float16, 10**6, 10**4, "owned"),
+    (np.float16, 10**6, 10**4, "clustered"),  # "owned" before sm_90
+    (np.float16, 10**4, 10**4, "global"),     # the one-slot table (plan.HALF_DIRECT_INTO_TABLE off)
     (np.float16, 10**7, 10**6, "partitioned"),
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     out, skipped, launched = run(state, src, index, "auto")
+    if expected == "clustered" and launch.read_device_info().arch < plan.CLUSTER_MIN_ARCH:
+        expected = "owned"
     assert launched.algorithm == expected and skipped == 0
     assert_within_bound(out, state, src, index, dtype)
+
+
+@pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("nodes, edges, features", [(10**6, 10**4, 1), (1000, 10**5, 3), (5, 1, 1)])
+def test_prepared_aot_launch_matches_float64(monkeypatch, nodes, edges, features, dtype, with_counts):
+    # the AOT kernels launched as bench_aot.py launches them (plugin.kernels.aot.PreparedAotLaunch: arguments packed
+    # once), through test_aot_plugin_gpu's guarded buffers and checks
+    from plugin.kernels.aot import PreparedAotLaunch, load_aot_functions
+    from tests import test_aot_plugin_gpu as aot_tests
+
+    def prepared_once(functions, **arguments):
+        PreparedAotLaunch(functions, **arguments)()
+
+    monkeypatch.setattr(aot_tests, "run_aot_scatter_add", prepared_once)
+    module, functions = load_aot_functions()
+    try:
+        aot_tests.run_and_check(functions, nodes, edges, features, dtype, with_counts)
+    finally:
+        from cuda.bindings import driver
+
+        driver.cuModuleUnload(module)

@@ -231,3 +231,51 @@ def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: M
     name = "scatter_table_f16_counts" if with_counts else "scatter_table_f16"
     launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
     launch_aot_kernel(functions["apply_table_f16"], AOT_KERNELS["apply_table_f16"], pointers, sizes, stream)
+
+
+class PreparedAotLaunch:
+    """run_aot_scatter_add for fixed sizes, pointers and stream, prepared once as TensorRT prepares an AOT
+    plugin's launch when it builds the engine (grid, shared memory and the argument array fixed): a call is the
+    driver calls alone (the fills as memsets, then the kernels), each with its arguments packed once in ctypes.
+    For benchmarks of one step's latency (bench_aot.py); run_aot_scatter_add re-derives everything per call."""
+
+    def __init__(self, functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int], num_nodes: int,
+                 num_edges: int, num_features: int, stream: int) -> None:
+        import ctypes
+
+        from cuda.bindings import driver
+
+        sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+                 "capacity": table_capacity(num_edges)}
+        check_aot_sizes(sizes)
+        on = driver.CUstream(int(stream))
+        calls: list[tuple[Any, tuple[Any, ...]]] = []
+        self._keep: list[Any] = []
+        with_counts = "counts" in pointers
+        if with_counts:
+            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["counts"]), 0, 2 * num_nodes, on)))
+        if half:
+            names = ["scatter_table_f16_counts" if with_counts else "scatter_table_f16", "apply_table_f16"]
+            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["keys"]), 0xFFFFFFFF,
+                                                    sizes["capacity"], on)))
+            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["values"]), 0,
+                                                    sizes["capacity"] * num_features, on)))
+        else:
+            names = ["scatter_add_f32_counts" if with_counts else "scatter_add_f32"]
+        for name in names:
+            kernel = AOT_KERNELS[name]
+            grid, block, shared = aot_launch_params(kernel, sizes)
+            values = (tuple(pointers[n] for n in kernel.inputs) + aot_extra_args(kernel, sizes)
+                      + tuple(pointers[n] for n in kernel.outputs))
+            slots = [kind(value) for kind, value in zip(aot_argument_types(kernel), values)]
+            array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
+            self._keep += [slots, array]
+            calls.append((driver.cuLaunchKernel, (functions[name], grid, 1, 1, block, 1, 1, shared, on,
+                                                  ctypes.addressof(array), 0)))
+        self._calls = tuple(calls)
+
+    def __call__(self) -> None:
+        for call, arguments in self._calls:
+            result = call(*arguments)
+            if result[0]:
+                check(result)

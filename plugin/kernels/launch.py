@@ -55,7 +55,7 @@ KERNEL_NAMES = tuple(
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
     "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
     f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce", "scatter_direct") for vec in (1, 2, 4)) + (
-    "scatter_owned", "partition_chunks", "reduce_buckets")
+    "scatter_owned", "scatter_clustered", "partition_chunks", "reduce_buckets")
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned", "partition_chunks", "reduce_buckets")
 ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
@@ -557,8 +557,14 @@ class PreparedScatterAdd:
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
         scatter = plan.scatter
+        operations: list[tuple[Any, ...]] = []
+        table = plan.table  # float16 direct: the one-slot table, zeroed here, applied after the scatter
         if plan.algorithm == "direct":
-            values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, (STATE, 0), skipped)
+            dest: Any = (STATE, 0)
+            if table is not None:
+                dest = (WORKSPACE, table.values_offset)
+                operations.append((_MEMSET, dest, 0, table.capacity * num_features))
+            values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, dest, skipped)
         elif plan.owned is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
                       (STATE, 0), skipped)
@@ -572,8 +578,13 @@ class PreparedScatterAdd:
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
                              layout.bucket.capacity, layout.bucket.probes, (STATE, 0), num_edges, num_nodes)
         functions = self.kernels.functions
-        operations: list[tuple[Any, ...]] = [(_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
-                                               _KernelArguments(values), scatter.name, scatter.block)]
+        operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+                           _KernelArguments(values), scatter.name, scatter.block))
+        if plan.apply is not None and table is not None:
+            apply_values = ((STATE, 0), 0, (WORKSPACE, table.values_offset), table.capacity, num_features,
+                            plan.apply_lanes_log2, num_nodes)
+            operations.append((_KERNEL, functions[plan.apply.name], *plan.apply.grid, 0, _KernelArguments(apply_values),
+                               plan.apply.name, plan.apply.block))
         if plan.reduce is not None:
             operations.append((_KERNEL, functions[reduce.name], *reduce.grid, reduce.shared_bytes,
                                _KernelArguments(reduce_values), reduce.name, reduce.block))

@@ -53,7 +53,10 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float16, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
     edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
     shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
-    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8).
+    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8; issue-bound: every
+    block filters every target). On sm_90 and newer "clustered" instead: clusters of CLUSTER_BLOCKS blocks split
+    the targets and insert into each other's tables through distributed shared memory (12.2-12.4 us at E = 1e4,
+    17.4-21.8 at 2^15 where owned took 33.6-37.9; NOTES.md "Issue 26").
     "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
     PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
     by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
@@ -63,6 +66,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +88,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-UNCOUNTED_ALGORITHMS = ("direct", "owned", "partitioned")  # without counts only (uncounted_plan)
+UNCOUNTED_ALGORITHMS = ("direct", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
 ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
@@ -146,6 +150,18 @@ OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
+# clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
+# distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
+CLUSTER_MIN_ARCH = 90
+# float16 with the one-slot table: the direct kernel into the table (a thread per element; memset, direct,
+# apply_table) instead of the windowed scatter_global (10 blocks at 1e4 edges: 6.3 us in Nsight Compute). Built
+# and tested on the CPU (recorded driver calls); not yet measured or tested on a GPU (NOTES.md "Issue 26"),
+# so "auto" does not take it until a run does: algorithm="direct" forces it.
+HALF_DIRECT_INTO_TABLE = False
+CLUSTER_BLOCKS = 8
+CLUSTER_THREADS = 1024
+CLUSTER_GRID_BLOCKS = 128
+CLUSTER_MAX_SHARED = 48 * 1024 - 1024  # bytes of a table (the static shared memory beside it: under 1 KiB)
 # partitioned: chunks of PARTITION_CHUNK_EDGES edges, buckets of about PARTITION_BUCKET_EDGES entries, "auto" up to
 # PARTITION_MAX_EDGES edges (the chunks' bucket offsets grow with E^2 / (chunk * bucket)) of rows of at most
 # PARTITION_MAX_FEATURES features.
@@ -453,6 +469,20 @@ def owned_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[K
     return launch, table
 
 
+def clustered_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tuple[KernelLaunch, OwnedTable]:
+    """scatter_clustered's launch: CLUSTER_GRID_BLOCKS blocks (a multiple of CLUSTER_BLOCKS), each with a table
+    for its share of the edges' nodes. ValueError before sm_90 (no clusters)."""
+    if device.arch < CLUSTER_MIN_ARCH:
+        raise ValueError(f"the clustered path needs thread-block clusters (sm_90 or newer), not sm_{device.arch}")
+    blocks = CLUSTER_GRID_BLOCKS
+    # at most the 48 KiB a launch gets without raising the kernel's limit (larger tables run more passes)
+    small = dataclasses.replace(device, max_shared_per_block=min(device.max_shared_per_block, CLUSTER_MAX_SHARED))
+    table = owned_table(-(-num_edges // blocks), num_features, small)
+    launch = KernelLaunch("scatter_clustered", (blocks, 1), owned_shared_bytes(table.capacity, num_features),
+                          CLUSTER_THREADS)
+    return launch, table
+
+
 def partition_layout(num_edges: int, num_features: int) -> PartitionLayout | None:
     """The partitioned path's chunks, buckets, tables and workspace for E edges (None for E = 0): chunks of
     PARTITION_CHUNK_EDGES edges, ceil(E / PARTITION_BUCKET_EDGES) buckets. Grows with E and F, so the
@@ -510,10 +540,19 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
     node passes, the float16 table)."""
     if half:
         table = table_layout(num_nodes, num_edges, num_features)
-        if table is None or not table.hashed:  # one slot per node: the table is faster (module docstring)
+        if table is None:
             return None
+        if not table.hashed:  # one slot per node: the table is faster than owned or partitioned (module docstring)
+            if not HALF_DIRECT_INTO_TABLE:
+                return None  # the table path (scatter_global into the table)
+            if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
+                    and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
+                return None  # the shared-memory kernel into the table
+            if node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes) > 1:
+                return None
+            return "direct"  # into the table, then apply_table
         if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
-            return "owned"
+            return "clustered" if device.arch >= CLUSTER_MIN_ARCH else "owned"
         if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
             return "partitioned"
         return None
@@ -530,16 +569,20 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
     """The plan of a "direct", "owned" or "partitioned" launch (without counts)."""
     ranges = ((0, num_nodes),)
     if algorithm == "direct":
-        if half:
-            raise ValueError("the direct path adds float32 atomics into the state: float32 only (float16 sums in "
-                             "float32 first: owned, partitioned or the table)")
+        table = table_layout(num_nodes, num_edges, num_features) if half else None
+        if half and (table is None or table.hashed):
+            raise ValueError("the direct path adds float32 atomics into the state, or for float16 into the table "
+                             "with one slot per node: this float16 table would be hashed (owned, clustered, "
+                             "partitioned or the table path sum it)")
         elements = num_edges * (num_features // vec)
         blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * device.sm_count))
+        apply, apply_lanes_log2 = _apply_for(table, vec, num_features, device)
         return LaunchPlan("direct", vec, 0, KernelLaunch(f"scatter_direct_v{vec}", (blocks, 1)), num_features, ranges,
-                          None, None, 0)
-    if algorithm == "owned":
-        launch, table = owned_plan(num_edges, num_features, device)
-        return LaunchPlan("owned", 1, 0, launch, num_features, ranges, None, None, 0, owned=table)
+                          table, apply, apply_lanes_log2)
+    if algorithm in ("owned", "clustered"):
+        make = owned_plan if algorithm == "owned" else clustered_plan
+        launch, owned = make(num_edges, num_features, device)
+        return LaunchPlan(algorithm, 1, 0, launch, num_features, ranges, None, None, 0, owned=owned)
     chunks, reduce, layout = partition_plan(num_edges, num_features, device)
     return LaunchPlan("partitioned", 1, 0, chunks, num_features, ranges, None, None, 0, partition=layout,
                       reduce=reduce)

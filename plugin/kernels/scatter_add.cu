@@ -1040,6 +1040,12 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {
 __device__ __forceinline__ unsigned owner_of(int node, unsigned owners) {
     return (unsigned)(((u64)mix32((unsigned)node) * owners) >> 32);
 }
+// The block of `owners` that owns node n on the owned and clustered paths: Fibonacci hashing (the high bits of
+// n times 2^32 / golden ratio) scaled to [0, owners): two instructions, which matter there (every block hashes
+// every target). Ids that it spreads badly only cost passes (owned_passes), never a wrong sum.
+__device__ __forceinline__ unsigned owned_by(int node, unsigned owners) {
+    return (unsigned)(((u64)((unsigned)node * 0x9e3779b1u) * owners) >> 32);
+}
 __device__ __forceinline__ unsigned subrange_hash(int node) { return mix32((unsigned)node) * 0x9e3779b1u; }  // a bijection
 __device__ __forceinline__ bool in_subrange(int node, unsigned lo, u64 width) {
     return width == FULL_RANGE || (u64)(unsigned)(subrange_hash(node) - lo) < width;
@@ -1153,15 +1159,29 @@ struct OwnedAdd {
     const scalar_t* state;
     int capacity, probes, num_features;
 
-    // The value into the node's float32 sum (the node inserted if new); the first feature also prefetches the
-    // node's state row into L1, where the apply reads it.
+    // The value into the node's float32 sum (the node inserted if new). (Prefetching the node's state row into
+    // L1 here for the apply measured slower: 15.0 against 17.0 us at E = 1e4, N = 1e5.)
     __device__ __forceinline__ void operator()(int node, int feature, float value) const {
         const int slot = owned_insert(keys, capacity, node, probes, overflow);
         if (slot < 0) return;
         atomicAdd(sums + slot * num_features + feature, value);
-        if (feature == 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(state + (i64)node * num_features));
     }
 };
+
+// Adds every node's float32 sum of an owned table (keys[capacity], sums[capacity * F]) into the state with one
+// rounding; sums still +0.0 are skipped (such a node keeps its value bit for bit). Every thread of the block
+// calls it.
+__device__ __forceinline__ void apply_owned_table(scalar_t* __restrict__ state, const int* keys, const float* sums,
+                                                  int capacity, int num_features) {
+    for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
+        const int slot = num_features == 1 ? i : i / num_features;
+        const int node = keys[slot];
+        const float sum = sums[i];
+        if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
+        scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
+        store_scalar(p, to_float(*p) + sum);
+    }
+}
 
 template <typename Feed>
 __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
@@ -1179,16 +1199,7 @@ __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int n
         feed((unsigned)lo, width, add);
         __syncthreads();
         const bool failed = overflow != 0;
-        if (!failed) {
-            for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) {
-                const int slot = num_features == 1 ? i : i / num_features;
-                const int node = owned_keys[slot];
-                const float sum = sums[i];
-                if (node == OWNED_EMPTY || __float_as_uint(sum) == 0u) continue;
-                scalar_t* p = state + (i64)node * num_features + (i - slot * num_features);
-                store_scalar(p, to_float(*p) + sum);
-            }
-        }
+        if (!failed) apply_owned_table(state, owned_keys, sums, capacity, num_features);
         __syncthreads();  // everyone has read `overflow` and the table before the next pass clears them
         if (failed) {
             width >>= 1;  // the same lo, half the sub-range (width 1 holds one node: it always fits)
@@ -1209,42 +1220,54 @@ __device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
     return sum;
 }
 
-// owned: block b adds the rows of every edge whose target n (in range) has owner_of(n, gridDim.x) == b. For
-// F = 1 a warp whose neighbouring lanes share a target sums its equal targets first (match.any), so that a
-// run into one node costs one shared atomic per warp. Block 0 counts the out-of-range targets into *skipped
-// when it is given. `probes` bounds each insertion (owned_passes).
+// owned: block b adds the rows of every edge whose target n (in range) has owned_by(n, gridDim.x) == b. Every
+// block reads all E targets, so what a block does with the targets it does not own decides the time (measured
+// with Nsight Compute, NOTES.md "Issue 26"): that is a range check and a two-instruction hash, then one vote
+// per warp, and a warp none of whose lanes owns its target moves on. Only the owned edges' src values are read
+// (issued together for a thread's OWNED_LOADS targets). For F = 1 a warp whose neighbouring lanes share a target
+// sums its equal targets first (match.any), so that a run into one node costs one shared atomic per warp.
+// Block 0 counts the out-of-range targets into *skipped when it is given. `probes` bounds each insertion
+// (owned_passes).
 extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
 scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
               int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
     const unsigned owners = gridDim.x, me = blockIdx.x;
     const int lane = threadIdx.x & 31;
     auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
-        // warp-uniform: every lane runs every step (the match needs them all)
+        // warp-uniform: every lane runs every step (the votes and the match need them all)
         for (i64 first = threadIdx.x - lane; first < num_edges; first += OWNED_LOADS * (i64)blockDim.x) {
             i64 node[OWNED_LOADS];
-            float one[OWNED_LOADS];  // F = 1: the value, read beside the target
 #pragma unroll
             for (int k = 0; k < OWNED_LOADS; ++k) {
                 const i64 e = first + lane + k * (i64)blockDim.x;
                 node[k] = e < num_edges ? __ldg(index + e) : -1;
-                one[k] = num_features == 1 && e < num_edges ? to_float(src[e]) : 0.0f;
             }
+            unsigned mine = 0;  // bit k: this lane's k-th target is this block's (and in this pass's sub-range)
+            float one[OWNED_LOADS];  // F = 1: the owned edges' values, loaded together
 #pragma unroll
             for (int k = 0; k < OWNED_LOADS; ++k) {
                 const int n = (int)node[k];
-                const bool mine = node[k] >= 0 && node[k] < num_nodes && owner_of(n, owners) == me
-                                  && in_subrange(n, lo, width);
+                const bool owned = (u64)node[k] < (u64)num_nodes && owned_by(n, owners) == me && in_subrange(n, lo, width);
+                mine |= (unsigned)owned << k;
+                one[k] = num_features == 1 && owned ? to_float(src[first + lane + k * (i64)blockDim.x]) : 0.0f;
+            }
+            if (__ballot_sync(FULL_MASK, mine != 0u) == 0u) continue;
+#pragma unroll
+            for (int k = 0; k < OWNED_LOADS; ++k) {
+                const bool owned = (mine >> k) & 1u;
+                if (__ballot_sync(FULL_MASK, owned) == 0u) continue;
+                const int n = (int)node[k];
                 if (num_features == 1) {
-                    const int key = mine ? n : -1 - lane;
+                    const int key = owned ? n : -1 - lane;
                     float sum = one[k];
                     bool leader = true;
-                    if (warp_has_neighbour_duplicates(key, mine, 1)) {  // a run of one target: one atomic for it
+                    if (warp_has_neighbour_duplicates(key, owned, 1)) {  // a run of one target: one atomic for it
                         const unsigned peers = __match_any_sync(FULL_MASK, key);
                         sum = sum_over_peers(peers, sum);
                         leader = __ffs(peers) - 1 == lane;
                     }
-                    if (mine && leader) add(n, 0, sum);
-                } else if (mine) {
+                    if (owned && leader) add(n, 0, sum);
+                } else if (owned) {
                     const i64 e = first + lane + k * (i64)blockDim.x;
                     for (int f = 0; f < num_features; ++f) add(n, f, to_float(src[e * num_features + f]));
                 }
@@ -1260,6 +1283,120 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
         }
         add_skipped(skipped, bad);
     }
+}
+
+// clustered (float16, few edges, sm_90+): scatter_owned's ownership and passes, but a cluster of CLUSTER_BLOCKS
+// blocks shares one read of the targets through distributed shared memory. Block b of G owns the nodes with
+// owned_by(n, G) == b; the blocks of cluster c (blocks c * CLUSTER_BLOCKS ...) split the E edges between them,
+// and each inserts an edge whose owner lies in its cluster into the owner's shared table (mapa: the owner's
+// table seen from this block; atomics on it). A cluster barrier, then every block adds its own nodes' float32
+// sums into the state with one rounding, as scatter_owned does. Each SM reads E / CLUSTER_BLOCKS targets
+// instead of all E. Passes as in owned_passes, but cluster-wide: a pass fails when any block of the cluster
+// overflowed (each block reads the others' flags after the insertions), and then every block of the cluster
+// retries on half the sub-range. Three cluster barriers per pass: tables clear, insertions done, flags read.
+#define CLUSTER_BLOCKS 8      // plan.py CLUSTER_BLOCKS: the portable cluster size
+#define CLUSTER_THREADS 1024  // plan.py CLUSTER_THREADS
+#define CLUSTER_LOADS 2       // targets each thread reads before it inserts (loads in flight)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_BLOCKS, 1, 1)
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename T>
+__device__ __forceinline__ T* cluster_map(T* pointer, unsigned rank) {  // the same shared variable in block `rank`
+    u64 mapped;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"((u64)pointer), "r"(rank));
+    return reinterpret_cast<T*>(mapped);
+}
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(CLUSTER_THREADS, 1)
+scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                  int num_features, int capacity, int probes, scalar_t* __restrict__ state,
+                  u64* __restrict__ skipped) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ int cluster_keys[];
+    float* sums = reinterpret_cast<float*>(cluster_keys + capacity);
+    __shared__ int overflow;
+    const unsigned owners = gridDim.x;
+    const unsigned rank = blockIdx.x % CLUSTER_BLOCKS, first_owner = blockIdx.x - rank;
+    const int lane = threadIdx.x & 31;
+    const i64 stride = (i64)CLUSTER_BLOCKS * blockDim.x;  // the cluster's blocks take turns of blockDim edges
+    u64 lo = 0, width = FULL_RANGE;
+    bool first_pass = true;
+    while (lo < FULL_RANGE) {
+        for (int i = threadIdx.x; i < capacity; i += blockDim.x) cluster_keys[i] = OWNED_EMPTY;
+        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
+        if (threadIdx.x == 0) overflow = 0;
+        cluster_barrier();  // every table of the cluster is clear before anyone inserts
+        unsigned bad = 0;
+        // warp-uniform (the votes and the match need every lane)
+        for (i64 first = (i64)rank * blockDim.x + threadIdx.x - lane; first < num_edges; first += CLUSTER_LOADS * stride) {
+            i64 node[CLUSTER_LOADS];
+#pragma unroll
+            for (int k = 0; k < CLUSTER_LOADS; ++k) {
+                const i64 e = first + lane + k * stride;
+                node[k] = e < num_edges ? __ldg(index + e) : -1;
+                if (e < num_edges && (u64)node[k] >= (u64)num_nodes) ++bad;
+            }
+            unsigned mine = 0, target[CLUSTER_LOADS];  // bit k: the k-th target is owned in this cluster, by `target`
+            float one[CLUSTER_LOADS];
+#pragma unroll
+            for (int k = 0; k < CLUSTER_LOADS; ++k) {
+                const int n = (int)node[k];
+                target[k] = owned_by(n, owners) - first_owner;  // wraps to >= CLUSTER_BLOCKS if not this cluster's
+                const bool ours = (u64)node[k] < (u64)num_nodes && target[k] < CLUSTER_BLOCKS && in_subrange(n, lo, width);
+                mine |= (unsigned)ours << k;
+                one[k] = num_features == 1 && ours ? to_float(src[first + lane + k * stride]) : 0.0f;
+            }
+            if (__ballot_sync(FULL_MASK, mine != 0u) == 0u) continue;
+#pragma unroll
+            for (int k = 0; k < CLUSTER_LOADS; ++k) {
+                const bool ours = (mine >> k) & 1u;
+                if (__ballot_sync(FULL_MASK, ours) == 0u) continue;
+                const int n = (int)node[k];
+                float sum = one[k];
+                bool leader = true;
+                if (num_features == 1) {
+                    const int key = ours ? n : -1 - lane;
+                    if (warp_has_neighbour_duplicates(key, ours, 1)) {  // a run of one target: one atomic for it
+                        const unsigned peers = __match_any_sync(FULL_MASK, key);
+                        sum = sum_over_peers(peers, sum);
+                        leader = __ffs(peers) - 1 == lane;
+                    }
+                }
+                if (!ours || !leader) continue;
+                int* keys = cluster_map(cluster_keys, target[k]);
+                const int slot = owned_insert(keys, capacity, n, probes, cluster_map(&overflow, target[k]));
+                if (slot < 0) continue;
+                float* row = cluster_map(sums, target[k]) + slot * num_features;
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(state + (i64)n * num_features));  // for the apply
+                if (num_features == 1) {
+                    atomicAdd(row, sum);
+                } else {
+                    const i64 e = first + lane + k * stride;
+                    for (int f = 0; f < num_features; ++f) atomicAdd(row + f, to_float(src[e * num_features + f]));
+                }
+            }
+        }
+        if (skipped != nullptr && first_pass && first_owner == 0) add_skipped(skipped, bad);  // one cluster counts
+        first_pass = false;
+        cluster_barrier();  // every insertion into this block's table is done
+        const int flag = threadIdx.x < CLUSTER_BLOCKS ? *((volatile int*)cluster_map(&overflow, threadIdx.x)) : 0;
+        const bool failed = __syncthreads_or(flag) != 0;
+        if (!failed) apply_owned_table(state, cluster_keys, sums, capacity, num_features);
+        cluster_barrier();  // every block has read the flags before the next pass clears them (or any block exits)
+        if (failed) {
+            width >>= 1;
+            continue;
+        }
+        lo += width;
+        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
+    }
+#endif
 }
 
 // Exclusive scan of a[0, n) in place in shared memory by the whole block (any blockDim up to 1024); returns the

@@ -79,6 +79,12 @@ def cuda_include() -> Path:
                          "nvidia-cuda-runtime)")
 
 
+def source_digest() -> str:
+    """The SHA-256 of plugin_host.cpp: compiled into the host (host_source_digest) and kept beside it, so that a
+    host built from another source is found where it cannot be rebuilt (tests/plugin_host/host.py refuses it)."""
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+
+
 def compile_command(version: str, headers: Path, output: Path) -> list[str]:
     compiler = shutil.which(os.environ.get("CXX", "g++"))
     if compiler is None:
@@ -87,8 +93,9 @@ def compile_command(version: str, headers: Path, output: Path) -> list[str]:
     return [compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-DTENSORRT_BUILD_LIB",
             "-Wall", "-Wno-deprecated-declarations", *(f"-DHOST_TRT_{name}={int(value)}" for name, value in
                                                        zip(("MAJOR", "MINOR", "PATCH", "BUILD"), parts)),
-            f"-I{headers}", f"-I{cuda_include()}", str(SOURCE), "-o", str(output),
-            f"-Wl,-soname,libnvinfer.so.{parts[0]}", "-ldl"]
+            f'-DHOST_SOURCE_SHA256="{source_digest()}"', f"-I{headers}", f"-I{cuda_include()}", str(SOURCE), "-o",
+            str(output),
+            f"-Wl,-soname,libnvinfer.so.{parts[0]}", "-ldl", "-pthread"]
 
 
 INIT = '''\
@@ -117,8 +124,14 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
     libs = layout / "tensorrt_libs"
     library = libs / f"libnvinfer.so.{major}"
     stamp = libs / "plugin_host.stamp"
+    source_stamp = libs / "plugin_host.source"  # the source's digest alone: checkable where there are no headers
+    current = source_digest()
     if not (headers / "NvInferRuntime.h").is_file():
         if stamp.is_file() and library.is_file():
+            if not source_stamp.is_file() or source_stamp.read_text() != current:
+                raise HostBuildError(f"the plugin host in {libs} was built from another plugin_host.cpp, and there "
+                                     f"are no TensorRT {headers_name} headers here to rebuild it: run "
+                                     "tests/plugin_host/build.py on the layout where they are, then carry it")
             return library  # built before this layout was carried here, where there are no headers
         raise HostBuildError(f"no TensorRT {headers_name} headers in {headers.parent} (set TRT_HEADERS to the folder "
                              "holding 10.4.0/, 10.16.0/ and 11.1.0/)")
@@ -128,6 +141,7 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
     for header in sorted(headers.rglob("*.h")):
         digest.update(header.read_bytes())
     if stamp.is_file() and stamp.read_text() == digest.hexdigest() and library.is_file():
+        source_stamp.write_text(current)  # layouts built before the source stamp existed
         return library
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -135,6 +149,7 @@ def build(layout: Path, headers_root: Path | None = None) -> Path:
     os.replace(built, library)
     (libs / "__init__.py").write_text(INIT.format(major=major, headers=headers_name))
     stamp.write_text(digest.hexdigest())
+    source_stamp.write_text(current)
     return library
 
 

@@ -22,6 +22,21 @@ def host_library_path() -> str | None:
     return getattr(sys.modules.get("tensorrt_libs"), "PLUGIN_HOST", None)
 
 
+def check_source(lib: Any, path: str) -> None:
+    """RuntimeError unless the host was built from this tree's plugin_host.cpp (a layout built elsewhere and
+    carried keeps the host it was built with; without this check an old host would run under new tests)."""
+    from tests.plugin_host.build import source_digest
+
+    digest = getattr(lib, "host_source_digest", None)
+    built = b""
+    if digest is not None:
+        digest.restype, digest.argtypes = ctypes.c_char_p, []
+        built = digest()
+    if built.decode() != source_digest():
+        raise RuntimeError(f"the plugin host {path} was built from another plugin_host.cpp than this tree's: rebuild "
+                           "it with tests/plugin_host/build.py where TensorRT's headers are (then carry the layout)")
+
+
 class Report:
     """One phase's report from the host: ok, the first error, and each TensorRT call made with what it got."""
 
@@ -73,12 +88,15 @@ class PluginHost:
             "host_build": (None, [char_p] * 4),
             "host_runtime_open": (None, [void_p, char_p]),
             "host_enqueue": (None, [void_p, u64_p, ctypes.c_int32, u64_p, ctypes.c_int32, ctypes.c_uint64,
-                                    ctypes.c_uint64, ctypes.c_int32]),
+                                    ctypes.c_uint64, ctypes.c_int32, char_p]),
+            "host_enqueue_together": (None, [ctypes.POINTER(void_p), u64_p, ctypes.c_int32, u64_p, ctypes.c_int32,
+                                             u64_p, u64_p, ctypes.c_int32]),
             "host_enqueue_nanoseconds": (ctypes.c_int64, [void_p]),
             "host_runtime_close": (None, [void_p]),
             "host_engine_free": (None, [void_p]),
             "host_engine_describe": (char_p, [void_p]),
             "host_run_unbound": (None, []),
+            "host_set_timing_limit": (None, [ctypes.c_double]),
         }
         self.aot = hasattr(lib, "host_aot_build")  # the 10.16 and 11.x header sets have quick plugins
         if self.aot:
@@ -93,6 +111,7 @@ class PluginHost:
         for name, (restype, argtypes) in signatures.items():
             function = getattr(lib, name)
             function.restype, function.argtypes = restype, argtypes
+        check_source(lib, path)
         if not lib.host_register_driver():
             raise RuntimeError("the plugin host could not register its driver creator")
         self.driver = trt.get_plugin_registry().get_creator("PluginHostDriver", "1", "plugin_host")
@@ -139,22 +158,76 @@ class PluginHost:
         return self._run()
 
     def enqueue(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
-                repeats: int = 1) -> Report:
-        """enqueue `repeats` times (outputs: one pointer per output; an aliased output gets its input's pointer)."""
+                repeats: int = 1, sizes: dict[str, int] | None = None) -> Report:
+        """enqueue `repeats` times (outputs: one pointer per output; an aliased output gets its input's pointer).
+        New `sizes` (the shapes, as for open) or pointers since the last onShapeChange: the host calls it first."""
         self.lib.host_enqueue(context, self._pointers(inputs), len(inputs), self._pointers(outputs), len(outputs),
-                              workspace, stream, repeats)
+                              workspace, stream, repeats, self._sizes(sizes or {}))
         return self._run()[1]
+
+    def enqueue_together(self, contexts: list[int], inputs: list[list[int]], outputs: list[list[int]],
+                         workspaces: list[int], streams: list[int], repeats: int = 1) -> Report:
+        """Two contexts enqueueing `repeats` times at once, each from a thread of its own (one list per context)."""
+        handles = (ctypes.c_void_p * 2)(*contexts)
+        self.lib.host_enqueue_together(handles, self._pointers(inputs[0] + inputs[1]), len(inputs[0]),
+                                       self._pointers(outputs[0] + outputs[1]), len(outputs[0]),
+                                       self._pointers(workspaces), self._pointers(streams), repeats)
+        return self._run()[1]
+
+    def enqueue_captured(self, context: int, inputs: list[int], outputs: list[int], workspace: int, stream: int,
+                         replays: int = 1, mode: str = "global") -> Report:
+        """enqueue inside a CUDA graph capture of `stream` (`mode`: "global", as torch.cuda.graph captures by
+        default, or "thread_local"), as an application captures enqueueV3, then
+        the graph launched `replays` times and the stream synchronized; the report of the captured enqueue. With
+        addresses other than the last enqueue's, onShapeChange runs inside the capture too (TensorRT calls it at
+        the next enqueueV3). Needs a GPU (cuda.bindings). NvInferRuntime.h
+        (IExecutionContext::reportToProfiler, 10.4 to 11.1): "if the graph is captured from an IExecutionContext";
+        (IExecutionContext::enqueueV3): "If the Engine is streaming weights, enqueueV3 will become synchronous, and
+        the graph will not be capturable." """
+        from cuda.bindings import driver
+
+        from plugin.cuda_check import check
+
+        handle = driver.CUstream(stream)
+        modes = {"global": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL,
+                 "thread_local": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL}
+        check(driver.cuStreamBeginCapture(handle, modes[mode]))
+        try:
+            report = self.enqueue(context, inputs, outputs, workspace, stream)
+        finally:
+            graph = check(driver.cuStreamEndCapture(handle))
+        try:
+            if report.ok:
+                executable = check(driver.cuGraphInstantiate(graph, 0))
+                try:
+                    for _ in range(replays):
+                        check(driver.cuGraphLaunch(executable, handle))
+                    check(driver.cuStreamSynchronize(handle))
+                finally:
+                    check(driver.cuGraphExecDestroy(executable))
+        finally:
+            check(driver.cuGraphDestroy(graph))
+        return report
+
+    def timing_limit(self, seconds: float) -> None:
+        """How long the build's timing enqueue on a GPU is waited for (default 60 s) before it is reported."""
+        self.lib.host_set_timing_limit(seconds)
 
     def enqueue_ns(self, context: int) -> int:
         """Nanoseconds of the last enqueue loop after its first call."""
         return self.lib.host_enqueue_nanoseconds(context)
 
     def close(self, context: int) -> Report:
+        """Destroys the context's plugin."""
         self.lib.host_runtime_close(context)
         return self._run()[1]
 
-    def free(self, engine: int) -> None:
+    def free(self, engine: int | None) -> Report | None:
+        """Destroys an engine (its runtime plugin, where a context was made); None for no engine."""
+        if engine is None:
+            return None
         self.lib.host_engine_free(engine)
+        return self._run()[1]
 
     def registry_list(self) -> list[list[str]]:
         return json.loads(self.lib.host_registry_list())["creators"]

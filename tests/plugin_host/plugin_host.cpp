@@ -11,6 +11,10 @@
  *     through the calls TensorRT documents in NvInferRuntime.h, in TensorRT's order: the build phase, the
  *     runtime phase (enqueue only when the caller hands it device buffers and a stream) and, for quickly
  *     deployable AOT plugins, the build phase up to getKernel plus the launch TensorRT makes from it.
+ * It is as harsh as TensorRT's headers allow, each time quoting the sentence it stands for: configurePlugin
+ * called several times, the parser's clone deleted at once, the builder's timing on made-up inputs at kOPT (on a
+ * GPU device buffers of random bytes, waited for with a time limit), getWorkspaceSize asked of a runtime plugin
+ * that was never configured, onShapeChange again after new shapes or addresses, two execution contexts at once.
  * Every call is checked; each step's result (types, shapes, formats, aliasing, fields, status, and what the
  * bindings' trampolines printed on stderr) goes into a JSON report that host_report() returns.
  * Compiled with g++ against TensorRT's real headers of the bindings' release line (build.py).
@@ -23,7 +27,9 @@
 #endif
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -37,8 +43,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
@@ -110,20 +119,20 @@ public:
     //! Adds a step: the TensorRT call, its status ("ok" or "failed") and its details (JSON members).
     void step(std::string const& call, bool ok, std::string const& details = "", std::string const& stderrText = "")
     {
-        std::string entry = "{\"call\": " + quoted(call) + ", \"ok\": " + (ok ? "true" : "false");
-        if (!details.empty())
-        {
-            entry += ", " + details;
-        }
-        if (!stderrText.empty())
-        {
-            entry += ", \"stderr\": " + quoted(stderrText);
-        }
-        mSteps.push_back(entry + "}");
+        mSteps.push_back({call, ok, details, stderrText});
         if (!ok && mError.empty())
         {
             mError
                 = call + ": " + (details.empty() ? "failed" : details) + (stderrText.empty() ? "" : " | " + stderrText);
+        }
+    }
+
+    //! Adds another report's steps, each call prefixed (e.g. "context 1: "), in their order.
+    void merge(Report const& other, std::string const& prefix)
+    {
+        for (auto const& s : other.mSteps)
+        {
+            step(prefix + s.call, s.ok, s.details, s.stderrText);
         }
     }
 
@@ -149,7 +158,11 @@ public:
             + ", \"error\": " + (mError.empty() ? "null" : quoted(mError)) + ", \"steps\": [";
         for (size_t i = 0; i < mSteps.size(); ++i)
         {
-            out += (i ? ",\n  " : "\n  ") + mSteps[i];
+            Step const& s = mSteps[i];
+            std::string entry = "{\"call\": " + quoted(s.call) + ", \"ok\": " + (s.ok ? "true" : "false");
+            entry += s.details.empty() ? "" : ", " + s.details;
+            entry += s.stderrText.empty() ? "" : ", \"stderr\": " + quoted(s.stderrText);
+            out += (i ? ",\n  " : "\n  ") + entry + "}";
         }
         out += "]";
         for (auto const& [key, value] : mExtra)
@@ -160,9 +173,15 @@ public:
     }
 
 private:
+    struct Step
+    {
+        std::string call;
+        bool ok;
+        std::string details, stderrText;
+    };
     std::string mPhase;
     std::string mError;
-    std::vector<std::string> mSteps;
+    std::vector<Step> mSteps;
     std::vector<std::pair<std::string, std::string>> mExtra;
 };
 
@@ -282,6 +301,10 @@ std::optional<std::string> readableString(char const* p, size_t maxLength = 1024
 //! and its use of what the call returned (e.g. after getFieldsToSerialize returns, before the fields are read).
 using Hook = void (*)(char const* point);
 Hook gHook = nullptr;
+
+//! How long the host waits for the build's timing enqueue on a GPU before it reports that its kernels never end
+//! (host_set_timing_limit changes it).
+double gTimingLimitSeconds = 60.0;
 
 void hookPoint(char const* point)
 {
@@ -980,6 +1003,12 @@ struct Engine
     std::vector<std::pair<HostExpr const*, int32_t>> extraArgs; // expression, PluginArgDataType
     void* module{nullptr}; // the CUDA module loaded from the kernel (at the first launch), and its function
     void* function{nullptr};
+    // The runtime phase: the engine's plugin, made by createPlugin(kRUNTIME) from the fields when the first
+    // execution context is made (deserialization), and the one every context's plugin is attached from; it lives
+    // as long as the engine (host_engine_free deletes it).
+    IPluginV3* runtimePlugin{nullptr};
+    IPluginV3OneRuntime* runtime{nullptr};
+    std::vector<PluginField> fieldsView;
 };
 
 std::string dimsText(std::vector<HostExpr const*> const& dims)
@@ -1030,73 +1059,120 @@ std::string dimsJson(Dims const& dims)
     return intList(values);
 }
 
+//! The words of a line: split at ASCII spaces and tabs, byte by byte (no stream, no locale).
+std::vector<std::string> splitWords(std::string const& line)
+{
+    std::vector<std::string> words;
+    std::string word;
+    for (char c : line)
+    {
+        if (c == ' ' || c == '\t' || c == '\r')
+        {
+            if (!word.empty())
+            {
+                words.push_back(word);
+            }
+            word.clear();
+        }
+        else
+        {
+            word += c;
+        }
+    }
+    if (!word.empty())
+    {
+        words.push_back(word);
+    }
+    return words;
+}
+
+//! A whole word as a decimal integer (std::from_chars: no locale, no digit grouping), else nothing.
+std::optional<int64_t> parseInteger(std::string const& word)
+{
+    int64_t value = 0;
+    char const* end = word.data() + word.size();
+    auto const [stop, error] = std::from_chars(word.data(), end, value);
+    return error == std::errc{} && stop == end && !word.empty() ? std::optional<int64_t>{value} : std::nullopt;
+}
+
 //! Reads the spec the test gives (one item per line):
 //!   field NAME v [v ...]          an INT32 plugin field of the network (creator's createPlugin, kBUILD)
 //!   input DATATYPE DIM [DIM ...]  an input tensor: DataType as its integer, dims as integers or size names
 //!   profile NAME MIN OPT MAX      the optimization profile's range of a size name
-//! The streams read in the classic locale: a library in the process may have set a global C++ locale whose digit
-//! grouping reads "1 1000000" as one number.
+//! Split and read byte by byte, with std::from_chars, not with streams: a stream reads numbers with the facets of a
+//! locale, and the process may have set a global C++ locale whose digit grouping reads "1 1000000" as one number.
+//! A line it cannot read is reported with its bytes.
 bool parseSpec(std::string const& spec, Engine& engine, Report& report)
 {
-    std::istringstream lines(spec);
-    std::string line;
-    while (std::getline(lines, line))
+    size_t begin = 0;
+    while (begin <= spec.size())
     {
-        std::istringstream words(line);
-        words.imbue(std::locale::classic());
-        std::string what;
-        if (!(words >> what))
+        size_t const newline = std::min(spec.find('\n', begin), spec.size());
+        std::string const line = spec.substr(begin, newline - begin);
+        begin = newline + 1;
+        std::vector<std::string> const words = splitWords(line);
+        auto refuse = [&](std::string const& what) {
+            std::string bytes; // what was received, for a failure that the text alone does not explain
+            for (unsigned char c : line)
+            {
+                char hex[4];
+                std::snprintf(hex, sizeof(hex), "%02x", c);
+                bytes += hex;
+            }
+            report.fail(what + ": " + line + " (bytes " + bytes + ")");
+            return false;
+        };
+        if (words.empty())
         {
             continue;
         }
-        if (what == "field")
+        if (words[0] == "field" && words.size() >= 2)
         {
-            std::string name;
-            words >> name;
             std::vector<int32_t> values;
-            int64_t v = 0;
-            while (words >> v)
+            for (size_t i = 2; i < words.size(); ++i)
             {
-                values.push_back(static_cast<int32_t>(v));
+                auto v = parseInteger(words[i]);
+                if (!v)
+                {
+                    return refuse("cannot read the field line");
+                }
+                values.push_back(static_cast<int32_t>(*v));
             }
-            engine.fieldSpec.emplace_back(name, values);
+            engine.fieldSpec.emplace_back(words[1], values);
         }
-        else if (what == "input")
+        else if (words[0] == "input" && words.size() >= 2)
         {
-            int32_t type = 0;
-            words >> type;
-            TensorSpec input{static_cast<DataType>(type), {}};
-            std::string dim;
-            while (words >> dim)
+            auto type = parseInteger(words[1]);
+            if (!type)
             {
-                bool const number = !dim.empty() && (std::isdigit(static_cast<unsigned char>(dim[0])) || dim[0] == '-');
-                input.dims.push_back(
-                    number ? engine.builder.constantExpr(std::stoll(dim)) : engine.builder.symbol(dim));
+                return refuse("cannot read the input line");
+            }
+            TensorSpec input{static_cast<DataType>(*type), {}};
+            for (size_t i = 2; i < words.size(); ++i)
+            {
+                auto v = parseInteger(words[i]);
+                input.dims.push_back(v ? engine.builder.constantExpr(*v) : engine.builder.symbol(words[i]));
             }
             engine.inputs.push_back(input);
         }
-        else if (what == "profile")
+        else if (words[0] == "profile")
         {
-            std::string name;
-            Range range{};
-            if (!(words >> name >> range.min >> range.opt >> range.max))
+            std::optional<int64_t> low, opt, high;
+            if (words.size() == 5)
             {
-                std::string bytes; // what was received, for a failure that the text alone does not explain
-                for (unsigned char c : line)
-                {
-                    char hex[4];
-                    std::snprintf(hex, sizeof(hex), "%02x", c);
-                    bytes += hex;
-                }
-                report.fail("cannot read the profile line: " + line + " (bytes " + bytes + ")");
-                return false;
+                low = parseInteger(words[2]);
+                opt = parseInteger(words[3]);
+                high = parseInteger(words[4]);
             }
-            engine.profile[name] = range;
+            if (!low || !opt || !high)
+            {
+                return refuse("cannot read the profile line");
+            }
+            engine.profile[words[1]] = Range{*low, *opt, *high};
         }
         else
         {
-            report.fail("unknown spec line: " + line);
-            return false;
+            return refuse("unknown spec line");
         }
     }
     for (auto& [name, values] : engine.fieldSpec)
@@ -1117,19 +1193,18 @@ Sizes profileSizes(Engine const& engine, int which)
     return sizes;
 }
 
+//! Concrete sizes "N=1000 E=5000" (read as the spec is); false for anything else.
 bool parseSizes(std::string const& text, Sizes& sizes)
 {
-    std::istringstream words(text);
-    words.imbue(std::locale::classic());
-    std::string item;
-    while (words >> item)
+    for (std::string const& item : splitWords(text))
     {
-        auto eq = item.find('=');
-        if (eq == std::string::npos)
+        auto const eq = item.find('=');
+        auto const value = eq == std::string::npos ? std::nullopt : parseInteger(item.substr(eq + 1));
+        if (!value)
         {
             return false;
         }
-        sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+        sizes[item.substr(0, eq)] = *value;
     }
     return true;
 }
@@ -1215,6 +1290,92 @@ void keepSelfReturned(IPluginV3*& copy, IPluginV3*& plugin, std::string const& c
     copy = nullptr;
 }
 
+//! The CUDA driver functions the host needs, looked up at run time (the host links no CUDA library): the AOT
+//! launch, and the made-up buffers of the build's timing enqueue.
+struct Driver
+{
+    using Result = int32_t;
+    Result (*moduleLoadData)(void**, void const*){nullptr};
+    Result (*moduleGetFunction)(void**, void*, char const*){nullptr};
+    Result (*moduleUnload)(void*){nullptr};
+    Result (*launchKernel)(
+        void*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, void**, void**){nullptr};
+    Result (*getErrorName)(Result, char const**){nullptr};
+    Result (*ctxGetCurrent)(void**){nullptr};
+    Result (*ctxSetCurrent)(void*){nullptr};
+    Result (*memAlloc)(uint64_t*, size_t){nullptr};
+    Result (*memFree)(uint64_t){nullptr};
+    Result (*memcpyHtoD)(uint64_t, void const*, size_t){nullptr};
+    Result (*streamCreate)(void**, uint32_t){nullptr};
+    Result (*streamDestroy)(void*){nullptr};
+    Result (*streamQuery)(void*){nullptr};
+    Result (*streamSynchronize)(void*){nullptr};
+
+    static Driver const* get(std::string& problem)
+    {
+        static Driver driver;
+        static bool loaded = false;
+        if (!loaded)
+        {
+            void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+            if (lib != nullptr)
+            {
+                auto find = [lib](auto& function, char const* name) {
+                    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(lib, name));
+                };
+                find(driver.moduleLoadData, "cuModuleLoadData");
+                find(driver.moduleGetFunction, "cuModuleGetFunction");
+                find(driver.moduleUnload, "cuModuleUnload");
+                find(driver.launchKernel, "cuLaunchKernel");
+                find(driver.getErrorName, "cuGetErrorName");
+                find(driver.ctxGetCurrent, "cuCtxGetCurrent");
+                find(driver.ctxSetCurrent, "cuCtxSetCurrent");
+                find(driver.memAlloc, "cuMemAlloc_v2");
+                find(driver.memFree, "cuMemFree_v2");
+                find(driver.memcpyHtoD, "cuMemcpyHtoD_v2");
+                find(driver.streamCreate, "cuStreamCreate");
+                find(driver.streamDestroy, "cuStreamDestroy_v2");
+                find(driver.streamQuery, "cuStreamQuery");
+                find(driver.streamSynchronize, "cuStreamSynchronize");
+            }
+            loaded = true;
+        }
+        if (driver.moduleLoadData == nullptr || driver.moduleGetFunction == nullptr || driver.launchKernel == nullptr)
+        {
+            problem = "no CUDA driver (libcuda.so.1) in this process";
+            return nullptr;
+        }
+        return &driver;
+    }
+
+    //! The driver, where this thread has a current CUDA context and the calls of device buffers exist; else
+    //! nullptr (a CPU machine, or no context made current: the host then records launches instead).
+    static Driver const* withContext()
+    {
+        std::string problem;
+        Driver const* driver = get(problem);
+        if (driver == nullptr || driver->ctxGetCurrent == nullptr || driver->memAlloc == nullptr
+            || driver->memFree == nullptr || driver->memcpyHtoD == nullptr || driver->streamCreate == nullptr
+            || driver->streamDestroy == nullptr || driver->streamQuery == nullptr
+            || driver->streamSynchronize == nullptr)
+        {
+            return nullptr;
+        }
+        void* context = nullptr;
+        return driver->ctxGetCurrent(&context) == 0 && context != nullptr ? driver : nullptr;
+    }
+
+    std::string name(Result r) const
+    {
+        char const* text = nullptr;
+        if (getErrorName != nullptr)
+        {
+            getErrorName(r, &text);
+        }
+        return text == nullptr ? "CUDA error " + std::to_string(r) : text;
+    }
+};
+
 } // namespace
 
 //! Exports of libnvinfer that the bindings link ---------------------------------------------------------------
@@ -1290,11 +1451,28 @@ HOST_API char const* host_headers_version()
     return version.c_str();
 }
 
+#ifndef HOST_SOURCE_SHA256
+#define HOST_SOURCE_SHA256 ""
+#endif
+
+//! The SHA-256 of the plugin_host.cpp this host was built from (build.py passes it), so that host.py can refuse a
+//! host built from another source (a layout carried to a machine where it cannot be rebuilt).
+HOST_API char const* host_source_digest()
+{
+    return HOST_SOURCE_SHA256;
+}
+
 //! Sets the callback called at the points where TensorRT goes on with other work before it uses what a plugin
 //! call returned (nullptr: none).
 HOST_API void host_set_hook(Hook hook)
 {
     gHook = hook;
+}
+
+//! How long the build's timing enqueue on a GPU is waited for before its kernels are reported as never ending.
+HOST_API void host_set_timing_limit(double seconds)
+{
+    gTimingLimitSeconds = seconds;
 }
 
 //! The registry's creators as JSON [[kind, name, version, namespace], ...].
@@ -1522,6 +1700,332 @@ bool setTactic(Runtime* runtime, Engine const& engine, Report& report)
 namespace
 {
 
+//! Bytes of one element of a tensor of this type.
+size_t elementBytes(DataType type)
+{
+    switch (type)
+    {
+    case DataType::kFLOAT:
+    case DataType::kINT32: return 4;
+    case DataType::kHALF:
+    case DataType::kBF16: return 2;
+    case DataType::kINT64: return 8;
+    default: return 1;
+    }
+}
+
+size_t tensorBytes(PluginTensorDesc const& d)
+{
+    size_t elements = 1;
+    for (int32_t i = 0; i < d.dims.nbDims; ++i)
+    {
+        elements *= static_cast<size_t>(std::max<int64_t>(d.dims.d[i], 0));
+    }
+    return elements * elementBytes(d.type);
+}
+
+//! The buffers of the build's timing enqueue: on a GPU (a current CUDA context on this thread) device memory
+//! holding random bytes and a stream of the host's; on a CPU made-up addresses and stream that nothing reads (the
+//! test records the plugin's launch instead). Freed at the end, unless a kernel did not end (then left alone).
+class MadeUpBuffers
+{
+public:
+    MadeUpBuffers()
+        : mDriver(Driver::withContext())
+    {
+    }
+
+    MadeUpBuffers(MadeUpBuffers const&) = delete;
+    MadeUpBuffers& operator=(MadeUpBuffers const&) = delete;
+
+    ~MadeUpBuffers()
+    {
+        if (mDriver == nullptr || mAbandoned)
+        {
+            return;
+        }
+        if (mStream != nullptr)
+        {
+            mDriver->streamSynchronize(mStream);
+            mDriver->streamDestroy(mStream);
+        }
+        for (uint64_t address : mAllocations)
+        {
+            mDriver->memFree(address);
+        }
+    }
+
+    bool onDevice() const
+    {
+        return mDriver != nullptr;
+    }
+
+    //! A buffer of `bytes` random bytes (0 for no bytes); false (problem set) where the driver refused.
+    bool make(size_t bytes, uint64_t& address, std::string& problem)
+    {
+        address = 0;
+        if (bytes == 0)
+        {
+            return true;
+        }
+        if (mDriver == nullptr)
+        {
+            address = kMADE_UP_BASE + (++mCount << 32);
+            return true;
+        }
+        Driver::Result r = mDriver->memAlloc(&address, bytes);
+        if (r != 0)
+        {
+            problem = "cuMemAlloc(" + std::to_string(bytes) + ") failed: " + mDriver->name(r);
+            return false;
+        }
+        mAllocations.push_back(address);
+        std::vector<uint64_t> random((bytes + 7) / 8);
+        for (auto& word : random)
+        {
+            word = mRandom();
+        }
+        r = mDriver->memcpyHtoD(address, random.data(), bytes);
+        if (r != 0)
+        {
+            problem = "cuMemcpyHtoD failed: " + mDriver->name(r);
+            return false;
+        }
+        return true;
+    }
+
+    //! The stream the timing enqueue gets.
+    bool stream(uint64_t& handle, std::string& problem)
+    {
+        if (mDriver == nullptr)
+        {
+            handle = kMADE_UP_STREAM;
+            return true;
+        }
+        Driver::Result const r = mStream == nullptr ? mDriver->streamCreate(&mStream, 1 /* non-blocking */) : 0;
+        if (r != 0)
+        {
+            problem = "cuStreamCreate failed: " + mDriver->name(r);
+            return false;
+        }
+        handle = reinterpret_cast<uint64_t>(mStream);
+        return true;
+    }
+
+    //! Waits for the stream at most `seconds`; false (problem set) when its work failed or did not end.
+    bool wait(double seconds, std::string& problem)
+    {
+        if (mDriver == nullptr || mStream == nullptr)
+        {
+            return true;
+        }
+        auto const deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        Driver::Result r = mDriver->streamQuery(mStream);
+        while (r == kNOT_READY && std::chrono::steady_clock::now() < deadline)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            r = mDriver->streamQuery(mStream);
+        }
+        if (r == kNOT_READY)
+        {
+            mAbandoned = true; // a kernel still running: its buffers stay
+            char limit[32];
+            std::snprintf(limit, sizeof(limit), "%g", seconds);
+            problem = std::string{"the kernels did not end within "} + limit + " s";
+            return false;
+        }
+        if (r != 0)
+        {
+            problem = "the stream's work failed: " + mDriver->name(r);
+            return false;
+        }
+        return true;
+    }
+
+private:
+    static constexpr uint64_t kMADE_UP_BASE = 0x7e0000000000ULL;
+    static constexpr uint64_t kMADE_UP_STREAM = 0x5eed0000ULL;
+    static constexpr Driver::Result kNOT_READY = 600; // CUDA_ERROR_NOT_READY
+    Driver const* mDriver;
+    std::vector<uint64_t> mAllocations;
+    void* mStream{nullptr};
+    uint64_t mCount{0};
+    bool mAbandoned{false};
+    std::mt19937_64 mRandom{std::random_device{}()};
+};
+
+//! The concrete descriptors for these sizes: inputs from their shapes, outputs from the plugin's own shape
+//! expressions; false (reported) where a size is missing.
+bool concreteDescs(Engine const& engine, Sizes const& sizes, std::vector<PluginTensorDesc>& in,
+    std::vector<PluginTensorDesc>& out, Report& report)
+{
+    auto makeDesc
+        = [&](std::vector<HostExpr const*> const& dims, DataType type, TensorFormat format, PluginTensorDesc& d) {
+              auto values = evaluateAll(dims, sizes);
+              if (!values)
+              {
+                  report.fail("a size is missing for the shape " + dimsText(dims));
+                  return false;
+              }
+              d = PluginTensorDesc{};
+              d.dims = toDims(*values);
+              d.type = type;
+              d.format = format;
+              d.scale = 1.0F;
+              return true;
+          };
+    return fillDescs(engine, in, out, makeDesc);
+}
+
+std::string descJson(PluginTensorDesc const& d)
+{
+    return "{\"dims\": " + dimsJson(d.dims) + ", \"type\": " + std::to_string(static_cast<int32_t>(d.type))
+        + ", \"format\": " + std::to_string(static_cast<int32_t>(d.format)) + "}";
+}
+
+//! onShapeChange with these descriptors, reported as `call`; true when it returned 0.
+bool shapeChange(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> const& in,
+    std::vector<PluginTensorDesc> const& out, std::string const& call, Report& report)
+{
+    StderrCapture capture;
+    int32_t const status = runtime->onShapeChange(
+        in.data(), static_cast<int32_t>(in.size()), out.data(), static_cast<int32_t>(out.size()));
+    std::string const text = capture.finish();
+    report.step(call, status == 0,
+        "\"status\": " + std::to_string(status) + ", \"in\": " + jsonList<PluginTensorDesc>(in, descJson)
+            + ", \"out\": " + jsonList<PluginTensorDesc>(out, descJson),
+        text);
+    return status == 0;
+}
+
+std::string pointerList(std::vector<uint64_t> const& values)
+{
+    return intList(std::vector<int64_t>(values.begin(), values.end()));
+}
+
+//! The pointers enqueue gets for its outputs: an output the plugin aliases to an input gets that input's pointer
+//! (TensorRT's in-place binding), the others the pointers given.
+std::vector<uint64_t> outputPointers(Engine const& engine, std::vector<uint64_t> const& in, uint64_t const* given)
+{
+    std::vector<uint64_t> out(engine.nbOutputs);
+    for (int32_t i = 0; i < engine.nbOutputs; ++i)
+    {
+        int32_t const a = engine.aliases[i];
+        out[i] = a >= 0 ? in[a] : given[i];
+    }
+    return out;
+}
+
+//! One enqueue call with these pointers.
+int32_t callEnqueue(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> const& inDescs,
+    std::vector<PluginTensorDesc> const& outDescs, std::vector<uint64_t> const& in, std::vector<uint64_t> const& out,
+    uint64_t workspace, uint64_t stream)
+{
+    std::vector<void const*> inputs(in.size());
+    std::vector<void*> outputs(out.size());
+    std::transform(in.begin(), in.end(), inputs.begin(), [](uint64_t p) { return reinterpret_cast<void const*>(p); });
+    std::transform(out.begin(), out.end(), outputs.begin(), [](uint64_t p) { return reinterpret_cast<void*>(p); });
+    return runtime->enqueue(inDescs.data(), outDescs.data(), inputs.data(), outputs.data(),
+        reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream));
+}
+
+
+//! What the builder may do to time a plugin, on a clone of the network's plugin: onShapeChange at kOPT, then
+//! enqueue (twice) on inputs it made up and a workspace of the size getWorkspaceSize promised.
+//! NvInferRuntime.h (IPluginV3OneRuntime::onShapeChange, 10.4 to 11.1): "IBuilder will call this function once per
+//! profile, with `in` resolved to the values specified by the kOPT field of the current profile." What enqueue
+//! then reads is the builder's: a TensorRT maintainer, NVIDIA/TensorRT#2552, on plugins timed while building: the
+//! builder runs them on inputs it made up. On a GPU (a current CUDA context) the buffers hold random bytes and the
+//! host waits for the kernels (gTimingLimitSeconds at most); on a CPU the addresses are made up and the plugin's
+//! launch is recorded by the test.
+bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
+{
+    IPluginV3* timing = nullptr;
+    {
+        StderrCapture capture;
+        timing = plugin.clone();
+        std::string const text = capture.finish();
+        bool const ok = timing != nullptr && timing != &plugin;
+        report.step("IPluginV3::clone (the builder's copy for timing)", ok, "\"plugin\": " + interfaceJson(timing),
+            text);
+        if (!ok)
+        {
+            IPluginV3* self = &plugin;
+            keepSelfReturned(timing, self, "clone", report);
+            return false;
+        }
+    }
+    bool ok = false;
+    {
+        MadeUpBuffers buffers;
+        auto* runtime = static_cast<IPluginV3OneRuntime*>(capability(
+            *timing, PluginCapabilityType::kRUNTIME, "kRUNTIME of the timing copy", {"PLUGIN_V3ONE_RUNTIME"}, report));
+        std::vector<PluginTensorDesc> inDescs, outDescs;
+        ok = runtime != nullptr && setTactic(runtime, engine, report)
+            && concreteDescs(engine, profileSizes(engine, 1), inDescs, outDescs, report)
+            && shapeChange(runtime, inDescs, outDescs, "onShapeChange (build: kOPT)", report);
+        std::vector<uint64_t> in(inDescs.size()), given(outDescs.size());
+        uint64_t workspace = 0, stream = 0;
+        std::string problem;
+        for (size_t i = 0; ok && i < in.size(); ++i)
+        {
+            ok = buffers.make(tensorBytes(inDescs[i]), in[i], problem);
+        }
+        for (size_t i = 0; ok && i < given.size(); ++i)
+        {
+            ok = engine.aliases[i] >= 0 || buffers.make(tensorBytes(outDescs[i]), given[i], problem);
+        }
+        ok = ok && buffers.make(engine.workspace, workspace, problem) && buffers.stream(stream, problem);
+        if (!problem.empty())
+        {
+            report.fail("made-up buffers for the timing enqueue: " + problem);
+        }
+        if (ok)
+        {
+            std::vector<uint64_t> const out = outputPointers(engine, in, given.data());
+            int32_t status = 0;
+            int32_t calls = 0;
+            StderrCapture capture;
+            while (calls < 2 && status == 0)
+            {
+                status = callEnqueue(runtime, inDescs, outDescs, in, out, workspace, stream);
+                ++calls;
+            }
+            std::string const text = capture.finish();
+            report.step("IPluginV3OneRuntime::enqueue (build: timing on made-up inputs at kOPT)", status == 0,
+                "\"status\": " + std::to_string(status) + ", \"calls\": " + std::to_string(calls)
+                    + ", \"on_device\": " + (buffers.onDevice() ? "true" : "false") + ", \"inputs\": "
+                    + pointerList(in) + ", \"outputs\": " + pointerList(out) + ", \"workspace\": "
+                    + std::to_string(workspace) + ", \"workspace_bytes\": " + std::to_string(engine.workspace)
+                    + ", \"stream\": " + std::to_string(stream),
+                text);
+            ok = status == 0;
+            if (ok && buffers.onDevice())
+            {
+                ok = buffers.wait(gTimingLimitSeconds, problem);
+                report.step("the timing enqueue's kernels on made-up inputs", ok,
+                    ok ? "" : "\"message\": " + quoted(problem));
+            }
+        }
+    }
+    destroy(timing, "the timing copy", report);
+    return ok && report.ok();
+}
+
+//! getWorkspaceSize for these descriptors, reported as `call`; nothing where the trampoline printed an error (the
+//! bindings swallow an exception there and return 0: an [ERROR] line is the only sign).
+std::optional<size_t> workspaceSize(IPluginV3OneBuild* build, std::vector<DynamicPluginTensorDesc> const& in,
+    std::vector<DynamicPluginTensorDesc> const& out, std::string const& call, Report& report)
+{
+    StderrCapture capture;
+    size_t const bytes = build->getWorkspaceSize(
+        in.data(), static_cast<int32_t>(in.size()), out.data(), static_cast<int32_t>(out.size()));
+    std::string const text = capture.finish();
+    bool const ok = text.find("[ERROR]") == std::string::npos;
+    report.step(call, ok, "\"bytes\": " + std::to_string(bytes), text);
+    return ok ? std::optional<size_t>{bytes} : std::nullopt;
+}
+
 //! What the two build phases share: the engine being made, the report, the plugins TensorRT would own (destroyed
 //! at the end, the clone first) and the steps whose calls are the same for V3One and quick plugins.
 class BuildPhase
@@ -1582,16 +2086,74 @@ public:
         return ok;
     }
 
-    template <typename Build>
-    bool configure(Build* build, std::vector<DynamicPluginTensorDesc>& in, std::vector<DynamicPluginTensorDesc>& out,
-        std::string const& details)
+    //! configurePlugin as the builder may call it. NvInferRuntime.h (IPluginV3OneBuild::configurePlugin, 10.4 to
+    //! 11.1): "configurePlugin() can be called multiple times in the build phase during creation of an engine by
+    //! IBuilder." The host calls it for the profile (min, opt, max), then as for profiles of one point each at
+    //! kMIN, kOPT and kMAX, then for the profile again; after each call, after(label) (V3One plugins:
+    //! getWorkspaceSize, "called after the plugin is configured"). False at the first failure.
+    template <typename Build, typename After>
+    bool configureRounds(Build* build, std::vector<DynamicPluginTensorDesc> const& in,
+        std::vector<DynamicPluginTensorDesc> const& out, std::string const& details, After const& after)
     {
+        enum Round
+        {
+            kPROFILE = -1,
+            kMIN = 0,
+            kOPT = 1,
+            kMAX = 2
+        };
+        std::pair<Round, char const*> const rounds[] = {{kPROFILE, "the profile: min, opt, max"},
+            {kMIN, "kMIN only"}, {kOPT, "kOPT only"}, {kMAX, "kMAX only"}, {kPROFILE, "the profile again"}};
+        for (auto const& [round, label] : rounds)
+        {
+            std::vector<DynamicPluginTensorDesc> roundIn(in), roundOut(out);
+            for (auto* descs : {&roundIn, &roundOut})
+            {
+                for (auto& d : *descs)
+                {
+                    if (round != kPROFILE)
+                    {
+                        Dims const point = round == kMIN ? d.min : round == kOPT ? d.opt : d.max;
+                        d.min = d.opt = d.max = point;
+                    }
+                }
+            }
+            StderrCapture capture;
+            int32_t const status = build->configurePlugin(
+                roundIn.data(), static_cast<int32_t>(engine->inputs.size()), roundOut.data(), engine->nbOutputs);
+            std::string const text = capture.finish();
+            report.step(std::string{"configurePlugin ("} + label + ")", status == 0,
+                "\"status\": " + std::to_string(status) + (round == kPROFILE ? details : ""), text);
+            if (status != 0 || !after(label, roundIn, roundOut))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    //! What addPluginV3 and the ONNX parser do with the plugin createPlugin made: the network keeps a clone and the
+    //! parser deletes its own right away (onnx-tensorrt 10.16, FallbackPluginImporter, read 2026-12-01: the
+    //! plugin it created is deleted right after addPluginV3). NvInferPluginBase.h (IPluginV3::clone, 10.16.0 and
+    //! 11.1.0; NvInferRuntime.h in 10.4.0): "The cloned object must be in a fully initialized state." Every later
+    //! build call goes to the clone.
+    bool adoptClone()
+    {
+        IPluginV3* made = plugin;
         StderrCapture capture;
-        int32_t const status = build->configurePlugin(
-            in.data(), static_cast<int32_t>(engine->inputs.size()), out.data(), engine->nbOutputs);
+        plugin = made->clone();
         std::string const text = capture.finish();
-        report.step("configurePlugin", status == 0, "\"status\": " + std::to_string(status) + details, text);
-        return status == 0;
+        bool const ok = plugin != nullptr && plugin != made;
+        report.step("IPluginV3::clone (addPluginV3: the network's copy)", ok, "\"plugin\": " + interfaceJson(plugin),
+            text);
+        if (!ok)
+        {
+            keepSelfReturned(plugin, made, "clone", report);
+            plugin = made;
+            return false;
+        }
+        destroy(made, "the parser's plugin (right after addPluginV3)", report);
+        return report.ok();
     }
 
     //! clone, then the clone's core capability (kind coreKind) and names; a clone that is the plugin itself is
@@ -1665,6 +2227,10 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         {
             return finish(false);
         }
+    }
+    if (!phase.adoptClone())
+    {
+        return finish(false);
     }
     auto* core = static_cast<IPluginV3OneCore*>(
         capability(*plugin, PluginCapabilityType::kCORE, "kCORE", {"PLUGIN_V3ONE_CORE"}, report));
@@ -1803,22 +2369,33 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         return "{\"dims\": " + dimsJson(d.desc.dims) + ", \"min\": " + dimsJson(d.min) + ", \"opt\": " + dimsJson(d.opt)
             + ", \"max\": " + dimsJson(d.max) + "}";
     });
-    if (!phase.configure(build, in, out, ", " + descs))
+    // configurePlugin several times, getWorkspaceSize after each: the engine keeps the last answer for the
+    // profile, which must be the first one's (the same descriptors).
+    std::optional<size_t> profileWorkspace;
+    auto afterConfigure = [&](char const* label, std::vector<DynamicPluginTensorDesc> const& roundIn,
+                              std::vector<DynamicPluginTensorDesc> const& roundOut) {
+        auto bytes = workspaceSize(build, roundIn, roundOut, std::string{"getWorkspaceSize ("} + label + ")", report);
+        if (!bytes)
+        {
+            return false;
+        }
+        if (std::string{label}.rfind("the profile", 0) == 0)
+        {
+            if (profileWorkspace && *profileWorkspace != *bytes)
+            {
+                report.step("getWorkspaceSize for the same profile", false,
+                    "\"message\": " + quoted("answered " + std::to_string(*profileWorkspace) + " bytes, then "
+                        + std::to_string(*bytes) + " after other configurePlugin calls"));
+                return false;
+            }
+            profileWorkspace = bytes;
+            engine->workspace = *bytes;
+        }
+        return true;
+    };
+    if (!phase.configureRounds(build, in, out, ", " + descs, afterConfigure))
     {
         return finish(false);
-    }
-    {
-        StderrCapture capture;
-        engine->workspace
-            = build->getWorkspaceSize(in.data(), static_cast<int32_t>(nbIn), out.data(), engine->nbOutputs);
-        std::string const text = capture.finish();
-        // The bindings swallow an exception here and return 0: an [ERROR] line is the only sign.
-        report.step("getWorkspaceSize", text.find("[ERROR]") == std::string::npos,
-            "\"bytes\": " + std::to_string(engine->workspace), text);
-        if (!report.ok())
-        {
-            return finish(false);
-        }
     }
     {
         engine->aliases.assign(engine->nbOutputs, -1);
@@ -1860,7 +2437,7 @@ void* build(char const* name, char const* version, char const* ns, char const* s
                 + ", \"metadata\": " + quoted(metadata),
             text);
     }
-    if (!report.ok())
+    if (!report.ok() || !timeOnMadeUpInputs(*plugin, *engine, report))
     {
         return finish(false);
     }
@@ -1921,196 +2498,275 @@ HOST_API char const* host_engine_describe(void* handle)
 namespace
 {
 
-//! An execution context of an engine: the runtime plugin and the one attached to the context.
+//! An execution context of an engine: the plugin attached to it, its shapes and the addresses it last enqueued with.
 struct Context
 {
-    Engine const* engine{nullptr};
-    IPluginV3* plugin{nullptr};   // created from the serialized fields (the engine's)
+    Engine* engine{nullptr};
     IPluginV3* attached{nullptr}; // attachToContext's clone (the execution context's)
     IPluginV3OneRuntime* runtime{nullptr};
     HostResourceContext resources;
+    Sizes sizes;
     std::vector<PluginTensorDesc> in, out;
-    std::vector<PluginField> fieldsView;
+    std::optional<std::vector<uint64_t>> bound; // the inputs', outputs', workspace's addresses onShapeChange saw last
     int64_t lastNanoseconds{0};
 };
 
-std::string descJson(PluginTensorDesc const& d)
+//! Deserialization's part of the runtime phase, once per engine: the engine's plugin from its serialized fields
+//! (createPlugin kRUNTIME), its runtime capability, and getWorkspaceSize asked of it. NvInferRuntime.h
+//! (IPluginV3OneBuild::getWorkspaceSize, 10.4 to 11.1): "This function is called after the plugin is configured,
+//! and possibly during execution." A runtime plugin was never configured: its answer for the build's descriptors
+//! must be the one the build promised (TensorRT may size the workspace from either; the bindings make an
+//! exception there 0 bytes).
+bool deserialize(Engine& engine, Report& report)
 {
-    return "{\"dims\": " + dimsJson(d.dims) + ", \"type\": " + std::to_string(static_cast<int32_t>(d.type))
-        + ", \"format\": " + std::to_string(static_cast<int32_t>(d.format)) + "}";
+    IPluginCreatorInterface* found = lookUp(engine, report, "PLUGIN CREATOR_V3ONE");
+    if (found == nullptr)
+    {
+        return false;
+    }
+    auto* creator = static_cast<IPluginCreatorV3One*>(found);
+    engine.fieldsView.clear();
+    for (auto const& field : engine.fields)
+    {
+        engine.fieldsView.emplace_back(field.name.c_str(), field.data.data(), field.type, field.length);
+    }
+    {
+        PluginFieldCollection fc{static_cast<int32_t>(engine.fieldsView.size()), engine.fieldsView.data()};
+        StderrCapture capture;
+        engine.runtimePlugin = creator->createPlugin(engine.name.c_str(), &fc, TensorRTPhase::kRUNTIME);
+        std::string const text = capture.finish();
+        report.step("IPluginCreatorV3One::createPlugin(kRUNTIME, the serialized fields)",
+            engine.runtimePlugin != nullptr, "\"plugin\": " + interfaceJson(engine.runtimePlugin), text);
+        if (engine.runtimePlugin == nullptr)
+        {
+            return false;
+        }
+    }
+    engine.runtime = static_cast<IPluginV3OneRuntime*>(capability(
+        *engine.runtimePlugin, PluginCapabilityType::kRUNTIME, "kRUNTIME", {"PLUGIN_V3ONE_RUNTIME"}, report));
+    if (engine.runtime == nullptr)
+    {
+        return false;
+    }
+    // A runtime plugin needs no kBUILD (NvInferPluginBase.h: "IPluginV3 objects added for the runtime phase must
+    // return valid objects for PluginCapabilityType::kCORE and PluginCapabilityType::kRUNTIME"): asked only where
+    // it has one.
+    IPluginCapability* buildCapability = nullptr;
+    {
+        StderrCapture capture;
+        buildCapability = engine.runtimePlugin->getCapabilityInterface(PluginCapabilityType::kBUILD);
+        std::string const text = capture.finish();
+        std::string const kind = buildCapability == nullptr ? "" : buildCapability->getInterfaceInfo().kind;
+        report.step("IPluginV3::getCapabilityInterface(kBUILD of the runtime plugin)", true,
+            "\"interface\": " + interfaceJson(buildCapability), text);
+        if (kind != "PLUGIN_V3ONE_BUILD")
+        {
+            return true;
+        }
+    }
+    std::vector<DynamicPluginTensorDesc> in, out;
+    if (!buildDescs(engine, in, out, report))
+    {
+        return false;
+    }
+    auto bytes = workspaceSize(static_cast<IPluginV3OneBuild*>(buildCapability), in, out,
+        "getWorkspaceSize (the runtime plugin, never configured)", report);
+    if (bytes && *bytes != engine.workspace)
+    {
+        report.step("the runtime plugin's workspace against the build's", false,
+            "\"message\": "
+                + quoted("the runtime plugin asks for " + std::to_string(*bytes) + " bytes where the build promised "
+                    + std::to_string(engine.workspace)
+                    + (*bytes < engine.workspace ? " (a size that only configurePlugin computed?)" : "")
+                    + ": the same descriptors must give the same workspace"));
+    }
+    return report.ok();
 }
 
-//! The runtime phase up to onShapeChange, in TensorRT's order: the engine's plugin from its serialized fields
-//! (createPlugin kRUNTIME), its runtime capability, attachToContext (the execution context's own plugin),
-//! setTactic, onShapeChange for the concrete sizes ("N=1000 E=5000"). Returns the context or nullptr.
+//! The runtime phase up to onShapeChange, in TensorRT's order: at the engine's first context its deserialization
+//! (above), then the execution context's own plugin (attachToContext), setTactic, onShapeChange for the concrete
+//! sizes ("N=1000 E=5000"). Returns the context or nullptr. NvInferRuntime.h (IExecutionContext, 10.4 to 11.1):
+//! "Multiple execution contexts may exist for one ICudaEngine instance, allowing the same engine to be used for
+//! the execution of multiple batches simultaneously": each context's plugin is attached from the one engine plugin.
 void* runtimeOpen(void* handle, char const* sizesText)
 {
-    auto const* engine = static_cast<Engine const*>(handle);
+    auto* engine = static_cast<Engine*>(handle);
     auto context = std::make_unique<Context>();
     context->engine = engine;
     Report report("runtime");
     auto fail = [&]() -> void* {
         destroy(context->attached, "the context's plugin", report);
-        destroy(context->plugin, "the engine's plugin", report);
+        if (engine != nullptr && engine->runtime == nullptr)
+        {
+            destroy(engine->runtimePlugin, "the engine's plugin", report);
+        }
         publish(report);
         return nullptr;
     };
-    Sizes sizes;
-    if (engine == nullptr || !parseSizes(sizesText == nullptr ? "" : sizesText, sizes))
+    if (engine == nullptr || !parseSizes(sizesText == nullptr ? "" : sizesText, context->sizes))
     {
         report.fail("no engine, or sizes not given as NAME=VALUE");
         return fail();
     }
-    IPluginCreatorInterface* found = lookUp(*engine, report, "PLUGIN CREATOR_V3ONE");
-    if (found == nullptr)
+    if (engine->runtimePlugin == nullptr && !deserialize(*engine, report))
     {
-        return fail();
-    }
-    auto* creator = static_cast<IPluginCreatorV3One*>(found);
-    for (auto const& field : engine->fields)
-    {
-        context->fieldsView.emplace_back(field.name.c_str(), field.data.data(), field.type, field.length);
-    }
-    {
-        PluginFieldCollection fc{static_cast<int32_t>(context->fieldsView.size()), context->fieldsView.data()};
-        StderrCapture capture;
-        context->plugin = creator->createPlugin(engine->name.c_str(), &fc, TensorRTPhase::kRUNTIME);
-        std::string const text = capture.finish();
-        report.step("IPluginCreatorV3One::createPlugin(kRUNTIME, the serialized fields)", context->plugin != nullptr,
-            "\"plugin\": " + interfaceJson(context->plugin), text);
-        if (context->plugin == nullptr)
-        {
-            return fail();
-        }
-    }
-    auto* runtime = static_cast<IPluginV3OneRuntime*>(
-        capability(*context->plugin, PluginCapabilityType::kRUNTIME, "kRUNTIME", {"PLUGIN_V3ONE_RUNTIME"}, report));
-    if (runtime == nullptr)
-    {
+        engine->runtime = nullptr;
         return fail();
     }
     {
         StderrCapture capture;
-        context->attached = runtime->attachToContext(&context->resources);
+        context->attached = engine->runtime->attachToContext(&context->resources);
         std::string const text = capture.finish();
-        bool const ok = context->attached != nullptr && context->attached != context->plugin;
+        bool const ok = context->attached != nullptr && context->attached != engine->runtimePlugin;
         report.step(
             "IPluginV3OneRuntime::attachToContext", ok, "\"plugin\": " + interfaceJson(context->attached), text);
         if (!ok)
         {
-            keepSelfReturned(context->attached, context->plugin, "attachToContext", report);
+            keepSelfReturned(context->attached, engine->runtimePlugin, "attachToContext", report);
+            if (engine->runtimePlugin == nullptr)
+            {
+                engine->runtime = nullptr; // the engine's plugin was returned: kept, neither deleted
+            }
             return fail();
         }
     }
     context->runtime = static_cast<IPluginV3OneRuntime*>(capability(*context->attached, PluginCapabilityType::kRUNTIME,
         "kRUNTIME of the context's plugin", {"PLUGIN_V3ONE_RUNTIME"}, report));
-    if (context->runtime == nullptr)
+    if (context->runtime == nullptr || !setTactic(context->runtime, *engine, report)
+        || !concreteDescs(*engine, context->sizes, context->in, context->out, report)
+        || !shapeChange(context->runtime, context->in, context->out, "onShapeChange", report))
     {
         return fail();
-    }
-    if (!setTactic(context->runtime, *engine, report))
-    {
-        return fail();
-    }
-    // The concrete descriptors: inputs from the sizes, outputs from the plugin's own shape expressions.
-    size_t const nbIn = engine->inputs.size();
-    auto makeDesc
-        = [&](std::vector<HostExpr const*> const& dims, DataType type, TensorFormat format, PluginTensorDesc& d) {
-              auto values = evaluateAll(dims, sizes);
-              if (!values)
-              {
-                  report.fail("a size is missing for the shape " + dimsText(dims));
-                  return false;
-              }
-              d = PluginTensorDesc{};
-              d.dims = toDims(*values);
-              d.type = type;
-              d.format = format;
-              d.scale = 1.0F;
-              return true;
-          };
-    if (!fillDescs(*engine, context->in, context->out, makeDesc))
-    {
-        return fail();
-    }
-    {
-        StderrCapture capture;
-        int32_t const status = context->runtime->onShapeChange(
-            context->in.data(), static_cast<int32_t>(nbIn), context->out.data(), engine->nbOutputs);
-        std::string const text = capture.finish();
-        report.step("onShapeChange", status == 0,
-            "\"status\": " + std::to_string(status) + ", \"in\": " + jsonList<PluginTensorDesc>(context->in, descJson)
-                + ", \"out\": " + jsonList<PluginTensorDesc>(context->out, descJson),
-            text);
-        if (status != 0)
-        {
-            return fail();
-        }
     }
     publish(report);
     return context.release();
 }
 
-} // namespace
-
 //! enqueue `repeats` times on `stream` with the inputs' device pointers; an output the plugin aliases to an input
 //! gets that input's pointer (TensorRT's in-place binding), the others the pointers given (one per output, in
-//! order; aliased entries ignored). Returns 0 when every call returned 0; host_report() has the pointers passed
-//! and host_enqueue_nanoseconds() the time of the loop (steady clock around the calls only).
-namespace
+//! order; aliased entries ignored). New sizes ("N=10 E=20", or empty: unchanged) or addresses since the last
+//! onShapeChange call it again first. NvInferRuntime.h (IPluginV3OneRuntime::onShapeChange, 10.4 to 11.1):
+//! "IExecutionContext will call this during the next subsequent instance of enqueueV3() or executeV2() if: [...]
+//! An input binding is changed via setInputTensorAddress() or setTensorAddress() or setInputShape()." Returns 0 when
+//! every call returned 0; the report has the pointers passed and lastNanoseconds the time of the loop after its
+//! first call (steady clock around the calls only). `stderrLock`, where given, is held while stderr is captured
+//! (the capture redirects the process's file descriptor 2: two threads must not do it at once).
+int32_t enqueue(Context& context, std::vector<uint64_t> const& in, uint64_t const* given, uint64_t workspace,
+    uint64_t stream, int32_t repeats, std::string const& sizesText, Report& report, std::mutex* stderrLock = nullptr)
 {
-
-int32_t enqueue(
-    void* handle, uint64_t const* inputs, uint64_t const* outputs, uint64_t workspace, uint64_t stream, int32_t repeats)
-{
-    auto* context = static_cast<Context*>(handle);
-    Engine const& engine = *context->engine;
-    Report report("enqueue");
-    size_t const nbIn = engine.inputs.size();
-    std::vector<void const*> in(nbIn);
-    std::vector<void*> out(engine.nbOutputs);
-    for (size_t i = 0; i < nbIn; ++i)
+    Engine const& engine = *context.engine;
+    std::vector<uint64_t> const out = outputPointers(engine, in, given);
+    std::unique_lock<std::mutex> lock;
+    if (stderrLock != nullptr)
     {
-        in[i] = reinterpret_cast<void const*>(inputs[i]);
+        lock = std::unique_lock<std::mutex>(*stderrLock);
     }
-    for (int32_t i = 0; i < engine.nbOutputs; ++i)
+    std::string why;
+    if (!sizesText.empty())
     {
-        int32_t const a = engine.aliases[i];
-        out[i] = a >= 0 ? const_cast<void*>(in[a]) : reinterpret_cast<void*>(outputs[i]);
+        Sizes sizes;
+        if (!parseSizes(sizesText, sizes))
+        {
+            report.fail("sizes not given as NAME=VALUE: " + sizesText);
+            return -1;
+        }
+        if (sizes != context.sizes)
+        {
+            if (!concreteDescs(engine, sizes, context.in, context.out, report))
+            {
+                return -1;
+            }
+            context.sizes = sizes;
+            why = "shapes";
+        }
+    }
+    std::vector<uint64_t> addresses(in);
+    addresses.insert(addresses.end(), out.begin(), out.end());
+    addresses.push_back(workspace);
+    if (!context.bound || *context.bound != addresses)
+    {
+        why += why.empty() ? "addresses" : " and addresses";
+    }
+    if (!why.empty())
+    {
+        if (!shapeChange(context.runtime, context.in, context.out, "onShapeChange (at enqueue: " + why + " changed)",
+                report))
+        {
+            return -1;
+        }
+        context.bound = addresses;
     }
     int32_t status = 0;
     std::string text;
     {
         // The first call's stderr is captured; the rest run bare (timed), stopping at the first failure.
         StderrCapture capture;
-        status = context->runtime->enqueue(context->in.data(), context->out.data(), in.data(), out.data(),
-            reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream));
+        status = callEnqueue(context.runtime, context.in, context.out, in, out, workspace, stream);
         text = capture.finish();
+    }
+    if (lock.owns_lock())
+    {
+        lock.unlock();
     }
     int32_t calls = 1;
     auto const start = std::chrono::steady_clock::now();
     for (; calls < repeats && status == 0; ++calls)
     {
-        status = context->runtime->enqueue(context->in.data(), context->out.data(), in.data(), out.data(),
-            reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream));
+        status = callEnqueue(context.runtime, context.in, context.out, in, out, workspace, stream);
     }
-    context->lastNanoseconds
+    context.lastNanoseconds
         = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-    auto pointers = [](auto const& values) {
-        std::vector<int64_t> out;
-        for (auto const* p : values)
-        {
-            out.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)));
-        }
-        return intList(out);
-    };
     report.step("IPluginV3OneRuntime::enqueue", status == 0,
         "\"status\": " + std::to_string(status) + ", \"calls\": " + std::to_string(calls)
-            + ", \"inputs\": " + pointers(in) + ", \"outputs\": " + pointers(out)
+            + ", \"inputs\": " + pointerList(in) + ", \"outputs\": " + pointerList(out)
             + ", \"workspace\": " + std::to_string(workspace) + ", \"stream\": " + std::to_string(stream),
         text);
-    publish(report);
     return status;
+}
+
+//! Two execution contexts (of one engine or two) enqueueing at once, each from a thread of its own with its own
+//! buffers and stream, as an application may run them (the IExecutionContext sentence above: "multiple batches
+//! simultaneously"; it goes on: "each execution context in concurrent use must use a separate optimization
+//! profile", which the plugin cannot tell apart: the host has one). Both threads start together; each context's
+//! report goes into `report` as "context I: ...".
+int32_t enqueueTogether(Context* const* contexts, std::vector<uint64_t> const* in, uint64_t const* const* given,
+    uint64_t const* workspaces, uint64_t const* streams, int32_t repeats, Report& report)
+{
+    std::mutex stderrLock, startLock;
+    std::condition_variable started;
+    int32_t waiting = 2;
+    // Each thread makes the caller's CUDA context current first, as an application's threads must before
+    // enqueueV3 (none on a CPU).
+    Driver const* driver = Driver::withContext();
+    void* cudaContext = nullptr;
+    if (driver != nullptr && driver->ctxSetCurrent != nullptr)
+    {
+        driver->ctxGetCurrent(&cudaContext);
+    }
+    Report reports[2] = {Report("context 0"), Report("context 1")};
+    int32_t statuses[2] = {-1, -1};
+    auto run = [&](int32_t i) {
+        if (cudaContext != nullptr)
+        {
+            driver->ctxSetCurrent(cudaContext);
+        }
+        {
+            std::unique_lock<std::mutex> lock(startLock);
+            if (--waiting == 0)
+            {
+                started.notify_all();
+            }
+            started.wait(lock, [&] { return waiting == 0; });
+        }
+        statuses[i]
+            = enqueue(*contexts[i], in[i], given[i], workspaces[i], streams[i], repeats, "", reports[i], &stderrLock);
+    };
+    std::thread first(run, 0), second(run, 1);
+    first.join();
+    second.join();
+    report.merge(reports[0], "context 0: ");
+    report.merge(reports[1], "context 1: ");
+    return statuses[0] != 0 ? statuses[0] : statuses[1];
 }
 
 } // namespace
@@ -2124,14 +2780,31 @@ HOST_API int64_t host_enqueue_nanoseconds(void* handle)
 namespace
 {
 
-//! Destroys an execution context as TensorRT does: the context's plugin first, then the engine's.
+//! Destroys an execution context as TensorRT does: its plugin (the engine's lives as long as the engine).
 void runtimeClose(void* handle)
 {
     auto* context = static_cast<Context*>(handle);
     Report report("close");
     destroy(context->attached, "the context's plugin", report);
-    destroy(context->plugin, "the engine's plugin", report);
     delete context;
+    publish(report);
+}
+
+//! Destroys an engine: its runtime plugin (where a context was made), its AOT module; the report says how the
+//! plugin's destruction went.
+void engineFree(Engine* engine)
+{
+    Report report("free");
+    destroy(engine->runtimePlugin, "the engine's plugin", report);
+#if PLUGIN_HOST_QUICK
+    std::string problem;
+    Driver const* driver = engine->module == nullptr ? nullptr : Driver::get(problem);
+    if (driver != nullptr && driver->moduleUnload != nullptr)
+    {
+        driver->moduleUnload(engine->module);
+    }
+#endif
+    delete engine;
     publish(report);
 }
 
@@ -2277,6 +2950,8 @@ private:
 
 char const* const kLAUNCH_NAMES[7] = {"grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shared_mem"};
 
+bool timeAotOnMadeUpInputs(Engine& engine, Report& report);
+
 //! The build phase of a quickly deployable AOT plugin (IPluginV3QuickAOTBuild), in TensorRT's order, up to the
 //! kernel TensorRT embeds in the engine: getLaunchParams with the host's IExprBuilder, then getKernel.
 void* aotBuild(char const* name, char const* version, char const* ns, char const* spec, int32_t request)
@@ -2304,6 +2979,10 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         {
             return finish(false);
         }
+    }
+    if (!phase.adoptClone())
+    {
+        return finish(false);
     }
     auto* core = static_cast<IPluginV3QuickCore*>(
         capability(*plugin, PluginCapabilityType::kCORE, "kCORE", {"PLUGIN_V3QUICK_CORE"}, report));
@@ -2404,7 +3083,9 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
     {
         return finish(false);
     }
-    if (!phase.configure(build, in, out, ""))
+    auto nothingAfter = [](char const*, std::vector<DynamicPluginTensorDesc> const&,
+                            std::vector<DynamicPluginTensorDesc> const&) { return true; };
+    if (!phase.configureRounds(build, in, out, "", nothingAfter))
     {
         return finish(false);
     }
@@ -2523,6 +3204,10 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
         report.step("getTimingCacheID + getMetadataString", true,
             "\"timing_cache_id\": " + quoted(cacheId) + ", \"metadata\": " + quoted(metadata), text);
     }
+    if (!timeAotOnMadeUpInputs(*engine, report))
+    {
+        return finish(false);
+    }
     return finish(phase.cloneChecked<IPluginV3QuickCore>("PLUGIN_V3QUICK_CORE"));
 }
 
@@ -2574,71 +3259,18 @@ std::string launchJson(AotLaunch const& l)
         + ", \"shared_mem\": " + std::to_string(l.shared) + ", \"extra_args\": " + intList(l.extra) + "}";
 }
 
-//! The CUDA driver functions the launch needs, looked up at run time (the host links no CUDA library).
-struct Driver
-{
-    using Result = int32_t;
-    Result (*moduleLoadData)(void**, void const*){nullptr};
-    Result (*moduleGetFunction)(void**, void*, char const*){nullptr};
-    Result (*moduleUnload)(void*){nullptr};
-    Result (*launchKernel)(
-        void*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, void**, void**){nullptr};
-    Result (*getErrorName)(Result, char const**){nullptr};
-
-    static Driver const* get(std::string& problem)
-    {
-        static Driver driver;
-        static bool loaded = false;
-        if (!loaded)
-        {
-            void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-            if (lib != nullptr)
-            {
-                driver.moduleLoadData
-                    = reinterpret_cast<decltype(driver.moduleLoadData)>(dlsym(lib, "cuModuleLoadData"));
-                driver.moduleGetFunction
-                    = reinterpret_cast<decltype(driver.moduleGetFunction)>(dlsym(lib, "cuModuleGetFunction"));
-                driver.moduleUnload = reinterpret_cast<decltype(driver.moduleUnload)>(dlsym(lib, "cuModuleUnload"));
-                driver.launchKernel = reinterpret_cast<decltype(driver.launchKernel)>(dlsym(lib, "cuLaunchKernel"));
-                driver.getErrorName = reinterpret_cast<decltype(driver.getErrorName)>(dlsym(lib, "cuGetErrorName"));
-            }
-            loaded = true;
-        }
-        if (driver.moduleLoadData == nullptr || driver.moduleGetFunction == nullptr || driver.launchKernel == nullptr)
-        {
-            problem = "no CUDA driver (libcuda.so.1) in this process";
-            return nullptr;
-        }
-        return &driver;
-    }
-
-    std::string name(Result r) const
-    {
-        char const* text = nullptr;
-        if (getErrorName != nullptr)
-        {
-            getErrorName(r, &text);
-        }
-        return text == nullptr ? "CUDA error " + std::to_string(r) : text;
-    }
-};
-
 //! Launches the AOT kernel as TensorRT documents it (tensorrt.plugin.aot_impl): the input pointers, then the extra
 //! arguments (int32, int16 or int8 as declared), then the output pointers; an output aliased to an input gets
 //! that input's pointer. The module is loaded from the engine's PTX in the current CUDA context.
-int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, uint64_t const* outputs, uint64_t stream)
+int32_t launchAot(Engine* engine, Sizes const& sizes, uint64_t const* inputs, uint64_t const* outputs,
+    uint64_t stream, Report& report)
 {
-    auto const* engine = static_cast<Engine const*>(handle);
-    Report report("aot launch");
-    Sizes sizes;
     AotLaunch launch;
     std::string problem;
     Driver const* driver = nullptr;
-    if (!parseSizes(sizesText == nullptr ? "" : sizesText, sizes) || !evaluateLaunch(*engine, sizes, launch, problem)
-        || (driver = Driver::get(problem)) == nullptr)
+    if (!evaluateLaunch(*engine, sizes, launch, problem) || (driver = Driver::get(problem)) == nullptr)
     {
-        report.fail(problem.empty() ? "sizes not given as NAME=VALUE" : problem);
-        publish(report);
+        report.fail(problem);
         return -1;
     }
     size_t const nbIn = engine->inputs.size();
@@ -2681,7 +3313,7 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
         params.push_back(&outputPointers[i]);
     }
     // Loaded once per engine, as TensorRT loads the engine's kernel once (unloaded with the engine).
-    auto* mutableEngine = const_cast<Engine*>(engine);
+    Engine* mutableEngine = engine;
     Driver::Result r = 0;
     if (mutableEngine->module == nullptr)
     {
@@ -2706,8 +3338,80 @@ int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, u
             "\"launch\": " + launchJson(launch) + ", \"outputs\": " + intList(outs)
                 + ", \"result\": " + quoted(driver->name(r)));
     }
-    publish(report);
     return r;
+}
+
+int32_t aotLaunch(void* handle, char const* sizesText, uint64_t const* inputs, uint64_t const* outputs, uint64_t stream)
+{
+    Report report("aot launch");
+    Sizes sizes;
+    int32_t status = -1;
+    if (!parseSizes(sizesText == nullptr ? "" : sizesText, sizes))
+    {
+        report.fail("sizes not given as NAME=VALUE");
+    }
+    else
+    {
+        status = launchAot(static_cast<Engine*>(handle), sizes, inputs, outputs, stream, report);
+    }
+    publish(report);
+    return status;
+}
+
+//! The builder's timing of an AOT plugin at kOPT: TensorRT launches the kernel itself, on inputs it made up (the
+//! maintainer's answer in NVIDIA/TensorRT#2552, as for timeOnMadeUpInputs), so the kernel must end and stay in its
+//! buffers whatever they hold. On a GPU (a current CUDA context) the host loads the PTX and launches the kernel on
+//! device buffers of random bytes, waiting gTimingLimitSeconds at most; on a CPU it evaluates the launch only.
+bool timeAotOnMadeUpInputs(Engine& engine, Report& report)
+{
+    Sizes const sizes = profileSizes(engine, 1);
+    MadeUpBuffers buffers;
+    if (!buffers.onDevice())
+    {
+        AotLaunch launch;
+        std::string problem;
+        bool const ok = evaluateLaunch(engine, sizes, launch, problem);
+        report.step("the timing launch at kOPT (no CUDA context: evaluated, not launched)", ok,
+            ok ? "\"launch\": " + launchJson(launch) : "\"message\": " + quoted(problem));
+        return ok;
+    }
+    std::vector<PluginTensorDesc> inDescs, outDescs;
+    if (!concreteDescs(engine, sizes, inDescs, outDescs, report))
+    {
+        return false;
+    }
+    std::vector<uint64_t> in(inDescs.size()), out(outDescs.size());
+    uint64_t stream = 0;
+    std::string problem;
+    bool ok = true;
+    for (size_t i = 0; ok && i < in.size(); ++i)
+    {
+        ok = buffers.make(tensorBytes(inDescs[i]), in[i], problem);
+    }
+    for (size_t i = 0; ok && i < out.size(); ++i)
+    {
+        ok = engine.aliases[i] >= 0 || buffers.make(tensorBytes(outDescs[i]), out[i], problem);
+    }
+    if (!ok || !buffers.stream(stream, problem))
+    {
+        report.fail("made-up buffers for the timing launch: " + problem);
+        return false;
+    }
+    ok = launchAot(&engine, sizes, in.data(), out.data(), stream, report) == 0;
+    if (ok)
+    {
+        ok = buffers.wait(gTimingLimitSeconds, problem);
+        report.step(
+            "the timing launch's kernel on made-up inputs at kOPT", ok, ok ? "" : "\"message\": " + quoted(problem));
+    }
+    Driver const* driver = Driver::get(problem);
+    if (problem.find("did not end") == std::string::npos && engine.module != nullptr && driver != nullptr
+        && driver->moduleUnload != nullptr)
+    {
+        driver->moduleUnload(engine.module); // the build's own load: the engine's launches load it again
+        engine.module = engine.function = nullptr;
+    }
+    return ok && report.ok();
 }
 
 } // namespace
@@ -2834,20 +3538,57 @@ HOST_API void host_runtime_open(void* engine, char const* sizes)
 }
 
 HOST_API void host_enqueue(void* context, uint64_t const* inputs, int32_t nbInputs, uint64_t const* outputs,
-    int32_t nbOutputs, uint64_t workspace, uint64_t stream, int32_t repeats)
+    int32_t nbOutputs, uint64_t workspace, uint64_t stream, int32_t repeats, char const* sizes)
 {
     std::vector<uint64_t> const in(inputs, inputs + nbInputs), out(outputs, outputs + nbOutputs);
-    auto const* c = static_cast<Context const*>(context);
-    if (static_cast<size_t>(nbInputs) != c->engine->inputs.size() || nbOutputs != c->engine->nbOutputs)
-    {
-        queue([=] {
-            Report report("enqueue");
+    std::string const sizesText{sizes == nullptr ? "" : sizes};
+    auto* c = static_cast<Context*>(context);
+    queue([=] {
+        Report report("enqueue");
+        if (in.size() != c->engine->inputs.size() || out.size() != static_cast<size_t>(c->engine->nbOutputs))
+        {
             report.fail("host_enqueue needs one pointer per input and per output");
-            publish(report);
-        });
-        return;
+        }
+        else
+        {
+            gStatus = enqueue(*c, in, out.data(), workspace, stream, repeats, sizesText, report);
+        }
+        publish(report);
+    });
+}
+
+//! Two contexts enqueueing at once from two threads: contexts[2]; inputs and outputs one row per context
+//! (nbInputs, nbOutputs pointers each); workspaces[2], streams[2].
+HOST_API void host_enqueue_together(void* const* contexts, uint64_t const* inputs, int32_t nbInputs,
+    uint64_t const* outputs, int32_t nbOutputs, uint64_t const* workspaces, uint64_t const* streams, int32_t repeats)
+{
+    Context* const pair[2] = {static_cast<Context*>(contexts[0]), static_cast<Context*>(contexts[1])};
+    std::vector<uint64_t> in[2], out[2];
+    for (int32_t i = 0; i < 2; ++i)
+    {
+        in[i].assign(inputs + i * nbInputs, inputs + (i + 1) * nbInputs);
+        out[i].assign(outputs + i * nbOutputs, outputs + (i + 1) * nbOutputs);
     }
-    queue([=] { gStatus = enqueue(context, in.data(), out.data(), workspace, stream, repeats); });
+    uint64_t const spaces[2] = {workspaces[0], workspaces[1]}, handles[2] = {streams[0], streams[1]};
+    queue([=] {
+        Report report("enqueue, two contexts at once");
+        bool fits = true;
+        for (auto* c : pair)
+        {
+            fits = fits && static_cast<size_t>(nbInputs) == c->engine->inputs.size()
+                && nbOutputs == c->engine->nbOutputs;
+        }
+        if (!fits)
+        {
+            report.fail("host_enqueue_together needs one pointer per input and per output of each context");
+        }
+        else
+        {
+            uint64_t const* given[2] = {out[0].data(), out[1].data()};
+            gStatus = enqueueTogether(pair, in, given, spaces, handles, repeats, report);
+        }
+        publish(report);
+    });
 }
 
 HOST_API void host_runtime_close(void* context)
@@ -2919,18 +3660,11 @@ HOST_API void host_aot_launch(void* engine, char const* sizes, uint64_t const* i
 
 HOST_API void host_engine_free(void* handle)
 {
-    auto* engine = static_cast<Engine*>(handle);
-    if (engine == nullptr)
-    {
-        return;
-    }
-#if PLUGIN_HOST_QUICK
-    std::string problem;
-    Driver const* driver = engine->module == nullptr ? nullptr : Driver::get(problem);
-    if (driver != nullptr && driver->moduleUnload != nullptr)
-    {
-        driver->moduleUnload(engine->module);
-    }
-#endif
-    delete engine;
+    queue([=] {
+        if (handle != nullptr)
+        {
+            engineFree(static_cast<Engine*>(handle));
+        }
+        gStatus = 0;
+    });
 }

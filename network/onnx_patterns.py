@@ -1,0 +1,510 @@
+"""The patterns the rewrite matches in an exported model, and its refusals: which Scatter* node is a scatter-add
+the plugin can do in place, into what, with which index; and, in the rewritten graph, which outputs share an
+input's memory and how many rows each integer input indexes. Plain functions over onnx-graphsurgeon's graph
+(gs.Node, gs.Variable, gs.Constant); each refusal is an InputError of one line naming the node and the value.
+
+A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/onnx.md lists the nodes):
+    index_add     ScatterND(data, Unsqueeze(idx, [1] or [-1]) or Reshape(idx, [-1, 1]), src, reduction=add)
+    scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
+                  reduction=add); without the Expand only where src has one column
+data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
+The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
+nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
+is cloned when something else reads it; or a tensor another node makes for this scatter alone. A view
+(Reshape...) of a tensor is judged as that tensor.
+Refused: another reduction or axis, include_self=False, a narrow index (fewer columns than src: torch adds only
+those), data read by another node or that is also a graph output, two scatter-adds into one tensor, a
+non-uniform constant, a dtype the plugin lacks, the legacy exporter's pattern, an index not built as above.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from common.errors import InputError
+from network.onnx_nodes import NODE_ALIASES, is_plugin_node
+from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
+
+SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
+FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
+PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
+INDEX_PLUMBING_OPS = ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Gather", "Slice")
+VIEW_OPS = ("Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten")  # the same values in another shape
+
+# How a scatter's data is added into in place.
+INPUT, FILL, COMPUTED = "graph input", "fill", "computed"
+
+
+@dataclass
+class Match:
+    """A scatter-add recognised: its node, form, data, index (the 1-D idx) and updates (src)."""
+
+    node: Any
+    form: str
+    data: Any
+    index: Any
+    updates: Any
+
+
+# --- reading the graph ----------------------------------------------------------------------------------------
+def made_by(tensor: Any) -> str:
+    """How a tensor comes about, for a message: a graph input, a constant, or made by node NAME (OP)."""
+    if not tensor.inputs:
+        return "a constant" if tensor.__class__.__name__ == "Constant" else "a graph input"
+    producer = tensor.inputs[0]
+    return f"made by node {producer.name} ({producer.op})"
+
+
+def producer(tensor: Any, *ops: str) -> Any:
+    """The node that makes `tensor` when it is one of `ops`, else None."""
+    if tensor is None or not tensor.inputs:
+        return None
+    node = tensor.inputs[0]
+    return node if node.op in ops else None
+
+
+def constant(tensor: Any) -> np.ndarray | None:
+    """The values of an initializer or of a Constant node's output, else None."""
+    values = getattr(tensor, "values", None)
+    if values is not None and not tensor.inputs:
+        return np.asarray(values)
+    node = producer(tensor, "Constant")
+    if node is None:
+        return None
+    if "value" in node.attrs:
+        return np.asarray(node.attrs["value"].values)
+    for name in ("value_int", "value_ints", "value_float", "value_floats"):
+        if name in node.attrs:
+            return np.asarray(node.attrs[name])
+    return None
+
+
+def fill_value(tensor: Any) -> float | None:
+    """The one value of a tensor filled with a constant (Expand of a one-element constant, ConstantOfShape,
+    a uniform constant, through Cast/Unsqueeze/Reshape/...); None otherwise. ConstantOfShape without a value
+    attribute fills with zeros (the ONNX default)."""
+    values = constant(tensor)
+    if values is not None:
+        return float(values.flat[0]) if values.size and np.all(values == values.flat[0]) else None
+    node = producer(tensor, "Expand", "ConstantOfShape", *PASS_THROUGH_OPS)
+    if node is None:
+        return None
+    if node.op == "ConstantOfShape":
+        value = node.attrs.get("value")
+        return 0.0 if value is None else float(np.asarray(value.values).flat[0])
+    if node.op == "Expand":
+        values = constant(node.inputs[0])
+        return float(values.flat[0]) if values is not None and values.size == 1 else None
+    return fill_value(node.inputs[0])
+
+
+def leading_dim_of(tensor: Any) -> Any:
+    """T where `tensor` is T's first dimension as an int64 [1] (Shape(T, start=0, end=1), Slice(Shape(T), 0, 1),
+    Gather(Shape(T), [0]) or Unsqueeze(Gather(Shape(T), 0))); else None."""
+    node = producer(tensor, "Shape", "Slice", "Gather", "Unsqueeze")
+    if node is None:
+        return None
+    if node.op == "Shape":
+        return node.inputs[0] if node.attrs.get("start", 0) == 0 and node.attrs.get("end") == 1 else None
+    if node.op == "Unsqueeze":
+        inner = producer(node.inputs[0], "Gather")
+        return leading_dim_of(inner.outputs[0]) if inner is not None and unsqueeze_axes(node) == [0] else None
+    shape = producer(node.inputs[0], "Shape")
+    if shape is None or shape.attrs.get("start", 0) != 0 or "end" in shape.attrs:
+        return None
+    if node.op == "Gather":
+        index = constant(node.inputs[1])
+        return shape.inputs[0] if index is not None and index.size == 1 and int(index.flat[0]) == 0 else None
+    parts = [constant(tensor) for tensor in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
+    values = [int(part.reshape(-1)[0]) for part in parts if part is not None and part.size == 1]
+    if len(values) != len(parts) or values[:2] != [0, 1] or any(value not in (0, 1) for value in values[2:]):
+        return None
+    return shape.inputs[0]
+
+
+def unsqueeze_axes(node: Any) -> list[int] | None:
+    """The axes of an Unsqueeze node (an input from opset 13, an attribute before)."""
+    if "axes" in node.attrs:
+        return [int(axis) for axis in node.attrs["axes"]]
+    axes = constant(node.inputs[1]) if len(node.inputs) > 1 else None
+    return None if axes is None else [int(axis) for axis in axes.reshape(-1)]
+
+
+def rank(tensor: Any) -> int | None:
+    return None if getattr(tensor, "shape", None) is None else len(tensor.shape)
+
+
+def dtype(tensor: Any) -> np.dtype | None:
+    value = getattr(tensor, "dtype", None)
+    if value is None:
+        return None
+    try:
+        return np.dtype(value)
+    except TypeError:  # an onnx type numpy lacks (bfloat16, float8)
+        return None
+
+
+def describe(tensor: Any) -> str:
+    shape = getattr(tensor, "shape", None)
+    dims = "?" if shape is None else ", ".join(str(dim) for dim in shape)
+    return f"{dtype(tensor) or tensor.dtype} [{dims}]"
+
+
+def known(dim: Any) -> bool:
+    return isinstance(dim, int) and dim >= 0
+
+
+# --- the scatter and its index ----------------------------------------------------------------------------------
+def _column_of(tensor: Any, width_rank: int) -> Any:
+    """idx where `tensor` is idx [E] with `width_rank - 1` axes of size 1 added after it: Unsqueeze(idx, [1, ...])
+    (or the negative axes), or Reshape(idx, [-1, 1, ...])."""
+    node = producer(tensor, "Unsqueeze", "Reshape")
+    if node is None or rank(node.inputs[0]) not in (1, None):
+        return None
+    if node.op == "Unsqueeze":
+        axes = unsqueeze_axes(node)
+        if axes is None:
+            return None
+        wanted = list(range(1, width_rank))
+        return node.inputs[0] if sorted(axis % width_rank for axis in axes) == wanted else None
+    shape = constant(node.inputs[1])
+    return node.inputs[0] if shape is not None and shape.reshape(-1).tolist() == [-1] + [1] * (width_rank - 1) else None
+
+
+def _width(updates: Any) -> list[Any] | None:
+    """The updates' trailing dimensions as recorded (ints or symbolic names), or None."""
+    return None if getattr(updates, "shape", None) is None else list(updates.shape[1:])
+
+
+def _expanded_shape_is_updates(shape: Any, updates: Any, index: Any, expand: Any) -> bool | None:
+    """Whether an Expand's target shape is the updates' whole shape [E, ...]: True (Shape(updates), or
+    Concat(first dim of updates or idx, each trailing dim of the updates)), False where it is provably narrower
+    (a recorded or constant column count other than the updates'), None where nothing tells."""
+    width = _width(updates)
+    recorded = getattr(expand.outputs[0], "shape", None)
+    if width is not None and recorded is not None and len(recorded) == len(width) + 1:
+        if any(known(a) and known(b) and a != b for a, b in zip(recorded[1:], width)):
+            return False
+    node = producer(shape, "Shape", "Concat")
+    if node is None:
+        values = constant(shape)
+        if values is None or width is None:
+            return None
+        return values.reshape(-1)[1:].tolist() == width if all(known(dim) for dim in width) else None
+    if node.op == "Shape":
+        whole = node.inputs[0] is updates and "start" not in node.attrs and "end" not in node.attrs
+        return True if whole else None
+    if not node.inputs or leading_dim_of(node.inputs[0]) not in (updates, index):
+        return None
+    tail = [constant(part) for part in node.inputs[1:]]
+    if width is None:
+        return None
+    columns = []
+    for part in tail:
+        if part is None:
+            return None
+        columns += [int(value) for value in part.reshape(-1)]
+    if not all(known(dim) for dim in width):
+        return None
+    return columns == width
+
+
+def scatter_index(node: Any) -> Any:
+    """The 1-D idx of an exported index_add / scatter_add (see the module docstring); InputError otherwise, and
+    for a narrow index (a scatter_add whose index covers fewer columns than its updates)."""
+    indices, updates = node.inputs[1], node.inputs[2]
+    width_rank = rank(updates) or 2
+    if node.op == "ScatterND":
+        index = _column_of(indices, 2)
+    else:
+        index = _column_of(indices, width_rank)
+        if index is not None:  # no Expand: one column of the updates, unless they have just one
+            width = _width(updates)
+            if width is None or any(dim != 1 for dim in width):
+                raise InputError(
+                    f"node {node.name} (ScatterElements): its indices {indices.name} [{_dims(indices)}] cover one "
+                    f"column of its updates {updates.name} [{_dims(updates)}] (a narrow index: torch adds only those "
+                    "columns, the plugin adds whole rows); expand the index over every column "
+                    "(idx[:, None].expand_as(src)) or use index_add")
+        expand = producer(indices, "Expand")
+        if expand is not None:
+            column = _column_of(expand.inputs[0], width_rank)
+            if column is not None:
+                whole = _expanded_shape_is_updates(expand.inputs[1], updates, column, expand)
+                if whole is False:
+                    raise InputError(
+                        f"node {node.name} (ScatterElements): its indices {indices.name} [{_dims(indices)}] cover fewer "
+                        f"columns than its updates {updates.name} [{_dims(updates)}] (a narrow index: torch adds only "
+                        "those columns, the plugin adds whole rows)")
+                index = column if whole else None
+    if index is None:
+        wanted = ("Unsqueeze(idx, [1]) (index_add)" if node.op == "ScatterND"
+                  else "Expand(Unsqueeze(idx, [1]), shape of the updates) (scatter_add)")
+        raise InputError(f"node {node.name} ({node.op}): its indices {indices.name} ({made_by(indices)}) are not "
+                         f"{wanted} of a 1-D index; that index shape is not rewritten")
+    return index
+
+
+def _dims(tensor: Any) -> str:
+    shape = getattr(tensor, "shape", None)
+    return "?" if shape is None else ", ".join(str(dim) for dim in shape)
+
+
+def reduction(node: Any) -> str:
+    return "none" if node.op == "Scatter" else str(node.attrs.get("reduction", "none"))
+
+
+def match_scatter(node: Any) -> Match:
+    """The scatter-add of `node`, or InputError: the legacy exporter's pattern, include_self=False, another
+    reduction, another axis, a narrow index or an index shape not recognised."""
+    data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
+    kind = reduction(node)
+    if kind == "none" and fill_value(data) == 0.0:
+        adds = [consumer.name for consumer in node.outputs[0].outputs if consumer.op == "Add"]
+        if adds:
+            raise InputError(
+                f"node {node.name} ({node.op} without reduction into zeros, then Add {adds[0]}) is the legacy "
+                "exporter's index_add (torch.onnx.export(..., dynamo=False)), which keeps one row where an index "
+                "repeats; export with torch.onnx.export(..., dynamo=True)")
+    if kind == "none" and fill_value(updates) == 0.0:
+        then = [consumer for consumer in node.outputs[0].outputs
+                if consumer.op in SCATTER_OPS and consumer.inputs[0] is node.outputs[0] and consumer.inputs[1] is indices]
+        if then:
+            raise InputError(
+                f"node {node.name} ({node.op}): zeros written at the index before {then[0].name} adds into them: "
+                "scatter_reduce(..., include_self=False), which drops the state's own rows; only include_self=True "
+                "(index_add, scatter_add) becomes the in-place plugin")
+    if kind != "add":
+        raise InputError(f"node {node.name} ({node.op}): reduction {kind!r}; only reduction 'add' (index_add, "
+                         "scatter_add) becomes the in-place plugin")
+    if node.op == "ScatterElements":
+        axis, data_rank = int(node.attrs.get("axis", 0)), rank(data)
+        normal = axis + data_rank if axis < 0 and data_rank is not None else axis
+        if normal != 0:
+            of = f" of a {data_rank}-D tensor" if data_rank is not None else ""
+            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin adds rows (axis 0) only")
+    return Match(node, FORMS[node.op], data, scatter_index(node), updates)
+
+
+# --- counts -------------------------------------------------------------------------------------------------------
+def is_counts(match: Match) -> bool:
+    """The counts form: ones added into zeros of one column (see pair_counts for the state they belong to)."""
+    width = _width(match.data)
+    return fill_value(match.data) == 0.0 and fill_value(match.updates) == 1.0 and rank(match.data) in (2, None) \
+        and (width is None or width[0] in (1, None) or not known(width[0]))
+
+
+def rows_source(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | None:
+    """Where a tensor's row count (dimension 0) comes from: ("input", name, axis) for a graph input's dimension,
+    ("rows", n, 0) for a constant; through fills (their shape tensor), Reshape to [0, ...], Cast and Identity,
+    then the recorded dimension (a number, or a symbolic name a graph input also has). None if unknown."""
+    seen = 0
+    while seen < 64:
+        seen += 1
+        if tensor in graph_inputs:
+            return ("input", tensor.name, 0)
+        node = producer(tensor, "Reshape", "Cast", "CastLike", "Identity", "ConstantOfShape", "Expand")
+        if node is None:
+            break
+        if node.op == "Reshape":
+            shape = constant(node.inputs[1])
+            if shape is None or not shape.size or int(shape.reshape(-1)[0]) != 0:
+                break
+            tensor = node.inputs[0]
+        elif node.op in ("Cast", "CastLike", "Identity"):
+            tensor = node.inputs[0]
+        else:
+            if node.op == "Expand" and fill_value(node.outputs[0]) is None:
+                break
+            found = _shape_rows(node.inputs[0] if node.op == "ConstantOfShape" else node.inputs[1], graph_inputs)
+            if found is not None:
+                return found
+            break
+    return _recorded_rows(tensor, graph_inputs)
+
+
+def _shape_rows(shape: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | None:
+    """The first entry of a shape tensor: a constant, Shape(T) (T's rows) or Concat(first dim of T, ...)."""
+    values = constant(shape)
+    if values is not None and values.size:
+        return ("rows", int(values.reshape(-1)[0]), 0)
+    node = producer(shape, "Shape", "Concat")
+    if node is None:
+        return None
+    if node.op == "Shape":
+        start = int(node.attrs.get("start", 0))
+        if start == 0:
+            return rows_source(node.inputs[0], graph_inputs)
+        return None
+    first = node.inputs[0] if node.inputs else None
+    values = constant(first)
+    if values is not None and values.size:
+        return ("rows", int(values.reshape(-1)[0]), 0)
+    owner = leading_dim_of(first)
+    return rows_source(owner, graph_inputs) if owner is not None else None
+
+
+def _recorded_rows(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | None:
+    shape = getattr(tensor, "shape", None)
+    if not shape:
+        return None
+    first = shape[0]
+    if known(first):
+        return ("rows", int(first), 0)
+    if isinstance(first, str) and first:
+        for candidate in graph_inputs:
+            for axis, dim in enumerate(candidate.shape or ()):
+                if dim == first:
+                    return ("input", candidate.name, axis)
+    return None
+
+
+def pair_counts(states: list[Match], counts: list[Match], graph_inputs: list[Any]) -> tuple[dict[int, Match], list[Match]]:
+    """Each counts scatter paired with the scatter-add that has the same idx and the same rows (the plugin's
+    counts output replaces it); returns (owner node id -> counts match, the counts scatters with no owner).
+    InputError for a second counts scatter of one owner."""
+    paired: dict[int, Match] = {}
+    alone: list[Match] = []
+    for match in counts:
+        rows = rows_source(match.data, graph_inputs)
+        owner = next((state for state in states if state.index is match.index and rows is not None
+                      and rows_source(state.data, graph_inputs) == rows), None)
+        if owner is None:
+            alone.append(match)
+            continue
+        if id(owner.node) in paired:
+            raise InputError(f"node {match.node.name} ({match.node.op}): a second counts scatter for {owner.data.name} "
+                             f"(the first is {paired[id(owner.node)].node.name}); compute the counts once")
+        paired[id(owner.node)] = match
+    return paired, alone
+
+
+def refuse_lone_counts(match: Match) -> None:
+    """A counts scatter with no owner that the plugin cannot do alone (its zeros are not float32/float16)."""
+    raise InputError(
+        f"node {match.node.name} ({match.node.op}): counts (ones into zeros {match.data.name}, {describe(match.data)}) "
+        f"with no scatter-add of the same index {match.index.name} into a tensor of the same rows, and the plugin "
+        "adds only float32 or float16 rows")
+
+
+# --- the data added into in place ---------------------------------------------------------------------------------
+def view_base(tensor: Any) -> tuple[Any, list[Any]]:
+    """The tensor whose values `tensor` views (through Reshape, Identity, Squeeze, Unsqueeze, Flatten: TensorRT
+    may give both one buffer), and the view nodes on the way."""
+    views: list[Any] = []
+    node = producer(tensor, *VIEW_OPS)
+    while node is not None and len(views) < 64:
+        views.append(node)
+        tensor = node.inputs[0]
+        node = producer(tensor, *VIEW_OPS)
+    return tensor, views
+
+
+def data_kind(match: Match, graph: Any) -> str:
+    """How the scatter's data can be added into in place (INPUT, FILL or COMPUTED); InputError for data that is
+    also a graph output, read by other nodes (Shape nodes excepted; a fill is cloned instead), written by another
+    scatter, or a non-uniform constant. A view of a tensor (Reshape...) is judged as that tensor."""
+    node, data = match.node, match.data
+    if fill_value(data) is not None:
+        return FILL
+    base, views = view_base(data)
+    chain = [node, *views]
+    for tensor in [data, *(view.inputs[0] for view in views)]:
+        if tensor in graph.outputs:
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
+                             "into it in place would change an output the caller expects unchanged")
+        others = [consumer.name for consumer in tensor.outputs
+                  if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS]
+        if others:
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
+                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+    writer = producer(base, *SCATTER_OPS)
+    if writer is not None:
+        raise InputError(f"node {node.name} ({node.op}): its data {data.name} is the output of {writer.name} ({writer.op}): "
+                         "two scatter-adds into one tensor; concatenate their src and idx (torch.cat) into one")
+    if base in graph.inputs:
+        return INPUT
+    if constant(base) is not None:
+        raise InputError(f"node {node.name} ({node.op}): its data {data.name} is a constant of different values; adding "
+                         "into it in place would change the model's weights")
+    return COMPUTED
+
+
+def fill_is_shared(match: Match, graph: Any) -> bool:
+    """Whether a fill the scatter adds into is read by anything else (or is a constant, which has no buffer of
+    its own to write): then the plugin adds into a fresh copy of the fill."""
+    data = match.data
+    return constant(data) is not None or data in graph.outputs or any(consumer is not match.node for consumer in data.outputs)
+
+
+def check_dtypes(match: Match) -> None:
+    """InputError unless data, src and idx have the plugin's dtypes and matching shapes: data [R, ...] float32 or
+    float16, src [E, ...] of data's dtype and trailing dimensions, idx int64."""
+    node, data, updates = match.node, match.data, match.updates
+    kind = dtype(data)
+    data_rank = rank(data)
+    if kind not in FEATURE_DTYPES or (data_rank is not None and data_rank < 2):
+        raise InputError(f"node {node.name} ({node.op}): its data {data.name} is {describe(data)}; the plugin adds into "
+                         "a float32 or float16 tensor of rows (2-D or more)")
+    if dtype(updates) != kind or (rank(updates) is not None and data_rank is not None and rank(updates) != data_rank):
+        raise InputError(f"node {node.name} ({node.op}): its updates {updates.name} are {describe(updates)}; the plugin "
+                         f"wants [E, ...] rows of {data.name}'s {kind}")
+    width, columns = _width(updates), _width(data)
+    if width is not None and columns is not None and any(known(a) and known(b) and a != b for a, b in zip(width, columns)):
+        raise InputError(f"node {node.name} ({node.op}): its updates {updates.name} [{_dims(updates)}] are not rows of "
+                         f"{data.name} [{_dims(data)}]")
+    if dtype(match.index) != INDEX_DTYPE:
+        raise InputError(f"node {node.name} ({node.op}): its index {match.index.name} is {describe(match.index)}; the "
+                         "plugin wants int64 (torch's index_add exports int64 indices)")
+
+
+# --- the plugin nodes of a rewritten graph: aliases and index bounds ----------------------------------------------
+def is_plugin(node: Any) -> bool:
+    """A graphsurgeon node that is one of the plugin nodes (network/onnx_nodes.py)."""
+    return is_plugin_node(node.domain or "", node.op)
+
+
+def plugin_aliases(graph: Any) -> dict[str, str]:
+    """Graph output -> the graph input whose memory it is: a plugin output aliased to an input that is a graph
+    input, through views either side (the rows view of a state of rank > 2: Reshape in, Reshape back)."""
+    aliases: dict[str, str] = {}
+    outputs = {tensor.name for tensor in graph.outputs}
+    for node in (node for node in graph.nodes if is_plugin(node)):
+        for out, into in NODE_ALIASES[node.op].items():
+            if out >= len(node.outputs) or into >= len(node.inputs):
+                continue
+            source, _ = view_base(node.inputs[into])
+            if source not in graph.inputs:
+                continue
+            target = node.outputs[out]
+            while target.name not in outputs and len(target.outputs) == 1 and target.outputs[0].op in VIEW_OPS:
+                target = target.outputs[0].outputs[0]
+            if target.name in outputs:
+                aliases[target.name] = source.name
+    return aliases
+
+
+def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
+    """(the state a plugin node adds into, its idx); for scatter_table, the state of the apply_table that reads it."""
+    if node.op in ("scatter_table", "scatter_table_counts"):
+        readers = [reader for reader in node.outputs[0].outputs if reader.op == "apply_table"]
+        return (readers[0].inputs[0], node.inputs[1]) if readers else None
+    if node.op == "apply_table":
+        return None
+    return node.inputs[0], node.inputs[2]
+
+
+def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
+    """The integer graph input an index comes from (through Cast, Reshape, Unsqueeze, Gather, Slice...), or None."""
+    tensor = idx
+    for _ in range(64):
+        if tensor in graph_inputs:
+            kind = dtype(tensor)
+            return tensor if kind is not None and np.issubdtype(kind, np.integer) else None
+        node = producer(tensor, *INDEX_PLUMBING_OPS)
+        if node is None:
+            return None
+        tensor = node.inputs[0]
+    return None

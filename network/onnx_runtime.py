@@ -1,0 +1,375 @@
+"""ONNX Runtime runs on the CPU: the ORIGINAL model (polygraphy's convention: TensorRT against onnxrt), and the
+REWRITTEN model with a CPU reference of the plugin nodes, so that a wrong rewrite shows on any machine.
+
+    run_onnxruntime(model, feeds) -> OrtRun          the original model once; .outputs by name, .float32_copy
+    OnnxRuntimeSession(model).run(feeds) -> {name: array}   the same with one session for many runs (--steps)
+    run_rewritten(model, feeds) -> {name: array}     a rewritten model: ONNX Runtime for the standard nodes, the
+                                                     plugin nodes computed here in numpy
+    RewrittenSession(model).run(feeds)               the same for many runs
+    float32_copy(model) -> onnx.ModelProto           every float16 tensor, attribute and Cast made float32
+
+The rewritten model runs in stages: the nodes that need no plugin output run in one ONNX Runtime session,
+then the plugin nodes whose inputs are all known, then the nodes that needed them, and so on. The plugin
+nodes are computed from their definition alone (network/onnx_nodes.py), never from how the rewrite matched
+them: rows src[e] added into state[idx[e]] (np.add.at, in float64, rounded once to the state's dtype), counts
+the edges per row; an index outside the state's rows is an InputError naming the node and the value. The saved
+model is never changed for this; docs/onnx.md says why this beats a custom op or a model-local function.
+ONNX Runtime's CPU provider lacks float16 ScatterND/ScatterElements with reduction add (and other float16
+kernels), so a float16 model runs as float32_copy(model) on its feeds cast to float32 (float32_copy is then
+True and the outputs are float32): compare at float16 tolerances.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.errors import InputError
+from common.imports import import_module
+from network.definition import KEYS_EMPTY
+from network.engine import first_line
+from network.onnx_nodes import (
+    AOT_APPLY_TABLE,
+    AOT_SCATTER_ADD,
+    AOT_SCATTER_ADD_COUNTS,
+    AOT_SCATTER_TABLE,
+    AOT_SCATTER_TABLE_COUNTS,
+    PLUGIN_DOMAIN,
+    PLUGIN_OP,
+    is_plugin_node,
+)
+from network.onnx_patterns import SCATTER_OPS
+from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
+
+if TYPE_CHECKING:
+    import onnx
+
+
+def short_line(error: BaseException) -> str:
+    """network.engine.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
+    return first_line(error)[:300]
+
+
+def input_names(model: "onnx.ModelProto") -> list[str]:
+    """The graph inputs a caller feeds (initializers with a graph input entry are constant defaults: left out)."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    return [value.name for value in model.graph.input if value.name not in initializers]
+
+
+def _checked_feeds(names: list[str], feeds: Mapping[str, np.ndarray], half_to_single: bool) -> dict[str, np.ndarray]:
+    """Every input by name, in its dtype (float16 made float32 for a float32 copy); InputError for a missing or
+    unknown feed."""
+    missing = [name for name in names if name not in feeds]
+    unknown = [name for name in feeds if name not in names]
+    if missing or unknown:
+        raise InputError(f"ONNX Runtime feeds: missing {missing or 'none'}, unknown {unknown or 'none'}; the "
+                         f"model's inputs are {names}")
+    arrays = {name: np.asarray(feeds[name]) for name in names}
+    if half_to_single:
+        arrays = {name: value.astype(np.float32) if value.dtype == np.float16 else value for name, value in arrays.items()}
+    return arrays
+
+
+def _inference_session(model: "onnx.ModelProto", what: str) -> Any:
+    ort = import_module("onnxruntime")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: the exception carries the message
+    try:
+        return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime's Fail, InvalidGraph, NotImplemented...
+        raise InputError(f"ONNX Runtime could not load {what}: {short_line(error)}") from None
+
+
+def _run(session: Any, names: list[str], arrays: Mapping[str, np.ndarray], what: str) -> list[np.ndarray]:
+    try:
+        return [np.asarray(value) for value in session.run(names, dict(arrays))]
+    except Exception as error:  # onnxruntime's InvalidArgument, RuntimeException...
+        raise InputError(f"ONNX Runtime could not run {what}: {short_line(error)}") from None
+
+
+# --- the original model -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OrtRun:
+    """ONNX Runtime's outputs by name; float32_copy is True where ORT ran float32_copy(model) on the feeds cast
+    to float32 (its CPU provider has no float16 ScatterND/ScatterElements with reduction add), so the outputs
+    are float32 there."""
+
+    outputs: dict[str, np.ndarray]
+    float32_copy: bool
+
+
+def _float16_names(model: "onnx.ModelProto") -> set[str]:
+    onnx = import_module("onnx")
+    half = onnx.TensorProto.FLOAT16
+    names = {value.name for value in [*model.graph.input, *model.graph.value_info, *model.graph.output]
+             if value.type.tensor_type.elem_type == half}
+    return names | {tensor.name for tensor in model.graph.initializer if tensor.data_type == half}
+
+
+def _has_float16_scatter_add(model: "onnx.ModelProto") -> bool:
+    float16 = _float16_names(model)
+    return any(node.op_type in SCATTER_OPS and node.input and node.input[0] in float16 for node in model.graph.node)
+
+
+class OnnxRuntimeSession:
+    """One ONNX Runtime session (CPU provider) of a model, to run it on many feeds (--steps feeds X_out back as
+    X): made once, run per call. A model with a float16 scatter-add runs as float32_copy(model), its float16
+    feeds cast to float32 (float32_copy is then True). InputError (one line: ORT's own first line) for a model
+    ONNX Runtime refuses, e.g. a rewritten one (ORT has no kernel for the plugin nodes: see RewrittenSession)."""
+
+    def __init__(self, model: "onnx.ModelProto") -> None:
+        self.input_names = input_names(model)
+        self.float32_copy = _has_float16_scatter_add(model)
+        self._session = _inference_session(float32_copy(model) if self.float32_copy else model, "the model")
+        self.output_names = [output.name for output in self._session.get_outputs()]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The outputs by name for `feeds` (every graph input by name, in its dtype); InputError for a missing
+        or unknown feed or inputs ONNX Runtime refuses."""
+        arrays = _checked_feeds(self.input_names, feeds, self.float32_copy)
+        return dict(zip(self.output_names, _run(self._session, self.output_names, arrays, "the model")))
+
+
+def run_onnxruntime(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> OrtRun:
+    """Runs `model` once in ONNX Runtime (CPU provider) on `feeds`: OnnxRuntimeSession(model).run(feeds), with
+    whether ORT ran the float32 copy."""
+    session = OnnxRuntimeSession(model)
+    return OrtRun(session.run(feeds), session.float32_copy)
+
+
+def float32_copy(model: "onnx.ModelProto") -> "onnx.ModelProto":
+    """A copy of `model` with every float16 tensor made float32: graph inputs, outputs and value_info,
+    initializers, tensor attributes (Constant, ConstantOfShape) and the `to`/`dtype` attributes (Cast,
+    EyeLike, RandomNormal...), subgraphs included. For running a float16 model where a runtime lacks float16
+    kernels."""
+    onnx = import_module("onnx")
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    _graph_to_float32(onnx, copy.graph)
+    return copy
+
+
+def _graph_to_float32(onnx: Any, graph: Any) -> None:
+    half, single = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == half:
+            value.type.tensor_type.elem_type = single
+    for index, tensor in enumerate(graph.initializer):
+        if tensor.data_type == half:
+            graph.initializer[index].CopyFrom(_tensor_to_float32(onnx, tensor))
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.INT and attribute.name in ("to", "dtype") and attribute.i == half:
+                attribute.i = single
+            elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == half:
+                attribute.t.CopyFrom(_tensor_to_float32(onnx, attribute.t))
+            elif attribute.type == onnx.AttributeProto.GRAPH:
+                _graph_to_float32(onnx, attribute.g)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for subgraph in attribute.graphs:
+                    _graph_to_float32(onnx, subgraph)
+
+
+def _tensor_to_float32(onnx: Any, tensor: Any) -> Any:
+    return onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(tensor).astype(np.float32), tensor.name)
+
+
+# --- the rewritten model: ONNX Runtime around a CPU reference of the plugin nodes ----------------------------------
+def _node_inputs(onnx: Any, node: Any) -> list[str]:
+    """The tensors a node reads: its inputs and the outer-scope names its subgraphs use."""
+    names = [name for name in node.input if name]
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else \
+            list(attribute.graphs) if attribute.type == onnx.AttributeProto.GRAPHS else []
+        for graph in graphs:
+            inner = {value.name for value in graph.input} | {tensor.name for tensor in graph.initializer}
+            for inner_node in graph.node:
+                inner |= set(inner_node.output)
+            for inner_node in graph.node:
+                names += [name for name in _node_inputs(onnx, inner_node) if name not in inner]
+    return names
+
+
+@dataclass
+class _Stage:
+    """Standard nodes that run together in one ONNX Runtime session, after the plugin nodes of `plugins`."""
+
+    plugins: list[Any]
+    nodes: list[Any]
+    inputs: list[str]
+    outputs: list[str]
+    initializers: list[Any]
+    sessions: dict[tuple[str, ...], Any]
+
+
+class RewrittenSession:
+    """A rewritten model on the CPU, for many runs: ONNX Runtime sessions for the standard nodes between the
+    plugin nodes (made at the first run of each input dtype), the plugin nodes computed in numpy
+    (plugin_reference). A model with float16 tensors runs as float32_copy(model) on its feeds cast to float32
+    (float32_copy is then True). InputError (one line) for a missing or unknown feed, what ONNX Runtime
+    refuses, or an index outside its state's rows."""
+
+    def __init__(self, model: "onnx.ModelProto") -> None:
+        onnx = import_module("onnx")
+        import_module("onnxruntime")
+        self.input_names = input_names(model)
+        self.float32_copy = bool(_float16_names(model))
+        self._model = float32_copy(model) if self.float32_copy else model
+        graph = self._model.graph
+        self.output_names = [value.name for value in graph.output]
+        self._initializers = {tensor.name: tensor for tensor in graph.initializer}
+        self._recorded = {value.name: value.type.tensor_type.elem_type
+                          for value in [*graph.value_info, *graph.output] if value.type.tensor_type.elem_type}
+        level = dict.fromkeys([*self.input_names, *self._initializers], 0)
+        nodes = list(graph.node)
+        reads = [_node_inputs(onnx, node) for node in nodes]
+        levels: dict[int, tuple[list[int], list[int]]] = {}
+        for position, node in enumerate(nodes):
+            here = max((level.get(name, 0) for name in reads[position]), default=0)
+            plugin = is_plugin_node(node.domain, node.op_type)
+            here += int(plugin)
+            levels.setdefault(here, ([], []))[0 if plugin else 1].append(position)
+            level.update((name, here) for name in node.output if name)
+        needed_after: dict[str, int] = {name: max(levels, default=0) + 1 for name in self.output_names}
+        for here, (plugins, standard) in levels.items():
+            for position in [*plugins, *standard]:  # the plugins of a level run before its nodes, after the level below
+                for name in reads[position]:
+                    needed_after[name] = max(needed_after.get(name, -1), here)
+        self._stages = []
+        for here in sorted(levels):
+            plugins, standard = levels[here]
+            produced = {name for position in standard for name in nodes[position].output if name}
+            read = list(dict.fromkeys(name for position in standard for name in reads[position]))
+            self._stages.append(_Stage(
+                plugins=[nodes[position] for position in plugins], nodes=[nodes[position] for position in standard],
+                inputs=[name for name in read if name not in produced and name not in self._initializers],
+                outputs=[name for position in standard for name in nodes[position].output
+                         if name and needed_after.get(name, -1) > here],
+                initializers=[self._initializers[name] for name in read if name in self._initializers],
+                sessions={}))
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The outputs by name for `feeds` (every graph input by name, in its dtype)."""
+        onnx = import_module("onnx")
+        values: dict[str, np.ndarray] = _checked_feeds(self.input_names, feeds, self.float32_copy)
+        for stage in self._stages:
+            for node in stage.plugins:
+                arguments = [self._value(onnx, values, name) for name in node.input]
+                values.update(zip(node.output, plugin_reference(node, arguments)))
+            if stage.nodes:
+                arrays = {name: self._value(onnx, values, name) for name in stage.inputs}
+                session = self._session(onnx, stage, arrays)
+                values.update(zip(stage.outputs, _run(session, stage.outputs, arrays, "the rewritten model")))
+        return {name: self._value(onnx, values, name) for name in self.output_names}
+
+    def _value(self, onnx: Any, values: dict[str, np.ndarray], name: str) -> np.ndarray:
+        if name not in values:
+            values[name] = onnx.numpy_helper.to_array(self._initializers[name])
+        return values[name]
+
+    def _session(self, onnx: Any, stage: _Stage, arrays: Mapping[str, np.ndarray]) -> Any:
+        """The stage's session for these input dtypes: a model of the stage's nodes, its inputs typed from the
+        arrays, its outputs as the model records them (or untyped: ONNX Runtime infers them)."""
+        key = tuple(str(arrays[name].dtype) for name in stage.inputs)
+        if key not in stage.sessions:
+            helper = onnx.helper
+            inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arrays[name].dtype), None)
+                      for name in stage.inputs]
+            outputs = [helper.make_tensor_value_info(name, self._recorded[name], None) if name in self._recorded
+                       else onnx.ValueInfoProto(name=name) for name in stage.outputs]  # untyped: ORT infers it
+            graph = helper.make_graph(stage.nodes, "stage", inputs, outputs, stage.initializers)
+            opsets = [opset for opset in self._model.opset_import if opset.domain != PLUGIN_DOMAIN]
+            model = helper.make_model(graph, opset_imports=opsets, ir_version=self._model.ir_version,
+                                      functions=list(self._model.functions))
+            stage.sessions[key] = _inference_session(model, "the rewritten model")
+        return stage.sessions[key]
+
+
+def run_rewritten(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Runs a rewritten `model` once on the CPU: RewrittenSession(model).run(feeds)."""
+    return RewrittenSession(model).run(feeds)
+
+
+# --- the plugin nodes on the CPU ------------------------------------------------------------------------------------
+def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The outputs of one plugin node (a NodeProto of network/onnx_nodes.py's format) for its input arrays."""
+    name = f"node {node.name or node.op_type} ({node.op_type})"
+    op = node.op_type
+    if op in (PLUGIN_OP, AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS):
+        state, src, idx = inputs[:3]
+        added, counts = _scatter_add(name, state, src, idx)
+        if op == AOT_SCATTER_ADD_COUNTS:
+            return [added, _counts(name, inputs[3], state.shape[0]) + counts]
+        return [added, counts][:len(node.output)]
+    if op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
+        src, idx, keys, values = inputs[:4]
+        _check_edges(name, src, idx)
+        if keys.dtype != np.int32 or keys.ndim != 1 or not np.all(keys == KEYS_EMPTY):
+            raise InputError(f"{name}: its keys must arrive as int32 {KEYS_EMPTY} (an empty table)")
+        if values.dtype != np.float32 or values.shape != (keys.shape[0], src.shape[1]) or values.any():
+            raise InputError(f"{name}: its values must arrive as float32 zeros [{keys.shape[0]}, {src.shape[1]}]")
+        rows, slot = np.unique(idx, return_inverse=True)
+        if rows.size > keys.shape[0]:
+            raise InputError(f"{name}: {rows.size} distinct rows do not fit a table of {keys.shape[0]} slots")
+        table_keys, sums = keys.copy(), np.zeros(values.shape, np.float64)
+        table_keys[:rows.size] = rows
+        np.add.at(sums, slot, src.astype(np.float64))
+        outputs = [table_keys, sums.astype(np.float32)]
+        if op == AOT_SCATTER_TABLE_COUNTS:
+            rows_total = inputs[4].shape[0]
+            outputs.append(_counts(name, inputs[4], rows_total) + _edge_counts(name, idx, rows_total))
+        return outputs
+    if op == AOT_APPLY_TABLE:
+        state, keys, values = inputs
+        _check_state(name, state)
+        used = keys != KEYS_EMPTY
+        _check_range(name, "key", keys[used], state.shape[0], np.flatnonzero(used))
+        total = state.astype(np.float64)
+        np.add.at(total, keys[used], values[used].astype(np.float64))
+        return [total.astype(state.dtype)]
+    raise InputError(f"{name}: not a plugin node of this sample")
+
+
+def _check_state(name: str, state: np.ndarray) -> None:
+    if state.dtype not in FEATURE_DTYPES or state.ndim != 2:
+        raise InputError(f"{name}: its state is {state.dtype} {list(state.shape)}; the plugin adds into float32 or "
+                         "float16 rows [R, F]")
+
+
+def _check_edges(name: str, src: np.ndarray, idx: np.ndarray) -> None:
+    if idx.dtype != INDEX_DTYPE or idx.ndim != 1 or src.ndim != 2 or src.shape[0] != idx.shape[0]:
+        raise InputError(f"{name}: src {src.dtype} {list(src.shape)} and idx {idx.dtype} {list(idx.shape)}; the plugin "
+                         "takes src [E, F] and idx [E] int64")
+
+
+def _check_range(name: str, what: str, values: np.ndarray, rows: int, positions: np.ndarray) -> None:
+    bad = np.flatnonzero((values < 0) | (values >= rows))
+    if bad.size:
+        first = int(bad[0])
+        raise InputError(f"{name}: {what} {int(values[first])} at position {int(positions[first])} is outside the "
+                         f"{rows} rows of its state")
+
+
+def _scatter_add(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """state with row src[e] added into row idx[e] (float64 sums, rounded once), and the edges per row."""
+    _check_state(name, state)
+    _check_edges(name, src, idx)
+    if src.dtype != state.dtype or src.shape[1] != state.shape[1]:
+        raise InputError(f"{name}: src {src.dtype} {list(src.shape)} is not rows of its state {state.dtype} "
+                         f"{list(state.shape)}")
+    counts = _edge_counts(name, idx, state.shape[0])
+    total = state.astype(np.float64)
+    np.add.at(total, idx, src.astype(np.float64))
+    return total.astype(state.dtype), counts
+
+
+def _edge_counts(name: str, idx: np.ndarray, rows: int) -> np.ndarray:
+    _check_range(name, "index", idx, rows, np.arange(idx.size))
+    return np.bincount(idx, minlength=rows).astype(np.int64)[:, None]
+
+
+def _counts(name: str, counts: np.ndarray, rows: int) -> np.ndarray:
+    if counts.dtype != np.int64 or counts.shape != (rows, 1) or counts.any():
+        raise InputError(f"{name}: its counts must arrive as int64 zeros [{rows}, 1]")
+    return counts
