@@ -22,14 +22,18 @@ from typing import Any
 
 import torch
 
-from plugin.rules import COMPUTE_COUNTS_FIELD
+# The plugin node's format, the one the rewrite writes (numpy only: no onnx, no TensorRT).
+from network.onnx_nodes import (
+    COUNTS_ATTRIBUTE,
+    NAMESPACE_ATTRIBUTE,
+    PLUGIN_DOMAIN,
+    PLUGIN_DOMAIN_VERSION,
+    PLUGIN_OP,
+    VERSION_ATTRIBUTE,
+    plugin_attributes,
+)
 
 OP_NAMESPACE = "aliased_io"  # torch.ops.aliased_io.*
-# The plugin node, as TensorRT's ONNX parser looks the Python plugin's creator up (plugin/scatter_add_plugin.py
-# PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE); the rewrite (network/onnx_rewrite.py) writes the same node.
-PLUGIN_DOMAIN, PLUGIN_DOMAIN_VERSION = "aliased_io", 1
-PLUGIN_OP, PLUGIN_VERSION, PLUGIN_NAMESPACE = "ScatterAddInPlace", "1", ""
-
 FEATURE_DTYPES = (torch.float32, torch.float16)
 
 
@@ -110,9 +114,9 @@ def _plugin_schema() -> Any:
                     inputs=[parameter("state", "T"), parameter("src", "T"), parameter("idx", "tensor(int64)")],
                     outputs=[parameter("aggregated", "T")],
                     type_constraints=[("T", ["tensor(float)", "tensor(float16)"], "the state's dtype")],
-                    attributes=[OpSchema.Attribute("plugin_version", OpSchema.AttrType.STRING, "creator version"),
-                                OpSchema.Attribute("plugin_namespace", OpSchema.AttrType.STRING, "creator namespace"),
-                                OpSchema.Attribute(COMPUTE_COUNTS_FIELD, OpSchema.AttrType.INT, "0: no counts output")])
+                    attributes=[OpSchema.Attribute(VERSION_ATTRIBUTE, OpSchema.AttrType.STRING, "creator version"),
+                                OpSchema.Attribute(NAMESPACE_ATTRIBUTE, OpSchema.AttrType.STRING, "creator namespace"),
+                                OpSchema.Attribute(COUNTS_ATTRIBUTE, OpSchema.AttrType.INT, "0: no counts output")])
 
 
 def scatter_add_plugin_node(state: Any, src: Any, index: Any) -> Any:
@@ -121,8 +125,7 @@ def scatter_add_plugin_node(state: Any, src: Any, index: Any) -> Any:
     from onnxscript.values import Op, Opset
 
     plugin = Op(Opset(PLUGIN_DOMAIN, PLUGIN_DOMAIN_VERSION), PLUGIN_OP, _plugin_schema())
-    return plugin(state, src, index, plugin_version=PLUGIN_VERSION, plugin_namespace=PLUGIN_NAMESPACE,
-                  **{COMPUTE_COUNTS_FIELD: 0})
+    return plugin(state, src, index, **plugin_attributes(compute_counts=False))
 
 
 custom_translation_table = {torch.ops.aliased_io.scatter_add.default: scatter_add_plugin_node}

@@ -152,6 +152,18 @@ def test_the_export_writes_one_plugin_node_in_the_aliased_io_domain(tmp_path_fac
         assert [consumer.op_type for consumer in model.graph.node if "X" in consumer.input] == ["ScatterAddInPlace"]
 
 
+def eager_outputs(name: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The eager module's outputs on `feeds` (a copy of X, which it must update in place and return first)."""
+    import torch
+
+    state = torch.from_numpy(feeds["X"].copy())
+    with torch.no_grad():
+        returned = ops_module(name)(state, *(torch.from_numpy(feeds[input_name]) for input_name in OPS_MODELS[name][0][1:]))
+    returned = returned if isinstance(returned, tuple) else (returned,)
+    assert returned[0] is state and not np.array_equal(state.numpy(), feeds["X"])  # X itself, updated
+    return [value.numpy() for value in returned]
+
+
 @needs_export
 @pytest.mark.parametrize("name, precision", OPS_CASES)
 def test_the_exported_model_computes_what_eager_torch_does(tmp_path_factory, name, precision):
@@ -160,31 +172,25 @@ def test_the_exported_model_computes_what_eager_torch_does(tmp_path_factory, nam
     replaced by its standard equivalent (for float16, summed in float32 and rounded once)."""
     import onnx
     import onnxruntime
-    import torch
 
     from reference.compare import compare
 
     model = with_standard_scatter(onnx.load(str(ops_model(tmp_path_factory, name, precision))))
     feeds = ops_inputs(name, precision, num_nodes=9, num_edges=23, seed=7)
     assert len(set(feeds["idx"].tolist())) < len(feeds["idx"])
-    state = torch.from_numpy(feeds["X"].copy())
-    with torch.no_grad():
-        eager = ops_module(name)(state, *(torch.from_numpy(feeds[input_name]) for input_name in OPS_MODELS[name][0][1:]))
-    eager = eager if isinstance(eager, tuple) else (eager,)
-    assert eager[0] is state  # the module returns its X, updated in place
-    assert not np.array_equal(state.numpy(), feeds["X"])
+    eager = eager_outputs(name, feeds)
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     outputs = dict(zip(OPS_MODELS[name][1], session.run(list(OPS_MODELS[name][1]), feeds)))
     for output, expected in zip(OPS_MODELS[name][1], eager):
-        assert outputs[output].dtype == expected.numpy().dtype
-        comparison = compare(outputs[output], expected.numpy().astype(np.float64), precision)
+        assert outputs[output].dtype == expected.dtype
+        comparison = compare(outputs[output], expected.astype(np.float64), precision)
         assert comparison.ok, f"{output}: {comparison.summary()}"
 
 
 @needs_export
 def test_the_translation_writes_the_node_the_rewrite_writes(tmp_path_factory):
     """The node of export.ops and the one network.onnx_rewrite makes from the exported sample state network
-    (Python plugin) agree on op_type and attributes: TensorRT's parser finds one creator for both."""
+    (Python plugin) agree on domain, op_type and attributes: TensorRT's parser finds one creator for both."""
     import onnx
 
     from network.onnx_rewrite import load_model, rewrite_model
@@ -193,7 +199,27 @@ def test_the_translation_writes_the_node_the_rewrite_writes(tmp_path_factory):
                                                    "python").model.graph.node if node.op_type == "ScatterAddInPlace"]
     (ours,) = [node for node in onnx.load(str(ops_model(tmp_path_factory, "state"))).graph.node
                if node.op_type == "ScatterAddInPlace"]
-    assert attributes(ours) == attributes(rewritten)
+    assert (ours.domain, attributes(ours)) == (rewritten.domain, attributes(rewritten))
+
+
+@needs_export
+@pytest.mark.parametrize("name, precision", OPS_CASES)
+def test_the_rewrite_passes_the_model_through_and_its_cpu_run_matches_eager_torch(tmp_path_factory, name, precision):
+    """rewrite_model keeps the exported plugin node (checked, nothing to rewrite) and reports X_out as X's memory;
+    network.onnx_runtime.run_rewritten (the plugin node by its CPU reference, the rest in ONNX Runtime) gives
+    what eager torch gives, on the seeded inputs of test_the_exported_model_computes_what_eager_torch_does."""
+    from network.onnx_rewrite import load_model, rewrite_model
+    from network.onnx_runtime import run_rewritten
+    from reference.compare import compare
+
+    result = rewrite_model(load_model(ops_model(tmp_path_factory, name, precision)), "python")
+    assert [node.op_type for node in result.model.graph.node if node.domain] == ["ScatterAddInPlace"]
+    assert result.aliases == {"X_out": "X"}
+    feeds = ops_inputs(name, precision, num_nodes=9, num_edges=23, seed=7)
+    outputs = run_rewritten(result.model, feeds)
+    for output, expected in zip(OPS_MODELS[name][1], eager_outputs(name, feeds)):
+        comparison = compare(outputs[output], expected.astype(np.float64), precision)
+        assert comparison.ok, f"{output}: {comparison.summary()}"
 
 
 @needs_export
