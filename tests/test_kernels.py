@@ -125,6 +125,40 @@ def test_compile_error_carries_the_nvrtc_log():
     assert isinstance(caught.value, CudaError) and caught.value.name == "NVRTC_ERROR_COMPILATION"
 
 
+NVRTC_THEN_COMPILE = """
+import sys
+from pathlib import Path
+from plugin.kernels.compile import nvrtc_compile
+output, log = nvrtc_compile(Path(sys.argv[1]), [], ptx=True)
+namespace = {"__name__": "compiled_after_nvrtc"}  # compiled now, as bench_enqueue.py imports the plugin host late
+exec(compile("def spec(name, low, high):\\n    return f'profile {name} {low} {high}'\\n", "late.py", "exec"), namespace)
+print(repr((log, " ".encode(), b"a b"[1:2], namespace["spec"]("N", 1, 1000000))))
+"""
+
+
+def test_nvrtc_compile_writes_only_into_buffers_of_its_own(tmp_path):
+    """nvrtc_compile with an empty log (nvrtcGetProgramLogSize 1: the NUL alone), in a fresh process: the
+    interpreter's shared one-byte b" " stays a space. The log buffer once was b" " * size, which for size 1 is
+    that shared object; NVRTC wrote its NUL into it, every later b" " became b"\\0", and on Python 3.12 the
+    f-strings of modules compiled afterwards lost their single-space parts (bench_enqueue.py's plugin host spec
+    arrived as "profile N110000001000000" on the H200)."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("cuda.bindings.nvrtc")
+    root = Path(__file__).resolve().parent.parent
+    source = tmp_path / "empty_log.cu"
+    source.write_text('extern "C" __global__ void one(float* x) { x[0] = 1.0f; }\n')
+    result = subprocess.run([sys.executable, "-c", NVRTC_THEN_COMPILE, str(source)], cwd=root, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    log, space, sliced, spec = ast.literal_eval(result.stdout.strip().splitlines()[-1])
+    assert log == "", f"NVRTC wrote a log ({log!r}): this source no longer tests the one-byte buffer"
+    assert (space, sliced, spec) == (b" ", b" ", "profile N 1 1000000")
+
+
 def test_pick_arch_prefers_the_device_arch_then_an_older_minor_of_the_same_major():
     supported = (75, 80, 86, 89, 90, 100, 120)
     assert pick_arch(90, supported) == 90

@@ -887,13 +887,14 @@ def test_host_py_refuses_a_host_built_from_another_source(host):
 
 TIMING_DRIVER = r"""
 /* A stand-in libcuda (soname libcuda.so.1) for the build's timing enqueue on "device" buffers: host memory behind
-   made-up device addresses, a current context, a stream whose work ends or (FAKE_CUDA_NEVER_ENDS) never does. */
+   made-up device addresses, a current context (none with FAKE_CUDA_NO_CONTEXT), a stream whose work ends or
+   (FAKE_CUDA_NEVER_ENDS) never does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 static void say(const char* text) { FILE* f = fopen(getenv("FAKE_CUDA_LOG"), "a"); fputs(text, f); fclose(f); }
-int cuCtxGetCurrent(void** ctx) { *ctx = (void*)0xC0; return 0; }
+int cuCtxGetCurrent(void** ctx) { *ctx = getenv("FAKE_CUDA_NO_CONTEXT") ? 0 : (void*)0xC0; return 0; }
 int cuCtxSetCurrent(void* ctx) { return ctx == (void*)0xC0 ? 0 : 201; }
 int cuMemAlloc_v2(uint64_t* p, size_t n) {
     char line[64]; snprintf(line, sizeof line, "alloc %zu\n", n); say(line); *p = (uint64_t)(uintptr_t)malloc(n);
@@ -937,7 +938,7 @@ print(json.dumps({"report": report.data, "launches": launches}))
 """
 
 
-def run_with_timing_driver(tmp_path, which, never_ends):
+def run_with_timing_driver(tmp_path, which, never_ends, no_context=False):
     """TIMING_SCRIPT for `which` ("python" or "aot") in a fresh process with the stand-in libcuda: (report data,
     recorded launches, the driver's log lines)."""
     library = tmp_path / "libcuda.so.1"
@@ -952,13 +953,15 @@ def run_with_timing_driver(tmp_path, which, never_ends):
     env = dict(os.environ, FAKE_CUDA_LOG=str(log), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]]))
     if never_ends:
         env["FAKE_CUDA_NEVER_ENDS"] = "1"
+    if no_context:
+        env["FAKE_CUDA_NO_CONTEXT"] = "1"
     result = subprocess.run([sys.executable, "-c", TIMING_SCRIPT, str(library), which], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(result.stdout.strip().splitlines()[-1])
     from tests.plugin_host.host import Report
 
-    return Report(data["report"]), data["launches"], log.read_text().splitlines()
+    return Report(data["report"]), data["launches"], log.read_text().splitlines() if log.exists() else []
 
 
 @pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])
@@ -982,6 +985,18 @@ def test_the_aot_builds_timing_launch_with_a_stand_in_driver(trt, host, aot, tmp
     else:
         assert report.ok and kernel_step["ok"], report
         assert log[7:] == ["unload", "stream destroyed"] + ["free"] * 4  # the build's module, then its buffers
+
+
+def test_the_builds_timing_without_a_current_cuda_context_is_one_reported_error(trt, host, tmp_path):
+    """The CUDA driver is there but no context is current on the building thread (stand-in libcuda, fresh
+    process): the build fails with one error naming the missing context, before the timing copy gets any address
+    or stream. It once went on with a CPU run's made-up addresses and stream, which the plugin's launch handed to
+    the real driver: on the H200 the process died (SIGSEGV) with no report."""
+    report, launches, log = run_with_timing_driver(tmp_path, "python", never_ends=False, no_context=True)
+    assert not report.ok and "needs a current CUDA context" in report.error, report
+    assert [step["call"] for step in report.steps if not step["ok"]] == ["host"], report  # the one error
+    assert not any(call.startswith("IPluginV3OneRuntime::") for call in report.calls), report
+    assert launches == [] and log == [], (launches, log)  # no buffer, no stream, no launch
 
 
 @pytest.mark.parametrize("never_ends", [False, True], ids=["ends", "never ends"])

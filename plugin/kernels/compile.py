@@ -100,17 +100,20 @@ def nvrtc_compile(source_path: Path, options: list[bytes], *, ptx: bool = False,
     program = check(nvrtc.nvrtcCreateProgram(source_path.read_bytes(), source_path.name.encode(), 0, [], []))
     try:
         (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        log_size = check(nvrtc.nvrtcGetProgramLogSize(program))
-        log_buffer = b" " * log_size
+        # NVRTC writes into the buffers it is given: they must be writable and the caller's own. Never b" " * n:
+        # for n = 1 (an empty log, the NUL alone) that is the interpreter's shared one-byte b" ", and the NUL
+        # written into it turns every later b" " of the process into b"\0" (Python 3.12's parser then drops the
+        # single-space parts of f-strings compiled afterwards, e.g. the plugin host's spec lines).
+        log_buffer = bytearray(check(nvrtc.nvrtcGetProgramLogSize(program)))
         check(nvrtc.nvrtcGetProgramLog(program, log_buffer))
-        log = log_buffer.rstrip(b"\0 ").decode(errors="replace")
+        log = bytes(log_buffer).rstrip(b"\0 ").decode(errors="replace")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise NvrtcError(f"NVRTC could not compile {source_path.name}{target}: {status.name}\n{log}", status.name)
         get_size, get_output = (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx else (nvrtc.nvrtcGetCUBINSize,
                                                                                        nvrtc.nvrtcGetCUBIN)
-        output = b" " * check(get_size(program))
+        output = bytearray(check(get_size(program)))
         check(get_output(program, output))
-        return output, log
+        return bytes(output), log
     finally:
         check(nvrtc.nvrtcDestroyProgram(program))
 

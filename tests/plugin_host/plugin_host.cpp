@@ -1348,9 +1348,9 @@ struct Driver
         return &driver;
     }
 
-    //! The driver, where this thread has a current CUDA context and the calls of device buffers exist; else
-    //! nullptr (a CPU machine, or no context made current: the host then records launches instead).
-    static Driver const* withContext()
+    //! The driver with the calls of device buffers, where they exist (a GPU machine); else nullptr (a CPU machine,
+    //! or a stand-in libcuda of the launch calls only: the host then records launches instead).
+    static Driver const* forBuffers()
     {
         std::string problem;
         Driver const* driver = get(problem);
@@ -1361,8 +1361,21 @@ struct Driver
         {
             return nullptr;
         }
+        return driver;
+    }
+
+    //! Whether this thread has a current CUDA context (cuCtxGetCurrent names one).
+    bool contextCurrent() const
+    {
         void* context = nullptr;
-        return driver->ctxGetCurrent(&context) == 0 && context != nullptr ? driver : nullptr;
+        return ctxGetCurrent != nullptr && ctxGetCurrent(&context) == 0 && context != nullptr;
+    }
+
+    //! The driver, where this thread has a current CUDA context and the calls of device buffers exist; else nullptr.
+    static Driver const* withContext()
+    {
+        Driver const* driver = forBuffers();
+        return driver != nullptr && driver->contextCurrent() ? driver : nullptr;
     }
 
     std::string name(Result r) const
@@ -1732,6 +1745,7 @@ class MadeUpBuffers
 public:
     MadeUpBuffers()
         : mDriver(Driver::withContext())
+        , mNoContext(mDriver == nullptr && Driver::forBuffers() != nullptr)
     {
     }
 
@@ -1758,6 +1772,13 @@ public:
     bool onDevice() const
     {
         return mDriver != nullptr;
+    }
+
+    //! A GPU machine (the CUDA driver is there) but no current CUDA context on this thread: the made-up addresses
+    //! and stream of a CPU run would reach a real driver through the plugin's launch (a crash, not a report).
+    bool noContext() const
+    {
+        return mNoContext;
     }
 
     //! A buffer of `bytes` random bytes (0 for no bytes); false (problem set) where the driver refused.
@@ -1847,6 +1868,7 @@ private:
     static constexpr uint64_t kMADE_UP_STREAM = 0x5eed0000ULL;
     static constexpr Driver::Result kNOT_READY = 600; // CUDA_ERROR_NOT_READY
     Driver const* mDriver;
+    bool mNoContext;
     std::vector<uint64_t> mAllocations;
     void* mStream{nullptr};
     uint64_t mCount{0};
@@ -1958,8 +1980,17 @@ bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
     bool ok = false;
     {
         MadeUpBuffers buffers;
-        auto* runtime = static_cast<IPluginV3OneRuntime*>(capability(
-            *timing, PluginCapabilityType::kRUNTIME, "kRUNTIME of the timing copy", {"PLUGIN_V3ONE_RUNTIME"}, report));
+        if (buffers.noContext())
+        {
+            // TensorRT's builder times plugins inside the CUDA context it builds in; with none current here there
+            // is no device to make buffers on, and made-up addresses would reach the real driver.
+            report.fail("the build's timing enqueue needs a current CUDA context on this thread (the CUDA driver is "
+                        "here, but cuCtxGetCurrent names none): make one current first, e.g. torch.cuda.init()");
+        }
+        auto* runtime = buffers.noContext() ? nullptr
+                                            : static_cast<IPluginV3OneRuntime*>(capability(*timing,
+                                                PluginCapabilityType::kRUNTIME, "kRUNTIME of the timing copy",
+                                                {"PLUGIN_V3ONE_RUNTIME"}, report));
         std::vector<PluginTensorDesc> inDescs, outDescs;
         ok = runtime != nullptr && setTactic(runtime, engine, report)
             && concreteDescs(engine, profileSizes(engine, 1), inDescs, outDescs, report)
