@@ -132,17 +132,29 @@ custom_translation_table = {torch.ops.aliased_io.scatter_add.default: scatter_ad
 
 
 def check_updates_exported(program: Any) -> None:
-    """ValueError (one line) when an aliased_io::scatter_add_ call of `program` (the ONNXProgram that
-    torch.onnx.export returned) has no plugin node in its ONNX model: the exporter keeps only what forward
-    returns and drops an update nothing returned reads, which in TensorRT would never reach the state."""
-    calls = [node for node in program.exported_program.graph.nodes if node.target is torch.ops.aliased_io.scatter_add.default]
-    written = [node for node in program.model_proto.graph.node if (node.domain, node.op_type) == (PLUGIN_DOMAIN,
-                                                                                                    PLUGIN_OP)]
+    """ValueError (one line) unless every aliased_io::scatter_add_ call of `program` (the ONNXProgram that
+    torch.onnx.export returned) is a plugin node of its ONNX model that alone reads its state:
+    - the exporter keeps only what forward returns and drops an update nothing returned reads, which in
+      TensorRT would never reach the state;
+    - a layer that reads the state beside the plugin node (forward read it before the update) has nothing
+      ordering it before the in-place write (Shape nodes excepted: they read no values)."""
+    calls = [node for node in program.exported_program.graph.nodes
+             if node.target is torch.ops.aliased_io.scatter_add.default]
+    graph = program.model_proto.graph
+    written = [node for node in graph.node if (node.domain, node.op_type) == (PLUGIN_DOMAIN, PLUGIN_OP)]
     if len(written) < len(calls):
         user_inputs = list(program.exported_program.graph_signature.user_inputs)
-        names = [value.name for value in program.model_proto.graph.input]
+        names = [value.name for value in graph.input]
         states = sorted({names[user_inputs.index(call.args[0].name)] for call in calls
                          if call.args[0].op == "placeholder" and call.args[0].name in user_inputs})
         raise ValueError(f"{len(calls) - len(written)} of the {len(calls)} aliased_io::scatter_add_ updates (of "
                          f"{', '.join(states) or 'intermediate tensors'}) are not in the ONNX model: torch.onnx.export "
                          "keeps only what forward returns; return the updated state (or something computed from it)")
+    for plugin in written:
+        state = plugin.input[0]
+        readers = [node.name or node.op_type for node in graph.node
+                   if node is not plugin and state in node.input and node.op_type != "Shape"]
+        if readers:
+            raise ValueError(f"node {plugin.name} ({PLUGIN_OP}) adds into {state} in place, but {', '.join(readers)} "
+                             f"also read {state}, in an order the engine need not keep: read the state only after "
+                             "the update (through its result)")

@@ -249,3 +249,33 @@ def test_an_update_the_model_does_not_return_is_reported(tmp_path):
                                  "something computed from it)")
     for name in OPS_MODELS:
         check_updates_exported(ops_program(name))
+
+
+@needs_export
+def test_a_model_that_reads_the_state_before_the_update_is_reported():
+    """forward reads X, then updates it: the exported Mul reads X beside the plugin node, which writes X in place
+    in TensorRT, with nothing ordering the two; check_updates_exported names both in one line."""
+    import torch
+
+    from export.export_onnx import quiet_exporter
+    from export.ops import check_updates_exported, custom_translation_table
+
+    class ReadBeforeUpdate(torch.nn.Module):
+        def forward(self, X, src, idx):
+            before = X * 2
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return X + before
+
+    inputs = ops_inputs("state", "fp32", 5, 7, seed=0)
+    with quiet_exporter():
+        program = torch.onnx.export(ReadBeforeUpdate(), tuple(torch.from_numpy(array) for array in inputs.values()),
+                                    dynamo=True, input_names=["X", "src", "idx"], verbose=False,
+                                    custom_translation_table=custom_translation_table)
+    (plugin,) = [node for node in program.model_proto.graph.node if node.op_type == "ScatterAddInPlace"]
+    (mul,) = [node for node in program.model_proto.graph.node if node.op_type == "Mul"]
+    assert "X" in plugin.input and "X" in mul.input
+    with pytest.raises(ValueError) as raised:
+        check_updates_exported(program)
+    assert str(raised.value) == (f"node {plugin.name} (ScatterAddInPlace) adds into X in place, but {mul.name} also "
+                                 "read X, in an order the engine need not keep: read the state only after the update "
+                                 "(through its result)")
