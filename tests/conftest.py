@@ -29,6 +29,8 @@ from common.imports import import_tensorrt, is_full_tensorrt  # noqa: E402
 from common.versions import TENSORRT_FLOOR  # noqa: E402
 from tests.plugin_host.host import host_library_path  # noqa: E402
 
+pytest_plugins = ("tests.nvrtc_cubins",)  # the cubin_for fixture: NVRTC compiles in the background, cached
+
 
 @functools.lru_cache(maxsize=None)
 def cuda_gpu_missing_reason() -> str | None:

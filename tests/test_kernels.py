@@ -2,7 +2,6 @@
 argument checks, error wrapping. GPU behaviour is in test_kernels_gpu.py."""
 
 import dataclasses
-import hashlib
 
 import numpy as np
 import pytest
@@ -13,9 +12,7 @@ from plugin.cuda_check import CudaError, NvrtcError, check
 from plugin.kernels import compile_scatter_add, scatter_add_launch, scatter_add_workspace_size
 from plugin.kernels.compile import (
     MIN_ARCH,
-    SOURCE_PATH,
     compile_cubin,
-    compile_options,
     grid_sync_available,
     kernel_dtype,
     nvrtc_supported_archs,
@@ -73,26 +70,6 @@ def archs_to_compile() -> list[int]:
     return [arch for arch in nvrtc_supported_archs() if arch >= MIN_ARCH]
 
 
-@pytest.fixture(scope="session")
-def cubin_for(request):
-    """cubin_for(arch, dtype): scatter_add.cu compiled by NVRTC, once per session for each (arch, dtype), and
-    kept between sessions in pytest's cache under a hash of the source, the options and the NVRTC version: a
-    rerun over an unchanged kernel compiles nothing (`python3 -m pytest --cache-clear` compiles again)."""
-    from cuda.bindings import nvrtc
-
-    folder = request.config.cache.mkdir("nvrtc-cubins")
-    version = repr(check(nvrtc.nvrtcVersion())).encode()
-
-    def cubin_for(arch: int, dtype) -> bytes:
-        key = hashlib.sha256(b"\0".join([SOURCE_PATH.read_bytes(), version, *compile_options(arch, kernel_dtype(dtype))]))
-        path = folder / f"sm_{arch}_{np.dtype(dtype)}_{key.hexdigest()[:16]}.cubin"
-        if not path.exists():
-            path.write_bytes(compile_cubin(arch, dtype)[0])
-        return path.read_bytes()
-
-    return cubin_for
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
 @pytest.mark.parametrize("arch", archs_to_compile())
 def test_source_compiles_to_a_cubin_for_every_supported_arch(cubin_for, arch, dtype):
@@ -112,9 +89,20 @@ def test_supported_archs_reach_from_sm75_to_beyond_hopper():
     assert archs[0] == 75 and 90 in archs and max(archs) > 90
 
 
-def test_compilation_is_cached_per_arch_and_dtype():
-    assert compile_scatter_add(90, np.float32) is compile_scatter_add(90, "float32")
-    assert compile_scatter_add(90, np.float16) is not compile_scatter_add(90, np.float32)
+def test_compilation_is_cached_per_arch_and_dtype(monkeypatch):
+    # compile_cubin recorded instead of run: the caching is under test here, NVRTC above (cubin_for)
+    from plugin.kernels import compile as compile_module
+
+    compiled = []
+    monkeypatch.setattr(compile_module, "compile_cubin",
+                        lambda arch, dtype: (compiled.append((arch, dtype)) or bytearray(b"sm_%d" % arch), ""))
+    compile_module._compile_cached.cache_clear()
+    try:
+        assert compile_scatter_add(90, np.float32) is compile_scatter_add(90, "float32")
+        assert compile_scatter_add(90, np.float16) is not compile_scatter_add(90, np.float32)
+        assert compiled == [(90, np.float32), (90, np.float16)]
+    finally:
+        compile_module._compile_cached.cache_clear()  # nothing recorded is left for the kernel tests
 
 
 def test_compile_error_carries_the_nvrtc_log():

@@ -86,3 +86,29 @@ def test_batches_reject_bad_counts(args, message):
     with pytest.raises(InputError) as error:
         portable_edge_batches(*args, seed=0)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("num_batches", [1, 2, 1_000_000])
+def test_exactly_the_edge_limit_is_drawn_and_more_is_refused(monkeypatch, num_batches):
+    # K * B = MAX_RANDOM_EDGES, which the CLI accepts (cli.options), must be drawn here too: the words are recorded
+    # instead of computed (1.6 GB of them), the count check and the batch split are what run.
+    import graph.portable_random as module
+    from common.limits import MAX_RANDOM_EDGES
+
+    drawn = []
+
+    def record(seed, stream, start, count, bound):
+        drawn.append((stream, start, count, bound))
+        return np.broadcast_to(np.int64(0), (count,))
+
+    monkeypatch.setattr(module, "words_below", record)
+    batch_edges = MAX_RANDOM_EDGES // num_batches
+    assert num_batches * batch_edges == MAX_RANDOM_EDGES
+    batches = portable_edge_batches(10, num_batches, batch_edges, seed=0)
+    assert len(batches) == num_batches and batches[-1].shape == (batch_edges, 2)
+    assert drawn == [(BATCH_STREAM, 0, 2 * MAX_RANDOM_EDGES, 10)]
+    beyond = [(num_batches + 1, batch_edges)] + ([(num_batches, batch_edges + 1)] if num_batches > 1 else [])
+    for more_batches, more_edges in beyond:  # K more edges, or one more batch
+        with pytest.raises(InputError, match="exceed the limit of 100,000,000 edges"):
+            portable_edge_batches(10, more_batches, more_edges, seed=0)
+    assert len(drawn) == 1  # refused before any draw

@@ -137,6 +137,19 @@ def test_compare_passes_within_and_fails_beyond_the_tolerance():
         assert outside.max_rel_error == pytest.approx((1.1 * limit / expected).max())
 
 
+@pytest.mark.parametrize("precision", sorted(TOLERANCES))
+def test_scale_widens_both_the_absolute_and_the_relative_tolerance(precision):
+    atol, rtol = TOLERANCES[precision]["atol"], TOLERANCES[precision]["rtol"]
+    # where the reference is 0 only atol counts; where it is large, rtol * |reference| is most of the limit
+    for expected in (np.zeros(2), np.full(2, 100 * atol / rtol)):
+        limit = atol + rtol * expected
+        for factor, within_twice in ((1.5, True), (2.5, False)):
+            actual = expected + factor * limit
+            assert not compare(actual, expected, precision).ok
+            doubled = compare(actual, expected, precision, scale=2.0)
+            assert doubled.ok == within_twice and (doubled.atol, doubled.rtol) == (2 * atol, 2 * rtol)
+
+
 def test_compare_fails_on_nan_and_refuses_shape_mismatch_and_unknown_precision():
     expected = np.full((3, 2), 1 / 3)
     broken = expected.copy()

@@ -171,6 +171,7 @@ def test_a_cuda_13_driver_under_packages_of_a_later_cuda_is_told_to_update_the_d
 @pytest.mark.parametrize("names, major", [
     (["tensorrt_cu13_bindings"], 13), (["tensorrt-cu12-libs", "tensorrt_cu12"], 12), (["tensorrt"], None),
     ([], None), (["tensorrt_cu12_bindings", "tensorrt_cu13_libs"], None), (["tensorrt_rtx_cu13_bindings"], 13),
+    (["tensorrt-cu13"], 13), (["tensorrt_cu12"], 12), (["tensorrt-cu13", "tensorrt_cu13_libs"], 13),  # name ends in cuNN
 ])
 def test_the_cuda_major_version_from_distribution_names(names, major):
     assert cuda_major_of_distributions(names) == major
