@@ -16,7 +16,7 @@
 # bench_state_update.py and bench_aot.py (per-step device time, host time and one step at a time beside torch,
 # cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
 # bench_breakdown.py, each with --out, in ONE device call (each stage's seconds printed together at the end;
-# the stages took about 6-7 minutes together on the H200 in earlier runs, the fuzz test's time not yet known).
+# on the H200, 2026-12-01: the GPU tests 237 s, fuzz test included, the steps part 333 s, the kernel part 51 s).
 # probe_small_updates.py (every candidate plan of the per-step rows) only with RUN_GPU_PROBES=1 (about a
 # minute more). Under OUT_DIR, 8 files (what the device tool brings back at most): gpu_tests.log (the tests'
 # output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,

@@ -47,7 +47,7 @@ CASES = [
     (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
     (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
     (np.float16, 10**6, 10**4, 1, False, "owned", "owned"),  # one launch of 1024-thread blocks, no workspace
-    (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters ("auto" on sm_90)
+    (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters (sm_90+)
     (np.float16, 10**4, 10**4, 1, False, "auto", "table"),  # memset, direct into the one-slot table, apply
     (np.float16, 10**7, 10**6, 1, False, "auto", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel

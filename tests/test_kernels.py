@@ -551,12 +551,12 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float32, 10**4, 10**6, 1, "direct"),         # 100 edges per node: below the shared kernel's threshold
     (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
     (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
-    (np.float16, 10**8, 10**4, 1, "clustered"),      # up to OWNED_MAX_EDGES on sm_90: one launch, no workspace
-    (np.float16, 10**6, 2**15, 4, "clustered"),
+    (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
+    (np.float16, 10**6, 2**15, 4, "owned"),
     (np.float16, 10**6, 2**15, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
     (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
     (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
-    (np.float16, 32769, 10**4, 1, "clustered"),
+    (np.float16, 32769, 10**4, 1, "owned"),
     (np.float16, 10**7, 10**6, 1, "partitioned"),
     (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
     (np.float16, 1000, 10**6, 1, "shared"),
@@ -564,13 +564,18 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float16, 10**8, PARTITION_MAX_EDGES + 1, 1, "hashed"),
 ])
 def test_small_updates_without_counts_take_the_direct_owned_or_partitioned_path(dtype, nodes, edges, features,
-                                                                                expected):
+                                                                                expected, monkeypatch):
+    from plugin.kernels import plan as plans
+
     vec = 4 if features % 4 == 0 else 1
     plan = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, partition_workspace=True)
     assert plan.algorithm == expected
-    if expected == "clustered":  # before sm_90 (no clusters): the owned kernel
+    if expected == "owned":  # clustered only when switched on, and from sm_90 (clusters); owned before
+        monkeypatch.setattr(plans, "AUTO_CLUSTERED", True)
+        assert plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec).algorithm == "clustered"
         older = dataclasses.replace(H200_LIKE, arch=80)
         assert plan_launch(nodes, edges, features, np.dtype(dtype), older, vec).algorithm == "owned"
+        monkeypatch.setattr(plans, "AUTO_CLUSTERED", False)
     counted = plan_launch(nodes, edges, features, np.dtype(dtype), H200_LIKE, vec, with_counts=True)
     assert counted.algorithm not in ("direct", "owned", "clustered", "partitioned")  # with counts: as before
     if expected == "partitioned":  # without its workspace: the table
@@ -1047,7 +1052,7 @@ def test_float16_direct_into_the_one_slot_table_is_taken_by_auto_only_when_switc
     switched = plan_launch(10**4, 10**4, 1, half, H200_LIKE, 1)
     assert switched.algorithm == "direct" and switched.table is not None and not switched.table.hashed
     assert plan_launch(1000, 10**6, 1, half, H200_LIKE, 1).algorithm == "shared"  # 1000 edges per node
-    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1).algorithm == "clustered"  # the table would be hashed
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1).algorithm == "owned"  # the table would be hashed
 
 
 def test_prepared_float16_direct_zeroes_the_one_slot_table_adds_into_it_and_applies_it(recorded):

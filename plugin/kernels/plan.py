@@ -54,9 +54,9 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
     shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
     block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8; issue-bound: every
-    block filters every target). On sm_90 and newer "clustered" instead: clusters of CLUSTER_BLOCKS blocks split
-    the targets and insert into each other's tables through distributed shared memory (12.2-12.4 us at E = 1e4,
-    17.4-21.8 at 2^15 where owned took 33.6-37.9; NOTES.md "Issue 26").
+    block filters every target). "clustered" (sm_90+, forced, or "auto" with AUTO_CLUSTERED): clusters of
+    CLUSTER_BLOCKS blocks split the targets and insert into each other's tables through distributed shared
+    memory; the shipped kernel measured 16.7-16.9 us against owned's 15.4-15.7 in one run (NOTES.md "Issue 26").
     "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
     PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
     by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
@@ -153,6 +153,10 @@ OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before i
 # clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
 # distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
 CLUSTER_MIN_ARCH = 90
+# "auto" takes the clustered kernel over owned only when this is on: in one H200 run (2026-12-01 16:11 UTC,
+# benchmarks/probe_float16_small.py --kernels, B = 1e4, F = 1, N = 1e5 to 1e8) the shipped clustered kernel took
+# 16.7-16.9 us per step and owned 15.4-15.7 us. algorithm="clustered" still forces it.
+AUTO_CLUSTERED = False
 # float16 with the one-slot table: the direct kernel into the table (a thread per element; memset, direct,
 # apply_table) instead of the windowed scatter_global (10 blocks at 1e4 edges: 6.3 us in Nsight Compute). Built
 # and tested on the CPU (recorded driver calls); not yet measured or tested on a GPU (NOTES.md "Issue 26"),
@@ -552,7 +556,7 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
                 return None
             return "direct"  # into the table, then apply_table
         if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
-            return "clustered" if device.arch >= CLUSTER_MIN_ARCH else "owned"
+            return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
         if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
             return "partitioned"
         return None
