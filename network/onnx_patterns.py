@@ -402,6 +402,22 @@ def view_base(tensor: Any) -> tuple[Any, list[Any]]:
     return tensor, views
 
 
+def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
+    """InputError where the tensor `node` adds into in place (`data`, or a tensor it is a view of) is also a graph
+    output or is read by another node (Shape nodes excepted): the in-place add would change what they see."""
+    base, views = view_base(data)
+    chain = [node, *views]
+    for tensor in [data, *(view.inputs[0] for view in views)]:
+        if tensor in graph.outputs:
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
+                             "into it in place would change an output the caller expects unchanged")
+        others = list(dict.fromkeys(consumer.name for consumer in tensor.outputs  # a node reading it twice, once
+                                    if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS))
+        if others:
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
+                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+
+
 def data_kind(match: Match, graph: Any) -> str:
     """How the scatter's data can be added into in place (INPUT, FILL or COMPUTED); InputError for data that is
     also a graph output, read by other nodes (Shape nodes excepted; a fill is cloned instead), written by another
@@ -410,16 +426,7 @@ def data_kind(match: Match, graph: Any) -> str:
     if fill_value(data) is not None:
         return FILL
     base, views = view_base(data)
-    chain = [node, *views]
-    for tensor in [data, *(view.inputs[0] for view in views)]:
-        if tensor in graph.outputs:
-            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
-                             "into it in place would change an output the caller expects unchanged")
-        others = [consumer.name for consumer in tensor.outputs
-                  if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS]
-        if others:
-            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
-                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+    refuse_other_readers(node, data, graph)
     writer = producer(base, *SCATTER_OPS)
     if writer is not None:
         raise InputError(f"node {node.name} ({node.op}): its data {data.name} is the output of {writer.name} ({writer.op}): "

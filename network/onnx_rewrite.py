@@ -85,6 +85,7 @@ from network.onnx_patterns import (
     plugin_state_and_index,
     rank,
     refuse_lone_counts,
+    refuse_other_readers,
     rows_source,
 )
 from network.onnx_runtime import short_line as _first_line
@@ -217,6 +218,9 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     names = NameSource(graph)
     results = [_replace(gs, graph, names, state, counts, kind, plugin)
                for (state, counts), kind in zip(states, kinds)]
+    for node in found:  # a plugin node written by export/ops.py adds into its input 0 in place, as a rewrite does
+        if node.inputs:
+            refuse_other_readers(node, node.inputs[0], graph)
     results += [_keep(gs, graph, names, node, plugin) for node in found]
     graph.cleanup(remove_unused_graph_inputs=False).toposort()
     rewritten = gs.export_onnx(graph)

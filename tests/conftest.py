@@ -118,6 +118,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=stand_in_reason))
 
 
+def pytest_sessionfinish(session):
+    """A background export no test waited for (tests/onnx_helpers.py) does not outlive the session."""
+    helpers = sys.modules.get("tests.onnx_helpers")
+    if helpers is not None:
+        helpers.stop_script_export()
+
+
 def pytest_terminal_summary(terminalreporter):
     """The skips grouped by reason, one line each with its count (pytest.ini asks -rfE: no line per skip)."""
     reasons: collections.Counter[str] = collections.Counter()

@@ -5,12 +5,16 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 NUM_FEATURES, NUM_CLASSES = 3, 4
 NETWORKS = ("classifier", "state")
 PRECISIONS = ("fp32", "fp16")
@@ -26,30 +30,88 @@ REWRITE_MISSING = missing_reason("onnx", "onnx_graphsurgeon", "onnxruntime")
 EXPORT_MISSING = missing_reason("torch", "onnx", "onnxscript", "onnx_graphsurgeon", "onnxruntime")
 needs_export = pytest.mark.skipif(EXPORT_MISSING is not None, reason=EXPORT_MISSING or "")
 
-_SAMPLES: dict[tuple[str, str], Path] = {}
+_SESSION_FILES: dict[str, Path] = {}
+
+
+def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Callable[[Path], Any]) -> Path:
+    """The file `write(path)` writes, once per test session for `key`: later calls get the same path."""
+    if key not in _SESSION_FILES:
+        path = tmp_path_factory.mktemp(key) / "model.onnx"
+        write(path)
+        _SESSION_FILES[key] = path
+    return _SESSION_FILES[key]
+
+
+# The sample model `python3 -m export.export_onnx` writes in a fresh process (tests/test_onnx_export.py checks
+# that run): started in the background by the session's first sample_model call, so that on a 2-core machine
+# it overlaps the exports in this process, and awaited where it is needed.
+SCRIPT_SAMPLE = ("state", "fp16")
+_SCRIPT_RUN: dict[str, Any] = {}
+
+
+def start_script_export(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Starts `python3 -m export.export_onnx --network state --precision fp16 --num_features 3 --out M.onnx` in
+    a fresh process (from the repository root), once per session; script_export waits for it."""
+    if "process" in _SCRIPT_RUN:
+        return
+    out = tmp_path_factory.mktemp("script_state_fp16") / "model.onnx"
+    network, precision = SCRIPT_SAMPLE
+    argv = [sys.executable, "-m", "export.export_onnx", "--network", network, "--precision", precision,
+            "--num_features", str(NUM_FEATURES), "--out", str(out)]
+    _SCRIPT_RUN.update(out=out, argv=argv, process=subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+
+
+def script_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """(the finished run of start_script_export, the path it was told to write)."""
+    start_script_export(tmp_path_factory)
+    if "result" not in _SCRIPT_RUN:
+        process = _SCRIPT_RUN["process"]
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        _SCRIPT_RUN["result"] = subprocess.CompletedProcess(_SCRIPT_RUN["argv"], process.returncode, stdout, stderr)
+    return _SCRIPT_RUN["result"], _SCRIPT_RUN["out"]
+
+
+def stop_script_export() -> None:
+    """Ends the background export if no test waited for it (pytest_sessionfinish in tests/conftest.py)."""
+    process = _SCRIPT_RUN.get("process")
+    if process is not None and "result" not in _SCRIPT_RUN:
+        process.kill()
+        process.communicate()
 
 
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
-    """The sample network exported by `python3 -m export.export_onnx` (its main, in this process), F = 3,
-    C = 4; each (network, precision) once per session."""
-    key = (network, precision)
-    if key not in _SAMPLES:
+    """The sample network exported by `python3 -m export.export_onnx`, F = 3, C = 4; each (network, precision)
+    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one."""
+    start_script_export(tmp_path_factory)
+    if (network, precision) == SCRIPT_SAMPLE:
+        result, out = script_export(tmp_path_factory)
+        assert result.returncode == 0, result.stderr
+        return out
+
+    def write(path: Path) -> None:
         from export.export_onnx import main
 
-        path = tmp_path_factory.mktemp(f"{network}_{precision}") / "model.onnx"
         argv = ["--network", network, "--precision", precision, "--num_features", str(NUM_FEATURES), "--out", str(path)]
         if network == "classifier":
             argv += ["--num_classes", str(NUM_CLASSES)]
         assert main(argv) == 0
-        _SAMPLES[key] = path
-    return _SAMPLES[key]
+
+    return session_file(tmp_path_factory, f"{network}_{precision}", write)
 
 
 def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: list[str],
                   output_names: list[str], dynamic: dict[str, dict[int, str] | None] | None = None,
-                  dynamo: bool = True) -> Path:
+                  dynamo: bool = True, **options: Any) -> Path:
     """Exports `module` with torch.onnx.export to `path`; `dynamic` names each input's dynamic axes (the names
-    become torch.export.Dim objects for dynamo, dynamic_axes for the legacy exporter)."""
+    become torch.export.Dim objects for dynamo, dynamic_axes for the legacy exporter); `options` go to
+    torch.onnx.export as they are (custom_translation_table, ...). Call it through a once-per-session cache
+    (session_file, tests/onnx_models.zoo_path): on a 2-core machine the session's first export takes 2.6 s of
+    CPU, each later one 0.5 to 0.7 s (5 to 13 s and 1 to 2.5 s of wall time with other work running)."""
     import torch
 
     from export.export_onnx import quiet_exporter
@@ -62,12 +124,121 @@ def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: l
                                                  for axis, dim in axes.items()}
                 for name, axes in dynamic.items()}
             program = torch.onnx.export(module.eval(), args, dynamo=True, dynamic_shapes=shapes,
-                                        input_names=input_names, output_names=output_names, verbose=False)
+                                        input_names=input_names, output_names=output_names, verbose=False,
+                                        **options)
+            assert program is not None
             program.save(str(path))
         else:
             torch.onnx.export(module.eval(), args, str(path), dynamo=False, input_names=input_names,
-                              output_names=output_names, dynamic_axes=dynamic)
+                              output_names=output_names, dynamic_axes=dynamic, **options)
     return path
+
+
+# Models that call torch.ops.aliased_io.scatter_add_ (export/ops.py), as a user writes them: name -> (inputs,
+# outputs). "state" returns the updated state; "layers" returns it and a softmax computed from it.
+OPS_MODELS = {"state": (("X", "src", "idx"), ("X_out",)), "layers": (("X", "src", "idx", "W"), ("X_out", "softmax"))}
+OPS_DYNAMIC = {"X": {0: "N"}, "src": {0: "E"}, "idx": {0: "E"}, "W": None}
+
+
+def ops_module(name: str) -> Any:
+    """A torch module of OPS_MODELS that updates its X in place with torch.ops.aliased_io.scatter_add_."""
+    import torch
+
+    import export.ops  # noqa: F401  (registers torch.ops.aliased_io)
+
+    class StateUpdate(torch.nn.Module):
+        def forward(self, X, src, idx):
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return X
+
+    class UpdateThenLayers(torch.nn.Module):
+        def forward(self, X, src, idx, W):
+            torch.ops.aliased_io.scatter_add_(X, src, idx)
+            return X, torch.softmax(torch.relu(W @ X.T), dim=0)
+
+    return {"state": StateUpdate, "layers": UpdateThenLayers}[name]()
+
+
+def ops_inputs(name: str, precision: str, num_nodes: int, num_edges: int, seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs of an OPS_MODELS model: X, src and W standard normal in `precision`, idx in range with
+    repeats (E > N)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if precision == "fp16" else np.float32
+    arrays = {"X": rng.standard_normal((num_nodes, NUM_FEATURES)).astype(dtype),
+              "src": rng.standard_normal((num_edges, NUM_FEATURES)).astype(dtype),
+              "idx": rng.integers(0, num_nodes, num_edges).astype(np.int64),
+              "W": rng.standard_normal((NUM_CLASSES, NUM_FEATURES)).astype(dtype)}
+    return {input_name: arrays[input_name] for input_name in OPS_MODELS[name][0]}
+
+
+_OPS_PROGRAMS: dict[str, Any] = {}
+
+
+def ops_program(name: str, precision: str = "fp32") -> Any:
+    """The ONNXProgram of torch.onnx.export(dynamo=True) for the OPS_MODELS model `name`, exported with
+    export.ops.custom_translation_table (N and E dynamic), once per session."""
+    key = f"ops_{name}_{precision}"
+    if key not in _OPS_PROGRAMS:
+        import torch
+
+        from export.export_onnx import quiet_exporter
+        from export.ops import custom_translation_table
+
+        inputs, outputs = OPS_MODELS[name]
+        args = tuple(torch.from_numpy(array) for array in ops_inputs(name, precision, 5, 7, seed=0).values())
+        dims = {"N": torch.export.Dim("N"), "E": torch.export.Dim("E")}
+        shapes = {input_name: None if OPS_DYNAMIC[input_name] is None else
+                  {axis: dims[dim] for axis, dim in OPS_DYNAMIC[input_name].items()} for input_name in inputs}
+        with quiet_exporter():
+            _OPS_PROGRAMS[key] = torch.onnx.export(ops_module(name).eval(), args, dynamo=True, dynamic_shapes=shapes,
+                                                   input_names=list(inputs), output_names=list(outputs), verbose=False,
+                                                   custom_translation_table=custom_translation_table)
+    return _OPS_PROGRAMS[key]
+
+
+def ops_model(tmp_path_factory: pytest.TempPathFactory, name: str, precision: str = "fp32") -> Path:
+    """ops_program's model saved to a file, once per session."""
+    return session_file(tmp_path_factory, f"ops_{name}_{precision}",
+                        lambda path: ops_program(name, precision).save(str(path)))
+
+
+def with_standard_scatter(model: Any) -> Any:
+    """A copy of `model` with each ScatterAddInPlace node (domain aliased_io) replaced by what it computes in
+    standard ONNX, writing the node's output: Unsqueeze(idx, [1]) + ScatterND(state, ., src, reduction="add"),
+    in float32 between Casts for a float16 state (ONNX Runtime's CPU provider has no float16 ScatterND add).
+    ONNX Runtime then runs the exported model (test-only: the plugin's semantics, out of place)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    types = {value.name: value.type.tensor_type.elem_type
+             for value in [*model.graph.input, *model.graph.value_info, *model.graph.output]}
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    nodes = []
+    for position, node in enumerate(copy.graph.node):
+        if (node.domain, node.op_type) != ("aliased_io", "ScatterAddInPlace"):
+            nodes.append(node)
+            continue
+        state, src, idx = node.input
+        names = {part: f"standard_{part}_{position}" for part in ("axes", "column", "state", "src", "sum")}
+        nodes += [helper.make_node("Constant", [], [names["axes"]],
+                                   value=helper.make_tensor(names["axes"], TensorProto.INT64, [1], [1])),
+                  helper.make_node("Unsqueeze", [idx, names["axes"]], [names["column"]])]
+        if types[state] == TensorProto.FLOAT16:
+            nodes += [helper.make_node("Cast", [state], [names["state"]], to=TensorProto.FLOAT),
+                      helper.make_node("Cast", [src], [names["src"]], to=TensorProto.FLOAT),
+                      helper.make_node("ScatterND", [names["state"], names["column"], names["src"]], [names["sum"]],
+                                       reduction="add"),
+                      helper.make_node("Cast", [names["sum"]], [node.output[0]], to=TensorProto.FLOAT16)]
+        else:
+            nodes.append(helper.make_node("ScatterND", [state, names["column"], src], [node.output[0]],
+                                          reduction="add"))
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    kept = [opset for opset in copy.opset_import if opset.domain != "aliased_io"]
+    del copy.opset_import[:]
+    copy.opset_import.extend(kept)
+    return copy
 
 
 def graph_inputs(num_nodes: int = 6, num_edges: int = 15, seed: int = 0, precision: str = "fp32",

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from tests.onnx_helpers import (
-    EXPORT_MISSING,
     NETWORKS,
     NUM_CLASSES,
     NUM_FEATURES,
     PRECISIONS,
+    SCRIPT_SAMPLE,
     graph_inputs,
     needs_export,
     sample_model,
+    script_export,
 )
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -196,21 +197,21 @@ def test_a_missing_exporter_is_one_line_and_exit_3(tmp_path, monkeypatch, capsys
     assert not out.exists()
 
 
-@pytest.mark.skipif(EXPORT_MISSING is not None, reason=EXPORT_MISSING or "")
-def test_the_script_runs_as_a_module(tmp_path):
-    """The command docs/onnx.md shows, in a fresh process: one line on stdout, a loadable model, quiet stderr."""
-    out = tmp_path / "state.onnx"
-    result = subprocess.run([sys.executable, "-m", "export.export_onnx", "--network", "state", "--precision", "fp16",
-                             "--num_features", "2", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300)
+@needs_export
+def test_the_script_runs_as_a_module(tmp_path_factory):
+    """The command docs/onnx.md shows, in a fresh process: one line on stdout, a loadable model, quiet stderr.
+    The run is the session's one export of the fp16 state network (tests/onnx_helpers.py, SCRIPT_SAMPLE)."""
+    result, out = script_export(tmp_path_factory)
+    assert result.args[1:3] == ["-m", "export.export_onnx"] and SCRIPT_SAMPLE == ("state", "fp16")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"Wrote {out} (state, fp16, F=2)"
+    assert result.stdout.strip() == f"Wrote {out} (state, fp16, F={NUM_FEATURES})"
     assert result.stderr == ""
     umask = os.umask(0o022)  # the exporter's child inherited it; reading it means setting it
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # a new file's mode, not mkstemp's 0600
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["state.onnx"]
+    assert sorted(path.name for path in out.parent.iterdir()) == [out.name]  # its folder holds the model alone
     from network.onnx_rewrite import load_model, sample_network
 
     found = sample_network(load_model(out))
-    assert found is not None and (found.kind, found.precision, found.num_features) == ("state update", "fp16", 2)
+    assert found is not None and (found.kind, found.precision, found.num_features) == ("state update", "fp16",
+                                                                                        NUM_FEATURES)

@@ -4,6 +4,8 @@ trip (the rewritten model with the CPU reference of the plugin nodes against ONN
 seeded inputs); what each output aliases and what each index bounds; every refusal in one line; plugin nodes
 already in a model; and the checks the mutation trial showed missing (each test says which bug it catches)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -175,6 +177,24 @@ def test_a_model_with_plugin_nodes_passes_through_checked(tmp_path_factory):
     next(attribute for attribute in node.attribute if attribute.name == "plugin_version").s = b"2"
     with pytest.raises(InputError, match=rf"node {node.name} \(ScatterAddInPlace\): attribute plugin_version is '2'"):
         rewrite_model(broken, "python")
+
+
+@needs_export
+def test_a_plugin_node_whose_state_another_node_reads_is_refused(tmp_path_factory):
+    """A plugin node already in the model adds into its input 0 in place, as a rewritten scatter does: another
+    reader of that input (here a Mul, as `y = X * 2` before torch.ops.aliased_io.scatter_add_(X, ...) exports)
+    would see the added rows, so the model is refused naming the node and the reader."""
+    import onnx
+
+    from network.onnx_rewrite import rewrite_model
+
+    once = rewrite_model(zoo_model(tmp_path_factory, "two_states"), "python").model
+    node = once.graph.node[0]
+    state = node.input[0]
+    once.graph.node.append(onnx.helper.make_node("Mul", [state, state], ["state_squared"], name="reads_the_state"))
+    with pytest.raises(InputError, match=rf"node {re.escape(node.name)} \(ScatterAddInPlace\): its data {state} .* has other "
+                                         r"consumers \(reads_the_state\)"):
+        rewrite_model(once, "python")
 
 
 # --- the CPU reference of the plugin nodes ------------------------------------------------------------------------
