@@ -10,7 +10,7 @@ import pytest
 
 import aliased_io_plugin as cli
 from cli.onnx_run import DRY_RUN_LINE
-from tests.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.onnx_helpers import REWRITE_MISSING, needs_export, ops_inputs, ops_model
 from tests.onnx_models import ACCEPTED, REFUSED, zoo, zoo_feeds, zoo_path
 from tests.test_cli import assert_one_line_error
 from tests.test_network_onnx_parse import state_io_model
@@ -298,16 +298,6 @@ def test_a_narrow_index_scatter_add_is_refused_in_one_line_and_nothing_is_writte
     assert not out.exists()
 
 
-def custom_op_helpers():
-    """tests.onnx_helpers with the custom-op models of export.ops (issue 24 item 4, branch onnx-ops); skips where
-    that branch is not merged yet."""
-    import tests.onnx_helpers as helpers
-
-    if not hasattr(helpers, "ops_model"):
-        pytest.skip("export.ops and its exported models (branch onnx-ops) are not merged here yet")
-    return helpers
-
-
 @needs_export
 @pytest.mark.parametrize("name", ["state", "layers"])
 def test_a_model_calling_the_in_place_custom_op_passes_the_dry_run_round_trip(tmp_path_factory, tmp_path, capsys,
@@ -316,11 +306,9 @@ def test_a_model_calling_the_in_place_custom_op_passes_the_dry_run_round_trip(tm
     runs the original with that node by its CPU reference; the dry run passes and O passes onnx.checker."""
     import onnx
 
-    helpers = custom_op_helpers()
-    model, out = helpers.ops_model(tmp_path_factory, name), tmp_path / "rewritten.onnx"
+    model, out = ops_model(tmp_path_factory, name), tmp_path / "rewritten.onnx"
     status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(model), "--onnx_inputs",
-                       npz(tmp_path, **helpers.ops_inputs(name, "fp32", 9, 20, seed=3)), "--save_onnx", str(out),
-                       "--validate"])
+                       npz(tmp_path, **ops_inputs(name, "fp32", 9, 20, seed=3)), "--save_onnx", str(out), "--validate"])
     captured = capsys.readouterr()
     assert status == 0, captured.out + captured.err
     assert "(a plugin node in the model, into X)" in captured.out

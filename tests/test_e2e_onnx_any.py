@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.onnx_helpers import REWRITE_MISSING, needs_export, ops_inputs, ops_model
 from tests.onnx_models import zoo_feeds, zoo_path
-from tests.test_cli_onnx_any import aggregation_model, custom_op_helpers, good_inputs, npz, own_state_model
+from tests.test_cli_onnx_any import aggregation_model, good_inputs, npz, own_state_model
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(ROOT / "aliased_io_plugin.py")
@@ -89,9 +89,8 @@ def test_two_states_run_in_steps_on_the_engine(tmp_path_factory):
 def test_a_model_calling_the_in_place_custom_op_runs_in_steps_on_the_engine(tmp_path_factory, tmp_path):
     """torch.ops.aliased_io.scatter_add_ exported through export.ops (the plugin node already in the model),
     three runs on the engine with X_out bound at X, against ONNX Runtime with the node's CPU reference."""
-    helpers = custom_op_helpers()
-    model = str(helpers.ops_model(tmp_path_factory, "layers"))
+    model = str(ops_model(tmp_path_factory, "layers"))
     result = run("--seed", "1", "--onnx", model, "--onnx_inputs",
-                 npz(tmp_path, **helpers.ops_inputs("layers", "fp32", 900, 4000, seed=3)), "--steps", "3", "--validate")
+                 npz(tmp_path, **ops_inputs("layers", "fp32", 900, 4000, seed=3)), "--steps", "3", "--validate")
     assert_validated(result, model)
     assert "the runner binds X_out at X's address" in result.stdout
