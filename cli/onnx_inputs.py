@@ -104,7 +104,7 @@ def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> 
 def load_onnx_inputs(path: str) -> list[dict[str, np.ndarray]]:
     """The feed dicts of --onnx_inputs, one per run: an .npz's arrays by name (no pickled objects; one run), or
     the list polygraphy's JSON holds (`polygraphy run --save-inputs`; a .json file). InputError (one line)."""
-    from graph.files import _UNREADABLE, _why_unreadable
+    from graph.files import UNREADABLE, why_unreadable
 
     source = f"--onnx_inputs {shown_path(path)}"
     if path.lower().endswith(".json"):
@@ -117,8 +117,8 @@ def load_onnx_inputs(path: str) -> list[dict[str, np.ndarray]]:
             return [{name: loaded[name] for name in loaded.files}]
     except InputError:
         raise
-    except _UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npz archive: {_why_unreadable(error)}") from None
+    except UNREADABLE as error:
+        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
 
 
 def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:

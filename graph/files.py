@@ -26,7 +26,7 @@ MAX_EDGE_LIST_BYTES = 2**30
 # What np.load and the zip/zlib readers raise for files that are not what they claim to be (found by fuzzing
 # archives: zipfile raises NotImplementedError for unknown compression and RuntimeError for encryption; a .npy
 # header that is not a complete Python literal raises tokenize.TokenError or SyntaxError).
-_UNREADABLE = (
+UNREADABLE = (
     OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, MemoryError,
     tokenize.TokenError, SyntaxError,
 )
@@ -47,7 +47,7 @@ class GraphArrays:
     state: np.ndarray | None = None
 
 
-def _why_unreadable(error: BaseException) -> str:
+def why_unreadable(error: BaseException) -> str:
     """The sample's own words for a reader's exception: short, whole, with nothing the user cannot act on."""
     if "Object arrays" in str(error):
         return "it holds an array of Python objects (pickled), which the sample never loads; save numeric arrays"
@@ -101,7 +101,7 @@ def _read_edge_list(path: Path, source: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as error:
-        raise InputError(f"{source}: {_why_unreadable(error)}") from None
+        raise InputError(f"{source}: {why_unreadable(error)}") from None
 
 
 def edge_list_line(path: str | Path, edge: int) -> int | None:
@@ -131,8 +131,8 @@ def _load_npz(path: Path, source: str) -> GraphArrays:
             arrays = {name: loaded[name] for name in names}
     except InputError:
         raise
-    except _UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npz archive: {_why_unreadable(error)}") from None
+    except UNREADABLE as error:
+        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
     return GraphArrays(**arrays)
 
 
@@ -147,8 +147,8 @@ def load_node_features_file(path: str | Path) -> np.ndarray:
             raise InputError(f"{source}: an .npz archive; expected a .npy file with one array")
     except InputError:
         raise
-    except _UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npy file: {_why_unreadable(error)}") from None
+    except UNREADABLE as error:
+        raise InputError(f"{source}: not a readable .npy file: {why_unreadable(error)}") from None
     return loaded
 
 
