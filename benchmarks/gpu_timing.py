@@ -120,33 +120,12 @@ def sync_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200)
     return statistics.median(times)
 
 
-def event_step_us(call: Callable[[int], Any], *, sets: int = 1, steps: int = 200) -> float:
-    """One step between CUDA events recorded after a synchronisation (the device idle when the step is issued):
-    the host's launch latency plus the device time, as the events see them; median of `steps` after warm-up.
-    Beside sync_step_us (wall clock), which adds the synchronisation's wake-up."""
-    import torch
-
-    for i in range(2 * sets):
-        call(i % sets)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(steps):
-        torch.cuda.synchronize()
-        start.record()
-        call(i % sets)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
-
 def one_step_us_interleaved(calls: dict[str, Callable[[int], Any]], *, sets: int = 1,
                             steps: int = 200) -> dict[str, tuple[float, float]]:
     """One step at a time for several calls, interleaved (step k of every call before step k + 1 of any, the order
     rotating), so that every call sees the same machine state; per call (events, wall) in microseconds, each the
-    median of `steps` / 2 steps: events = event_step_us's measure (CUDA events recorded after a synchronisation
-    around the call: host launch latency + device time), wall = sync_step_us's (the call and a synchronisation,
+    median of `steps` / 2 steps: events = CUDA events recorded around the call after a synchronisation (host
+    launch latency + device time), wall = sync_step_us's (the call and a synchronisation,
     timed on the host clock). Even steps time the one, odd steps the other."""
     import torch
 

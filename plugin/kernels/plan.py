@@ -546,20 +546,16 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
             return None
-        if not table.hashed:  # one slot per node: the table is faster than owned or partitioned (module docstring)
-            if not HALF_DIRECT_INTO_TABLE:
-                return None  # the table path (scatter_global into the table)
-            if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
-                    and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
-                return None  # the shared-memory kernel into the table
-            if node_ranges_for(num_nodes, num_edges, 4 * num_features, 8, device.l2_bytes) > 1:
-                return None
-            return "direct"  # into the table, then apply_table
-        if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
-            return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
-        if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
-            return "partitioned"
-        return None
+        if table.hashed:
+            if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
+                return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
+            if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
+                return "partitioned"
+            return None
+        # one slot per node: the table is faster than owned or partitioned (module docstring); the table path
+        # (scatter_global into it) unless HALF_DIRECT_INTO_TABLE, then float32's rule below, into the table
+        if not HALF_DIRECT_INTO_TABLE:
+            return None
     if (shared_slice_width(num_nodes, num_features, vec, device) == num_features
             and num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * num_nodes):
         return None
