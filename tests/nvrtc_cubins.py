@@ -12,6 +12,7 @@ unchanged kernel compiles nothing (`python3 -m pytest --cache-clear` compiles ag
 (`-p no:cacheprovider`) they are kept for the session only. Registered by tests/conftest.py (pytest_plugins).
 """
 
+import functools
 import hashlib
 import os
 import threading
@@ -67,11 +68,15 @@ class CubinStore:
         """Where the CUBIN is kept: a name of the source's, the options' and NVRTC's version's hash."""
         if self.folder is None:
             return None
+        digest = hashlib.sha256(b"\0".join([*self._source_and_version, *options])).hexdigest()[:16]
+        return self.folder / f"sm_{arch}_{dtype}_{digest}.cubin"
+
+    @functools.cached_property
+    def _source_and_version(self) -> tuple[bytes, bytes]:
+        """The kernel source and NVRTC's version, read once per session (every key's hash starts with them)."""
         from cuda.bindings import nvrtc
 
-        version = repr(check(nvrtc.nvrtcVersion())).encode()
-        digest = hashlib.sha256(b"\0".join([SOURCE_PATH.read_bytes(), version, *options])).hexdigest()[:16]
-        return self.folder / f"sm_{arch}_{dtype}_{digest}.cubin"
+        return SOURCE_PATH.read_bytes(), repr(check(nvrtc.nvrtcVersion())).encode()
 
     def _load_or_compile(self, arch: int, dtype: np.dtype, options: list[bytes], path: Path | None) -> bytes:
         if path is not None and path.exists():

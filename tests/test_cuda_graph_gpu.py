@@ -12,6 +12,7 @@ from plugin.cuda_graph import CapturedGraph
 from plugin.device_array import DeviceArray
 from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
 from tests.test_kernels_gpu import assert_within_bound, random_inputs
+from tests.test_small_updates_gpu import skip_without_clusters
 
 pytestmark = pytest.mark.gpu
 
@@ -72,10 +73,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
 
     from plugin.kernels import launch as launch_module
 
-    if algorithm == "clustered":
-        launch_module.current_context()
-        if launch_module.read_device_info().arch < 90:
-            pytest.skip("the clustered path needs thread-block clusters (sm_90+)")
+    skip_without_clusters(algorithm)
     state, src, index = random_inputs(nodes, edges, features, dtype)
     size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts, algorithm=algorithm)
     buffers = {

@@ -1156,7 +1156,6 @@ struct OwnedAdd {
     int* keys;
     float* sums;
     int* overflow;
-    const scalar_t* state;
     int capacity, probes, num_features;
 
     // The value into the node's float32 sum (the node inserted if new). (Prefetching the node's state row into
@@ -1189,7 +1188,7 @@ __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int n
     extern __shared__ int owned_keys[];
     float* sums = reinterpret_cast<float*>(owned_keys + capacity);
     __shared__ int overflow;
-    const OwnedAdd add{owned_keys, sums, &overflow, state, capacity, probes, num_features};
+    const OwnedAdd add{owned_keys, sums, &overflow, capacity, probes, num_features};
     u64 lo = 0, width = FULL_RANGE;
     while (lo < FULL_RANGE) {
         for (int i = threadIdx.x; i < capacity; i += blockDim.x) owned_keys[i] = OWNED_EMPTY;
