@@ -94,6 +94,7 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     """--onnx: the model loaded, rewritten for --plugin and recognised as the sample's network or not;
     InputError naming the file and the problem (the node, for the rewrite). The sample's network must suit
     --steps (checked here, before the graph is read)."""
+    from network.definition import PYTHON_PLUGIN
     from network.onnx_rewrite import load_model, rewrite_model, sample_network
 
     assert engine.onnx is not None
@@ -108,7 +109,8 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     except InputError as error:
         raise InputError(f"--onnx {shown_path(path)}: {error}") from None
     own = "--onnx_inputs" if engine.onnx_inputs is not None else "--onnx_shapes" if engine.onnx_shapes else None
-    result = OnnxModel(path, model, rewritten, sample_network(model), own)
+    python_rewrite = rewritten.model if rewritten.plugin == PYTHON_PLUGIN else None  # the sample's check reads it
+    result = OnnxModel(path, model, rewritten, sample_network(model, python_rewrite), own)
     if result.is_sample:
         check_network_kind(result, engine)
     return result

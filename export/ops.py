@@ -32,6 +32,7 @@ from network.onnx_nodes import (
     VERSION_ATTRIBUTE,
     plugin_attributes,
 )
+from network.onnx_patterns import SHAPE_ONLY_OPS
 
 OP_NAMESPACE = "aliased_io"  # torch.ops.aliased_io.*
 FEATURE_DTYPES = (torch.float32, torch.float16)
@@ -153,7 +154,7 @@ def check_updates_exported(program: Any) -> None:
     for plugin in written:
         state = plugin.input[0]
         readers = [node.name or node.op_type for node in graph.node
-                   if node is not plugin and state in node.input and node.op_type != "Shape"]
+                   if node is not plugin and state in node.input and node.op_type not in SHAPE_ONLY_OPS]
         if readers:
             raise ValueError(f"node {plugin.name} ({PLUGIN_OP}) adds into {state} in place, but {', '.join(readers)} "
                              f"also read {state}, in an order the engine need not keep: read the state only after "

@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
-from network.onnx_nodes import NODE_ALIASES, is_plugin_node
+from network.onnx_nodes import (
+    AOT_APPLY_TABLE,
+    AOT_SCATTER_TABLE,
+    AOT_SCATTER_TABLE_COUNTS,
+    NODE_ALIASES,
+    is_plugin_node,
+)
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
@@ -405,7 +411,7 @@ def view_base(tensor: Any) -> tuple[Any, list[Any]]:
 def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
     """InputError where the tensor `node` adds into in place (`data`, or a tensor it is a view of) is also a graph
     output or is read by another node (Shape nodes excepted): the in-place add would change what they see."""
-    base, views = view_base(data)
+    _, views = view_base(data)
     chain = [node, *views]
     for tensor in [data, *(view.inputs[0] for view in views)]:
         if tensor in graph.outputs:
@@ -495,10 +501,10 @@ def plugin_aliases(graph: Any) -> dict[str, str]:
 
 def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     """(the state a plugin node adds into, its idx); for scatter_table, the state of the apply_table that reads it."""
-    if node.op in ("scatter_table", "scatter_table_counts"):
-        readers = [reader for reader in node.outputs[0].outputs if reader.op == "apply_table"]
+    if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
+        readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
         return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op == "apply_table":
+    if node.op == AOT_APPLY_TABLE:
         return None
     return node.inputs[0], node.inputs[2]
 

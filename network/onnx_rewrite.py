@@ -229,8 +229,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     left = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS]
     assert not left, f"Scatter nodes left after the rewrite: {left}"
     check_plugin_nodes(rewritten)
-    final = gs.import_onnx(rewritten)
-    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(final), _index_bounds(final))
+    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph))
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -410,21 +409,24 @@ _CLASSIFIER_GRAPH = (("Cast", ("plugin:1",)), ("Div", ("plugin:0", "Cast")), ("T
                      ("MatMul", (INPUT_WEIGHTS, "Transpose")), ("Relu", ("MatMul",)), ("Softmax", ("Relu",)))
 
 
-def sample_network(model: "onnx.ModelProto") -> SampleNetwork | None:
+def sample_network(model: "onnx.ModelProto", python_rewrite: "onnx.ModelProto | None" = None
+                   ) -> SampleNetwork | None:
     """The SampleNetwork when the model is the sample's (network/definition.py): its inputs and outputs X [N, F],
     src [E, F], idx [E] int64 and W [C, F] -> softmax [C, N], or X, src, idx -> X_out [N, F] (F and C fixed, one
     float dtype), AND its graph, rewritten for the Python plugin, the sample's node for node: the plugin on
     (X, src, idx), then nothing (the state update) or Cast(counts), Div, Transpose [1, 0], MatMul(W, .), Relu,
     Softmax over axis 0. None otherwise (e.g. index_add(..., alpha=0.5) under the sample's names): the CLI then
-    compares with ONNX Runtime only."""
+    compares with ONNX Runtime only. `python_rewrite`: rewrite_model(model, "python").model where the caller
+    has it already (the rewrite is not done again)."""
     found = _sample_io(model)
     if found is None:
         return None
-    try:
-        rewritten = rewrite_model(model, PYTHON_PLUGIN).model
-    except InputError:
-        return None
-    return found if _sample_graph(rewritten, found) else None
+    if python_rewrite is None:
+        try:
+            python_rewrite = rewrite_model(model, PYTHON_PLUGIN).model
+        except InputError:
+            return None
+    return found if _sample_graph(python_rewrite, found) else None
 
 
 def _sample_graph(model: "onnx.ModelProto", found: SampleNetwork) -> bool:

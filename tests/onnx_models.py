@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.onnx_helpers import export_module
+from tests.onnx_helpers import export_module, session_file
 
 F, C, H = 3, 4, 2  # features per row, classes, heads of an [N, H, F] state
 
@@ -193,7 +193,6 @@ REFUSED = {  # name -> the message's parts; the node and the value are named in 
     "legacy": ["(ScatterElements without reduction into zeros, then Add /Add) is the legacy exporter's index_add "
                "(torch.onnx.export(..., dynamo=False))", "export with torch.onnx.export(..., dynamo=True)"],
 }
-_PATHS: dict[str, Path] = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -225,17 +224,17 @@ def zoo_feeds(name: str, seed: int = 0, sizes: dict[str, int] | None = None) -> 
 
 def zoo_path(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """Model `name` exported by the real exporter, once per test session."""
-    if name not in _PATHS:
+
+    def export(path: Path) -> None:
         import torch
 
         spec = zoo()[name]
         args = tuple(torch.from_numpy(array) for array in zoo_feeds(name, seed=1, sizes=EXAMPLE).values())
         dynamic = {input_name: {axis: dim for axis, dim in enumerate(shape) if isinstance(dim, str)} or None
                    for input_name, (shape, _) in spec.inputs.items()}
-        path = tmp_path_factory.mktemp(f"zoo_{name}") / f"{name}.onnx"
-        _PATHS[name] = export_module(path, spec.module(), args, list(spec.inputs), list(spec.outputs), dynamic,
-                                     dynamo=spec.dynamo)
-    return _PATHS[name]
+        export_module(path, spec.module(), args, list(spec.inputs), list(spec.outputs), dynamic, dynamo=spec.dynamo)
+
+    return session_file(tmp_path_factory, f"zoo_{name}", export)
 
 
 def zoo_model(tmp_path_factory: pytest.TempPathFactory, name: str) -> Any:
