@@ -182,26 +182,25 @@ def original_run(model: OnnxModel) -> Run:
     it already holds (OnnxModel.holds_plugin_nodes) computed by their CPU reference (RewrittenSession)."""
     from network.onnx_runtime import OnnxRuntimeSession, RewrittenSession
 
-    with naming_the_model(model):
-        session = (RewrittenSession if model.holds_plugin_nodes else OnnxRuntimeSession)(model.original)
-
-    def run(feeds: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        with naming_the_model(model):
-            return session.run(feeds)
-    return run
+    return _session_run(model, RewrittenSession if model.holds_plugin_nodes else OnnxRuntimeSession, model.original)
 
 
 def rewritten_run(model: OnnxModel) -> Run:
     """The rewritten model in ONNX Runtime, the plugin nodes by their CPU reference, in one session
-    (network.onnx_runtime.RewrittenSession); each run on copies of the feeds (the plugin adds in place)."""
+    (network.onnx_runtime.RewrittenSession; the reference adds into copies, never into the feeds)."""
     from network.onnx_runtime import RewrittenSession
 
+    return _session_run(model, RewrittenSession, model.rewritten.model)
+
+
+def _session_run(model: OnnxModel, session_type: Any, proto: Any) -> Run:
+    """run(feeds) of one `session_type` session of `proto`, ONNX Runtime's refusals naming the --onnx file."""
     with naming_the_model(model):
-        session = RewrittenSession(model.rewritten.model)
+        session = session_type(proto)
 
     def run(feeds: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         with naming_the_model(model):
-            return session.run({name: np.array(value) for name, value in feeds.items()})
+            return session.run(feeds)
     return run
 
 

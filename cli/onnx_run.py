@@ -169,9 +169,12 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     if engine.save_onnx is not None:
         engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
-    if plan.runs > 1:  # an input no value can be made up for stops here, before any work
+    # An input no value can be made up for stops here, before any work: the first run that draws from the seed
+    # after --onnx_inputs' runs (inputs made from the seed were all made above, with the same rules).
+    first_drawn = len(plan.given) + 1
+    if engine.onnx_inputs is not None and first_drawn < plan.runs:
         try:
-            plan.fresh(1)
+            plan.fresh(first_drawn)
         except InputError as error:
             raise InputError(f"--steps {plan.runs}: the runs after the first draw their inputs other than the states "
                              f"from the seed, but {error}") from None
