@@ -108,9 +108,8 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
         rewritten = rewrite_model(model, engine.plugin)
     except InputError as error:
         raise InputError(f"--onnx {shown_path(path)}: {error}") from None
-    own = "--onnx_inputs" if engine.onnx_inputs is not None else "--onnx_shapes" if engine.onnx_shapes else None
     python_rewrite = rewritten.model if rewritten.plugin == PYTHON_PLUGIN else None  # the sample's check reads it
-    result = OnnxModel(path, model, rewritten, sample_network(model, python_rewrite), own)
+    result = OnnxModel(path, model, rewritten, sample_network(model, python_rewrite), engine.own_inputs)
     if result.is_sample:
         check_network_kind(result, engine)
     return result
@@ -156,16 +155,22 @@ def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> A
     the run; holds the rewritten model for --save_onnx (written once the run has succeeded: engine.outputs)
     and prints what the rewrite did."""
     from cli.console import out
-    from common.paths import serialized_model
-
     engine = settings.engine
     check_against_run(model, precision=options.precision, num_features=prepared.graph.num_features,
                       num_classes=settings.num_classes)
-    if engine.save_onnx is not None:
-        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
+    hold_rewritten(model, engine)
     out("\n".join(model.lines()))
     out(flush=True)
     return dataclasses.replace(prepared, onnx=model)
+
+
+def hold_rewritten(model: OnnxModel, engine: EngineOptions) -> None:
+    """--save_onnx: the rewritten model's bytes held in engine.outputs, written once the run has succeeded;
+    InputError now when it does not serialize."""
+    from common.paths import serialized_model
+
+    if engine.save_onnx is not None:
+        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
 
 
 @contextlib.contextmanager

@@ -26,7 +26,14 @@ from cli.onnx_inputs import (
     make_onnx_inputs,
     run_in_steps,
 )
-from cli.onnx_model import OnnxModel, original_run, rewritten_run, sample_output, validate_against_onnxruntime
+from cli.onnx_model import (
+    OnnxModel,
+    hold_rewritten,
+    original_run,
+    rewritten_run,
+    sample_output,
+    validate_against_onnxruntime,
+)
 from cli.options import EXIT_OK, GRAPH_OPTIONS, EngineOptions, Settings
 from cli.report import format_matrix, steps_note, unused_in_dry_run, verdict
 from common.errors import InputError
@@ -147,7 +154,6 @@ def check_later_runs(given: list[dict[str, np.ndarray]], inputs: tuple[Any, ...]
 def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     """Step 2 for a model of one's own: its inputs read and checked, or made from the seed, before any engine
     work; the lines saying what the rewrite did and what the run feeds it, printed."""
-    from common.paths import serialized_model
     from network.onnx_rewrite import model_io
 
     engine = settings.engine
@@ -166,8 +172,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     else:
         shapes, notes = input_shapes(inputs, engine.onnx_shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
-    if engine.save_onnx is not None:
-        engine.outputs.hold("--save_onnx", "Rewritten model", serialized_model(model.rewritten.model, "--save_onnx"))
+    hold_rewritten(model, engine)
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
     # An input no value can be made up for stops here, before any work: the first run that draws from the seed
     # after --onnx_inputs' runs (inputs made from the seed were all made above, with the same rules).

@@ -26,7 +26,7 @@ from common.limits import (
     MAX_STEPS,
 )
 from common.paths import OutputFiles, check_outputs, readable_file
-from common.text import excerpt, shown_path
+from common.text import excerpt
 from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 PROG = "aliased_io_plugin.py"
@@ -327,6 +327,11 @@ class EngineOptions:
     def sets_profile(self) -> bool:
         return self.max_nodes is not None or self.max_edges is not None
 
+    @property
+    def own_inputs(self) -> str | None:
+        """The option that gives an --onnx model inputs of its own (--onnx_inputs, else --onnx_shapes), if any."""
+        return "--onnx_inputs" if self.onnx_inputs is not None else "--onnx_shapes" if self.onnx_shapes else None
+
 
 def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
     """Checks the engine options on their own (the graph is checked against them later); InputError if bad."""
@@ -398,11 +403,10 @@ def check_onnx_options(parsed: EngineOptions, options: argparse.Namespace) -> No
     if parsed.onnx_inputs is not None and parsed.onnx_shapes is not None:
         raise InputError("--onnx_inputs gives the inputs with their shapes; --onnx_shapes shapes inputs made from the "
                          "seed: give one of them")
-    own = "--onnx_inputs" if parsed.onnx_inputs is not None else "--onnx_shapes" if parsed.onnx_shapes else None
     graph = [f"--{name}" for name in GRAPH_OPTIONS if getattr(options, name, None) is not None]
-    if own is not None and graph:
-        raise InputError(f"{graph[0]} gives the sample network's graph and {own} the inputs of an --onnx model of "
-                         "your own: give one of them")
+    if parsed.own_inputs is not None and graph:
+        raise InputError(f"{graph[0]} gives the sample network's graph and {parsed.own_inputs} the inputs of an "
+                         "--onnx model of your own: give one of them")
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:
