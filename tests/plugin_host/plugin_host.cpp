@@ -1939,15 +1939,27 @@ std::vector<uint64_t> outputPointers(Engine const& engine, std::vector<uint64_t>
 }
 
 //! One enqueue call with these pointers.
-int32_t callEnqueue(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> const& inDescs,
-    std::vector<PluginTensorDesc> const& outDescs, std::vector<uint64_t> const& in, std::vector<uint64_t> const& out,
-    uint64_t workspace, uint64_t stream)
+//! The pointer arrays enqueue takes, converted once from the addresses, before any (timed) call.
+struct EnqueuePointers
 {
-    std::vector<void const*> inputs(in.size());
-    std::vector<void*> outputs(out.size());
-    std::transform(in.begin(), in.end(), inputs.begin(), [](uint64_t p) { return reinterpret_cast<void const*>(p); });
-    std::transform(out.begin(), out.end(), outputs.begin(), [](uint64_t p) { return reinterpret_cast<void*>(p); });
-    return runtime->enqueue(inDescs.data(), outDescs.data(), inputs.data(), outputs.data(),
+    std::vector<void const*> inputs;
+    std::vector<void*> outputs;
+
+    EnqueuePointers(std::vector<uint64_t> const& in, std::vector<uint64_t> const& out)
+        : inputs(in.size())
+        , outputs(out.size())
+    {
+        std::transform(
+            in.begin(), in.end(), inputs.begin(), [](uint64_t p) { return reinterpret_cast<void const*>(p); });
+        std::transform(out.begin(), out.end(), outputs.begin(), [](uint64_t p) { return reinterpret_cast<void*>(p); });
+    }
+};
+
+int32_t callEnqueue(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> const& inDescs,
+    std::vector<PluginTensorDesc> const& outDescs, EnqueuePointers const& pointers, uint64_t workspace,
+    uint64_t stream)
+{
+    return runtime->enqueue(inDescs.data(), outDescs.data(), pointers.inputs.data(), pointers.outputs.data(),
         reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream));
 }
 
@@ -2016,10 +2028,11 @@ bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
             std::vector<uint64_t> const out = outputPointers(engine, in, given.data());
             int32_t status = 0;
             int32_t calls = 0;
+            EnqueuePointers const pointers(in, out);
             StderrCapture capture;
             while (calls < 2 && status == 0)
             {
-                status = callEnqueue(runtime, inDescs, outDescs, in, out, workspace, stream);
+                status = callEnqueue(runtime, inDescs, outDescs, pointers, workspace, stream);
                 ++calls;
             }
             std::string const text = capture.finish();
@@ -2729,10 +2742,11 @@ int32_t enqueue(Context& context, std::vector<uint64_t> const& in, uint64_t cons
     }
     int32_t status = 0;
     std::string text;
+    EnqueuePointers const pointers(in, out);
     {
         // The first call's stderr is captured; the rest run bare (timed), stopping at the first failure.
         StderrCapture capture;
-        status = callEnqueue(context.runtime, context.in, context.out, in, out, workspace, stream);
+        status = callEnqueue(context.runtime, context.in, context.out, pointers, workspace, stream);
         text = capture.finish();
     }
     if (lock.owns_lock())
@@ -2743,7 +2757,7 @@ int32_t enqueue(Context& context, std::vector<uint64_t> const& in, uint64_t cons
     auto const start = std::chrono::steady_clock::now();
     for (; calls < repeats && status == 0; ++calls)
     {
-        status = callEnqueue(context.runtime, context.in, context.out, in, out, workspace, stream);
+        status = callEnqueue(context.runtime, context.in, context.out, pointers, workspace, stream);
     }
     context.lastNanoseconds
         = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
