@@ -35,7 +35,7 @@ VOID, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 _CUBINS: dict = {}
 
 
-def load_variant(patches: list[tuple[str, str]], dtype: str, *, large_shared: bool) -> dict:
+def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
     """{name: CUfunction} of scatter_add.cu with textual patches, compiled for this device and loaded."""
     from cuda.bindings import driver
 
@@ -58,12 +58,7 @@ def load_variant(patches: list[tuple[str, str]], dtype: str, *, large_shared: bo
     module = check(driver.cuModuleLoadData(cubin))
     functions = {}
     for name in ("scatter_owned", "scatter_clustered"):
-        function = check(driver.cuModuleGetFunction(module, name.encode()))
-        if large_shared:
-            check(driver.cuFuncSetAttribute(
-                function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                device.max_shared_per_block - 1024))
-        functions[name] = function
+        functions[name] = check(driver.cuModuleGetFunction(module, name.encode()))
     functions["_module"] = module
     return functions
 
@@ -154,16 +149,14 @@ def kernels(args) -> list[str]:
 
     torch.zeros(1, device="cuda")  # torch's primary context, current for the driver API too
     current_context()
-    base = load_variant([], "float16", large_shared=False)
+    base = load_variant([], "float16")
     c512 = load_variant([("#define CLUSTER_THREADS 1024", "#define CLUSTER_THREADS 512"),
-                         ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16", large_shared=False)
+                         ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16")
     variants = {
         "owned, 132 blocks": (base, "scatter_owned", "sm", 1024),
         "clustered 1024 thr, 128 blocks": (base, "scatter_clustered", 128, 1024),
         "clustered 512 thr x 4 loads, 128 blocks": (c512, "scatter_clustered", 128, 512),
     }
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
-    variants = {k: (f, n, 2 * sm if b == "sm2" else b, t) for k, (f, n, b, t) in variants.items()}
     lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
     if args.large_batch:
         for num_nodes in (10**5, 10**6, 10**7):
