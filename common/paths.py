@@ -79,7 +79,7 @@ def writable_file(path: str, option: str) -> str:
     """`path` when a regular file may be written there: a new file in a folder that takes new files, or an
     existing regular file the user may write; else InputError. A FIFO, a device, a folder, a file in /proc or
     /sys, and a Python source file are refused. The folder is probed by creating (and removing) a temporary
-    file beside the target, as write_output will."""
+    file beside the target, as replacing() will at the end."""
     if not path:
         raise InputError(f"{option} '': expected a file name")
     status = path_status(path, option)
@@ -194,7 +194,7 @@ def write_output(path: str, data: bytes, option: str) -> None:
 
 
 def serialized_model(model: Any, option: str) -> bytes:
-    """An ONNX ModelProto's bytes (one file, no external data), for write_output; InputError when it does not
+    """An ONNX ModelProto's bytes (one file, no external data), for OutputFiles.hold; InputError when it does not
     serialize (over protobuf's 2 GiB), raised before any work that would follow."""
     try:
         return model.SerializeToString()
