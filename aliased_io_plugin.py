@@ -66,7 +66,7 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
     if prepared.onnx is not None:
         from cli.onnx_run import dry_run_sample
 
-        return dry_run_sample(options, prepared)
+        return validate(options, prepared, dry_run_sample(options, prepared))
     if prepared.steps is not None:
         assert prepared.steps.final_state is not None
         _print(steps_note(prepared.graph, prepared.steps.batches), "", f"Final state X after "
