@@ -195,42 +195,52 @@ def load_aot_functions(ptx: bytes | None = None) -> tuple[Any, dict[str, Any]]:
     return module, {name: check(driver.cuModuleGetFunction(module, name.encode())) for name in AOT_KERNELS}
 
 
+def aot_arguments(kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """`kernel`'s arguments in TensorRT's order: input pointers, extra arguments, output pointers (an aliased
+    output's pointer is its input's). `pointers` maps tensor names (state, src, index, counts, keys, values)."""
+    return (tuple(pointers[name] for name in kernel.inputs) + aot_extra_args(kernel, sizes)
+            + tuple(pointers[name] for name in kernel.outputs))
+
+
 def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int],
                       stream: int) -> None:
     """Launches `kernel` as TensorRT does for its AOT plugin: the grid of aot_launch_params(sizes), then
-    (input pointers, extra arguments, output pointers), where an aliased output's pointer is its input's.
-    `pointers` maps tensor names (state, src, index, counts, keys, values) to device addresses."""
+    aot_arguments."""
     from cuda.bindings import driver
 
     check_aot_sizes(sizes)
     grid, block, shared = aot_launch_params(kernel, sizes)
-    arguments = (tuple(pointers[name] for name in kernel.inputs) + aot_extra_args(kernel, sizes)
-                 + tuple(pointers[name] for name in kernel.outputs))
     check(driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, shared, stream,
-                                (arguments, aot_argument_types(kernel)), 0))
+                                (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
+
+
+def aot_scatter_add_steps(*, half: bool, with_counts: bool, num_nodes: int, num_edges: int, num_features: int
+                          ) -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
+    """What an AOT engine runs for one scatter-add: (sizes, the fills the network's layers make as (tensor,
+    32-bit value, words): counts to 0 with counts; float16: keys to -1, values to 0; then the kernels by name)."""
+    sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
+             "capacity": table_capacity(num_edges)}
+    check_aot_sizes(sizes)
+    fills = [("counts", 0, 2 * num_nodes)] if with_counts else []
+    if not half:
+        return sizes, fills, ["scatter_add_f32_counts" if with_counts else "scatter_add_f32"]
+    fills += [("keys", 0xFFFFFFFF, sizes["capacity"]), ("values", 0, sizes["capacity"] * num_features)]
+    return sizes, fills, ["scatter_table_f16_counts" if with_counts else "scatter_table_f16", "apply_table_f16"]
 
 
 def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
                         num_nodes: int, num_edges: int, num_features: int, stream: int) -> None:
-    """What an AOT engine runs for one scatter-add, on `stream`: the fills the network's layers make (counts
-    to 0 when pointers has "counts"; float16: keys to -1, values to 0), then the plugin kernels. float16
-    needs "keys" (table_capacity(E) int32) and "values" (capacity x F float32). For tests and benchmarks."""
+    """aot_scatter_add_steps on `stream`, the driver calls made now. float16 needs "keys" (table_capacity(E)
+    int32) and "values" (capacity x F float32); counts are computed when pointers has "counts". For tests and
+    benchmarks."""
     from cuda.bindings import driver
 
-    sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-             "capacity": table_capacity(num_edges)}
-    with_counts = "counts" in pointers
-    if with_counts:
-        check(driver.cuMemsetD32Async(pointers["counts"], 0, 2 * num_nodes, stream))
-    if not half:
-        name = "scatter_add_f32_counts" if with_counts else "scatter_add_f32"
+    sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers, num_nodes=num_nodes,
+                                                num_edges=num_edges, num_features=num_features)
+    for tensor, value, words in fills:
+        check(driver.cuMemsetD32Async(pointers[tensor], value, words, stream))
+    for name in names:
         launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
-        return
-    check(driver.cuMemsetD32Async(pointers["keys"], 0xFFFFFFFF, sizes["capacity"], stream))
-    check(driver.cuMemsetD32Async(pointers["values"], 0, sizes["capacity"] * num_features, stream))
-    name = "scatter_table_f16_counts" if with_counts else "scatter_table_f16"
-    launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
-    launch_aot_kernel(functions["apply_table_f16"], AOT_KERNELS["apply_table_f16"], pointers, sizes, stream)
 
 
 class PreparedAotLaunch:
@@ -245,28 +255,18 @@ class PreparedAotLaunch:
 
         from cuda.bindings import driver
 
-        sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-                 "capacity": table_capacity(num_edges)}
-        check_aot_sizes(sizes)
+        sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers,
+                                                    num_nodes=num_nodes, num_edges=num_edges,
+                                                    num_features=num_features)
         on = driver.CUstream(int(stream))
-        calls: list[tuple[Any, tuple[Any, ...]]] = []
+        calls: list[tuple[Any, tuple[Any, ...]]] = [
+            (driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers[tensor]), value, words, on))
+            for tensor, value, words in fills]
         self._keep: list[Any] = []
-        with_counts = "counts" in pointers
-        if with_counts:
-            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["counts"]), 0, 2 * num_nodes, on)))
-        if half:
-            names = ["scatter_table_f16_counts" if with_counts else "scatter_table_f16", "apply_table_f16"]
-            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["keys"]), 0xFFFFFFFF,
-                                                    sizes["capacity"], on)))
-            calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers["values"]), 0,
-                                                    sizes["capacity"] * num_features, on)))
-        else:
-            names = ["scatter_add_f32_counts" if with_counts else "scatter_add_f32"]
         for name in names:
             kernel = AOT_KERNELS[name]
             grid, block, shared = aot_launch_params(kernel, sizes)
-            values = (tuple(pointers[n] for n in kernel.inputs) + aot_extra_args(kernel, sizes)
-                      + tuple(pointers[n] for n in kernel.outputs))
+            values = aot_arguments(kernel, pointers, sizes)
             slots = [kind(value) for kind, value in zip(aot_argument_types(kernel), values)]
             array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
             self._keep += [slots, array]
