@@ -33,6 +33,7 @@ VOID, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 
 
 _CUBINS: dict = {}
+PROBE_KERNELS = Path(__file__).resolve().parent / "probe_float16_kernels.cu"  # designs measured, not shipped
 
 
 def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
@@ -43,7 +44,7 @@ def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
     from plugin.kernels.compile import SOURCE_PATH, compile_options, nvrtc_compile, nvrtc_supported_archs, pick_arch
     from plugin.kernels.launch import read_device_info
 
-    text = SOURCE_PATH.read_text()
+    text = SOURCE_PATH.read_text() + "\n" + PROBE_KERNELS.read_text()
     for old, new in patches:
         assert old in text, old
         text = text.replace(old, new)
@@ -57,8 +58,16 @@ def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
         _CUBINS[(text, dtype)] = cubin
     module = check(driver.cuModuleLoadData(cubin))
     functions = {}
-    for name in ("scatter_owned", "scatter_clustered"):
-        functions[name] = check(driver.cuModuleGetFunction(module, name.encode()))
+    attribute = driver.CUfunction_attribute
+    for name in ("scatter_owned", "scatter_clustered", "scatter_cluster_table", "scatter_grid_table_clear",
+                 "scatter_grid_table_kept", "scatter_grid_table_kept_own", "scatter_cluster_inbox"):
+        function = check(driver.cuModuleGetFunction(module, name.encode()))
+        static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
+        check(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        device.max_shared_per_block - static))
+        if name != "scatter_owned":  # 16-block clusters are beyond the portable 8
+            check(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        functions[name] = function
     functions["_module"] = module
     return functions
 
@@ -82,6 +91,24 @@ def owned_launcher(function, blocks: int, threads: int, state, src, index, num_n
     return launch
 
 
+def table_cluster_launcher(function, blocks: int, threads: int, state, src, index, num_nodes: int, capacity: int):
+    """scatter_cluster_table on one cluster of `blocks` blocks, each with a part of `capacity` slots."""
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+
+    import torch
+
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = ((src.data_ptr(), index.data_ptr(), index.shape[0], num_nodes, capacity, state.data_ptr(), 0),
+            (VOID, VOID, I64, I64, I32, VOID, VOID))
+
+    def launch() -> None:
+        check(driver.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 8 * capacity, stream, args, 0))
+
+    return launch
+
+
 def one_rounding_ok(before, after, src, index) -> str:
     """'ok' or what failed: every node within 2^-11 |r| + d 2^-24 (|r| + sum |x|) + 2^-25 of the float64 sum."""
     import torch
@@ -97,7 +124,7 @@ def one_rounding_ok(before, after, src, index) -> str:
     return "ok" if bad == 0 and changed == 0 else f"FAIL: {bad} nodes out of bound, {changed} untouched changed"
 
 
-def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, float, str]]:
+def kernel_rows(batch: int, num_nodes: int, variants: dict, shipped=("auto", "global", "owned")) -> list[tuple[str, float, str]]:
     import torch
 
     from plugin.kernels import scatter_add_workspace_size
@@ -110,24 +137,30 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, f
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
     rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
-    for algorithm in ("auto", "global", "owned"):  # global: the table path of before (memsets, windowed kernel)
+    for algorithm in shipped:  # global: the table path of before (memsets, windowed kernel)
         size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
         workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
         steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
         before = state.clone()
-        steps[0]()
+        plan = steps[0]()
         torch.cuda.synchronize()
         check = one_rounding_ok(before, state, *batches[0])
-        rows.append((f"shipped {algorithm} (scatter_add_launch)", time_gpu_ms(lambda i: steps[i](), **TIMING), check))
+        rows.append((f"shipped {algorithm} ({plan.algorithm})", time_gpu_ms(lambda i: steps[i](), **TIMING), check))
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     for label, (functions, name, blocks, threads) in variants.items():
         blocks = sm if blocks == "sm" else blocks
         device = read_device_info()
-        if name == "scatter_clustered":
+        if name == "scatter_clustered" and "full shared" not in label:
             device = dataclasses.replace(device, max_shared_per_block=CLUSTER_MAX_SHARED)
-        capacity = owned_table(-(-batch // blocks), 1, device).capacity
-        launches = [owned_launcher(functions[name], blocks, threads, state, s, i, num_nodes, capacity)
-                    for s, i in batches]
+        if name == "scatter_cluster_table":
+            capacity = batch if threads == "E" else threads  # (blocks, capacity) for this kernel
+            threads = blocks[1]
+            blocks = blocks[0]
+            make = table_cluster_launcher
+        else:
+            capacity = owned_table(-(-batch // blocks), 1, device).capacity
+            make = owned_launcher
+        launches = [make(functions[name], blocks, threads, state, s, i, num_nodes, capacity) for s, i in batches]
         try:
             before = state.clone()
             launches[0]()
@@ -142,6 +175,224 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, f
     return rows
 
 
+def grid_table_rows(batch: int, num_nodes: int, variants: dict) -> list[tuple[str, float, str]]:
+    """torch, the shipped plan, and scatter_grid_table_* (cooperative launches) on the same tensors."""
+    import torch
+    from cuda.bindings import driver
+
+    from benchmarks.gpu_timing import ours
+    from plugin.cuda_check import check
+    from plugin.kernels import scatter_add_workspace_size
+    from plugin.kernels.plan import next_power_of_two
+
+    torch.manual_seed(batch + num_nodes)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
+    size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False)
+    workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
+    steps = [ours(state, s, i, None, workspace) for s, i in batches]
+    rows.append(("shipped auto", time_gpu_ms(lambda i: steps[i](), **TIMING), ""))
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    capacity = next_power_of_two(2 * batch)
+    for label, (functions, name, threads, loads, edges) in variants.items():
+        slots = torch.full((capacity,), 0xFFFFFFFF, device="cuda", dtype=torch.int64)
+        words = torch.zeros(2, device="cuda", dtype=torch.int32)
+        blocks = max(1, -(-batch // (threads * loads)))
+        launches = []
+        if name == "scatter_cluster_inbox":  # (blocks = the cluster, threads, loads)
+            blocks = edges
+            per_sender = -(-batch // blocks)
+            inbox_capacity = next_power_of_two(batch + 1)
+            shared = 8 * blocks * per_sender + 8 * inbox_capacity
+            for s, i in batches:
+                args = ((s.data_ptr(), i.data_ptr(), batch, num_nodes, per_sender, inbox_capacity, state.data_ptr(), 0),
+                        (VOID, VOID, I64, I64, I32, I32, VOID, VOID))
+                launches.append(lambda args=args: check(driver.cuLaunchKernel(
+                    functions[name], blocks, 1, 1, threads, 1, 1, shared, stream, args, 0)))
+            edges = None
+        for s, i in ([] if launches else batches):
+            args = ((s.data_ptr(), i.data_ptr(), batch if edges is None else edges, num_nodes, slots.data_ptr(),
+                     capacity, state.data_ptr(), 0, words.data_ptr()), (VOID, VOID, I64, I64, VOID, I32, VOID, VOID, VOID))
+            launches.append(lambda args=args: check(driver.cuLaunchCooperativeKernel(
+                functions[name], blocks, 1, 1, threads, 1, 1, 0, stream, args)))
+        try:
+            before = state.clone()
+            launches[0]()
+            torch.cuda.synchronize()
+            verdict = one_rounding_ok(before, state, *batches[0]) if edges is None else "(no edges)"
+            ms = time_gpu_ms(lambda i: launches[i](), **TIMING)
+        except Exception as error:
+            ms, verdict = float("nan"), f"failed: {type(error).__name__}: {error}"[:160]
+        rows.append((f"{label} ({blocks} blocks)", ms, verdict))
+    del state, batches, workspace
+    torch.cuda.empty_cache()
+    return rows
+
+
+FLOOR_SOURCE = r"""
+#include <cooperative_groups.h>
+extern "C" __global__ void empty_kernel() {}
+extern "C" __global__ void grid_barrier_kernel() { cooperative_groups::this_grid().sync(); }
+#define CLUSTER_BARRIER asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory")
+extern "C" __global__ void __cluster_dims__(8, 1, 1) cluster8_barrier_kernel() { CLUSTER_BARRIER; }
+extern "C" __global__ void __cluster_dims__(16, 1, 1) cluster16_barrier_kernel() { CLUSTER_BARRIER; }
+extern "C" __global__ void one_load_kernel(const long long* index, float* out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 10000) atomicAdd(out + (index[i] & 1023), 1.0f);
+}
+"""
+
+
+def floor_rows() -> list[str]:
+    """Device time of kernels that do nothing but launch, meet at a grid or cluster barrier, or load one index
+    and add one atomic per thread (1e4 threads): what synchronisation alone costs beside torch."""
+    import torch
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.compile import compile_options, nvrtc_compile, nvrtc_supported_archs, pick_arch
+    from plugin.kernels.launch import read_device_info
+
+    device = read_device_info()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "floor.cu"
+        path.write_text(FLOOR_SOURCE)
+        cubin, _ = nvrtc_compile(path, compile_options(pick_arch(device.arch, nvrtc_supported_archs()), "float16"))
+    module = check(driver.cuModuleLoadData(cubin))
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    index = torch.randint(0, 1 << 20, (10**4,), device="cuda", dtype=torch.int64)
+    out = torch.zeros(1024, device="cuda")
+    attribute = driver.CUfunction_attribute
+    lines = []
+    for name, blocks, threads, cooperative in (("empty_kernel", 40, 256, False), ("empty_kernel", 8, 1024, False),
+                                               ("one_load_kernel", 40, 256, False),
+                                               ("grid_barrier_kernel", 40, 256, True),
+                                               ("grid_barrier_kernel", 79, 128, True),
+                                               ("grid_barrier_kernel", 132, 1024, True),
+                                               ("cluster8_barrier_kernel", 8, 1024, False),
+                                               ("cluster8_barrier_kernel", 40, 256, False),
+                                               ("cluster16_barrier_kernel", 16, 1024, False),
+                                               ("cluster16_barrier_kernel", 16, 128, False)):
+        function = check(driver.cuModuleGetFunction(module, name.encode()))
+        if name.startswith("cluster16"):
+            check(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        args = ((index.data_ptr(), out.data_ptr()), (VOID, VOID)) if name == "one_load_kernel" else 0
+        launch = driver.cuLaunchCooperativeKernel if cooperative else None
+
+        def call(i, function=function, args=args, launch=launch, blocks=blocks, threads=threads):
+            if launch is not None:
+                check(launch(function, blocks, 1, 1, threads, 1, 1, 0, stream, args))
+            else:
+                check(driver.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, args, 0))
+        try:
+            ms = time_gpu_ms(call, **TIMING)
+        except Exception as error:
+            ms = float("nan")
+            name += f" failed: {error}"[:100]
+        line = f"| floor | - | {name}, {blocks} x {threads}{', cooperative' if cooperative else ''} | {ms * 1e3:.2f} | |"
+        print(line, flush=True)
+        lines.append(line)
+    return lines
+
+
+def grid_table_shapes() -> list[str]:
+    """The shipped scatter_grid_table launched with tables of other sizes and slot rules than the plan's, B = 1e4:
+    what makes the hashed table (N >= 1e5) slower than one slot per node (N <= 1e4)."""
+    import torch
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.launch import current_context, prepare_kernels
+
+    torch.zeros(1, device="cuda")
+    current_context()
+    function = prepare_kernels("float16").functions["scatter_grid_table"]
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    lines = []
+    shapes = [(10**4, 10**4, 10**4, 0), (10**4, 10**5, 10**5, 0), (10**4, 10**5, 2**17, 1), (10**4, 10**6, 10**6, 0),
+              (10**4, 2**21, 2**21, 0), (10**4, 10**7, 10**7, 0)]
+    shapes += [(10**4, n, c, 1) for n in (10**6, 10**8) for c in (2**15, 2**17, 2**18, 2**19, 2**20)]
+    shapes += [(2**15, 10**5, 10**5, 0), (2**15, 10**6, 10**6, 0)]
+    shapes += [(2**15, n, c, 1) for n in (10**6, 10**8) for c in (2**16, 2**18, 2**19, 2**20, 2**21)]
+    for batch, num_nodes, capacity, hashed in shapes:
+        torch.manual_seed(num_nodes)
+        state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
+        batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
+                    torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+        slots = torch.empty(capacity, device="cuda", dtype=torch.int64)
+        launches = []
+        for s, i in batches:
+            args = ((s.data_ptr(), i.data_ptr(), batch, num_nodes, slots.data_ptr(), capacity, hashed, state.data_ptr(), 0),
+                    (VOID, VOID, I64, I64, VOID, I32, I32, VOID, VOID))
+            launches.append(lambda args=args: check(driver.cuLaunchCooperativeKernel(
+                function, -(-batch // 128), 1, 1, 128, 1, 1, 0, stream, args)))
+        before = state.clone()
+        launches[0]()
+        torch.cuda.synchronize()
+        verdict = one_rounding_ok(before, state, *batches[0])
+        ms = time_gpu_ms(lambda i: launches[i](), **TIMING)
+        line = f"| {batch:.0e} | {num_nodes:.0e} | scatter_grid_table, {capacity} slots, {'hashed' if hashed else 'slot = node'} | {ms * 1e3:.1f} | {verdict} |"
+        print(line, flush=True)
+        lines.append(line)
+    return lines
+
+
+def grid_tables(args) -> list[str]:
+    import torch
+
+    from plugin.kernels.launch import current_context
+
+    torch.zeros(1, device="cuda")
+    current_context()
+    one = load_variant([("#define GRID_TABLE_LOADS 8", "#define GRID_TABLE_LOADS 1")], "float16")
+    two = load_variant([("#define GRID_TABLE_LOADS 8", "#define GRID_TABLE_LOADS 2")], "float16")
+    eight = load_variant([], "float16")
+    cas = load_variant([("#define GRID_TABLE_LOADS 8", "#define GRID_TABLE_LOADS 1"),
+                        ("#define GRID_TABLE_PRELOAD 1", "#define GRID_TABLE_PRELOAD 0")], "float16")
+    cas_prefetch = load_variant([("#define GRID_TABLE_LOADS 8", "#define GRID_TABLE_LOADS 1"),
+                                 ("#define GRID_TABLE_PRELOAD 1", "#define GRID_TABLE_PRELOAD 0"),
+                                 ("#define GRID_TABLE_PREFETCH 0", "#define GRID_TABLE_PREFETCH 1")], "float16")
+    inbox8 = load_variant([("#define INBOX_BLOCKS 16", "#define INBOX_BLOCKS 8"),
+                           ("#define INBOX_LOADS 1", "#define INBOX_LOADS 2")], "float16")
+    inbox16x2 = load_variant([("#define INBOX_LOADS 1", "#define INBOX_LOADS 2")], "float16")
+    small = {
+        "cluster inbox 16 x 1024 x 1": (one, "scatter_cluster_inbox", 1024, 1, 16),
+        "cluster inbox 16 x 640 x 1": (one, "scatter_cluster_inbox", 640, 1, 16),
+        "cluster inbox 16 x 512 x 2": (inbox16x2, "scatter_cluster_inbox", 512, 2, 16),
+        "cluster inbox 8 x 1024 x 2": (inbox8, "scatter_cluster_inbox", 1024, 2, 8),
+        "clear, cg, 128 x 1, CAS first": (cas, "scatter_grid_table_clear", 128, 1, None),
+        "clear, cg, 128 x 1, CAS first, prefetch": (cas_prefetch, "scatter_grid_table_clear", 128, 1, None),
+        "kept, cg, 128 x 1, CAS first, prefetch": (cas_prefetch, "scatter_grid_table_kept", 128, 1, None),
+        "clear, cg, 64 x 1, CAS first, prefetch": (cas_prefetch, "scatter_grid_table_clear", 64, 1, None),
+        "clear, cg, 256 x 1, CAS first, prefetch": (cas_prefetch, "scatter_grid_table_clear", 256, 1, None),
+        "barrier only, E = 0 (kept, cg)": (one, "scatter_grid_table_kept", 256, 1, 0),
+        "barrier only, E = 0, 79 blocks (kept, cg)": (one, "scatter_grid_table_kept", 128, 1, 0),
+        "barrier only, E = 0 (kept, own barrier)": (one, "scatter_grid_table_kept_own", 256, 1, 0),
+        "barriers only, E = 0 (clear, cg)": (one, "scatter_grid_table_clear", 256, 1, 0),
+        "clear, cg, 256 x 1": (one, "scatter_grid_table_clear", 256, 1, None),
+        "kept, cg, 256 x 1": (one, "scatter_grid_table_kept", 256, 1, None),
+        "clear, cg, 128 x 1": (one, "scatter_grid_table_clear", 128, 1, None),
+    }
+    large = {
+        "clear, cg, 512 x 8": (eight, "scatter_grid_table_clear", 512, 8, None),
+        "kept, cg, 512 x 8": (eight, "scatter_grid_table_kept", 512, 8, None),
+        "kept, own barrier, 512 x 8": (eight, "scatter_grid_table_kept_own", 512, 8, None),
+        "kept, own barrier, 1024 x 8": (eight, "scatter_grid_table_kept_own", 1024, 8, None),
+        "kept, own barrier, 256 x 8": (eight, "scatter_grid_table_kept_own", 256, 8, None),
+    }
+    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
+    lines += floor_rows()
+    for batch, variants in ((10**4, small),):
+        for num_nodes in args.nodes:
+            for label, ms, verdict in grid_table_rows(batch, num_nodes, variants):
+                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {verdict} |"
+                lines.append(line)
+                print(line, flush=True)
+    return lines
+
+
 def kernels(args) -> list[str]:
     import torch
 
@@ -152,15 +403,41 @@ def kernels(args) -> list[str]:
     base = load_variant([], "float16")
     c512 = load_variant([("#define CLUSTER_THREADS 1024", "#define CLUSTER_THREADS 512"),
                          ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16")
+    def table(blocks: int, threads: int, loads: int) -> dict:
+        return load_variant([("#define TABLE_CLUSTER_BLOCKS 8 ", f"#define TABLE_CLUSTER_BLOCKS {blocks} "),
+                             ("#define TABLE_CLUSTER_THREADS 1024", f"#define TABLE_CLUSTER_THREADS {threads}"),
+                             ("#define TABLE_CLUSTER_LOADS 2 ", f"#define TABLE_CLUSTER_LOADS {loads} ")], "float16")
+
+    t16 = table(16, 1024, 1)
+    t8x512 = table(8, 512, 4)
+    t16x512 = table(16, 512, 2)
     variants = {
         "owned, 132 blocks": (base, "scatter_owned", "sm", 1024),
         "clustered 1024 thr, 128 blocks": (base, "scatter_clustered", 128, 1024),
+        "clustered 1024 thr, 8 blocks": (base, "scatter_clustered", 8, 1024),
+        "clustered 1024 thr, 16 blocks": (base, "scatter_clustered", 16, 1024),
         "clustered 512 thr x 4 loads, 128 blocks": (c512, "scatter_clustered", 128, 512),
+        "clustered 512 thr x 4 loads, 8 blocks": (c512, "scatter_clustered", 8, 512),
+        "cluster_table 8 x 1024 x 2, part E": (base, "scatter_cluster_table", (8, 1024), "E"),
+        "cluster_table 8 x 1024 x 2, part 4096": (base, "scatter_cluster_table", (8, 1024), 4096),
+        "cluster_table 16 x 1024 x 1, part E": (t16, "scatter_cluster_table", (16, 1024), "E"),
+        "cluster_table 16 x 1024 x 1, part 2048": (t16, "scatter_cluster_table", (16, 1024), 2048),
+        "cluster_table 8 x 512 x 4, part E": (t8x512, "scatter_cluster_table", (8, 512), "E"),
+        "cluster_table 16 x 512 x 2, part E": (t16x512, "scatter_cluster_table", (16, 512), "E"),
+        "cluster_table 16 x 512 x 2, part 2048": (t16x512, "scatter_cluster_table", (16, 512), 2048),
     }
+    if args.shipped_only:
+        variants = {}
     lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
     if args.large_batch:
-        for num_nodes in (10**5, 10**6, 10**7):
-            for label, ms, check in large_batch_rows(10**6, num_nodes):
+        c16 = load_variant([("#define CLUSTER_BLOCKS 8 ", "#define CLUSTER_BLOCKS 16 ")], "float16")
+        large = {
+            "clustered 8 x 1024, 128 blocks, full shared": (base, "scatter_clustered", 128, 1024),
+            "clustered 8 x 1024, 64 blocks, full shared": (base, "scatter_clustered", 64, 1024),
+            "clustered 16 x 1024, 128 blocks, full shared": (c16, "scatter_clustered", 128, 1024),
+        }
+        for num_nodes in (10**5, 10**6, 10**7, 10**8):
+            for label, ms, check in large_batch_rows(10**6, num_nodes) + kernel_rows(10**6, num_nodes, large, shipped=())[1:]:
                 line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
                 lines.append(line)
                 print(line, flush=True)
@@ -297,6 +574,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--kernels", action="store_true")
     parser.add_argument("--latency", action="store_true")
+    parser.add_argument("--grid-table", action="store_true", help="the global-table kernels behind a grid barrier")
+    parser.add_argument("--grid-table-shapes", action="store_true", help="the shipped grid_table on other tables")
+    parser.add_argument("--shipped-only", action="store_true", help="with --kernels: torch and the shipped plans only")
     parser.add_argument("--large-batch", action="store_true", help="with --kernels: B = 1e6 beside the table path")
     parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
     parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
@@ -307,6 +587,10 @@ def main() -> int:
         lines += latency(args) + [""]
     if args.kernels:
         lines += kernels(args)
+    if args.grid_table:
+        lines += grid_tables(args)
+    if args.grid_table_shapes:
+        lines += grid_table_shapes()
     print_and_save("\n".join(lines), args.out, "probe_float16_small.md")
     return 0
 
