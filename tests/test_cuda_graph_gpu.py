@@ -12,7 +12,7 @@ from plugin.cuda_graph import CapturedGraph
 from plugin.device_array import DeviceArray
 from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
 from tests.test_kernels_gpu import assert_within_bound, random_inputs
-from tests.test_small_updates_gpu import skip_without_clusters
+from tests.test_small_updates_gpu import skip_unless_available
 
 pytestmark = pytest.mark.gpu
 
@@ -37,6 +37,8 @@ def what_ran(plan):
         return "sorted"
     if plan.paired:
         return "paired"
+    if plan.algorithm == "grid_table":
+        return "grid_table"
     if plan.table is not None:
         return "table"
     return f"{plan.algorithm}, zeroing in the kernel" if plan.zeroing else plan.algorithm
@@ -49,7 +51,8 @@ CASES = [
     (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
     (np.float16, 10**6, 10**4, 1, False, "owned", "owned"),  # one launch of 1024-thread blocks, no workspace
     (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters (sm_90+)
-    (np.float16, 10**4, 10**4, 1, False, "auto", "table"),  # memset, direct into the one-slot table, apply
+    (np.float16, 10**6, 10**4, 1, False, "grid_table", "grid_table"),  # one cooperative launch, no memset
+    (np.float16, 10**4, 10**4, 1, False, "global", "table"),  # memsets, scatter into the one-slot table, apply
     (np.float16, 10**7, 10**6, 1, False, "auto", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
     (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
@@ -73,7 +76,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
 
     from plugin.kernels import launch as launch_module
 
-    skip_without_clusters(algorithm)
+    skip_unless_available(algorithm)
     state, src, index = random_inputs(nodes, edges, features, dtype)
     size = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts, algorithm=algorithm)
     buffers = {

@@ -141,7 +141,7 @@ def _shared(dtype: str) -> tuple[PluginLaunch, ...]:
 
 def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
     owned: dict[str, Any] = dict(counts=False, algorithm="owned")
-    return (PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_owned",), **owned),
+    cases = (PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_owned",), **owned),
             PluginLaunch(dtype, 10**6, 2000, 3, ("scatter_owned",), **owned),
             # tables of 64 slots probed to the last one: blocks overflow and retry on sub-ranges (issue 27)
             PluginLaunch(dtype, 10**6, 4096, 1, ("scatter_owned",), owned_table=(64, 64), **owned),
@@ -151,6 +151,12 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
             PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_clustered",), counts=False, algorithm="clustered"),
             PluginLaunch(dtype, 10**6, 4096, 3, ("scatter_clustered",), counts=False, algorithm="clustered",
                          owned_table=(64, 64)))
+    if dtype == "float16":  # one cooperative launch: hashed slots, then one slot per node
+        cases += (PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
+                               zero_in_kernel=True),
+                  PluginLaunch(dtype, 1000, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
+                               zero_in_kernel=True))
+    return cases
 
 
 GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)

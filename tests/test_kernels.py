@@ -644,11 +644,15 @@ def test_partition_layout_sections_are_aligned_disjoint_and_large_enough(edges, 
 
 def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_the_sizes():
     half = np.float16
-    assert scatter_add_workspace_size(10**8, OWNED_MAX_EDGES, 1, half, with_counts=False) == table_layout(
-        10**8, OWNED_MAX_EDGES, 1).nbytes  # the owned path needs none
+    from plugin.kernels.plan import grid_table_workspace_bytes
+
+    assert scatter_add_workspace_size(10**8, OWNED_MAX_EDGES, 2, half, with_counts=False) == table_layout(
+        10**8, OWNED_MAX_EDGES, 2).nbytes  # the owned path needs none (F = 1: the grid_table path's table)
     table, partition = table_layout(10**8, 10**6, 1), partition_layout(10**6, 1)
     assert table is not None and partition is not None  # the float16 workspace serves the table too
-    assert scatter_add_workspace_size(10**8, 10**6, 1, half, with_counts=False) == max(table.nbytes, partition.nbytes)
+    grid = grid_table_workspace_bytes(10**8, 10**6, 1, half, with_counts=False)
+    assert scatter_add_workspace_size(10**8, 10**6, 1, half, with_counts=False) == max(table.nbytes, partition.nbytes,
+                                                                                      grid)
     assert scatter_add_workspace_size(10**8, 10**6, 1, half, with_counts=True) == table.nbytes
     assert scatter_add_workspace_size(10**8, 10**6, 2, half, with_counts=False) == table_layout(10**8, 10**6, 2).nbytes
     assert scatter_add_workspace_size(10**8, 10**6, 1, np.float32, with_counts=False) == 0
@@ -1368,3 +1372,104 @@ def test_a_prepared_launchs_graphs_are_freed_with_it_and_the_finalizer_never_rai
     driver.statuses["cuGraphExecDestroy"] = [driver.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED]
     launch._close_graphs(prepared._replays, raising=False)  # what the finalizer calls
     assert prepared._replays == {}
+
+
+# --- float16 grid_table: one cooperative launch (plan.py, scatter_add.cu scatter_grid_table) ------------------
+
+
+def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperatively():
+    from plugin.kernels.plan import (GRID_TABLE_MAX_EDGES, GRID_TABLE_THREADS, GridTable, KernelLaunch,
+                                     grid_table_layout)
+
+    half = np.dtype(np.float16)
+    for nodes, table in ((10**3, GridTable(10**3, False)), (2**18, GridTable(2**18, False)),
+                         (2**18 + 1, GridTable(2**18, True)), (10**8, GridTable(2**18, True))):
+        plan = plan_launch(nodes, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None)
+        assert plan.algorithm == "grid_table" and plan.table is None and plan.apply is None
+        assert plan.scatter == KernelLaunch("scatter_grid_table", (-(-10**4 // GRID_TABLE_THREADS), 1), 0,
+                                            GRID_TABLE_THREADS)
+        assert plan.grid == grid_table_layout(nodes, 10**4) == table  # 16 slots per edge, rounded up: 2^18
+        assert "table=262144h" in describe(plan) or not table.hashed
+    assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, zero_in_kernel=True).grid == GridTable(16, True)
+    assert plan_launch(10**8, GRID_TABLE_MAX_EDGES, 1, half, H200_LIKE, 1, zero_in_kernel=None).algorithm == "grid_table"
+    # not without cooperative launches or the workspace for its table, for wider rows, more edges, float32,
+    # counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=False).algorithm == "owned"
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None,
+                       grid_table_workspace=False).algorithm == "owned"
+    assert plan_launch(10**8, 10**4, 2, half, H200_LIKE, 1, zero_in_kernel=None).algorithm == "owned"
+    assert plan_launch(10**8, GRID_TABLE_MAX_EDGES + 1, 1, half, H200_LIKE, 1,
+                       zero_in_kernel=None).algorithm != "grid_table"
+    assert plan_launch(10**8, 10**4, 1, np.dtype(np.float32), H200_LIKE, 1, zero_in_kernel=None).algorithm == "direct"
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None,
+                       with_counts=True).algorithm != "grid_table"
+    small = dataclasses.replace(H200_LIKE, sm_count=8)
+    assert plan_launch(10**8, 10**4, 1, half, small, 1, zero_in_kernel=None).algorithm == "owned"
+
+
+def test_the_workspace_holds_the_grid_table_where_it_may_run_and_never_shrinks_as_sizes_grow():
+    from plugin.kernels.plan import GRID_TABLE_MAX_EDGES, grid_table_workspace_bytes
+
+    assert grid_table_workspace_bytes(10**8, 10**4, 1, np.float16, with_counts=False) == 8 * 2**18
+    assert grid_table_workspace_bytes(10**3, 10**4, 1, np.float16, with_counts=False) == 8 * 10**3
+    for dtype, features, counts in ((np.float32, 1, False), (np.float16, 2, False), (np.float16, 1, True)):
+        assert grid_table_workspace_bytes(10**8, 10**4, features, dtype, with_counts=counts) == 0
+    sizes = [grid_table_workspace_bytes(10**8, edges, 1, np.float16, with_counts=False)
+             for edges in (1, 10**4, GRID_TABLE_MAX_EDGES, GRID_TABLE_MAX_EDGES + 1, 10**6)]
+    assert sizes == sorted(sizes) and sizes[-1] == 8 * 2**19
+    for nodes, edges in ((10**8, 10**4), (10**3, 10**4), (10**8, GRID_TABLE_MAX_EDGES), (10**7, 10**6)):
+        assert scatter_add_workspace_size(nodes, edges, 1, np.float16, with_counts=False) >= (
+            grid_table_workspace_bytes(nodes, edges, 1, np.float16, with_counts=False))
+
+
+def test_forcing_the_grid_table_names_what_it_needs():
+    half = np.dtype(np.float16)
+    with pytest.raises(ValueError, match="cooperative launches"):
+        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table")  # zero_in_kernel=False
+    with pytest.raises(ValueError, match="8-byte aligned workspace of grid_table_workspace_bytes"):
+        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None,
+                    grid_table_workspace=False)
+    with pytest.raises(ValueError, match="one feature, not 2 float16"):
+        plan_launch(10**8, 10**4, 2, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None)
+    with pytest.raises(ValueError, match="one feature, not 1 float32"):
+        plan_launch(10**8, 10**4, 1, np.dtype(np.float32), H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None)
+    with pytest.raises(ValueError, match="runs without counts"):
+        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None,
+                    with_counts=True)
+
+
+def test_prepared_float16_grid_table_is_one_cooperative_launch_over_the_workspace(recorded):
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    workspace = 0x7F4000000000
+    for nodes in (10**3, 10**8):
+        size = scatter_add_workspace_size(nodes, 10**4, 1, np.float16, with_counts=False)
+        prepared = launch.PreparedScatterAdd(num_nodes=nodes, num_edges=10**4, num_features=1, dtype=np.float16,
+                                             with_counts=False, with_skipped=True, workspace_size=size)
+        plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5, skipped=COUNTS_PTR)
+        assert plan.algorithm == "grid_table" and plan.grid is not None
+        assert driver.names() == ["cuMemsetD32Async", "cuLaunchCooperativeKernel"]  # skipped zeroed, no table memset
+        function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, stream, parameters = driver.calls[1][1]
+        assert function is functions["scatter_grid_table"]
+        assert (grid_x, grid_y, grid_z, block_x, block_y, block_z, shared) == (79, 1, 1, 128, 1, 1, 0)
+        assert argument_slots(parameters, 9) == [SRC_PTR, INDEX_PTR, 10**4, nodes, workspace, plan.grid.capacity,
+                                                 int(plan.grid.hashed), STATE_PTR, COUNTS_PTR]
+        del driver.calls[:]
+    # a workspace that is not 8-byte aligned gets another plan (its own prepared driver calls), and so does
+    # one too small for the grid table (sized by an older release, say)
+    assert prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace + 4, 5, skipped=COUNTS_PTR).algorithm == "owned"
+    small = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
+                                      with_counts=False, workspace_size=8 * 2**15)
+    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "owned"
+    assert "cuLaunchCooperativeKernel" not in driver.names()
+
+
+def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_float16_path(recorded):
+    driver, launch = recorded
+    driver.statuses["cuLaunchCooperativeKernel"] = [driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE]
+    size = scatter_add_workspace_size(10**8, 10**4, 1, np.float16, with_counts=False)
+    prepared = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
+                                         with_counts=False, workspace_size=size)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
+    assert plan.algorithm == "owned" and prepared.zero_in_kernel is False
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuLaunchKernel"]

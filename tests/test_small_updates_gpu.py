@@ -1,4 +1,4 @@
-"""The launches without counts (plan.py "direct", "owned", "clustered", "partitioned") on a GPU against float64 (skipped
+"""The launches without counts (plan.py UNCOUNTED_ALGORITHMS) on a GPU against float64 (skipped
 without a GPU): what a small in-place update of a large state runs.
 
 Fresh random inputs every run; launched on a state between guard zones, with skipped, counts and the
@@ -29,16 +29,19 @@ def with_bad_ids(index, num_nodes, count):
     return count
 
 
-def skip_without_clusters(algorithm):
+def skip_unless_available(algorithm):
+    """Skips a path this GPU or these kernels cannot run: clusters need sm_90+, grid_table cooperative groups."""
     if algorithm == "clustered":
         launch.current_context()
         arch = launch.read_device_info().arch
         if arch < plan.CLUSTER_MIN_ARCH:
             pytest.skip(f"the clustered path needs thread-block clusters (sm_90+), this GPU is sm_{arch}")
+    if algorithm == "grid_table" and not launch.prepare_kernels(np.float16).grid_sync:
+        pytest.skip("the grid_table path needs kernels compiled with cooperative groups (no CCCL headers here)")
 
 
 def run(state, src, index, algorithm):
-    skip_without_clusters(algorithm)
+    skip_unless_available(algorithm)
     out, _, skipped, guards_intact, untouched, launched = launch_with_guards(
         state, src, index, with_counts=False, algorithm=algorithm)
     assert guards_intact, "bytes around the state changed"
@@ -144,7 +147,25 @@ def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, feat
     assert_within_bound(out, state, src, index, dtype)
 
 
-@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("clustered", 30_000), ("partitioned", 10**6)])
+@pytest.mark.parametrize("nodes, edges", [
+    (10**6, 10**4),    # the per-step case: hashed slots
+    (10**8, 2**15),    # the most edges "auto" gives it
+    (1000, 30_000),    # 30 edges per node: one slot per node
+    (10**4, 10**4),
+    (7, 5000),
+    (5, 1),
+])
+def test_grid_table_matches_float64(nodes, edges):
+    skip_unless_available("grid_table")
+    state, src, index = random_inputs(nodes, edges, 1, np.float16)
+    bad = with_bad_ids(index, nodes, min(1000, edges // 10))
+    out, skipped, launched = run(state, src, index, "grid_table")
+    assert launched.algorithm == "grid_table" and skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("clustered", 30_000), ("grid_table", 30_000),
+                                              ("partitioned", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6
@@ -182,11 +203,13 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float32, 10**6, 10**4, "direct"),
     (np.float32, 10**7, 10**6, "direct"),
     (np.float32, 1000, 10**6, "shared"),
-    (np.float16, 10**6, 10**4, "owned"),      # "clustered" only with plan.AUTO_CLUSTERED
-    (np.float16, 10**4, 10**4, "global"),     # the one-slot table (plan.HALF_DIRECT_INTO_TABLE off)
+    (np.float16, 10**6, 10**4, "grid_table"),  # owned without cooperative groups
+    (np.float16, 10**4, 10**4, "grid_table"),  # the one-slot table path without them
     (np.float16, 10**7, 10**6, "partitioned"),
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
+    if expected == "grid_table" and not launch.prepare_kernels(dtype).grid_sync:
+        expected = "owned" if nodes > 2 * edges else "global"
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     out, skipped, launched = run(state, src, index, "auto")
     assert launched.algorithm == expected and skipped == 0

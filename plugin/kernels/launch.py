@@ -42,6 +42,7 @@ from plugin.kernels.plan import (
     UNCOUNTED_ALGORITHMS,
     DeviceInfo,
     LaunchPlan,
+    grid_table_workspace_bytes,
     pairs_workspace_bytes,
     partition_layout,
     plan_launch,
@@ -58,7 +59,8 @@ KERNEL_NAMES = tuple(
     "scatter_owned", "scatter_clustered", "partition_chunks", "reduce_buckets")
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned", "partition_chunks", "reduce_buckets")
-ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4))  # with cooperative groups only
+# with cooperative groups only: the zeroing scatters and the grid_table path's kernel
+ZEROING_KERNEL_NAMES = tuple(f"scatter_global_zeroing_v{vec}" for vec in (1, 2, 4)) + ("scatter_grid_table",)
 
 @dataclass(frozen=True)
 class LoadedKernels:
@@ -176,12 +178,13 @@ def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dt
                  algorithm: str, node_passes: int | None, with_counts: bool, counts_aligned: bool,
                  pairs_workspace: bool, paired: bool | None, max_slice_width: int | None,
                  zero_in_kernel: bool | None,
-                 with_skipped: bool, sort_workspace: bool, partition_workspace: bool) -> LaunchPlan:
+                 with_skipped: bool, sort_workspace: bool, partition_workspace: bool,
+                 grid_table_workspace: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
                        paired=paired, max_slice_width=max_slice_width, zero_in_kernel=zero_in_kernel,
                        with_skipped=with_skipped, sort_workspace=sort_workspace,
-                       partition_workspace=partition_workspace)
+                       partition_workspace=partition_workspace, grid_table_workspace=grid_table_workspace)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -322,6 +325,8 @@ class PreparedScatterAdd:
         self.sort_workspace = sort is not None and workspace_size >= sort.nbytes  # the sorted path may run
         partition = None if with_counts else partition_layout(num_edges, num_features)
         self.partition_workspace = partition is not None and workspace_size >= partition.nbytes
+        grid = grid_table_workspace_bytes(num_nodes, num_edges, num_features, self.dtype, with_counts=with_counts)
+        self.grid_table_workspace = grid > 0 and workspace_size >= grid  # and 8-byte aligned: checked per call
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
@@ -438,7 +443,8 @@ class PreparedScatterAdd:
 
     def _failed(self, result: tuple[Any, ...], call: Any, what: str, pointers: tuple[Any, ...]) -> LaunchPlan | None:
         """A driver call failed: raises CudaError, except for a cooperative launch with fewer resident blocks
-        than planned (e.g. under MPS), after which this launch zeroes with memsets from now on."""
+        than planned (e.g. under MPS), after which this launch makes no cooperative launch: it zeroes with
+        memsets, and float16 takes another path than grid_table."""
         driver = self._driver
         too_large = driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
         if call == driver.cuLaunchCooperativeKernel and result[0] == too_large:
@@ -461,10 +467,10 @@ class PreparedScatterAdd:
             raise ValueError("this launch was prepared with a workspace; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
-        key = (vec, counts % PAIR_BYTES == 0)
+        key = (vec, counts % PAIR_BYTES == 0, self.grid_table_workspace and workspace % 8 == 0)
         sequence = self._sequences.get(key)
         if sequence is None:
-            sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1])
+            sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1], grid_table_workspace=key[2])
             if self.launch_form == "extra":
                 for operation in sequence.operations:
                     if operation[0] == _KERNEL:
@@ -479,8 +485,9 @@ class PreparedScatterAdd:
         replay = self._replays.get(pointers)
         self._replay = replay[1] if isinstance(replay, tuple) else None
 
-    def _build(self, vec: int, *, counts_aligned: bool) -> _LaunchSequence:
-        """The driver calls for one vector width and counts alignment (see scatter_add_launch)."""
+    def _build(self, vec: int, *, counts_aligned: bool, grid_table_workspace: bool) -> _LaunchSequence:
+        """The driver calls for one vector width, counts alignment and whether the workspace serves the
+        grid_table path (see scatter_add_launch)."""
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         operations: list[tuple[Any, ...]] = []
         plan = None
@@ -489,7 +496,7 @@ class PreparedScatterAdd:
             plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
                                 node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
                                 max_slice_width, self.zero_in_kernel, self.with_skipped, self.sort_workspace,
-                                self.partition_workspace)
+                                self.partition_workspace, grid_table_workspace)
         if plan is None or not plan.zeroing:
             if self.with_counts:
                 operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
@@ -552,8 +559,8 @@ class PreparedScatterAdd:
         return _LaunchSequence(plan, operations)
 
     def _uncounted_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
-        """The kernels of the direct, owned and partitioned paths (scatter_add.cu, "Launches without counts"),
-        after the memset of skipped."""
+        """The kernels of the paths without counts (scatter_add.cu, "Launches without counts"), after the memset
+        of skipped."""
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
         scatter = plan.scatter
@@ -565,6 +572,9 @@ class PreparedScatterAdd:
                 dest = (WORKSPACE, table.values_offset)
                 operations.append((_MEMSET, dest, 0, table.capacity * num_features))
             values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, dest, skipped)
+        elif plan.grid is not None:
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, (WORKSPACE, 0), plan.grid.capacity,
+                      int(plan.grid.hashed), (STATE, 0), skipped)
         elif plan.owned is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
                       (STATE, 0), skipped)
@@ -578,7 +588,8 @@ class PreparedScatterAdd:
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
                              layout.bucket.capacity, layout.bucket.probes, (STATE, 0), num_edges, num_nodes)
         functions = self.kernels.functions
-        operations.append((_KERNEL, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
+        kind = _COOPERATIVE if plan.algorithm == "grid_table" else _KERNEL
+        operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                            _KernelArguments(values), scatter.name, scatter.block))
         if plan.apply is not None and table is not None:
             apply_values = ((STATE, 0), 0, (WORKSPACE, table.values_offset), table.capacity, num_features,
@@ -715,9 +726,10 @@ def scatter_add_launch(
     (with counts: wide rows with many edges sort them there, F = 1 beyond 2^24 edges keeps its pairs).
     With counts and F = 1 the paired path (plan.py) sums in the counts buffer itself, so it must be 8-byte
     aligned for that (cuMemAlloc and TensorRT give 256); otherwise the launch takes the two-atomic path.
-    `algorithm` (plan.py ALGORITHMS; "direct", "owned" and "partitioned" without counts only), `node_passes`,
+    `algorithm` (plan.py ALGORITHMS; those of UNCOUNTED_ALGORITHMS without counts only), `node_passes`,
     `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the counts wherever it
-    can; False: a memset always) override plan.py's choices for tests and benchmarks.
+    can; False: a memset always, and no cooperative launch at all, so no grid_table path) override plan.py's
+    choices for tests and benchmarks. float16's grid_table path needs the workspace 8-byte aligned.
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and

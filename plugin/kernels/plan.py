@@ -50,7 +50,12 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float32 "direct": a thread per (edge, VEC chunk), a warp's equal targets summed before one vector atomic:
     one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
     keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
-  * float16, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
+  * float16, F = 1, up to GRID_TABLE_MAX_EDGES edges, where the kernels have cooperative groups: "grid_table",
+    one cooperative launch and no memset. The grid clears the table in the workspace, meets at a grid-wide
+    barrier, inserts a thread per edge (a node's first edge claims its 64-bit (node, float32 sum) slot with one
+    compare-and-swap; the claiming thread loads the node's state), meets again, and each claiming thread
+    rounds its node's sum into the state once (E = 1e4: 7.0-11.2 us against 9.6-15.8 before; NOTES.md).
+  * float16 otherwise, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
     edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
     shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
     block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8; issue-bound: every
@@ -88,7 +93,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-UNCOUNTED_ALGORITHMS = ("direct", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
+UNCOUNTED_ALGORITHMS = ("direct", "grid_table", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
 ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
@@ -162,6 +167,16 @@ AUTO_CLUSTERED = False
 # and tested on the CPU (recorded driver calls); not yet measured or tested on a GPU (NOTES.md "Issue 26"),
 # so "auto" does not take it until a run does: algorithm="direct" forces it.
 HALF_DIRECT_INTO_TABLE = False
+# grid_table (float16, F = 1, kernels with cooperative groups): a cooperative launch of a thread per edge in
+# blocks of GRID_TABLE_THREADS, "auto" up to GRID_TABLE_MAX_EDGES edges where the grid fits
+# GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (a launch the driver refuses as too large falls back:
+# launch.py). Its table (grid_table_layout): one slot per node up to GRID_TABLE_SLOTS_PER_EDGE x E rounded up
+# to a power of two, else that many hashed slots: a thread's first compare-and-swap rarely collides, and the
+# longest probe decides when the barrier opens (measured, NOTES.md "Issue 26, second session").
+GRID_TABLE_THREADS = 128
+GRID_TABLE_MAX_EDGES = 2**15
+GRID_TABLE_RESIDENT_BLOCKS_PER_SM = 8
+GRID_TABLE_SLOTS_PER_EDGE = 16
 CLUSTER_BLOCKS = 8
 CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
@@ -204,6 +219,15 @@ class KernelLaunch:
     grid: tuple[int, int]
     shared_bytes: int = 0
     block: int = THREADS_PER_BLOCK
+
+
+@dataclass(frozen=True)
+class GridTable:
+    """The grid_table path's table: `capacity` 64-bit (node, float32 sum) slots at the workspace's start;
+    hashed False: slot = node (capacity = N)."""
+
+    capacity: int
+    hashed: bool
 
 
 @dataclass(frozen=True)
@@ -279,6 +303,7 @@ class LaunchPlan:
     owned: OwnedTable | None = None  # "owned": the table of each block (scatter = scatter_owned)
     partition: PartitionLayout | None = None  # "partitioned" (scatter = partition_chunks, then reduce)
     reduce: KernelLaunch | None = None  # "partitioned": reduce_buckets
+    grid: GridTable | None = None  # "grid_table": its table (scatter = scatter_grid_table)
 
 
 def next_power_of_two(n: int) -> int:
@@ -405,6 +430,22 @@ def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, devic
                     reduce, fixup)
 
 
+def grid_table_layout(num_nodes: int, num_edges: int) -> GridTable:
+    """The grid_table path's table for N nodes and E edges (module constants): one slot per node where N is at
+    most next_power_of_two(GRID_TABLE_SLOTS_PER_EDGE * E), else that many hashed slots."""
+    hashed_capacity = next_power_of_two(GRID_TABLE_SLOTS_PER_EDGE * max(1, num_edges))
+    return GridTable(num_nodes, False) if num_nodes <= hashed_capacity else GridTable(hashed_capacity, True)
+
+
+def grid_table_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
+                               with_counts: bool) -> int:
+    """Bytes of the grid_table path's table (8 per slot) where it may run (float16, F = 1, without counts),
+    else 0; sized for min(E, GRID_TABLE_MAX_EDGES) edges, so that it never shrinks as N or E grow."""
+    if with_counts or kernel_dtype(dtype) != np.float16 or num_features != 1 or num_edges == 0:
+        return 0
+    return 8 * grid_table_layout(num_nodes, min(num_edges, GRID_TABLE_MAX_EDGES)).capacity
+
+
 def pair_chunks(num_edges: int) -> int:
     """Chunks of at most PAIRED_MAX_EDGES edges on the paired path (1: the pairs live in the counts)."""
     return max(1, -(-num_edges // PAIRED_MAX_EDGES))
@@ -421,7 +462,8 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
                    with_counts: bool = True, algorithm: str = "auto") -> int:
     """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N for F = 1 with counts
     and more than 2^24 edges (the pairs, O(N) like the counts' zeroing) and the sorted path's (with counts,
-    wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, whichever is larger).
+    wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, or the grid_table path's
+    table, whichever is larger).
     Without counts, nothing O(N) for a small update of a large state. algorithm="sorted" (forcing the sorted
     path, as scatter_add_launch's `algorithm` does) sizes for it wherever it can run.
 
@@ -439,7 +481,8 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
     if kernel_dtype(dtype) == np.float32:
         return max(pairs, sort, partition)
     table = table_layout(num_nodes, num_edges, num_features)
-    return max(pairs, sort, partition, 0 if table is None else table.nbytes)
+    grid = grid_table_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts)
+    return max(pairs, sort, partition, grid, 0 if table is None else table.nbytes)
 
 
 def owned_shared_bytes(capacity: int, num_features: int) -> int:
@@ -538,14 +581,25 @@ def partition_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tup
             KernelLaunch("reduce_buckets", (layout.buckets, 1), bucket_shared, OWNED_THREADS), layout)
 
 
+def grid_table_fits(num_edges: int, num_features: int, device: DeviceInfo) -> bool:
+    """Whether "auto" may take the grid_table path: rows of one feature, at most GRID_TABLE_MAX_EDGES edges,
+    a grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident: a cooperative launch)."""
+    blocks = -(-num_edges // GRID_TABLE_THREADS)
+    return (num_features == 1 and 0 < num_edges <= GRID_TABLE_MAX_EDGES
+            and blocks <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * device.sm_count)
+
+
 def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
-                        device: DeviceInfo, *, partition_workspace: bool) -> str | None:
+                        device: DeviceInfo, *, partition_workspace: bool, grid_table: bool = False) -> str | None:
     """What "auto" runs without counts (module docstring), or None for the rules below it (the shared kernel,
-    node passes, the float16 table)."""
+    node passes, the float16 table). grid_table: cooperative launches are allowed and the workspace holds the
+    grid_table path's table, 8-byte aligned."""
     if half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
             return None
+        if grid_table and grid_table_fits(num_edges, num_features, device):
+            return "grid_table"
         if table.hashed:
             if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
                 return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
@@ -566,8 +620,15 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
 
 def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
                    device: DeviceInfo) -> LaunchPlan:
-    """The plan of a "direct", "owned" or "partitioned" launch (without counts)."""
+    """The plan of a "direct", "grid_table", "owned", "clustered" or "partitioned" launch (without counts)."""
     ranges = ((0, num_nodes),)
+    if algorithm == "grid_table":
+        if not half or num_features != 1:
+            raise ValueError(f"the grid_table path adds float16 rows of one feature, not {num_features} "
+                             f"{'float16' if half else 'float32'} features")
+        blocks = -(-num_edges // GRID_TABLE_THREADS)
+        return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
+                          num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
     if algorithm == "direct":
         table = table_layout(num_nodes, num_edges, num_features) if half else None
         if half and (table is None or table.hashed):
@@ -688,6 +749,7 @@ def plan_launch(
     with_skipped: bool = False,
     sort_workspace: bool = False,
     partition_workspace: bool = False,
+    grid_table_workspace: bool = True,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
@@ -701,8 +763,10 @@ def plan_launch(
     kernels lack it). sort_workspace: the workspace holds sort_layout(...).nbytes (needed by the sorted path,
     which also needs counts). The chunked and sorted paths run a warp per row: they take the narrowest width
     dividing `vec` whose 32 lanes cover the row. partition_workspace: the workspace holds
-    partition_layout(...).nbytes (needed by the partitioned path). "direct", "owned" and "partitioned" run
-    without counts only.
+    partition_layout(...).nbytes (needed by the partitioned path). grid_table_workspace: the workspace holds
+    grid_table_workspace_bytes, 8-byte aligned (needed by the grid_table path, which also needs zero_in_kernel
+    not False: a cooperative launch).
+    The paths of UNCOUNTED_ALGORITHMS run without counts only.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
@@ -720,9 +784,14 @@ def plan_launch(
         raise ValueError(f"the {algorithm} path runs without counts; counts were requested")
     if uncounted == "partitioned" and not partition_workspace:
         raise ValueError("the partitioned path needs a workspace of partition_layout bytes")
+    if uncounted == "grid_table" and (zero_in_kernel is False or not grid_table_workspace):
+        raise ValueError("the grid_table path needs cooperative launches (zero_in_kernel not False: kernels "
+                         "compiled with cooperative groups) and an 8-byte aligned workspace of "
+                         "grid_table_workspace_bytes")
     if algorithm == "auto" and not with_counts and paired is None and max_slice_width is None and node_passes is None:
         uncounted = uncounted_algorithm(num_nodes, num_edges, num_features, half, vec, device,
-                                        partition_workspace=partition_workspace)
+                                        partition_workspace=partition_workspace,
+                                        grid_table=zero_in_kernel is not False and grid_table_workspace)
     if uncounted is not None:
         return uncounted_plan(uncounted, num_nodes, num_edges, num_features, half, vec, device)
     sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
@@ -835,6 +904,8 @@ def describe(plan: LaunchPlan) -> str:
         text += f" chunk={plan.chunk_edges}"
     if plan.owned is not None:
         text += f" block={plan.scatter.block} table={plan.owned.capacity}"
+    if plan.grid is not None:
+        text += f" block={plan.scatter.block} table={plan.grid.capacity}{'h' if plan.grid.hashed else 'd'}"
     if plan.partition is not None:
         text += f" chunks={plan.partition.chunks} buckets={plan.partition.buckets}"
     if plan.sort is not None:

@@ -1398,6 +1398,57 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
 #endif
 }
 
+#if SCATTER_GRID_SYNC
+// grid_table (float16, F = 1, at most GRID_TABLE_THREADS x blocks edges, a cooperative launch): one launch, no
+// memset. The workspace holds `capacity` 64-bit slots, each a node (low word) and its float32 sum (high word).
+// The grid clears them and meets at a grid-wide barrier; then each thread takes one edge: the node's first
+// edge claims a free slot and writes its value with one compare-and-swap, later edges add into the sum's
+// word; the claiming thread loads the node's state at once and, after a second barrier, adds the node's sum
+// into it with one rounding (a sum still +0.0 leaves the node bit for bit). `hashed` = 0: slot = node (the
+// one-slot table, capacity = N); else linear probing from a hash. capacity >= the distinct nodes, so every
+// node finds its slot. Beside the owned kernel's filter of every target by every block (NOTES.md "Issue 26")
+// this reads each target once; what it pays is the two barriers.
+#define GRID_TABLE_THREADS 128  // plan.py GRID_TABLE_THREADS
+#define GRID_TABLE_EMPTY 0x00000000ffffffffull  // node -1, sum +0.0
+extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS)
+scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                   u64* __restrict__ slots, int capacity, int hashed, scalar_t* __restrict__ state,
+                   u64* __restrict__ skipped) {
+    const i64 edge = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (i64 i = edge; i < capacity; i += (i64)gridDim.x * blockDim.x) slots[i] = GRID_TABLE_EMPTY;
+    const i64 node = edge < num_edges ? __ldg(index + edge) : -1;
+    const float value = edge < num_edges ? to_float(src[edge]) : 0.0f;
+    cooperative_groups::this_grid().sync();  // the table is clear
+    const bool ok = edge < num_edges && (u64)node < (u64)num_nodes;
+    int claimed = -1;
+    scalar_t current;
+    if (ok) {
+        const int n = (int)node;
+        const u64 mine = ((u64)__float_as_uint(value) << 32) | (u64)(unsigned)n;
+        unsigned slot = hashed ? (unsigned)(((u64)mix32((unsigned)n) * (unsigned)capacity) >> 32) : (unsigned)n;
+        for (;;) {  // ends: a free slot or the node's own is found (capacity >= distinct nodes)
+            const u64 previous = atomicCAS(&slots[slot], GRID_TABLE_EMPTY, mine);
+            if (previous == GRID_TABLE_EMPTY) {
+                claimed = (int)slot;
+                current = state[n];  // needed after the barrier: its latency hides behind it
+                break;
+            }
+            if ((int)(unsigned)previous == n) {
+                atomicAdd(reinterpret_cast<float*>(&slots[slot]) + 1, value);
+                break;
+            }
+            slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
+        }
+    }
+    if (skipped != nullptr) add_skipped(skipped, edge < num_edges && !ok ? 1u : 0u);
+    cooperative_groups::this_grid().sync();  // every edge is in its node's sum
+    if (claimed >= 0) {
+        const float sum = __uint_as_float(*(reinterpret_cast<const unsigned*>(&slots[claimed]) + 1));
+        if (__float_as_uint(sum) != 0u) store_scalar(state + node, to_float(current) + sum);
+    }
+}
+#endif
+
 // Exclusive scan of a[0, n) in place in shared memory by the whole block (any blockDim up to 1024); returns the
 // total to every thread.
 __device__ __forceinline__ unsigned block_exclusive_scan_in_place(unsigned* a, int n) {
