@@ -41,10 +41,18 @@ for layout in ${PYTHONPATH:+${PYTHONPATH//:/ }} ${ENQUEUE_ALSO_WITH:-}; do
     [ -d "$layout/tensorrt_libs" ] && { python3 tests/plugin_host/build.py "$layout" || true; }
 done
 # RUN_GPU_PART=steps (the GPU tests, bench_enqueue, bench_state_update, bench_aot) or RUN_GPU_PART=kernel
-# (bench_scatter_add, bench_breakdown) runs half; default: everything, in one call.
+# (bench_scatter_add, bench_breakdown) runs half; RUN_GPU_PART=tests or step-benches one of the steps part's
+# two halves (each well inside a 10-minute call); default: everything, in one call.
 part=${RUN_GPU_PART:-all}
-case "$part" in all|steps|kernel) ;; *) echo "run_gpu.sh: RUN_GPU_PART must be all, steps or kernel, got '$part'" >&2; exit 2 ;; esac
-want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
+case "$part" in all|steps|kernel|tests|step-benches) ;;
+    *) echo "run_gpu.sh: RUN_GPU_PART must be all, steps, kernel, tests or step-benches, got '$part'" >&2; exit 2 ;;
+esac
+want() {  # want steps|kernel|tests|step-benches: whether this part runs
+    case "$1" in
+        tests|step-benches) [ "$part" = "$1" ] || [ "$part" = steps ] || [ "$part" = all ] ;;
+        *) [ "$part" = all ] || [ "$part" = "$1" ] ;;
+    esac
+}
 size() { [ "$quick" = "--quick" ] && echo "$1" || echo "$2"; }  # size QUICK_ARGS FULL_ARGS
 tests=0
 status=0
@@ -55,13 +63,15 @@ stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed toget
     "$@" || status=1
     stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
 }
-if want steps; then
+if want tests; then
     gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py tests/test_kernel_fuzz_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?
     stages+="run_gpu.sh: GPU tests took $((SECONDS - began)) s"$'\n'
     grep -E "^tensorrt:|passed|failed|^FAILED" "$out/gpu_tests.log" | tail -n 12
+fi
+if want step-benches; then
     stage bench_enqueue python3 benchmarks/bench_enqueue.py --out "$out"
     if [ -n "${ENQUEUE_ALSO_WITH:-}" ]; then
         stage "bench_enqueue (ENQUEUE_ALSO_WITH)" env PYTHONPATH="$ENQUEUE_ALSO_WITH" python3 benchmarks/bench_enqueue.py --out "$out/enqueue-also"
