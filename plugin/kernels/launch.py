@@ -338,7 +338,7 @@ class PreparedScatterAdd:
         from cuda.bindings import driver
 
         self._driver = driver
-        self._sequences: dict[tuple[int, bool], _LaunchSequence] = {}
+        self._sequences: dict[tuple[int, bool, bool], _LaunchSequence] = {}
         self._pointers: tuple[Any, ...] | None = None  # (state, src, index, counts, workspace, skipped, stream)
         self._sequence: _LaunchSequence | None = None  # the bound pointers' driver calls, as operations
         self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
@@ -467,7 +467,7 @@ class PreparedScatterAdd:
             raise ValueError("this launch was prepared with a workspace; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
-        key = (vec, counts % PAIR_BYTES == 0, self.grid_table_workspace and workspace % 8 == 0)
+        key = (vec, counts % PAIR_BYTES == 0, bool(self.grid_table_workspace and workspace % 8 == 0))
         sequence = self._sequences.get(key)
         if sequence is None:
             sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1], grid_table_workspace=key[2])
