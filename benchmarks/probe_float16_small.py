@@ -1,17 +1,23 @@
 """Probe (issue 26): float16 small updates' candidate kernels, and what one synchronised step costs, in one process.
 
-    python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels] [--large-batch] [--latency] [--nodes ...]
+    python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels [--shipped-only] [--large-batch]]
+        [--grid-table] [--grid-table-shapes] [--latency] [--nodes ...] [--batches ...]
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
-index_add_, the shipped plans (auto, the table path "global", owned) and the one-launch kernels launched directly
-with cuLaunchKernel (owned on one block per SM; clustered in clusters of 8 with 1024 or 512 threads, the latter
-compiled from a patched copy of scatter_add.cu), F = 1, B = 1e4 and 2^15; each first checked against float64
-(one rounding per node: docs/kernel.md's bound). --large-batch adds B = 1e6 (auto, the table path, partitioned).
+index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: no more) and kernels
+launched directly with cuLaunchKernel: owned on one block per SM, clustered on 8 to 128 blocks of 1024 or 512
+threads, and scatter_cluster_table (one cluster holding the sums in distributed shared memory;
+benchmarks/probe_float16_kernels.cu, which load_variant appends to scatter_add.cu, patched per variant), F = 1,
+each first checked against float64 (one rounding per node: docs/kernel.md's bound). --large-batch adds B = 1e6
+(auto, the table path, partitioned, clustered with full shared memory). --grid-table: the floors (an empty
+kernel, one load and atomic per thread, a grid barrier alone, a cluster barrier alone), the cluster inbox and
+the global-table kernels behind grid barriers (cleared or kept, cooperative groups' barrier or one of their
+own) at B = 1e4 and 1e6. --grid-table-shapes: the shipped scatter_grid_table on tables of other sizes.
 --latency: one step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved; CUDA events recorded
 after a synchronisation, and the wall clock around call + synchronisation): torch, scatter_add_launch with
 data_ptr() and torch.cuda.current_stream() read in each call, with only data_ptr() per call, with both read
 once, PreparedScatterAdd with and without graph replay, and the AOT kernels launched by run_aot_scatter_add and
-by PreparedAotLaunch. Measurements: plugin/kernels/NOTES.md "Issue 26".
+by PreparedAotLaunch. Measurements: plugin/kernels/NOTES.md "Issue 26" and "Issue 26, second session".
 """
 
 import ctypes
@@ -373,6 +379,10 @@ def grid_tables(args) -> list[str]:
         "barriers only, E = 0 (clear, cg)": (one, "scatter_grid_table_clear", 256, 1, 0),
         "clear, cg, 256 x 1": (one, "scatter_grid_table_clear", 256, 1, None),
         "kept, cg, 256 x 1": (one, "scatter_grid_table_kept", 256, 1, None),
+        "kept, own barrier, 256 x 1": (one, "scatter_grid_table_kept_own", 256, 1, None),
+        "kept, own barrier, 128 x 1": (one, "scatter_grid_table_kept_own", 128, 1, None),
+        "kept, own barrier, 512 x 1": (one, "scatter_grid_table_kept_own", 512, 1, None),
+        "kept, own barrier, 256 x 2": (two, "scatter_grid_table_kept_own", 256, 2, None),
         "clear, cg, 128 x 1": (one, "scatter_grid_table_clear", 128, 1, None),
     }
     large = {
@@ -384,7 +394,7 @@ def grid_tables(args) -> list[str]:
     }
     lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
     lines += floor_rows()
-    for batch, variants in ((10**4, small),):
+    for batch, variants in ((10**4, small), (10**6, large)):
         for num_nodes in args.nodes:
             for label, ms, verdict in grid_table_rows(batch, num_nodes, variants):
                 line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {verdict} |"
