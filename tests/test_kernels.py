@@ -245,13 +245,16 @@ def test_float16_workspace_does_not_grow_with_the_state_for_a_fixed_batch():
     features=st.sampled_from([1, 1, 2, 3, 64]) | st.integers(1, 70),
     smaller_nodes=st.floats(0, 1),
     smaller_edges=st.floats(0, 1),
+    smaller_features=st.floats(0, 1),
     dtype=st.sampled_from([np.float16, np.float32]),
+    with_counts=st.booleans(),
 )
 def test_workspace_for_the_largest_shapes_serves_every_smaller_launch(nodes, edges, features, smaller_nodes, smaller_edges,
-                                                                     dtype):
-    largest = scatter_add_workspace_size(nodes, edges, features, dtype)
+                                                                     smaller_features, dtype, with_counts):
+    largest = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=with_counts)
     n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
-    assert scatter_add_workspace_size(n, e, features, dtype) <= largest
+    f = 1 + int((features - 1) * smaller_features)  # TensorRT sizes the workspace for a profile's largest F too
+    assert scatter_add_workspace_size(n, e, f, dtype, with_counts=with_counts) <= largest
     layout = sort_layout(n, e, features)
     if layout is not None:  # the partial sums' room holds every range a smaller launch uses
         assert layout.span * layout.ranges >= e and 4 * layout.ranges * features <= layout.nbytes - layout.tail_offset
@@ -646,8 +649,8 @@ def test_partitioned_workspace_only_where_auto_may_partition_and_growing_with_th
     half = np.float16
     from plugin.kernels.plan import grid_table_workspace_bytes
 
-    assert scatter_add_workspace_size(10**8, OWNED_MAX_EDGES, 2, half, with_counts=False) == table_layout(
-        10**8, OWNED_MAX_EDGES, 2).nbytes  # the owned path needs none (F = 1: the grid_table path's table)
+    assert scatter_add_workspace_size(10**8, OWNED_MAX_EDGES, 2, half, with_counts=True) == table_layout(
+        10**8, OWNED_MAX_EDGES, 2).nbytes  # the owned path needs none (without counts: the grid_table path's table)
     table, partition = table_layout(10**8, 10**6, 1), partition_layout(10**6, 1)
     assert table is not None and partition is not None  # the float16 workspace serves the table too
     grid = grid_table_workspace_bytes(10**8, 10**6, 1, half, with_counts=False)
@@ -1382,29 +1385,31 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
                                      grid_table_layout)
 
     half = np.dtype(np.float16)
+    may = dict(zero_in_kernel=None, grid_table_workspace=True)  # cooperative launches; the workspace holds it
+
+    def algorithm(nodes, edges, features=1, dtype=half, device=H200_LIKE, **options):
+        return plan_launch(nodes, edges, features, dtype, device, 1, **{**may, **options}).algorithm
+
     for nodes, table in ((10**3, GridTable(10**3, False)), (2**18, GridTable(2**18, False)),
                          (2**18 + 1, GridTable(2**18, True)), (10**8, GridTable(2**18, True))):
-        plan = plan_launch(nodes, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None)
+        plan = plan_launch(nodes, 10**4, 1, half, H200_LIKE, 1, **may)
         assert plan.algorithm == "grid_table" and plan.table is None and plan.apply is None
         assert plan.scatter == KernelLaunch("scatter_grid_table", (-(-10**4 // GRID_TABLE_THREADS), 1), 0,
                                             GRID_TABLE_THREADS)
         assert plan.grid == grid_table_layout(nodes, 10**4) == table  # 16 slots per edge, rounded up: 2^18
         assert "table=262144h" in describe(plan) or not table.hashed
-    assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, zero_in_kernel=True).grid == GridTable(16, True)
-    assert plan_launch(10**8, GRID_TABLE_MAX_EDGES, 1, half, H200_LIKE, 1, zero_in_kernel=None).algorithm == "grid_table"
-    # not without cooperative launches or the workspace for its table, for wider rows, more edges, float32,
-    # counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)
-    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=False).algorithm == "owned"
-    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None,
-                       grid_table_workspace=False).algorithm == "owned"
-    assert plan_launch(10**8, 10**4, 2, half, H200_LIKE, 1, zero_in_kernel=None).algorithm == "owned"
-    assert plan_launch(10**8, GRID_TABLE_MAX_EDGES + 1, 1, half, H200_LIKE, 1,
-                       zero_in_kernel=None).algorithm != "grid_table"
-    assert plan_launch(10**8, 10**4, 1, np.dtype(np.float32), H200_LIKE, 1, zero_in_kernel=None).algorithm == "direct"
-    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None,
-                       with_counts=True).algorithm != "grid_table"
-    small = dataclasses.replace(H200_LIKE, sm_count=8)
-    assert plan_launch(10**8, 10**4, 1, half, small, 1, zero_in_kernel=None).algorithm == "owned"
+    assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, **may).grid == GridTable(16, True)
+    assert algorithm(10**8, GRID_TABLE_MAX_EDGES, zero_in_kernel=True) == "grid_table"
+    # not without cooperative launches or the workspace for its table (the default), for wider rows, more
+    # edges, float32, counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)
+    assert algorithm(10**8, 10**4, zero_in_kernel=False) == "owned"
+    assert algorithm(10**8, 10**4, grid_table_workspace=False) == "owned"
+    assert plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, zero_in_kernel=None).algorithm == "owned"
+    assert algorithm(10**8, 10**4, features=2) == "owned"
+    assert algorithm(10**8, GRID_TABLE_MAX_EDGES + 1) != "grid_table"
+    assert algorithm(10**8, 10**4, dtype=np.dtype(np.float32)) == "direct"
+    assert algorithm(10**8, 10**4, with_counts=True) != "grid_table"
+    assert algorithm(10**8, 10**4, device=dataclasses.replace(H200_LIKE, sm_count=8)) == "owned"
 
 
 def test_the_workspace_holds_the_grid_table_where_it_may_run_and_never_shrinks_as_sizes_grow():
@@ -1412,8 +1417,9 @@ def test_the_workspace_holds_the_grid_table_where_it_may_run_and_never_shrinks_a
 
     assert grid_table_workspace_bytes(10**8, 10**4, 1, np.float16, with_counts=False) == 8 * 2**18
     assert grid_table_workspace_bytes(10**3, 10**4, 1, np.float16, with_counts=False) == 8 * 10**3
-    for dtype, features, counts in ((np.float32, 1, False), (np.float16, 2, False), (np.float16, 1, True)):
-        assert grid_table_workspace_bytes(10**8, 10**4, features, dtype, with_counts=counts) == 0
+    assert grid_table_workspace_bytes(10**8, 10**4, 3, np.float16, with_counts=False) == 8 * 2**18  # whatever F
+    for dtype, counts in ((np.float32, False), (np.float16, True)):
+        assert grid_table_workspace_bytes(10**8, 10**4, 1, dtype, with_counts=counts) == 0
     sizes = [grid_table_workspace_bytes(10**8, edges, 1, np.float16, with_counts=False)
              for edges in (1, 10**4, GRID_TABLE_MAX_EDGES, GRID_TABLE_MAX_EDGES + 1, 10**6)]
     assert sizes == sorted(sizes) and sizes[-1] == 8 * 2**19
@@ -1424,18 +1430,22 @@ def test_the_workspace_holds_the_grid_table_where_it_may_run_and_never_shrinks_a
 
 def test_forcing_the_grid_table_names_what_it_needs():
     half = np.dtype(np.float16)
+
+    def forced(nodes=10**8, edges=10**4, features=1, dtype=half, **options):
+        return plan_launch(nodes, edges, features, dtype, H200_LIKE, 1, algorithm="grid_table", **options)
+
     with pytest.raises(ValueError, match="cooperative launches"):
-        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table")  # zero_in_kernel=False
+        forced(grid_table_workspace=True)  # zero_in_kernel=False
     with pytest.raises(ValueError, match="8-byte aligned workspace of grid_table_workspace_bytes"):
-        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None,
-                    grid_table_workspace=False)
+        forced(zero_in_kernel=None)  # grid_table_workspace=False
     with pytest.raises(ValueError, match="one feature, not 2 float16"):
-        plan_launch(10**8, 10**4, 2, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None)
+        forced(features=2, zero_in_kernel=None, grid_table_workspace=True)
     with pytest.raises(ValueError, match="one feature, not 1 float32"):
-        plan_launch(10**8, 10**4, 1, np.dtype(np.float32), H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None)
+        forced(dtype=np.dtype(np.float32), zero_in_kernel=None, grid_table_workspace=True)
     with pytest.raises(ValueError, match="runs without counts"):
-        plan_launch(10**8, 10**4, 1, half, H200_LIKE, 1, algorithm="grid_table", zero_in_kernel=None,
-                    with_counts=True)
+        forced(zero_in_kernel=None, grid_table_workspace=True, with_counts=True)
+    with pytest.raises(ValueError, match="at most 32768 edges, not 32769"):  # its workspace holds no more
+        forced(nodes=10**6, edges=2**15 + 1, zero_in_kernel=None, grid_table_workspace=True)
 
 
 def test_prepared_float16_grid_table_is_one_cooperative_launch_over_the_workspace(recorded):
@@ -1473,3 +1483,16 @@ def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_floa
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
     assert plan.algorithm == "owned" and prepared.zero_in_kernel is False
     assert driver.names() == ["cuLaunchCooperativeKernel", "cuLaunchKernel"]
+
+
+def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
+    import re
+
+    from plugin.kernels import plan as plans
+    from plugin.kernels.compile import SOURCE_PATH
+
+    source = SOURCE_PATH.read_text()
+    defined = {name: int(value) for name, value in re.findall(r"#define (GRID_TABLE_\w+) (\d+)\b", source)}
+    assert defined == {"GRID_TABLE_THREADS": plans.GRID_TABLE_THREADS,
+                       "GRID_TABLE_BLOCKS_PER_SM": plans.GRID_TABLE_RESIDENT_BLOCKS_PER_SM}
+    assert "__launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)" in source

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from plugin.kernels import launch, plan
-from plugin.kernels.plan import OwnedTable
+from plugin.kernels.plan import GridTable, OwnedTable
 from tests.test_kernels_gpu import RNG, assert_within_bound, launch_with_guards, random_inputs
 
 pytestmark = pytest.mark.gpu
@@ -161,6 +161,48 @@ def test_grid_table_matches_float64(nodes, edges):
     bad = with_bad_ids(index, nodes, min(1000, edges // 10))
     out, skipped, launched = run(state, src, index, "grid_table")
     assert launched.algorithm == "grid_table" and skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+@pytest.fixture
+def full_grid_tables(monkeypatch):
+    """grid_table with one hashed slot per edge (16 otherwise): E distinct targets fill every slot, so probes run
+    long and wrap past the table's last slot."""
+    monkeypatch.setattr(plan, "GRID_TABLE_SLOTS_PER_EDGE", 1)
+    launch._cached_plan.cache_clear()
+    launch._prepared.launches.clear()
+    launch._prepared.last = (None, None)
+    yield
+    launch._cached_plan.cache_clear()
+    launch._prepared.launches.clear()
+    launch._prepared.last = (None, None)
+
+
+def test_grid_table_filled_to_its_last_slot_matches_float64(full_grid_tables):
+    skip_unless_available("grid_table")
+    nodes, edges = 10**7, 4096
+    state, src, _ = random_inputs(nodes, edges, 1, np.float16)
+    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 4096 nodes in 4096 slots
+    out, skipped, launched = run(state, src, index, "grid_table")
+    assert launched.grid == GridTable(4096, True) and skipped == 0
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+def test_grid_table_leaves_a_node_whose_sum_is_plus_zero_bit_for_bit():
+    # -0.0 + (+0.0) would be +0.0: a node whose edges sum to +0.0 in float32 must keep its -0.0
+    skip_unless_available("grid_table")
+    nodes = 1000
+    state, _, _ = random_inputs(nodes, 1, 1, np.float16)
+    state[:10] = np.float16(-0.0)
+    values = RNG.standard_normal(10).astype(np.float16)
+    rest = RNG.integers(10, nodes, 2000, dtype=np.int64)
+    index = np.concatenate([np.arange(10), np.arange(10), rest]).astype(np.int64)
+    src = np.concatenate([values, -values, RNG.standard_normal(2000).astype(np.float16)]).reshape(-1, 1)
+    order = RNG.permutation(len(index))
+    index, src = index[order], src[order]
+    out, _, launched = run(state, src, index, "grid_table")
+    assert launched.algorithm == "grid_table"
+    assert np.array_equal(out[:10].view(np.uint16), state[:10].view(np.uint16))  # still -0.0, bit for bit
     assert_within_bound(out, state, src, index, np.float16)
 
 

@@ -439,9 +439,11 @@ def grid_table_layout(num_nodes: int, num_edges: int) -> GridTable:
 
 def grid_table_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                                with_counts: bool) -> int:
-    """Bytes of the grid_table path's table (8 per slot) where it may run (float16, F = 1, without counts),
-    else 0; sized for min(E, GRID_TABLE_MAX_EDGES) edges, so that it never shrinks as N or E grow."""
-    if with_counts or kernel_dtype(dtype) != np.float16 or num_features != 1 or num_edges == 0:
+    """Bytes of the grid_table path's table (8 per slot) for float16 without counts, else 0: sized for
+    min(E, GRID_TABLE_MAX_EDGES) edges and whatever F (the path runs F = 1 only), so that it never shrinks as
+    N, E or F grow: a workspace sized for a profile's largest shapes (TensorRT's) serves each smaller launch."""
+    del num_features  # the size must not fall when F grows past 1
+    if with_counts or kernel_dtype(dtype) != np.float16 or num_edges == 0:
         return 0
     return 8 * grid_table_layout(num_nodes, min(num_edges, GRID_TABLE_MAX_EDGES)).capacity
 
@@ -626,6 +628,8 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         if not half or num_features != 1:
             raise ValueError(f"the grid_table path adds float16 rows of one feature, not {num_features} "
                              f"{'float16' if half else 'float32'} features")
+        if num_edges > GRID_TABLE_MAX_EDGES:  # its workspace is sized for at most that many
+            raise ValueError(f"the grid_table path takes at most {GRID_TABLE_MAX_EDGES} edges, not {num_edges}")
         blocks = -(-num_edges // GRID_TABLE_THREADS)
         return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
                           num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
@@ -749,7 +753,7 @@ def plan_launch(
     with_skipped: bool = False,
     sort_workspace: bool = False,
     partition_workspace: bool = False,
-    grid_table_workspace: bool = True,
+    grid_table_workspace: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 

@@ -1405,12 +1405,19 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
 // edge claims a free slot and writes its value with one compare-and-swap, later edges add into the sum's
 // word; the claiming thread loads the node's state at once and, after a second barrier, adds the node's sum
 // into it with one rounding (a sum still +0.0 leaves the node bit for bit). `hashed` = 0: slot = node (the
-// one-slot table, capacity = N); else linear probing from a hash. capacity >= the distinct nodes, so every
-// node finds its slot. Beside the owned kernel's filter of every target by every block (NOTES.md "Issue 26")
-// this reads each target once; what it pays is the two barriers.
-#define GRID_TABLE_THREADS 128  // plan.py GRID_TABLE_THREADS
+// one-slot table, capacity = N); else linear probing from a hash. The plan gives capacity >= the distinct
+// nodes, so every node finds its slot; a probe still visits at most `capacity` slots (a table without room drops
+// the row, as find_or_insert does). Beside the owned kernel's filter of every target by every block (NOTES.md
+// "Issue 26") this reads each target once; what it pays is the two barriers.
+// The 32-bit add into a slot's high word overlaps the 64-bit word other threads compare-and-swap. It only follows
+// the claim (the adding thread saw the node in the compare-and-swap's result), so no compare-and-swap that could
+// succeed meets it, and a failing one compares the low word, which the add never changes. The PTX memory model
+// does not promise atomicity between atomics of different sizes that overlap; the GPU tests (float64
+// references, hubs, full tables) and the fuzz cases check it where they run (H200).
+#define GRID_TABLE_THREADS 128            // plan.py GRID_TABLE_THREADS
+#define GRID_TABLE_BLOCKS_PER_SM 8        // plan.py GRID_TABLE_RESIDENT_BLOCKS_PER_SM
 #define GRID_TABLE_EMPTY 0x00000000ffffffffull  // node -1, sum +0.0
-extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS)
+extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)
 scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
                    u64* __restrict__ slots, int capacity, int hashed, scalar_t* __restrict__ state,
                    u64* __restrict__ skipped) {
@@ -1426,7 +1433,7 @@ scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ ind
         const int n = (int)node;
         const u64 mine = ((u64)__float_as_uint(value) << 32) | (u64)(unsigned)n;
         unsigned slot = hashed ? (unsigned)(((u64)mix32((unsigned)n) * (unsigned)capacity) >> 32) : (unsigned)n;
-        for (;;) {  // ends: a free slot or the node's own is found (capacity >= distinct nodes)
+        for (int probe = 0; probe < capacity && slot < (unsigned)capacity; ++probe) {
             const u64 previous = atomicCAS(&slots[slot], GRID_TABLE_EMPTY, mine);
             if (previous == GRID_TABLE_EMPTY) {
                 claimed = (int)slot;
