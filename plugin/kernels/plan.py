@@ -54,7 +54,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     one cooperative launch and no memset. The grid clears the table in the workspace, meets at a grid-wide
     barrier, inserts a thread per edge (a node's first edge claims its 64-bit (node, float32 sum) slot with one
     compare-and-swap; the claiming thread loads the node's state), meets again, and each claiming thread
-    rounds its node's sum into the state once (E = 1e4: 6.6-8.5 us against 9.6-15.7 before; NOTES.md).
+    rounds its node's sum into the state once (E = 1e4: 6.5-7.6 us against 9.6-15.7 before; NOTES.md).
   * float16 otherwise, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
     edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
     shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
