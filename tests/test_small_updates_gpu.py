@@ -49,6 +49,19 @@ def run(state, src, index, algorithm):
     return out, skipped, launched
 
 
+def plans_made_anew():
+    """A fixture's body around a patched plan.py: the launcher's cached plans and prepared launches are dropped
+    before (so the patch takes effect) and after (so no later test gets them)."""
+    def drop():
+        launch._cached_plan.cache_clear()
+        launch._prepared.launches.clear()
+        launch._prepared.last = (None, None)
+
+    drop()
+    yield
+    drop()
+
+
 @pytest.fixture
 def tiny_tables(monkeypatch):
     """Owned and bucket tables of 64 slots (48 nodes per pass): blocks overflow and retry on sub-ranges."""
@@ -60,13 +73,7 @@ def tiny_tables(monkeypatch):
         return None if full is None else dataclasses.replace(full, bucket=OwnedTable(64, 48))
 
     monkeypatch.setattr(plan, "partition_layout", small_buckets)
-    launch._cached_plan.cache_clear()
-    launch._prepared.launches.clear()
-    launch._prepared.last = (None, None)
-    yield
-    launch._cached_plan.cache_clear()
-    launch._prepared.launches.clear()
-    launch._prepared.last = (None, None)
+    yield from plans_made_anew()
 
 
 @pytest.mark.parametrize("nodes, edges, features", [
@@ -169,13 +176,7 @@ def full_grid_tables(monkeypatch):
     """grid_table with one hashed slot per edge (16 otherwise): E distinct targets fill every slot, so probes run
     long and wrap past the table's last slot."""
     monkeypatch.setattr(plan, "GRID_TABLE_SLOTS_PER_EDGE", 1)
-    launch._cached_plan.cache_clear()
-    launch._prepared.launches.clear()
-    launch._prepared.last = (None, None)
-    yield
-    launch._cached_plan.cache_clear()
-    launch._prepared.launches.clear()
-    launch._prepared.last = (None, None)
+    yield from plans_made_anew()
 
 
 def test_grid_table_filled_to_its_last_slot_matches_float64(full_grid_tables):
