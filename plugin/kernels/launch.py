@@ -541,7 +541,7 @@ class PreparedScatterAdd:
                     table_log2 = table.table_log2 if table is not None else 0
                     values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
                               counts, skipped, node_lo, node_hi)
-                kind = _COOPERATIVE if plan.zeroing else _KERNEL
+                kind = _COOPERATIVE if plan.cooperative else _KERNEL
                 operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                                    _KernelArguments(values), scatter.name, scatter.block))
             if plan.fold is not None and plan.pair_chunks > 1:
@@ -588,7 +588,7 @@ class PreparedScatterAdd:
             reduce_values = (nodes, sums, offsets, num_features, layout.chunk_edges, layout.chunks,
                              layout.bucket.capacity, layout.bucket.probes, (STATE, 0), num_edges, num_nodes)
         functions = self.kernels.functions
-        kind = _COOPERATIVE if plan.algorithm == "grid_table" else _KERNEL
+        kind = _COOPERATIVE if plan.cooperative else _KERNEL
         operations.append((kind, functions[scatter.name], *scatter.grid, scatter.shared_bytes,
                            _KernelArguments(values), scatter.name, scatter.block))
         if plan.apply is not None and table is not None:

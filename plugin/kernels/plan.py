@@ -305,6 +305,12 @@ class LaunchPlan:
     reduce: KernelLaunch | None = None  # "partitioned": reduce_buckets
     grid: GridTable | None = None  # "grid_table": its table (scatter = scatter_grid_table)
 
+    @property
+    def cooperative(self) -> bool:
+        """Whether the scatter kernel is a cooperative launch (every block resident): it zeroes the counts
+        before a grid-wide barrier, or meets at grid-wide barriers around its table (grid_table)."""
+        return self.zeroing or self.grid is not None
+
 
 def next_power_of_two(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
