@@ -237,6 +237,7 @@ __device__ __forceinline__ void grid_barrier_counted(unsigned* words) {  // word
     __syncthreads();
 }
 
+#define GRID_TABLE_EMPTY 0x00000000ffffffffull  // node -1, sum +0.0: the probe's tables start so (kept ones too)
 template <bool CLEAR, bool OWN_BARRIER>
 __device__ __forceinline__ void probe_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                            i64 num_edges, i64 num_nodes, u64* slots, int capacity,
@@ -311,4 +312,5 @@ PROBE_GRID_TABLE_ENTRY(scatter_grid_table_clear, true, false)
 PROBE_GRID_TABLE_ENTRY(scatter_grid_table_kept, false, false)
 PROBE_GRID_TABLE_ENTRY(scatter_grid_table_kept_own, false, true)
 #endif
+
 

@@ -66,7 +66,8 @@ def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
     functions = {}
     attribute = driver.CUfunction_attribute
     for name in ("scatter_owned", "scatter_clustered", "scatter_cluster_table", "scatter_grid_table_clear",
-                 "scatter_grid_table_kept", "scatter_grid_table_kept_own", "scatter_cluster_inbox"):
+                 "scatter_grid_table_kept", "scatter_grid_table_kept_own", "scatter_cluster_inbox", "scatter_split_table",
+                 "apply_split_table"):
         function = check(driver.cuModuleGetFunction(module, name.encode()))
         static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
         check(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -460,7 +461,8 @@ def kernels(args) -> list[str]:
     return lines
 
 
-def large_batch_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]:
+def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "partitioned")
+                     ) -> list[tuple[str, float, str]]:
     """B = 1e6: torch, the shipped plan, the table path of before ("global") and the partitioned path."""
     import torch
 
@@ -471,7 +473,7 @@ def large_batch_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
     rows = [("torch index_add_", time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING), "")]
-    for algorithm in ("auto", "global", "partitioned"):
+    for algorithm in algorithms:
         size = scatter_add_workspace_size(num_nodes, batch, 1, "float16", with_counts=False, algorithm=algorithm)
         workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
         steps = [ours(state, s, i, None, workspace, algorithm=algorithm) for s, i in batches]
@@ -483,6 +485,66 @@ def large_batch_rows(batch: int, num_nodes: int) -> list[tuple[str, float, str]]
     del state, batches
     torch.cuda.empty_cache()
     return rows
+
+
+def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[str, float, str]]:
+    """torch, the shipped plans ("auto", partitioned) and the shipped split_table kernels on tables of 2, 4 and 8
+    slots per edge (a memset, scatter_split_table, apply_split_table)."""
+    import torch
+    from cuda.bindings import driver
+
+    from plugin.cuda_check import check
+    from plugin.kernels.plan import THREADS_PER_BLOCK, next_power_of_two
+
+    rows = large_batch_rows(batch, num_nodes, ("auto", "partitioned"))
+    torch.manual_seed(batch + num_nodes)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    blocks = -(-batch // THREADS_PER_BLOCK)
+    for per_edge in (2, 4, 8):
+        capacity = next_power_of_two(per_edge * batch)
+        slots = torch.empty(capacity, device="cuda", dtype=torch.int64)
+
+        def launch(i: int, capacity=capacity, slots=slots) -> None:
+            s, idx = batches[i]
+            check(driver.cuMemsetD32Async(slots.data_ptr(), 0xFFFFFFFF, 2 * capacity, stream))
+            check(driver.cuLaunchKernel(functions["scatter_split_table"], blocks, 1, 1, THREADS_PER_BLOCK, 1, 1, 0,
+                                        stream, ((s.data_ptr(), idx.data_ptr(), batch, num_nodes, slots.data_ptr(),
+                                                  capacity, 0), (VOID, VOID, I64, I64, VOID, I32, VOID)), 0))
+            check(driver.cuLaunchKernel(functions["apply_split_table"], min(-(-capacity // THREADS_PER_BLOCK), 4096),
+                                        1, 1, THREADS_PER_BLOCK, 1, 1, 0, stream,
+                                        ((slots.data_ptr(), capacity, num_nodes, state.data_ptr()),
+                                         (VOID, I32, I64, VOID)), 0))
+
+        before = state.clone()
+        launch(0)
+        torch.cuda.synchronize()
+        verdict = one_rounding_ok(before, state, *batches[0])
+        rows.append((f"split_table, {per_edge} E -> {capacity} slots", time_gpu_ms(launch, **TIMING), verdict))
+        del slots
+    del state, batches
+    torch.cuda.empty_cache()
+    return rows
+
+
+def split_tables(args) -> list[str]:
+    import torch
+
+    from plugin.kernels.launch import current_context
+
+    torch.zeros(1, device="cuda")
+    current_context()
+    functions = load_variant([], "float16")
+    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
+    for batch in args.batches:
+        for num_nodes in args.nodes:
+            for label, ms, verdict in split_table_rows(batch, num_nodes, functions):
+                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {verdict} |"
+                lines.append(line)
+                print(line, flush=True)
+    return lines
 
 
 def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dict) -> list[tuple[str, float, float]]:
@@ -588,6 +650,7 @@ def main() -> int:
     parser.add_argument("--grid-table-shapes", action="store_true", help="the shipped grid_table on other tables")
     parser.add_argument("--shipped-only", action="store_true", help="with --kernels: torch and the shipped plans only")
     parser.add_argument("--large-batch", action="store_true", help="with --kernels: B = 1e6 beside the table path")
+    parser.add_argument("--split-table", action="store_true", help="split_table on tables of 2, 4, 8 slots per edge")
     parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
     parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
     args = parser.parse_args()
@@ -601,6 +664,8 @@ def main() -> int:
         lines += grid_tables(args)
     if args.grid_table_shapes:
         lines += grid_table_shapes()
+    if args.split_table:
+        lines += split_tables(args)
     print_and_save("\n".join(lines), args.out, "probe_float16_small.md")
     return 0
 

@@ -53,7 +53,8 @@ CASES = [
     (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters (sm_90+)
     (np.float16, 10**6, 10**4, 1, False, "grid_table", "grid_table"),  # one cooperative launch, no memset
     (np.float16, 10**4, 10**4, 1, False, "global", "table"),  # memsets, scatter into the one-slot table, apply
-    (np.float16, 10**7, 10**6, 1, False, "auto", "partitioned"),  # two launches, the workspace
+    (np.float16, 10**7, 10**6, 1, False, "auto", "split_table"),  # a memset and two launches over the workspace
+    (np.float16, 10**7, 10**6, 1, False, "partitioned", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
     (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
     (np.float16, 10**5, 10**4, 3, True, "auto", "table"),  # memsets, scatter into the float32 table, apply

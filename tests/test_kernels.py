@@ -57,6 +57,7 @@ from plugin.kernels.plan import (
     partition_layout,
     plan_launch,
     sort_layout,
+    split_table_capacity,
     table_layout,
     vector_width,
 )
@@ -213,11 +214,15 @@ def test_sort_layout_sections_are_aligned_disjoint_and_large_enough(nodes, edges
     assert sort_layout(0, 10, 1) is None and sort_layout(10, 0, 1) is None and sort_layout(10, 2**31, 1) is None
 
 
-def test_float16_workspace_is_its_table_for_any_width():
+def test_float16_workspace_is_its_table_or_the_split_tables_for_any_width():
     for features in (1, 2, 64):  # without counts: with them, wide rows get the sorted path's workspace instead
         table = table_layout(1000, 10**6, features)
         assert table is not None
-        assert scatter_add_workspace_size(1000, 10**6, features, np.float16, with_counts=False) == table.nbytes
+        assert table_layout(1000, 257, 1).hashed is False and table_layout(1000, 256, 1).hashed is True
+        split = 8 * split_table_capacity(256)  # 1024 slots: a launch of 256 edges into 1000 nodes may take it
+        assert scatter_add_workspace_size(1000, 10**6, features, np.float16, with_counts=False) == max(table.nbytes,
+                                                                                                       split)
+    assert scatter_add_workspace_size(1000, 10**6, 1, np.float16) == table_layout(1000, 10**6, 1).nbytes  # counts
 
 
 def test_float16_workspace_is_zero_without_edges_or_nodes():
@@ -413,8 +418,9 @@ def test_workspace_holds_the_chunked_pairs_only_with_counts_one_feature_and_more
     assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16) == max(8 * 10**6, table.nbytes)
     partition = partition_layout((10**6 - 1) // 2, 1)  # without counts: E < N / 2 may partition (the table hashed)
     assert partition is not None
+    split = 8 * split_table_capacity(2**18)  # the table is hashed for E <= 2^18 into 1e6 nodes
     assert scatter_add_workspace_size(10**6, 10**8, 1, np.float16, with_counts=False) == max(table.nbytes,
-                                                                                              partition.nbytes)
+                                                                                              partition.nbytes, split)
 
 
 def test_forcing_pairs_is_refused_where_they_cannot_be_used():
@@ -560,7 +566,7 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
     (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
     (np.float16, 32769, 10**4, 1, "owned"),
-    (np.float16, 10**7, 10**6, 1, "partitioned"),
+    (np.float16, 10**7, 10**6, 1, "partitioned"),    # (all without the split_table's workspace: below)
     (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
     (np.float16, 1000, 10**6, 1, "shared"),
     (np.float16, 10**7, 10**6, 2, "hashed"),         # partitioned takes F = 1 only ("auto")
@@ -1100,7 +1106,7 @@ def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_bloc
     del driver.calls[:]
     size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
     partitioned = launch.PreparedScatterAdd(num_nodes=10**7, num_edges=10**6, num_features=1, dtype=np.float16,
-                                            with_counts=False, workspace_size=size)
+                                            with_counts=False, workspace_size=size, algorithm="partitioned")
     plan = partitioned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     layout = plan.partition
     assert plan.algorithm == "partitioned" and driver.names() == ["cuLaunchKernel", "cuLaunchKernel"]
@@ -1481,8 +1487,8 @@ def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_floa
     prepared = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
                                          with_counts=False, workspace_size=size)
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
-    assert plan.algorithm == "owned" and prepared.zero_in_kernel is False
-    assert driver.names() == ["cuLaunchCooperativeKernel", "cuLaunchKernel"]
+    assert plan.algorithm == "split_table" and prepared.zero_in_kernel is False
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
 
 
 def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
@@ -1496,3 +1502,104 @@ def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
     assert defined == {"GRID_TABLE_THREADS": plans.GRID_TABLE_THREADS,
                        "GRID_TABLE_BLOCKS_PER_SM": plans.GRID_TABLE_RESIDENT_BLOCKS_PER_SM}
     assert "__launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)" in source
+
+
+# --- float16 split_table: a memset and two kernels over 64-bit slots (plan.py, scatter_add.cu) ---------------
+
+
+def test_split_table_capacity_is_four_slots_per_edge_up_to_2_to_the_21_then_two_and_never_shrinks():
+    from plugin.kernels.plan import SPLIT_TABLE_MAX_SPARSE_SLOTS
+
+    assert [split_table_capacity(e) for e in (1, 3, 10**4, 2**15, 2**19)] == [4, 16, 2**16, 2**17, 2**21]
+    assert SPLIT_TABLE_MAX_SPARSE_SLOTS == 2**21
+    assert [split_table_capacity(e) for e in (2**19 + 1, 10**6, 2**20 + 1)] == [2**21, 2**21, 2**22]
+    capacities = [split_table_capacity(e) for e in range(1, 2**21, 997)]
+    assert capacities == sorted(capacities)
+    assert all(c >= 2 * e for c, e in zip(capacities, range(1, 2**21, 997)))  # at most half full: probes end
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=st.integers(0, 10**9), edges=st.integers(0, 10**8), smaller_nodes=st.floats(0, 1),
+       smaller_edges=st.floats(0, 1), features=st.integers(1, 70))
+def test_the_workspace_holds_the_split_table_of_every_smaller_launch_auto_may_give_it(nodes, edges, smaller_nodes,
+                                                                                    smaller_edges, features):
+    largest = scatter_add_workspace_size(nodes, edges, features, np.float16, with_counts=False)
+    n, e = int(nodes * smaller_nodes), int(edges * smaller_edges)
+    table = table_layout(n, e, 1)
+    if table is not None and table.hashed:  # where "auto" may take split_table
+        assert largest >= 8 * split_table_capacity(e)
+
+
+def test_float16_auto_takes_the_split_table_where_the_table_is_hashed_and_its_workspace_is_there():
+    half = np.dtype(np.float16)
+
+    def algorithm(nodes, edges, features=1, **options):
+        return plan_launch(nodes, edges, features, half, H200_LIKE, 1, **{"split_table_workspace": True,
+                                                                           "partition_workspace": True, **options})
+
+    for nodes, edges in ((10**8, 10**4), (10**7, 10**6), (10**8, 2**15 + 1), (10**8, PARTITION_MAX_EDGES + 1)):
+        plan = algorithm(nodes, edges)
+        capacity = split_table_capacity(edges)
+        assert plan.algorithm == "split_table" and plan.table is None and plan.apply is None
+        assert plan.scatter == KernelLaunch("scatter_split_table", (-(-edges // THREADS_PER_BLOCK), 1))
+        assert plan.split is not None and plan.split.capacity == capacity
+        apply_blocks = min(-(-capacity // THREADS_PER_BLOCK), 32 * H200_LIKE.sm_count)
+        assert plan.split.apply == KernelLaunch("apply_split_table", (apply_blocks, 1))
+        assert f"table={capacity}h" in describe(plan)
+    # the grid_table first where it may run; the one-slot table, wider rows, counts, float32 and a missing
+    # workspace as before
+    assert algorithm(10**8, 10**4, zero_in_kernel=None, grid_table_workspace=True).algorithm == "grid_table"
+    assert algorithm(10**6, 10**6).algorithm == "global"
+    assert algorithm(10**7, 10**6, 2).algorithm == "hashed"
+    assert algorithm(10**8, 10**4, 2).algorithm == "owned"
+    assert algorithm(10**7, 10**6, with_counts=True).algorithm == "hashed"
+    assert plan_launch(10**7, 10**6, 1, np.dtype(np.float32), H200_LIKE, 1, split_table_workspace=True).algorithm == (
+        "direct")
+    assert algorithm(10**7, 10**6, split_table_workspace=False).algorithm == "partitioned"
+
+
+def test_forcing_the_split_table_names_what_it_needs():
+    half = np.dtype(np.float16)
+
+    def forced(nodes=10**8, edges=10**4, features=1, dtype=half, **options):
+        return plan_launch(nodes, edges, features, dtype, H200_LIKE, 1, algorithm="split_table", **options)
+
+    with pytest.raises(ValueError, match="8-byte aligned workspace of 8 split_table_capacity"):
+        forced()
+    with pytest.raises(ValueError, match="one feature, not 2 float16"):
+        forced(features=2, split_table_workspace=True)
+    with pytest.raises(ValueError, match="one feature, not 1 float32"):
+        forced(dtype=np.dtype(np.float32), split_table_workspace=True)
+    with pytest.raises(ValueError, match="runs without counts"):
+        forced(split_table_workspace=True, with_counts=True)
+    assert forced(nodes=1000, edges=30_000, split_table_workspace=True).split.capacity == 2**17  # hashed even so
+    assert scatter_add_workspace_size(1000, 30_000, 1, np.float16, with_counts=False, algorithm="split_table") == (
+        8 * 2**17)
+
+
+def test_prepared_float16_split_table_is_a_memset_and_two_launches_over_the_workspace(recorded):
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    workspace = 0x7F4000000000
+    size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
+    prepared = launch.PreparedScatterAdd(num_nodes=10**7, num_edges=10**6, num_features=1, dtype=np.float16,
+                                         with_counts=False, with_skipped=True, workspace_size=size)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5, skipped=COUNTS_PTR)
+    capacity = split_table_capacity(10**6)
+    assert plan.algorithm == "split_table" and capacity == 2**21 and size >= 8 * capacity
+    assert driver.names() == ["cuMemsetD32Async", "cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
+    address, value, words = driver.calls[1][1][:3]
+    assert (int(address), value, words) == (workspace, 0xFFFFFFFF, 2 * capacity)  # every slot: node -1
+    scatter, apply = driver.calls[2][1], driver.calls[3][1]
+    assert scatter[0] is functions["scatter_split_table"] and scatter[1] == -(-10**6 // THREADS_PER_BLOCK)
+    assert argument_slots(scatter[9], 7) == [SRC_PTR, INDEX_PTR, 10**6, 10**7, workspace, capacity, COUNTS_PTR]
+    assert apply[0] is functions["apply_split_table"] and apply[1] == plan.split.apply.grid[0]
+    assert argument_slots(apply[9], 4) == [workspace, capacity, 10**7, STATE_PTR]
+    del driver.calls[:]
+    # a workspace that is not 8-byte aligned, or one sized by an older release, gets another path
+    assert prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace + 4, 5, skipped=COUNTS_PTR).algorithm == "partitioned"
+    table = table_layout(10**8, 10**4, 1)  # 2^15 keys and sums: half the split table's 2^16 slots
+    assert table is not None and table.nbytes < 8 * split_table_capacity(10**4)
+    small = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
+                                      with_counts=False, workspace_size=table.nbytes)
+    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "owned"

@@ -171,6 +171,40 @@ def test_grid_table_matches_float64(nodes, edges):
     assert_within_bound(out, state, src, index, np.float16)
 
 
+@pytest.mark.parametrize("nodes, edges", [
+    (10**6, 10**4),      # where grid_table cannot run (no cooperative groups, a workspace not 8-byte aligned)
+    (10**7, 10**6),      # the large-batch case: 2^21 slots
+    (10**8, 2**15 + 1),  # just beyond grid_table
+    (10**6, 200_000),
+    (1000, 30_000),      # forced where the table would have one slot per node: 30 edges per node, hashed anyway
+    (7, 5000),
+    (5, 1),
+])
+def test_split_table_matches_float64(nodes, edges):
+    state, src, index = random_inputs(nodes, edges, 1, np.float16)
+    bad = with_bad_ids(index, nodes, min(1000, edges // 10))
+    out, skipped, launched = run(state, src, index, "split_table")
+    assert launched.algorithm == "split_table" and skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+@pytest.fixture
+def full_split_tables(monkeypatch):
+    """split_table with one slot per edge (4 otherwise): E distinct targets fill every slot, so probes run long
+    and wrap past the table's last slot."""
+    monkeypatch.setattr(plan, "SPLIT_TABLE_SLOTS_PER_EDGE", 1)
+    yield from plans_made_anew()
+
+
+def test_split_table_filled_to_its_last_slot_matches_float64(full_split_tables):
+    nodes, edges = 10**7, 4096
+    state, src, _ = random_inputs(nodes, edges, 1, np.float16)
+    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 4096 nodes in 4096 slots
+    out, skipped, launched = run(state, src, index, "split_table")
+    assert launched.split is not None and launched.split.capacity == 4096 and skipped == 0
+    assert_within_bound(out, state, src, index, np.float16)
+
+
 @pytest.fixture
 def full_grid_tables(monkeypatch):
     """grid_table with one hashed slot per edge (16 otherwise): E distinct targets fill every slot, so probes run
@@ -189,9 +223,10 @@ def test_grid_table_filled_to_its_last_slot_matches_float64(full_grid_tables):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-def test_grid_table_leaves_a_node_whose_sum_is_plus_zero_bit_for_bit():
+@pytest.mark.parametrize("algorithm", ["grid_table", "split_table"])
+def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     # -0.0 + (+0.0) would be +0.0: a node whose edges sum to +0.0 in float32 must keep its -0.0
-    skip_unless_available("grid_table")
+    skip_unless_available(algorithm)
     nodes = 1000
     state, _, _ = random_inputs(nodes, 1, 1, np.float16)
     state[:10] = np.float16(-0.0)
@@ -201,14 +236,14 @@ def test_grid_table_leaves_a_node_whose_sum_is_plus_zero_bit_for_bit():
     src = np.concatenate([values, -values, RNG.standard_normal(2000).astype(np.float16)]).reshape(-1, 1)
     order = RNG.permutation(len(index))
     index, src = index[order], src[order]
-    out, _, launched = run(state, src, index, "grid_table")
-    assert launched.algorithm == "grid_table"
+    out, _, launched = run(state, src, index, algorithm)
+    assert launched.algorithm == algorithm
     assert np.array_equal(out[:10].view(np.uint16), state[:10].view(np.uint16))  # still -0.0, bit for bit
     assert_within_bound(out, state, src, index, np.float16)
 
 
 @pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("clustered", 30_000), ("grid_table", 30_000),
-                                              ("partitioned", 10**6)])
+                                              ("split_table", 10**6), ("partitioned", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6
@@ -246,13 +281,14 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float32, 10**6, 10**4, "direct"),
     (np.float32, 10**7, 10**6, "direct"),
     (np.float32, 1000, 10**6, "shared"),
-    (np.float16, 10**6, 10**4, "grid_table"),  # owned without cooperative groups
+    (np.float16, 10**6, 10**4, "grid_table"),  # split_table without cooperative groups
     (np.float16, 10**4, 10**4, "grid_table"),  # the one-slot table path without them
-    (np.float16, 10**7, 10**6, "partitioned"),
+    (np.float16, 10**7, 10**6, "split_table"),
+    (np.float16, 10**8, 10**5, "split_table"),
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
     if expected == "grid_table" and not launch.prepare_kernels(dtype).grid_sync:
-        expected = "owned" if nodes > 2 * edges else "global"
+        expected = "split_table" if nodes > 2 * edges else "global"
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     out, skipped, launched = run(state, src, index, "auto")
     assert launched.algorithm == expected and skipped == 0

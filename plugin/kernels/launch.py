@@ -47,6 +47,7 @@ from plugin.kernels.plan import (
     partition_layout,
     plan_launch,
     sort_layout,
+    split_table_capacity,
     table_layout,
     vector_width,
 )
@@ -56,7 +57,8 @@ KERNEL_NAMES = tuple(
 ) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
     "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
     f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce", "scatter_direct") for vec in (1, 2, 4)) + (
-    "scatter_owned", "scatter_clustered", "partition_chunks", "reduce_buckets")
+    "scatter_owned", "scatter_clustered", "partition_chunks", "reduce_buckets", "scatter_split_table",
+    "apply_split_table")
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned", "partition_chunks", "reduce_buckets")
 # with cooperative groups only: the zeroing scatters and the grid_table path's kernel
@@ -179,12 +181,13 @@ def _cached_plan(num_nodes: int, num_edges: int, num_features: int, dtype: np.dt
                  pairs_workspace: bool, paired: bool | None, max_slice_width: int | None,
                  zero_in_kernel: bool | None,
                  with_skipped: bool, sort_workspace: bool, partition_workspace: bool,
-                 grid_table_workspace: bool) -> LaunchPlan:
+                 grid_table_workspace: bool, split_table_workspace: bool) -> LaunchPlan:
     return plan_launch(num_nodes, num_edges, num_features, dtype, device, vec, algorithm, node_passes,
                        with_counts=with_counts, counts_aligned=counts_aligned, pairs_workspace=pairs_workspace,
                        paired=paired, max_slice_width=max_slice_width, zero_in_kernel=zero_in_kernel,
                        with_skipped=with_skipped, sort_workspace=sort_workspace,
-                       partition_workspace=partition_workspace, grid_table_workspace=grid_table_workspace)
+                       partition_workspace=partition_workspace, grid_table_workspace=grid_table_workspace,
+                       split_table_workspace=split_table_workspace)
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
@@ -327,6 +330,8 @@ class PreparedScatterAdd:
         self.partition_workspace = partition is not None and workspace_size >= partition.nbytes
         grid = grid_table_workspace_bytes(num_nodes, num_edges, num_features, self.dtype, with_counts=with_counts)
         self.grid_table_workspace = grid > 0 and workspace_size >= grid  # and 8-byte aligned: checked per call
+        split = 0 if with_counts or self.dtype != np.float16 or num_edges == 0 else 8 * split_table_capacity(num_edges)
+        self.split_table_workspace = split > 0 and workspace_size >= split  # and 8-byte aligned: checked per call
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)
         self.context = current_context()
@@ -467,10 +472,10 @@ class PreparedScatterAdd:
             raise ValueError("this launch was prepared with a workspace; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)
-        key = (vec, counts % PAIR_BYTES == 0, bool(self.grid_table_workspace and workspace % 8 == 0))
+        key = (vec, counts % PAIR_BYTES == 0, workspace % 8 == 0)
         sequence = self._sequences.get(key)
         if sequence is None:
-            sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1], grid_table_workspace=key[2])
+            sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1], workspace_aligned=key[2])
             if self.launch_form == "extra":
                 for operation in sequence.operations:
                     if operation[0] == _KERNEL:
@@ -485,9 +490,9 @@ class PreparedScatterAdd:
         replay = self._replays.get(pointers)
         self._replay = replay[1] if isinstance(replay, tuple) else None
 
-    def _build(self, vec: int, *, counts_aligned: bool, grid_table_workspace: bool) -> _LaunchSequence:
-        """The driver calls for one vector width, counts alignment and whether the workspace serves the
-        grid_table path (see scatter_add_launch)."""
+    def _build(self, vec: int, *, counts_aligned: bool, workspace_aligned: bool) -> _LaunchSequence:
+        """The driver calls for one vector width, counts alignment and workspace alignment (the grid_table and
+        split_table paths need 8 bytes; see scatter_add_launch)."""
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         operations: list[tuple[Any, ...]] = []
         plan = None
@@ -496,7 +501,8 @@ class PreparedScatterAdd:
             plan = _cached_plan(num_nodes, num_edges, num_features, self.dtype, self.kernels.device, vec, algorithm,
                                 node_passes, self.with_counts, counts_aligned, self.pairs_workspace, paired,
                                 max_slice_width, self.zero_in_kernel, self.with_skipped, self.sort_workspace,
-                                self.partition_workspace, grid_table_workspace)
+                                self.partition_workspace, self.grid_table_workspace and workspace_aligned,
+                                self.split_table_workspace and workspace_aligned)
         if plan is None or not plan.zeroing:
             if self.with_counts:
                 operations.append((_MEMSET, (COUNTS, 0), 0, 2 * num_nodes))  # also the paired path's zero pairs
@@ -575,6 +581,9 @@ class PreparedScatterAdd:
         elif plan.grid is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, (WORKSPACE, 0), plan.grid.capacity,
                       int(plan.grid.hashed), (STATE, 0), skipped)
+        elif plan.split is not None:  # a memset clears the slots (all ones: node -1), the scan applies them
+            operations.append((_MEMSET, (WORKSPACE, 0), 0xFFFFFFFF, 2 * plan.split.capacity))
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, (WORKSPACE, 0), plan.split.capacity, skipped)
         elif plan.owned is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, plan.owned.capacity, plan.owned.probes,
                       (STATE, 0), skipped)
@@ -599,6 +608,11 @@ class PreparedScatterAdd:
         if plan.reduce is not None:
             operations.append((_KERNEL, functions[reduce.name], *reduce.grid, reduce.shared_bytes,
                                _KernelArguments(reduce_values), reduce.name, reduce.block))
+        if plan.split is not None:
+            apply = plan.split.apply
+            operations.append((_KERNEL, functions[apply.name], *apply.grid, 0,
+                               _KernelArguments(((WORKSPACE, 0), plan.split.capacity, num_nodes, (STATE, 0))),
+                               apply.name, apply.block))
         return operations
 
     def _sort_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
@@ -729,7 +743,8 @@ def scatter_add_launch(
     `algorithm` (plan.py ALGORITHMS; those of UNCOUNTED_ALGORITHMS without counts only), `node_passes`,
     `paired`, `max_slice_width` and `zero_in_kernel` (True: the scatter kernel zeroes the counts wherever it
     can; False: a memset always, and no cooperative launch at all, so no grid_table path) override plan.py's
-    choices for tests and benchmarks. float16's grid_table path needs the workspace 8-byte aligned.
+    choices for tests and benchmarks. float16's grid_table and split_table paths need the workspace 8-byte
+    aligned (else "auto" takes another path).
     Returns the plan (None when E = 0).
 
     The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and

@@ -55,19 +55,18 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     barrier, inserts a thread per edge (a node's first edge claims its 64-bit (node, float32 sum) slot with one
     compare-and-swap; the claiming thread loads the node's state), meets again, and each claiming thread
     rounds its node's sum into the state once (E = 1e4: 6.5-7.6 us against 9.6-15.7 before; NOTES.md).
-  * float16 otherwise, where the table would be a hash table (N > 2^ceil(log2(2 E))): "owned" up to OWNED_MAX_EDGES
-    edges: block b of G owns the nodes that hash to b, reads all E targets, sums its nodes' rows in float32 in
-    shared memory and rounds each node once into the state: one launch, no workspace, no atomics outside the
-    block (measured 16.6-16.9 us against the hash table's 27-30 us at E = 1e4, N = 1e5-1e8; issue-bound: every
-    block filters every target). "clustered" (sm_90+, forced, or "auto" with AUTO_CLUSTERED): clusters of
-    CLUSTER_BLOCKS blocks split the targets and insert into each other's tables through distributed shared
-    memory; the shipped kernel measured 16.7-16.9 us against owned's 15.4-15.7 in one run (NOTES.md "Issue 26").
-    "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges): partition_chunks sums each chunk of
-    PARTITION_CHUNK_EDGES edges per node and writes the chunk's (node, sum) entries to the workspace grouped
-    by owner bucket; reduce_buckets (a block per bucket of about PARTITION_BUCKET_EDGES entries) sums them per
-    node and rounds each node once (E = 1e6, N = 1e7 / 1e8: 105 / 135 us against the hash table's 120 / 164).
-    Workspace 4 E (1 + F) bytes plus the chunks' bucket offsets, nothing O(N). Where the table has one slot
-    per node it is faster than both (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against 102).
+  * float16, F = 1, otherwise where the table would be a hash table (N > 2^ceil(log2(2 E))): "split_table", the
+    same 64-bit slots in three operations, no size limit: a memset clears split_table_capacity(E) slots (4 per
+    edge up to 2^21 slots, then 2), scatter_split_table claims or adds a thread per edge, apply_split_table
+    scans the slots and rounds each node once (E = 1e5, N = 1e7 / 1e8: 14.2 / 17.9 us against partitioned's
+    43.4 / 47.3; E = 1e6: 68.8 / 104.3 against 101.0 / 131.5; NOTES.md "Issue 26, third session"). It needs
+    its workspace, 8-byte aligned; without it "owned" up to OWNED_MAX_EDGES edges (block b of G owns the nodes
+    that hash to b, reads all E targets and sums its nodes in shared memory: one launch, no workspace,
+    issue-bound) and "partitioned" beyond (F = 1, up to PARTITION_MAX_EDGES edges: chunks of edges summed per
+    node in shared memory, written grouped by owner bucket, then a block per bucket sums and rounds them;
+    workspace O(E F)). "clustered" (sm_90+, forced, or "auto" with AUTO_CLUSTERED) is owned with one read of
+    the targets per cluster through distributed shared memory. Where the table has one slot per node it is
+    faster than all of these (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against 64-102).
   The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
@@ -93,7 +92,7 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-UNCOUNTED_ALGORITHMS = ("direct", "grid_table", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
+UNCOUNTED_ALGORITHMS = ("direct", "grid_table", "split_table", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
 ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
@@ -177,6 +176,14 @@ GRID_TABLE_THREADS = 128
 GRID_TABLE_MAX_EDGES = 2**15
 GRID_TABLE_RESIDENT_BLOCKS_PER_SM = 8
 GRID_TABLE_SLOTS_PER_EDGE = 16
+# split_table (float16, F = 1, no counts, any E): the grid_table's slots in three operations (a memset, a thread
+# per edge, a scan of the table). SPLIT_TABLE_SLOTS_PER_EDGE x E slots rounded up to a power of two while that
+# is at most SPLIT_TABLE_MAX_SPARSE_SLOTS, else 2 x E rounded up (measured, NOTES.md "Issue 26, third session":
+# 4 per edge 9.4-16.0 us against 2 per edge's 10.8-21.2 at E = 1e4 to 2^16; at E = 1e6 2 per edge 64-106 against
+# 4 per edge's 70-105). The scan runs at most SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM.
+SPLIT_TABLE_SLOTS_PER_EDGE = 4
+SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
+SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
 CLUSTER_BLOCKS = 8
 CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
@@ -228,6 +235,15 @@ class GridTable:
 
     capacity: int
     hashed: bool
+
+
+@dataclass(frozen=True)
+class SplitTable:
+    """The split_table path's table: `capacity` hashed 64-bit (node, float32 sum) slots at the workspace's
+    start, cleared by a memset; then scatter (a thread per edge) and apply (a scan of the slots)."""
+
+    capacity: int
+    apply: KernelLaunch
 
 
 @dataclass(frozen=True)
@@ -304,6 +320,7 @@ class LaunchPlan:
     partition: PartitionLayout | None = None  # "partitioned" (scatter = partition_chunks, then reduce)
     reduce: KernelLaunch | None = None  # "partitioned": reduce_buckets
     grid: GridTable | None = None  # "grid_table": its table (scatter = scatter_grid_table)
+    split: SplitTable | None = None  # "split_table": its table and apply launch (scatter = scatter_split_table)
 
     @property
     def cooperative(self) -> bool:
@@ -454,6 +471,26 @@ def grid_table_workspace_bytes(num_nodes: int, num_edges: int, num_features: int
     return 8 * grid_table_layout(num_nodes, min(num_edges, GRID_TABLE_MAX_EDGES)).capacity
 
 
+def split_table_capacity(num_edges: int) -> int:
+    """Slots of the split_table path's table for E edges (module constants); never decreases as E grows."""
+    sparse = next_power_of_two(SPLIT_TABLE_SLOTS_PER_EDGE * max(1, num_edges))
+    return sparse if sparse <= SPLIT_TABLE_MAX_SPARSE_SLOTS else next_power_of_two(2 * num_edges)
+
+
+def split_table_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
+                                with_counts: bool, forced: bool = False) -> int:
+    """Bytes of the split_table path's table (8 per slot) where "auto" may take it at these or smaller sizes
+    (float16 without counts where the float16 table would be hashed: E < N / 2), or where it is forced (float16
+    without counts, any sizes); else 0. Sized whatever F is (the path runs F = 1 only), so that it never shrinks
+    as N, E or F grow: a workspace sized for a profile's largest shapes serves each smaller launch."""
+    del num_features  # the size must not fall when F grows past 1
+    if with_counts or kernel_dtype(dtype) != np.float16 or num_edges == 0:
+        return 0
+    # the table is hashed where N > 2^ceil(log2(2 E)): E is at most half the largest power of two below N
+    edges = num_edges if forced else min(num_edges, (1 << max(0, (num_nodes - 1).bit_length() - 1)) // 2)
+    return 8 * split_table_capacity(edges) if edges > 0 else 0
+
+
 def pair_chunks(num_edges: int) -> int:
     """Chunks of at most PAIRED_MAX_EDGES edges on the paired path (1: the pairs live in the counts)."""
     return max(1, -(-num_edges // PAIRED_MAX_EDGES))
@@ -490,7 +527,9 @@ def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: obj
         return max(pairs, sort, partition)
     table = table_layout(num_nodes, num_edges, num_features)
     grid = grid_table_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts)
-    return max(pairs, sort, partition, grid, 0 if table is None else table.nbytes)
+    split = split_table_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts,
+                                        forced=algorithm == "split_table")
+    return max(pairs, sort, partition, grid, split, 0 if table is None else table.nbytes)
 
 
 def owned_shared_bytes(capacity: int, num_features: int) -> int:
@@ -598,10 +637,12 @@ def grid_table_fits(num_edges: int, num_features: int, device: DeviceInfo) -> bo
 
 
 def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
-                        device: DeviceInfo, *, partition_workspace: bool, grid_table: bool = False) -> str | None:
+                        device: DeviceInfo, *, partition_workspace: bool, grid_table: bool = False,
+                        split_table: bool = False) -> str | None:
     """What "auto" runs without counts (module docstring), or None for the rules below it (the shared kernel,
     node passes, the float16 table). grid_table: cooperative launches are allowed and the workspace holds the
-    grid_table path's table, 8-byte aligned."""
+    grid_table path's table, 8-byte aligned; split_table: the workspace holds the split_table path's table,
+    8-byte aligned."""
     if half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
@@ -609,6 +650,8 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         if grid_table and grid_table_fits(num_edges, num_features, device):
             return "grid_table"
         if table.hashed:
+            if split_table and num_features == 1:
+                return "split_table"
             if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
                 return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
             if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
@@ -639,6 +682,15 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         blocks = -(-num_edges // GRID_TABLE_THREADS)
         return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
                           num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
+    if algorithm == "split_table":
+        if not half or num_features != 1:
+            raise ValueError(f"the split_table path adds float16 rows of one feature, not {num_features} "
+                             f"{'float16' if half else 'float32'} features")
+        capacity = split_table_capacity(num_edges)
+        apply_blocks = max(1, min(-(-capacity // THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * device.sm_count))
+        split = SplitTable(capacity, KernelLaunch("apply_split_table", (apply_blocks, 1)))
+        scatter = KernelLaunch("scatter_split_table", (-(-num_edges // THREADS_PER_BLOCK), 1))
+        return LaunchPlan("split_table", 1, 0, scatter, num_features, ranges, None, None, 0, split=split)
     if algorithm == "direct":
         table = table_layout(num_nodes, num_edges, num_features) if half else None
         if half and (table is None or table.hashed):
@@ -760,6 +812,7 @@ def plan_launch(
     sort_workspace: bool = False,
     partition_workspace: bool = False,
     grid_table_workspace: bool = False,
+    split_table_workspace: bool = False,
 ) -> LaunchPlan:
     """The kernels, grids and table of one launch with num_edges > 0 (see the module docstring).
 
@@ -775,7 +828,8 @@ def plan_launch(
     dividing `vec` whose 32 lanes cover the row. partition_workspace: the workspace holds
     partition_layout(...).nbytes (needed by the partitioned path). grid_table_workspace: the workspace holds
     grid_table_workspace_bytes, 8-byte aligned (needed by the grid_table path, which also needs zero_in_kernel
-    not False: a cooperative launch).
+    not False: a cooperative launch). split_table_workspace: the workspace holds 8 split_table_capacity(E)
+    bytes, 8-byte aligned (needed by the split_table path).
     The paths of UNCOUNTED_ALGORITHMS run without counts only.
     """
     if algorithm not in ALGORITHMS:
@@ -798,10 +852,13 @@ def plan_launch(
         raise ValueError("the grid_table path needs cooperative launches (zero_in_kernel not False: kernels "
                          "compiled with cooperative groups) and an 8-byte aligned workspace of "
                          "grid_table_workspace_bytes")
+    if uncounted == "split_table" and not split_table_workspace:
+        raise ValueError("the split_table path needs an 8-byte aligned workspace of 8 split_table_capacity(E) bytes")
     if algorithm == "auto" and not with_counts and paired is None and max_slice_width is None and node_passes is None:
         uncounted = uncounted_algorithm(num_nodes, num_edges, num_features, half, vec, device,
                                         partition_workspace=partition_workspace,
-                                        grid_table=zero_in_kernel is not False and grid_table_workspace)
+                                        grid_table=zero_in_kernel is not False and grid_table_workspace,
+                                        split_table=split_table_workspace)
     if uncounted is not None:
         return uncounted_plan(uncounted, num_nodes, num_edges, num_features, half, vec, device)
     sortable = with_counts and sort_workspace and sort_layout(num_nodes, num_edges, num_features) is not None
@@ -916,6 +973,8 @@ def describe(plan: LaunchPlan) -> str:
         text += f" block={plan.scatter.block} table={plan.owned.capacity}"
     if plan.grid is not None:
         text += f" block={plan.scatter.block} table={plan.grid.capacity}{'h' if plan.grid.hashed else 'd'}"
+    if plan.split is not None:
+        text += f" table={plan.split.capacity}h"
     if plan.partition is not None:
         text += f" chunks={plan.partition.chunks} buckets={plan.partition.buckets}"
     if plan.sort is not None:

@@ -1005,7 +1005,8 @@ CHUNK_ENTRY_POINT(2)
 CHUNK_ENTRY_POINT(4)
 
 // ---------------------------------------------------------------------------------------------------------
-// Launches without counts (plan.py "direct", "owned", "partitioned"): what a small in-place update runs.
+// Launches without counts (plan.py "direct", "grid_table", "split_table", "owned", "partitioned"): what a small
+// in-place update runs. grid_table and split_table (float16, F = 1) share the slot table of claim_or_add, below.
 //
 // direct (float32): one thread per (edge, VEC chunk), nothing queued; the index and the src row are loaded side
 //   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
@@ -1398,55 +1399,80 @@ scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ inde
 #endif
 }
 
-#if SCATTER_GRID_SYNC
-// grid_table (float16, F = 1, at most GRID_TABLE_THREADS x blocks edges, a cooperative launch): one launch, no
-// memset. The workspace holds `capacity` 64-bit slots, each a node (low word) and its float32 sum (high word).
-// The grid clears them and meets at a grid-wide barrier; then each thread takes one edge: the node's first
-// edge claims a free slot and writes its value with one compare-and-swap, later edges add into the sum's
-// word; the claiming thread loads the node's state at once and, after a second barrier, adds the node's sum
-// into it with one rounding (a sum still +0.0 leaves the node bit for bit). `hashed` = 0: slot = node (the
-// one-slot table, capacity = N); else linear probing from a hash. The plan gives capacity >= the distinct
-// nodes, so every node finds its slot; a probe still visits at most `capacity` slots (a table without room drops
-// the row, as find_or_insert does). Beside the owned kernel's filter of every target by every block (NOTES.md
-// "Issue 26") this reads each target once; what it pays is the two barriers.
+// The (node, sum) slot table of grid_table and split_table: 64-bit slots, each a node (low word) and its float32
+// sum (high word); SLOT_EMPTY (all ones: node -1) marks a free one, so a 32-bit memset clears the table. A node's
+// first edge claims a free slot and writes its value with one compare-and-swap; later edges add into the sum's
+// word. hashed: linear probing from mix32(node) scaled to `capacity`; else slot = node (capacity = N). A probe
+// visits at most `capacity` slots: a table without room (never the plan's, which has more slots than distinct
+// nodes) drops the row. Returns the slot this edge claimed, else -1.
 // The 32-bit add into a slot's high word overlaps the 64-bit word other threads compare-and-swap. It only follows
 // the claim (the adding thread saw the node in the compare-and-swap's result), so no compare-and-swap that could
 // succeed meets it, and a failing one compares the low word, which the add never changes. The PTX memory model
 // does not promise atomicity between atomics of different sizes that overlap; the GPU tests (float64
 // references, hubs, full tables) and the fuzz cases check it where they run (H200).
+#define SLOT_EMPTY 0xffffffffffffffffull
+__device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool hashed, int node, float value) {
+    const u64 mine = ((u64)__float_as_uint(value) << 32) | (u64)(unsigned)node;
+    unsigned slot = hashed ? (unsigned)(((u64)mix32((unsigned)node) * capacity) >> 32) : (unsigned)node;
+    for (unsigned probe = 0; probe < capacity && slot < capacity; ++probe) {
+        const u64 previous = atomicCAS(&slots[slot], SLOT_EMPTY, mine);
+        if (previous == SLOT_EMPTY) return (int)slot;
+        if ((int)(unsigned)previous == node) {
+            atomicAdd(reinterpret_cast<float*>(&slots[slot]) + 1, value);
+            return -1;
+        }
+        slot = slot + 1u == capacity ? 0u : slot + 1u;
+    }
+    return -1;
+}
+
+// split_table (float16, F = 1, no counts; plan.py "split_table"): the slot table in three operations, no
+// cooperative launch and no size limit. The launcher's memset clears `capacity` hashed slots (plan.split_table_layout:
+// 4 or 2 per edge), scatter_split_table claims or adds a thread per edge, and apply_split_table reads every slot
+// and adds each claimed node's sum into the state with one rounding (a sum still +0.0 leaves the node bit for
+// bit). Against partitioned: one read of each target, no sort, no shared tables (NOTES.md "Issue 26, third session").
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+scatter_split_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                    u64* __restrict__ slots, int capacity, u64* __restrict__ skipped) {
+    const i64 edge = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 node = edge < num_edges ? __ldg(index + edge) : 0;
+    const bool ok = edge < num_edges && (u64)node < (u64)num_nodes;
+    if (ok) claim_or_add(slots, (unsigned)capacity, true, (int)node, to_float(src[edge]));
+    if (skipped != nullptr) add_skipped(skipped, edge < num_edges && !ok ? 1u : 0u);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+apply_split_table(const u64* __restrict__ slots, int capacity, i64 num_nodes, scalar_t* __restrict__ state) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < capacity; i += (i64)gridDim.x * blockDim.x) {
+        const u64 slot = slots[i];
+        const unsigned node = (unsigned)slot, sum = (unsigned)(slot >> 32);
+        if ((i64)node < num_nodes && sum != 0u) store_scalar(state + node, to_float(state[node]) + __uint_as_float(sum));
+    }
+}
+
+#if SCATTER_GRID_SYNC
+// grid_table (float16, F = 1, at most GRID_TABLE_THREADS x blocks edges, a cooperative launch): one launch, no
+// memset. The workspace holds `capacity` slots (claim_or_add). The grid clears them and meets at a grid-wide
+// barrier; then each thread takes one edge and claims or adds (claim_or_add); the claiming thread loads the
+// node's state at once and, after a second barrier, adds the node's sum into it with one rounding (a sum still
+// +0.0 leaves the node bit for bit). `hashed` = 0: slot = node (the one-slot table, capacity = N). Beside the
+// owned kernel's filter of every target by every block (NOTES.md "Issue 26") this reads each target once; what
+// it pays is the two barriers.
 #define GRID_TABLE_THREADS 128            // plan.py GRID_TABLE_THREADS
 #define GRID_TABLE_BLOCKS_PER_SM 8        // plan.py GRID_TABLE_RESIDENT_BLOCKS_PER_SM
-#define GRID_TABLE_EMPTY 0x00000000ffffffffull  // node -1, sum +0.0
 extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)
 scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
                    u64* __restrict__ slots, int capacity, int hashed, scalar_t* __restrict__ state,
                    u64* __restrict__ skipped) {
     const i64 edge = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    for (i64 i = edge; i < capacity; i += (i64)gridDim.x * blockDim.x) slots[i] = GRID_TABLE_EMPTY;
+    for (i64 i = edge; i < capacity; i += (i64)gridDim.x * blockDim.x) slots[i] = SLOT_EMPTY;
     const i64 node = edge < num_edges ? __ldg(index + edge) : -1;
     const float value = edge < num_edges ? to_float(src[edge]) : 0.0f;
     cooperative_groups::this_grid().sync();  // the table is clear
     const bool ok = edge < num_edges && (u64)node < (u64)num_nodes;
-    int claimed = -1;
+    const int claimed = ok ? claim_or_add(slots, (unsigned)capacity, hashed != 0, (int)node, value) : -1;
     scalar_t current;
-    if (ok) {
-        const int n = (int)node;
-        const u64 mine = ((u64)__float_as_uint(value) << 32) | (u64)(unsigned)n;
-        unsigned slot = hashed ? (unsigned)(((u64)mix32((unsigned)n) * (unsigned)capacity) >> 32) : (unsigned)n;
-        for (int probe = 0; probe < capacity && slot < (unsigned)capacity; ++probe) {
-            const u64 previous = atomicCAS(&slots[slot], GRID_TABLE_EMPTY, mine);
-            if (previous == GRID_TABLE_EMPTY) {
-                claimed = (int)slot;
-                current = state[n];  // needed after the barrier: its latency hides behind it
-                break;
-            }
-            if ((int)(unsigned)previous == n) {
-                atomicAdd(reinterpret_cast<float*>(&slots[slot]) + 1, value);
-                break;
-            }
-            slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
-        }
-    }
+    if (claimed >= 0) current = state[node];  // needed after the barrier: its latency hides behind it
     if (skipped != nullptr) add_skipped(skipped, edge < num_edges && !ok ? 1u : 0u);
     cooperative_groups::this_grid().sync();  // every edge is in its node's sum
     if (claimed >= 0) {
