@@ -1152,7 +1152,7 @@ def test_a_cooperative_launch_too_large_for_the_device_falls_back_to_memset_and_
                                          with_counts=True)
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
     assert not plan.zeroing and prepared.zero_in_kernel is False
-    assert driver.names() == ["cuLaunchCooperativeKernel", "cuMemsetD32Async", "cuLaunchKernel"]
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing", "cuMemsetD32Async", "cuLaunchKernel"]
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
     assert driver.names()[3:] == ["cuMemsetD32Async", "cuLaunchKernel"]
 
@@ -1488,7 +1488,26 @@ def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_floa
                                          with_counts=False, workspace_size=size)
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
     assert plan.algorithm == "split_table" and prepared.zero_in_kernel is False
-    assert driver.names() == ["cuLaunchCooperativeKernel", "cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing", "cuMemsetD32Async", "cuLaunchKernel",
+                              "cuLaunchKernel"]
+
+
+def test_a_cooperative_launch_refused_during_a_capture_raises_and_later_launches_fall_back(recorded):
+    # The refused launch has invalidated the caller's capture: nothing more is issued into it, the error says
+    # why, and the launcher's fallback (no cooperative launch) holds for the launches after the capture.
+    driver, launch = recorded
+    driver.statuses["cuLaunchCooperativeKernel"] = [driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE]
+    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                         with_counts=True)
+    driver.capturing.add(5)
+    with pytest.raises(CudaError, match="refused .* while the stream was being captured") as error:
+        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert error.value.name == "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+    assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing"]
+    driver.capturing.clear()
+    del driver.calls[:]
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    assert not plan.zeroing and driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]
 
 
 def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():

@@ -449,13 +449,20 @@ class PreparedScatterAdd:
     def _failed(self, result: tuple[Any, ...], call: Any, what: str, pointers: tuple[Any, ...]) -> LaunchPlan | None:
         """A driver call failed: raises CudaError, except for a cooperative launch with fewer resident blocks
         than planned (e.g. under MPS), after which this launch makes no cooperative launch: it zeroes with
-        memsets, and float16 takes another path than grid_table."""
+        memsets, and float16 takes another path than grid_table. Where the caller's stream was being captured,
+        the refused launch has invalidated that capture: the fallback is kept for later launches, and this one
+        raises CudaError saying so instead of issuing more calls into the broken capture."""
         driver = self._driver
         too_large = driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
         if call == driver.cuLaunchCooperativeKernel and result[0] == too_large:
             self.zero_in_kernel, self._sequences, self._pointers = False, {}, None
             self._drop_replays()
             state, src, index, counts, workspace, skipped, stream = pointers
+            capturing = self._is_capturing(driver.CUstream(int(stream)))
+            if capturing[0] or capturing[1] != self._not_capturing:
+                raise CudaError(f"{too_large.name}: {what} was refused (fewer resident blocks than it needs, e.g. "
+                                "under MPS) while the stream was being captured, which invalidates the capture; "
+                                "later launches make no cooperative launch: capture again", too_large.name)
             return self(state, src, index, counts, workspace, stream, skipped)
         check(result, call=what)
         return None  # not reached: check raised
