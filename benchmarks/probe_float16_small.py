@@ -1,7 +1,7 @@
 """Probe (issue 26): float16 small updates' candidate kernels, and what one synchronised step costs, in one process.
 
     python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels [--shipped-only] [--large-batch]]
-        [--grid-table] [--grid-table-shapes] [--latency] [--nodes ...] [--batches ...]
+        [--grid-table] [--grid-table-shapes] [--split-table] [--latency] [--nodes ...] [--batches ...]
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
 index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: no more) and kernels
@@ -13,6 +13,8 @@ each first checked against float64 (one rounding per node: docs/kernel.md's boun
 kernel, one load and atomic per thread, a grid barrier alone, a cluster barrier alone), the cluster inbox and
 the global-table kernels behind grid barriers (cleared or kept, cooperative groups' barrier or one of their
 own) at B = 1e4 and 1e6. --grid-table-shapes: the shipped scatter_grid_table on tables of other sizes.
+--split-table: the shipped split_table kernels on tables of 2, 4 and 8 slots per edge beside torch, "auto" and
+partitioned (--batches and --nodes).
 --latency: one step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved; CUDA events recorded
 after a synchronisation, and the wall clock around call + synchronisation): torch, scatter_add_launch with
 data_ptr() and torch.cuda.current_stream() read in each call, with only data_ptr() per call, with both read
@@ -346,6 +348,20 @@ def grid_table_shapes() -> list[str]:
     return lines
 
 
+HEADER = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
+
+
+def table_lines(shapes, rows) -> list[str]:
+    """One printed table line per row of rows(batch, num_nodes) -> [(label, ms, check)] for each (batch, N)."""
+    lines = []
+    for batch, num_nodes in shapes:
+        for label, ms, check in rows(batch, num_nodes):
+            line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
+            lines.append(line)
+            print(line, flush=True)
+    return lines
+
+
 def grid_tables(args) -> list[str]:
     import torch
 
@@ -393,14 +409,10 @@ def grid_tables(args) -> list[str]:
         "kept, own barrier, 1024 x 8": (eight, "scatter_grid_table_kept_own", 1024, 8, None),
         "kept, own barrier, 256 x 8": (eight, "scatter_grid_table_kept_own", 256, 8, None),
     }
-    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
-    lines += floor_rows()
+    lines = HEADER + floor_rows()
     for batch, variants in ((10**4, small), (10**6, large)):
-        for num_nodes in args.nodes:
-            for label, ms, verdict in grid_table_rows(batch, num_nodes, variants):
-                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {verdict} |"
-                lines.append(line)
-                print(line, flush=True)
+        lines += table_lines([(batch, n) for n in args.nodes],
+                             lambda b, n, variants=variants: grid_table_rows(b, n, variants))
     return lines
 
 
@@ -439,7 +451,7 @@ def kernels(args) -> list[str]:
     }
     if args.shipped_only:
         variants = {}
-    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
+    lines = list(HEADER)
     if args.large_batch:
         c16 = load_variant([("#define CLUSTER_BLOCKS 8 ", "#define CLUSTER_BLOCKS 16 ")], "float16")
         large = {
@@ -447,18 +459,10 @@ def kernels(args) -> list[str]:
             "clustered 8 x 1024, 64 blocks, full shared": (base, "scatter_clustered", 64, 1024),
             "clustered 16 x 1024, 128 blocks, full shared": (c16, "scatter_clustered", 128, 1024),
         }
-        for num_nodes in (10**5, 10**6, 10**7, 10**8):
-            for label, ms, check in large_batch_rows(10**6, num_nodes) + kernel_rows(10**6, num_nodes, large, shipped=())[1:]:
-                line = f"| 1e+06 | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
-                lines.append(line)
-                print(line, flush=True)
-    for batch in args.batches:
-        for num_nodes in args.nodes:
-            for label, ms, check in kernel_rows(batch, num_nodes, variants):
-                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {check} |"
-                lines.append(line)
-                print(line, flush=True)
-    return lines
+        lines += table_lines([(10**6, n) for n in (10**5, 10**6, 10**7, 10**8)],
+                             lambda b, n: large_batch_rows(b, n) + kernel_rows(b, n, large, shipped=())[1:])
+    return lines + table_lines([(b, n) for b in args.batches for n in args.nodes],
+                               lambda b, n: kernel_rows(b, n, variants))
 
 
 def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "partitioned")
@@ -537,14 +541,8 @@ def split_tables(args) -> list[str]:
     torch.zeros(1, device="cuda")
     current_context()
     functions = load_variant([], "float16")
-    lines = ["| B | N | method | us | check |", "| --- | --- | --- | --- | --- |"]
-    for batch in args.batches:
-        for num_nodes in args.nodes:
-            for label, ms, verdict in split_table_rows(batch, num_nodes, functions):
-                line = f"| {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} | {verdict} |"
-                lines.append(line)
-                print(line, flush=True)
-    return lines
+    return HEADER + table_lines([(b, n) for b in args.batches for n in args.nodes],
+                                lambda b, n: split_table_rows(b, n, functions))
 
 
 def latency_rows(dtype_name: str, batch: int, num_nodes: int, aot_functions: dict) -> list[tuple[str, float, float]]:

@@ -929,6 +929,14 @@ def argument_slots(parameters, count):
             for i in range(count)]
 
 
+def uncounted_float16(launch, nodes, edges, **options):
+    """A prepared float16 launch without counts, F = 1, its workspace sized by scatter_add_workspace_size."""
+    size = scatter_add_workspace_size(nodes, edges, 1, np.float16, with_counts=False,
+                                      algorithm=options.get("algorithm", "auto"))
+    return launch.PreparedScatterAdd(num_nodes=nodes, num_edges=edges, num_features=1, dtype=np.float16,
+                                     with_counts=False, workspace_size=size, **options)
+
+
 def test_prepared_launch_with_counts_is_one_cooperative_call_bound_once_per_pointers_and_stream(recorded):
     from cuda.bindings import driver as cuda_driver
 
@@ -1072,9 +1080,7 @@ def test_prepared_float16_direct_zeroes_the_one_slot_table_adds_into_it_and_appl
     driver, launch = recorded
     functions = launch.prepare_kernels(np.float16).functions
     workspace = 0x7F4000000000
-    size = scatter_add_workspace_size(10**4, 10**4, 1, np.float16, with_counts=False)
-    prepared = launch.PreparedScatterAdd(num_nodes=10**4, num_edges=10**4, num_features=1, dtype=np.float16,
-                                         with_counts=False, workspace_size=size, algorithm="direct")
+    prepared = uncounted_float16(launch, 10**4, 10**4, algorithm="direct")
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     table = plan.table
     assert plan.algorithm == "direct" and table is not None and not table.hashed
@@ -1104,9 +1110,7 @@ def test_prepared_launches_without_counts_are_one_or_two_kernels_with_their_bloc
                                              plan.owned.probes, STATE_PTR, 0]
 
     del driver.calls[:]
-    size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
-    partitioned = launch.PreparedScatterAdd(num_nodes=10**7, num_edges=10**6, num_features=1, dtype=np.float16,
-                                            with_counts=False, workspace_size=size, algorithm="partitioned")
+    partitioned = uncounted_float16(launch, 10**7, 10**6, algorithm="partitioned")
     plan = partitioned(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
     layout = plan.partition
     assert plan.algorithm == "partitioned" and driver.names() == ["cuLaunchKernel", "cuLaunchKernel"]
@@ -1459,9 +1463,7 @@ def test_prepared_float16_grid_table_is_one_cooperative_launch_over_the_workspac
     functions = launch.prepare_kernels(np.float16).functions
     workspace = 0x7F4000000000
     for nodes in (10**3, 10**8):
-        size = scatter_add_workspace_size(nodes, 10**4, 1, np.float16, with_counts=False)
-        prepared = launch.PreparedScatterAdd(num_nodes=nodes, num_edges=10**4, num_features=1, dtype=np.float16,
-                                             with_counts=False, with_skipped=True, workspace_size=size)
+        prepared = uncounted_float16(launch, nodes, 10**4, with_skipped=True)
         plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5, skipped=COUNTS_PTR)
         assert plan.algorithm == "grid_table" and plan.grid is not None
         assert driver.names() == ["cuMemsetD32Async", "cuLaunchCooperativeKernel"]  # skipped zeroed, no table memset
@@ -1483,9 +1485,7 @@ def test_prepared_float16_grid_table_is_one_cooperative_launch_over_the_workspac
 def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_float16_path(recorded):
     driver, launch = recorded
     driver.statuses["cuLaunchCooperativeKernel"] = [driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE]
-    size = scatter_add_workspace_size(10**8, 10**4, 1, np.float16, with_counts=False)
-    prepared = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
-                                         with_counts=False, workspace_size=size)
+    prepared = uncounted_float16(launch, 10**8, 10**4)
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
     assert plan.algorithm == "split_table" and prepared.zero_in_kernel is False
     assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing", "cuMemsetD32Async", "cuLaunchKernel",
@@ -1600,12 +1600,10 @@ def test_prepared_float16_split_table_is_a_memset_and_two_launches_over_the_work
     driver, launch = recorded
     functions = launch.prepare_kernels(np.float16).functions
     workspace = 0x7F4000000000
-    size = scatter_add_workspace_size(10**7, 10**6, 1, np.float16, with_counts=False)
-    prepared = launch.PreparedScatterAdd(num_nodes=10**7, num_edges=10**6, num_features=1, dtype=np.float16,
-                                         with_counts=False, with_skipped=True, workspace_size=size)
+    prepared = uncounted_float16(launch, 10**7, 10**6, with_skipped=True)
     plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5, skipped=COUNTS_PTR)
     capacity = split_table_capacity(10**6)
-    assert plan.algorithm == "split_table" and capacity == 2**21 and size >= 8 * capacity
+    assert plan.algorithm == "split_table" and capacity == 2**21 and prepared.split_table_workspace
     assert driver.names() == ["cuMemsetD32Async", "cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
     address, value, words = driver.calls[1][1][:3]
     assert (int(address), value, words) == (workspace, 0xFFFFFFFF, 2 * capacity)  # every slot: node -1
