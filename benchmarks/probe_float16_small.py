@@ -498,7 +498,7 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
-    from plugin.kernels.plan import THREADS_PER_BLOCK, next_power_of_two
+    from plugin.kernels.plan import THREADS_PER_BLOCK, next_power_of_two, split_table_capacity
 
     rows = large_batch_rows(batch, num_nodes, ("auto", "partitioned"))
     torch.manual_seed(batch + num_nodes)
@@ -511,22 +511,29 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
         capacity = next_power_of_two(per_edge * batch)
         slots = torch.empty(capacity, device="cuda", dtype=torch.int64)
 
-        def launch(i: int, capacity=capacity, slots=slots) -> None:
+        def launch(i: int, capacity=capacity, slots=slots, steps=3) -> None:
             s, idx = batches[i]
             check(driver.cuMemsetD32Async(slots.data_ptr(), 0xFFFFFFFF, 2 * capacity, stream))
-            check(driver.cuLaunchKernel(functions["scatter_split_table"], blocks, 1, 1, THREADS_PER_BLOCK, 1, 1, 0,
-                                        stream, ((s.data_ptr(), idx.data_ptr(), batch, num_nodes, slots.data_ptr(),
-                                                  capacity, 0), (VOID, VOID, I64, I64, VOID, I32, VOID)), 0))
-            check(driver.cuLaunchKernel(functions["apply_split_table"], min(-(-capacity // THREADS_PER_BLOCK), 4096),
-                                        1, 1, THREADS_PER_BLOCK, 1, 1, 0, stream,
-                                        ((slots.data_ptr(), capacity, num_nodes, state.data_ptr()),
-                                         (VOID, I32, I64, VOID)), 0))
+            if steps > 1:
+                check(driver.cuLaunchKernel(functions["scatter_split_table"], blocks, 1, 1, THREADS_PER_BLOCK, 1, 1,
+                                            0, stream, ((s.data_ptr(), idx.data_ptr(), batch, num_nodes,
+                                                         slots.data_ptr(), capacity, 0),
+                                                        (VOID, VOID, I64, I64, VOID, I32, VOID)), 0))
+            if steps > 2:
+                check(driver.cuLaunchKernel(functions["apply_split_table"],
+                                            min(-(-capacity // THREADS_PER_BLOCK), 4096), 1, 1, THREADS_PER_BLOCK, 1,
+                                            1, 0, stream, ((slots.data_ptr(), capacity, num_nodes, state.data_ptr()),
+                                                           (VOID, I32, I64, VOID)), 0))
 
         before = state.clone()
         launch(0)
         torch.cuda.synchronize()
         verdict = one_rounding_ok(before, state, *batches[0])
         rows.append((f"split_table, {per_edge} E -> {capacity} slots", time_gpu_ms(launch, **TIMING), verdict))
+        if capacity == split_table_capacity(batch):  # the plan's table: what each of its three steps adds
+            for steps, what in ((1, "the memset alone"), (2, "the memset and scatter_split_table")):
+                ms = time_gpu_ms(lambda i, steps=steps, launch=launch: launch(i, steps=steps), **TIMING)
+                rows.append((f"split_table, {per_edge} E: {what}", ms, ""))
         del slots
     del state, batches
     torch.cuda.empty_cache()
