@@ -511,7 +511,7 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
         capacity = next_power_of_two(per_edge * batch)
         slots = torch.empty(capacity, device="cuda", dtype=torch.int64)
 
-        def launch(i: int, capacity=capacity, slots=slots, steps=3) -> None:
+        def launch(i: int, capacity=capacity, slots=slots, steps=3, apply_blocks=4096) -> None:
             s, idx = batches[i]
             check(driver.cuMemsetD32Async(slots.data_ptr(), 0xFFFFFFFF, 2 * capacity, stream))
             if steps > 1:
@@ -521,7 +521,7 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
                                                         (VOID, VOID, I64, I64, VOID, I32, VOID)), 0))
             if steps > 2:
                 check(driver.cuLaunchKernel(functions["apply_split_table"],
-                                            min(-(-capacity // THREADS_PER_BLOCK), 4096), 1, 1, THREADS_PER_BLOCK, 1,
+                                            min(-(-capacity // THREADS_PER_BLOCK), apply_blocks), 1, 1, THREADS_PER_BLOCK, 1,
                                             1, 0, stream, ((slots.data_ptr(), capacity, num_nodes, state.data_ptr()),
                                                            (VOID, I32, I64, VOID)), 0))
 
@@ -534,6 +534,10 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
             for steps, what in ((1, "the memset alone"), (2, "the memset and scatter_split_table")):
                 ms = time_gpu_ms(lambda i, steps=steps, launch=launch: launch(i, steps=steps), **TIMING)
                 rows.append((f"split_table, {per_edge} E: {what}", ms, ""))
+            for blocks_cap in (1056, 2**31 - 1):  # the scan with 8 blocks per SM, and with a thread per slot
+                ms = time_gpu_ms(lambda i, cap=blocks_cap, launch=launch: launch(i, apply_blocks=cap), **TIMING)
+                rows.append((f"split_table, {per_edge} E, scan on {min(-(-capacity // THREADS_PER_BLOCK), blocks_cap)}"
+                             " blocks", ms, ""))
         del slots
     del state, batches
     torch.cuda.empty_cache()
