@@ -1591,6 +1591,9 @@ def test_forcing_the_split_table_names_what_it_needs():
         forced(dtype=np.dtype(np.float32), split_table_workspace=True)
     with pytest.raises(ValueError, match="runs without counts"):
         forced(split_table_workspace=True, with_counts=True)
+    with pytest.raises(ValueError, match=r"at most 536870912 edges, not 536870913"):  # 2^31 slots: not an int
+        forced(nodes=2**31 - 1, edges=2**29 + 1, split_table_workspace=True)
+    assert forced(nodes=2**31 - 1, edges=2**29, split_table_workspace=True).split.capacity == 2**30
     assert forced(nodes=1000, edges=30_000, split_table_workspace=True).split.capacity == 2**17  # hashed even so
     assert scatter_add_workspace_size(1000, 30_000, 1, np.float16, with_counts=False, algorithm="split_table") == (
         8 * 2**17)

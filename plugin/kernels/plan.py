@@ -184,6 +184,7 @@ GRID_TABLE_SLOTS_PER_EDGE = 16
 SPLIT_TABLE_SLOTS_PER_EDGE = 4
 SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
 SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
+SPLIT_TABLE_MAX_EDGES = 2**29  # 2^30 slots: the kernels take the capacity as an int
 CLUSTER_BLOCKS = 8
 CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
@@ -686,6 +687,8 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         if not half or num_features != 1:
             raise ValueError(f"the split_table path adds float16 rows of one feature, not {num_features} "
                              f"{'float16' if half else 'float32'} features")
+        if num_edges > SPLIT_TABLE_MAX_EDGES:
+            raise ValueError(f"the split_table path takes at most {SPLIT_TABLE_MAX_EDGES} edges, not {num_edges}")
         capacity = split_table_capacity(num_edges)
         apply_blocks = max(1, min(-(-capacity // THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * device.sm_count))
         split = SplitTable(capacity, KernelLaunch("apply_split_table", (apply_blocks, 1)))
