@@ -1,7 +1,7 @@
 """Probe (issue 26): float16 small updates' candidate kernels, and what one synchronised step costs, in one process.
 
     python3 benchmarks/probe_float16_small.py [--out DIR] [--kernels [--shipped-only] [--large-batch]]
-        [--grid-table] [--grid-table-shapes] [--split-table] [--latency] [--nodes ...] [--batches ...]
+        [--grid-table] [--grid-table-shapes] [--split-table] [--floors] [--latency] [--nodes ...] [--batches ...]
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
 index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: no more) and kernels
@@ -14,7 +14,8 @@ kernel, one load and atomic per thread, a grid barrier alone, a cluster barrier 
 the global-table kernels behind grid barriers (cleared or kept, cooperative groups' barrier or one of their
 own) at B = 1e4 and 1e6. --grid-table-shapes: the shipped scatter_grid_table on tables of other sizes.
 --split-table: the shipped split_table kernels on tables of 2, 4 and 8 slots per edge beside torch, "auto" and
-partitioned (--batches and --nodes).
+partitioned (--batches and --nodes). --floors: the floors alone beside torch (B = 1e4, N = 1e6), with memsets
+and empty kernels in the sequences the float16 paths issue.
 --latency: one step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved; CUDA events recorded
 after a synchronisation, and the wall clock around call + synchronisation): torch, scatter_add_launch with
 data_ptr() and torch.cuda.current_stream() read in each call, with only data_ptr() per call, with both read
@@ -256,7 +257,8 @@ extern "C" __global__ void one_load_kernel(const long long* index, float* out) {
 
 def floor_rows() -> list[str]:
     """Device time of kernels that do nothing but launch, meet at a grid or cluster barrier, or load one index
-    and add one atomic per thread (1e4 threads): what synchronisation alone costs beside torch."""
+    and add one atomic per thread (1e4 threads), and of memsets followed by empty kernels: what synchronisation
+    and a path's operations alone cost beside torch."""
     import torch
     from cuda.bindings import driver
 
@@ -303,7 +305,38 @@ def floor_rows() -> list[str]:
         line = f"| floor | - | {name}, {blocks} x {threads}{', cooperative' if cooperative else ''} | {ms * 1e3:.2f} | |"
         print(line, flush=True)
         lines.append(line)
+    # what a path of several operations pays before any work: the float16 AOT plugin is two fills (memsets
+    # where it is timed outside TensorRT) and two kernels, split_table one memset and two kernels
+    empty = check(driver.cuModuleGetFunction(module, b"empty_kernel"))
+    table = torch.empty(2**16, device="cuda", dtype=torch.int64)
+    for memsets, kernels in ((0, 2), (1, 2), (2, 2)):
+        def sequence(i, memsets=memsets, kernels=kernels):
+            for _ in range(memsets):
+                check(driver.cuMemsetD32Async(table.data_ptr(), 0xFFFFFFFF, 2 * 2**16, stream))
+            for _ in range(kernels):
+                check(driver.cuLaunchKernel(empty, 40, 1, 1, 256, 1, 1, 0, stream, 0, 0))
+        ms = time_gpu_ms(sequence, **TIMING)
+        line = f"| floor | - | {memsets} memsets of 512 KiB, then {kernels} empty kernels of 40 x 256 | {ms * 1e3:.2f} | |"
+        print(line, flush=True)
+        lines.append(line)
     return lines
+
+
+def floors() -> list[str]:
+    """floor_rows beside torch's index_add_ of 1e4 float16 rows into 1e6 nodes."""
+    import torch
+
+    from plugin.kernels.launch import current_context
+
+    torch.zeros(1, device="cuda")
+    current_context()
+    state = torch.randn(10**6, 1, device="cuda", dtype=torch.float16)
+    batches = [(torch.randn(10**4, 1, device="cuda", dtype=torch.float16),
+                torch.randint(0, 10**6, (10**4,), device="cuda", dtype=torch.int64)) for _ in range(ROTATION)]
+    ms = time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **TIMING)
+    line = f"| 1e+04 | 1e+06 | torch index_add_ | {ms * 1e3:.2f} | |"
+    print(line, flush=True)
+    return HEADER + [line] + floor_rows()
 
 
 def grid_table_shapes() -> list[str]:
@@ -659,6 +692,7 @@ def main() -> int:
     parser.add_argument("--grid-table-shapes", action="store_true", help="the shipped grid_table on other tables")
     parser.add_argument("--shipped-only", action="store_true", help="with --kernels: torch and the shipped plans only")
     parser.add_argument("--large-batch", action="store_true", help="with --kernels: B = 1e6 beside the table path")
+    parser.add_argument("--floors", action="store_true", help="the floors alone (no work) beside torch")
     parser.add_argument("--split-table", action="store_true", help="split_table on tables of 2, 4, 8 slots per edge")
     parser.add_argument("--nodes", type=positive_int, nargs="+", default=[10**3, 10**4, 10**5, 10**6, 10**8])
     parser.add_argument("--batches", type=positive_int, nargs="+", default=[10**4, 2**15])
@@ -673,6 +707,8 @@ def main() -> int:
         lines += grid_tables(args)
     if args.grid_table_shapes:
         lines += grid_table_shapes()
+    if args.floors:
+        lines += floors()
     if args.split_table:
         lines += split_tables(args)
     print_and_save("\n".join(lines), args.out, "probe_float16_small.md")
