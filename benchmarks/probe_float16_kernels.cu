@@ -314,3 +314,29 @@ PROBE_GRID_TABLE_ENTRY(scatter_grid_table_kept_own, false, true)
 #endif
 
 
+
+// split_table with the state read early (not shipped): the claiming thread of scatter_split_table_preload also
+// copies its node's state into `copies[slot]`, so that apply_split_table_preload, scanning the slots in order,
+// reads the copy beside the slot and only stores into the state (one random access per node instead of a load
+// and a store after it).
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+scatter_split_table_preload(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges,
+                            i64 num_nodes, u64* __restrict__ slots, int capacity, const scalar_t* __restrict__ state,
+                            scalar_t* __restrict__ copies) {
+    const i64 edge = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (edge >= num_edges) return;
+    const i64 node = __ldg(index + edge);
+    if ((u64)node >= (u64)num_nodes) return;
+    const int claimed = claim_or_add(slots, (unsigned)capacity, true, (int)node, to_float(src[edge]));
+    if (claimed >= 0) copies[claimed] = state[node];
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+apply_split_table_preload(const u64* __restrict__ slots, const scalar_t* __restrict__ copies, int capacity,
+                          i64 num_nodes, scalar_t* __restrict__ state) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < capacity; i += (i64)gridDim.x * blockDim.x) {
+        const u64 slot = slots[i];
+        const unsigned node = (unsigned)slot, sum = (unsigned)(slot >> 32);
+        if ((i64)node < num_nodes && sum != 0u) store_scalar(state + node, to_float(copies[i]) + __uint_as_float(sum));
+    }
+}

@@ -70,7 +70,7 @@ def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
     attribute = driver.CUfunction_attribute
     for name in ("scatter_owned", "scatter_clustered", "scatter_cluster_table", "scatter_grid_table_clear",
                  "scatter_grid_table_kept", "scatter_grid_table_kept_own", "scatter_cluster_inbox", "scatter_split_table",
-                 "apply_split_table"):
+                 "apply_split_table", "scatter_split_table_preload", "apply_split_table_preload"):
         function = check(driver.cuModuleGetFunction(module, name.encode()))
         static = check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
         check(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -567,6 +567,27 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
             for steps, what in ((1, "the memset alone"), (2, "the memset and scatter_split_table")):
                 ms = time_gpu_ms(lambda i, steps=steps, launch=launch: launch(i, steps=steps), **TIMING)
                 rows.append((f"split_table, {per_edge} E: {what}", ms, ""))
+            copies = torch.empty(capacity, device="cuda", dtype=torch.float16)
+
+            def preload(i: int, capacity=capacity, slots=slots, copies=copies) -> None:
+                s, idx = batches[i]
+                check(driver.cuMemsetD32Async(slots.data_ptr(), 0xFFFFFFFF, 2 * capacity, stream))
+                check(driver.cuLaunchKernel(functions["scatter_split_table_preload"], blocks, 1, 1, THREADS_PER_BLOCK,
+                                            1, 1, 0, stream, ((s.data_ptr(), idx.data_ptr(), batch, num_nodes,
+                                                               slots.data_ptr(), capacity, state.data_ptr(),
+                                                               copies.data_ptr()),
+                                                              (VOID, VOID, I64, I64, VOID, I32, VOID, VOID)), 0))
+                check(driver.cuLaunchKernel(functions["apply_split_table_preload"],
+                                            min(-(-capacity // THREADS_PER_BLOCK), 4096), 1, 1, THREADS_PER_BLOCK, 1,
+                                            1, 0, stream, ((slots.data_ptr(), copies.data_ptr(), capacity, num_nodes,
+                                                            state.data_ptr()), (VOID, VOID, I32, I64, VOID)), 0))
+
+            before = state.clone()
+            preload(0)
+            torch.cuda.synchronize()
+            verdict = one_rounding_ok(before, state, *batches[0])
+            rows.append((f"split_table, {per_edge} E, the state read by the claimer (probe kernels)",
+                         time_gpu_ms(preload, **TIMING), verdict))
             for blocks_cap in (1056, 2**31 - 1):  # the scan with 8 blocks per SM, and with a thread per slot
                 ms = time_gpu_ms(lambda i, cap=blocks_cap, launch=launch: launch(i, apply_blocks=cap), **TIMING)
                 rows.append((f"split_table, {per_edge} E, scan on {min(-(-capacity // THREADS_PER_BLOCK), blocks_cap)}"

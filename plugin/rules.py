@@ -1,5 +1,5 @@
 """The scatter-add plugin's rules as plain functions: tensor positions, data types, formats, shapes, aliasing,
-and its one attribute, compute_counts.
+and its attributes, compute_counts and workspace_layout.
 
 The TensorRT plugin class (plugin.scatter_add_plugin) turns TensorRT's descriptors into numpy dtypes, shape
 tuples and booleans and asks these functions, so every rule runs and is tested without TensorRT.
@@ -15,6 +15,12 @@ compute_counts (plugin field "compute_counts", int32 0 or 1, default 1) says whe
 output. Computing counts zeroes N int64 values on every execution, O(N) whatever the update's size, so a
 network that does not use counts (the state-update network of --steps) builds the plugin with 0: then it has
 one output and each execution costs in proportion to the update (E rows), not to the state.
+
+workspace_layout (plugin field "workspace_layout", int32) is how the engine's workspace was sized: TensorRT
+allocates what get_workspace_size returned when the engine was built, and a later release of the kernels may
+want more (a new path with its own table). WORKSPACE_LAYOUT, today's scatter_add_workspace_size, is what a plugin
+built now serializes; an engine serialized without the field gets WORKSPACE_TABLE_ONLY: only the float16 table
+is assumed there (sized the same by every release), so its launches take no path beyond what that buffer holds.
 """
 
 from collections import Counter
@@ -33,7 +39,10 @@ INDEX_DTYPE = np.dtype(np.int64)
 COUNTS_DTYPE = np.dtype(np.int64)
 
 COMPUTE_COUNTS_FIELD = "compute_counts"
-FIELD_NAMES = (COMPUTE_COUNTS_FIELD,)
+WORKSPACE_FIELD = "workspace_layout"
+FIELD_NAMES = (COMPUTE_COUNTS_FIELD, WORKSPACE_FIELD)
+WORKSPACE_TABLE_ONLY = 1  # an engine serialized before the field: its workspace holds the float16 table only
+WORKSPACE_LAYOUT = 2  # scatter_add_workspace_size of this release (split_table's table among the rest)
 FIELD_DTYPE = np.dtype(np.int32)  # every field is one int32 (PluginFieldType.INT32)
 DEFAULT_COMPUTE_COUNTS = True  # also what an engine serialized before the field existed gets back
 
@@ -128,6 +137,28 @@ def check_field_names(names: Sequence[str]) -> None:
         raise ValueError(f"plugin field(s) {repeated} given more than once")
 
 
+def _one_int32(fields: Mapping[str, np.ndarray], name: str, allowed: str) -> int:
+    values = np.asarray(fields[name])
+    if values.dtype != FIELD_DTYPE or values.shape != (1,):
+        raise ValueError(f"{name} must be one int32 value ({allowed}), got {values.size} value(s) of type {values.dtype}")
+    return int(values[0])
+
+
+def workspace_layout_from_fields(fields: Mapping[str, np.ndarray], *, deserialized: bool) -> int:
+    """workspace_layout from the plugin fields: missing, WORKSPACE_LAYOUT for a plugin made now (a network, an
+    ONNX node) and WORKSPACE_TABLE_ONLY for one deserialized from an engine (built before the field existed).
+    ValueError for another value than 1 ... WORKSPACE_LAYOUT (a later layout: an engine of a newer release)."""
+    check_field_names(list(fields))
+    if WORKSPACE_FIELD not in fields:
+        return WORKSPACE_TABLE_ONLY if deserialized else WORKSPACE_LAYOUT
+    allowed = f"{WORKSPACE_TABLE_ONLY} to {WORKSPACE_LAYOUT}"
+    layout = _one_int32(fields, WORKSPACE_FIELD, allowed)
+    if not WORKSPACE_TABLE_ONLY <= layout <= WORKSPACE_LAYOUT:
+        raise ValueError(f"{WORKSPACE_FIELD} must be {allowed} (this release's), got {layout}: an engine built by "
+                         "another release of this sample; rebuild it")
+    return layout
+
+
 def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     """compute_counts from the plugin fields by name (each an int32 array): what the creator builds the plugin with.
 
@@ -137,18 +168,14 @@ def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     check_field_names(list(fields))
     if COMPUTE_COUNTS_FIELD not in fields:
         return DEFAULT_COMPUTE_COUNTS
-    values = np.asarray(fields[COMPUTE_COUNTS_FIELD])
-    if values.dtype != FIELD_DTYPE or values.shape != (1,):
-        raise ValueError(
-            f"{COMPUTE_COUNTS_FIELD} must be one int32 value (0 or 1), got {values.size} value(s) of type {values.dtype}"
-        )
-    return as_compute_counts(int(values[0]))
+    return as_compute_counts(_one_int32(fields, COMPUTE_COUNTS_FIELD, "0 or 1"))
 
 
-def fields_to_serialize(*, compute_counts: bool) -> dict[str, np.ndarray]:
-    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1]}; the inverse of
-    compute_counts_from_fields."""
-    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE)}
+def fields_to_serialize(*, compute_counts: bool, workspace_layout: int = WORKSPACE_LAYOUT) -> dict[str, np.ndarray]:
+    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1], "workspace_layout": int32
+    [layout]}; the inverse of compute_counts_from_fields and workspace_layout_from_fields."""
+    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE),
+            WORKSPACE_FIELD: np.array([workspace_layout], dtype=FIELD_DTYPE)}
 
 
 @dataclass(frozen=True)

@@ -78,13 +78,15 @@ def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
 # The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
 # collection get_fields_to_serialize returns after the call, through pointers into the collection and into
 # the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
-_FIELD_ARRAYS = {flag: rules.fields_to_serialize(compute_counts=flag) for flag in (True, False)}
+_FIELD_ARRAYS = {(flag, layout): rules.fields_to_serialize(compute_counts=flag, workspace_layout=layout)
+                 for flag in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)}
 _FIELD_COLLECTIONS = {flag: plugin_field_collection(arrays) for flag, arrays in _FIELD_ARRAYS.items()}
 
 
-def read_plugin_fields(field_collection: Any) -> bool:
-    """compute_counts from the PluginFieldCollection TensorRT hands the creator (a network's or a
-    deserialized engine's); ValueError names an unknown or repeated field, a type other than INT32 or a bad value."""
+def read_plugin_fields(field_collection: Any, *, deserialized: bool = False) -> tuple[bool, int]:
+    """(compute_counts, workspace_layout) from the PluginFieldCollection TensorRT hands the creator (a network's
+    or, deserialized, an engine's: rules.workspace_layout_from_fields); ValueError names an unknown or repeated
+    field, a type other than INT32 or a bad value."""
     fields = list(field_collection)
     rules.check_field_names([field.name for field in fields])
     values: dict[str, np.ndarray] = {}
@@ -92,7 +94,8 @@ def read_plugin_fields(field_collection: Any) -> bool:
         if field.type != trt.PluginFieldType.INT32:
             raise ValueError(f"plugin field {field.name!r} must have type INT32, got {field.type.name}")
         values[field.name] = np.array(field.data, dtype=rules.FIELD_DTYPE)  # a copy: data is TensorRT's memory
-    return rules.compute_counts_from_fields(values)
+    return (rules.compute_counts_from_fields(values),
+            rules.workspace_layout_from_fields(values, deserialized=deserialized))
 
 
 class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuildV2, trt.IPluginV3OneRuntime):
@@ -102,9 +105,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     has two outputs (aggregated, counts); with 0 only aggregated, and enqueue does not touch counts, so an
     execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
     get_fields_to_serialize writes compute_counts, so a deserialized engine's creator recreates the same plugin.
+    workspace_layout (plugin field, rules.py) says how the engine's workspace was sized: a plugin of an engine
+    serialized without it launches within the float16 table alone.
     """
 
-    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS) -> None:
+    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS,
+                 workspace_layout: int = rules.WORKSPACE_LAYOUT) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         trt.IPluginV3OneBuildV2.__init__(self)
@@ -113,6 +119,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
+        self.workspace_layout = workspace_layout
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
         self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
@@ -126,7 +133,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     def clone(self) -> "ScatterAddPlugin":
         """A new plugin with the same compute_counts. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
-        return ScatterAddPlugin(compute_counts=self.compute_counts)
+        return ScatterAddPlugin(compute_counts=self.compute_counts, workspace_layout=self.workspace_layout)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
     def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
@@ -189,11 +196,13 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
             raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
         if self._launch is not None and self._prepared_for == (sizes, dtype):
             return
+        # what get_workspace_size asked TensorRT for; for an older engine, the float16 table alone
+        workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
+                                                    with_counts=self.compute_counts,
+                                                    table_only=self.workspace_layout != rules.WORKSPACE_LAYOUT)
         self._launch = PreparedScatterAdd(
             num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
-            with_counts=self.compute_counts,
-            workspace_size=scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
-                                                      with_counts=self.compute_counts))
+            with_counts=self.compute_counts, workspace_size=workspace_size)
         self._prepared_for = (sizes, dtype)
         self._state_nbytes = rules.state_nbytes(sizes, dtype)
 
@@ -228,11 +237,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self.clone()
 
     def get_fields_to_serialize(self) -> Any:
-        """compute_counts as one INT32 field; the creator reads it back when an engine is deserialized.
+        """compute_counts and workspace_layout as INT32 fields; the creator reads them back when an engine is
+        deserialized.
 
         Returns a module-level collection (see _FIELD_COLLECTIONS): TensorRT reads it after this call returns.
         """
-        return _FIELD_COLLECTIONS[self.compute_counts]
+        return _FIELD_COLLECTIONS[(self.compute_counts, self.workspace_layout)]
 
 
 def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
@@ -254,19 +264,22 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        # The fields create_plugin accepts, each with its type and default value (compute_counts: INT32, 1).
-        self.field_names = _FIELD_COLLECTIONS[rules.DEFAULT_COMPUTE_COUNTS]
+        # The fields create_plugin accepts, each with its type and default value (INT32: compute_counts 1,
+        # workspace_layout this release's).
+        self.field_names = _FIELD_COLLECTIONS[(rules.DEFAULT_COMPUTE_COUNTS, rules.WORKSPACE_LAYOUT)]
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
-        """A plugin from the fields of a network or of a deserialized engine (compute_counts; default 1).
+        """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1;
+        workspace_layout, default this release's when building and the float16 table alone when deserializing).
 
         ValueError (a null plugin, reported by TensorRT, when called through TensorRT) for bad fields.
         """
         try:
-            compute_counts = read_plugin_fields(field_collection)
+            compute_counts, layout = read_plugin_fields(field_collection,
+                                                        deserialized=phase == trt.TensorRTPhase.RUNTIME)
         except ValueError as error:
             raise ValueError(f"{PLUGIN_NAME}: {error}") from None
-        return ScatterAddPlugin(compute_counts=compute_counts)
+        return ScatterAddPlugin(compute_counts=compute_counts, workspace_layout=layout)
 
 
 _registered_creators: list[ScatterAddPluginCreator] = []

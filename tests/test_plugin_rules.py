@@ -153,20 +153,45 @@ def test_compute_counts_refuses_other_values(value, shown):
 @pytest.mark.parametrize("compute_counts", [True, False])
 def test_fields_round_trip(compute_counts):
     fields = rules.fields_to_serialize(compute_counts=compute_counts)
-    assert list(fields) == ["compute_counts"]
+    assert list(fields) == ["compute_counts", "workspace_layout"]
     values = fields["compute_counts"]
     assert values.dtype == np.int32 and values.tolist() == [int(compute_counts)]
+    assert fields["workspace_layout"].dtype == np.int32 and fields["workspace_layout"].tolist() == [2]
     assert rules.compute_counts_from_fields(fields) is compute_counts
+    for deserialized in (False, True):
+        assert rules.workspace_layout_from_fields(fields, deserialized=deserialized) == rules.WORKSPACE_LAYOUT == 2
+    older = rules.fields_to_serialize(compute_counts=compute_counts, workspace_layout=rules.WORKSPACE_TABLE_ONLY)
+    assert rules.workspace_layout_from_fields(older, deserialized=True) == rules.WORKSPACE_TABLE_ONLY == 1
 
 
 def test_missing_field_means_counts_as_before_the_field_existed():
     assert rules.compute_counts_from_fields({}) is True
 
 
+def test_missing_workspace_layout_is_this_releases_when_building_and_the_table_alone_when_deserializing():
+    # an engine serialized before the field: TensorRT allocated what that release's get_workspace_size asked for
+    counts_only = {"compute_counts": np.array([0], np.int32)}
+    assert rules.workspace_layout_from_fields(counts_only, deserialized=True) == rules.WORKSPACE_TABLE_ONLY
+    assert rules.workspace_layout_from_fields(counts_only, deserialized=False) == rules.WORKSPACE_LAYOUT
+    assert rules.workspace_layout_from_fields({}, deserialized=True) == rules.WORKSPACE_TABLE_ONLY
+
+
+@pytest.mark.parametrize("values, message", [
+    (np.array([3], np.int32), "workspace_layout must be 1 to 2 .*, got 3: an engine built by another release"),
+    (np.array([0], np.int32), "must be 1 to 2 .*, got 0"),
+    (np.array([2, 2], np.int32), "one int32 value .* got 2 value"),
+    (np.array([2], np.int64), "of type int64"),
+])
+def test_bad_workspace_layouts_are_refused(values, message):
+    with pytest.raises(ValueError, match=message):
+        rules.workspace_layout_from_fields({"workspace_layout": values}, deserialized=True)
+
+
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"num_nodes": np.array([4], np.int32)}, r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts'\]"),
+        ({"num_nodes": np.array([4], np.int32)},
+         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts', 'workspace_layout'\]"),
         ({"compute_counts": np.array([2], np.int32)}, "compute_counts must be 0 or 1, got 2$"),
         ({"compute_counts": np.array([-1], np.int32)}, "compute_counts must be 0 or 1, got -1$"),
         ({"compute_counts": np.array([1, 0], np.int32)}, "one int32 value .* got 2 value"),

@@ -172,7 +172,7 @@ def test_grid_table_matches_float64(nodes, edges):
 
 
 @pytest.mark.parametrize("nodes, edges", [
-    (10**6, 10**4),      # where grid_table cannot run (no cooperative groups, a workspace not 8-byte aligned)
+    (10**6, 10**4),      # what "auto" gives it where grid_table cannot run (no cooperative groups, say)
     (10**7, 10**6),      # the large-batch case: 2^21 slots
     (10**8, 2**15 + 1),  # just beyond grid_table
     (10**6, 200_000),

@@ -475,7 +475,8 @@ class PreparedScatterAdd:
                              f"got counts={counts:#x}, skipped={skipped:#x}")
         if self.table is not None and not workspace:
             _check_table_workspace(self.table.nbytes, workspace, 0)
-        if (self.pairs_workspace or self.sort_workspace) and not workspace:
+        if (self.pairs_workspace or self.sort_workspace or self.partition_workspace or self.split_table_workspace
+                or self.grid_table_workspace) and not workspace:
             raise ValueError("this launch was prepared with a workspace; got none")
         table_dest = workspace + self.table.values_offset if self.table is not None else state
         vec = vector_width(self.num_features, src, self.dtype.itemsize, table_dest)

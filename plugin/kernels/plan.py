@@ -56,7 +56,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     compare-and-swap; the claiming thread loads the node's state), meets again, and each claiming thread
     rounds its node's sum into the state once (E = 1e4: 6.5-7.6 us against 9.6-15.7 before; NOTES.md).
   * float16, F = 1, otherwise where the table would be a hash table (N > 2^ceil(log2(2 E))): "split_table", the
-    same 64-bit slots in three operations, no size limit: a memset clears split_table_capacity(E) slots (4 per
+    same 64-bit slots in three operations, up to 2^29 edges: a memset clears split_table_capacity(E) slots (4 per
     edge up to 2^21 slots, then 2), scatter_split_table claims or adds a thread per edge, apply_split_table
     scans the slots and rounds each node once (E = 1e5, N = 1e7 / 1e8: 14.2 / 17.9 us against partitioned's
     43.4 / 47.3; E = 1e6: 68.8 / 104.3 against 101.0 / 131.5; NOTES.md "Issue 26, third session"). It needs
@@ -66,7 +66,8 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     node in shared memory, written grouped by owner bucket, then a block per bucket sums and rounds them;
     workspace O(E F)). "clustered" (sm_90+, forced, or "auto" with AUTO_CLUSTERED) is owned with one read of
     the targets per cluster through distributed shared memory. Where the table has one slot per node it is
-    faster than all of these (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against 64-102).
+    faster than all of these (E = 1e4, N <= 1e4: 10 us against 16; E = 1e6, N = 1e6: 27 against split_table's
+    64 and partitioned's 98).
   The float16 table path stays for the rest (one slot per node, wide rows, counts).
 """
 
@@ -179,7 +180,7 @@ GRID_TABLE_SLOTS_PER_EDGE = 16
 # split_table (float16, F = 1, no counts, any E): the grid_table's slots in three operations (a memset, a thread
 # per edge, a scan of the table). SPLIT_TABLE_SLOTS_PER_EDGE x E slots rounded up to a power of two while that
 # is at most SPLIT_TABLE_MAX_SPARSE_SLOTS, else 2 x E rounded up (measured, NOTES.md "Issue 26, third session":
-# 4 per edge 9.4-16.0 us against 2 per edge's 10.8-21.2 at E = 1e4 to 2^16; at E = 1e6 2 per edge 64-106 against
+# 4 per edge 9.4-16.0 us against 2 per edge's 10.8-21.2 at E = 1e4 to 2^16; at E = 1e6, N = 1e6 to 1e8, 2 per edge 64-106 against
 # 4 per edge's 70-105). The scan runs at most SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM.
 SPLIT_TABLE_SLOTS_PER_EDGE = 4
 SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
@@ -487,8 +488,10 @@ def split_table_workspace_bytes(num_nodes: int, num_edges: int, num_features: in
     del num_features  # the size must not fall when F grows past 1
     if with_counts or kernel_dtype(dtype) != np.float16 or num_edges == 0:
         return 0
-    # the table is hashed where N > 2^ceil(log2(2 E)): E is at most half the largest power of two below N
-    edges = num_edges if forced else min(num_edges, (1 << max(0, (num_nodes - 1).bit_length() - 1)) // 2)
+    # the table is hashed where N > 2^ceil(log2(2 E)): E is at most half the largest power of two below N;
+    # forced, at most SPLIT_TABLE_MAX_EDGES (the plan refuses more)
+    edges = (min(num_edges, SPLIT_TABLE_MAX_EDGES) if forced
+             else min(num_edges, (1 << max(0, (num_nodes - 1).bit_length() - 1)) // 2))
     return 8 * split_table_capacity(edges) if edges > 0 else 0
 
 
@@ -505,19 +508,25 @@ def pairs_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, 
 
 
 def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
-                   with_counts: bool = True, algorithm: str = "auto") -> int:
+                   with_counts: bool = True, algorithm: str = "auto", table_only: bool = False) -> int:
     """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N for F = 1 with counts
     and more than 2^24 edges (the pairs, O(N) like the counts' zeroing) and the sorted path's (with counts,
-    wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, or the grid_table path's
-    table, whichever is larger).
+    wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, or the grid_table or
+    split_table path's table, or the partitioned path's entries, whichever is larger).
     Without counts, nothing O(N) for a small update of a large state. algorithm="sorted" (forcing the sorted
-    path, as scatter_add_launch's `algorithm` does) sizes for it wherever it can run.
+    path, as scatter_add_launch's `algorithm` does) sizes for it wherever it can run; so do "partitioned" and
+    "split_table".
 
-    A size for the largest shapes serves every smaller launch.
+    A size for the largest shapes serves every smaller launch. table_only: the float16 table alone (float32:
+    0), which every release has sized this way: the budget of an engine built before the plugin recorded its
+    workspace_layout (plugin/rules.py), so that its launches stay inside what TensorRT allocated then.
     """
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    if table_only:
+        table = table_layout(num_nodes, num_edges, num_features) if kernel_dtype(dtype) == np.float16 else None
+        return 0 if table is None else table.nbytes
     pairs = pairs_workspace_bytes(num_nodes, num_edges, num_features, with_counts=with_counts)
     sort = sort_workspace_bytes(num_nodes, num_edges, num_features, dtype, with_counts=with_counts)
     forced = sort_layout(num_nodes, num_edges, num_features) if algorithm == "sorted" and with_counts else None
@@ -672,7 +681,8 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
 
 def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
                    device: DeviceInfo) -> LaunchPlan:
-    """The plan of a "direct", "grid_table", "owned", "clustered" or "partitioned" launch (without counts)."""
+    """The plan of a "direct", "grid_table", "split_table", "owned", "clustered" or "partitioned" launch (without
+    counts)."""
     ranges = ((0, num_nodes),)
     if algorithm == "grid_table":
         if not half or num_features != 1:

@@ -1427,7 +1427,7 @@ __device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool 
 }
 
 // split_table (float16, F = 1, no counts; plan.py "split_table"): the slot table in three operations, no
-// cooperative launch and no size limit. The launcher's memset clears `capacity` hashed slots (plan.split_table_layout:
+// cooperative launch, up to 2^29 edges. The launcher's memset clears `capacity` hashed slots (plan.split_table_capacity:
 // 4 or 2 per edge), scatter_split_table claims or adds a thread per edge, and apply_split_table reads every slot
 // and adds each claimed node's sum into the state with one rounding (a sum still +0.0 leaves the node bit for
 // bit). Against partitioned: one read of each target, no sort, no shared tables (NOTES.md "Issue 26, third session").
