@@ -525,15 +525,15 @@ def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "
 
 
 def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[str, float, str]]:
-    """torch, the shipped plans ("auto", partitioned) and the shipped split_table kernels on tables of 2, 4 and 8
-    slots per edge (a memset, scatter_split_table, apply_split_table)."""
+    """torch, the shipped plans ("auto", owned up to 2^15 edges, partitioned) and the shipped split_table kernels on
+    tables of 2, 4 and 8 slots per edge (a memset, scatter_split_table, apply_split_table)."""
     import torch
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
     from plugin.kernels.plan import THREADS_PER_BLOCK, next_power_of_two, split_table_capacity
 
-    rows = large_batch_rows(batch, num_nodes, ("auto", "partitioned"))
+    rows = large_batch_rows(batch, num_nodes, ("auto", "owned", "partitioned") if batch <= 2**15 else ("auto", "partitioned"))
     torch.manual_seed(batch + num_nodes)
     state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),

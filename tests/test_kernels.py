@@ -1492,22 +1492,31 @@ def test_a_grid_table_launch_too_large_for_the_device_falls_back_to_another_floa
                               "cuLaunchKernel"]
 
 
-def test_a_cooperative_launch_refused_during_a_capture_raises_and_later_launches_fall_back(recorded):
+@pytest.mark.parametrize("dtype, later", [
+    (np.float32, ["cuMemsetD32Async", "cuLaunchKernel"]),  # with counts: the zeroing kernel, then a memset
+    (np.float16, ["cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]),  # grid_table, then split_table
+])
+def test_a_cooperative_launch_refused_during_a_capture_raises_and_later_launches_fall_back(recorded, dtype, later):
     # The refused launch has invalidated the caller's capture: nothing more is issued into it, the error says
     # why, and the launcher's fallback (no cooperative launch) holds for the launches after the capture.
     driver, launch = recorded
     driver.statuses["cuLaunchCooperativeKernel"] = [driver.CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE]
-    prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
-                                         with_counts=True)
+    if dtype == np.float32:
+        prepared = launch.PreparedScatterAdd(num_nodes=10**6, num_edges=10**4, num_features=1, dtype=np.float32,
+                                             with_counts=True)
+        pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
+    else:
+        prepared = uncounted_float16(launch, 10**8, 10**4)
+        pointers = (STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5)
     driver.capturing.add(5)
     with pytest.raises(CudaError, match="refused .* while the stream was being captured") as error:
-        prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
-    assert error.value.name == "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+        prepared(*pointers)
+    assert error.value.name == "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE" and "\n" not in str(error.value)
     assert driver.names() == ["cuLaunchCooperativeKernel", "cuStreamIsCapturing"]
     driver.capturing.clear()
     del driver.calls[:]
-    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
-    assert not plan.zeroing and driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]
+    plan = prepared(*pointers)
+    assert not plan.cooperative and driver.names() == later
 
 
 def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
@@ -1618,6 +1627,9 @@ def test_prepared_float16_split_table_is_a_memset_and_two_launches_over_the_work
     del driver.calls[:]
     # a workspace that is not 8-byte aligned, or one sized by an older release, gets another path
     assert prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace + 4, 5, skipped=COUNTS_PTR).algorithm == "partitioned"
+    forced = uncounted_float16(launch, 0, 100, algorithm="split_table")  # no float16 table: nothing else checks
+    with pytest.raises(ValueError, match="prepared with a workspace; got none"):
+        forced(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
     table = table_layout(10**8, 10**4, 1)  # 2^15 keys and sums: half the split table's 2^16 slots
     assert table is not None and table.nbytes < 8 * split_table_capacity(10**4)
     small = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
