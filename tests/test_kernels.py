@@ -1408,7 +1408,14 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
                                             GRID_TABLE_THREADS)
         assert plan.grid == grid_table_layout(nodes, 10**4) == table  # 16 slots per edge, rounded up: 2^18
         assert "table=262144h" in describe(plan) or not table.hashed
-    assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, **may).grid == GridTable(16, True)
+    assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, algorithm="grid_table", **may).grid == GridTable(16, True)
+    # up to OWNED_FIRST_MAX_EDGES edges into a hashed table owned first (measured faster), wider rows too
+    from plugin.kernels.plan import OWNED_FIRST_MAX_EDGES
+
+    for edges, features in ((1, 1), (OWNED_FIRST_MAX_EDGES, 1), (OWNED_FIRST_MAX_EDGES, 4)):
+        assert algorithm(10**8, edges, features, split_table_workspace=True) == "owned"
+    assert algorithm(10**8, OWNED_FIRST_MAX_EDGES + 1) == "grid_table"
+    assert algorithm(1000, OWNED_FIRST_MAX_EDGES) == "grid_table"  # one slot per node: not hashed
     assert algorithm(10**8, GRID_TABLE_MAX_EDGES, zero_in_kernel=True) == "grid_table"
     # not without cooperative launches or the workspace for its table (the default), for wider rows, more
     # edges, float32, counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)

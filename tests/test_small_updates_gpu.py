@@ -285,6 +285,7 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float16, 10**4, 10**4, "grid_table"),  # the one-slot table path without them
     (np.float16, 10**7, 10**6, "split_table"),
     (np.float16, 10**8, 10**5, "split_table"),
+    (np.float16, 10**8, 1000, "owned"),        # few edges: one launch, no workspace
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
     if expected == "grid_table" and not launch.prepare_kernels(dtype).grid_sync:

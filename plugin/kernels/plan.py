@@ -50,6 +50,8 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float32 "direct": a thread per (edge, VEC chunk), a warp's equal targets summed before one vector atomic:
     one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
     keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
+  * float16 with at most OWNED_FIRST_MAX_EDGES edges into a hashed table, rows of up to OWNED_MAX_FEATURES:
+    "owned" (below), one launch without workspace, measured faster there than the two paths that follow.
   * float16, F = 1, up to GRID_TABLE_MAX_EDGES edges, where the kernels have cooperative groups: "grid_table",
     one cooperative launch and no memset. The grid clears the table in the workspace, meets at a grid-wide
     barrier, inserts a thread per edge (a node's first edge claims its 64-bit (node, float32 sum) slot with one
@@ -155,6 +157,10 @@ OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
+# float16 hashed tables of at most this many edges: owned first, before grid_table and split_table (H200, F = 1,
+# N = 1e6 / 1e8, NOTES.md "Issue 26, third session": E = 100 owned 5.9 / 6.0 us, grid_table 6.4 / 6.8,
+# split_table 7.5 / 7.3; E = 1000 6.9 / 7.0, 7.2 / 7.2, 9.3 / 9.2; E = 1e4 owned 15.8 / 15.6 against 7.6 / 7.7)
+OWNED_FIRST_MAX_EDGES = 1024
 # clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
 # distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
 CLUSTER_MIN_ARCH = 90
@@ -657,6 +663,9 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
             return None
+        owned_first = table.hashed and num_edges <= OWNED_FIRST_MAX_EDGES and num_features <= OWNED_MAX_FEATURES
+        if owned_first:
+            return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
         if grid_table and grid_table_fits(num_edges, num_features, device):
             return "grid_table"
         if table.hashed:
