@@ -196,9 +196,11 @@ def test_build_phase_in_tensorrts_order(trt, host, sap, recorded_launch, dtype, 
         assert report.step("IPluginV3OneBuildV2::getAliasedInput")["aliases"] == [0, -1][:outputs]
         assert report.step("getNbTactics")["tactics"] == []
         # read back from C++ after the call returned and Python memory was churned
-        (field,) = report.step("IPluginV3OneRuntime::getFieldsToSerialize")["fields"]
+        field, layout = report.step("IPluginV3OneRuntime::getFieldsToSerialize")["fields"]
         assert (field["name"], field["type"], field["values"]) == (
             "compute_counts", int(trt.PluginFieldType.INT32), [int(compute_counts)])
+        assert (layout["name"], layout["type"], layout["values"]) == (
+            "workspace_layout", int(trt.PluginFieldType.INT32), [2])
         assert report.step("IPluginV3::clone")["plugin"]["language"] == 1  # a Python plugin (APILanguage kPYTHON)
         # the builder's timing: onShapeChange at kOPT, then enqueue on made-up inputs (recorded on a CPU)
         shapes = report.step("onShapeChange (build: kOPT)")
@@ -251,6 +253,11 @@ def test_runtime_phase_from_the_serialized_fields(trt, host, sap, recorded_launc
         (launch,) = recorded_launch.made  # prepared by the context's plugin only
         assert launch_sizes(launch) == (40, 100, 3)
         assert launch.sizes["dtype"] == np.dtype(dtype) and launch.sizes["with_counts"] is compute_counts
+        # the engine's fields say how its workspace was sized: this release's, for these shapes
+        from plugin.kernels import scatter_add_workspace_size
+
+        assert launch.sizes["workspace_size"] == scatter_add_workspace_size(40, 100, 3, np.dtype(dtype),
+                                                                            with_counts=compute_counts)
 
         state, src, index, counts, workspace, stream = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000
         report = host.enqueue(context, [state, src, index], [0, counts][:2 if compute_counts else 1], workspace,
