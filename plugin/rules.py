@@ -144,19 +144,29 @@ def _one_int32(fields: Mapping[str, np.ndarray], name: str, allowed: str) -> int
     return int(values[0])
 
 
+def as_workspace_layout(value: object) -> int:
+    """workspace_layout as an int from WORKSPACE_TABLE_ONLY to WORKSPACE_LAYOUT; ValueError for anything else (a
+    later layout: an engine built by a later release of this sample)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if WORKSPACE_TABLE_ONLY <= int(value) <= WORKSPACE_LAYOUT:
+            return int(value)
+    raise ValueError(f"{WORKSPACE_FIELD} must be between {WORKSPACE_TABLE_ONLY} and {WORKSPACE_LAYOUT}, got {value!r}: "
+                     "an engine built by a later release of this sample? rebuild it")
+
+
 def workspace_layout_from_fields(fields: Mapping[str, np.ndarray], *, deserialized: bool) -> int:
     """workspace_layout from the plugin fields: missing, WORKSPACE_LAYOUT for a plugin made now (a network, an
     ONNX node) and WORKSPACE_TABLE_ONLY for one deserialized from an engine (built before the field existed).
-    ValueError for another value than 1 ... WORKSPACE_LAYOUT (a later layout: an engine of a newer release)."""
+    The plugin writes it when an engine is serialized: a plugin made now that names another layout than
+    WORKSPACE_LAYOUT is refused, and so is a deserialized one beyond it (as_workspace_layout)."""
     check_field_names(list(fields))
     if WORKSPACE_FIELD not in fields:
         return WORKSPACE_TABLE_ONLY if deserialized else WORKSPACE_LAYOUT
-    allowed = f"{WORKSPACE_TABLE_ONLY} to {WORKSPACE_LAYOUT}"
-    layout = _one_int32(fields, WORKSPACE_FIELD, allowed)
-    if not WORKSPACE_TABLE_ONLY <= layout <= WORKSPACE_LAYOUT:
-        raise ValueError(f"{WORKSPACE_FIELD} must be {allowed} (this release's), got {layout}: an engine built by "
-                         "another release of this sample; rebuild it")
-    return layout
+    layout = _one_int32(fields, WORKSPACE_FIELD, f"{WORKSPACE_TABLE_ONLY} to {WORKSPACE_LAYOUT}")
+    if not deserialized and layout != WORKSPACE_LAYOUT:
+        raise ValueError(f"{WORKSPACE_FIELD} is written by the plugin when an engine is serialized; a network or "
+                         f"ONNX node must leave it out or give {WORKSPACE_LAYOUT}, got {layout}")
+    return as_workspace_layout(layout)
 
 
 def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:

@@ -50,15 +50,16 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
-def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool) -> int:
-    """Workspace bytes for the profile's largest shapes of (state, src, index); ValueError (rules.profile_maximum_sizes)
-    for a dynamic maximum, shapes that do not fit together or an unsupported state type."""
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, table_only: bool = False) -> int:
+    """Workspace bytes for the profile's largest shapes of (state, src, index) (table_only: the float16 table
+    alone, an older engine's budget); ValueError (rules.profile_maximum_sizes) for a dynamic maximum, shapes that
+    do not fit together or an unsupported state type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
     return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
-                                          with_counts=with_counts))
+                                          with_counts=with_counts, table_only=table_only))
 
 
 def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
@@ -78,12 +79,17 @@ def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
 # The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
 # collection get_fields_to_serialize returns after the call, through pointers into the collection and into
 # the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
-_FIELD_ARRAYS = {(flag, layout): rules.fields_to_serialize(compute_counts=flag, workspace_layout=layout)
-                 for flag in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)}
-_FIELD_COLLECTIONS = {flag: plugin_field_collection(arrays) for flag, arrays in _FIELD_ARRAYS.items()}
+_FIELD_ARRAYS = {(counts, layout): rules.fields_to_serialize(compute_counts=counts, workspace_layout=layout)
+                 for counts in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)}
+_FIELD_COLLECTIONS = {key: plugin_field_collection(arrays) for key, arrays in _FIELD_ARRAYS.items()}
+# What the creator advertises (field_names): compute_counts alone, so that TensorRT's ONNX parser passes no
+# workspace_layout attribute of a node (the plugin writes that field itself when an engine is serialized).
+_ADVERTISED = {name: values for name, values in rules.fields_to_serialize(
+    compute_counts=rules.DEFAULT_COMPUTE_COUNTS).items() if name == rules.COMPUTE_COUNTS_FIELD}
+_ADVERTISED_COLLECTION = plugin_field_collection(_ADVERTISED)
 
 
-def read_plugin_fields(field_collection: Any, *, deserialized: bool = False) -> tuple[bool, int]:
+def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bool, int]:
     """(compute_counts, workspace_layout) from the PluginFieldCollection TensorRT hands the creator (a network's
     or, deserialized, an engine's: rules.workspace_layout_from_fields); ValueError names an unknown or repeated
     field, a type other than INT32 or a bad value."""
@@ -104,7 +110,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     One attribute, compute_counts (plugin field "compute_counts", int32 0/1, default 1): with 1 the plugin
     has two outputs (aggregated, counts); with 0 only aggregated, and enqueue does not touch counts, so an
     execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
-    get_fields_to_serialize writes compute_counts, so a deserialized engine's creator recreates the same plugin.
+    get_fields_to_serialize writes compute_counts and workspace_layout, so a deserialized engine's creator
+    recreates the same plugin.
     workspace_layout (plugin field, rules.py) says how the engine's workspace was sized: a plugin of an engine
     serialized without it launches within the float16 table alone.
     """
@@ -119,7 +126,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
-        self.workspace_layout = workspace_layout
+        self.workspace_layout = rules.as_workspace_layout(workspace_layout)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
         self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
@@ -131,7 +138,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self
 
     def clone(self) -> "ScatterAddPlugin":
-        """A new plugin with the same compute_counts. The prepared launch is not copied: each execution context's
+        """A new plugin with the same fields. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
         return ScatterAddPlugin(compute_counts=self.compute_counts, workspace_layout=self.workspace_layout)
 
@@ -166,9 +173,11 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
         """The kernel's workspace for the largest shapes of the profile (float32 none, except with counts: 8 N
-        bytes for F = 1 and more than 2^24 edges, the sorted path's for wide rows and many edges). TensorRT calls configure_plugin first with the same descriptors,
-        which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp, with_counts=self.compute_counts)
+        bytes for more than 2^24 edges, the sorted path's for wide rows and many edges); for a plugin of an older
+        engine (workspace_layout) what on_shape_change budgets, the float16 table alone. TensorRT calls
+        configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
+        return profile_workspace_size(inp, with_counts=self.compute_counts,
+                                      table_only=self.workspace_layout != rules.WORKSPACE_LAYOUT)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -264,9 +273,9 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        # The fields create_plugin accepts, each with its type and default value (INT32: compute_counts 1,
-        # workspace_layout this release's).
-        self.field_names = _FIELD_COLLECTIONS[(rules.DEFAULT_COMPUTE_COUNTS, rules.WORKSPACE_LAYOUT)]
+        # The field a network or ONNX node may give create_plugin, with its type and default (compute_counts:
+        # INT32, 1); a deserialized engine's fields also hold workspace_layout.
+        self.field_names = _ADVERTISED_COLLECTION
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
         """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1;

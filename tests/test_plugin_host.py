@@ -246,7 +246,8 @@ def test_runtime_phase_from_the_serialized_fields(trt, host, sap, recorded_launc
         assert report.ok, report
         assert report.calls == RUNTIME_CALLS, report
         assert report.step("getWorkspaceSize (the runtime plugin")["bytes"] == built_workspace
-        assert (built_workspace > 0) == (dtype == "float16")
+        pairs = compute_counts and PROFILE["E"][2] > 2**24  # float32: the paired path's 8 N beyond 2^24 edges
+        assert (built_workspace > 0) == (dtype == "float16" or pairs)
         shapes = report.step("onShapeChange")
         assert [d["dims"] for d in shapes["in"]] == [[40, 3], [100, 3], [100]]
         assert [d["dims"] for d in shapes["out"]] == [[40, 3], [40, 1]][:2 if compute_counts else 1]

@@ -507,16 +507,19 @@ def pair_chunks(num_edges: int) -> int:
 
 
 def pairs_workspace_bytes(num_nodes: int, num_edges: int, num_features: int, *, with_counts: bool) -> int:
-    """Bytes of the paired path's workspace pairs: 8 N for F = 1 with counts and E > 2^24, else 0."""
-    if with_counts and num_features == 1 and num_edges > PAIRED_MAX_EDGES:
+    """Bytes of the paired path's workspace pairs: 8 N with counts and E > 2^24, else 0. Sized whatever F is
+    (the path runs F = 1 only), so that it never shrinks as F grows: a profile's largest F may be 2 while a
+    launch in it has F = 1."""
+    del num_features  # the size must not fall when F grows past 1
+    if with_counts and num_edges > PAIRED_MAX_EDGES:
         return PAIR_BYTES * num_nodes
     return 0
 
 
 def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                    with_counts: bool = True, algorithm: str = "auto", table_only: bool = False) -> int:
-    """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N for F = 1 with counts
-    and more than 2^24 edges (the pairs, O(N) like the counts' zeroing) and the sorted path's (with counts,
+    """Bytes of workspace a launch of at most these sizes needs: float32 none, except 8 N with counts and more
+    than 2^24 edges (the pairs of F = 1, sized whatever F; O(N) like the counts' zeroing) and the sorted path's (with counts,
     wide rows, many edges: sort_workspace_bytes); float16 its table (or one of those, or the grid_table or
     split_table path's table, or the partitioned path's entries, whichever is larger).
     Without counts, nothing O(N) for a small update of a large state. algorithm="sorted" (forcing the sorted
