@@ -47,7 +47,7 @@ from plugin.kernels.plan import (
     partition_layout,
     plan_launch,
     sort_layout,
-    split_table_capacity,
+    split_table_workspace_bytes,
     table_layout,
     vector_width,
 )
@@ -330,7 +330,8 @@ class PreparedScatterAdd:
         self.partition_workspace = partition is not None and workspace_size >= partition.nbytes
         grid = grid_table_workspace_bytes(num_nodes, num_edges, num_features, self.dtype, with_counts=with_counts)
         self.grid_table_workspace = grid > 0 and workspace_size >= grid  # and 8-byte aligned: checked per call
-        split = 0 if with_counts or self.dtype != np.float16 or num_edges == 0 else 8 * split_table_capacity(num_edges)
+        split = split_table_workspace_bytes(num_nodes, num_edges, num_features, self.dtype, with_counts=with_counts,
+                                            forced=True)  # this launch's table, wherever the path may run
         self.split_table_workspace = split > 0 and workspace_size >= split  # and 8-byte aligned: checked per call
         self.options = (algorithm, node_passes, paired, max_slice_width)
         self.kernels = prepare_kernels(self.dtype)

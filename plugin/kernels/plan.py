@@ -666,16 +666,17 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
             return None
-        owned_first = table.hashed and num_edges <= OWNED_FIRST_MAX_EDGES and num_features <= OWNED_MAX_FEATURES
-        if owned_first:
-            return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
+        owned = "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
+        owned_fits = table.hashed and num_features <= OWNED_MAX_FEATURES
+        if owned_fits and num_edges <= OWNED_FIRST_MAX_EDGES:
+            return owned
         if grid_table and grid_table_fits(num_edges, num_features, device):
             return "grid_table"
         if table.hashed:
             if split_table and num_features == 1:
                 return "split_table"
-            if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
-                return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
+            if owned_fits and num_edges <= OWNED_MAX_EDGES:
+                return owned
             if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
                 return "partitioned"
             return None
