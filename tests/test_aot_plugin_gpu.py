@@ -74,9 +74,25 @@ def test_aot_float32_privatised_with_all_edges_into_one_node(aot_functions):
     run_and_check(aot_functions, 1000, len(index), 1, np.float32, True, index=index, high=1.0)
 
 
-def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, index=None, high=None):
+@pytest.mark.parametrize("num_edges", [3, 4, 9, 5000])
+def test_aot_float16_table_probed_slot_by_slot(aot_functions, num_edges):
+    """Keys 4 bytes past a 32-byte boundary, and tables of fewer than 8 slots (E = 3), are probed one slot at a
+    time instead of by buckets of 8; hot nodes and out-of-range ids as in every test."""
+    run_and_check(aot_functions, 100, num_edges, 2, np.float16, False, keys_offset=4)
+    run_and_check(aot_functions, 100, num_edges, 2, np.float16, True, keys_offset=4)
+
+
+def test_aot_float16_table_of_one_bucket(aot_functions):
+    """E = 4: a table of 9 slots holds one bucket of 8 for its at most 4 distinct keys."""
+    index = np.array([3, 99, 3, 57], np.int64)
+    run_and_check(aot_functions, 100, 4, 1, np.float16, True, index=index)
+
+
+def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, index=None, high=None,
+                  keys_offset=0):
     """Launches the AOT kernels on guarded buffers (garbage in the tables the fills must replace) and checks the
-    state against float64, the guards, and the counts. high: src and state uniform in [0, high) (else normal)."""
+    state against float64, the guards, and the counts. high: src and state uniform in [0, high) (else normal).
+    keys_offset: bytes between the keys buffer's (aligned) start and the table."""
     if high is None:
         state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
         src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
@@ -98,11 +114,11 @@ def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with
             pointers["counts"] = buffers["counts"].ptr + GUARD_ROWS * 8
         if half:
             capacity = table_capacity(num_edges)
-            buffers["keys"] = DeviceArray((capacity,), np.int32)
+            buffers["keys"] = DeviceArray((capacity + keys_offset // 4,), np.int32)
             buffers["values"] = DeviceArray((capacity, num_features), np.float32)
             buffers["keys"].fill_bytes(0x5A)  # garbage the fills must replace
             buffers["values"].fill_bytes(0x5A)
-            pointers.update(keys=buffers["keys"].ptr, values=buffers["values"].ptr)
+            pointers.update(keys=buffers["keys"].ptr + keys_offset, values=buffers["values"].ptr)
         run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=num_edges,
                             num_features=num_features, stream=0)
         out = buffers["state"].download()

@@ -17,9 +17,9 @@
 // sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
 // shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
 // outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
-// inputs it made up), every kernel ends and stays inside them: a probe visits at most `capacity` slots, and a key
-// is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert is
-// scatter_add.cu's linear probing, but modulo a capacity of 2 E + 1 instead of masking a power of two): an
+// inputs it made up), every kernel ends and stays inside them: a probe visits each slot at most once, and a key
+// is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert probes buckets of
+// 8 slots modulo a capacity of 2 E + 1, not scatter_add.cu's power-of-two tables): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
 // plugin's kernels are tuned.
 
@@ -54,18 +54,56 @@ __device__ __forceinline__ i64 split_element(i64 i, int num_features, int& featu
     return row;
 }
 
-// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent; -1 when
-// none of the `capacity` slots holds it or is free. The network's table (2 E + 1 slots of -1) always has room; a
-// table without a free slot (made-up keys) drops the row instead of probing forever.
+// The table slot of `node`, inserting the node if absent; -1 when no slot holds it or is free. A node's home
+// slot is a multiplicative hash modulo the table's whole buckets of 8 keys (one 32-byte sector each), so
+// different nodes below that many get different homes. The home key is read first (a node already there, or
+// an empty home claimed, costs what one slot costs); past it the table is read a bucket per round trip: the
+// rest of the home bucket from the home slot round, then the next buckets in turn. A key read empty is
+// claimed with a compare-and-swap, which also reports a slot taken since the read. Every thread probes a
+// node's slots in the same order, so a node lands in one slot. The network's table (2 E + 1 slots of -1)
+// always has room in its whole buckets (at most E keys in 8 floor(C / 8) slots, E >= 4); smaller tables, or
+// keys not 32-byte aligned, are probed one slot at a time. A table without a free slot (made-up keys) drops
+// the row instead of probing forever: every slot is visited at most once.
+__device__ __forceinline__ bool claim_slot(int* keys, unsigned slot, int node) {
+    const int previous = atomicCAS(&keys[slot], EMPTY_KEY, node);
+    return previous == EMPTY_KEY || previous == node;
+}
+
+// Key j (0..7) of a bucket read as two int4, by selects (an array indexed at run time would go to local memory).
+__device__ __forceinline__ int bucket_key(const int4& low, const int4& high, unsigned j) {
+    const int4 half = (j & 4u) ? high : low;
+    const int even = (j & 2u) ? half.z : half.x, odd = (j & 2u) ? half.w : half.y;
+    return (j & 1u) ? odd : even;
+}
+
 __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity) {
-    unsigned slot = (unsigned)(((u64)(unsigned)node * 2654435761ull) % (unsigned)capacity);
+    if (capacity <= 0) return -1;
+    const u64 hash = (u64)(unsigned)node * 2654435761ull;
+    const unsigned buckets = (unsigned)capacity / 8u;
+    if (buckets >= 1u && ((unsigned long long)keys & 31ull) == 0ull) {
+        const unsigned home = (unsigned)(hash % (8u * buckets));
+        const int first = __ldcg(keys + home);  // L2's copy: other SMs insert there
+        if (first == node || (first == EMPTY_KEY && claim_slot(keys, home, node))) return (int)home;
+        unsigned bucket = home / 8u;
+        for (unsigned visited = 0; visited < buckets; ++visited) {
+            const int4* sector = reinterpret_cast<const int4*>(keys + 8u * bucket);
+            const int4 low = __ldcg(sector), high = __ldcg(sector + 1);
+#pragma unroll
+            for (unsigned t = 0; t < 8u; ++t) {
+                if (visited == 0 && t == 0) continue;  // the home slot: another node's
+                const unsigned j = (home + t) & 7u;
+                const int key = bucket_key(low, high, j);
+                const unsigned slot = 8u * bucket + j;
+                if (key == node || (key == EMPTY_KEY && claim_slot(keys, slot, node))) return (int)slot;
+            }
+            bucket = bucket + 1u == buckets ? 0u : bucket + 1u;
+        }
+        return -1;
+    }
+    unsigned slot = (unsigned)(hash % (unsigned)capacity);
     for (int probe = 0; probe < capacity; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
-        if (key == node) return (int)slot;
-        if (key == EMPTY_KEY) {
-            const int previous = atomicCAS(&keys[slot], EMPTY_KEY, node);
-            if (previous == EMPTY_KEY || previous == node) return (int)slot;
-        }
+        if (key == node || (key == EMPTY_KEY && claim_slot(keys, slot, node))) return (int)slot;
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
     return -1;
