@@ -10,12 +10,16 @@ plugin's launch (plugin.kernels.aot.PreparedAotLaunch: each step is the driver c
 (the --steps network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating
 over 8 pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same
 run and on the same tensors: torch state.index_add_(0, index, src) and the Python plugin's kernel
-(scatter_add_launch, counts skipped, pointers and stream read once). Device time from CUDA events after
-warm-up, median of many steps (benchmarks/gpu_timing.py); then the three methods one step at a time,
-interleaved step by step (gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and
-between CUDA events recorded after a synchronisation (host launch latency + device time). Each table counts
-the cells at or below torch's. The Python plugin's host time per execution is in bench_enqueue.py; an AOT
-engine has none in Python.
+(scatter_add_launch, counts skipped, pointers and stream read once). Also each AOT step and each torch step
+captured once into a CUDA graph and replayed with one launch, as a captured engine runs (--cuda_graph,
+trtexec --useCudaGraph; torch.cuda.graph for torch): a graph's nodes start with less gap than separate
+launches, so the float16 AOT path's four operations cost less device time replayed. All methods run on one
+created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
+(benchmarks/gpu_timing.py); then the methods one step at a time, interleaved step by step
+(gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and between CUDA events
+recorded after a synchronisation (host launch latency + device time). Each table counts the cells at or below
+torch's (a captured method's also against captured torch). The Python plugin's host time per execution is in
+bench_enqueue.py; an AOT engine has none in Python.
 """
 
 import sys
@@ -40,6 +44,7 @@ BATCHES_IN_ROTATION = 8
 def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> dict:
     import torch
 
+    from plugin.cuda_graph import CapturedGraph
     from plugin.kernels import scatter_add_workspace_size
     from plugin.kernels.aot import PreparedAotLaunch, table_capacity
 
@@ -65,23 +70,45 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     def aot_step(i: int) -> None:
         aot_launches[i]()
 
+    for launch in aot_launches:  # nothing first-run inside a capture
+        launch()
+    stream = torch.cuda.current_stream()
+    aot_graphs = [CapturedGraph(stream.cuda_stream, launch) for launch in aot_launches]
+    torch_graphs = []
+    for src, index in batches:
+        state.index_add_(0, index, src)  # its first run outside the capture too
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            state.index_add_(0, index, src)
+        torch_graphs.append(graph)
     size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
     python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
-    steps = {"aot": aot_step, "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
-             "python_plugin": lambda i: python_plugin[i]()}
+    steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
+             "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
+             "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
     timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
     row = dict(dtype=dtype_name, N=num_nodes, B=batch)
-    for name, step in steps.items():
-        row[f"{name}_ms"] = time_gpu_ms(step, **timing)
-    for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():
-        row[f"{name}_sync_us"], row[f"{name}_event_us"] = wall, events
-    del state, batches, keys, values, workspace, python_plugin, steps, aot_launches
+    try:
+        for name, step in steps.items():
+            row[f"{name}_ms"] = time_gpu_ms(step, **timing)
+        for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():
+            row[f"{name}_sync_us"], row[f"{name}_event_us"] = wall, events
+    finally:
+        for graph in aot_graphs:
+            graph.close()
+    del state, batches, keys, values, workspace, python_plugin, steps, aot_launches, aot_graphs, torch_graphs
     torch.cuda.empty_cache()
     return row
 
 
-METHODS = (("aot", "AOT plugin"), ("torch", "torch index_add_"), ("python_plugin", "Python plugin's kernel"))
+METHODS = (("aot", "AOT plugin"), ("aot_graph", "AOT plugin, captured"), ("torch", "torch index_add_"),
+           ("torch_graph", "torch index_add_, captured"), ("python_plugin", "Python plugin's kernel"))
+
+
+def at_or_below(rows: list[dict], key: str, torch_key: str, suffix: str, scale: float) -> int:
+    """Cells of `key` at or below `torch_key`'s, compared as printed (one decimal), as a reader compares them."""
+    return sum(round(r[key + suffix] * scale, 1) <= round(r[torch_key + suffix] * scale, 1) for r in rows)
 
 
 def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, scale: float) -> list[str]:
@@ -93,12 +120,12 @@ def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, s
             selected = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
             for key, label in METHODS:
                 cells = " | ".join(f"{r[key + suffix] * scale:.1f}" for r in selected)
-                if key == "torch":
+                if key.startswith("torch"):
                     count = "–"
-                else:  # compared as printed (one decimal), as a reader compares them
-                    at_or_below = sum(round(r[key + suffix] * scale, 1) <= round(r["torch" + suffix] * scale, 1)
-                                      for r in selected)
-                    count = f"{at_or_below} of {len(selected)}"
+                else:
+                    count = f"{at_or_below(selected, key, 'torch', suffix, scale)} of {len(selected)}"
+                    if key.endswith("_graph"):
+                        count += f" (captured torch: {at_or_below(selected, key, 'torch_graph', suffix, scale)})"
                 lines.append(f"| {dtype_name} | {batch:.0e} | {label} | {cells} | {count} |")
     return lines
 
@@ -117,19 +144,20 @@ def main() -> int:
     torch.zeros(1, device="cuda")  # the primary context, shared with the driver API
     _, functions = load_aot_functions()
     rows = []
-    for dtype_name in ("float32", "float16"):
-        for batch in args.batches:
-            for num_nodes in args.nodes:
-                row = step_times(functions, num_nodes, batch, dtype_name)
-                rows.append(row)
-                print(f"{dtype_name} B={batch} N={num_nodes}: " + ", ".join(
-                    f"{key} {row[key + '_ms'] * 1e3:.1f} us (one at a time {row[key + '_sync_us']:.1f})"
-                    for key, _ in METHODS), file=sys.stderr, flush=True)
+    with torch.cuda.stream(torch.cuda.Stream()):  # every method on one created stream: captures need one
+        for dtype_name in ("float32", "float16"):
+            for batch in args.batches:
+                for num_nodes in args.nodes:
+                    row = step_times(functions, num_nodes, batch, dtype_name)
+                    rows.append(row)
+                    print(f"{dtype_name} B={batch} N={num_nodes}: " + ", ".join(
+                        f"{key} {row[key + '_ms'] * 1e3:.1f} us (one at a time {row[key + '_sync_us']:.1f})"
+                        for key, _ in METHODS), file=sys.stderr, flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
              ""] + table(rows, args.batches, args.nodes, "_ms", 1e3) + [
              "", "One step at a time (us, median): the step issued, then the device synchronised before the next "
              "(host launch included; the AOT kernels' arguments packed once, launched from Python through "
-             "cuda-python; the three methods interleaved)", ""] + table(
+             "cuda-python, or replayed from a graph; the methods interleaved)", ""] + table(
              rows, args.batches, args.nodes, "_sync_us", 1.0) + [
              "", "One step between CUDA events recorded after a synchronisation (us, median: host launch latency + "
              "device time)", ""] + table(rows, args.batches, args.nodes, "_event_us", 1.0)
