@@ -771,6 +771,45 @@ def test_aot_register_refusing_a_dtype_fails_the_build(trt, host, aot):
     assert not report.ok and "state must be a 2-D" in report.error, report
 
 
+TWO_ALIASES = "host_test::two_outputs_alias_one_input"
+
+
+def register_two_aliases_plugin(aot):
+    """A quickly deployable AOT plugin whose two outputs both alias input 0 (state, float32 [N, 3]; src alongside),
+    registered once in tensorrt.plugin and in the host's registry. NvInferRuntime.h (getAliasedInput): "A given
+    plugin input can only be aliased to a single plugin output."; its aot_impl is never reached."""
+    import tensorrt.plugin as trtp
+
+    lib = importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "._lib")
+    namespace, name = TWO_ALIASES.split("::")
+    if TWO_ALIASES not in lib.QDP_REGISTRY:
+        @trtp.register(TWO_ALIASES, lazy_register=True)
+        def two_aliases_desc(state: trtp.TensorDesc, src: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
+            return state.aliased(), state.aliased()
+
+        @trtp.aot_impl(TWO_ALIASES)
+        def two_aliases_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, outputs: tuple[trtp.TensorDesc],
+                            tactic: int) -> aot.AotResult:
+            raise AssertionError("not reached: the host refuses the aliasing before getLaunchParams")
+
+    if TWO_ALIASES not in lib.QDP_CREATORS:
+        lib._register_plugin_creator(name, namespace, {})
+    return name, namespace
+
+
+def test_aot_two_outputs_aliasing_one_input_fail_the_build(trt, host, aot):
+    """getAliasedInput answering input 0 for both outputs: the build stops there, as for a V3One plugin (BROKEN's
+    get_aliased_input "input 0 twice"), before getLaunchParams or getKernel."""
+    name, namespace = register_two_aliases_plugin(aot)
+    inputs = [(trt.float32, ["N", NUM_FEATURES]), (trt.float32, ["E", NUM_FEATURES])]
+    engine, report = host.aot_build(name, namespace, host.spec(inputs, AOT_PROFILE))
+    host.free(engine)
+    assert not report.ok and engine is None, report
+    failed = [step for step in report.steps if not step["ok"]]
+    assert failed[0]["call"] == "getAliasedInput" and failed[0]["aliases"] == [0, 0], report
+    assert "IPluginV3QuickAOTBuild::getLaunchParams" not in report.calls, report
+
+
 FAKE_DRIVER = r"""
 /* A recording stand-in for libcuda's launch entry points (soname libcuda.so.1): what the host passes. */
 #include <stdint.h>

@@ -1290,6 +1290,31 @@ void keepSelfReturned(IPluginV3*& copy, IPluginV3*& plugin, std::string const& c
     copy = nullptr;
 }
 
+//! A plugin's copy of itself, made by `make` (a call of `plugin`'s clone or attachToContext, named `call`) and
+//! reported as `label`: true when it is another plugin. Otherwise `copy` is nullptr, and so is `plugin` where the
+//! call returned the plugin itself (keepSelfReturned: neither is deleted).
+template <typename Make>
+bool makeCopy(IPluginV3*& copy, IPluginV3*& plugin, Make const& make, std::string const& call,
+    std::string const& label, Report& report)
+{
+    StderrCapture capture;
+    copy = make();
+    std::string const text = capture.finish();
+    bool const ok = copy != nullptr && copy != plugin;
+    report.step(label, ok, "\"plugin\": " + interfaceJson(copy), text);
+    if (!ok)
+    {
+        keepSelfReturned(copy, plugin, call, report);
+    }
+    return ok;
+}
+
+//! makeCopy with IPluginV3::clone: the clones of addPluginV3, of the builder's timing and of the build's check.
+bool cloneOf(IPluginV3*& copy, IPluginV3*& plugin, std::string const& label, Report& report)
+{
+    return makeCopy(copy, plugin, [&plugin] { return plugin->clone(); }, "clone", label, report);
+}
+
 //! The CUDA driver functions the host needs, looked up at run time (the host links no CUDA library): the AOT
 //! launch, and the made-up buffers of the build's timing enqueue.
 struct Driver
@@ -1708,6 +1733,31 @@ bool setTactic(Runtime* runtime, Engine const& engine, Report& report)
     return status == 0;
 }
 
+//! Whether getAliasedInput's answers (engine.aliases) are ones TensorRT accepts, for V3One and AOT plugins alike
+//! (NvInferPythonPlugin.h: the AOT call "Behaves similary to `v_2_0::IPluginV3OneBuild.getAliasedInput()`"): each
+//! output -1 or an input of the output's type, and no input twice. NvInferRuntime.h
+//! (IPluginV3OneBuildV2::getAliasedInput, 10.4 to 11.1): "A given plugin input can only be aliased to a single
+//! plugin output."
+bool aliasesValid(Engine const& engine)
+{
+    int32_t const nbIn = static_cast<int32_t>(engine.inputs.size());
+    std::vector<bool> taken(nbIn, false);
+    for (int32_t i = 0; i < engine.nbOutputs; ++i)
+    {
+        int32_t const a = engine.aliases[i];
+        if (a == -1)
+        {
+            continue;
+        }
+        if (a < 0 || a >= nbIn || taken[a] || engine.inputs[a].type != engine.outputTypes[i])
+        {
+            return false;
+        }
+        taken[a] = true;
+    }
+    return true;
+}
+
 } // namespace
 
 namespace
@@ -1736,6 +1786,15 @@ size_t tensorBytes(PluginTensorDesc const& d)
     }
     return elements * elementBytes(d.type);
 }
+
+//! The addresses of one timing call on made-up buffers: one per input, one per output (0 for an output aliased to
+//! an input: the call gives it that input's), the workspace's (0 for none) and the stream.
+struct TimingAddresses
+{
+    std::vector<uint64_t> in, out;
+    uint64_t workspace{0};
+    uint64_t stream{0};
+};
 
 //! The buffers of the build's timing enqueue: on a GPU (a current CUDA context on this thread) device memory
 //! holding random bytes and a stream of the host's; on a CPU made-up addresses and stream that nothing reads (the
@@ -1772,6 +1831,13 @@ public:
     bool onDevice() const
     {
         return mDriver != nullptr;
+    }
+
+    //! Whether wait() gave up on a kernel still running: its buffers are left alone, and so is anything else the
+    //! kernel may still use (the AOT build's module).
+    bool abandoned() const
+    {
+        return mAbandoned;
     }
 
     //! A GPU machine (the CUDA driver is there) but no current CUDA context on this thread: the made-up addresses
@@ -1813,6 +1879,28 @@ public:
             return false;
         }
         return true;
+    }
+
+    //! Every buffer of one timing call at these descriptors, in this order: the inputs, the outputs not aliased to
+    //! an input, a workspace of `workspaceBytes` (0: none), then the stream; false (problem set) at the first the
+    //! driver refused. The V3One enqueue and the AOT launch of the build's timing both get theirs here.
+    bool forCall(Engine const& engine, std::vector<PluginTensorDesc> const& inDescs,
+        std::vector<PluginTensorDesc> const& outDescs, size_t workspaceBytes, TimingAddresses& addresses,
+        std::string& problem)
+    {
+        addresses = TimingAddresses{};
+        addresses.in.resize(inDescs.size());
+        addresses.out.resize(outDescs.size());
+        bool ok = true;
+        for (size_t i = 0; ok && i < inDescs.size(); ++i)
+        {
+            ok = make(tensorBytes(inDescs[i]), addresses.in[i], problem);
+        }
+        for (size_t i = 0; ok && i < outDescs.size(); ++i)
+        {
+            ok = engine.aliases[i] >= 0 || make(tensorBytes(outDescs[i]), addresses.out[i], problem);
+        }
+        return ok && make(workspaceBytes, addresses.workspace, problem) && stream(addresses.stream, problem);
     }
 
     //! The stream the timing enqueue gets.
@@ -1975,19 +2063,10 @@ int32_t callEnqueue(IPluginV3OneRuntime* runtime, std::vector<PluginTensorDesc> 
 bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
 {
     IPluginV3* timing = nullptr;
+    IPluginV3* self = &plugin;
+    if (!cloneOf(timing, self, "IPluginV3::clone (the builder's copy for timing)", report))
     {
-        StderrCapture capture;
-        timing = plugin.clone();
-        std::string const text = capture.finish();
-        bool const ok = timing != nullptr && timing != &plugin;
-        report.step("IPluginV3::clone (the builder's copy for timing)", ok, "\"plugin\": " + interfaceJson(timing),
-            text);
-        if (!ok)
-        {
-            IPluginV3* self = &plugin;
-            keepSelfReturned(timing, self, "clone", report);
-            return false;
-        }
+        return false;
     }
     bool ok = false;
     {
@@ -2007,41 +2086,32 @@ bool timeOnMadeUpInputs(IPluginV3& plugin, Engine const& engine, Report& report)
         ok = runtime != nullptr && setTactic(runtime, engine, report)
             && concreteDescs(engine, profileSizes(engine, 1), inDescs, outDescs, report)
             && shapeChange(runtime, inDescs, outDescs, "onShapeChange (build: kOPT)", report);
-        std::vector<uint64_t> in(inDescs.size()), given(outDescs.size());
-        uint64_t workspace = 0, stream = 0;
+        TimingAddresses call;
         std::string problem;
-        for (size_t i = 0; ok && i < in.size(); ++i)
-        {
-            ok = buffers.make(tensorBytes(inDescs[i]), in[i], problem);
-        }
-        for (size_t i = 0; ok && i < given.size(); ++i)
-        {
-            ok = engine.aliases[i] >= 0 || buffers.make(tensorBytes(outDescs[i]), given[i], problem);
-        }
-        ok = ok && buffers.make(engine.workspace, workspace, problem) && buffers.stream(stream, problem);
+        ok = ok && buffers.forCall(engine, inDescs, outDescs, engine.workspace, call, problem);
         if (!problem.empty())
         {
             report.fail("made-up buffers for the timing enqueue: " + problem);
         }
         if (ok)
         {
-            std::vector<uint64_t> const out = outputPointers(engine, in, given.data());
+            std::vector<uint64_t> const out = outputPointers(engine, call.in, call.out.data());
             int32_t status = 0;
             int32_t calls = 0;
-            EnqueuePointers const pointers(in, out);
+            EnqueuePointers const pointers(call.in, out);
             StderrCapture capture;
             while (calls < 2 && status == 0)
             {
-                status = callEnqueue(runtime, inDescs, outDescs, pointers, workspace, stream);
+                status = callEnqueue(runtime, inDescs, outDescs, pointers, call.workspace, call.stream);
                 ++calls;
             }
             std::string const text = capture.finish();
             report.step("IPluginV3OneRuntime::enqueue (build: timing on made-up inputs at kOPT)", status == 0,
                 "\"status\": " + std::to_string(status) + ", \"calls\": " + std::to_string(calls)
                     + ", \"on_device\": " + (buffers.onDevice() ? "true" : "false") + ", \"inputs\": "
-                    + pointerList(in) + ", \"outputs\": " + pointerList(out) + ", \"workspace\": "
-                    + std::to_string(workspace) + ", \"workspace_bytes\": " + std::to_string(engine.workspace)
-                    + ", \"stream\": " + std::to_string(stream),
+                    + pointerList(call.in) + ", \"outputs\": " + pointerList(out) + ", \"workspace\": "
+                    + std::to_string(call.workspace) + ", \"workspace_bytes\": " + std::to_string(engine.workspace)
+                    + ", \"stream\": " + std::to_string(call.stream),
                 text);
             ok = status == 0;
             if (ok && buffers.onDevice())
@@ -2184,16 +2254,9 @@ public:
     bool adoptClone()
     {
         IPluginV3* made = plugin;
-        StderrCapture capture;
-        plugin = made->clone();
-        std::string const text = capture.finish();
-        bool const ok = plugin != nullptr && plugin != made;
-        report.step("IPluginV3::clone (addPluginV3: the network's copy)", ok, "\"plugin\": " + interfaceJson(plugin),
-            text);
-        if (!ok)
+        if (!cloneOf(plugin, made, "IPluginV3::clone (addPluginV3: the network's copy)", report))
         {
-            keepSelfReturned(plugin, made, "clone", report);
-            plugin = made;
+            plugin = made; // still the parser's (nullptr where clone returned it: kept, not deleted)
             return false;
         }
         destroy(made, "the parser's plugin (right after addPluginV3)", report);
@@ -2205,13 +2268,8 @@ public:
     template <typename Core>
     bool cloneChecked(char const* coreKind)
     {
-        StderrCapture capture;
-        copy = plugin->clone();
-        std::string const text = capture.finish();
-        report.step("IPluginV3::clone", copy != nullptr && copy != plugin, "\"plugin\": " + interfaceJson(copy), text);
-        if (copy == nullptr || copy == plugin)
+        if (!cloneOf(copy, plugin, "IPluginV3::clone", report))
         {
-            keepSelfReturned(copy, plugin, "clone", report);
             return false;
         }
         auto* core = static_cast<Core*>(
@@ -2445,23 +2503,15 @@ void* build(char const* name, char const* version, char const* ns, char const* s
         engine->aliases.assign(engine->nbOutputs, -1);
         std::string text;
         bool ok = true;
-        std::vector<int32_t> seen;
         for (int32_t i = 0; i < engine->nbOutputs && v2; ++i)
         {
             StderrCapture capture;
             engine->aliases[i] = buildV2->getAliasedInput(i);
             std::string const t = capture.finish();
             text += (text.empty() || t.empty() ? "" : " | ") + t;
-            int32_t const a = engine->aliases[i];
-            bool const valid = a == -1
-                || (a >= 0 && a < static_cast<int32_t>(nbIn) && std::find(seen.begin(), seen.end(), a) == seen.end()
-                    && engine->inputs[a].type == engine->outputTypes[i]);
-            ok = ok && valid && t.find("[ERROR]") == std::string::npos;
-            if (a >= 0)
-            {
-                seen.push_back(a);
-            }
+            ok = ok && t.find("[ERROR]") == std::string::npos;
         }
+        ok = ok && aliasesValid(*engine);
         report.step(v2 ? "IPluginV3OneBuildV2::getAliasedInput" : "getAliasedInput (IPluginV3OneBuild v1: none)", ok,
             "\"aliases\": " + intList(std::vector<int64_t>(engine->aliases.begin(), engine->aliases.end())), text);
         if (!ok)
@@ -2657,22 +2707,15 @@ void* runtimeOpen(void* handle, char const* sizesText)
         engine->runtime = nullptr;
         return fail();
     }
+    auto attach = [&] { return engine->runtime->attachToContext(&context->resources); };
+    if (!makeCopy(context->attached, engine->runtimePlugin, attach, "attachToContext",
+            "IPluginV3OneRuntime::attachToContext", report))
     {
-        StderrCapture capture;
-        context->attached = engine->runtime->attachToContext(&context->resources);
-        std::string const text = capture.finish();
-        bool const ok = context->attached != nullptr && context->attached != engine->runtimePlugin;
-        report.step(
-            "IPluginV3OneRuntime::attachToContext", ok, "\"plugin\": " + interfaceJson(context->attached), text);
-        if (!ok)
+        if (engine->runtimePlugin == nullptr)
         {
-            keepSelfReturned(context->attached, engine->runtimePlugin, "attachToContext", report);
-            if (engine->runtimePlugin == nullptr)
-            {
-                engine->runtime = nullptr; // the engine's plugin was returned: kept, neither deleted
-            }
-            return fail();
+            engine->runtime = nullptr; // the engine's plugin was returned: kept, neither deleted
         }
+        return fail();
     }
     context->runtime = static_cast<IPluginV3OneRuntime*>(capability(*context->attached, PluginCapabilityType::kRUNTIME,
         "kRUNTIME of the context's plugin", {"PLUGIN_V3ONE_RUNTIME"}, report));
@@ -3142,13 +3185,7 @@ void* aotBuild(char const* name, char const* version, char const* ns, char const
             engine->aliases[i] = build->getAliasedInput(i);
         }
         std::string const text = capture.finish();
-        bool ok = text.find("[ERROR]") == std::string::npos;
-        for (int32_t i = 0; i < engine->nbOutputs; ++i)
-        {
-            int32_t const a = engine->aliases[i];
-            ok = ok && a >= -1 && a < static_cast<int32_t>(nbIn)
-                && (a < 0 || engine->inputs[a].type == engine->outputTypes[i]);
-        }
+        bool const ok = text.find("[ERROR]") == std::string::npos && aliasesValid(*engine);
         report.step("getAliasedInput", ok,
             "\"aliases\": " + intList(std::vector<int64_t>(engine->aliases.begin(), engine->aliases.end())), text);
         if (!ok)
@@ -3425,24 +3462,14 @@ bool timeAotOnMadeUpInputs(Engine& engine, Report& report)
     {
         return false;
     }
-    std::vector<uint64_t> in(inDescs.size()), out(outDescs.size());
-    uint64_t stream = 0;
+    TimingAddresses call;
     std::string problem;
-    bool ok = true;
-    for (size_t i = 0; ok && i < in.size(); ++i)
-    {
-        ok = buffers.make(tensorBytes(inDescs[i]), in[i], problem);
-    }
-    for (size_t i = 0; ok && i < out.size(); ++i)
-    {
-        ok = engine.aliases[i] >= 0 || buffers.make(tensorBytes(outDescs[i]), out[i], problem);
-    }
-    if (!ok || !buffers.stream(stream, problem))
+    if (!buffers.forCall(engine, inDescs, outDescs, 0 /* an AOT kernel has no workspace */, call, problem))
     {
         report.fail("made-up buffers for the timing launch: " + problem);
         return false;
     }
-    ok = launchAot(&engine, sizes, in.data(), out.data(), stream, report) == 0;
+    bool ok = launchAot(&engine, sizes, call.in.data(), call.out.data(), call.stream, report) == 0;
     if (ok)
     {
         ok = buffers.wait(gTimingLimitSeconds, problem);
@@ -3450,8 +3477,8 @@ bool timeAotOnMadeUpInputs(Engine& engine, Report& report)
             "the timing launch's kernel on made-up inputs at kOPT", ok, ok ? "" : "\"message\": " + quoted(problem));
     }
     Driver const* driver = Driver::get(problem);
-    if (problem.find("did not end") == std::string::npos && engine.module != nullptr && driver != nullptr
-        && driver->moduleUnload != nullptr)
+    // Not while a kernel may still run from it (wait gave up: abandoned).
+    if (!buffers.abandoned() && engine.module != nullptr && driver != nullptr && driver->moduleUnload != nullptr)
     {
         driver->moduleUnload(engine.module); // the build's own load: the engine's launches load it again
         engine.module = engine.function = nullptr;
