@@ -73,23 +73,25 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     for launch in aot_launches:  # nothing first-run inside a capture
         launch()
     stream = torch.cuda.current_stream()
-    aot_graphs = [CapturedGraph(stream.cuda_stream, launch) for launch in aot_launches]
+    aot_graphs: list[CapturedGraph] = []
     torch_graphs = []
-    for src, index in batches:
-        state.index_add_(0, index, src)  # its first run outside the capture too
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            state.index_add_(0, index, src)
-        torch_graphs.append(graph)
-    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
-    workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
-    python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
-    steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
-             "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
-             "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
-    timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
     row = dict(dtype=dtype_name, N=num_nodes, B=batch)
     try:
+        for launch in aot_launches:
+            aot_graphs.append(CapturedGraph(stream.cuda_stream, launch))
+        for src, index in batches:
+            state.index_add_(0, index, src)  # its first run outside the capture too
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                state.index_add_(0, index, src)
+            torch_graphs.append(graph)
+        size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
+        workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
+        python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
+        steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
+                 "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
+                 "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
+        timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
         for name, step in steps.items():
             row[f"{name}_ms"] = time_gpu_ms(step, **timing)
         for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():

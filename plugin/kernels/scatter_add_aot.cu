@@ -19,7 +19,7 @@
 // outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
 // inputs it made up), every kernel ends and stays inside them: a probe visits each slot at most once, and a key
 // is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert probes buckets of
-// 8 slots modulo a capacity of 2 E + 1, not scatter_add.cu's power-of-two tables): an
+// 8 slots in a table of any capacity, here 2 E + 1, not scatter_add.cu's power-of-two tables): an
 // engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
 // plugin's kernels are tuned.
 
