@@ -692,24 +692,28 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
     return "direct"
 
 
+def _require_one_float16_feature(algorithm: str, half: bool, num_features: int) -> None:
+    """ValueError unless a forced slot-table path (grid_table, split_table) gets what its kernels add: float16
+    rows of one feature."""
+    if not half or num_features != 1:
+        raise ValueError(f"the {algorithm} path adds float16 rows of one feature, not {num_features} "
+                         f"{'float16' if half else 'float32'} features")
+
+
 def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
                    device: DeviceInfo) -> LaunchPlan:
     """The plan of a "direct", "grid_table", "split_table", "owned", "clustered" or "partitioned" launch (without
     counts)."""
     ranges = ((0, num_nodes),)
     if algorithm == "grid_table":
-        if not half or num_features != 1:
-            raise ValueError(f"the grid_table path adds float16 rows of one feature, not {num_features} "
-                             f"{'float16' if half else 'float32'} features")
+        _require_one_float16_feature(algorithm, half, num_features)
         if num_edges > GRID_TABLE_MAX_EDGES:  # its workspace is sized for at most that many
             raise ValueError(f"the grid_table path takes at most {GRID_TABLE_MAX_EDGES} edges, not {num_edges}")
         blocks = -(-num_edges // GRID_TABLE_THREADS)
         return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
                           num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
     if algorithm == "split_table":
-        if not half or num_features != 1:
-            raise ValueError(f"the split_table path adds float16 rows of one feature, not {num_features} "
-                             f"{'float16' if half else 'float32'} features")
+        _require_one_float16_feature(algorithm, half, num_features)
         if num_edges > SPLIT_TABLE_MAX_EDGES:
             raise ValueError(f"the split_table path takes at most {SPLIT_TABLE_MAX_EDGES} edges, not {num_edges}")
         capacity = split_table_capacity(num_edges)
