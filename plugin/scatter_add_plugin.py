@@ -137,6 +137,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         """One object implements the core, build and runtime capabilities (PluginCapabilityType)."""
         return self
 
+    @property
+    def table_only_workspace(self) -> bool:
+        """Whether this plugin's engine budgeted the float16 table alone (serialized before the workspace_layout
+        field): its workspace size and its launches then keep within that."""
+        return self.workspace_layout != rules.WORKSPACE_LAYOUT
+
     def clone(self) -> "ScatterAddPlugin":
         """A new plugin with the same fields. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
@@ -176,8 +182,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         bytes for more than 2^24 edges, the sorted path's for wide rows and many edges); for a plugin of an older
         engine (workspace_layout) what on_shape_change budgets, the float16 table alone. TensorRT calls
         configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp, with_counts=self.compute_counts,
-                                      table_only=self.workspace_layout != rules.WORKSPACE_LAYOUT)
+        return profile_workspace_size(inp, with_counts=self.compute_counts, table_only=self.table_only_workspace)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -208,7 +213,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         # what get_workspace_size asked TensorRT for; for an older engine, the float16 table alone
         workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                                     with_counts=self.compute_counts,
-                                                    table_only=self.workspace_layout != rules.WORKSPACE_LAYOUT)
+                                                    table_only=self.table_only_workspace)
         self._launch = PreparedScatterAdd(
             num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
             with_counts=self.compute_counts, workspace_size=workspace_size)
