@@ -151,8 +151,9 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
             PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_clustered",), counts=False, algorithm="clustered"),
             PluginLaunch(dtype, 10**6, 4096, 3, ("scatter_clustered",), counts=False, algorithm="clustered",
                          owned_table=(64, 64)))
-    if dtype == "float16":  # one cooperative launch (hashed slots, then one slot per node); the split table
-        cases += (PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
+    if dtype == "float16":  # one cooperative launch (hashed slots, then one slot per node); the split table; one block
+        cases += (PluginLaunch(dtype, 10**6, 1000, 1, ("scatter_block_table",), counts=False, algorithm="block_table"),
+                  PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
                                zero_in_kernel=True),
                   PluginLaunch(dtype, 10**6, 10000, 1, ("scatter_split_table", "apply_split_table"), counts=False,
                                algorithm="split_table"),

@@ -1411,13 +1411,18 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
         assert plan.grid == grid_table_layout(nodes, 10**4) == table  # 16 slots per edge, rounded up: 2^18
         assert "table=262144h" in describe(plan) or not table.hashed
     assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, algorithm="grid_table", **may).grid == GridTable(16, True)
-    # up to OWNED_FIRST_MAX_EDGES edges into a hashed table owned first (measured faster), wider rows too
-    from plugin.kernels.plan import OWNED_FIRST_MAX_EDGES
+    # up to BLOCK_TABLE_MAX_EDGES edges of one feature block_table first, whatever the table and the launches
+    # allowed; up to OWNED_FIRST_MAX_EDGES wider rows into a hashed table owned first (both measured faster)
+    from plugin.kernels.plan import BLOCK_TABLE_MAX_EDGES, OWNED_FIRST_MAX_EDGES
 
-    for edges, features in ((1, 1), (OWNED_FIRST_MAX_EDGES, 1), (OWNED_FIRST_MAX_EDGES, 4)):
-        assert algorithm(10**8, edges, features, split_table_workspace=True) == "owned"
-    assert algorithm(10**8, OWNED_FIRST_MAX_EDGES + 1) == "grid_table"
-    assert algorithm(1000, OWNED_FIRST_MAX_EDGES) == "grid_table"  # one slot per node: not hashed
+    for nodes in (1000, 10**8):
+        for edges in (1, BLOCK_TABLE_MAX_EDGES):
+            assert algorithm(nodes, edges, split_table_workspace=True) == "block_table"
+            assert algorithm(nodes, edges, zero_in_kernel=False, grid_table_workspace=False) == "block_table"
+    for edges in (2, OWNED_FIRST_MAX_EDGES):
+        assert algorithm(10**8, edges, 4, split_table_workspace=True) == "owned"
+    assert algorithm(10**8, max(BLOCK_TABLE_MAX_EDGES, OWNED_FIRST_MAX_EDGES) + 1) == "grid_table"
+    assert algorithm(1000, BLOCK_TABLE_MAX_EDGES + 1) == "grid_table"  # one slot per node: not hashed
     assert algorithm(10**8, GRID_TABLE_MAX_EDGES, zero_in_kernel=True) == "grid_table"
     # not without cooperative launches or the workspace for its table (the default), for wider rows, more
     # edges, float32, counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)
@@ -1593,6 +1598,43 @@ def test_float16_auto_takes_the_split_table_where_the_table_is_hashed_and_its_wo
     assert plan_launch(10**7, 10**6, 1, np.dtype(np.float32), H200_LIKE, 1, split_table_workspace=True).algorithm == (
         "direct")
     assert algorithm(10**7, 10**6, split_table_workspace=False).algorithm == "partitioned"
+
+
+def test_float16_block_table_is_one_block_with_a_shared_table_of_four_slots_per_edge():
+    from plugin.kernels.plan import BLOCK_TABLE_MAX_EDGES, BLOCK_TABLE_THREADS, KernelLaunch, block_table_log2
+
+    half = np.dtype(np.float16)
+    assert [block_table_log2(e) for e in (0, 1, 16, 17, 1000, 1024)] == [6, 6, 6, 7, 12, 12]
+    for nodes, edges in ((10**8, 1), (1000, 1000), (10**6, BLOCK_TABLE_MAX_EDGES)):
+        plan = plan_launch(nodes, edges, 1, half, H200_LIKE, 1)
+        log2 = block_table_log2(edges)
+        assert plan.algorithm == "block_table" and plan.block_log2 == log2 and plan.table is None and plan.apply is None
+        assert plan.scatter == KernelLaunch("scatter_block_table", (1, 1), 8 << log2, BLOCK_TABLE_THREADS)
+        assert plan.scatter.shared_bytes <= 32 * 1024  # within the 48 KiB a launch gets without opting in
+    # not for wider rows, float32, counts or more edges; forcing it names why
+    assert plan_launch(10**8, 1000, 2, half, H200_LIKE, 1).algorithm == "owned"
+    assert plan_launch(10**8, 1000, 1, np.dtype(np.float32), H200_LIKE, 1).algorithm == "direct"
+    assert plan_launch(10**8, 1000, 1, half, H200_LIKE, 1, with_counts=True).algorithm != "block_table"
+    assert plan_launch(10**8, BLOCK_TABLE_MAX_EDGES + 1, 1, half, H200_LIKE, 1).algorithm != "block_table"
+    for features, dtype, edges, message in ((2, half, 10, "one feature, not 2 float16"),
+                                            (1, np.dtype(np.float32), 10, "one feature, not 1 float32"),
+                                            (1, half, 1025, "at most 1024 edges, not 1025")):
+        with pytest.raises(ValueError, match=message):
+            plan_launch(10**8, edges, features, dtype, H200_LIKE, 1, algorithm="block_table")
+
+
+def test_prepared_float16_block_table_is_one_launch_without_workspace(recorded):
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    prepared = uncounted_float16(launch, 10**8, 1000, with_skipped=True)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0x7F4000000000, 5, skipped=COUNTS_PTR)
+    assert plan.algorithm == "block_table"
+    # skipped zeroed, then the one block; the workspace (every float16 launch gets one) is not touched
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]
+    scatter = driver.calls[1][1]
+    assert scatter[0] is functions["scatter_block_table"]
+    assert tuple(scatter[1:8]) == (1, 1, 1, 1024, 1, 1, 8 << 12)  # one block of 1024, 32 KiB of shared memory
+    assert argument_slots(scatter[9], 7) == [SRC_PTR, INDEX_PTR, 1000, 10**8, 12, STATE_PTR, COUNTS_PTR]
 
 
 def test_forcing_the_split_table_names_what_it_needs():

@@ -430,7 +430,8 @@ def test_every_kernel_has_the_parameter_layout_its_launch_packs():
               "fold_pair_chunk": 5, "sort_count": 6, "sort_tile_sums": 4, "sort_scan_tiles": 4, "sort_cursors": 5,
               "sort_place": 8, "sort_reduce": 10, "sort_fixup": 9, "chunk_reduce": 9, "scatter_direct": 7,
               "scatter_owned": 9, "scatter_clustered": 9, "partition_chunks": 12, "reduce_buckets": 11,
-              "scatter_grid_table": 9, "scatter_split_table": 7, "apply_split_table": 4}
+              "scatter_grid_table": 9, "scatter_split_table": 7, "apply_split_table": 4,
+              "scatter_block_table": 7}
     for dtype in (np.float32, np.float16):
         for name, function in prepare_kernels(dtype).functions.items():
             count = next(n for prefix, n in counts.items() if name.startswith(prefix))

@@ -188,6 +188,37 @@ def test_split_table_matches_float64(nodes, edges):
     assert_within_bound(out, state, src, index, np.float16)
 
 
+@pytest.mark.parametrize("nodes, edges", [
+    (10**8, 1000),   # what "auto" gives a batch of up to 1024 edges: 4096 slots for 1000 distinct nodes
+    (10**6, 1024),   # the largest batch it takes
+    (1000, 1000),    # one slot's node hit about once
+    (7, 1000),       # ~140 edges per node
+    (5, 1),
+])
+def test_block_table_matches_float64(nodes, edges):
+    state, src, index = random_inputs(nodes, edges, 1, np.float16)
+    bad = with_bad_ids(index, nodes, min(100, edges // 10))
+    out, skipped, launched = run(state, src, index, "block_table")
+    assert launched.algorithm == "block_table" and skipped == bad
+    assert_within_bound(out, state, src, index, np.float16)
+
+
+@pytest.fixture
+def full_block_tables(monkeypatch):
+    """block_table with one slot per edge (4 otherwise, at least 64): E distinct targets fill every slot."""
+    monkeypatch.setattr(plan, "BLOCK_TABLE_SLOTS_PER_EDGE", 1)
+    yield from plans_made_anew()
+
+
+def test_block_table_filled_to_its_last_slot_matches_float64(full_block_tables):
+    nodes, edges = 10**7, 1024
+    state, src, _ = random_inputs(nodes, edges, 1, np.float16)
+    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 1024 nodes in 1024 slots
+    out, skipped, launched = run(state, src, index, "block_table")
+    assert launched.block_log2 == 10 and skipped == 0
+    assert_within_bound(out, state, src, index, np.float16)
+
+
 @pytest.fixture
 def full_split_tables(monkeypatch):
     """split_table with one slot per edge (4 otherwise): E distinct targets fill every slot, so probes run long
@@ -223,7 +254,7 @@ def test_grid_table_filled_to_its_last_slot_matches_float64(full_grid_tables):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.mark.parametrize("algorithm", ["grid_table", "split_table"])
+@pytest.mark.parametrize("algorithm", ["block_table", "grid_table", "split_table"])
 def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     # -0.0 + (+0.0) would be +0.0: a node whose edges sum to +0.0 in float32 must keep its -0.0
     skip_unless_available(algorithm)
@@ -231,9 +262,9 @@ def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     state, _, _ = random_inputs(nodes, 1, 1, np.float16)
     state[:10] = np.float16(-0.0)
     values = RNG.standard_normal(10).astype(np.float16)
-    rest = RNG.integers(10, nodes, 2000, dtype=np.int64)
+    rest = RNG.integers(10, nodes, 1000, dtype=np.int64)  # 1020 edges: within block_table's 1024
     index = np.concatenate([np.arange(10), np.arange(10), rest]).astype(np.int64)
-    src = np.concatenate([values, -values, RNG.standard_normal(2000).astype(np.float16)]).reshape(-1, 1)
+    src = np.concatenate([values, -values, RNG.standard_normal(1000).astype(np.float16)]).reshape(-1, 1)
     order = RNG.permutation(len(index))
     index, src = index[order], src[order]
     out, _, launched = run(state, src, index, algorithm)
@@ -242,8 +273,8 @@ def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.mark.parametrize("algorithm, edges", [("owned", 30_000), ("clustered", 30_000), ("grid_table", 30_000),
-                                              ("split_table", 10**6), ("partitioned", 10**6)])
+@pytest.mark.parametrize("algorithm, edges", [("block_table", 1024), ("owned", 30_000), ("clustered", 30_000),
+                                              ("grid_table", 30_000), ("split_table", 10**6), ("partitioned", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6
@@ -285,7 +316,9 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float16, 10**4, 10**4, "grid_table"),  # the one-slot table path without them
     (np.float16, 10**7, 10**6, "split_table"),
     (np.float16, 10**8, 10**5, "split_table"),
-    (np.float16, 10**8, 1000, "owned"),        # few edges: one launch, no workspace
+    (np.float16, 10**8, 1000, "block_table"),  # few edges: one block, no workspace
+    (np.float16, 1000, 1000, "block_table"),
+    (np.float16, 10**8, 1025, "grid_table"),   # split_table without cooperative groups
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
     if expected == "grid_table" and not launch.prepare_kernels(dtype).grid_sync:

@@ -58,7 +58,7 @@ KERNEL_NAMES = tuple(
     "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
     f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce", "scatter_direct") for vec in (1, 2, 4)) + (
     "scatter_owned", "scatter_clustered", "partition_chunks", "reduce_buckets", "scatter_split_table",
-    "apply_split_table")
+    "apply_split_table", "scatter_block_table")
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned", "partition_chunks", "reduce_buckets")
 # with cooperative groups only: the zeroing scatters and the grid_table path's kernel
@@ -587,6 +587,8 @@ class PreparedScatterAdd:
                 dest = (WORKSPACE, table.values_offset)
                 operations.append((_MEMSET, dest, 0, table.capacity * num_features))
             values: tuple[Any, ...] = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, num_features, dest, skipped)
+        elif plan.algorithm == "block_table":
+            values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, plan.block_log2, (STATE, 0), skipped)
         elif plan.grid is not None:
             values = ((SRC, 0), (INDEX, 0), num_edges, num_nodes, (WORKSPACE, 0), plan.grid.capacity,
                       int(plan.grid.hashed), (STATE, 0), skipped)

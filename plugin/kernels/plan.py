@@ -50,6 +50,8 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
   * float32 "direct": a thread per (edge, VEC chunk), a warp's equal targets summed before one vector atomic:
     one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
     keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
+  * float16, F = 1, at most BLOCK_TABLE_MAX_EDGES edges: "block_table", one block that sums the batch in a
+    shared hash table and rounds each node once; one launch, no workspace (NOTES.md "Issue 26, fourth session").
   * float16 with at most OWNED_FIRST_MAX_EDGES edges into a hashed table, rows of up to OWNED_MAX_FEATURES:
     "owned" (below), one launch without workspace, measured faster there than the two paths that follow.
   * float16, F = 1, up to GRID_TABLE_MAX_EDGES edges, where the kernels have cooperative groups: "grid_table",
@@ -95,7 +97,8 @@ PAIRED_MIN_EDGES_PER_NODE = 1  # "auto" pairs only when E >= N per chunk (each f
 # at least SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges (each bracketed by measurements: module docstring).
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-UNCOUNTED_ALGORITHMS = ("direct", "grid_table", "split_table", "owned", "clustered", "partitioned")  # without counts only (uncounted_plan)
+# without counts only (uncounted_plan)
+UNCOUNTED_ALGORITHMS = ("direct", "block_table", "grid_table", "split_table", "owned", "clustered", "partitioned")
 ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", *UNCOUNTED_ALGORITHMS)
 # The scatter kernel zeroes the counts itself (one driver call instead of two: ~4.5 us of host time) only for
 # small launches: measured on the H200, the cooperative kernel takes as long on the device as memset + kernel
@@ -192,6 +195,15 @@ SPLIT_TABLE_SLOTS_PER_EDGE = 4
 SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
 SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
 SPLIT_TABLE_MAX_EDGES = 2**29  # 2^30 slots: the kernels take the capacity as an int
+# block_table (float16, F = 1, no counts): one block of BLOCK_TABLE_THREADS sums a batch of at most
+# BLOCK_TABLE_MAX_EDGES edges in a shared table of BLOCK_TABLE_SLOTS_PER_EDGE x E slots rounded up to a power of
+# two (at least 2^BLOCK_TABLE_MIN_LOG2), 8 bytes each (measured, NOTES.md "Issue 26, fourth session": 4.2-4.7 us at
+# 100 edges against owned's or grid_table's 5.8-6.1, 6.3-6.4 at 1000 edges into N >= 1e6 against owned's 7.1;
+# slower than them from 2048 edges).
+BLOCK_TABLE_THREADS = 1024
+BLOCK_TABLE_MAX_EDGES = 1024
+BLOCK_TABLE_SLOTS_PER_EDGE = 4
+BLOCK_TABLE_MIN_LOG2 = 6
 CLUSTER_BLOCKS = 8
 CLUSTER_THREADS = 1024
 CLUSTER_GRID_BLOCKS = 128
@@ -329,6 +341,7 @@ class LaunchPlan:
     reduce: KernelLaunch | None = None  # "partitioned": reduce_buckets
     grid: GridTable | None = None  # "grid_table": its table (scatter = scatter_grid_table)
     split: SplitTable | None = None  # "split_table": its table and apply launch (scatter = scatter_split_table)
+    block_log2: int = 0  # "block_table": log2 of its shared table's slots (scatter = scatter_block_table)
 
     @property
     def cooperative(self) -> bool:
@@ -647,6 +660,17 @@ def partition_plan(num_edges: int, num_features: int, device: DeviceInfo) -> tup
             KernelLaunch("reduce_buckets", (layout.buckets, 1), bucket_shared, OWNED_THREADS), layout)
 
 
+def block_table_log2(num_edges: int) -> int:
+    """log2 of block_table's slots for E edges: BLOCK_TABLE_SLOTS_PER_EDGE x E rounded up to a power of two, at
+    least 2^BLOCK_TABLE_MIN_LOG2 (at most 2^12 for BLOCK_TABLE_MAX_EDGES: 32 KiB of shared memory)."""
+    return max(BLOCK_TABLE_MIN_LOG2, (BLOCK_TABLE_SLOTS_PER_EDGE * max(1, num_edges) - 1).bit_length())
+
+
+def block_table_shared_bytes(log2: int) -> int:
+    """scatter_block_table's dynamic shared memory: an int32 key and a float32 sum per slot."""
+    return 8 << log2
+
+
 def grid_table_fits(num_edges: int, num_features: int, device: DeviceInfo) -> bool:
     """Whether "auto" may take the grid_table path: rows of one feature, at most GRID_TABLE_MAX_EDGES edges,
     a grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident: a cooperative launch)."""
@@ -666,6 +690,8 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
         table = table_layout(num_nodes, num_edges, num_features)
         if table is None:
             return None
+        if num_features == 1 and num_edges <= BLOCK_TABLE_MAX_EDGES:
+            return "block_table"
         owned = "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
         owned_fits = table.hashed and num_features <= OWNED_MAX_FEATURES
         if owned_fits and num_edges <= OWNED_FIRST_MAX_EDGES:
@@ -702,8 +728,8 @@ def _require_one_float16_feature(algorithm: str, half: bool, num_features: int) 
 
 def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features: int, half: bool, vec: int,
                    device: DeviceInfo) -> LaunchPlan:
-    """The plan of a "direct", "grid_table", "split_table", "owned", "clustered" or "partitioned" launch (without
-    counts)."""
+    """The plan of a "direct", "block_table", "grid_table", "split_table", "owned", "clustered" or "partitioned"
+    launch (without counts)."""
     ranges = ((0, num_nodes),)
     if algorithm == "grid_table":
         _require_one_float16_feature(algorithm, half, num_features)
@@ -712,6 +738,15 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         blocks = -(-num_edges // GRID_TABLE_THREADS)
         return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
                           num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
+    if algorithm == "block_table":
+        if not half or num_features != 1:
+            raise ValueError(f"the block_table path adds float16 rows of one feature, not {num_features} "
+                             f"{'float16' if half else 'float32'} features")
+        if num_edges > BLOCK_TABLE_MAX_EDGES:  # one block's shared table
+            raise ValueError(f"the block_table path takes at most {BLOCK_TABLE_MAX_EDGES} edges, not {num_edges}")
+        log2 = block_table_log2(num_edges)
+        scatter = KernelLaunch("scatter_block_table", (1, 1), block_table_shared_bytes(log2), BLOCK_TABLE_THREADS)
+        return LaunchPlan("block_table", 1, 0, scatter, num_features, ranges, None, None, 0, block_log2=log2)
     if algorithm == "split_table":
         _require_one_float16_feature(algorithm, half, num_features)
         if num_edges > SPLIT_TABLE_MAX_EDGES:

@@ -1441,12 +1441,60 @@ scatter_split_table(const scalar_t* __restrict__ src, const i64* __restrict__ in
     if (skipped != nullptr) add_skipped(skipped, edge < num_edges && !ok ? 1u : 0u);
 }
 
+// The float32 sum of a node (claimed in a slot table) added into its state element with one rounding; a node
+// outside [0, num_nodes) (an empty slot, made-up keys) or a sum still +0.0 leaves the state as it is.
+__device__ __forceinline__ void round_into_state(unsigned node, unsigned sum_bits, i64 num_nodes, scalar_t* state) {
+    if ((i64)node < num_nodes && sum_bits != 0u) store_scalar(state + node, to_float(state[node]) + __uint_as_float(sum_bits));
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 apply_split_table(const u64* __restrict__ slots, int capacity, i64 num_nodes, scalar_t* __restrict__ state) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < capacity; i += (i64)gridDim.x * blockDim.x) {
         const u64 slot = slots[i];
-        const unsigned node = (unsigned)slot, sum = (unsigned)(slot >> 32);
-        if ((i64)node < num_nodes && sum != 0u) store_scalar(state + node, to_float(state[node]) + __uint_as_float(sum));
+        round_into_state((unsigned)slot, (unsigned)(slot >> 32), num_nodes, state);
+    }
+}
+
+// block_table (F = 1, no counts, at most plan.BLOCK_TABLE_MAX_EDGES edges; plan.py "block_table"): one block of
+// BLOCK_TABLE_THREADS sums the whole batch in shared memory, `capacity` (a power of two, 4 per edge) int32 keys
+// then as many float32 sums, each edge's node claimed by linear probing from a multiplicative hash; after one
+// block barrier it rounds each claimed node's sum into the state once. One launch, no workspace, no grid barrier:
+// below about a thousand edges one SM pulls the batch through faster than owned's filter or grid_table's two
+// barriers (NOTES.md "Issue 26, fourth session"). Keys and sums are separate words (no overlapping atomics).
+#define BLOCK_TABLE_THREADS 1024  // plan.py BLOCK_TABLE_THREADS
+extern "C" __global__ void __launch_bounds__(BLOCK_TABLE_THREADS)
+scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                    int capacity_log2, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
+    extern __shared__ int block_keys[];  // [capacity] keys (-1: empty), then [capacity] float32 sums
+    const unsigned capacity = 1u << capacity_log2, mask = capacity - 1u;
+    float* sums = reinterpret_cast<float*>(block_keys + capacity);
+    for (unsigned s = threadIdx.x; s < capacity; s += blockDim.x) {
+        block_keys[s] = -1;
+        sums[s] = 0.0f;
+    }
+    __syncthreads();
+    unsigned skipped_here = 0;
+    for (i64 edge = threadIdx.x; edge < num_edges; edge += blockDim.x) {
+        const i64 node = __ldg(index + edge);
+        if ((u64)node >= (u64)num_nodes) {
+            ++skipped_here;
+            continue;
+        }
+        const float value = to_float(src[edge]);
+        unsigned slot = capacity_log2 == 0 ? 0u : ((unsigned)node * 2654435761u) >> (32 - capacity_log2);
+        for (unsigned probe = 0; probe < capacity; ++probe) {  // a table without room (never the plan's) drops the row
+            const int previous = atomicCAS(block_keys + slot, -1, (int)node);
+            if (previous == -1 || previous == (int)node) {
+                atomicAdd(sums + slot, value);
+                break;
+            }
+            slot = (slot + 1u) & mask;
+        }
+    }
+    if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp runs this: blockDim is 1024
+    __syncthreads();
+    for (unsigned s = threadIdx.x; s < capacity; s += blockDim.x) {
+        round_into_state((unsigned)block_keys[s], __float_as_uint(sums[s]), num_nodes, state);
     }
 }
 
