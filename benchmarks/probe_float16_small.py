@@ -4,8 +4,8 @@
         [--grid-table] [--grid-table-shapes] [--split-table] [--floors] [--latency] [--nodes ...] [--batches ...]
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
-index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: no more) and kernels
-launched directly with cuLaunchKernel: owned on one block per SM, clustered on 8 to 128 blocks of 1024 or 512
+index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: auto, owned, grid_table) and
+kernels launched directly with cuLaunchKernel: owned on one block per SM, clustered on 8 to 128 blocks of 1024 or 512
 threads, and scatter_cluster_table (one cluster holding the sums in distributed shared memory;
 benchmarks/probe_float16_kernels.cu, which load_variant appends to scatter_add.cu, patched per variant), F = 1,
 each first checked against float64 (one rounding per node: docs/kernel.md's bound). --large-batch adds B = 1e6
@@ -494,8 +494,9 @@ def kernels(args) -> list[str]:
         }
         lines += table_lines([(10**6, n) for n in (10**5, 10**6, 10**7, 10**8)],
                              lambda b, n: large_batch_rows(b, n) + kernel_rows(b, n, large, shipped=())[1:])
+    shipped = ("auto", "owned", "grid_table") if args.shipped_only else ("auto", "global", "owned")
     return lines + table_lines([(b, n) for b in args.batches for n in args.nodes],
-                               lambda b, n: kernel_rows(b, n, variants))
+                               lambda b, n: kernel_rows(b, n, variants, shipped))
 
 
 def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "partitioned")
@@ -711,7 +712,7 @@ def main() -> int:
     parser.add_argument("--latency", action="store_true")
     parser.add_argument("--grid-table", action="store_true", help="the global-table kernels behind a grid barrier")
     parser.add_argument("--grid-table-shapes", action="store_true", help="the shipped grid_table on other tables")
-    parser.add_argument("--shipped-only", action="store_true", help="with --kernels: torch and the shipped plans only")
+    parser.add_argument("--shipped-only", action="store_true", help="with --kernels: torch and the shipped plans only (auto, owned, grid_table)")
     parser.add_argument("--large-batch", action="store_true", help="with --kernels: B = 1e6 beside the table path")
     parser.add_argument("--floors", action="store_true", help="the floors alone (no work) beside torch")
     parser.add_argument("--split-table", action="store_true", help="split_table on tables of 2, 4, 8 slots per edge")

@@ -49,6 +49,7 @@ def what_ran(plan):
 CASES = [
     (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
     (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
+    (np.float16, 10**6, 1000, 1, False, "auto", "block_table"),  # one block, a shared table, no workspace
     (np.float16, 10**6, 10**4, 1, False, "owned", "owned"),  # one launch of 1024-thread blocks, no workspace
     (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters (sm_90+)
     (np.float16, 10**6, 10**4, 1, False, "grid_table", "grid_table"),  # one cooperative launch, no memset

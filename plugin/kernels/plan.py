@@ -160,7 +160,8 @@ OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
-# float16 hashed tables of at most this many edges: owned first, before grid_table and split_table (H200, F = 1,
+# float16 hashed tables of at most this many edges (rows of 2 to OWNED_MAX_FEATURES; one feature: block_table):
+# owned first, before grid_table and split_table (measured at one feature, before block_table: H200, F = 1,
 # N = 1e6 / 1e8, NOTES.md "Issue 26, third session": E = 100 owned 5.9 / 6.0 us, grid_table 6.4 / 6.8,
 # split_table 7.5 / 7.3; E = 1000 6.9 / 7.0, 7.2 / 7.2, 9.3 / 9.2; E = 1e4 owned 15.8 / 15.6 against 7.6 / 7.7)
 OWNED_FIRST_MAX_EDGES = 1024
@@ -719,7 +720,7 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
 
 
 def _require_one_float16_feature(algorithm: str, half: bool, num_features: int) -> None:
-    """ValueError unless a forced slot-table path (grid_table, split_table) gets what its kernels add: float16
+    """ValueError unless a forced slot-table path (block_table, grid_table, split_table) gets what its kernels add: float16
     rows of one feature."""
     if not half or num_features != 1:
         raise ValueError(f"the {algorithm} path adds float16 rows of one feature, not {num_features} "
@@ -739,9 +740,7 @@ def uncounted_plan(algorithm: str, num_nodes: int, num_edges: int, num_features:
         return LaunchPlan("grid_table", 1, 0, KernelLaunch("scatter_grid_table", (blocks, 1), 0, GRID_TABLE_THREADS),
                           num_features, ranges, None, None, 0, grid=grid_table_layout(num_nodes, num_edges))
     if algorithm == "block_table":
-        if not half or num_features != 1:
-            raise ValueError(f"the block_table path adds float16 rows of one feature, not {num_features} "
-                             f"{'float16' if half else 'float32'} features")
+        _require_one_float16_feature(algorithm, half, num_features)
         if num_edges > BLOCK_TABLE_MAX_EDGES:  # one block's shared table
             raise ValueError(f"the block_table path takes at most {BLOCK_TABLE_MAX_EDGES} edges, not {num_edges}")
         log2 = block_table_log2(num_edges)
