@@ -203,54 +203,32 @@ def test_block_table_matches_float64(nodes, edges):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.fixture
-def full_block_tables(monkeypatch):
-    """block_table with one slot per edge (4 otherwise, at least 64): E distinct targets fill every slot."""
-    monkeypatch.setattr(plan, "BLOCK_TABLE_SLOTS_PER_EDGE", 1)
-    yield from plans_made_anew()
+# algorithm: (plan.py's slots per edge, E, what the plan's table must be with one slot per edge)
+FULL_TABLES = {
+    "block_table": ("BLOCK_TABLE_SLOTS_PER_EDGE", 1024, lambda planned: planned.block_log2 == 10),
+    "split_table": ("SPLIT_TABLE_SLOTS_PER_EDGE", 4096,
+                    lambda planned: planned.split is not None and planned.split.capacity == 4096),
+    "grid_table": ("GRID_TABLE_SLOTS_PER_EDGE", 4096, lambda planned: planned.grid == GridTable(4096, True)),
+}
 
 
-def test_block_table_filled_to_its_last_slot_matches_float64(full_block_tables):
-    nodes, edges = 10**7, 1024
+@pytest.fixture(params=list(FULL_TABLES))
+def full_table(request, monkeypatch):
+    """A slot-table path with one (hashed) slot per edge (4, 4 and 16 otherwise): E distinct targets fill every
+    slot, so probes run long and wrap past the table's last slot."""
+    monkeypatch.setattr(plan, FULL_TABLES[request.param][0], 1)
+    for _ in plans_made_anew():
+        yield request.param
+
+
+def test_slot_tables_filled_to_their_last_slot_match_float64(full_table):
+    skip_unless_available(full_table)
+    _, edges, table_is_full = FULL_TABLES[full_table]
+    nodes = 10**7
     state, src, _ = random_inputs(nodes, edges, 1, np.float16)
-    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 1024 nodes in 1024 slots
-    out, skipped, launched = run(state, src, index, "block_table")
-    assert launched.block_log2 == 10 and skipped == 0
-    assert_within_bound(out, state, src, index, np.float16)
-
-
-@pytest.fixture
-def full_split_tables(monkeypatch):
-    """split_table with one slot per edge (4 otherwise): E distinct targets fill every slot, so probes run long
-    and wrap past the table's last slot."""
-    monkeypatch.setattr(plan, "SPLIT_TABLE_SLOTS_PER_EDGE", 1)
-    yield from plans_made_anew()
-
-
-def test_split_table_filled_to_its_last_slot_matches_float64(full_split_tables):
-    nodes, edges = 10**7, 4096
-    state, src, _ = random_inputs(nodes, edges, 1, np.float16)
-    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 4096 nodes in 4096 slots
-    out, skipped, launched = run(state, src, index, "split_table")
-    assert launched.split is not None and launched.split.capacity == 4096 and skipped == 0
-    assert_within_bound(out, state, src, index, np.float16)
-
-
-@pytest.fixture
-def full_grid_tables(monkeypatch):
-    """grid_table with one hashed slot per edge (16 otherwise): E distinct targets fill every slot, so probes run
-    long and wrap past the table's last slot."""
-    monkeypatch.setattr(plan, "GRID_TABLE_SLOTS_PER_EDGE", 1)
-    yield from plans_made_anew()
-
-
-def test_grid_table_filled_to_its_last_slot_matches_float64(full_grid_tables):
-    skip_unless_available("grid_table")
-    nodes, edges = 10**7, 4096
-    state, src, _ = random_inputs(nodes, edges, 1, np.float16)
-    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: 4096 nodes in 4096 slots
-    out, skipped, launched = run(state, src, index, "grid_table")
-    assert launched.grid == GridTable(4096, True) and skipped == 0
+    index = RNG.choice(nodes, edges, replace=False).astype(np.int64)  # distinct: E nodes in E slots
+    out, skipped, launched = run(state, src, index, full_table)
+    assert table_is_full(launched) and skipped == 0
     assert_within_bound(out, state, src, index, np.float16)
 
 
