@@ -1412,16 +1412,16 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
         assert "table=262144h" in describe(plan) or not table.hashed
     assert plan_launch(10**8, 1, 1, half, H200_LIKE, 1, algorithm="grid_table", **may).grid == GridTable(16, True)
     # up to BLOCK_TABLE_MAX_EDGES edges of one feature block_table first, whatever the table and the launches
-    # allowed; up to OWNED_FIRST_MAX_EDGES wider rows into a hashed table owned first (both measured faster)
-    from plugin.kernels.plan import BLOCK_TABLE_MAX_EDGES, OWNED_FIRST_MAX_EDGES
+    # allowed (measured faster); wider rows into a hashed table owned, which alone takes them
+    from plugin.kernels.plan import BLOCK_TABLE_MAX_EDGES
 
     for nodes in (1000, 10**8):
         for edges in (1, BLOCK_TABLE_MAX_EDGES):
             assert algorithm(nodes, edges, split_table_workspace=True) == "block_table"
             assert algorithm(nodes, edges, zero_in_kernel=False, grid_table_workspace=False) == "block_table"
-    for edges in (2, OWNED_FIRST_MAX_EDGES):
+    for edges in (2, BLOCK_TABLE_MAX_EDGES, BLOCK_TABLE_MAX_EDGES + 1):
         assert algorithm(10**8, edges, 4, split_table_workspace=True) == "owned"
-    assert algorithm(10**8, max(BLOCK_TABLE_MAX_EDGES, OWNED_FIRST_MAX_EDGES) + 1) == "grid_table"
+    assert algorithm(10**8, BLOCK_TABLE_MAX_EDGES + 1) == "grid_table"
     assert algorithm(1000, BLOCK_TABLE_MAX_EDGES + 1) == "grid_table"  # one slot per node: not hashed
     assert algorithm(10**8, GRID_TABLE_MAX_EDGES, zero_in_kernel=True) == "grid_table"
     # not without cooperative launches or the workspace for its table (the default), for wider rows, more

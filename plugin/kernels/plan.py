@@ -51,9 +51,7 @@ testable without a GPU. Summary of the choices (BENCHMARKS.md has the measuremen
     one load round trip, then the atomic. Rows of many edges per node (SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
     keep the shared kernel, states far larger than L2 with wide reused rows the node passes.
   * float16, F = 1, at most BLOCK_TABLE_MAX_EDGES edges: "block_table", one block that sums the batch in a
-    shared hash table and rounds each node once; one launch, no workspace (NOTES.md "Issue 26, fourth session").
-  * float16 with at most OWNED_FIRST_MAX_EDGES edges into a hashed table, rows of up to OWNED_MAX_FEATURES:
-    "owned" (below), one launch without workspace, measured faster there than the two paths that follow.
+    shared hash table and rounds each node once; one launch, no workspace (NOTES.md "Issue 26, fifth session").
   * float16, F = 1, up to GRID_TABLE_MAX_EDGES edges, where the kernels have cooperative groups: "grid_table",
     one cooperative launch and no memset. The grid clears the table in the workspace, meets at a grid-wide
     barrier, inserts a thread per edge (a node's first edge claims its 64-bit (node, float32 sum) slot with one
@@ -160,11 +158,6 @@ OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
-# float16 hashed tables of at most this many edges (rows of 2 to OWNED_MAX_FEATURES; one feature: block_table):
-# owned first, before grid_table and split_table (measured at one feature, before block_table: H200, F = 1,
-# N = 1e6 / 1e8, NOTES.md "Issue 26, third session": E = 100 owned 5.9 / 6.0 us, grid_table 6.4 / 6.8,
-# split_table 7.5 / 7.3; E = 1000 6.9 / 7.0, 7.2 / 7.2, 9.3 / 9.2; E = 1e4 owned 15.8 / 15.6 against 7.6 / 7.7)
-OWNED_FIRST_MAX_EDGES = 1024
 # clustered (sm_90+): owned blocks in clusters of CLUSTER_BLOCKS that share one read of the targets through
 # distributed shared memory; CLUSTER_GRID_BLOCKS blocks of CLUSTER_THREADS (scatter_add.cu's constants).
 CLUSTER_MIN_ARCH = 90
@@ -198,9 +191,9 @@ SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
 SPLIT_TABLE_MAX_EDGES = 2**29  # 2^30 slots: the kernels take the capacity as an int
 # block_table (float16, F = 1, no counts): one block of BLOCK_TABLE_THREADS sums a batch of at most
 # BLOCK_TABLE_MAX_EDGES edges in a shared table of BLOCK_TABLE_SLOTS_PER_EDGE x E slots rounded up to a power of
-# two (at least 2^BLOCK_TABLE_MIN_LOG2), 8 bytes each (measured, NOTES.md "Issue 26, fourth session": 4.2-4.7 us at
-# 100 edges against owned's or grid_table's 5.8-6.1, 6.3-6.4 at 1000 edges into N >= 1e6 against owned's 7.1;
-# slower than them from 2048 edges).
+# two (at least 2^BLOCK_TABLE_MIN_LOG2), 8 bytes each (H200, NOTES.md "Issue 26, fifth session": 4.1-4.4 us at
+# 100 edges against owned's 5.8-6.1, 5.2-6.6 at 1000-1024 edges against the 6.0-7.4 of the paths "auto" took
+# before, torch 3.9-4.1; the fourth session measured one block slower than them from 2048 edges).
 BLOCK_TABLE_THREADS = 1024
 BLOCK_TABLE_MAX_EDGES = 1024
 BLOCK_TABLE_SLOTS_PER_EDGE = 4
@@ -695,8 +688,6 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
             return "block_table"
         owned = "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
         owned_fits = table.hashed and num_features <= OWNED_MAX_FEATURES
-        if owned_fits and num_edges <= OWNED_FIRST_MAX_EDGES:
-            return owned
         if grid_table and grid_table_fits(num_edges, num_features, device):
             return "grid_table"
         if table.hashed:

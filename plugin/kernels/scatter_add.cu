@@ -1005,8 +1005,9 @@ CHUNK_ENTRY_POINT(2)
 CHUNK_ENTRY_POINT(4)
 
 // ---------------------------------------------------------------------------------------------------------
-// Launches without counts (plan.py "direct", "grid_table", "split_table", "owned", "partitioned"): what a small
-// in-place update runs. grid_table and split_table (float16, F = 1) share the slot table of claim_or_add, below.
+// Launches without counts (plan.py "direct", "block_table", "grid_table", "split_table", "owned", "partitioned"):
+// what a small in-place update runs. grid_table and split_table (float16, F = 1) share the slot table of
+// claim_or_add, below; block_table (float16, F = 1, at most 1024 edges) keeps its own table in shared memory.
 //
 // direct (float32): one thread per (edge, VEC chunk), nothing queued; the index and the src row are loaded side
 //   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
@@ -1460,7 +1461,7 @@ apply_split_table(const u64* __restrict__ slots, int capacity, i64 num_nodes, sc
 // then as many float32 sums, each edge's node claimed by linear probing from a multiplicative hash; after one
 // block barrier it rounds each claimed node's sum into the state once. One launch, no workspace, no grid barrier:
 // below about a thousand edges one SM pulls the batch through faster than owned's filter or grid_table's two
-// barriers (NOTES.md "Issue 26, fourth session"). Keys and sums are separate words (no overlapping atomics).
+// barriers (NOTES.md "Issue 26, fifth session"). Keys and sums are separate words (no overlapping atomics).
 #define BLOCK_TABLE_THREADS 1024  // plan.py BLOCK_TABLE_THREADS
 extern "C" __global__ void __launch_bounds__(BLOCK_TABLE_THREADS)
 scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
