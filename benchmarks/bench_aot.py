@@ -13,8 +13,9 @@ run and on the same tensors: torch state.index_add_(0, index, src) and the Pytho
 (scatter_add_launch, counts skipped, pointers and stream read once). Also each AOT step and each torch step
 captured once into a CUDA graph and replayed with one launch, as a captured engine runs (--cuda_graph,
 trtexec --useCudaGraph; torch.cuda.graph for torch): a graph's nodes start with less gap than separate
-launches, so the float16 AOT path's four operations cost less device time replayed. All methods run on one
-created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
+launches, so the float16 AOT path's four operations cost less device time replayed. At float16 batches of at
+most BLOCK_MAX_EDGES (1024) edges also the AOT step of an engine whose profile allows no more (--max_edges):
+scatter_block_f16 alone, no fills. All methods run on one created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
 (benchmarks/gpu_timing.py); then the methods one step at a time, interleaved step by step
 (gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and between CUDA events
 recorded after a synchronisation (host launch latency + device time). Each table counts the cells at or below
@@ -46,7 +47,7 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
 
     from plugin.cuda_graph import CapturedGraph
     from plugin.kernels import scatter_add_workspace_size
-    from plugin.kernels.aot import PreparedAotLaunch, table_capacity
+    from plugin.kernels.aot import BLOCK_MAX_EDGES, PreparedAotLaunch, table_capacity
 
     dtype = getattr(torch, dtype_name)
     half = dtype == torch.float16
@@ -59,13 +60,16 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
 
     aot_launches = []  # prepared once per batch's buffers, as TensorRT prepares a plugin's launch at build time
+    block_launches = []  # an engine whose profile allows at most BLOCK_MAX_EDGES edges: one block, no table
     for src, index in batches:
         pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
         if half:
             pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
-        aot_launches.append(PreparedAotLaunch(functions, half=half, pointers=pointers, num_nodes=num_nodes,
-                                              num_edges=batch, num_features=1,
-                                              stream=torch.cuda.current_stream().cuda_stream))
+        arguments = dict(half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch, num_features=1,
+                         stream=torch.cuda.current_stream().cuda_stream)
+        aot_launches.append(PreparedAotLaunch(functions, **arguments))
+        if half and batch <= BLOCK_MAX_EDGES:
+            block_launches.append(PreparedAotLaunch(functions, **arguments, max_edges=BLOCK_MAX_EDGES))
 
     def aot_step(i: int) -> None:
         aot_launches[i]()
@@ -91,6 +95,8 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
         steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
                  "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
                  "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
+        if block_launches:
+            steps["aot_block"] = lambda i: block_launches[i]()
         timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
         for name, step in steps.items():
             row[f"{name}_ms"] = time_gpu_ms(step, **timing)
@@ -99,12 +105,14 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     finally:
         for graph in aot_graphs:
             graph.close()
-    del state, batches, keys, values, workspace, python_plugin, steps, aot_launches, aot_graphs, torch_graphs
+    del state, batches, keys, values, workspace, python_plugin, steps, aot_launches, block_launches, aot_graphs
+    del torch_graphs
     torch.cuda.empty_cache()
     return row
 
 
-METHODS = (("aot", "AOT plugin"), ("aot_graph", "AOT plugin, captured"), ("torch", "torch index_add_"),
+METHODS = (("aot", "AOT plugin"), ("aot_graph", "AOT plugin, captured"),
+           ("aot_block", "AOT plugin, one block (--max_edges <= 1024)"), ("torch", "torch index_add_"),
            ("torch_graph", "torch index_add_, captured"), ("python_plugin", "Python plugin's kernel"))
 
 
@@ -121,6 +129,8 @@ def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, s
         for batch in batches:
             selected = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
             for key, label in METHODS:
+                if not selected or any(key + suffix not in r for r in selected):
+                    continue  # aot_block: float16 batches within its edges only
                 cells = " | ".join(f"{r[key + suffix] * scale:.1f}" for r in selected)
                 if key.startswith("torch"):
                     count = "–"
@@ -154,7 +164,7 @@ def main() -> int:
                     rows.append(row)
                     print(f"{dtype_name} B={batch} N={num_nodes}: " + ", ".join(
                         f"{key} {row[key + '_ms'] * 1e3:.1f} us (one at a time {row[key + '_sync_us']:.1f})"
-                        for key, _ in METHODS), file=sys.stderr, flush=True)
+                        for key, _ in METHODS if key + "_ms" in row), file=sys.stderr, flush=True)
     lines = [f"{device_name()}: per-step device time (us, median), F = 1, no counts, a new batch of B edges per step",
              ""] + table(rows, args.batches, args.nodes, "_ms", 1e3) + [
              "", "One step at a time (us, median): the step issued, then the device synchronised before the next "

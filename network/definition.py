@@ -30,7 +30,9 @@ the atomics need already zeroed comes from layers here, as extra plugin inputs a
                                                                     independent of N
 
 Each is a fill layer (LINSPACE with start = the value and delta = 0) whose shape is computed from X's and
-idx's shapes by shape layers, so one engine serves its whole optimization profile.
+idx's shapes by shape layers, so one engine serves its whole optimization profile. A float16 state-update network
+of one feature whose profile allows at most 1024 edges (--max_edges) holds one plugin instead, scatter_add_block,
+which sums in one block's shared memory: no fills, one kernel (plugin.kernels.aot.aot_takes_one_block).
 
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
@@ -147,17 +149,19 @@ def add_scatter_add_layer(
 
 
 def add_scatter_add(
-    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str
+    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str,
+    max_edges: int | None = None,
 ) -> tuple["ITensor", "ITensor | None", Any]:
     """The scatter-add for `kind` with the `plugin` implementation ("python" or "aot"): returns (aggregated,
-    counts or None, what must stay alive until the engine is built)."""
+    counts or None, what must stay alive until the engine is built). `max_edges`: the profile's bound on E, which
+    the AOT float16 path may use (add_aot_scatter_add)."""
     if plugin == PYTHON_PLUGIN:
         layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
         return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
     if plugin == AOT_PLUGIN:
         num_features = int(inputs[INPUT_STATE].shape[1])
         return add_aot_scatter_add(trt, network, inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX],
-                                   num_features, with_counts=kind == CLASSIFIER)
+                                   num_features, with_counts=kind == CLASSIFIER, max_edges=max_edges)
     raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
 
 
@@ -183,7 +187,7 @@ def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "
 
 
 def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int,
-                           plugin: str = PYTHON_PLUGIN) -> Any:
+                           plugin: str = PYTHON_PLUGIN, max_edges: int | None = None) -> Any:
     """Fills an empty strongly typed network with X, src, idx -> plugin -> "X_out"; returns the plugin object.
 
     For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
@@ -191,11 +195,12 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
     reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
     aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
     serialized: a loaded engine keeps it). With plugin="aot" the AOT plugins without counts (float16: the table
-    is sized from E), so an execution is O(E*F) there too. Needs the full TensorRT; keep the returned object
-    alive until the engine is built.
+    is sized from E), so an execution is O(E*F) there too; `max_edges`, the profile's bound on E, may make the
+    float16 one a single kernel (add_aot_scatter_add). Needs the full TensorRT; keep the returned object alive
+    until the engine is built.
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
-    aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin)
+    aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin, max_edges)
     mark_state_output(network, aggregated)
     return keep_alive
 
@@ -284,15 +289,20 @@ def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITen
 
 
 def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor", src: "ITensor", index: "ITensor",
-                        num_features: int, *, with_counts: bool) -> tuple["ITensor", "ITensor | None", list[Any]]:
+                        num_features: int, *, with_counts: bool, max_edges: int | None = None
+                        ) -> tuple["ITensor", "ITensor | None", list[Any]]:
     """Adds the AOT scatter-add on (X, src, idx); returns (aggregated [N, F] in X's memory, counts or None,
     what must stay alive until the engine is built). float32: one plugin; float16: the table plugin, then
-    apply_table."""
+    apply_table, or scatter_add_block alone where aot_takes_one_block(max_edges: the profile's bound on E)."""
     from plugin import scatter_add_aot as aot
+    from plugin.kernels.aot import aot_takes_one_block
 
     half = state.dtype == trt.float16
     shapes = ShapeTensors(trt, network)
-    extra = add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half)
+    one_block = aot_takes_one_block(half=half, with_counts=with_counts, num_features=num_features,
+                                    max_edges=max_edges)
+    extra = (AccumulationInputs(None, None, None) if one_block else
+             add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half))
 
     def add(plugin_id: str, *tensors: "ITensor") -> Any:
         layer = network.add_plugin(aot.plugin_op(plugin_id)(*tensors), aot=True)
@@ -302,6 +312,8 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
         return layer
 
     counts_tail = (extra.counts,) if extra.counts is not None else ()
+    if one_block:
+        return add(aot.SCATTER_ADD_BLOCK, state, src, index).get_output(0), None, shapes.arrays
     if not half:
         layer = add(aot.SCATTER_ADD_COUNTS if with_counts else aot.SCATTER_ADD, state, src, index, *counts_tail)
         return layer.get_output(0), layer.get_output(1) if with_counts else None, shapes.arrays

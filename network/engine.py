@@ -425,7 +425,8 @@ def prepare_engine(
             populate = functools.partial(populate_network, dtype=dtype, num_features=num_features,
                                          num_classes=num_classes, plugin=plugin)
         else:
-            populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin)
+            populate = functools.partial(populate_state_network, dtype=dtype, num_features=num_features, plugin=plugin,
+                                         max_edges=bounds.edges.max)
         with progress(f"Building the {kind} engine", enabled=show_progress):
             data, build_seconds = build_engine_bytes(populate, sample_profile_shapes(bounds, num_features), verbose=verbose)
         engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)

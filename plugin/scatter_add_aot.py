@@ -10,10 +10,13 @@ input that the plugin aliases to an output (network/definition.py makes them wit
     scatter_table       (src, index, keys, values)          -> keys.aliased(), values.aliased()    float16
     scatter_table_counts(src, index, keys, values, counts)  -> ... and counts.aliased()            float16
     apply_table         (state, keys, values)               -> state.aliased()                     float16
+    scatter_add_block   (state, src, index)                 -> state.aliased()                     float16, F = 1
 
 counts [N, 1] int64 arrive zeroed; keys [C] int32 arrive as -1 and values [C, F] float32 as 0, with
 C = 2 E + 1 (plugin.kernels.aot.table_capacity): the float16 path sums in float32 in a table whose size follows
-E, not N, then apply_table rounds each touched node once. docs/aot_plugin.md gives the reasons.
+E, not N, then apply_table rounds each touched node once. Where the network's profile allows at most
+BLOCK_MAX_EDGES edges of one feature, scatter_add_block does both in one block's shared memory instead, with no
+table and no fills (plugin.kernels.aot.aot_takes_one_block). docs/aot_plugin.md gives the reasons.
 
 Importing this module registers the plugins' creators in TensorRT's plugin registry, so that TensorRT's ONNX
 parser finds them (--onnx; require_aot_creators checks). Where TensorRT has no registry (its real Python
@@ -43,6 +46,7 @@ SCATTER_ADD_COUNTS = f"{NAMESPACE}::scatter_add_counts"
 SCATTER_TABLE = f"{NAMESPACE}::scatter_table"
 SCATTER_TABLE_COUNTS = f"{NAMESPACE}::scatter_table_counts"
 APPLY_TABLE = f"{NAMESPACE}::apply_table"
+SCATTER_ADD_BLOCK = f"{NAMESPACE}::scatter_add_block"
 
 # The kernel each plugin launches (plugin/kernels/aot.py AOT_KERNELS).
 PLUGIN_KERNELS = {
@@ -51,6 +55,7 @@ PLUGIN_KERNELS = {
     SCATTER_TABLE: "scatter_table_f16",
     SCATTER_TABLE_COUNTS: "scatter_table_f16_counts",
     APPLY_TABLE: "apply_table_f16",
+    SCATTER_ADD_BLOCK: "scatter_block_f16",
 }
 
 AotResult = tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs]
@@ -179,6 +184,30 @@ def apply_table_desc(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp
 def apply_table_aot(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.TensorDesc,
                     outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
     return aot_kernel_for(APPLY_TABLE, {"state": state, "keys": keys, "values": values})
+
+
+# --- float16, one feature, a profile of at most BLOCK_MAX_EDGES edges: one block, no table --------------------
+def _require_one_feature(desc: trtp.TensorDesc, name: str) -> None:
+    """ValueError when `desc`'s second dimension is known at build time and is not 1: scatter_block_f16 adds
+    rows of one feature."""
+    features = desc.shape_expr[1]
+    if not features.is_fake and features.is_constant and features.constant_value() != 1:
+        raise ValueError(f"{name} must have one feature per row for {SCATTER_ADD_BLOCK}, got {features.constant_value()}")
+
+
+@trtp.register(SCATTER_ADD_BLOCK, lazy_register=REGISTER_LAZILY)
+def scatter_add_block_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc) -> trtp.TensorDesc:
+    _require(state, "state", trt.float16, 2)
+    _check_edges(src, trt.float16, index, None)
+    _require_one_feature(state, "state")
+    _require_one_feature(src, "src")
+    return state.aliased()
+
+
+@trtp.aot_impl(SCATTER_ADD_BLOCK)
+def scatter_add_block_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
+                          outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(SCATTER_ADD_BLOCK, {"state": state, "src": src, "index": index})
 
 
 def plugin_op(plugin_id: str) -> Any:

@@ -16,6 +16,8 @@ import pytest
 
 from plugin.kernels.aot import (
     AOT_KERNELS,
+    BLOCK_MAX_EDGES,
+    BLOCK_THREADS,
     MAX_BLOCKS,
     PRIVATE_MAX_FLOATS,
     PTX_ARCH,
@@ -23,7 +25,9 @@ from plugin.kernels.aot import (
     THREADS_PER_BLOCK,
     aot_extra_args,
     aot_launch_params,
+    aot_scatter_add_steps,
     aot_shared_bytes,
+    aot_takes_one_block,
     check_aot_sizes,
     compile_aot_ptx,
     declare_ptx_isa,
@@ -82,6 +86,9 @@ def test_aot_launch_params_cover_every_element_with_at_least_one_block(name, num
     kernel = AOT_KERNELS[name]
     sizes = int_sizes(num_nodes, num_edges, num_features)
     grid, block, shared = aot_launch_params(kernel, sizes)
+    if kernel.one_block:  # its table is static shared memory; block 0 loops over every edge
+        assert (grid, block, shared) == (1, BLOCK_THREADS, 0)
+        return
     elements = sizes[kernel.rows] * num_features
     assert block == THREADS_PER_BLOCK and shared == aot_shared_bytes(kernel, sizes)
     assert 1 <= grid <= MAX_BLOCKS
@@ -102,6 +109,26 @@ def test_aot_float32_kernels_get_shared_memory_for_their_privatised_sums_only_wh
     assert aot_shared_bytes(kernel, int_sizes(fits, 10**6, 2)) == expected <= 48 * 1024
     assert aot_shared_bytes(kernel, int_sizes(fits + 1, 10**6, 2)) == 0
     assert aot_shared_bytes(kernel, int_sizes(2**31 - 1, 10**6, 2)) == 0
+
+
+def test_aot_takes_one_block_only_for_float16_rows_of_one_feature_without_counts_within_its_edges():
+    assert aot_takes_one_block(half=True, with_counts=False, num_features=1, max_edges=BLOCK_MAX_EDGES)
+    assert aot_takes_one_block(half=True, with_counts=False, num_features=1, max_edges=1)
+    for half, with_counts, features, max_edges in [(False, False, 1, 100), (True, True, 1, 100), (True, False, 2, 100),
+                                                   (True, False, 1, BLOCK_MAX_EDGES + 1), (True, False, 1, None)]:
+        assert not aot_takes_one_block(half=half, with_counts=with_counts, num_features=features, max_edges=max_edges)
+
+
+def test_aot_steps_of_a_profile_within_one_block_are_one_kernel_and_no_fills():
+    sizes, fills, names = aot_scatter_add_steps(half=True, with_counts=False, num_nodes=10**6, num_edges=1000,
+                                                num_features=1, max_edges=1024)
+    assert (fills, names) == ([], ["scatter_block_f16"]) and sizes["num_edges"] == 1000
+    _, fills, names = aot_scatter_add_steps(half=True, with_counts=False, num_nodes=10**6, num_edges=1000,
+                                            num_features=1, max_edges=1025)
+    assert [tensor for tensor, _, _ in fills] == ["keys", "values"]
+    assert names == ["scatter_table_f16", "apply_table_f16"]
+    with pytest.raises(ValueError, match="more than the profile's max_edges 100"):
+        aot_scatter_add_steps(half=True, with_counts=False, num_nodes=10, num_edges=101, num_features=1, max_edges=100)
 
 
 def test_aot_table_capacity_is_more_than_twice_the_edges():
@@ -163,6 +190,8 @@ class SymbolicSizes:
     def expr(self, value):
         expr = self.trt.IDimensionExpr.__new__(self.expr_type)
         expr.value = int(value)
+        expr.is_constant = lambda: True  # every size here is a number, as F is in a build
+        expr.get_constant_value = lambda: expr.value
         return expr
 
     def constant(self, value):
@@ -227,6 +256,7 @@ VARIANTS = [  # (plugin id suffix, dtype name): both dtypes, with and without co
     ("scatter_table", "float16"),
     ("scatter_table_counts", "float16"),
     ("apply_table", "float16"),
+    ("scatter_add_block", "float16"),
 ]
 
 
@@ -238,6 +268,7 @@ def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, plugin, 
     trt, trtp, module = aot
     plugin_id = f"{module.NAMESPACE}::{plugin}"
     kernel = AOT_KERNELS[module.PLUGIN_KERNELS[plugin_id]]
+    num_features = 1 if kernel.one_block else num_features  # rows of one feature only
     descs = tensor_descs(aot, symbolic, kernel, num_nodes, num_edges, num_features, getattr(trt, dtype_name))
     definition = qdp_registry()[plugin_id]
     outputs = definition.register_func(*descs.values())
@@ -286,6 +317,21 @@ def test_aot_register_refuses_the_wrong_dtype(aot):
     instance = aot_plugin_instance(trtp, qdp_registry()[module.SCATTER_ADD], "scatter_add", module.NAMESPACE)
     with pytest.raises(ValueError, match="state must be a 2-D"):
         instance.get_output_data_types([trt.float16, trt.float16, trt.int64], [2, 2, 1])
+
+
+@pytest.mark.trt_bindings
+@pytest.mark.parametrize("state_features, src_features, name", [(3, 3, "state"), (1, 2, "src")])
+def test_aot_scatter_add_block_refuses_rows_of_more_than_one_feature(aot, symbolic, state_features, src_features,
+                                                                      name):
+    trt, trtp, module = aot
+    kernel = AOT_KERNELS["scatter_block_f16"]
+    descs = tensor_descs(aot, symbolic, kernel, 100, 10, 1, trt.float16)
+    for tensor, features in (("state", state_features), ("src", src_features)):
+        rows = descs[tensor].shape_expr[0]
+        shape = trtp.ShapeExprs.from_tuple((rows, trtp.ShapeExpr(symbolic.expr(features))))
+        descs[tensor] = trtp.from_shape_expr(shape, trt.float16)
+    with pytest.raises(ValueError, match=f"{name} must have one feature per row for aliased_io::scatter_add_block"):
+        qdp_registry()[module.SCATTER_ADD_BLOCK].register_func(*descs.values())
 
 
 # --- the CLI's --plugin option (no TensorRT needed: checked before any engine work) ----------------------------

@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 
 from plugin.device_array import DeviceArray
-from plugin.kernels.aot import compile_aot_ptx, load_aot_functions, run_aot_scatter_add, table_capacity
+from plugin.kernels.aot import (
+    AOT_KERNELS,
+    BLOCK_MAX_EDGES,
+    compile_aot_ptx,
+    launch_aot_kernel,
+    load_aot_functions,
+    run_aot_scatter_add,
+    table_capacity,
+)
 from tests.test_kernels_gpu import assert_within_bound, reference
 
 pytestmark = pytest.mark.gpu
@@ -88,14 +96,44 @@ def test_aot_float16_table_of_one_bucket(aot_functions):
     run_and_check(aot_functions, 100, 4, 1, np.float16, True, index=index)
 
 
+@pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (5, 1), (7, 1000), (1000, 1024), (10**6, 1000),
+                                                 (10**8, 1024)])
+def test_aot_float16_one_block_matches_float64(aot_functions, num_nodes, num_edges):
+    """scatter_block_f16, what a network whose profile allows at most BLOCK_MAX_EDGES edges holds: no table, no
+    fills; hot nodes and out-of-range ids as in every test."""
+    run_and_check(aot_functions, num_nodes, num_edges, 1, np.float16, False, max_edges=BLOCK_MAX_EDGES)
+
+
+def test_aot_float16_one_block_sums_a_hot_node_in_float32_and_keeps_minus_zero(aot_functions):
+    # 1024 edges of one sign into one node (half additions would stall); a -0.0 node whose edges sum to +0.0
+    index = np.full(BLOCK_MAX_EDGES, 3, np.int64)
+    run_and_check(aot_functions, 10, len(index), 1, np.float16, False, index=index, high=4.0,
+                  max_edges=BLOCK_MAX_EDGES)
+    values = RNG.standard_normal(8).astype(np.float16)
+    state = np.full((16, 1), np.float16(-0.0))
+    out = run_and_check(aot_functions, 16, 16, 1, np.float16, False, index=np.repeat(np.arange(8), 2),
+                        src=np.stack([values, -values], 1).reshape(16, 1), state=state, max_edges=BLOCK_MAX_EDGES)
+    assert np.array_equal(out[:8].view(np.uint16), state[:8].view(np.uint16))  # -0.0 + (+0.0) would be +0.0
+
+
+def test_aot_float16_one_block_beyond_its_slots_adds_every_edge(aot_functions):
+    """More distinct nodes than its 4096 slots (a profile never allows it; the kernel is forced here): the nodes
+    left over go straight into the state with a half atomic, one rounding each (one edge each here)."""
+    index = RNG.choice(10**6, 6000, replace=False).astype(np.int64)
+    run_and_check(aot_functions, 10**6, len(index), 1, np.float16, False, index=index, max_edges=len(index),
+                  one_block=True)
+
+
 def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with_counts, *, index=None, high=None,
-                  keys_offset=0):
+                  keys_offset=0, max_edges=None, src=None, state=None, one_block=False):
     """Launches the AOT kernels on guarded buffers (garbage in the tables the fills must replace) and checks the
-    state against float64, the guards, and the counts. high: src and state uniform in [0, high) (else normal).
-    keys_offset: bytes between the keys buffer's (aligned) start and the table."""
+    state against float64, the guards, and the counts; returns the state. high: src and state uniform in
+    [0, high) (else normal); src, state: given instead. keys_offset: bytes between the keys buffer's (aligned)
+    start and the table. max_edges: the profile's bound on E (one block where it allows: no table); one_block:
+    scatter_block_f16 whatever the bound."""
     if high is None:
-        state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
-        src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
+        state = RNG.standard_normal((num_nodes, num_features)).astype(dtype) if state is None else state
+        src = RNG.standard_normal((num_edges, num_features)).astype(dtype) if src is None else src
     else:
         state = RNG.uniform(0, high, (num_nodes, num_features)).astype(dtype)
         src = RNG.uniform(0, high, (num_edges, num_features)).astype(dtype)
@@ -119,8 +157,12 @@ def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with
             buffers["keys"].fill_bytes(0x5A)  # garbage the fills must replace
             buffers["values"].fill_bytes(0x5A)
             pointers.update(keys=buffers["keys"].ptr + keys_offset, values=buffers["values"].ptr)
-        run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=num_edges,
-                            num_features=num_features, stream=0)
+        if one_block:
+            launch_aot_kernel(aot_functions["scatter_block_f16"], AOT_KERNELS["scatter_block_f16"], pointers,
+                              {"num_nodes": num_nodes, "num_edges": num_edges}, 0)
+        else:
+            run_aot_scatter_add(aot_functions, half=half, pointers=pointers, num_nodes=num_nodes,
+                                num_edges=num_edges, num_features=num_features, stream=0, max_edges=max_edges)
         out = buffers["state"].download()
         counts = buffers["counts"].download() if with_counts else None
     finally:
@@ -135,3 +177,4 @@ def run_and_check(aot_functions, num_nodes, num_edges, num_features, dtype, with
     if with_counts:
         assert np.all(counts[:GUARD_ROWS] == 77) and np.all(counts[-GUARD_ROWS:] == 77), "counts guard written"
         assert np.array_equal(counts[GUARD_ROWS:-GUARD_ROWS, 0], expected_counts)
+    return out[GUARD_ROWS:-GUARD_ROWS]

@@ -1,5 +1,5 @@
 """End to end with --plugin aot on the full TensorRT (>= 10.16) with a GPU: --validate in both precisions, --steps
-(also with --cuda_graph), and an AOT engine saved by the CLI then run by a fresh process that imports tensorrt,
+(also with --cuda_graph; float16 also within 1024 edges, where the engine holds one block), and an AOT engine saved by the CLI then run by a fresh process that imports tensorrt,
 numpy and cuda-python but no project code and registers no plugin. Skipped (with the reason) where TensorRT or a GPU is missing.
 """
 
@@ -57,6 +57,17 @@ def test_cli_aot_steps_validate_the_final_state(precision, cuda_graph):
     assert_state_report_is_consistent(result.stdout, 6, cuda_graph=cuda_graph)
     if not cuda_graph:
         assert "Host time to issue one step: median" in result.stdout and "the AOT plugin runs no Python" in result.stdout
+
+
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["execute", "cuda_graph"])
+def test_cli_aot_float16_steps_within_1024_edges_validate_the_final_state(cuda_graph):
+    # --max_edges 1024: the float16 state-update engine holds scatter_add_block alone (one block, no fills)
+    result = run(CLI, "--plugin", "aot", "--random_graph", "100000", "100000", "--steps", "6", "--batch_edges",
+                 "1000", "--max_edges", "1024", "--precision", "fp16", "--validate", "--seed", "3",
+                 *(["--cuda_graph"] if cuda_graph else []))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation against reference successful!" in result.stdout
+    assert_state_report_is_consistent(result.stdout, 6, cuda_graph=cuda_graph)
 
 
 # Runs in a fresh process from an empty folder: only tensorrt, numpy and cuda-python are imported, no plugin is
@@ -117,16 +128,17 @@ FRESH_PROCESS = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, precision):
+@pytest.mark.parametrize("precision, max_edges, edges", [("fp32", 100000, 70000), ("fp16", 100000, 70000),
+                                                         ("fp16", 1024, 1000)])  # the last: one block, no fills
+def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, precision, max_edges, edges):
     engine = tmp_path / f"aot_steps_{precision}.engine"
     built = run(CLI, "--plugin", "aot", "--precision", precision, "--random_graph", "100", "200", "--steps", "2",
-                "--batch_edges", "50", "--max_nodes", "100000", "--max_edges", "100000", "--save_engine", str(engine),
-                "--seed", "1")
+                "--batch_edges", "50", "--max_nodes", "100000", "--max_edges", str(max_edges), "--save_engine",
+                str(engine), "--seed", "1")
     assert built.returncode == 0, built.stdout + built.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
-    arguments = dict(engine=str(engine), precision=precision, nodes=50000, edges=70000, features=1, seed=2,
+    arguments = dict(engine=str(engine), precision=precision, nodes=50000, edges=edges, features=1, seed=2,
                      project=list(PROJECT_PACKAGES))
     result = run("-c", FRESH_PROCESS, json.dumps(arguments), cwd=empty)
     assert result.returncode == 0, result.stdout + result.stderr

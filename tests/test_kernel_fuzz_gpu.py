@@ -188,6 +188,9 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch, ...]] = {
                                for nodes, edges, features in ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2))),
     "aot-float16-apply": tuple(AotLaunch("apply_table_f16", nodes, edges, features)
                                for nodes, edges, features in ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2))),
+    # one block, one feature: within its profile (1024 edges), and beyond its 4096 slots (the half-atomic overflow)
+    "aot-float16-block": tuple(AotLaunch("scatter_block_f16", nodes, edges, 1)
+                               for nodes, edges in ((1000, 1024), (10**5, 10**4), (5, 0))),
 }
 
 

@@ -771,6 +771,29 @@ def test_aot_register_refusing_a_dtype_fails_the_build(trt, host, aot):
     assert not report.ok and "state must be a 2-D" in report.error, report
 
 
+def test_aot_scatter_add_block_builds_one_block_of_one_feature_rows_only(trt, host, aot):
+    """scatter_add_block (a profile of at most BLOCK_MAX_EDGES edges): one block of BLOCK_THREADS whatever the
+    sizes, (N, E) as its extra arguments, state aliased; rows of three features fail the build with its message."""
+    from plugin.kernels.aot import AOT_KERNELS, BLOCK_THREADS
+
+    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_BLOCK]]
+    with host.hook(churn):
+        engine, report = host.aot_build("scatter_add_block", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16", 1))
+    try:
+        assert report.ok, report
+        assert report.step("getAliasedInput")["aliases"] == [0]
+        for num_nodes, num_edges in [(1, 0), (10**6, 1000), (2**31 - 1, 10**7)]:
+            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": 2 * num_edges + 1})
+            assert evaluated.ok, evaluated
+            assert evaluated.data["launch"] == {"grid": [1, 1, 1], "block": [BLOCK_THREADS, 1, 1], "shared_mem": 0,
+                                                "extra_args": [num_nodes, num_edges]}
+    finally:
+        host.free(engine)
+    engine, report = host.aot_build("scatter_add_block", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16", 3))
+    host.free(engine)
+    assert not report.ok and "state must have one feature per row" in report.error, report
+
+
 TWO_ALIASES = "host_test::two_outputs_alias_one_input"
 
 

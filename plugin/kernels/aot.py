@@ -1,6 +1,6 @@
 """The AOT plugins' kernels without TensorRT: the PTX, each kernel's argument list and its launch parameters.
 
-scatter_add_aot.cu holds five kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
+scatter_add_aot.cu holds six kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
 int32 arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that
 order, and `aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes
 N, E, F and the table capacity C. Both are plain functions that take ints or TensorRT's symbolic sizes
@@ -35,6 +35,13 @@ MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid s
 # kernel decides (scatter_add_aot.cu privatised), the launch parameters give the shared memory it then needs.
 PRIVATE_MAX_FLOATS = 10240
 PRIVATE_MIN_EDGES_PER_NODE = 256
+# scatter_block_f16: one block of BLOCK_THREADS sums float16 rows of one feature in a shared table of BLOCK_SLOTS
+# slots (AOT_BLOCK_* in scatter_add_aot.cu; 32 KiB, no opt-in). A network takes it, instead of the fills and the
+# table pair, where its profile allows at most BLOCK_MAX_EDGES edges (4 slots per edge, as plan.py's block_table,
+# which measured one block faster than the alternatives up to about a thousand edges): aot_takes_one_block.
+BLOCK_THREADS = 1024
+BLOCK_SLOTS = 4096
+BLOCK_MAX_EDGES = 1024
 
 _VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
@@ -52,6 +59,7 @@ class AotKernel:
     outputs: tuple[str, ...]
     rows: str
     privatised: bool = False  # may sum in shared memory first (float32): aot_shared_bytes
+    one_block: bool = False  # one block of BLOCK_THREADS, whatever the sizes (scatter_block_f16)
 
 
 AOT_KERNELS: dict[str, AotKernel] = {
@@ -67,6 +75,8 @@ AOT_KERNELS: dict[str, AotKernel] = {
                   ("num_nodes", "num_edges", "num_features", "capacity"), ("keys", "values", "counts"), "num_edges"),
         AotKernel("apply_table_f16", ("state", "keys", "values"), ("num_nodes", "num_features", "capacity"),
                   ("state",), "capacity"),
+        AotKernel("scatter_block_f16", ("state", "src", "index"), ("num_nodes", "num_edges"), ("state",),
+                  "num_edges", one_block=True),
     )
 }
 
@@ -106,8 +116,10 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
     element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still
     launches a valid (empty) grid; shared_mem = aot_shared_bytes. Plain ints give ints; symbolic sizes give
-    tensorrt.plugin expressions.
+    tensorrt.plugin expressions. A one-block kernel: (1, BLOCK_THREADS, 0) (its table is static shared memory).
     """
+    if kernel.one_block:
+        return 1, BLOCK_THREADS, 0
     elements = sizes[kernel.rows] * sizes["num_features"]
     if isinstance(elements, int):
         blocks = -(-elements // THREADS_PER_BLOCK)
@@ -170,7 +182,7 @@ def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
 
 @functools.cache
 def compile_aot_ptx() -> bytes:
-    """The PTX text of scatter_add_aot.cu (all five kernels; without nvrtcGetPTX's trailing NUL), compiled once."""
+    """The PTX text of scatter_add_aot.cu (all six kernels; without nvrtcGetPTX's trailing NUL), compiled once."""
     return compile_aot_ptx_uncached()
 
 
@@ -214,13 +226,26 @@ def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, i
                                 (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
 
 
-def aot_scatter_add_steps(*, half: bool, with_counts: bool, num_nodes: int, num_edges: int, num_features: int
+def aot_takes_one_block(*, half: bool, with_counts: bool, num_features: int, max_edges: int | None) -> bool:
+    """Whether a network's scatter-add is scatter_block_f16 alone: float16 rows of one feature without counts,
+    and an optimization profile of at most BLOCK_MAX_EDGES edges (max_edges: None when no bound is known)."""
+    return (half and not with_counts and num_features == 1 and max_edges is not None
+            and max_edges <= BLOCK_MAX_EDGES)
+
+
+def aot_scatter_add_steps(*, half: bool, with_counts: bool, num_nodes: int, num_edges: int, num_features: int,
+                          max_edges: int | None = None
                           ) -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
     """What an AOT engine runs for one scatter-add: (sizes, the fills the network's layers make as (tensor,
-    32-bit value, words): counts to 0 with counts; float16: keys to -1, values to 0; then the kernels by name)."""
+    32-bit value, words): counts to 0 with counts; float16: keys to -1, values to 0; then the kernels by name).
+    `max_edges` is the profile's bound on E (aot_takes_one_block: then no fills and one kernel)."""
     sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
              "capacity": table_capacity(num_edges)}
     check_aot_sizes(sizes)
+    if max_edges is not None and num_edges > max_edges:
+        raise ValueError(f"num_edges {num_edges} is more than the profile's max_edges {max_edges}")
+    if aot_takes_one_block(half=half, with_counts=with_counts, num_features=num_features, max_edges=max_edges):
+        return sizes, [], ["scatter_block_f16"]
     fills = [("counts", 0, 2 * num_nodes)] if with_counts else []
     if not half:
         return sizes, fills, ["scatter_add_f32_counts" if with_counts else "scatter_add_f32"]
@@ -229,14 +254,15 @@ def aot_scatter_add_steps(*, half: bool, with_counts: bool, num_nodes: int, num_
 
 
 def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
-                        num_nodes: int, num_edges: int, num_features: int, stream: int) -> None:
+                        num_nodes: int, num_edges: int, num_features: int, stream: int,
+                        max_edges: int | None = None) -> None:
     """aot_scatter_add_steps on `stream`, the driver calls made now. float16 needs "keys" (table_capacity(E)
-    int32) and "values" (capacity x F float32); counts are computed when pointers has "counts". For tests and
-    benchmarks."""
+    int32) and "values" (capacity x F float32) unless it takes one block; counts are computed when pointers has
+    "counts". For tests and benchmarks."""
     from cuda.bindings import driver
 
     sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers, num_nodes=num_nodes,
-                                                num_edges=num_edges, num_features=num_features)
+                                                num_edges=num_edges, num_features=num_features, max_edges=max_edges)
     for tensor, value, words in fills:
         check(driver.cuMemsetD32Async(pointers[tensor], value, words, stream))
     for name in names:
@@ -250,14 +276,14 @@ class PreparedAotLaunch:
     For benchmarks of one step's latency (bench_aot.py); run_aot_scatter_add re-derives everything per call."""
 
     def __init__(self, functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int], num_nodes: int,
-                 num_edges: int, num_features: int, stream: int) -> None:
+                 num_edges: int, num_features: int, stream: int, max_edges: int | None = None) -> None:
         import ctypes
 
         from cuda.bindings import driver
 
         sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers,
                                                     num_nodes=num_nodes, num_edges=num_edges,
-                                                    num_features=num_features)
+                                                    num_features=num_features, max_edges=max_edges)
         on = driver.CUstream(int(stream))
         calls: list[tuple[Any, tuple[Any, ...]]] = [
             (driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers[tensor]), value, words, on))

@@ -11,9 +11,11 @@
 //   scatter_table_f16         float16 path, step 1: sums src rows (float32) into a hash table keyed by node
 //   scatter_table_f16_counts  the same, and counts
 //   apply_table_f16           float16 path, step 2: state[key] = half(float(state[key]) + sum), one rounding
+//   scatter_block_f16         float16, F = 1, no counts, at most BLOCK_MAX_EDGES edges (the network's profile):
+//                             both steps in one block's shared memory, so no table from the network
 //
-// Each kernel is a grid-stride loop over (row, feature) elements, so any grid of at least one block is
-// correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
+// Each kernel but scatter_block_f16 is a grid-stride loop over (row, feature) elements, so any grid of at least
+// one block is correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
 // sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
 // shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
 // outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
@@ -280,5 +282,52 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
         if (__float_as_uint(sum) == 0u) continue;
         __half* element = state_out + (i64)node * num_features + feature;
         *element = __float2half_rn(__half2float(*element) + sum);
+    }
+}
+
+// scatter_block_f16: float16 rows of one feature, no counts, for a network whose profile allows at most
+// plugin/kernels/aot.py BLOCK_MAX_EDGES edges. Block 0 (the launch has one) claims each edge's node in a shared
+// table of AOT_BLOCK_SLOTS int32 keys (linear probing from a multiplicative hash), sums in float32 there and,
+// after one block barrier, rounds each claimed node's sum into the state once: one kernel, no fills, no table in
+// global memory (at most 1024 edges: one SM is faster than two fills and two kernels; plan.py's block_table, the
+// Python plugin's twin, measured it). A node that finds no slot (more than AOT_BLOCK_SLOTS distinct nodes, which
+// the profile rules out) is added straight into the state with a half atomic, one rounding per edge.
+#define AOT_BLOCK_THREADS 1024     // plugin/kernels/aot.py BLOCK_THREADS
+#define AOT_BLOCK_SLOTS_LOG2 12    // plugin/kernels/aot.py BLOCK_SLOTS = 4096: 4 per edge at 1024 edges, 32 KiB
+#define AOT_BLOCK_SLOTS (1 << AOT_BLOCK_SLOTS_LOG2)
+extern "C" __global__ void __launch_bounds__(AOT_BLOCK_THREADS)
+scatter_block_f16(const __half* state_in, const __half* src, const i64* index,
+                  int num_nodes, int num_edges,
+                  __half* state_out) {
+    __shared__ int block_keys[AOT_BLOCK_SLOTS];
+    __shared__ float block_sums[AOT_BLOCK_SLOTS];
+    if (blockIdx.x != 0) return;  // one block sums every edge: a second would add them twice
+    for (int s = threadIdx.x; s < AOT_BLOCK_SLOTS; s += blockDim.x) {
+        block_keys[s] = EMPTY_KEY;
+        block_sums[s] = 0.0f;
+    }
+    __syncthreads();
+    for (int edge = threadIdx.x; edge < num_edges; edge += blockDim.x) {
+        const i64 node = __ldg(index + edge);
+        if (node < 0 || node >= num_nodes) continue;
+        const float value = __half2float(src[edge]);
+        unsigned slot = ((unsigned)node * 2654435761u) >> (32 - AOT_BLOCK_SLOTS_LOG2);
+        bool added = false;
+        for (int probe = 0; probe < AOT_BLOCK_SLOTS && !added; ++probe) {
+            const int previous = atomicCAS(block_keys + slot, EMPTY_KEY, (int)node);
+            if (previous == EMPTY_KEY || previous == (int)node) {
+                atomicAdd(block_sums + slot, value);
+                added = true;
+            }
+            slot = (slot + 1u) & (AOT_BLOCK_SLOTS - 1u);
+        }
+        if (!added) atomicAdd(state_out + node, __float2half_rn(value));  // a full table: never the profile's
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < AOT_BLOCK_SLOTS; s += blockDim.x) {
+        const int node = block_keys[s];
+        const float sum = block_sums[s];
+        if (node == EMPTY_KEY || __float_as_uint(sum) == 0u) continue;  // +0.0 keeps a -0.0 state bit for bit
+        state_out[node] = __float2half_rn(__half2float(state_out[node]) + sum);
     }
 }
