@@ -154,52 +154,32 @@ def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, feat
     assert_within_bound(out, state, src, index, dtype)
 
 
-@pytest.mark.parametrize("nodes, edges", [
-    (10**6, 10**4),    # the per-step case: hashed slots
-    (10**8, 2**15),    # the most edges "auto" gives it
-    (1000, 30_000),    # 30 edges per node: one slot per node
-    (10**4, 10**4),
-    (7, 5000),
-    (5, 1),
+@pytest.mark.parametrize("algorithm, nodes, edges", [
+    ("grid_table", 10**6, 10**4),      # the per-step case: hashed slots
+    ("grid_table", 10**8, 2**15),      # the most edges "auto" gives it
+    ("grid_table", 1000, 30_000),      # 30 edges per node: one slot per node
+    ("grid_table", 10**4, 10**4),
+    ("grid_table", 7, 5000),
+    ("grid_table", 5, 1),
+    ("split_table", 10**6, 10**4),     # what "auto" gives it where grid_table cannot run (no cooperative groups)
+    ("split_table", 10**7, 10**6),     # the large-batch case: 2^21 slots
+    ("split_table", 10**8, 2**15 + 1),  # just beyond grid_table
+    ("split_table", 10**6, 200_000),
+    ("split_table", 1000, 30_000),     # forced where the table would have one slot per node: hashed anyway
+    ("split_table", 7, 5000),
+    ("split_table", 5, 1),
+    ("block_table", 10**8, 1000),      # what "auto" gives a batch of up to 1024 edges: 4096 slots
+    ("block_table", 10**6, 1024),      # the largest batch it takes
+    ("block_table", 1000, 1000),       # one slot's node hit about once
+    ("block_table", 7, 1000),          # ~140 edges per node
+    ("block_table", 5, 1),
 ])
-def test_grid_table_matches_float64(nodes, edges):
-    skip_unless_available("grid_table")
+def test_slot_tables_match_float64(algorithm, nodes, edges):
+    skip_unless_available(algorithm)
     state, src, index = random_inputs(nodes, edges, 1, np.float16)
     bad = with_bad_ids(index, nodes, min(1000, edges // 10))
-    out, skipped, launched = run(state, src, index, "grid_table")
-    assert launched.algorithm == "grid_table" and skipped == bad
-    assert_within_bound(out, state, src, index, np.float16)
-
-
-@pytest.mark.parametrize("nodes, edges", [
-    (10**6, 10**4),      # what "auto" gives it where grid_table cannot run (no cooperative groups, say)
-    (10**7, 10**6),      # the large-batch case: 2^21 slots
-    (10**8, 2**15 + 1),  # just beyond grid_table
-    (10**6, 200_000),
-    (1000, 30_000),      # forced where the table would have one slot per node: 30 edges per node, hashed anyway
-    (7, 5000),
-    (5, 1),
-])
-def test_split_table_matches_float64(nodes, edges):
-    state, src, index = random_inputs(nodes, edges, 1, np.float16)
-    bad = with_bad_ids(index, nodes, min(1000, edges // 10))
-    out, skipped, launched = run(state, src, index, "split_table")
-    assert launched.algorithm == "split_table" and skipped == bad
-    assert_within_bound(out, state, src, index, np.float16)
-
-
-@pytest.mark.parametrize("nodes, edges", [
-    (10**8, 1000),   # what "auto" gives a batch of up to 1024 edges: 4096 slots for 1000 distinct nodes
-    (10**6, 1024),   # the largest batch it takes
-    (1000, 1000),    # one slot's node hit about once
-    (7, 1000),       # ~140 edges per node
-    (5, 1),
-])
-def test_block_table_matches_float64(nodes, edges):
-    state, src, index = random_inputs(nodes, edges, 1, np.float16)
-    bad = with_bad_ids(index, nodes, min(100, edges // 10))
-    out, skipped, launched = run(state, src, index, "block_table")
-    assert launched.algorithm == "block_table" and skipped == bad
+    out, skipped, launched = run(state, src, index, algorithm)
+    assert launched.algorithm == algorithm and skipped == bad
     assert_within_bound(out, state, src, index, np.float16)
 
 
