@@ -188,10 +188,15 @@ def apply_table_aot(state: trtp.TensorDesc, keys: trtp.TensorDesc, values: trtp.
 
 # --- float16, one feature, a profile of at most BLOCK_MAX_EDGES edges: one block, no table --------------------
 def _require_one_feature(desc: trtp.TensorDesc, name: str) -> None:
-    """ValueError when `desc`'s second dimension is known at build time and is not 1: scatter_block_f16 adds
-    rows of one feature."""
+    """ValueError unless `desc`'s second dimension is the build-time constant 1 (scatter_block_f16 adds rows of
+    one feature); shapes TensorRT hands over as fake (where it asks for types only) pass."""
     features = desc.shape_expr[1]
-    if not features.is_fake and features.is_constant and features.constant_value() != 1:
+    if features.is_fake:
+        return
+    if not features.is_constant:
+        raise ValueError(f"{name} must have one feature per row for {SCATTER_ADD_BLOCK}, known when the engine is "
+                         "built; its second dimension is dynamic")
+    if features.constant_value() != 1:
         raise ValueError(f"{name} must have one feature per row for {SCATTER_ADD_BLOCK}, got {features.constant_value()}")
 
 

@@ -131,6 +131,78 @@ def test_aot_steps_of_a_profile_within_one_block_are_one_kernel_and_no_fills():
         aot_scatter_add_steps(half=True, with_counts=False, num_nodes=10, num_edges=101, num_features=1, max_edges=100)
 
 
+def recorded_aot_plugins(monkeypatch, *, half, num_features, max_edges):
+    """The AOT plugin ids populate_state_network adds, in order, on a recording stand-in network (unittest.mock)
+    with a stand-in plugin module: the real plugins need TensorRT >= 10.16 (tests/test_e2e_aot.py builds them).
+    Only which plugins the network composes is checked here, not TensorRT."""
+    import sys
+    import types
+    from unittest import mock
+
+    import plugin
+    from network.definition import AOT_PLUGIN, populate_state_network
+
+    names = ("SCATTER_ADD", "SCATTER_ADD_COUNTS", "SCATTER_TABLE", "SCATTER_TABLE_COUNTS", "APPLY_TABLE",
+             "SCATTER_ADD_BLOCK")
+    stand_in = types.SimpleNamespace(**{name: f"aliased_io::{name.lower()}" for name in names},
+                                     plugin_op=lambda plugin_id: lambda *tensors: plugin_id)
+    monkeypatch.setitem(sys.modules, "plugin.scatter_add_aot", stand_in)
+    monkeypatch.setattr(plugin, "scatter_add_aot", stand_in, raising=False)
+    trt = mock.MagicMock()
+    trt.Dims = tuple
+    network = mock.MagicMock()
+    network.add_input.side_effect = lambda name, dtype, shape: mock.MagicMock(dtype=dtype, shape=shape)
+    added = []
+
+    def add_plugin(plugin_id, aot):
+        assert aot is True
+        added.append(plugin_id)
+        return mock.MagicMock()
+
+    network.add_plugin.side_effect = add_plugin
+    populate_state_network(trt, network, trt.float16 if half else trt.float32, num_features, AOT_PLUGIN,
+                           max_edges=max_edges)
+    return added
+
+
+@pytest.mark.parametrize("half, num_features, max_edges, expected", [
+    (True, 1, BLOCK_MAX_EDGES, ["aliased_io::scatter_add_block"]),
+    (True, 1, 1, ["aliased_io::scatter_add_block"]),
+    (True, 1, BLOCK_MAX_EDGES + 1, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
+    (True, 1, None, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
+    (True, 2, 100, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
+    (False, 1, 100, ["aliased_io::scatter_add"]),
+])
+def test_aot_state_network_holds_one_block_only_for_float16_rows_of_one_feature_within_its_edges(
+        monkeypatch, half, num_features, max_edges, expected):
+    assert recorded_aot_plugins(monkeypatch, half=half, num_features=num_features, max_edges=max_edges) == expected
+
+
+@pytest.mark.parametrize("max_edges", [1024, 1025])
+def test_aot_state_engine_is_populated_with_its_profiles_max_edges(monkeypatch, max_edges):
+    """prepare_engine hands the profile's max E to the state-update network (where the one-block choice is made);
+    stopped at the build, which needs TensorRT."""
+    from unittest import mock
+
+    from network import engine
+    from network.definition import AOT_PLUGIN, STATE_UPDATE
+
+    class Built(Exception):
+        pass
+
+    def build(populate, profile_shapes, verbose=False):
+        assert profile_shapes["idx"][2] == (max_edges,)
+        raise Built(populate)
+
+    monkeypatch.setattr(engine, "build_engine_bytes", build)
+    bounds = engine.ProfileBounds(nodes=engine.SizeRange(1, 100, 1000), edges=engine.SizeRange(1, 50, max_edges))
+    with pytest.raises(Built) as built:
+        engine.prepare_engine(mock.MagicMock(), kind=STATE_UPDATE, precision="fp16", num_nodes=100, num_edges=50,
+                              num_features=1, num_classes=0, profile=bounds, plugin=AOT_PLUGIN)
+    populate = built.value.args[0]
+    assert populate.keywords["max_edges"] == max_edges and populate.keywords["plugin"] == AOT_PLUGIN
+
+
 def test_aot_table_capacity_is_more_than_twice_the_edges():
     assert [table_capacity(e) for e in (0, 1, 10)] == [1, 3, 21]
 

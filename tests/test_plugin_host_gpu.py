@@ -409,3 +409,29 @@ def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream,
     assert_within_bound(out, state, src, index, dtype)
     if with_counts:
         np.testing.assert_array_equal(counts[:, 0], reference(state, src, index)[1])
+
+
+@pytest.mark.parametrize("num_nodes, num_edges", [(1, 0), (1000, 1000), (10**6, 1024)])
+def test_aot_one_block_launched_by_the_host_matches_float64(trt, host, aot, stream, num_nodes, num_edges):
+    """scatter_add_block (a float16 profile of at most 1024 edges), built through the host (its timing launch on
+    random bytes at kOPT included) and launched by it: no table, one block."""
+    from plugin.device_array import DeviceArray
+
+    state = RNG.standard_normal((num_nodes, 1)).astype(np.float16)
+    src = RNG.standard_normal((num_edges, 1)).astype(np.float16)
+    index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
+    buffers = {"state": DeviceArray.from_array(state), "src": DeviceArray.from_array(src),
+               "index": DeviceArray.from_array(index)}
+    engine = None
+    try:
+        kernel, engine = aot_engine(host, trt, aot, "scatter_add_block", "float16", 1)
+        launch(host, engine, kernel, {name: buffer.ptr for name, buffer in buffers.items()},
+               {"N": num_nodes, "E": num_edges, "C": 2 * num_edges + 1}, stream)
+        synchronize(stream)
+        out = buffers["state"].download()
+    finally:
+        if engine is not None:
+            host.free(engine)
+        for buffer in buffers.values():
+            buffer.free()
+    assert_within_bound(out, state, src, index, np.float16)

@@ -4,7 +4,7 @@
 // _plugin_class.py and _lib.py; docs/aot_plugin.md): the plugin's input pointers, then its extra int32
 // arguments, then its output pointers. An aliased output's pointer is the input's pointer again, so each
 // kernel reads inputs it does not modify and writes through the output pointers. Nothing here zeroes or
-// allocates: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in the network.
+// allocates global memory: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in the network.
 //
 //   scatter_add_f32           float32 state += src rows by index (atomics straight into the state)
 //   scatter_add_f32_counts    the same, and counts[index[e]] += 1 (counts zeroed by the network)
@@ -307,7 +307,7 @@ scatter_block_f16(const __half* state_in, const __half* src, const i64* index,
         block_sums[s] = 0.0f;
     }
     __syncthreads();
-    for (int edge = threadIdx.x; edge < num_edges; edge += blockDim.x) {
+    for (i64 edge = threadIdx.x; edge < num_edges; edge += blockDim.x) {
         const i64 node = __ldg(index + edge);
         if (node < 0 || node >= num_nodes) continue;
         const float value = __half2float(src[edge]);
