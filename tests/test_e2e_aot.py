@@ -128,6 +128,16 @@ FRESH_PROCESS = textwrap.dedent(
 )
 
 
+def engine_layers(path: Path) -> str:
+    """The engine's layers as TensorRT's engine inspector lists them (one line each; names at the default
+    profiling verbosity): an AOT engine deserializes without any plugin registered."""
+    import tensorrt as trt
+
+    engine = trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(path.read_bytes())
+    assert engine is not None, f"{path} did not deserialize"
+    return engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.ONELINE)
+
+
 @pytest.mark.parametrize("precision, max_edges, edges", [("fp32", 100000, 70000), ("fp16", 100000, 70000),
                                                          ("fp16", 1024, 1000)])  # the last: one block, no fills
 def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, precision, max_edges, edges):
@@ -136,6 +146,8 @@ def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, preci
                 "--batch_edges", "50", "--max_nodes", "100000", "--max_edges", str(max_edges), "--save_engine",
                 str(engine), "--seed", "1")
     assert built.returncode == 0, built.stdout + built.stderr
+    # the network's choice, read back from the engine's layer names: one block only for float16 within 1024 edges
+    assert ("scatter_add_block" in engine_layers(engine)) == (precision == "fp16" and max_edges <= 1024)
     empty = tmp_path / "empty"
     empty.mkdir()
     arguments = dict(engine=str(engine), precision=precision, nodes=50000, edges=edges, features=1, seed=2,
