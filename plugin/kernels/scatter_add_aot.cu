@@ -4,7 +4,8 @@
 // _plugin_class.py and _lib.py; docs/aot_plugin.md): the plugin's input pointers, then its extra int32
 // arguments, then its output pointers. An aliased output's pointer is the input's pointer again, so each
 // kernel reads inputs it does not modify and writes through the output pointers. Nothing here zeroes or
-// allocates global memory: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in the network.
+// allocates global memory: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in
+// the network.
 //
 //   scatter_add_f32           float32 state += src rows by index (atomics straight into the state)
 //   scatter_add_f32_counts    the same, and counts[index[e]] += 1 (counts zeroed by the network)
@@ -15,8 +16,8 @@
 //                             both steps in one block's shared memory, so no table from the network
 //
 // Each kernel but scatter_block_f16 is a grid-stride loop over (row, feature) elements, so any grid of at least
-// one block is correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32 kernels
-// sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
+// one block is correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32
+// kernels sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
 // shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
 // outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
 // inputs it made up), every kernel ends and stays inside them: a probe visits each slot at most once, and a key
@@ -314,8 +315,7 @@ scatter_block_f16(const __half* state_in, const __half* src, const i64* index,
         unsigned slot = ((unsigned)node * 2654435761u) >> (32 - AOT_BLOCK_SLOTS_LOG2);
         bool added = false;
         for (int probe = 0; probe < AOT_BLOCK_SLOTS && !added; ++probe) {
-            const int previous = atomicCAS(block_keys + slot, EMPTY_KEY, (int)node);
-            if (previous == EMPTY_KEY || previous == (int)node) {
+            if (claim_slot(block_keys, slot, (int)node)) {
                 atomicAdd(block_sums + slot, value);
                 added = true;
             }
