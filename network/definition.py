@@ -297,13 +297,6 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
     from plugin import scatter_add_aot as aot
     from plugin.kernels.aot import aot_takes_one_block
 
-    half = state.dtype == trt.float16
-    shapes = ShapeTensors(trt, network)
-    one_block = aot_takes_one_block(half=half, with_counts=with_counts, num_features=num_features,
-                                    max_edges=max_edges)
-    extra = (AccumulationInputs(None, None, None) if one_block else
-             add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half))
-
     def add(plugin_id: str, *tensors: "ITensor") -> Any:
         layer = network.add_plugin(aot.plugin_op(plugin_id)(*tensors), aot=True)
         if layer is None:
@@ -311,9 +304,12 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
         layer.name = plugin_id.replace("::", "_")
         return layer
 
+    half = state.dtype == trt.float16
+    if aot_takes_one_block(half=half, with_counts=with_counts, num_features=num_features, max_edges=max_edges):
+        return add(aot.SCATTER_ADD_BLOCK, state, src, index).get_output(0), None, []  # no fills, no shape layers
+    shapes = ShapeTensors(trt, network)
+    extra = add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half)
     counts_tail = (extra.counts,) if extra.counts is not None else ()
-    if one_block:
-        return add(aot.SCATTER_ADD_BLOCK, state, src, index).get_output(0), None, shapes.arrays
     if not half:
         layer = add(aot.SCATTER_ADD_COUNTS if with_counts else aot.SCATTER_ADD, state, src, index, *counts_tail)
         return layer.get_output(0), layer.get_output(1) if with_counts else None, shapes.arrays

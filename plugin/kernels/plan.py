@@ -686,15 +686,13 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
             return None
         if num_features == 1 and num_edges <= BLOCK_TABLE_MAX_EDGES:
             return "block_table"
-        owned = "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
-        owned_fits = table.hashed and num_features <= OWNED_MAX_FEATURES
         if grid_table and grid_table_fits(num_edges, num_features, device):
             return "grid_table"
         if table.hashed:
             if split_table and num_features == 1:
                 return "split_table"
-            if owned_fits and num_edges <= OWNED_MAX_EDGES:
-                return owned
+            if num_edges <= OWNED_MAX_EDGES and num_features <= OWNED_MAX_FEATURES:
+                return "clustered" if AUTO_CLUSTERED and device.arch >= CLUSTER_MIN_ARCH else "owned"
             if partition_workspace and num_features <= PARTITION_MAX_FEATURES and num_edges <= PARTITION_MAX_EDGES:
                 return "partitioned"
             return None
@@ -711,8 +709,8 @@ def uncounted_algorithm(num_nodes: int, num_edges: int, num_features: int, half:
 
 
 def _require_one_float16_feature(algorithm: str, half: bool, num_features: int) -> None:
-    """ValueError unless a forced slot-table path (block_table, grid_table, split_table) gets what its kernels add: float16
-    rows of one feature."""
+    """ValueError unless a forced slot-table path (block_table, grid_table, split_table) gets what its kernels add:
+    float16 rows of one feature."""
     if not half or num_features != 1:
         raise ValueError(f"the {algorithm} path adds float16 rows of one feature, not {num_features} "
                          f"{'float16' if half else 'float32'} features")
