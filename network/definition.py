@@ -113,6 +113,13 @@ def add_network_inputs(
     return inputs
 
 
+def aliasing_preview_features(trt: Any) -> list[Any]:
+    """The builder config's preview features for a network with an aliased plugin: without
+    ALIASED_PLUGIN_IO_10_03 TensorRT ignores get_aliased_input and refuses the build ("Aliased I/O used by plugin
+    ... but PreviewFeature::kALIASED_PLUGIN_IO_10_03 not enabled"). network/engine.py passes them to the config."""
+    return [trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03]
+
+
 def scatter_add_plugin_for(kind: str) -> Any:
     """A new ScatterAddPlugin for a network kind: with counts for CLASSIFIER (the mean divides by them), without
     for STATE_UPDATE (nothing reads counts there; computing them would zero N int64 values every execution).

@@ -42,6 +42,7 @@ from network.definition import (
     STATE_INPUT_NAMES,
     STATE_UPDATE,
     OnnxSource,
+    aliasing_preview_features,
     populate_from_onnx,
     populate_network,
     populate_state_network,
@@ -241,7 +242,8 @@ def build_engine_bytes(
     """Builds a serialized engine from a strongly typed network; returns (engine bytes, build seconds).
 
     `populate(trt, network)` adds the layers and returns whatever must stay alive during the build (the
-    plugin object). The config enables PreviewFeature.ALIASED_PLUGIN_IO_10_03 and one optimization profile.
+    plugin object). The config enables the aliasing preview feature (definition.aliasing_preview_features)
+    and one optimization profile.
     """
     trt = import_tensorrt()
     import_module("polygraphy")
@@ -254,7 +256,7 @@ def build_engine_bytes(
         profile = Profile()
         for name, (low, opt, high) in profile_shapes.items():
             profile.add(name, min=low, opt=opt, max=high)
-        config = CreateConfig(profiles=[profile], preview_features=[trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03])
+        config = CreateConfig(profiles=[profile], preview_features=aliasing_preview_features(trt))
         start = time.perf_counter()
         try:
             serialized = engine_bytes_from_network((builder, network), config=config)
