@@ -127,7 +127,7 @@ def validate(options: argparse.Namespace, prepared: "Prepared", actual: "np.ndar
 
         lines, status = validate_against_onnxruntime(prepared, actual, options.precision)
     elif prepared.steps is not None:
-        from network.steps import compare_state
+        from reference.state import compare_state
 
         assert prepared.steps.final_state is not None and prepared.steps.bound is not None
         check = compare_state(actual, prepared.steps.final_state, prepared.steps.bound)

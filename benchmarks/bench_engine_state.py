@@ -59,12 +59,14 @@ def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
 def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:
     from network.execution import summarize
     from network.run import feature_dtype
-    from network.steps import compare_state, expected_final_state, make_step_batches, run_state_steps, state_error_bound
+    from network.steps import run_state_steps
+    from reference.state import compare_state, expected_final_state, state_error_bound
+    from graph import portable_edge_batches
 
     rng = np.random.default_rng(seed)
     dtype = feature_dtype(precision)
     features = rng.standard_normal((num_nodes, 1)).astype(dtype)
-    batches = make_step_batches(num_nodes, steps, batch_edges, seed)
+    batches = portable_edge_batches(num_nodes, steps, batch_edges, seed)
     run = run_state_steps(trt, engine, np.zeros((num_nodes, 1), dtype), features, batches)
     features64 = features.astype(np.float64)
     check = compare_state(run.final_state, expected_final_state(features64, batches, None),

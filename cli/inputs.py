@@ -192,11 +192,12 @@ def prepare_steps(options: argparse.Namespace, engine: EngineOptions, graph: Gra
                   show_progress: bool = False) -> StepsPlan:
     """Draws the --steps batches; checks that the state cannot overflow the precision; for --dry-run and --validate
     computes the final state's reference and its rounding bound."""
-    from network.steps import check_state_range, expected_final_state, make_step_batches, rounding_bound
+    from reference.state import check_state_range, expected_final_state, rounding_bound
+    from graph import portable_edge_batches
 
     assert engine.steps is not None and engine.batch_edges is not None
     with progress(f"Drawing {engine.steps:,} batches of {engine.batch_edges:,} edges", enabled=show_progress):
-        batches = make_step_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
+        batches = portable_edge_batches(graph.num_nodes, engine.steps, engine.batch_edges, seed)
     magnitude, additions = check_state_range(graph.node_features, batches, graph.state, options.precision)
     final_state = bound = None
     if options.dry_run or options.validate:

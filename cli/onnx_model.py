@@ -250,7 +250,7 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
                      bound: np.ndarray, steps: int) -> tuple[list[str], int]:
     """--validate --onnx --steps: the final state against ONNX Runtime's (twice the rounding bound) and against
     the float64 reference of all batches (the bound)."""
-    from network.steps import compare_state
+    from reference.state import compare_state
 
     return verdict((against_onnxruntime(model), compare_state(actual, onnxruntime, AGAINST_ONNXRUNTIME * bound)),
                    (state_label(steps), compare_state(actual, reference, bound)))

@@ -308,7 +308,7 @@ def test_validation_report_lines_and_status():
 
 
 def test_steps_validation_lines_and_status():
-    from network.steps import StateCheck
+    from reference.state import StateCheck
 
     good, status = cli.verdict((cli.state_label(5), StateCheck(True, 1e-6, 2e-6, 0, 10)))
     assert status == 0 and good[0] == "Validation against reference successful!"
@@ -389,9 +389,10 @@ def test_steps_validate_fails_with_exit_1_when_the_final_state_is_wrong(monkeypa
     """--steps --validate compares the engine's final state with the float64 reference: exit 1 and the failure
     line when one value is off, exit 0 when it is right (network.steps.run_steps stands in for the engine)."""
     import network.steps
+    import reference.state
 
     def engine_steps(graph, precision, batches, **kwargs):
-        final_state = network.steps.expected_final_state(graph.node_features, batches, graph.state)
+        final_state = reference.state.expected_final_state(graph.node_features, batches, graph.state)
         if wrong:
             final_state[2, 0] += 1.0
         return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None)

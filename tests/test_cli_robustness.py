@@ -367,12 +367,13 @@ def test_save_engine_is_written_last_and_only_when_the_run_succeeded(tmp_path, m
     serialized engine): the engine file appears after every other line of a run that succeeded, with the
     mode of a new file; a failed validation (exit 1) or an engine error (exit 4) leaves nothing behind."""
     import network.steps
+    import reference.state
     from common.errors import EngineError
 
     def engine_steps(graph, precision, batches, **kwargs):
         if outcome == "engine failed":
             raise EngineError("TensorRT could not execute the engine")
-        final_state = network.steps.expected_final_state(graph.node_features, batches, graph.state)
+        final_state = reference.state.expected_final_state(graph.node_features, batches, graph.state)
         if outcome == "validation failed":
             final_state[0, 0] += 1.0
         return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None,

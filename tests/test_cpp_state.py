@@ -218,12 +218,13 @@ def test_reference_only_with_features_matches_an_npz_with_a_zero_state(recent_pr
 def test_reference_only_of_a_large_state_matches_the_python_functions(recent_program):
     """Summarized past 200 values: the first and last three rows and the exact sum, against network.steps."""
     from graph import portable_node_features
-    from network.steps import expected_final_state, make_step_batches
+    from reference.state import expected_final_state
+    from graph import portable_edge_batches
 
     nodes, features, steps, batch_edges, seed = 100_000, 2, 20, 5_000, 3
     cpp = reference_only(recent_program, nodes, steps, batch_edges, seed, features)
     state = expected_final_state(portable_node_features(nodes, features, seed),
-                                 make_step_batches(nodes, steps, batch_edges, seed), None)
+                                 portable_edge_batches(nodes, steps, batch_edges, seed), None)
     head, tail = cpp.split("(float64 reference):\n", 1)[1].split("\n...\n", 1)
     np.testing.assert_array_equal(numbers(head).reshape(3, features), state[:3])
     np.testing.assert_array_equal(numbers(tail.split("\nSum over")[0]).reshape(3, features), state[-3:])

@@ -18,38 +18,36 @@ from network.engine import (
     describe_signature,
     requested_profile_bounds,
 )
-from network.steps import (
-    StepsRun,
+from graph import portable_edge_batches
+from network.steps import StepsRun, step_inputs, steps_report_lines
+from reference.state import (
     accumulated_magnitude,
     check_state_range,
     compare_state,
     expected_final_state,
-    make_step_batches,
     rounding_bound,
     state_error_bound,
-    step_inputs,
-    steps_report_lines,
 )
 
 # --- batches and step inputs -------------------------------------------------------------------------------
 
 
 def test_batches_are_seeded_shaped_and_in_range():
-    batches = make_step_batches(50, 4, 30, seed=7)
+    batches = portable_edge_batches(50, 4, 30, seed=7)
     assert len(batches) == 4
     for batch in batches:
         assert batch.shape == (30, 2) and batch.dtype == np.int64
         assert batch.min() >= 0 and batch.max() < 50
-    again = make_step_batches(50, 4, 30, seed=7)
+    again = portable_edge_batches(50, 4, 30, seed=7)
     assert all(np.array_equal(a, b) for a, b in zip(batches, again))
-    other = make_step_batches(50, 4, 30, seed=8)
+    other = portable_edge_batches(50, 4, 30, seed=8)
     assert not all(np.array_equal(a, b) for a, b in zip(batches, other))
     assert not np.array_equal(batches[0], batches[1])  # a new batch each step
 
 
 def test_batches_beyond_the_edge_limit_are_an_input_error():
     with pytest.raises(InputError, match="exceed the limit"):
-        make_step_batches(10, 1000, MAX_RANDOM_EDGES // 1000 + 1, seed=0)
+        portable_edge_batches(10, 1000, MAX_RANDOM_EDGES // 1000 + 1, seed=0)
 
 
 def test_step_inputs_take_the_sources_features_and_the_targets():
@@ -120,7 +118,7 @@ def random_case(seed, num_nodes=300, features=2, steps=12, batch_edges=400):
     rng = np.random.default_rng(seed)
     node_features = rng.standard_normal((num_nodes, features)) * rng.choice([1e-3, 1.0, 30.0], size=(num_nodes, 1))
     state = rng.standard_normal((num_nodes, features)) * 10
-    batches = make_step_batches(num_nodes, steps, batch_edges, seed)
+    batches = portable_edge_batches(num_nodes, steps, batch_edges, seed)
     return node_features, batches, state, rng
 
 
