@@ -1,4 +1,4 @@
-"""Quoting user input in one-line messages."""
+"""Quoting user input, and other libraries' errors, in one-line messages."""
 
 
 def excerpt(text: str, start: int, end: int | None = None, limit: int = 24) -> str:
@@ -31,3 +31,8 @@ def quoted_bytes(data: bytes) -> str:
         for char in text
     )
     return f"'{shown}'"
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an exception's message (polygraphy's can span many lines)."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)

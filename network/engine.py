@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from common.errors import EngineError, InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
 from common.progress import file_load_progress, progress
-from common.text import shown_path
+from common.text import first_line, shown_path
 from common.versions import (
     TENSORRT_FLOOR,
     check_driver_version,
@@ -267,11 +267,6 @@ def build_engine_bytes(
     return bytes(serialized), seconds
 
 
-def first_line(error: BaseException) -> str:
-    """The first non-empty line of an exception's message (polygraphy's can span many lines)."""
-    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-
-
 def read_engine_file(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -334,23 +329,6 @@ def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSign
         ),
         kind=kind,
     )
-
-
-def engine_output_names(trt: Any, engine: "ICudaEngine") -> list[str]:
-    """The engine's output tensors, in the engine's I/O order."""
-    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-    return [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
-
-
-def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | None] | None:
-    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased).
-
-    None when this TensorRT's engine has no get_aliased_input_tensor (older releases).
-    """
-    get_aliased_input_tensor = getattr(engine, "get_aliased_input_tensor", None)
-    if get_aliased_input_tensor is None:
-        return None
-    return {name: get_aliased_input_tensor(name) or None for name in engine_output_names(trt, engine)}
 
 
 def describe_signature(signature: EngineSignature) -> str:

@@ -43,13 +43,29 @@ import numpy as np
 
 from common.errors import EngineError
 from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
-from network.engine import engine_output_aliases, engine_output_names
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
     from plugin.cuda_graph import CapturedGraph
     from plugin.device_array import DeviceArray
+
+
+def engine_output_names(trt: Any, engine: "ICudaEngine") -> list[str]:
+    """The engine's output tensors, in the engine's I/O order."""
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    return [name for name in names if engine.get_tensor_mode(name) == trt.TensorIOMode.OUTPUT]
+
+
+def engine_output_aliases(trt: Any, engine: "ICudaEngine") -> dict[str, str | None] | None:
+    """For each engine output, the input that ICudaEngine.get_aliased_input_tensor names (None: not aliased).
+
+    None when this TensorRT's engine has no get_aliased_input_tensor (older releases).
+    """
+    get_aliased_input_tensor = getattr(engine, "get_aliased_input_tensor", None)
+    if get_aliased_input_tensor is None:
+        return None
+    return {name: get_aliased_input_tensor(name) or None for name in engine_output_names(trt, engine)}
 
 
 def output_bindings(output_names: Sequence[str], aliases: Mapping[str, str | None] | None,

@@ -78,8 +78,7 @@ def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Map
              fresh: Callable[[int], Mapping[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], Any, list[float]]:
     """The runs on one execution context (network.execution.ExecutionSession): the last run's outputs, what
     get_aliased_input_tensor reported, each run's engine time in ms."""
-    from network.engine import engine_output_names
-    from network.execution import EventTimer, ExecutionSession
+    from network.execution import EventTimer, ExecutionSession, engine_output_names
     from plugin.device_array import DeviceArray
 
     with contextlib.ExitStack() as resources:  # released in reverse: the timer, the session, the buffers

@@ -27,8 +27,8 @@ import numpy as np
 
 from common.errors import InputError
 from common.imports import import_module
+from common.text import first_line
 from network.definition import KEYS_EMPTY
-from network.engine import first_line
 from network.onnx_nodes import (
     AOT_APPLY_TABLE,
     AOT_SCATTER_ADD,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 
 def short_line(error: BaseException) -> str:
-    """network.engine.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
+    """common.text.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
     return first_line(error)[:300]
 
 

@@ -28,14 +28,9 @@ from network.definition import (
     PYTHON_PLUGIN,
     OnnxSource,
 )
-from network.engine import (
-    ProfileBounds,
-    engine_output_aliases,
-    first_line,
-    prepare_engine,
-    require_engine_dependencies,
-    tensorrt_log_level,
-)
+from common.text import first_line
+from network.engine import ProfileBounds, prepare_engine, require_engine_dependencies, tensorrt_log_level
+from network.execution import engine_output_aliases
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
