@@ -84,6 +84,7 @@ def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
 
 def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for the classifier: network, engine (and --benchmark), report, --validate."""
+    from cli.engine_report import graph_run_lines
     from network.run import run_graph  # TensorRT, polygraphy and cuda-python load inside run_graph
 
     engine = prepared.engine
@@ -94,12 +95,13 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     engine.outputs.hold("--save_engine", "Engine", result.engine_data)
-    _print("Classifier output:", format_matrix(result.softmax), "", *result.report_lines, sep="\n")
+    _print("Classifier output:", format_matrix(result.softmax), "", *graph_run_lines(result), sep="\n")
     return validate(options, prepared, result.softmax)
 
 
 def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     """Steps 3 to 5 for --steps: K executions on one state buffer, the report, --validate of the final state."""
+    from cli.engine_report import steps_lines
     from network.steps import run_steps as run_engine_steps  # TensorRT, polygraphy, cuda-python load inside
 
     assert prepared.steps is not None
@@ -111,9 +113,9 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     engine.outputs.hold("--save_engine", "Engine", result.engine_data)
-    steps = len(prepared.steps.batches)
+    steps, batch_edges = len(prepared.steps.batches), len(prepared.steps.batches[0])
     _print(steps_note(prepared.graph, prepared.steps.batches), "", f"Final state X after {steps:,} steps:",
-           format_matrix(result.final_state), "", *result.report_lines, sep="\n")
+           format_matrix(result.final_state), "", *steps_lines(result, batch_edges), sep="\n")
     return validate(options, prepared, result.final_state)
 
 

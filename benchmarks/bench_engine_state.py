@@ -53,7 +53,7 @@ def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
     bounds = ProfileBounds(SizeRange(1, max_nodes, max_nodes), SizeRange(batch_edges, batch_edges, batch_edges))
     prepared = prepare_engine(trt, kind=STATE_UPDATE, precision=precision, num_nodes=max_nodes, num_edges=batch_edges,
                               num_features=1, num_classes=0, profile=bounds)
-    return prepared.engine, prepared.build_seconds
+    return prepared.engine, prepared.origin.build_seconds
 
 
 def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:

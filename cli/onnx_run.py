@@ -200,12 +200,13 @@ def run_model(options: Any, plan: ModelPlan) -> int:
         outputs = run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
         report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
     else:
+        from cli.engine_report import model_run_lines
         from network.model_engine import run_model_engine
 
         dynamic = [spec.name for spec in plan.inputs if any(isinstance(dim, str) for dim in spec.shape)]
         result = run_model_engine(plan.model.engine_source(), plan.feeds, plan.states, plan.runs, plan.fresh, dynamic,
                                   verbose=options.verbose, show_progress=shows_progress(options.verbose))
-        outputs, report = result.outputs, result.report_lines
+        outputs, report = result.outputs, model_run_lines(result, plan.model.engine_source().path, plan.runs)
         plan.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
     after = f" after {plan.runs:,} runs" if plan.runs > 1 else ""
     for spec in plan.outputs:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, PYTHON_PLUGIN
-from network.execution import TimingSummary, describe_summary, host_time_line, issued_by, summarize, timed_call
+from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE
+from network.execution import TimingSummary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -42,24 +42,6 @@ class BenchmarkResult:
     def kernel_share(self) -> float:
         """Kernel median / engine median (can exceed 1 when the engine's own overhead is below the timing noise)."""
         return self.kernel.median_ms / self.engine.median_ms if self.engine.median_ms > 0 else float("nan")
-
-
-def benchmark_lines(result: BenchmarkResult, plugin: str | None = PYTHON_PLUGIN) -> list[str]:
-    """The --benchmark report; `plugin`: the engine's scatter-add (None: loaded from a file)."""
-    if result.cuda_graph:
-        warmup = f"{result.warmup} warm-up executions and {result.warmup} warm-up replays"
-        kernel = "scatter_add_launch alone, captured and replayed the same way, same buffers"
-    else:
-        warmup, kernel = f"{result.warmup} warm-up ones", "scatter_add_launch alone, same buffers"
-    lines = [
-        f"Benchmark: {result.engine.count} timed executions after {warmup} (CUDA events on one stream around each call)",
-        f"  engine ({timed_call(result.cuda_graph)}): {describe_summary(result.engine)}",
-        f"  {kernel}: {describe_summary(result.kernel)}",
-        f"  kernel share: kernel median / engine median = {100 * result.kernel_share:.0f}%",
-    ]
-    if result.engine_host is not None:
-        lines.append("  " + host_time_line(result.engine_host, "execution", issued_by(result.cuda_graph, plugin)))
-    return lines
 
 
 def benchmark_engine(

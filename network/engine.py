@@ -6,7 +6,7 @@ build uses polygraphy's CreateNetwork(strongly_typed=True), CreateConfig with th
 PreviewFeature.ALIASED_PLUGIN_IO_10_03 (without it TensorRT ignores get_aliased_input), and
 engine_bytes_from_network. Deserializing needs the plugin creator registered first, in every process.
 TensorRT, polygraphy and CUDA are imported inside the functions that need them: the profile, the signature
-checks and the report lines are plain Python (a dry run uses requested_profile_bounds).
+checks are plain Python (a dry run uses requested_profile_bounds).
 """
 
 import contextlib
@@ -331,32 +331,25 @@ def engine_signature(trt: Any, engine: "ICudaEngine", source: str) -> EngineSign
     )
 
 
-def describe_signature(signature: EngineSignature) -> str:
-    network = "state update network (output X_out)" if signature.kind == STATE_UPDATE else f"C={signature.num_classes}"
-    return (
-        f"precision {signature.precision}, F={signature.num_features}, {network}, "
-        f"N in {signature.bounds.nodes}, E in {signature.bounds.edges}"
-    )
+@dataclass(frozen=True)
+class EngineOrigin:
+    """Where a run's engine came from, for its report (cli/engine_report.py): what it is fixed to, its build
+    seconds and the rewritten model it was built from (None when loaded), the file it was loaded from (None when
+    built), and the TensorRT release."""
 
-
-def build_line(seconds: float, signature: EngineSignature, onnx_path: str | None = None) -> str:
-    source = "" if onnx_path is None else f" from the rewritten {onnx_path}"
-    return f"Engine built{source} in {seconds:.2f} s ({describe_signature(signature)})"
-
-
-def load_line(path: str, signature: EngineSignature) -> str:
-    return f"Engine loaded from {shown_path(path)} ({describe_signature(signature)})"
+    signature: EngineSignature
+    build_seconds: float | None
+    loaded_from: str | None = None
+    onnx_path: str | None = None
+    tensorrt_version: str = "?"
 
 
 @dataclass(frozen=True)
 class PreparedEngine:
-    """A deserialized engine, what it is fixed to, its build time and serialized bytes (both None when loaded)
-    and the lines to print."""
+    """A deserialized engine, where it came from, and its serialized bytes (None when loaded)."""
 
     engine: Any
-    signature: EngineSignature
-    build_seconds: float | None
-    lines: list[str]
+    origin: EngineOrigin
     data: bytes | None = None  # for --save_engine, written by the caller once the run has succeeded
 
 
@@ -381,8 +374,8 @@ def prepare_engine(
     scatter-add `plugin` ("python" or "aot"), from TensorRT's network API or, given `onnx`, from that rewritten
     model (its bytes in .data, for the caller to save). InputError when the sizes do not fit the engine (loaded or
     requested)."""
-    lines: list[str] = []
     build_seconds: float | None = None
+    version = getattr(trt, "__version__", "?")
 
     def check_fits(signature: EngineSignature) -> None:
         check_graph_fits(signature, precision, num_nodes, num_edges, num_features, num_classes, kind, edges_source)
@@ -393,7 +386,7 @@ def prepare_engine(
         engine = deserialize_engine(data, str(load_engine), verbose=verbose)
         signature = engine_signature(trt, engine, str(load_engine))
         check_fits(signature)
-        lines.append(load_line(str(load_engine), signature))
+        return PreparedEngine(engine, EngineOrigin(signature, None, loaded_from=str(load_engine), tensorrt_version=version))
     else:
         bounds = profile or default_profile_bounds(num_nodes, num_edges)
         signature = EngineSignature(precision, num_features, num_classes if kind == CLASSIFIER else 0, bounds, kind)
@@ -413,6 +406,5 @@ def prepare_engine(
         if onnx is not None:  # the model decides the engine's tensors: check them as a loaded engine's
             signature = engine_signature(trt, engine, f"the engine built from {onnx.path}")
             check_fits(signature)
-        lines.append(build_line(build_seconds, signature, None if onnx is None else onnx.path))
-    return PreparedEngine(engine=engine, signature=signature, build_seconds=build_seconds, lines=lines,
-                          data=None if load_engine is not None else data)
+    origin = EngineOrigin(signature, build_seconds, onnx_path=None if onnx is None else onnx.path, tensorrt_version=version)
+    return PreparedEngine(engine, origin, data)

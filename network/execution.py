@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.errors import EngineError
-from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -223,25 +222,6 @@ def summarize(durations_ms: Sequence[float]) -> TimingSummary:
     )
 
 
-def format_duration(ms: float) -> str:
-    """A duration with a unit that keeps it readable: '12.3 us', '4.56 ms', '7.89 s'."""
-    if ms < 1.0:
-        return f"{ms * 1e3:.1f} us"
-    if ms < 1e3:
-        return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
-    return f"{ms / 1e3:.2f} s"
-
-
-def describe_summary(summary: TimingSummary, *, p90: bool = True) -> str:
-    """'median 12.3 us, p90 13.0 us, min 11.9 us, max 20.1 us over 100 runs' (p90 left out on request)."""
-    parts = [f"median {format_duration(summary.median_ms)}"]
-    if p90:
-        parts.append(f"p90 {format_duration(summary.p90_ms)}")
-    parts += [f"min {format_duration(summary.min_ms)}", f"max {format_duration(summary.max_ms)}"]
-    runs = "run" if summary.count == 1 else "runs"
-    return ", ".join(parts) + f" over {summary.count} {runs}"
-
-
 class EventTimer:
     """A pair of CUDA events (cuda-python runtime API) that times calls which enqueue work on a stream."""
 
@@ -284,30 +264,6 @@ class EventTimer:
 
 
 WITHOUT_GRAPH_HINT = "run without --cuda_graph"
-
-
-def issued_by(cuda_graph: bool, plugin: str | None = PYTHON_PLUGIN) -> str:
-    """What the host runs to issue one execution: the captured graph's launch, or TensorRT's enqueue with the
-    scatter-add `plugin` (None: an engine file's, whichever it holds)."""
-    if cuda_graph:
-        return "cuGraphLaunch of the captured execution"
-    if plugin == PYTHON_PLUGIN:
-        return "execute_async_v3 with the Python plugin's enqueue"
-    if plugin == AOT_PLUGIN:
-        return "execute_async_v3; the AOT plugin runs no Python"
-    return "execute_async_v3 with the engine file's plugin"
-
-
-def timed_call(cuda_graph: bool) -> str:
-    """The call the CUDA events are recorded around."""
-    if cuda_graph:
-        return "cuGraphLaunch of the execution captured once after the warm-up"
-    return "execute_async_v3"
-
-
-def host_time_line(summary: TimingSummary, what: str, how: str) -> str:
-    """'Host time to issue one step: median 7.1 us (execute_async_v3 with ...)'."""
-    return f"Host time to issue one {what}: median {format_duration(summary.median_ms)} ({how})"
 
 
 def capture_failure_message(what: str, cause: str) -> str:

@@ -7,7 +7,7 @@ NVIDIA's AliasedIOPlugin log shows), so polygraphy's TrtRunner and trtexec give 
 own that the plugin never writes: the result lies in the input's buffer. The run binds the output there itself
 (network.execution.ExecutionSession's outputs_at_inputs), as --steps binds the sample's X_out at X. Between
 runs only the inputs that are no state are uploaded again. run_model_engine needs TensorRT, cuda-python and a
-GPU; profile_shapes and the report lines are plain Python.
+GPU; profile_shapes is plain Python (the report: cli/engine_report.py).
 """
 
 import contextlib
@@ -21,7 +21,6 @@ import numpy as np
 from common.progress import progress
 from network.definition import OnnxSource, populate_from_onnx
 from network.engine import ShapeRange, build_engine_bytes, deserialize_engine, require_engine_dependencies
-from network.execution import describe_summary, summarize
 
 
 def profile_shapes(feeds: Mapping[str, np.ndarray], dynamic: Iterable[str]) -> dict[str, ShapeRange]:
@@ -29,30 +28,19 @@ def profile_shapes(feeds: Mapping[str, np.ndarray], dynamic: Iterable[str]) -> d
     return {name: (shape, shape, shape) for name in dynamic for shape in [tuple(np.shape(feeds[name]))]}
 
 
-def model_engine_lines(states: Mapping[str, str], aliases: Mapping[str, str | None] | None, runs: int,
-                       run_ms: list[float], tensorrt_version: str = "?") -> list[str]:
-    """What TensorRT said about each state output and where the runner bound it; with several runs, the
-    engine time of the runs after the first (the first also does the plugin's first-run work)."""
-    from network.steps import aliasing_line
-
-    lines = [aliasing_line(None if aliases is None else dict(aliases), tensorrt_version, output, state)
-             for output, state in states.items()]
-    if not states:
-        lines.append("No engine output aliases an input: every output has a buffer of its own")
-    if runs > 1:
-        lines.append(f"Runs: {runs:,} executions, the states kept in their input buffers; engine time of runs 2 to "
-                     f"{runs:,} (CUDA events around execute_async_v3): {describe_summary(summarize(run_ms[1:]))}")
-    return lines
-
-
 @dataclass(frozen=True)
 class ModelEngineRun:
-    """The outputs of the last run (host copies), the lines to print (build, aliasing, times) and the serialized
-    engine (for --save_engine, written by the caller once the run has succeeded)."""
+    """The outputs of the last run (host copies); the build seconds; the state outputs ({output: input}) and what
+    get_aliased_input_tensor reported per output (None: this TensorRT cannot tell); each run's engine time in ms;
+    the serialized engine (for --save_engine, written by the caller once the run has succeeded)."""
 
     outputs: dict[str, np.ndarray]
-    report_lines: list[str]
+    build_seconds: float
+    states: dict[str, str]
+    aliases: dict[str, str | None] | None
+    run_ms: list[float]
     engine_data: bytes
+    tensorrt_version: str = "?"
 
 
 def run_model_engine(source: OnnxSource, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,
@@ -67,11 +55,10 @@ def run_model_engine(source: OnnxSource, feeds: Mapping[str, np.ndarray], states
     with progress("Building the engine from the rewritten model", enabled=show_progress):
         data, seconds = build_engine_bytes(populate, profile_shapes(feeds, dynamic), verbose=verbose)
     engine = deserialize_engine(data, "the engine just built", verbose=verbose, just_built=True)
-    lines = [f"Engine built from the rewritten {source.path} in {seconds:.2f} s (its profile: this run's input shapes)"]
     with progress(f"Running the engine {runs:,} time(s)", enabled=show_progress):
         outputs, aliases, run_ms = _execute(trt, engine, feeds, states, runs, fresh)
-    lines += model_engine_lines(states, aliases, runs, run_ms, getattr(trt, "__version__", "?"))
-    return ModelEngineRun(outputs, lines, data)
+    return ModelEngineRun(outputs, seconds, dict(states), None if aliases is None else dict(aliases), run_ms, data,
+                          getattr(trt, "__version__", "?"))
 
 
 def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Mapping[str, str], runs: int,

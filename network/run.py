@@ -1,11 +1,10 @@
 """How the engine runs once: the input arrays from the graph, one inference with polygraphy's TrtRunner on
-buffers the caller owns, and the lines the CLI prints about it; run_graph is the whole classifier run.
+buffers the caller owns, and what it observed; run_graph is the whole classifier run.
 
 For edges (s -> t), src row e is node_features[s] and idx[e] = t, so the plugin adds each source node's
 features into its target's row of X (plain numpy). The inputs are uploaded into DeviceArrays (cuda-python) and
 handed to TrtRunner as polygraphy DeviceViews, so TensorRT reads the caller's memory directly; after inference
-X's buffer is copied back to see whether the plugin's in-place write reached it. The report lines (aliasing as
-TensorRT reports it, X in place or not) are plain functions of numbers and arrays.
+X's buffer is copied back to see whether the plugin's in-place write reached it (cli/engine_report.py says so).
 """
 
 from collections.abc import Mapping
@@ -18,7 +17,6 @@ import numpy as np
 from common.errors import EngineError, InputError
 from common.progress import progress
 from network.definition import (
-    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
@@ -29,7 +27,7 @@ from network.definition import (
     OnnxSource,
 )
 from common.text import first_line
-from network.engine import ProfileBounds, prepare_engine, require_engine_dependencies, tensorrt_log_level
+from network.engine import EngineOrigin, ProfileBounds, prepare_engine, require_engine_dependencies, tensorrt_log_level
 from network.execution import engine_output_aliases
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -157,33 +155,6 @@ def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray],
     )
 
 
-def plugin_alias_line(compute_counts: bool, plugin: str = PYTHON_PLUGIN, loaded: bool = False) -> str:
-    """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.definition.scatter_add_plugin_for:
-    counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
-    network.definition.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
-    if loaded:
-        return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
-    if plugin == AOT_PLUGIN:
-        counts = "; counts alias a zero tensor made by a fill layer" if compute_counts else "; no counts are computed"
-        return ("AOT plugin (tensorrt.plugin, PTX in the engine, no Python at run time): aggregated aliases X "
-                f"(TensorDesc.aliased()){counts}")
-    if compute_counts:
-        return "Plugin: output 0 (aggregated) aliases input 0 (X) -- get_aliased_input(0) == 0, -1 for output 1 (counts)"
-    return ("Plugin (compute_counts=0): output 0 (aggregated), its only output, aliases input 0 (X) -- "
-            "get_aliased_input(0) == 0; no counts are computed")
-
-
-def engine_alias_lines(aliased_inputs: dict[str, str | None] | None, tensorrt_version: str = "?") -> list[str]:
-    """One line per engine output with what ICudaEngine.get_aliased_input_tensor returned."""
-    if aliased_inputs is None:
-        return [f"Engine outputs: TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to report engine I/O aliasing"]
-    return [
-        f"Engine output {name!r}: get_aliased_input_tensor -> {alias!r}"
-        + ("" if alias else " (no engine input shares its memory)")
-        for name, alias in aliased_inputs.items()
-    ]
-
-
 def update_is_zero(src: np.ndarray, index: np.ndarray, num_nodes: int) -> bool:
     """True when adding src rows into their index rows changes no value (e.g. all-zero features): then X's
     buffer looks the same whether or not the plugin wrote to it. O(E*F) with np.bincount, in float64."""
@@ -195,39 +166,25 @@ def update_is_zero(src: np.ndarray, index: np.ndarray, num_nodes: int) -> bool:
     )
 
 
-COPY_CLAIM = ("as Torch-TensorRT PR #4279 states, unconfirmed by NVIDIA, TensorRT copies the aliased input when a "
-              "multi-output plugin's aliased output feeds another layer, which is this classifier's shape")
-
-
-def state_buffer_line(before: np.ndarray, after: np.ndarray, zero_update: bool,
-                      multi_output_plugin: bool = False) -> tuple[bool, str]:
-    """(changed in place, the line to print) from X's buffer as uploaded and as read back after inference.
-    `multi_output_plugin`: the plugin aliasing X has another output and its aliased one feeds another layer
-    (the classifier's counts and mean), where an unconfirmed claim (COPY_CLAIM) predicts "unchanged"."""
-    changed = not np.array_equal(before, after)
-    if changed:
-        return True, "Caller's X buffer: changed in place (the plugin's aliased write reached the engine input)"
-    if zero_update:
-        return False, "Caller's X buffer: unchanged, but the update is zero everywhere, so in-place writes cannot be seen"
-    claim = f"; expected {COPY_CLAIM}" if multi_output_plugin else ""
-    return False, ("Caller's X buffer: unchanged (the plugin's in-place write went to a TensorRT-owned buffer, not the "
-                   f"caller's{claim})")
-
-
 @dataclass(frozen=True)
 class EngineRunResult:
-    """What one engine run gives the CLI.
+    """What one engine run gives the CLI (its report: cli/engine_report.py).
 
-    softmax: [C, N] float64 copy of the engine output. report_lines: build or load time, aliasing as TensorRT
-    reports it, whether X changed in place. state_changed_in_place: the caller's X buffer differs after the
-    run. build_seconds: engine build time, None when the engine was loaded from a file. engine_data: the
-    serialized engine built (None when loaded), for --save_engine once the run has succeeded.
+    softmax: [C, N] float64 copy of the engine output. origin: where the engine came from. plugin: the
+    scatter-add it was built with (None: loaded from a file). aliased_inputs: what get_aliased_input_tensor
+    reported per output (None: this TensorRT cannot tell). state_changed_in_place: the caller's X buffer differs
+    after the run; zero_update: the edges add zero everywhere, so that cannot be seen; multi_output_plugin: the
+    plugin aliasing X has another output and its aliased one feeds another layer. engine_data: the serialized
+    engine built (None when loaded), for --save_engine once the run has succeeded.
     """
 
     softmax: np.ndarray
-    report_lines: list[str]
+    origin: EngineOrigin
+    plugin: str | None
+    aliased_inputs: dict[str, str | None] | None
     state_changed_in_place: bool
-    build_seconds: float | None
+    zero_update: bool
+    multi_output_plugin: bool
     benchmark: Any = None  # network.benchmark.BenchmarkResult with --benchmark
     engine_data: bytes | None = None
 
@@ -264,26 +221,20 @@ def run_graph(
         num_features=num_features, num_classes=int(np.shape(weights)[0]), verbose=verbose, load_engine=load_engine,
         profile=profile, show_progress=show_progress, plugin=plugin, onnx=onnx,
     )
-    lines = list(prepared.lines)
-
     with progress("Running the engine", enabled=show_progress):
         outputs = run_engine(trt, prepared.engine, feeds, verbose=verbose)
-    lines.append(plugin_alias_line(compute_counts=True, plugin=plugin, loaded=load_engine is not None))
-    lines.extend(engine_alias_lines(outputs.aliased_inputs, getattr(trt, "__version__", "?")))
-    zero_update = update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes)
-    # the Python plugin and the float32 AOT plugin also output the counts; float16's apply_table has one output
-    multi_output = load_engine is not None or plugin == PYTHON_PLUGIN or precision == "fp32"
-    changed, state_line = state_buffer_line(outputs.state_before, outputs.state_after, zero_update, multi_output)
-    lines.append(state_line)
-
     benchmark = None
     if benchmark_iterations is not None:
-        from network.benchmark import benchmark_engine, benchmark_lines
+        from network.benchmark import benchmark_engine
 
         with progress(f"Benchmarking {benchmark_iterations:,} executions", enabled=show_progress):
             benchmark = benchmark_engine(trt, prepared.engine, feeds, benchmark_iterations, cuda_graph=cuda_graph)
-        lines.extend(benchmark_lines(benchmark, plugin=None if load_engine is not None else plugin))
     return EngineRunResult(
-        softmax=outputs.softmax, report_lines=lines, state_changed_in_place=changed,
-        build_seconds=prepared.build_seconds, benchmark=benchmark, engine_data=prepared.data,
+        softmax=outputs.softmax, origin=prepared.origin, plugin=None if load_engine is not None else plugin,
+        aliased_inputs=outputs.aliased_inputs,
+        state_changed_in_place=not np.array_equal(outputs.state_before, outputs.state_after),
+        zero_update=update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes),
+        # the Python plugin and the float32 AOT plugin also output the counts; float16's apply_table has one output
+        multi_output_plugin=load_engine is not None or plugin == PYTHON_PLUGIN or precision == "fp32",
+        benchmark=benchmark, engine_data=prepared.data,
     )

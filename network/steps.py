@@ -35,8 +35,8 @@ from network.definition import (
     STATE_UPDATE,
     OnnxSource,
 )
-from network.engine import ProfileBounds, prepare_engine, require_engine_dependencies
-from network.execution import TimingSummary, describe_summary, host_time_line, issued_by, summarize, timed_call
+from network.engine import EngineOrigin, ProfileBounds, prepare_engine, require_engine_dependencies
+from network.execution import TimingSummary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -77,50 +77,6 @@ class StepsRun:
     def host_summary(self) -> TimingSummary | None:
         """Statistics of host_ms (None when no host times were taken)."""
         return summarize(self.host_ms) if self.host_ms else None
-
-
-PLUGIN_ALIASING_ANSWER = ("what TensorRT answers for a plugin's aliasing, as NVIDIA's own runs show: the method "
-                          "reports layer aliasing such as KVCacheUpdate; not a failure")
-
-
-def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str = "?", output: str = OUTPUT_STATE,
-                  state: str = INPUT_STATE) -> str:
-    """What TensorRT reported for `output` ("X_out"), and how the runner bound it (at `state`'s address,
-    always). None is what NVIDIA's logs of a plugin aliasing its input show (trt-samples-for-hackathon-cn,
-    AliasedIOPlugin), so the line says so rather than leave it reading as a failure."""
-    if aliases is None:
-        reported = f"TensorRT {tensorrt_version} has no ICudaEngine.get_aliased_input_tensor to ask"
-    else:
-        reported = f"get_aliased_input_tensor -> {aliases.get(output)!r}"
-        if aliases.get(output) is None:
-            reported += f" ({PLUGIN_ALIASING_ANSWER})"
-    return (f"Engine output {output!r}: {reported}; the runner binds {output} at {state}'s address, so every "
-            f"execution leaves the state in {state} and nothing is copied back")
-
-
-def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int,
-                       tensorrt_version: str = "?", plugin: str | None = PYTHON_PLUGIN) -> list[str]:
-    """The lines --steps prints: what ran, aliasing as TensorRT reported it, X after step 1, timings (device and
-    host). `plugin`: the scatter-add the engine was built with (None: loaded from a file)."""
-    steps = len(run.step_ms)
-    lines = [
-        f"Steps: {steps} executions on one state buffer X [{num_nodes}, {num_features}], each adding a new batch of "
-        f"{batch_edges:,} random edges (after {run.warmup_executions} warm-up execution(s) that add zeros"
-        + (", then as many replays of the captured one)" if run.cuda_graph else ")"),
-        aliasing_line(run.aliases, tensorrt_version),
-    ]
-    if run.first_step_changed_state is None:
-        lines.append("X's buffer after the first execution: the first batch adds zero everywhere, so the update cannot be seen")
-    elif run.first_step_changed_state:
-        lines.append("X's buffer after the first execution: changed (the update reached X)")
-    else:
-        lines.append("X's buffer after the first execution: unchanged (the update did not reach X: see the validation)")
-    lines.append(f"Per-step engine time (CUDA events around {timed_call(run.cuda_graph)}): "
-                 f"{describe_summary(summarize(run.step_ms))}")
-    host = run.host_summary()
-    if host is not None:
-        lines.append(host_time_line(host, "step", issued_by(run.cuda_graph, plugin)))
-    return lines
 
 
 def run_state_steps(
@@ -209,14 +165,14 @@ def run_state_steps(
 
 @dataclass(frozen=True)
 class StepsResult:
-    """What run_steps gives the CLI: the final state X (float64 copy), the lines to print, the build time
-    (None when loaded), the raw observations (StepsRun) and the serialized engine built (None when loaded),
-    for --save_engine once the run has succeeded."""
+    """What run_steps gives the CLI: the final state X (float64 copy), the observations (StepsRun), where the
+    engine came from, the scatter-add it was built with (None: loaded from a file, whichever it holds) and the
+    serialized engine built (None when loaded), for --save_engine once the run has succeeded."""
 
     final_state: np.ndarray
-    report_lines: list[str]
-    build_seconds: float | None
-    run: Any
+    run: StepsRun
+    origin: EngineOrigin
+    plugin: str | None
     engine_data: bytes | None = None
 
 
@@ -241,7 +197,7 @@ def run_steps(
     ("python" or "aot") picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
     captured after the warm-up (network.execution). `onnx`: build the engine from that rewritten model.
     """
-    from network.run import feature_dtype, plugin_alias_line, state_and_features
+    from network.run import feature_dtype, state_and_features
 
     trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
     if not batches:
@@ -249,20 +205,15 @@ def run_steps(
     dtype = feature_dtype(precision)
     initial_state, features = state_and_features(graph.node_features, graph.state, dtype)
     num_nodes, num_features = features.shape
-    batch_edges = len(batches[0])
     prepared = prepare_engine(
-        trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=batch_edges,
+        trt, kind=STATE_UPDATE, precision=precision, num_nodes=num_nodes, num_edges=len(batches[0]),
         num_features=num_features, num_classes=0, verbose=verbose, load_engine=load_engine,
         profile=profile, show_progress=show_progress, edges_source="each --steps batch", plugin=plugin,
         onnx=onnx,
     )
     with progress(f"Running {len(batches):,} steps", enabled=show_progress):
         run = run_state_steps(trt, prepared.engine, initial_state, features, batches, cuda_graph=cuda_graph)
-    lines = list(prepared.lines)
-    lines.append(plugin_alias_line(compute_counts=False, plugin=plugin, loaded=load_engine is not None))
-    lines.extend(steps_report_lines(run, num_nodes, num_features, batch_edges, getattr(trt, "__version__", "?"),
-                                    plugin=None if load_engine is not None else plugin))
     return StepsResult(
-        final_state=np.asarray(run.final_state, dtype=np.float64), report_lines=lines,
-        build_seconds=prepared.build_seconds, run=run, engine_data=prepared.data,
+        final_state=np.asarray(run.final_state, dtype=np.float64), run=run, origin=prepared.origin,
+        plugin=None if load_engine is not None else plugin, engine_data=prepared.data,
     )

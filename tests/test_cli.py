@@ -390,12 +390,13 @@ def test_steps_validate_fails_with_exit_1_when_the_final_state_is_wrong(monkeypa
     line when one value is off, exit 0 when it is right (network.steps.run_steps stands in for the engine)."""
     import network.steps
     import reference.state
+    from tests.engine_stand_ins import steps_result
 
     def engine_steps(graph, precision, batches, **kwargs):
         final_state = reference.state.expected_final_state(graph.node_features, batches, graph.state)
         if wrong:
             final_state[2, 0] += 1.0
-        return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None)
+        return steps_result(final_state)
 
     monkeypatch.setattr(network.steps, "run_steps", engine_steps)
     status = cli.main(["--seed", "1", "--steps", "3", "--batch_edges", "5", "--validate"])

@@ -368,6 +368,7 @@ def test_save_engine_is_written_last_and_only_when_the_run_succeeded(tmp_path, m
     mode of a new file; a failed validation (exit 1) or an engine error (exit 4) leaves nothing behind."""
     import network.steps
     import reference.state
+    from tests.engine_stand_ins import steps_result
     from common.errors import EngineError
 
     def engine_steps(graph, precision, batches, **kwargs):
@@ -376,8 +377,7 @@ def test_save_engine_is_written_last_and_only_when_the_run_succeeded(tmp_path, m
         final_state = reference.state.expected_final_state(graph.node_features, batches, graph.state)
         if outcome == "validation failed":
             final_state[0, 0] += 1.0
-        return network.steps.StepsResult(final_state=final_state, report_lines=[], build_seconds=None, run=None,
-                                         engine_data=b"serialized engine")
+        return steps_result(final_state, engine_data=b"serialized engine")
 
     monkeypatch.setattr(network.steps, "run_steps", engine_steps)
     engine = tmp_path / "state.engine"

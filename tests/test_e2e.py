@@ -50,6 +50,7 @@ RUN_GRAPH = textwrap.dedent(
     from graph import validate_graph
     from reference import compare, gnn_reference, make_weights
     from network.engine import ProfileBounds, SizeRange
+    from cli.engine_report import graph_run_lines
     from network.run import run_graph
 
     args = json.loads(sys.argv[1])
@@ -68,7 +69,7 @@ RUN_GRAPH = textwrap.dedent(
     expected = gnn_reference(graph.node_features, graph.edges, weights)["softmax"]
     comparison = compare(result.softmax, expected, args["precision"])
     print(json.dumps({"ok": bool(comparison.ok), "max_abs_error": float(comparison.max_abs_error),
-                      "build_seconds": result.build_seconds, "lines": result.report_lines}))
+                      "build_seconds": result.origin.build_seconds, "lines": graph_run_lines(result)}))
     """
 )
 

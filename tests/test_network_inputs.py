@@ -1,4 +1,4 @@
-"""network.run's input arrays and report lines, network.engine's profile, signature checks and shapes: plain numpy,
+"""network.run's input arrays, cli.engine_report's aliasing lines, network.engine's profile, signature checks and shapes: plain numpy,
 no TensorRT."""
 
 import numpy as np
@@ -15,15 +15,8 @@ from network.engine import (
     default_profile_bounds,
     sample_profile_shapes,
 )
-from network.run import (
-    engine_alias_lines,
-    engine_inputs,
-    feature_dtype,
-    make_engine_inputs,
-    plugin_alias_line,
-    state_buffer_line,
-    update_is_zero,
-)
+from cli.engine_report import engine_alias_lines, plugin_alias_line, state_buffer_line
+from network.run import engine_inputs, feature_dtype, make_engine_inputs, update_is_zero
 
 SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
@@ -143,31 +136,26 @@ def test_sample_profile_shapes():
 
 
 def test_state_buffer_changed_in_place():
-    before = np.zeros((3, 1), np.float32)
-    changed, line = state_buffer_line(before, before + 1, zero_update=False)
-    assert changed and "changed in place" in line
+    assert "changed in place" in state_buffer_line(True, zero_update=False)
 
 
 def test_state_buffer_unchanged():
-    before = np.zeros((3, 1), np.float16)
-    changed, line = state_buffer_line(before, before.copy(), zero_update=False)
-    assert not changed and "unchanged" in line and "TensorRT-owned" in line
-    changed, line = state_buffer_line(before, before.copy(), zero_update=True)
-    assert not changed and "cannot be seen" in line
-    assert "PR #4279" not in state_buffer_line(before, before.copy(), zero_update=False)[1]
+    line = state_buffer_line(False, zero_update=False)
+    assert "unchanged" in line and "TensorRT-owned" in line
+    assert "cannot be seen" in state_buffer_line(False, zero_update=True)
+    assert "PR #4279" not in state_buffer_line(False, zero_update=False)
 
 
 def test_an_unchanged_x_under_a_multi_output_plugin_names_the_unconfirmed_copy_claim():
     """The classifier's plugin has two outputs and its aliased one feeds the mean: Torch-TensorRT PR #4279 says
     TensorRT then copies X (unconfirmed by NVIDIA), so "unchanged" is what the default run may show."""
-    before = np.zeros((3, 1), np.float32)
-    changed, line = state_buffer_line(before, before.copy(), zero_update=False, multi_output_plugin=True)
-    assert not changed and line == (
+    line = state_buffer_line(False, zero_update=False, multi_output_plugin=True)
+    assert line == (
         "Caller's X buffer: unchanged (the plugin's in-place write went to a TensorRT-owned buffer, not the caller's; "
         "expected as Torch-TensorRT PR #4279 states, unconfirmed by NVIDIA, TensorRT copies the aliased input when a "
         "multi-output plugin's aliased output feeds another layer, which is this classifier's shape)")
-    assert "PR #4279" not in state_buffer_line(before, before + 1, zero_update=False, multi_output_plugin=True)[1]
-    assert "PR #4279" not in state_buffer_line(before, before.copy(), zero_update=True, multi_output_plugin=True)[1]
+    assert "PR #4279" not in state_buffer_line(True, zero_update=False, multi_output_plugin=True)
+    assert "PR #4279" not in state_buffer_line(False, zero_update=True, multi_output_plugin=True)
 
 
 def test_update_is_zero_sums_per_target():

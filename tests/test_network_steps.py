@@ -15,11 +15,11 @@ from network.engine import (
     ProfileBounds,
     SizeRange,
     check_graph_fits,
-    describe_signature,
     requested_profile_bounds,
 )
 from graph import portable_edge_batches
-from network.steps import StepsRun, step_inputs, steps_report_lines
+from cli.engine_report import describe_signature, steps_report_lines
+from network.steps import StepsRun, step_inputs
 from reference.state import (
     accumulated_magnitude,
     check_state_range,

@@ -1,12 +1,13 @@
-"""network.execution's timing statistics and network.benchmark's report: plain Python, no GPU."""
+"""network.execution's timing statistics and their report (cli.engine_report, --benchmark's): plain Python, no GPU."""
 
 import random
 import statistics
 
 import pytest
 
-from network.benchmark import BenchmarkResult, benchmark_lines
-from network.execution import describe_summary, format_duration, percentile, summarize
+from cli.engine_report import benchmark_lines, describe_summary, format_duration
+from network.benchmark import BenchmarkResult
+from network.execution import percentile, summarize
 
 
 def test_percentile_is_nearest_rank():

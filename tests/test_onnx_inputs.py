@@ -165,7 +165,8 @@ def test_each_output_aliasing_an_input_is_bound_there_and_never_two_on_one_input
 
 
 def test_the_engine_profile_is_the_runs_shapes_and_the_report_names_each_binding():
-    from network.model_engine import model_engine_lines, profile_shapes
+    from cli.engine_report import model_engine_lines
+    from network.model_engine import profile_shapes
 
     made = feeds()
     assert profile_shapes(made, ["X", "idx"]) == {"X": ((4, 2, 3),) * 3, "idx": ((6,),) * 3}
