@@ -435,11 +435,7 @@ def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsi
     return passes if passes * index_itemsize <= row_bytes else 1
 
 
-# --- the paths: what each needs, when "auto" takes it, its plan ------------------------------------------------
-
-def _table(r: LaunchRequest) -> TableLayout | None:
-    return table_layout(r.num_nodes, r.num_edges, r.num_features) if r.half else None
-
+# --- the paths: each one what it needs, when "auto" takes it, its workspace, its plan -----------------------------
 
 def _apply_for(table: TableLayout | None, vec: int, num_features: int,
                device: DeviceInfo) -> tuple[KernelLaunch | None, int]:
@@ -452,15 +448,55 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
     return KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1)), apply_lanes_log2
 
 
-def _one_float16_feature(r: LaunchRequest, name: str) -> str | None:
-    if not r.half or r.num_features != 1:
+class Path:
+    """One path of the kernel family: its kernels, the row that justifies it, and four rules. fits: None where
+    it can run (sizes, dtype, counts, the workspace given, the device), else why not; pays: "auto"'s rule;
+    workspace: the bytes it may need at these or smaller sizes (never shrinking as N, E or F grow: a workspace
+    sized for a profile's largest shapes serves every launch in it), all it may need where r.algorithm forces
+    it; plan: the launch."""
+
+    name = ""
+    kernels: tuple[str, ...] = ()
+    row = ""
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        return None
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return True
+
+    def workspace(self, r: LaunchRequest) -> int:
+        return 0
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        raise NotImplementedError
+
+    def need(self, r: LaunchRequest) -> int:
+        """The workspace this launch needs for this path (forced: wherever it can run)."""
+        return self.workspace(dataclasses.replace(r, algorithm=self.name))
+
+    def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, **fields: object) -> LaunchPlan:
+        return LaunchPlan(self.name, self.name, 1, scatter, slice_width=r.num_features,
+                          node_ranges=((0, r.num_nodes),), **fields)  # type: ignore[arg-type]
+
+
+def _table(r: LaunchRequest) -> TableLayout | None:
+    return table_layout(r.num_nodes, r.num_edges, r.num_features) if r.half else None
+
+
+def _hashed(r: LaunchRequest) -> bool:
+    table = _table(r)
+    return table is not None and table.hashed
+
+
+def _uncounted(r: LaunchRequest, name: str, float16_rows_of_one: bool = False) -> str | None:
+    """Why a path without counts cannot run (counts; for the slot tables: not float16 rows of one feature)."""
+    if r.with_counts:
+        return f"the {name} path runs without counts; counts were requested"
+    if float16_rows_of_one and (not r.half or r.num_features != 1):
         return (f"the {name} path adds float16 rows of one feature, not {r.num_features} "
                 f"{'float16' if r.half else 'float32'} features")
     return None
-
-
-def _uncounted(r: LaunchRequest, name: str) -> str | None:
-    return f"the {name} path runs without counts; counts were requested" if r.with_counts else None
 
 
 def _auto_uncounted(r: LaunchRequest) -> bool:
@@ -469,211 +505,195 @@ def _auto_uncounted(r: LaunchRequest) -> bool:
     return not r.with_counts and not r.overridden and (r.num_nodes > 0 or not r.half)
 
 
-# chunked
-def _chunked_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    table = _table(r)
-    if r.num_nodes > CHUNK_MAX_NODES or (table is not None and table.hashed):
-        return (f"the chunked path sorts in shared memory at most {CHUNK_MAX_NODES} nodes (float16: with one "
-                f"table slot per node); got {r.num_nodes} nodes, {r.num_edges} edges")
-    return None
+class Chunked(Path):
+    name, kernels = "chunked", ("chunk_reduce_v*", "apply_table_v*")
+    row = "BENCHMARKS.md kernel table: N = 1e3, E >= 1e7, F = 64 (against sorted, global); NOTES Version 7"
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        if r.num_nodes > CHUNK_MAX_NODES or _hashed(r):
+            return (f"the chunked path sorts in shared memory at most {CHUNK_MAX_NODES} nodes (float16: with one "
+                    f"table slot per node); got {r.num_nodes} nodes, {r.num_edges} edges")
+        return None
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return (r.paired is None and r.num_features >= SORT_MIN_FEATURES and r.num_nodes <= CHUNK_MAX_NODES
+                and r.num_edges >= CHUNK_MIN_EDGES)
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        """The chunks fill whole waves of resident blocks: with S resident slots per feature slice and R = ceil(E /
+        (S * CHUNK_EDGES)) rounds, each chunk holds ceil(E / (S * R)) edges rounded up to a multiple of 32, and
+        the grid has min(S, chunks) blocks: every block runs R rounds, or R - 1, none a last round alone."""
+        vec = warp_row_vec(r.vec, r.num_features)
+        shared = chunk_shared_bytes(r.num_nodes)
+        slices = warp_row_slices(r.num_features, vec)
+        slots = max(1, resident_blocks(d, shared) * d.sm_count // slices)
+        rounds = max(1, -(-r.num_edges // (slots * CHUNK_EDGES)))
+        chunk_edges = 32 * max(1, -(-r.num_edges // (32 * slots * rounds)))
+        blocks = max(1, min(slots, -(-r.num_edges // chunk_edges)))
+        table = _table(r)
+        apply, apply_lanes_log2 = _apply_for(table, vec, r.num_features, d)
+        return LaunchPlan("chunked", "chunked", vec, KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared),
+                          lanes_log2=5, slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
+                          apply=apply, apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
 
 
-def _chunked_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    return (r.paired is None and r.num_features >= SORT_MIN_FEATURES and r.num_nodes <= CHUNK_MAX_NODES
-            and r.num_edges >= CHUNK_MIN_EDGES)
+class BlockTable(Path):
+    name, kernels = "block_table", ("scatter_block_table",)
+    row = "NOTES Issue 26, fifth session: B = 100-1024 (against owned, grid_table)"
 
-
-def _chunked_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    """The chunks fill whole waves of resident blocks: with S resident slots per feature slice and R = ceil(E /
-    (S * CHUNK_EDGES)) rounds, each chunk holds ceil(E / (S * R)) edges rounded up to a multiple of 32, and the
-    grid has min(S, chunks) blocks: every block runs R rounds, or R - 1, none a last round alone (NOTES
-    "Version 7")."""
-    vec = warp_row_vec(r.vec, r.num_features)
-    shared = chunk_shared_bytes(r.num_nodes)
-    slices = warp_row_slices(r.num_features, vec)
-    slots = max(1, resident_blocks(d, shared) * d.sm_count // slices)
-    rounds = max(1, -(-r.num_edges // (slots * CHUNK_EDGES)))
-    chunk_edges = 32 * max(1, -(-r.num_edges // (32 * slots * rounds)))
-    blocks = max(1, min(slots, -(-r.num_edges // chunk_edges)))
-    table = _table(r)
-    apply, apply_lanes_log2 = _apply_for(table, vec, r.num_features, d)
-    return LaunchPlan("chunked", "chunked", vec, KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared),
-                      lanes_log2=5, slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
-                      apply=apply, apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
-
-
-# block_table
-def _block_table_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    why = _uncounted(r, "block_table") or _one_float16_feature(r, "block_table")
-    if why is None and r.num_edges > BLOCK_TABLE_MAX_EDGES:  # one block's shared table
-        return f"the block_table path takes at most {BLOCK_TABLE_MAX_EDGES} edges, not {r.num_edges}"
-    return why
-
-
-def _block_table_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    log2 = block_table_log2(r.num_edges)
-    scatter = KernelLaunch("scatter_block_table", (1, 1), block_table_shared_bytes(log2), BLOCK_TABLE_THREADS)
-    return LaunchPlan("block_table", "block_table", 1, scatter, slice_width=r.num_features,
-                      node_ranges=((0, r.num_nodes),), block_log2=log2)
-
-
-# grid_table
-def _grid_table_workspace(num_nodes: int, num_edges: int, half: bool, with_counts: bool, forced: bool) -> int:
-    """8 bytes per slot of grid_table's table for min(E, GRID_TABLE_MAX_EDGES) edges, whatever F (the path runs
-    F = 1 only), for float16 without counts."""
-    if with_counts or not half or num_edges == 0:
-        return 0
-    return 8 * grid_table_layout(num_nodes, min(num_edges, GRID_TABLE_MAX_EDGES)).capacity
-
-
-def _grid_table_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    why = _uncounted(r, "grid_table") or _one_float16_feature(r, "grid_table")
-    if why:
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        why = _uncounted(r, self.name, True)
+        if why is None and r.num_edges > BLOCK_TABLE_MAX_EDGES:  # one block's shared table
+            return f"the block_table path takes at most {BLOCK_TABLE_MAX_EDGES} edges, not {r.num_edges}"
         return why
-    if r.num_edges > GRID_TABLE_MAX_EDGES:  # its workspace is sized for at most that many
-        return f"the grid_table path takes at most {GRID_TABLE_MAX_EDGES} edges, not {r.num_edges}"
-    need = _grid_table_workspace(r.num_nodes, r.num_edges, r.half, False, True)
-    if not r.cooperative or not r.workspace_aligned or r.workspace < need:
-        return (f"the grid_table path needs cooperative launches (kernels compiled with cooperative groups) and an "
-                f"{SLOT_ALIGNMENT}-byte aligned workspace of {need} bytes (got {r.workspace})")
-    return None
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return _auto_uncounted(r)
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        log2 = block_table_log2(r.num_edges)
+        return self._one_plan(r, KernelLaunch("scatter_block_table", (1, 1), block_table_shared_bytes(log2),
+                                              BLOCK_TABLE_THREADS), block_log2=log2)
 
 
-def _grid_table_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    """Rows of one feature, a grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident)."""
-    blocks = -(-r.num_edges // GRID_TABLE_THREADS)
-    return _auto_uncounted(r) and blocks <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
+class GridTable(Path):
+    name, kernels = "grid_table", ("scatter_grid_table",)
+    row = ("BENCHMARKS.md per-step tables, float16 B = 1e4; NOTES Issue 26, third session, few edges (against "
+           "split_table, owned)")
 
-
-def _grid_table_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    blocks = -(-r.num_edges // GRID_TABLE_THREADS)
-    return LaunchPlan("grid_table", "grid_table", 1, KernelLaunch("scatter_grid_table", (blocks, 1), 0,
-                                                                 GRID_TABLE_THREADS),
-                      slice_width=r.num_features, node_ranges=((0, r.num_nodes),),
-                      slots=grid_table_layout(r.num_nodes, r.num_edges))
-
-
-# split_table
-def _split_table_workspace(num_nodes: int, num_edges: int, half: bool, with_counts: bool, forced: bool) -> int:
-    """8 bytes per slot of split_table's table, whatever F (the path runs F = 1 only), for float16 without
-    counts: for the largest E whose float16 table is hashed at these N (E < N / 2), or forced, any E up to
-    SPLIT_TABLE_MAX_EDGES."""
-    if with_counts or not half or num_edges == 0:
-        return 0
-    edges = (min(num_edges, SPLIT_TABLE_MAX_EDGES) if forced
-             else min(num_edges, (1 << max(0, (num_nodes - 1).bit_length() - 1)) // 2))
-    return 8 * split_table_capacity(edges) if edges > 0 else 0
-
-
-def _split_table_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    why = _uncounted(r, "split_table") or _one_float16_feature(r, "split_table")
-    if why:
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        why = _uncounted(r, self.name, True)
+        if why is None and r.num_edges > GRID_TABLE_MAX_EDGES:  # its workspace is sized for at most that many
+            why = f"the grid_table path takes at most {GRID_TABLE_MAX_EDGES} edges, not {r.num_edges}"
+        if why is None and (not r.cooperative or not r.workspace_aligned or r.workspace < self.need(r)):
+            why = (f"the grid_table path needs cooperative launches (kernels compiled with cooperative groups) and "
+                   f"an {SLOT_ALIGNMENT}-byte aligned workspace of {self.need(r)} bytes (got {r.workspace})")
         return why
-    if r.num_edges > SPLIT_TABLE_MAX_EDGES:
-        return f"the split_table path takes at most {SPLIT_TABLE_MAX_EDGES} edges, not {r.num_edges}"
-    need = 8 * split_table_capacity(r.num_edges)
-    if not r.workspace_aligned or r.workspace < need:
-        return (f"the split_table path needs an {SLOT_ALIGNMENT}-byte aligned workspace of {need} bytes "
-                f"(got {r.workspace})")
-    return None
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        """A grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident)."""
+        return _auto_uncounted(r) and -(-r.num_edges // GRID_TABLE_THREADS) <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
+
+    def workspace(self, r: LaunchRequest) -> int:
+        """8 bytes per slot for min(E, GRID_TABLE_MAX_EDGES) edges, whatever F, float16 without counts."""
+        if r.with_counts or not r.half or r.num_edges == 0:
+            return 0
+        return 8 * grid_table_layout(r.num_nodes, min(r.num_edges, GRID_TABLE_MAX_EDGES)).capacity
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        scatter = KernelLaunch("scatter_grid_table", (-(-r.num_edges // GRID_TABLE_THREADS), 1), 0, GRID_TABLE_THREADS)
+        return self._one_plan(r, scatter, slots=grid_table_layout(r.num_nodes, r.num_edges))
 
 
-def _hashed(r: LaunchRequest) -> bool:
-    table = _table(r)
-    return table is not None and table.hashed
+class SplitTable(Path):
+    name, kernels = "split_table", ("scatter_split_table", "apply_split_table")
+    row = "BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; NOTES Issue 26, third session"
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        why = _uncounted(r, self.name, True)
+        if why is None and r.num_edges > SPLIT_TABLE_MAX_EDGES:
+            why = f"the split_table path takes at most {SPLIT_TABLE_MAX_EDGES} edges, not {r.num_edges}"
+        if why is None and (not r.workspace_aligned or r.workspace < self.need(r)):
+            why = (f"the split_table path needs an {SLOT_ALIGNMENT}-byte aligned workspace of {self.need(r)} bytes "
+                   f"(got {r.workspace})")
+        return why
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return _auto_uncounted(r) and _hashed(r)
+
+    def workspace(self, r: LaunchRequest) -> int:
+        """8 bytes per slot, whatever F, float16 without counts: for the largest E whose float16 table is hashed at
+        these N (E < N / 2), or forced, any E up to SPLIT_TABLE_MAX_EDGES."""
+        if r.with_counts or not r.half or r.num_edges == 0:
+            return 0
+        edges = (min(r.num_edges, SPLIT_TABLE_MAX_EDGES) if r.algorithm == self.name
+                 else min(r.num_edges, (1 << max(0, (r.num_nodes - 1).bit_length() - 1)) // 2))
+        return 8 * split_table_capacity(edges) if edges > 0 else 0
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        capacity = split_table_capacity(r.num_edges)
+        apply_blocks = max(1, min(-(-capacity // THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * d.sm_count))
+        slots = SlotTable(capacity, True, KernelLaunch("apply_split_table", (apply_blocks, 1)))
+        return self._one_plan(r, KernelLaunch("scatter_split_table", (-(-r.num_edges // THREADS_PER_BLOCK), 1)),
+                              slots=slots)
 
 
-def _split_table_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    capacity = split_table_capacity(r.num_edges)
-    apply_blocks = max(1, min(-(-capacity // THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * d.sm_count))
-    slots = SlotTable(capacity, True, KernelLaunch("apply_split_table", (apply_blocks, 1)))
-    scatter = KernelLaunch("scatter_split_table", (-(-r.num_edges // THREADS_PER_BLOCK), 1))
-    return LaunchPlan("split_table", "split_table", 1, scatter, slice_width=r.num_features,
-                      node_ranges=((0, r.num_nodes),), slots=slots)
+class Owned(Path):
+    name, kernels = "owned", ("scatter_owned",)
+    row = "NOTES Small updates without counts: float16 B = 1e4, N >= 1e5 (against the hash table)"
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        return _uncounted(r, self.name)
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
+                and r.num_features <= OWNED_MAX_FEATURES)
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        """A block per OWNED_EDGES_PER_BLOCK edges, at most one per SM, each with a table for its share."""
+        blocks = max(1, min(d.sm_count, -(-r.num_edges // OWNED_EDGES_PER_BLOCK)))
+        table = owned_table(-(-r.num_edges // blocks), r.num_features, d)
+        return self._one_plan(r, KernelLaunch("scatter_owned", (blocks, 1), owned_shared_bytes(
+            table.capacity, r.num_features), OWNED_THREADS), owned=table)
 
 
-# owned
-def _owned_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
-            and r.num_features <= OWNED_MAX_FEATURES)
+class Direct(Path):
+    name, kernels = "direct", ("scatter_direct_v*",)
+    row = "BENCHMARKS.md per-step tables, float32; NOTES Small updates without counts (against scatter_global)"
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        return "the direct path adds float32 rows; float16 takes the table paths" if r.half else _uncounted(r, self.name)
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
+        if not _auto_uncounted(r) or (shared_slice_width(r.num_nodes, r.num_features, r.vec, d) == r.num_features
+                                      and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
+            return False
+        return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes) == 1
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        elements = r.num_edges * (r.num_features // r.vec)
+        blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * d.sm_count))
+        return dataclasses.replace(self._one_plan(r, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1))),
+                                   vec=r.vec, apply_lanes_log2=lanes_log2_for(r.num_features // r.vec))
 
 
-def _owned_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    """A block per OWNED_EDGES_PER_BLOCK edges, at most one per SM, each with a table for its share."""
-    blocks = max(1, min(d.sm_count, -(-r.num_edges // OWNED_EDGES_PER_BLOCK)))
-    table = owned_table(-(-r.num_edges // blocks), r.num_features, d)
-    launch = KernelLaunch("scatter_owned", (blocks, 1), owned_shared_bytes(table.capacity, r.num_features),
-                          OWNED_THREADS)
-    return LaunchPlan("owned", "owned", 1, launch, slice_width=r.num_features, node_ranges=((0, r.num_nodes),),
-                      owned=table)
+class Sorted(Path):
+    name = "sorted"
+    kernels = ("sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place", "sort_reduce_v*",
+               "sort_fixup_v*")
+    row = "BENCHMARKS.md kernel table, F = 64 rows (against global) and its breakdown"
 
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        if not r.with_counts or sort_layout(r.num_nodes, r.num_edges, r.num_features) is None or (
+                r.workspace < self.need(r)):
+            return (f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={r.with_counts}, "
+                    f"workspace={r.workspace}, {r.num_nodes} nodes, {r.num_edges} edges)")
+        return None
 
-# direct
-def _direct_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    if r.half:
-        return "the direct path adds float32 rows; float16 takes the table paths"
-    return _uncounted(r, "direct")
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
 
+    def workspace(self, r: LaunchRequest) -> int:
+        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, sorting_pays for some
+        N' <= N), or forced wherever it can run; else 0 (a launch without counts stays free of O(N) work)."""
+        if not r.with_counts or not (r.algorithm == self.name or sorting_pays(0, r.num_edges, r.num_features, r.dtype)):
+            return 0
+        layout = sort_layout(r.num_nodes, r.num_edges, r.num_features)
+        return 0 if layout is None else layout.nbytes
 
-def _direct_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
-    if not _auto_uncounted(r):
-        return False
-    if (shared_slice_width(r.num_nodes, r.num_features, r.vec, d) == r.num_features
-            and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
-        return False
-    return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes) == 1
-
-
-def _direct_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    elements = r.num_edges * (r.num_features // r.vec)
-    blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * d.sm_count))
-    return LaunchPlan("direct", "direct", r.vec, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1)),
-                      slice_width=r.num_features, node_ranges=((0, r.num_nodes),),
-                      apply_lanes_log2=lanes_log2_for(r.num_features // r.vec))
-
-
-# sorted
-def _sort_workspace(num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
-                    forced: bool) -> int:
-    """The sorted path's layout where "auto" may sort at these or smaller sizes (counts, sorting_pays for some
-    N' <= N), or forced wherever it can run; else 0 (a launch without counts stays free of O(N) work)."""
-    if not with_counts or not (forced or sorting_pays(0, num_edges, num_features, dtype)):
-        return 0
-    layout = sort_layout(num_nodes, num_edges, num_features)
-    return 0 if layout is None else layout.nbytes
-
-
-def _sorted_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    layout = sort_layout(r.num_nodes, r.num_edges, r.num_features)
-    if not r.with_counts or layout is None or r.workspace < layout.nbytes:
-        return (f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={r.with_counts}, "
-                f"workspace={r.workspace}, {r.num_nodes} nodes, {r.num_edges} edges)")
-    return None
-
-
-def _sorted_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
-
-
-def _sorted_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    vec = warp_row_vec(r.vec, r.num_features)
-    sort = sort_plan(r.num_nodes, r.num_edges, r.num_features, vec, d)
-    return LaunchPlan("sorted", "sorted", vec, sort.reduce, lanes_log2=5, slice_width=r.num_features,
-                      node_ranges=((0, r.num_nodes),), apply_lanes_log2=5, sort=sort)
-
-
-# the atomics paths: shared, pairs, global (the float16 table, node passes)
-def _pairs_workspace(num_nodes: int, num_edges: int, with_counts: bool) -> int:
-    """8 N with counts and E > 2^24, whatever F (the path runs F = 1 only), else 0."""
-    return PAIR_BYTES * num_nodes if with_counts and num_edges > PAIRED_MAX_EDGES else 0
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        vec = warp_row_vec(r.vec, r.num_features)
+        sort = sort_plan(r.num_nodes, r.num_edges, r.num_features, vec, d)
+        return LaunchPlan("sorted", "sorted", vec, sort.reduce, lanes_log2=5, slice_width=r.num_features,
+                          node_ranges=((0, r.num_nodes),), apply_lanes_log2=5, sort=sort)
 
 
 def _pairs_possible(r: LaunchRequest) -> bool:
     """One feature, counts in an 8-byte-aligned buffer (the pairs live in it), beyond PAIRED_MAX_EDGES edges a
     workspace for the pairs."""
     return (r.with_counts and r.counts_aligned and r.num_features == 1 and r.num_nodes > 0
-            and r.workspace >= _pairs_workspace(r.num_nodes, r.num_edges, r.with_counts))
+            and r.workspace >= Pairs().workspace(r))
 
 
 def _pairs_pay(r: LaunchRequest, d: DeviceInfo) -> bool:
@@ -681,23 +701,7 @@ def _pairs_pay(r: LaunchRequest, d: DeviceInfo) -> bool:
             and r.num_edges >= PAIRED_MIN_EDGES_PER_NODE * pair_chunks(r.num_edges) * r.num_nodes)
 
 
-def _shared_width(r: LaunchRequest, d: DeviceInfo) -> int:
-    """The shared kernel's slice width, 0 where it cannot hold the nodes (float16: or the table is hashed)."""
-    return 0 if _hashed(r) else shared_slice_width(r.num_nodes, r.num_features, r.vec, d, r.max_slice_width)
-
-
-def _shared_fits(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    return None if _shared_width(r, d) else f"the shared-memory kernel cannot hold {r.num_nodes} nodes on this device"
-
-
-def _shared_pays(r: LaunchRequest, d: DeviceInfo) -> bool:
-    pairs_beat_shared = (_pairs_pay(r, d) and r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
-                         and r.num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * r.num_nodes)
-    return (_shared_width(r, d) == r.num_features and r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes
-            and not pairs_beat_shared)
-
-
-def _paired(r: LaunchRequest, d: DeviceInfo, default: bool) -> bool:
+def _paired(r: LaunchRequest, default: bool) -> bool:
     if r.paired and not _pairs_possible(r):
         raise ValueError(f"the paired path needs counts ({PAIR_BYTES}-byte aligned), one feature and, beyond "
                          f"{PAIRED_MAX_EDGES} edges, a workspace for the pairs (got counts={r.with_counts}, "
@@ -706,7 +710,9 @@ def _paired(r: LaunchRequest, d: DeviceInfo, default: bool) -> bool:
     return r.paired if r.paired is not None else default
 
 
-def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan, table: TableLayout | None) -> LaunchPlan:
+def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> LaunchPlan:
+    """The plan with float16's table and apply (none with pairs), or the pairs' fold."""
+    table = None if plan.paired else _table(r)
     apply, apply_lanes_log2 = _apply_for(table, plan.vec, r.num_features, d)
     chunks = pair_chunks(r.num_edges) if plan.paired else 1
     fold = None
@@ -717,96 +723,89 @@ def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan, table: Ta
                                pair_chunks=chunks)
 
 
-def _shared_plan(r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-    pairs = _paired(r, d, False)
-    slice_width = _shared_width(r, d)
-    slices = -(-r.num_features // slice_width)
-    shared_bytes = 4 * r.num_nodes * (slice_width + 1)
-    blocks_per_sm = resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK)
-    # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
-    # block per SM, at most the resident blocks.
-    most = max(1, d.sm_count * blocks_per_sm // slices)
-    blocks = max(1, min(most, max(d.sm_count, -(-r.num_edges // (4 * r.num_nodes)))))
-    kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{r.vec}"
-    plan = LaunchPlan("shared", "shared", r.vec, KernelLaunch(kernel, (blocks, slices), shared_bytes),
-                      lanes_log2=lanes_log2_for(slice_width // r.vec), slice_width=slice_width,
-                      node_ranges=((0, r.num_nodes),), paired=pairs)
-    return _fold_and_apply(r, d, plan, None if pairs else _table(r))
+class Shared(Path):
+    name, kernels = "shared", ("scatter_shared_v*", "scatter_shared_pairs")
+    row = "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global)"
+
+    def width(self, r: LaunchRequest, d: DeviceInfo) -> int:
+        """Features per block, 0 where shared memory cannot hold the nodes (float16: or the table is hashed)."""
+        return 0 if _hashed(r) else shared_slice_width(r.num_nodes, r.num_features, r.vec, d, r.max_slice_width)
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        return None if self.width(r, d) else f"the shared-memory kernel cannot hold {r.num_nodes} nodes on this device"
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        pairs_beat_shared = (_pairs_pay(r, d) and r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
+                             and r.num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * r.num_nodes)
+        return (self.width(r, d) == r.num_features and r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes
+                and not pairs_beat_shared)
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        pairs = _paired(r, False)
+        slice_width = self.width(r, d)
+        slices = -(-r.num_features // slice_width)
+        shared_bytes = 4 * r.num_nodes * (slice_width + 1)
+        # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
+        # block per SM, at most the resident blocks.
+        most = max(1, d.sm_count * resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK) // slices)
+        blocks = max(1, min(most, max(d.sm_count, -(-r.num_edges // (4 * r.num_nodes)))))
+        kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{r.vec}"
+        plan = LaunchPlan("shared", "shared", r.vec, KernelLaunch(kernel, (blocks, slices), shared_bytes),
+                          lanes_log2=lanes_log2_for(slice_width // r.vec), slice_width=slice_width,
+                          node_ranges=((0, r.num_nodes),), paired=pairs)
+        return _fold_and_apply(r, d, plan)
 
 
-def _global_plan(r: LaunchRequest, d: DeviceInfo, pairs: bool | None = None) -> LaunchPlan:
-    pairs = _paired(r, d, _pairs_pay(r, d)) if pairs is None else pairs
-    table = None if pairs else _table(r)
-    lanes_log2 = lanes_log2_for(r.num_features // r.vec)
-    rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
-    blocks = max(1, min(-(-r.num_edges // rows_per_block), d.sm_count * RESIDENT_BLOCKS_PER_SM))
-    hashed = table is not None and table.hashed
-    kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{r.vec}" if hashed else f"scatter_global_v{r.vec}"
-    passes = 1
-    if not hashed:
-        passes = r.node_passes if r.node_passes is not None else node_ranges_for(
-            r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes)
-        passes = max(1, min(passes, r.num_nodes))
-    ranges = tuple((r.num_nodes * k // passes, r.num_nodes * (k + 1) // passes) for k in range(passes))
-    plan = LaunchPlan("pairs" if pairs else "global", "hashed" if hashed else "global", r.vec,
-                      KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2, slice_width=r.num_features,
-                      node_ranges=ranges, paired=pairs)
-    return _fold_and_apply(r, d, plan, table)
+class Global(Path):
+    """Global atomics into the state (node passes for states far beyond L2), float16's table (hashed or one
+    slot per node), and, as Pairs, the (value, count) pairs."""
+
+    name, kernels = "global", ("scatter_global_v*", "scatter_hashed_v*", "apply_table_v*")
+    row = "every row the others leave: float32 atomics, node passes, float16's table"
+
+    def workspace(self, r: LaunchRequest) -> int:
+        table = _table(r)
+        return 0 if table is None else table.nbytes
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo, pairs: bool | None = None) -> LaunchPlan:
+        pairs = _paired(r, _pairs_pay(r, d)) if pairs is None else pairs
+        hashed = not pairs and _hashed(r)
+        lanes_log2 = lanes_log2_for(r.num_features // r.vec)
+        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
+        blocks = max(1, min(-(-r.num_edges // rows_per_block), d.sm_count * RESIDENT_BLOCKS_PER_SM))
+        kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{r.vec}" if hashed else f"scatter_global_v{r.vec}"
+        passes = 1
+        if not hashed:
+            passes = r.node_passes if r.node_passes is not None else node_ranges_for(
+                r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes)
+            passes = max(1, min(passes, r.num_nodes))
+        ranges = tuple((r.num_nodes * k // passes, r.num_nodes * (k + 1) // passes) for k in range(passes))
+        plan = LaunchPlan("pairs" if pairs else "global", "hashed" if hashed else "global", r.vec,
+                          KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2, slice_width=r.num_features,
+                          node_ranges=ranges, paired=pairs)
+        return _fold_and_apply(r, d, plan)
 
 
-Rule = Callable[[LaunchRequest, DeviceInfo], bool]
-Fit = Callable[[LaunchRequest, DeviceInfo], "str | None"]
+class Pairs(Path):
+    name, kernels = "pairs", ("scatter_global_pairs", "fold_pairs", "fold_pair_chunk")
+    row = "BENCHMARKS.md kernel table, F = 1 with counts (against unpaired)"
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        return None if _pairs_possible(r) else "the paired path cannot run here"
+
+    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        return r.paired is not False and _pairs_pay(r, d)
+
+    def workspace(self, r: LaunchRequest) -> int:
+        """8 N with counts beyond PAIRED_MAX_EDGES edges, whatever F."""
+        return PAIR_BYTES * r.num_nodes if r.with_counts and r.num_edges > PAIRED_MAX_EDGES else 0
+
+    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        return Global().plan(r, d, pairs=True)
 
 
-def _always(r: LaunchRequest, d: DeviceInfo) -> bool:
-    return True
-
-
-def _fits_always(r: LaunchRequest, d: DeviceInfo) -> str | None:
-    return None
-
-
-@dataclass(frozen=True)
-class Path:
-    """One path of the kernel family: `fits` (None where it can run, else why not: sizes, dtype, counts, the
-    workspace given, the device), `pays` ("auto"'s rule), `plan`, its kernels and the row that justifies it."""
-
-    name: str
-    fits: Fit
-    pays: Rule
-    plan: Callable[[LaunchRequest, DeviceInfo], LaunchPlan]
-    kernels: tuple[str, ...]
-    row: str
-
-
-PATHS = (
-    Path("chunked", _chunked_fits, _chunked_pays, _chunked_plan, ("chunk_reduce_v*",),
-         "BENCHMARKS.md kernel table: N = 1e3, E >= 1e7, F = 64 (against sorted, global); NOTES Version 7"),
-    Path("block_table", _block_table_fits, lambda r, d: _auto_uncounted(r), _block_table_plan,
-         ("scatter_block_table",), "NOTES Issue 26, fifth session: B = 100-1024 (against owned, grid_table)"),
-    Path("grid_table", _grid_table_fits, _grid_table_pays, _grid_table_plan, ("scatter_grid_table",),
-         "BENCHMARKS.md per-step tables, float16 B = 1e4; NOTES Issue 26, third session, few edges (against "
-         "split_table, owned)"),
-    Path("split_table", _split_table_fits, lambda r, d: _auto_uncounted(r) and _hashed(r), _split_table_plan,
-         ("scatter_split_table", "apply_split_table"),
-         "BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; NOTES Issue 26, third session"),
-    Path("owned", lambda r, d: _uncounted(r, "owned"), _owned_pays, _owned_plan, ("scatter_owned",),
-         "NOTES Small updates without counts: float16 B = 1e4, N >= 1e5 (against the hash table)"),
-    Path("direct", _direct_fits, _direct_pays, _direct_plan, ("scatter_direct_v*",),
-         "BENCHMARKS.md per-step tables, float32; NOTES Small updates without counts (against scatter_global)"),
-    Path("sorted", _sorted_fits, _sorted_pays, _sorted_plan,
-         ("sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place", "sort_reduce_v*",
-          "sort_fixup_v*"), "BENCHMARKS.md kernel table, F = 64 rows (against global) and its breakdown"),
-    Path("shared", _shared_fits, _shared_pays, _shared_plan, ("scatter_shared_v*", "scatter_shared_pairs"),
-         "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global)"),
-    Path("pairs", lambda r, d: None if _pairs_possible(r) else "the paired path cannot run here",
-         lambda r, d: r.paired is not False and _pairs_pay(r, d), lambda r, d: _global_plan(r, d, True),
-         ("scatter_global_pairs", "fold_pairs", "fold_pair_chunk"),
-         "BENCHMARKS.md kernel table, F = 1 with counts (against unpaired)"),
-    Path("global", _fits_always, _always, _global_plan,
-         ("scatter_global_v*", "scatter_hashed_v*", "apply_table_v*"),
-         "every row the others leave: float32 atomics (node passes for states far beyond L2), float16's table"),
-)
+PATHS: tuple[Path, ...] = (Chunked(), BlockTable(), GridTable(), SplitTable(), Owned(), Direct(), Sorted(), Shared(),
+                           Pairs(), Global())
 AUTO = tuple(path.name for path in PATHS)
 _BY_NAME = {path.name: path for path in PATHS}
 # what `algorithm` may force ("pairs" is forced with paired=True)
@@ -826,30 +825,20 @@ def plan_launch(request: LaunchRequest, device: DeviceInfo) -> LaunchPlan:
         if why is not None:
             raise ValueError(why)
         return path.plan(request, device)
-    for path in PATHS:
-        if path.fits(request, device) is None and path.pays(request, device):
-            return path.plan(request, device)
-    raise AssertionError("the global path always applies")  # pragma: no cover
+    return next(path.plan(request, device) for path in PATHS
+                if path.fits(request, device) is None and path.pays(request, device))
 
 
 def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                    with_counts: bool = True, algorithm: str = "auto") -> int:
-    """Bytes of workspace a launch of at most these sizes needs: the most any path that may run needs (float16's
-    table always; the pairs of F = 1 beyond 2^24 edges and the sorted path only with counts, O(N) like their
-    zeroing; the slot tables of grid_table and split_table without counts). algorithm="sorted" or
-    "split_table" sizes for that path wherever it can run."""
+    """Bytes of workspace a launch of at most these sizes needs: the most any path may need (Path.workspace);
+    algorithm="sorted" or "split_table" sizes for that path wherever it can run."""
     for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
         if not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    half = kernel_dtype(dtype) == np.float16
-    table = table_layout(num_nodes, num_edges, num_features) if half else None
-    return max(
-        _pairs_workspace(num_nodes, num_edges, with_counts),
-        _sort_workspace(num_nodes, num_edges, num_features, dtype, with_counts, algorithm == "sorted"),
-        _grid_table_workspace(num_nodes, num_edges, half, with_counts, False),
-        _split_table_workspace(num_nodes, num_edges, half, with_counts, algorithm == "split_table"),
-        0 if table is None else table.nbytes,
-    )
+    sizes = LaunchRequest(num_nodes, num_edges, num_features, kernel_dtype(dtype), with_counts=with_counts,
+                          algorithm=algorithm)
+    return max(path.workspace(sizes) for path in PATHS)
 
 
 def describe(plan: LaunchPlan) -> str:
