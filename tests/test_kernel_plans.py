@@ -416,28 +416,6 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
     assert algorithm(10**8, 10**4, device=dataclasses.replace(H200_LIKE, sm_count=8)) == "split_table"
 
 
-def test_forcing_the_grid_table_names_what_it_needs():
-    half = np.dtype(np.float16)
-
-    def forced(nodes=10**8, edges=10**4, features=1, dtype=half, **options):
-        return plan_for(nodes, edges, features, dtype, H200_LIKE, 1, algorithm="grid_table", **options)
-
-    with pytest.raises(ValueError, match="cooperative launches"):
-        forced(workspace=ENOUGH, cooperative=False)
-    with pytest.raises(ValueError, match=r"8-byte aligned workspace of 2097152 bytes \(got 0\)"):
-        forced()
-    with pytest.raises(ValueError, match="8-byte aligned workspace"):
-        forced(workspace=ENOUGH, workspace_aligned=False)
-    with pytest.raises(ValueError, match="one feature, not 2 float16"):
-        forced(features=2, workspace=ENOUGH)
-    with pytest.raises(ValueError, match="one feature, not 1 float32"):
-        forced(dtype=np.dtype(np.float32), workspace=ENOUGH)
-    with pytest.raises(ValueError, match="runs without counts"):
-        forced(workspace=ENOUGH, with_counts=True)
-    with pytest.raises(ValueError, match="at most 32768 edges, not 32769"):  # its workspace holds no more
-        forced(nodes=10**6, edges=2**15 + 1, workspace=ENOUGH)
-
-
 def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
     import re
 
@@ -506,28 +484,34 @@ def test_float16_block_table_is_one_block_with_a_shared_table_of_four_slots_per_
 
 
 
-def test_forcing_the_split_table_names_what_it_needs():
+@pytest.mark.parametrize("algorithm, workspace, nodes, edges, too_many", [
+    ("grid_table", 2097152, 10**6, 2**15 + 1, "at most 32768 edges, not 32769"),  # its workspace holds no more
+    ("split_table", 524288, 2**31 - 1, 2**29 + 1, "at most 536870912 edges, not 536870913"),  # 2^31 slots: no int
+])
+def test_forcing_a_slot_table_path_names_what_it_needs(algorithm, workspace, nodes, edges, too_many):
     half = np.dtype(np.float16)
 
     def forced(nodes=10**8, edges=10**4, features=1, dtype=half, **options):
-        return plan_for(nodes, edges, features, dtype, H200_LIKE, 1, algorithm="split_table", **options)
+        return plan_for(nodes, edges, features, dtype, H200_LIKE, 1, algorithm=algorithm, **options)
 
-    with pytest.raises(ValueError, match=r"8-byte aligned workspace of 524288 bytes \(got 0\)"):
+    with pytest.raises(ValueError, match=rf"8-byte aligned workspace of {workspace} bytes \(got 0\)"):
         forced()
-    with pytest.raises(ValueError, match="8-byte aligned workspace"):
-        forced(workspace=ENOUGH, workspace_aligned=False)
-    with pytest.raises(ValueError, match="one feature, not 2 float16"):
-        forced(features=2, workspace=ENOUGH)
-    with pytest.raises(ValueError, match="one feature, not 1 float32"):
-        forced(dtype=np.dtype(np.float32), workspace=ENOUGH)
-    with pytest.raises(ValueError, match="runs without counts"):
-        forced(workspace=ENOUGH, with_counts=True)
-    with pytest.raises(ValueError, match=r"at most 536870912 edges, not 536870913"):  # 2^31 slots: not an int
-        forced(nodes=2**31 - 1, edges=2**29 + 1, workspace=ENOUGH)
-    assert forced(nodes=2**31 - 1, edges=2**29, workspace=ENOUGH).slots.capacity == 2**30
-    assert forced(nodes=1000, edges=30_000, workspace=ENOUGH).slots.capacity == 2**17  # hashed even so
-    assert scatter_add_workspace_size(1000, 30_000, 1, np.float16, with_counts=False, algorithm="split_table") == (
-        8 * 2**17)
+    for refused, message in ((dict(workspace_aligned=False), "8-byte aligned workspace"),
+                             (dict(features=2), "one feature, not 2 float16"),
+                             (dict(dtype=np.dtype(np.float32)), "one feature, not 1 float32"),
+                             (dict(with_counts=True), "runs without counts"),
+                             (dict(nodes=nodes, edges=edges), too_many)):
+        with pytest.raises(ValueError, match=message):
+            forced(workspace=ENOUGH, **refused)
+    if algorithm == "grid_table":
+        with pytest.raises(ValueError, match="cooperative launches"):
+            forced(workspace=ENOUGH, cooperative=False)
+    else:
+        assert forced(nodes=2**31 - 1, edges=2**29, workspace=ENOUGH).slots.capacity == 2**30
+        assert forced(nodes=1000, edges=30_000, workspace=ENOUGH).slots.capacity == 2**17  # hashed even so
+        assert scatter_add_workspace_size(1000, 30_000, 1, np.float16, with_counts=False,
+                                          algorithm="split_table") == 8 * 2**17
+
 
 
 def test_every_path_of_auto_is_chosen_somewhere_on_a_grid_of_sizes():

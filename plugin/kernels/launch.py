@@ -680,8 +680,8 @@ def scatter_add_launch(
             local.last = (key, prepared)
     get_id = seam.fast_id
     if prepared is not None and get_id is not None:
-        # The hot path, with current_context() and the pointer check of a PreparedScatterAdd call inlined (each
-        # Python call saved is ~0.1 us of the ~1 us this entry adds to the launch's own cost; NOTES.md, host time)
+        # The hot path, with current_context() and the pointer check of a PreparedScatterAdd call inlined: each
+        # Python call saved counts against what this entry adds to the launch (NOTES.md, "Host time, second pass")
         result = get_id(None)
         if not result[0] and result[1] == prepared.context:
             pointers = (state, src, index, counts, workspace, skipped, stream)

@@ -71,7 +71,7 @@ DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
 # owned (float16, no counts, hashed table): up to OWNED_MAX_EDGES edges of at most OWNED_MAX_FEATURES features, a
 # block of OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM (NOTES "Small updates without
-# counts": owned 16.6-16.9 µs against the hash table's 27.4-30.2 at B = 1e4, N = 1e5-1e8).
+# counts", B = 1e4 into N = 1e5-1e8: owned against the hash table).
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS
 OWNED_MAX_EDGES = 2**15
 OWNED_EDGES_PER_BLOCK = 64
@@ -451,9 +451,8 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
 class Path:
     """One path of the kernel family: its kernels, the row that justifies it, and four rules. fits: None where
     it can run (sizes, dtype, counts, the workspace given, the device), else why not; pays: "auto"'s rule;
-    workspace: the bytes it may need at these or smaller sizes (never shrinking as N, E or F grow: a workspace
-    sized for a profile's largest shapes serves every launch in it), all it may need where r.algorithm forces
-    it; plan: the launch."""
+    workspace: the bytes it may need at these or smaller sizes (never shrinking: module docstring), all it may
+    need where r.algorithm forces it; plan: the launch."""
 
     name = ""
     kernels: tuple[str, ...] = ()
