@@ -10,13 +10,9 @@ shipped (its prepared launch replays a CUDA graph of its driver calls from the s
 replay off (the driver calls every time); `scatter_add_launch` (the keyword entry, a context check and a cache
 lookup included), with the pointers read from torch once as the enqueue rows get them, and again with three
 `data_ptr()` calls in each call; the launch prepared once per shape (`PreparedScatterAdd`, what enqueue
-calls): replaying its graph, and with graph replay off in both launch forms (the packed buffer as
-cuLaunchKernel's `extra`, and kernelParams; the cooperative with-counts kernel takes kernelParams in both),
-each row naming the driver calls it makes; with counts also with the counts zeroed by a memset before the
-kernel instead of inside it, replayed and not; for reference, the driver's own costs: the same kernel with the
-same packed arguments launched bare through cuda.bindings' cuLaunchKernel (kernelParams, extra),
-cuLaunchKernelEx with a CUlaunchConfig made once (kernelParams, extra; for the with-counts cooperative kernel
-with the cooperative attribute, beside cuLaunchCooperativeKernel) and libcuda's cuLaunchKernel through ctypes
+calls): replaying its graph, and with graph replay off, each row naming the driver calls it makes; for
+reference, the driver's own costs: the same kernel with the same packed arguments launched bare through
+cuda.bindings' cuLaunchKernel, cuLaunchKernelEx with a CUlaunchConfig made once and libcuda's cuLaunchKernel through ctypes
 (Python ints converted by argtypes, and prebuilt ctypes argument objects), one bare cuMemsetD32Async of the
 counts and one cuCtxGetId(NULL) (the keyword entry's context check); torch `index_add_`, and `index_add_` +
 `bincount` (the counts); cuGraphLaunch of the launch and of each enqueue captured by the caller into a CUDA
@@ -152,83 +148,43 @@ def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batc
     return rows
 
 
-def prepared_plan_zeroes(launch: Any, pointers: tuple[int, ...]) -> bool:
-    """Whether this prepared launch zeroes the counts in its scatter kernel (one call instead of two)."""
-    plan = launch(*pointers)
-    return plan is not None and plan.zeroing
-
-
 def launch_form_of(launch: Any, pointers: tuple[int, ...]) -> str:
-    """How a prepared launch issues its driver calls, e.g. "cuLaunchKernel, extra" (binds it to the pointers)."""
+    """The driver calls a prepared launch issues, e.g. "cuMemsetD32Async + cuLaunchKernel" (binds it to the pointers)."""
     launch(*pointers)
-    forms = []
-    for call, arguments, _ in launch._calls:
-        name = call.__name__
-        if name == "cuLaunchKernel":
-            name += ", extra" if arguments[-1] else ", kernelParams"
-        forms.append(name)
-    return " + ".join(forms)
+    return " + ".join(call.__name__ for call, _, _ in launch._calls)
 
 
 def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
-    """(kind, function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch,
-    the arguments re-packed at the kernel's own parameter layout where the driver gives it (None where not)."""
-    from plugin.kernels.launch import _MEMSET, _KernelArguments, parameter_layout
+    """(function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch."""
+    from plugin.kernels.launch import _MEMSET
 
     (sequence,) = launch._sequences.values()
     (operation,) = [operation for operation in sequence.operations if operation[0] != _MEMSET]
-    kind, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # _LaunchSequence's kernel shape
-    layout = parameter_layout(launch._driver, function, len(arguments.values))
-    packed = None
-    if layout is not None:
-        packed = _KernelArguments(arguments.values)
-        packed.lay_out(layout)
-        packed.patch(launch._pointers)
-    return kind, function, grid_x, grid_y, block, shared_bytes, packed
+    _, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # _LaunchSequence's kernel shape
+    return function, grid_x, grid_y, block, shared_bytes, arguments
 
 
-def bare_launches(driver: Any, without_counts: Any, with_counts: Any) -> dict[str, Callable[[], Any]]:
-    """The kernel of each prepared launch (bound to its pointers) launched straight through cuda.bindings in
-    each form: cuLaunchKernel with kernelParams or with the packed buffer as `extra`, cuLaunchKernelEx with a
-    CUlaunchConfig made once (for the with-counts launch's cooperative kernel: with the cooperative
-    attribute, beside cuLaunchCooperativeKernel); and through ctypes. One packed buffer serves every form."""
+def bare_launches(driver: Any, launch: Any) -> dict[str, Callable[[], Any]]:
+    """The kernel of a prepared launch (bound to its pointers, its arguments packed) launched straight through
+    cuda.bindings' cuLaunchKernel and cuLaunchKernelEx with a CUlaunchConfig made once, and through ctypes."""
     from plugin.cuda_check import check
 
     def row(function: Any, arguments: tuple[Any, ...], keep: Any) -> Callable[[], Any]:
         check(function(*arguments), call=f"{function.__name__} (bare launch row)")  # once: a failing form is no row
-        return lambda: (function(*arguments), keep)  # keep: the packed buffer stays alive with the row
+        return lambda: (function(*arguments), keep)  # keep: the packed arguments stay alive with the row
 
-    calls: dict[str, Callable[[], Any]] = {}
-    stream = driver.CUstream(int(without_counts._pointers[-1]))
-    for launch in (without_counts, with_counts):
-        kind, function, grid_x, grid_y, block, shared_bytes, packed = kernel_launch_shape(launch)
-        if packed is None:
-            print("no parameter layout from the driver (cuFuncGetParamInfo): bare launch rows skipped", flush=True)
-            return calls
-        shape = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
-        config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, grid_y, 1
-        config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
-        config.sharedMemBytes, config.hStream = shared_bytes, stream
-        if launch is without_counts:
-            calls["bare cuLaunchKernel, kernelParams (cuda.bindings)"] = row(
-                driver.cuLaunchKernel, (*shape, packed.address, 0), packed)
-            calls["bare cuLaunchKernel, extra: the packed buffer (cuda.bindings)"] = row(
-                driver.cuLaunchKernel, (*shape, None, packed.extra_address), packed)
-            calls.update(ctypes_launches((*shape, packed.address, 0), packed))
-            label = "cuLaunchKernelEx"
-        else:
-            calls["bare cuLaunchCooperativeKernel, kernelParams (the with-counts zeroing kernel)"] = row(
-                driver.cuLaunchCooperativeKernel, (*shape, packed.address), packed)
-            attribute = driver.CUlaunchAttribute()
-            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-            attribute.value.cooperative = 1
-            config.attrs, config.numAttrs = [attribute], 1
-            label = "cuLaunchKernelEx, cooperative attribute,"
-        calls[f"bare {label} prebuilt CUlaunchConfig, kernelParams"] = row(
-            driver.cuLaunchKernelEx, (config, function, packed.address, 0), packed)
-        calls[f"bare {label} prebuilt CUlaunchConfig, extra"] = row(
-            driver.cuLaunchKernelEx, (config, function, None, packed.extra_address), packed)
+    stream = driver.CUstream(int(launch._pointers[-1]))
+    function, grid_x, grid_y, block, shared_bytes, packed = kernel_launch_shape(launch)
+    shape = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, grid_y, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes, config.hStream = shared_bytes, stream
+    calls = {"bare cuLaunchKernel, kernelParams (cuda.bindings)": row(driver.cuLaunchKernel,
+                                                                     (*shape, packed.address, 0), packed)}
+    calls.update(ctypes_launches((*shape, packed.address, 0), packed))
+    calls["bare cuLaunchKernelEx prebuilt CUlaunchConfig, kernelParams"] = row(
+        driver.cuLaunchKernelEx, (config, function, packed.address, 0), packed)
     return calls
 
 
@@ -344,27 +300,15 @@ def main() -> int:
         calls[f"PreparedScatterAdd call, {label} counts, graph replay (the default: cuStreamIsCapturing + "
               "cuGraphLaunch)"] = lambda launch=replaying, pointers=pointers: launch(*pointers)
         launch.graph_replay = False
-        for form in ("kernel_params", "extra"):
-            in_form = launch if form == launch.launch_form else PreparedScatterAdd(
-                num_nodes=num_nodes, num_edges=num_edges, num_features=1, dtype="float32", with_counts=with_counts)
-            in_form.launch_form, in_form.graph_replay = form, False
-            calls[f"PreparedScatterAdd call, {label} counts, graph replay off, launch_form {form} "
-                  f"({launch_form_of(in_form, pointers)})"] = lambda launch=in_form, pointers=pointers: launch(*pointers)
-        if with_counts and prepared_plan_zeroes(launch, pointers):
-            for graph_replay in (False, True):
-                memset_first = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=1,
-                                                  dtype="float32", with_counts=True, zero_in_kernel=False)
-                memset_first.graph_replay = graph_replay
-                how = "graph replay" if graph_replay else f"graph replay off ({launch_form_of(memset_first, pointers)})"
-                calls[f"PreparedScatterAdd call, with counts, memset + launch, {how}"] = (
-                    lambda launch=memset_first, pointers=pointers: launch(*pointers))
+        calls[f"PreparedScatterAdd call, {label} counts, graph replay off ({launch_form_of(launch, pointers)})"] = (
+            lambda launch=launch, pointers=pointers: launch(*pointers))
     graphs = captured_rows(trt, tensors)
     calls.update({name: graph.launch for name, graph in graphs.items()})
     plan = prepared[False](state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0, stream)
     plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
     from cuda.bindings import driver
 
-    calls.update(bare_launches(driver, prepared[False], prepared[True]))
+    calls.update(bare_launches(driver, prepared[False]))
     calls["bare cuCtxGetId(NULL) (cuda.bindings: scatter_add_launch's context check)"] = lambda: driver.cuCtxGetId(None)
     counts_words = 2 * num_nodes
     calls["bare cuMemsetD32Async of the counts (cuda.bindings)"] = lambda: driver.cuMemsetD32Async(

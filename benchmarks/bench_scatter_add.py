@@ -102,8 +102,6 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         others["unpaired"] = dict(paired=False)
     if " passes=" in row["plan"]:  # node passes (not the sorted path's place_passes=)
         others["1 pass"] = dict(node_passes=1)
-    if " zeroing" in row["plan"]:  # the counts zeroed in the scatter kernel: against a memset before it
-        others["memset"] = dict(zero_in_kernel=False)
     if row["plan"].startswith("chunked"):
         others["sorted"] = dict(algorithm="sorted")
     if row["plan"].startswith(("shared", "sorted", "chunked")):

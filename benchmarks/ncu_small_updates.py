@@ -1,12 +1,12 @@
 """A target for Nsight Compute (issue 26): each float16 small-update kernel launched once, on fresh random data.
 
-    ncu --clock-control none --set full -k regex:'scatter_|apply_table|partition|reduce_buckets|index' \\
+    ncu --clock-control none --set full -k regex:'scatter_|apply_|index' \\
         -o OUT/small python3 benchmarks/ncu_small_updates.py
 
-F = 1, no counts: B = 1e4 into N = 1e6 with the owned kernel, the clustered kernel (sm_90) and torch index_add_;
-B = 1e4 into N = 1e4 with the one-slot table (scatter_global_v1 + apply_table_v1); B = 1e6 into N = 1e7 with the
-partitioned path (partition_chunks + reduce_buckets). Plain launches (no graph replay), so every kernel is its
-own launch in the report. The one-slot table and the partitioned path only with --all.
+F = 1, no counts: B = 1e4 into N = 1e6 with the owned kernel, grid_table and torch index_add_; B = 1e4 into
+N = 1e4 with the one-slot table (scatter_global_v1 + apply_table_v1); B = 1e6 into N = 1e7 with split_table.
+Plain launches (no graph replay), so every kernel is its own launch in the report. The one-slot table and
+split_table only with --all.
 """
 
 import sys
@@ -42,11 +42,10 @@ def main() -> int:
             torch.cuda.synchronize()
 
     run(10**4, 10**6, "owned")
-    if torch.cuda.get_device_capability() >= (9, 0):
-        run(10**4, 10**6, "clustered")
+    run(10**4, 10**6, "grid_table")
     if "--all" in sys.argv:
         run(10**4, 10**4, "global")
-        run(10**6, 10**7, "partitioned")
+        run(10**6, 10**7, "split_table")
     return 0
 
 

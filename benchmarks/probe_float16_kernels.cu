@@ -20,6 +20,15 @@
 #endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename T>
+__device__ __forceinline__ T* cluster_map(T* pointer, unsigned rank) {  // the same shared variable in block `rank`
+    u64 mapped;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"((u64)pointer), "r"(rank));
+    return reinterpret_cast<T*>(mapped);
+}
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 #define TABLE_CLUSTER_DIMS __cluster_dims__(TABLE_CLUSTER_BLOCKS, 1, 1)

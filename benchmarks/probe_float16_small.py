@@ -5,16 +5,16 @@
 
 --kernels: per-step device time (CUDA events after warm-up, median, 8 rotating random batches) of torch
 index_add_, the shipped plans (auto, the table path "global", owned; --shipped-only: auto, owned, grid_table) and
-kernels launched directly with cuLaunchKernel: owned on one block per SM, clustered on 8 to 128 blocks of 1024 or 512
-threads, and scatter_cluster_table (one cluster holding the sums in distributed shared memory;
+kernels launched directly with cuLaunchKernel: owned on one block per SM and scatter_cluster_table (one cluster
+holding the sums in distributed shared memory;
 benchmarks/probe_float16_kernels.cu, which load_variant appends to scatter_add.cu, patched per variant), F = 1,
 each first checked against float64 (one rounding per node: docs/kernel.md's bound). --large-batch adds B = 1e6
-(auto, the table path, partitioned, clustered with full shared memory). --grid-table: the floors (an empty
+(auto, the table path). --grid-table: the floors (an empty
 kernel, one load and atomic per thread, a grid barrier alone, a cluster barrier alone), the cluster inbox and
 the global-table kernels behind grid barriers (cleared or kept, cooperative groups' barrier or one of their
 own) at B = 1e4 and 1e6. --grid-table-shapes: the shipped scatter_grid_table on tables of other sizes.
---split-table: the shipped split_table kernels on tables of 2, 4 and 8 slots per edge beside torch, "auto" and
-partitioned (--batches and --nodes). --floors: the floors alone beside torch (B = 1e4, N = 1e6), with memsets
+--split-table: the shipped split_table kernels on tables of 2, 4 and 8 slots per edge beside torch and "auto"
+(--batches and --nodes). --floors: the floors alone beside torch (B = 1e4, N = 1e6), with memsets
 and empty kernels in the sequences the float16 paths issue.
 --latency: one step at a time, the rows interleaved (gpu_timing.one_step_us_interleaved; CUDA events recorded
 after a synchronisation, and the wall clock around call + synchronisation): torch, scatter_add_launch with
@@ -68,7 +68,7 @@ def load_variant(patches: list[tuple[str, str]], dtype: str) -> dict:
     module = check(driver.cuModuleLoadData(cubin))
     functions = {}
     attribute = driver.CUfunction_attribute
-    for name in ("scatter_owned", "scatter_clustered", "scatter_cluster_table", "scatter_grid_table_clear",
+    for name in ("scatter_owned", "scatter_cluster_table", "scatter_grid_table_clear",
                  "scatter_grid_table_kept", "scatter_grid_table_kept_own", "scatter_cluster_inbox", "scatter_split_table",
                  "apply_split_table", "scatter_split_table_preload", "apply_split_table_preload"):
         function = check(driver.cuModuleGetFunction(module, name.encode()))
@@ -140,7 +140,7 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict, shipped=("auto", "gl
     from plugin.kernels import scatter_add_workspace_size
     from benchmarks.gpu_timing import ours
     from plugin.kernels.launch import read_device_info
-    from plugin.kernels.plan import CLUSTER_MAX_SHARED, owned_table
+    from plugin.kernels.plan import owned_table
 
     torch.manual_seed(batch + num_nodes)
     state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
@@ -160,8 +160,6 @@ def kernel_rows(batch: int, num_nodes: int, variants: dict, shipped=("auto", "gl
     for label, (functions, name, blocks, threads) in variants.items():
         blocks = sm if blocks == "sm" else blocks
         device = read_device_info()
-        if name == "scatter_clustered" and "full shared" not in label:
-            device = dataclasses.replace(device, max_shared_per_block=CLUSTER_MAX_SHARED)
         if name == "scatter_cluster_table":
             capacity = batch if threads == "E" else threads  # (blocks, capacity) for this kernel
             threads = blocks[1]
@@ -457,8 +455,6 @@ def kernels(args) -> list[str]:
     torch.zeros(1, device="cuda")  # torch's primary context, current for the driver API too
     current_context()
     base = load_variant([], "float16")
-    c512 = load_variant([("#define CLUSTER_THREADS 1024", "#define CLUSTER_THREADS 512"),
-                         ("#define CLUSTER_LOADS 2 ", "#define CLUSTER_LOADS 4 ")], "float16")
     def table(blocks: int, threads: int, loads: int) -> dict:
         return load_variant([("#define TABLE_CLUSTER_BLOCKS 8 ", f"#define TABLE_CLUSTER_BLOCKS {blocks} "),
                              ("#define TABLE_CLUSTER_THREADS 1024", f"#define TABLE_CLUSTER_THREADS {threads}"),
@@ -469,11 +465,6 @@ def kernels(args) -> list[str]:
     t16x512 = table(16, 512, 2)
     variants = {
         "owned, 132 blocks": (base, "scatter_owned", "sm", 1024),
-        "clustered 1024 thr, 128 blocks": (base, "scatter_clustered", 128, 1024),
-        "clustered 1024 thr, 8 blocks": (base, "scatter_clustered", 8, 1024),
-        "clustered 1024 thr, 16 blocks": (base, "scatter_clustered", 16, 1024),
-        "clustered 512 thr x 4 loads, 128 blocks": (c512, "scatter_clustered", 128, 512),
-        "clustered 512 thr x 4 loads, 8 blocks": (c512, "scatter_clustered", 8, 512),
         "cluster_table 8 x 1024 x 2, part E": (base, "scatter_cluster_table", (8, 1024), "E"),
         "cluster_table 8 x 1024 x 2, part 4096": (base, "scatter_cluster_table", (8, 1024), 4096),
         "cluster_table 16 x 1024 x 1, part E": (t16, "scatter_cluster_table", (16, 1024), "E"),
@@ -486,22 +477,14 @@ def kernels(args) -> list[str]:
         variants = {}
     lines = list(HEADER)
     if args.large_batch:
-        c16 = load_variant([("#define CLUSTER_BLOCKS 8 ", "#define CLUSTER_BLOCKS 16 ")], "float16")
-        large = {
-            "clustered 8 x 1024, 128 blocks, full shared": (base, "scatter_clustered", 128, 1024),
-            "clustered 8 x 1024, 64 blocks, full shared": (base, "scatter_clustered", 64, 1024),
-            "clustered 16 x 1024, 128 blocks, full shared": (c16, "scatter_clustered", 128, 1024),
-        }
-        lines += table_lines([(10**6, n) for n in (10**5, 10**6, 10**7, 10**8)],
-                             lambda b, n: large_batch_rows(b, n) + kernel_rows(b, n, large, shipped=())[1:])
+        lines += table_lines([(10**6, n) for n in (10**5, 10**6, 10**7, 10**8)], large_batch_rows)
     shipped = ("auto", "owned", "grid_table") if args.shipped_only else ("auto", "global", "owned")
     return lines + table_lines([(b, n) for b in args.batches for n in args.nodes],
                                lambda b, n: kernel_rows(b, n, variants, shipped))
 
 
-def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "partitioned")
-                     ) -> list[tuple[str, float, str]]:
-    """B = 1e6: torch, the shipped plan, the table path of before ("global") and the partitioned path."""
+def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global")) -> list[tuple[str, float, str]]:
+    """B = 1e6: torch, the shipped plan and the table path of before ("global")."""
     import torch
 
     from benchmarks.gpu_timing import ours
@@ -526,7 +509,7 @@ def large_batch_rows(batch: int, num_nodes: int, algorithms=("auto", "global", "
 
 
 def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[str, float, str]]:
-    """torch, the shipped plans ("auto", owned up to 2^15 edges, partitioned) and the shipped split_table kernels on
+    """torch, the shipped plans ("auto", owned up to 2^15 edges) and the shipped split_table kernels on
     tables of 2, 4 and 8 slots per edge (a memset, scatter_split_table, apply_split_table)."""
     import torch
     from cuda.bindings import driver
@@ -534,7 +517,7 @@ def split_table_rows(batch: int, num_nodes: int, functions: dict) -> list[tuple[
     from plugin.cuda_check import check
     from plugin.kernels.plan import THREADS_PER_BLOCK, next_power_of_two, split_table_capacity
 
-    rows = large_batch_rows(batch, num_nodes, ("auto", "owned", "partitioned") if batch <= 2**15 else ("auto", "partitioned"))
+    rows = large_batch_rows(batch, num_nodes, ("auto", "owned") if batch <= 2**15 else ("auto",))
     torch.manual_seed(batch + num_nodes)
     state = torch.randn(num_nodes, 1, device="cuda", dtype=torch.float16)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=torch.float16),

@@ -26,11 +26,7 @@ def with_constants(constants: dict, make):
     """make() with plan.py constants changed (the plan and prepared-launch caches cleared before and after)."""
     from plugin.kernels import launch, plan
 
-    def forget() -> None:
-        launch._cached_plan.cache_clear()
-        launch._prepared.launches.clear()
-        launch._prepared.last = (None, None)
-
+    forget = launch.backend.forget
     saved = {name: getattr(plan, name) for name in constants}
     for name, value in constants.items():
         setattr(plan, name, value)
@@ -55,10 +51,8 @@ def variants(dtype_name: str, batch: int, num_nodes: int) -> list[tuple[str, str
         if batch <= 2**15:
             rows += [("owned, 64 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 64}),
                      ("owned, 256 edges/block", "owned", {"OWNED_EDGES_PER_BLOCK": 256})]
-        else:
-            rows += [("partitioned, buckets of 4096", "partitioned", {"PARTITION_BUCKET_EDGES": 4096}),
-                     ("partitioned, chunks of 2048", "partitioned", {"PARTITION_CHUNK_EDGES": 2048}),
-                     ("partitioned, buckets of 1024", "partitioned", {"PARTITION_BUCKET_EDGES": 1024})]
+        if num_nodes > 2 * batch:
+            rows.append(("split_table", "split_table", {}))
     return rows
 
 

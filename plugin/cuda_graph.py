@@ -12,7 +12,6 @@ which compiles and loads the kernels) must not happen inside a capture. Capture 
 caller (the legacy default stream 0 cannot be captured).
 """
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +23,11 @@ class CapturedGraph:
     launch() replays it on that stream, and `executable` (a CUgraphExec) can be launched on any other stream
     with cuGraphLaunch. close() frees it."""
 
-    def __init__(self, stream: int, enqueue: Callable[[], Any]) -> None:
-        from cuda.bindings import driver
+    def __init__(self, stream: int, enqueue: Callable[[], Any], driver: Any = None) -> None:
+        if driver is None:  # the launcher passes its own (plugin/kernels/launch.py Backend)
+            from cuda.bindings import driver as cuda_driver
 
+            driver = cuda_driver
         self._driver = driver
         if not int(stream):
             raise ValueError("CUDA graph capture needs a created stream; the legacy default stream 0 cannot be captured")
@@ -64,24 +65,3 @@ class CapturedGraph:
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-
-class _CaptureStreams(threading.local):
-    def __init__(self) -> None:
-        self.by_context: dict[int, Any] = {}
-
-
-_capture_streams = _CaptureStreams()
-
-
-def capture_stream(context_id: int) -> int:
-    """A non-blocking stream of this thread in the current context (context_id: its cuCtxGetId), made on first
-    use and kept for the thread's life, on which the launcher captures its own graphs: never a caller's stream,
-    whose capture state and pending work are the caller's."""
-    stream = _capture_streams.by_context.get(context_id)
-    if stream is None:
-        from cuda.bindings import driver
-
-        stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
-        _capture_streams.by_context[context_id] = stream
-    return int(stream)

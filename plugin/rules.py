@@ -1,5 +1,5 @@
 """The scatter-add plugin's rules as plain functions: tensor positions, data types, formats, shapes, aliasing,
-and its attributes, compute_counts and workspace_layout.
+and its one attribute, compute_counts.
 
 The TensorRT plugin class (plugin.scatter_add_plugin) turns TensorRT's descriptors into numpy dtypes, shape
 tuples and booleans and asks these functions, so every rule runs and is tested without TensorRT.
@@ -15,12 +15,6 @@ compute_counts (plugin field "compute_counts", int32 0 or 1, default 1) says whe
 output. Computing counts zeroes N int64 values on every execution, O(N) whatever the update's size, so a
 network that does not use counts (the state-update network of --steps) builds the plugin with 0: then it has
 one output and each execution costs in proportion to the update (E rows), not to the state.
-
-workspace_layout (plugin field "workspace_layout", int32) is how the engine's workspace was sized: TensorRT
-allocates what get_workspace_size returned when the engine was built, and a later release of the kernels may
-want more (a new path with its own table). WORKSPACE_LAYOUT, today's scatter_add_workspace_size, is what a plugin
-built now serializes; an engine serialized without the field gets WORKSPACE_TABLE_ONLY: only the float16 table
-is assumed there (sized the same by every release), so its launches take no path beyond what that buffer holds.
 """
 
 from collections import Counter
@@ -39,10 +33,7 @@ INDEX_DTYPE = np.dtype(np.int64)
 COUNTS_DTYPE = np.dtype(np.int64)
 
 COMPUTE_COUNTS_FIELD = "compute_counts"
-WORKSPACE_FIELD = "workspace_layout"
-FIELD_NAMES = (COMPUTE_COUNTS_FIELD, WORKSPACE_FIELD)
-WORKSPACE_TABLE_ONLY = 1  # an engine serialized before the field: its workspace holds the float16 table only
-WORKSPACE_LAYOUT = 2  # scatter_add_workspace_size of this release (split_table's table among the rest)
+FIELD_NAMES = (COMPUTE_COUNTS_FIELD,)
 FIELD_DTYPE = np.dtype(np.int32)  # every field is one int32 (PluginFieldType.INT32)
 DEFAULT_COMPUTE_COUNTS = True  # also what an engine serialized before the field existed gets back
 
@@ -144,31 +135,6 @@ def _one_int32(fields: Mapping[str, np.ndarray], name: str, allowed: str) -> int
     return int(values[0])
 
 
-def as_workspace_layout(value: object) -> int:
-    """workspace_layout as an int from WORKSPACE_TABLE_ONLY to WORKSPACE_LAYOUT; ValueError for anything else (a
-    later layout: an engine built by a later release of this sample)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        if WORKSPACE_TABLE_ONLY <= int(value) <= WORKSPACE_LAYOUT:
-            return int(value)
-    raise ValueError(f"{WORKSPACE_FIELD} must be between {WORKSPACE_TABLE_ONLY} and {WORKSPACE_LAYOUT}, got {value!r}: "
-                     "an engine built by a later release of this sample? rebuild it")
-
-
-def workspace_layout_from_fields(fields: Mapping[str, np.ndarray], *, deserialized: bool) -> int:
-    """workspace_layout from the plugin fields: missing, WORKSPACE_LAYOUT for a plugin made now (a network, an
-    ONNX node) and WORKSPACE_TABLE_ONLY for one deserialized from an engine (built before the field existed).
-    The plugin writes it when an engine is serialized: a plugin made now that names another layout than
-    WORKSPACE_LAYOUT is refused, and so is a deserialized one beyond it (as_workspace_layout)."""
-    check_field_names(list(fields))
-    if WORKSPACE_FIELD not in fields:
-        return WORKSPACE_TABLE_ONLY if deserialized else WORKSPACE_LAYOUT
-    layout = _one_int32(fields, WORKSPACE_FIELD, f"{WORKSPACE_TABLE_ONLY} to {WORKSPACE_LAYOUT}")
-    if not deserialized and layout != WORKSPACE_LAYOUT:
-        raise ValueError(f"{WORKSPACE_FIELD} is written by the plugin when an engine is serialized; a network or "
-                         f"ONNX node must leave it out or give {WORKSPACE_LAYOUT}, got {layout}")
-    return as_workspace_layout(layout)
-
-
 def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     """compute_counts from the plugin fields by name (each an int32 array): what the creator builds the plugin with.
 
@@ -181,11 +147,10 @@ def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     return as_compute_counts(_one_int32(fields, COMPUTE_COUNTS_FIELD, "0 or 1"))
 
 
-def fields_to_serialize(*, compute_counts: bool, workspace_layout: int = WORKSPACE_LAYOUT) -> dict[str, np.ndarray]:
-    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1], "workspace_layout": int32
-    [layout]}; the inverse of compute_counts_from_fields and workspace_layout_from_fields."""
-    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE),
-            WORKSPACE_FIELD: np.array([workspace_layout], dtype=FIELD_DTYPE)}
+def fields_to_serialize(*, compute_counts: bool) -> dict[str, np.ndarray]:
+    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1]}; the inverse of
+    compute_counts_from_fields."""
+    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE)}
 
 
 @dataclass(frozen=True)

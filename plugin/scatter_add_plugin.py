@@ -50,16 +50,16 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
-def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, table_only: bool = False) -> int:
-    """Workspace bytes for the profile's largest shapes of (state, src, index) (table_only: the float16 table
-    alone, an older engine's budget); ValueError (rules.profile_maximum_sizes) for a dynamic maximum, shapes that
-    do not fit together or an unsupported state type."""
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool) -> int:
+    """Workspace bytes for the profile's largest shapes of (state, src, index); ValueError
+    (rules.profile_maximum_sizes) for a dynamic maximum, shapes that do not fit together or an unsupported state
+    type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
     return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
-                                          with_counts=with_counts, table_only=table_only))
+                                          with_counts=with_counts))
 
 
 def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
@@ -79,20 +79,13 @@ def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
 # The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
 # collection get_fields_to_serialize returns after the call, through pointers into the collection and into
 # the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
-_FIELD_ARRAYS = {(counts, layout): rules.fields_to_serialize(compute_counts=counts, workspace_layout=layout)
-                 for counts in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)}
-_FIELD_COLLECTIONS = {key: plugin_field_collection(arrays) for key, arrays in _FIELD_ARRAYS.items()}
-# What the creator advertises (field_names): compute_counts alone, so that TensorRT's ONNX parser passes no
-# workspace_layout attribute of a node (the plugin writes that field itself when an engine is serialized).
-_ADVERTISED = {name: values for name, values in rules.fields_to_serialize(
-    compute_counts=rules.DEFAULT_COMPUTE_COUNTS).items() if name == rules.COMPUTE_COUNTS_FIELD}
-_ADVERTISED_COLLECTION = plugin_field_collection(_ADVERTISED)
+_FIELD_ARRAYS = {counts: rules.fields_to_serialize(compute_counts=counts) for counts in (True, False)}
+_FIELD_COLLECTIONS = {counts: plugin_field_collection(arrays) for counts, arrays in _FIELD_ARRAYS.items()}
 
 
-def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bool, int]:
-    """(compute_counts, workspace_layout) from the PluginFieldCollection TensorRT hands the creator (a network's
-    or, deserialized, an engine's: rules.workspace_layout_from_fields); ValueError names an unknown or repeated
-    field, a type other than INT32 or a bad value."""
+def read_plugin_fields(field_collection: Any) -> bool:
+    """compute_counts from the PluginFieldCollection TensorRT hands the creator (a network's or a deserialized
+    engine's); ValueError names an unknown or repeated field, a type other than INT32 or a bad value."""
     fields = list(field_collection)
     rules.check_field_names([field.name for field in fields])
     values: dict[str, np.ndarray] = {}
@@ -100,8 +93,7 @@ def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bo
         if field.type != trt.PluginFieldType.INT32:
             raise ValueError(f"plugin field {field.name!r} must have type INT32, got {field.type.name}")
         values[field.name] = np.array(field.data, dtype=rules.FIELD_DTYPE)  # a copy: data is TensorRT's memory
-    return (rules.compute_counts_from_fields(values),
-            rules.workspace_layout_from_fields(values, deserialized=deserialized))
+    return rules.compute_counts_from_fields(values)
 
 
 class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuildV2, trt.IPluginV3OneRuntime):
@@ -110,14 +102,10 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     One attribute, compute_counts (plugin field "compute_counts", int32 0/1, default 1): with 1 the plugin
     has two outputs (aggregated, counts); with 0 only aggregated, and enqueue does not touch counts, so an
     execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
-    get_fields_to_serialize writes compute_counts and workspace_layout, so a deserialized engine's creator
-    recreates the same plugin.
-    workspace_layout (plugin field, rules.py) says how the engine's workspace was sized: a plugin of an engine
-    serialized without it launches within the float16 table alone.
+    get_fields_to_serialize writes compute_counts, so a deserialized engine's creator recreates the same plugin.
     """
 
-    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS,
-                 workspace_layout: int = rules.WORKSPACE_LAYOUT) -> None:
+    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         trt.IPluginV3OneBuildV2.__init__(self)
@@ -126,7 +114,6 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
-        self.workspace_layout = rules.as_workspace_layout(workspace_layout)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
         self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
@@ -137,16 +124,10 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         """One object implements the core, build and runtime capabilities (PluginCapabilityType)."""
         return self
 
-    @property
-    def table_only_workspace(self) -> bool:
-        """Whether this plugin's engine budgeted the float16 table alone (serialized before the workspace_layout
-        field): its workspace size and its launches then keep within that."""
-        return self.workspace_layout != rules.WORKSPACE_LAYOUT
-
     def clone(self) -> "ScatterAddPlugin":
         """A new plugin with the same fields. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
-        return ScatterAddPlugin(compute_counts=self.compute_counts, workspace_layout=self.workspace_layout)
+        return ScatterAddPlugin(compute_counts=self.compute_counts)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
     def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
@@ -179,10 +160,9 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
         """The kernel's workspace for the largest shapes of the profile (float32 none, except with counts: 8 N
-        bytes for more than 2^24 edges, the sorted path's for wide rows and many edges); for a plugin of an older
-        engine (workspace_layout) what on_shape_change budgets, the float16 table alone. TensorRT calls
+        bytes for more than 2^24 edges, the sorted path's for wide rows and many edges). TensorRT calls
         configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp, with_counts=self.compute_counts, table_only=self.table_only_workspace)
+        return profile_workspace_size(inp, with_counts=self.compute_counts)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -210,10 +190,9 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
             raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
         if self._launch is not None and self._prepared_for == (sizes, dtype):
             return
-        # what get_workspace_size asked TensorRT for; for an older engine, the float16 table alone
+        # what get_workspace_size asked TensorRT for
         workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
-                                                    with_counts=self.compute_counts,
-                                                    table_only=self.table_only_workspace)
+                                                    with_counts=self.compute_counts)
         self._launch = PreparedScatterAdd(
             num_nodes=sizes.num_nodes, num_edges=sizes.num_edges, num_features=sizes.num_features, dtype=dtype,
             with_counts=self.compute_counts, workspace_size=workspace_size)
@@ -251,12 +230,11 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self.clone()
 
     def get_fields_to_serialize(self) -> Any:
-        """compute_counts and workspace_layout as INT32 fields; the creator reads them back when an engine is
-        deserialized.
+        """compute_counts as one INT32 field; the creator reads it back when an engine is deserialized.
 
         Returns a module-level collection (see _FIELD_COLLECTIONS): TensorRT reads it after this call returns.
         """
-        return _FIELD_COLLECTIONS[(self.compute_counts, self.workspace_layout)]
+        return _FIELD_COLLECTIONS[self.compute_counts]
 
 
 def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
@@ -278,22 +256,19 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        # The field a network or ONNX node may give create_plugin, with its type and default (compute_counts:
-        # INT32, 1); a deserialized engine's fields also hold workspace_layout.
-        self.field_names = _ADVERTISED_COLLECTION
+        # The fields create_plugin accepts, each with its type and default value (compute_counts: INT32, 1).
+        self.field_names = _FIELD_COLLECTIONS[rules.DEFAULT_COMPUTE_COUNTS]
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
-        """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1;
-        workspace_layout, default this release's when building and the float16 table alone when deserializing).
+        """A plugin from the fields of a network or of a deserialized engine (compute_counts; default 1).
 
         ValueError (a null plugin, reported by TensorRT, when called through TensorRT) for bad fields.
         """
         try:
-            compute_counts, layout = read_plugin_fields(field_collection,
-                                                        deserialized=phase == trt.TensorRTPhase.RUNTIME)
+            compute_counts = read_plugin_fields(field_collection)
         except ValueError as error:
             raise ValueError(f"{PLUGIN_NAME}: {error}") from None
-        return ScatterAddPlugin(compute_counts=compute_counts, workspace_layout=layout)
+        return ScatterAddPlugin(compute_counts=compute_counts)
 
 
 _registered_creators: list[ScatterAddPluginCreator] = []

@@ -1,6 +1,6 @@
 """The `cubin_for` fixture: scatter_add.cu compiled by NVRTC once per (arch, dtype) for the whole test session.
 
-NVRTC takes about 3 s per compile on a 2-core machine, and tests/test_kernels.py compiles for every architecture
+NVRTC takes about 3 s per compile on a 2-core machine, and tests/test_kernel_compile.py compiles for every architecture
 from sm_75 to the newest this NVRTC knows, in both dtypes (26 compiles with NVRTC 13.5). So the compiles that the
 collected tests will ask for start when collection ends, in background threads (one per core; NVRTC is
 thread-safe and cuda-python releases the GIL during nvrtcCompileProgram), while the tests before them run; a test

@@ -32,7 +32,7 @@ def stream():
 
 
 def what_ran(plan):
-    """The plan's kernel path and, with counts, who zeroes them (the launch's first kernel or a memset)."""
+    """The plan's kernel path."""
     if plan.sort is not None:
         return "sorted"
     if plan.paired:
@@ -41,21 +41,19 @@ def what_ran(plan):
         return "grid_table"
     if plan.table is not None:
         return "table"
-    return f"{plan.algorithm}, zeroing in the kernel" if plan.zeroing else plan.algorithm
+    return plan.algorithm
 
 
 # (dtype, N, E, F, counts, algorithm, what the first launch must plan): each launch path once; the sorted and
 # chunked paths forced at sizes far below where "auto" takes them, to keep the float64 checks quick
 CASES = [
-    (np.float32, 10**6, 10**4, 1, True, "auto", "global, zeroing in the kernel"),  # one cooperative launch
+    (np.float32, 10**6, 10**4, 1, True, "auto", "global"),  # a memset of the counts, then one launch
     (np.float32, 10**6, 10**4, 1, False, "auto", "direct"),  # one launch, nothing O(N)
     (np.float16, 10**6, 1000, 1, False, "auto", "block_table"),  # one block, a shared table, no workspace
     (np.float16, 10**6, 10**4, 1, False, "owned", "owned"),  # one launch of 1024-thread blocks, no workspace
-    (np.float16, 10**6, 10**4, 1, False, "clustered", "clustered"),  # one launch of clusters (sm_90+)
     (np.float16, 10**6, 10**4, 1, False, "grid_table", "grid_table"),  # one cooperative launch, no memset
     (np.float16, 10**4, 10**4, 1, False, "global", "table"),  # memsets, scatter into the one-slot table, apply
     (np.float16, 10**7, 10**6, 1, False, "auto", "split_table"),  # a memset and two launches over the workspace
-    (np.float16, 10**7, 10**6, 1, False, "partitioned", "partitioned"),  # two launches, the workspace
     (np.float32, 1000, 10**5, 1, True, "auto", "shared"),  # memset of the counts, then the shared-memory kernel
     (np.float32, 10**6, 10**6, 1, True, "auto", "paired"),  # (value, count) pairs in the counts, then a fold
     (np.float16, 10**5, 10**4, 3, True, "auto", "table"),  # memsets, scatter into the float32 table, apply
@@ -111,7 +109,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
 
     try:
         assert what_ran(execute_and_check(launch)) == path
-        prepared = launch_module._prepared.last[1]
+        prepared = launch_module.backend.threads.last[1]
         assert prepared._replay is None  # first use of these pointers: the driver calls
         for _ in range(2):
             execute_and_check(launch)

@@ -56,7 +56,7 @@ FILL_CHUNK = 1 << 20  # bytes generated per buffer; larger buffers repeat them (
 
 
 # --- the kernels the sources define -------------------------------------------------------------------------
-_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:(?:__launch_bounds__\s*\([^)]*\)|CLUSTER_DIMS)\s*)*([\w#]+)\s*\(')
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)*([\w#]+)\s*\(')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)(.*)$", re.MULTILINE)
 
 
@@ -89,7 +89,6 @@ class PluginLaunch:
     counts: bool = True
     algorithm: str = "auto"
     paired: bool | None = None
-    zero_in_kernel: bool | None = False
     owned_table: tuple[int, int] | None = None
 
 
@@ -144,28 +143,19 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
     cases = (PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_owned",), **owned),
             PluginLaunch(dtype, 10**6, 2000, 3, ("scatter_owned",), **owned),
             # tables of 64 slots probed to the last one: blocks overflow and retry on sub-ranges (issue 27)
-            PluginLaunch(dtype, 10**6, 4096, 1, ("scatter_owned",), owned_table=(64, 64), **owned),
-            PluginLaunch(dtype, 10**6, 10000, 1, ("partition_chunks", "reduce_buckets"), counts=False,
-                         algorithm="partitioned"),
-            # clusters of 8 blocks inserting into each other's tables (sm_90); full tables: cluster-wide retries
-            PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_clustered",), counts=False, algorithm="clustered"),
-            PluginLaunch(dtype, 10**6, 4096, 3, ("scatter_clustered",), counts=False, algorithm="clustered",
-                         owned_table=(64, 64)))
+            PluginLaunch(dtype, 10**6, 4096, 1, ("scatter_owned",), owned_table=(64, 64), **owned))
     if dtype == "float16":  # one cooperative launch (hashed slots, then one slot per node); the split table; one block
         cases += (PluginLaunch(dtype, 10**6, 1000, 1, ("scatter_block_table",), counts=False, algorithm="block_table"),
-                  PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
-                               zero_in_kernel=True),
+                  PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table"),
                   PluginLaunch(dtype, 10**6, 10000, 1, ("scatter_split_table", "apply_split_table"), counts=False,
                                algorithm="split_table"),
-                  PluginLaunch(dtype, 1000, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table",
-                               zero_in_kernel=True))
+                  PluginLaunch(dtype, 1000, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table"))
     return cases
 
 
 GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)
 CASES: dict[str, tuple[PluginLaunch | AotLaunch, ...]] = {
     "float32-global": _widths("float32", 1000, 5000, ("scatter_global",), **GLOBAL),
-    "float32-zeroing": _widths("float32", 1000, 5000, ("scatter_global_zeroing",), zero_in_kernel=True, **GLOBAL),
     "float32-shared": _shared("float32"),
     "float32-pairs": _pairs("float32"),
     "float32-sorted": _sorted("float32"),
@@ -334,11 +324,8 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
 
     dtype = np.dtype(launch.dtype)
     nodes, edges, features = launch.nodes, launch.edges, launch.features
-    if launch.zero_in_kernel and not launcher.prepare_kernels(dtype).grid_sync:
+    if launch.algorithm == "grid_table" and not launcher.prepare_kernels(dtype).cooperative:
         say(f"SKIP {launch.kernels}: the kernels were compiled without cooperative groups (no CCCL headers)")
-        return
-    if launch.algorithm == "clustered" and launcher.prepare_kernels(dtype).device.arch < plan.CLUSTER_MIN_ARCH:
-        say(f"SKIP {launch.kernels}: thread-block clusters need sm_90 or newer")
         return
     work = workspace_size(nodes, edges, features, dtype, with_counts=launch.counts, algorithm=launch.algorithm)
     sizes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize, "index": 8 * edges,
@@ -347,8 +334,7 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
     address = {name: device.alloc(nbytes) for name, nbytes in sizes.items()}
     prepared = launcher.PreparedScatterAdd(
         num_nodes=nodes, num_edges=edges, num_features=features, dtype=dtype, with_counts=launch.counts,
-        with_skipped=True, workspace_size=work, algorithm=launch.algorithm, paired=launch.paired,
-        zero_in_kernel=launch.zero_in_kernel)
+        with_skipped=True, workspace_size=work, algorithm=launch.algorithm, paired=launch.paired)
     prepared.graph_replay = False
     pointers = (address["state"], address["src"], address["index"], address["counts"] if launch.counts else 0,
                 address["workspace"] if work else 0, address["skipped"], 0)
@@ -405,7 +391,7 @@ def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
         forced = launch.owned_table if isinstance(launch, PluginLaunch) else None
         if forced is not None:
             plan.owned_table = lambda entries, features, info: OwnedTable(*forced)
-        launcher._cached_plan.cache_clear()
+        launcher.backend.forget()
         try:
             if isinstance(launch, AotLaunch):
                 _aot_launch(launch, device, say, rng)
@@ -416,7 +402,7 @@ def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
             raise
         finally:
             plan.owned_table = original
-            launcher._cached_plan.cache_clear()
+            launcher.backend.forget()
         device.release()
 
 
@@ -440,11 +426,11 @@ def child_main(case: str, artifacts: Path) -> int:
 
 # --- CPU tests ------------------------------------------------------------------------------------------------
 def test_the_launcher_names_every_kernel_of_scatter_add_cu():
-    from plugin.kernels.launch import KERNEL_NAMES, ZEROING_KERNEL_NAMES
+    from plugin.kernels.launch import COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES
 
     found = entry_points(SOURCE_PATH)
-    assert {"scatter_global_v4", "scatter_global_zeroing_v1", "fold_pairs", "reduce_buckets"} <= found
-    assert found == set(KERNEL_NAMES + ZEROING_KERNEL_NAMES)
+    assert {"scatter_global_v4", "scatter_grid_table", "fold_pairs", "scatter_direct_v4"} <= found
+    assert found == set(KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES)
     assert entry_points(AOT_SOURCE_PATH) == set(AOT_KERNELS)
 
 
@@ -458,20 +444,10 @@ def test_every_kernel_has_a_fuzz_case():
 @pytest.fixture
 def dry_launcher(monkeypatch):
     """The launcher with 'loaded' kernels (fake handles, an H200-like device, cooperative groups), no GPU."""
-    from cuda.bindings import driver
-
     from plugin.kernels import launch
-    from tests.test_kernels import H200_LIKE
+    from tests.kernel_fakes import RecordingDriver, fake_backend
 
-    names = launch.KERNEL_NAMES + launch.ZEROING_KERNEL_NAMES
-    functions = {name: driver.CUfunction(0x1000 + i) for i, name in enumerate(names)}
-    kernels = launch.LoadedKernels(None, functions, H200_LIKE, grid_sync=True)
-    monkeypatch.setattr(launch, "prepare_kernels", lambda dtype: kernels)
-    monkeypatch.setattr(launch, "current_context", lambda: 1)
-    monkeypatch.setattr(launch, "parameter_layout", lambda driver, function, count: None)
-    launch._cached_plan.cache_clear()
-    yield
-    launch._cached_plan.cache_clear()
+    monkeypatch.setattr(launch, "backend", fake_backend(RecordingDriver()))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -497,10 +473,10 @@ def test_patterns_make_full_tables_and_out_of_range_ids():
 
 
 def test_owned_tables_never_probe_more_slots_than_they_have(monkeypatch):
-    """Issue 27's survivor: an insertion into an owned or bucket table probes at most the table's capacity
+    """Issue 27's survivor: an insertion into an owned table probes at most the table's capacity
     (scatter_add.cu owned_insert; beyond, its pass is retried on a smaller sub-range). With the probe cap lifted
     only the capacity bounds the probes, so a plan probing capacity + 1 slots, or without that bound, fails."""
-    from tests.test_kernels import H200_LIKE
+    from tests.kernel_fakes import H200_LIKE
 
     small = dataclasses.replace(H200_LIKE, max_shared_per_block=48 * 1024)  # rows of 100 features: 64 slots
     for cap in (plan.OWNED_MAX_PROBES, 2**31 - 1):
@@ -513,8 +489,6 @@ def test_owned_tables_never_probe_more_slots_than_they_have(monkeypatch):
                         tables.append(plan.owned_table(entries, features, device))
                     except ValueError:  # rows too wide for any table: no launch
                         continue
-        for edges in (1, 100, 4096, 10**6):
-            tables += [plan.partition_layout(edges, features).bucket for features in (1, 4)]
         assert any(table.capacity < plan.OWNED_MAX_PROBES for table in tables)
         for table in tables:
             assert 1 <= table.probes <= table.capacity and table.probes == min(table.capacity, cap), table

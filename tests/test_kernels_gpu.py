@@ -144,7 +144,7 @@ def test_no_edges_leaves_the_state_and_zeroes_the_counts(nodes, features, dtype)
 
 
 def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node_passes=None, algorithm="auto",
-                       paired=None, counts_offset=0, zero_in_kernel=None):
+                       paired=None, counts_offset=0):
     """Launches on buffers whose outputs and workspace are poisoned, with 4 KiB guard zones around the state
     and counts_offset bytes (0 or 4) before the counts; returns (new state, counts or None, skipped, whether
     the guards are intact, whether counts memory stayed untouched (without counts), the launch plan)."""
@@ -172,7 +172,7 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
             state=state_ptr, src=src_d.ptr, index=index_d.ptr, counts=counts_d.ptr + counts_offset if with_counts else 0,
             num_nodes=nodes, num_edges=len(index), num_features=features, dtype=state.dtype, stream=0,
             workspace=workspace_d.ptr if size else 0, workspace_size=size, skipped=skipped_d.ptr,
-            node_passes=node_passes, algorithm=algorithm, paired=paired, zero_in_kernel=zero_in_kernel)
+            node_passes=node_passes, algorithm=algorithm, paired=paired)
         check(driver.cuCtxSynchronize())
         whole = arena.download()
         out = whole[guard:guard + state_bytes].view(state.dtype).reshape(state.shape)
@@ -362,21 +362,16 @@ def test_chunked_pairs_match_float64_with_out_of_range_targets(dtype):
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
 
 
-@pytest.mark.parametrize("zero_in_kernel", [True, False])
 @pytest.mark.parametrize("nodes, edges, features, with_counts", [(10**6, 10**4, 1, True), (10**6, 10**4, 1, False),
                                                                  (5000, 10**6, 3, True), (100, 10**6, 64, True)])
-def test_counts_zeroed_by_the_scatter_kernel_or_by_a_memset(zero_in_kernel, nodes, edges, features, with_counts):
-    # One cooperative launch zeroes the poisoned counts and skipped word, waits for the whole grid, then adds;
-    # or a memset before the plain kernel. Same results, guards intact; out-of-range rows counted once.
-    from plugin.kernels.launch import prepare_kernels
-
-    if zero_in_kernel and not prepare_kernels(np.float32).grid_sync:
-        pytest.skip("the kernels were compiled without cooperative groups (no CCCL headers here)")
+def test_counts_and_skipped_zeroed_by_a_memset_before_the_kernel(nodes, edges, features, with_counts):
+    # The poisoned counts and skipped word are zeroed before the kernel adds; guards intact; out-of-range rows
+    # counted once.
     state, src, index = random_inputs(nodes, edges, features, np.float32)
     index[RNG.choice(edges, 999, replace=False)] = nodes + 3
     out, counts, skipped, guards_intact, untouched, plan = launch_with_guards(
-        state, src, index, with_counts=with_counts, zero_in_kernel=zero_in_kernel, algorithm="global")
-    assert plan.zeroing == zero_in_kernel and not plan.paired and guards_intact and skipped == 999
+        state, src, index, with_counts=with_counts, algorithm="global")
+    assert not plan.paired and guards_intact and skipped == 999
     expected_counts = assert_within_bound(out, state, src, index, np.float32)
     if with_counts:
         assert np.array_equal(counts[:, 0], expected_counts)
@@ -384,62 +379,51 @@ def test_counts_zeroed_by_the_scatter_kernel_or_by_a_memset(zero_in_kernel, node
         assert untouched
 
 
-@pytest.mark.parametrize("launch_form", ["extra", "kernel_params"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
-@pytest.mark.parametrize("nodes, edges, features, algorithm, paired, zero_in_kernel", [
-    (10**6, 10**4, 1, "global", False, None), (10**6, 10**4, 1, "global", False, False),
-    (1000, 10**5, 3, "shared", None, False), (10**5, 10**5, 1, "global", True, False)])
-def test_prepared_launch_gives_the_same_results_in_every_argument_form(launch_form, dtype, nodes, edges, features,
-                                                                       algorithm, paired, zero_in_kernel,
-                                                                       monkeypatch):
-    # The packed buffer (at the offsets cuFuncGetParamInfo gives) as cuLaunchKernel's `extra`, against
-    # kernelParams, over the scatter kernels (the cooperative zeroing one keeps kernelParams), the float16
-    # table's apply and the pairs' fold.
+@pytest.mark.parametrize("nodes, edges, features, algorithm, paired", [
+    (10**6, 10**4, 1, "global", False), (1000, 10**5, 3, "shared", None), (10**5, 10**5, 1, "global", True)])
+def test_prepared_launch_passes_kernel_params_to_each_kernel(dtype, nodes, edges, features, algorithm, paired):
+    # Every launch passes kernelParams (8-byte slots) over the scatter kernels, the float16 table's apply and
+    # the pairs' fold; results within the bound.
     from plugin.kernels import launch
 
-    monkeypatch.setattr(launch.PreparedScatterAdd, "launch_form", launch_form)
-    monkeypatch.setattr(launch, "_prepared", launch._PreparedPerThread())  # prepared afresh, in this form
+    launch.backend.forget()  # prepared afresh
     state, src, index = random_inputs(nodes, edges, features, dtype)
     index[RNG.choice(edges, 99, replace=False)] = -1
     out, counts, skipped, guards_intact, _, plan = launch_with_guards(
-        state, src, index, algorithm=algorithm, paired=paired, zero_in_kernel=zero_in_kernel)
-    (prepared,) = launch._prepared.launches.values()
-    forms = set()
-    for call, arguments, _ in prepared._calls:
-        if call.__name__ != "cuMemsetD32Async":
-            packed = call.__name__ != "cuLaunchCooperativeKernel" and arguments[-1] != 0
-            forms.add((call.__name__, "extra" if packed else "kernelParams"))
-    expected = {"kernel_params": ("cuLaunchCooperativeKernel", "kernelParams") if plan.zeroing else
-                ("cuLaunchKernel", "kernelParams"),
-                "extra": ("cuLaunchCooperativeKernel", "kernelParams") if plan.zeroing else ("cuLaunchKernel", "extra")
-                }[launch_form]
-    assert forms == {expected}
+        state, src, index, algorithm=algorithm, paired=paired)
+    (prepared,) = launch.backend.threads.launches.values()
+    kernels = [(call.__name__, arguments[-2] != 0 and arguments[-1] == 0) for call, arguments, _ in prepared._calls
+               if call.__name__ != "cuMemsetD32Async"]
+    assert kernels and all(name == "cuLaunchKernel" and kernel_params for name, kernel_params in kernels)
     assert guards_intact and skipped == 99 and plan.paired == bool(paired)
-    assert plan.zeroing == (zero_in_kernel is None and dtype == np.float32 and prepared.kernels.grid_sync)
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src, index, dtype))
 
 
-def test_every_kernel_has_the_parameter_layout_its_launch_packs():
-    # cuFuncGetParamInfo (driver >= 12.4) for every kernel: as many parameters as the launch passes, int
-    # parameters 4 bytes, pointers and i64 8 bytes (the C layout the packed buffer follows).
+def test_every_kernel_takes_as_many_parameters_as_its_launch_passes():
+    # cuFuncGetParamInfo (driver >= 12.4) for every kernel: kernelParams must point at exactly as many arguments
+    # as the kernel takes (each in an 8-byte slot: pointers and i64 fill it, an int reads its low half).
     from cuda.bindings import driver
 
-    from plugin.kernels.launch import parameter_layout, prepare_kernels
+    from plugin.kernels.launch import prepare_kernels
 
+    if not hasattr(driver, "cuFuncGetParamInfo"):
+        pytest.skip("these bindings have no cuFuncGetParamInfo")
     counts = {"scatter_global": 13, "scatter_hashed": 13, "scatter_shared": 10, "apply_table": 7, "fold_pairs": 3,
               "fold_pair_chunk": 5, "sort_count": 6, "sort_tile_sums": 4, "sort_scan_tiles": 4, "sort_cursors": 5,
               "sort_place": 8, "sort_reduce": 10, "sort_fixup": 9, "chunk_reduce": 9, "scatter_direct": 7,
-              "scatter_owned": 9, "scatter_clustered": 9, "partition_chunks": 12, "reduce_buckets": 11,
-              "scatter_grid_table": 9, "scatter_split_table": 7, "apply_split_table": 4,
+              "scatter_owned": 9, "scatter_grid_table": 9, "scatter_split_table": 7, "apply_split_table": 4,
               "scatter_block_table": 7}
     for dtype in (np.float32, np.float16):
         for name, function in prepare_kernels(dtype).functions.items():
             count = next(n for prefix, n in counts.items() if name.startswith(prefix))
-            layout = parameter_layout(driver, function, count)
-            assert layout is not None, name
-            if name.startswith(("scatter_global", "scatter_hashed")):
-                assert layout == ((0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4), (40, 8), (48, 8), (56, 4),
-                                  (64, 8), (72, 8), (80, 8), (88, 8)), name
+            sizes = []
+            for index in range(count + 1):
+                result = driver.cuFuncGetParamInfo(function, index)
+                if result[0]:
+                    break
+                sizes.append(int(result[2]))
+            assert len(sizes) == count and all(size in (4, 8) for size in sizes), (name, sizes)
 
 
 def test_scatter_kernels_static_shared_memory_matches_the_plan():

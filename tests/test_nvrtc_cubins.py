@@ -1,6 +1,6 @@
 """tests/nvrtc_cubins.py, the `cubin_for` fixture's store: one compile per (arch, dtype), in pytest's cache or,
 without the cache plugin (-p no:cacheprovider), in memory; errors raised to the test that asks. NVRTC itself is
-recorded here (tests/test_kernels.py compiles for real)."""
+recorded here (tests/test_kernel_compile.py compiles for real)."""
 
 import subprocess
 import sys
@@ -91,7 +91,7 @@ def test_the_kernel_tests_set_up_without_pytests_cache():
     # issue 27: `-p no:cacheprovider` gave 26 errors (the fixture read request.config.cache); --setup-only sets the
     # fixture up without compiling
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--setup-only",
-                             "tests/test_kernels.py", "-k", "compiles_to_a_cubin"], cwd=ROOT, capture_output=True,
+                             "tests/test_kernel_compile.py", "-k", "compiles_to_a_cubin"], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "SETUP    S cubin_for" in result.stdout and " error" not in result.stdout.splitlines()[-1]

@@ -438,7 +438,7 @@ def test_the_rewritten_node_creates_the_plugin_through_the_real_creator(trt, tmp
     assert (node.op_type, attrs["plugin_version"].s.decode(), attrs["plugin_namespace"].s.decode()) == key
     assert key == (PLUGIN_NAME, PLUGIN_VERSION, PLUGIN_NAMESPACE)
     fields = []
-    assert "compute_counts" in attrs  # workspace_layout is left to the creator's default when building
+    assert "compute_counts" in attrs
     for advertised in creator.field_names:
         if advertised.name not in attrs:  # the parser passes only the attributes the node has
             continue

@@ -267,15 +267,14 @@ def test_fields_round_trip_through_the_creator(trt, sap, compute_counts):
     deserialization does) gives a plugin with the same compute_counts, number of outputs and output types."""
     creator = sap.ScatterAddPluginCreator()
     fields = sap.ScatterAddPlugin(compute_counts=compute_counts).get_fields_to_serialize()
-    assert isinstance(fields, trt.PluginFieldCollection) and len(fields) == 2
-    field, layout = fields
+    assert isinstance(fields, trt.PluginFieldCollection) and len(fields) == 1
+    (field,) = fields
     assert field.name == "compute_counts" and field.type == trt.PluginFieldType.INT32 and field.size == 1
     assert field.data.dtype == np.int32 and field.data.tolist() == [int(compute_counts)]
-    assert (layout.name, layout.type, layout.data.tolist()) == ("workspace_layout", trt.PluginFieldType.INT32, [2])
     for phase in (trt.TensorRTPhase.BUILD, trt.TensorRTPhase.RUNTIME):
         rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, phase)  # via C++
         assert isinstance(rebuilt, sap.ScatterAddPlugin)
-        assert rebuilt.compute_counts is compute_counts and rebuilt.workspace_layout == 2
+        assert rebuilt.compute_counts is compute_counts
         assert rebuilt.num_outputs == (2 if compute_counts else 1)
         assert rebuilt.get_aliased_input(0) == 0
         expected_types = [trt.float16, trt.int64] if compute_counts else [trt.float16]
@@ -298,35 +297,6 @@ def test_no_fields_give_the_plugin_with_counts(trt, sap):
     rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, trt.PluginFieldCollection([]),
                                                      trt.TensorRTPhase.RUNTIME)
     assert rebuilt.compute_counts is True and rebuilt.num_outputs == 2
-    assert rebuilt.workspace_layout == 1  # its workspace: the float16 table alone (next test)
-
-
-def test_an_older_engines_plugin_launches_within_the_workspace_tensorrt_gave_it(trt, sap, monkeypatch):
-    """TensorRT allocates what get_workspace_size returned when the engine was built. An engine serialized before
-    the workspace_layout field was sized by an older release, which never sized more than the float16 table:
-    its plugin prepares launches within that (here no split_table, whose slots would pass it), while a plugin
-    made now (or deserialized with the field) gets today's scatter_add_workspace_size."""
-    from plugin.kernels import plan
-
-    kernels = importlib.import_module("plugin.kernels")
-    prepared = []
-    monkeypatch.setattr(kernels, "PreparedScatterAdd", lambda **options: prepared.append(options))
-    nodes, edges = 10**7, 300_000
-    inputs = [tensor_desc(trt, trt.float16, [nodes, 1]).desc, tensor_desc(trt, trt.float16, [edges, 1]).desc,
-              tensor_desc(trt, trt.int64, [edges]).desc]
-    outputs = [tensor_desc(trt, trt.float16, [nodes, 1]).desc]
-    creator = sap.ScatterAddPluginCreator()
-    counts = np.array([0], np.int32)
-    older = trt.PluginFieldCollection([int32_field(trt, "compute_counts", counts)])
-    for fields, budget in ((older, plan.table_layout(nodes, edges, 1).nbytes),
-                           (sap.ScatterAddPlugin(compute_counts=False).get_fields_to_serialize(),
-                            plan.workspace_size(nodes, edges, 1, np.float16, with_counts=False))):
-        plugin = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, trt.TensorRTPhase.RUNTIME)
-        plugin.on_shape_change(inputs, outputs)
-        assert prepared[-1]["workspace_size"] == budget
-        assert plugin.clone().workspace_layout == plugin.workspace_layout  # and serialized again as it came
-        assert plugin.get_fields_to_serialize()[1].data.tolist() == [plugin.workspace_layout]
-    assert plan.table_layout(nodes, edges, 1).nbytes < 8 * plan.split_table_capacity(edges) <= budget
 
 
 BAD_FIELDS = [
@@ -368,8 +338,7 @@ def test_plugin_field_collection_refuses_arrays_that_are_not_int32(trt, sap):
 def test_creator_describes_the_plugin(trt, sap):
     creator = sap.ScatterAddPluginCreator()
     assert (creator.name, creator.plugin_version, creator.plugin_namespace) == plugin_key(sap)
-    # what a network or ONNX node may give create_plugin: name, type and the default value (not workspace_layout,
-    # which the plugin writes itself when an engine is serialized, so the ONNX parser passes no such attribute)
+    # what a network or ONNX node may give create_plugin: name, type and the default value
     (advertised,) = creator.field_names
     assert advertised.name == "compute_counts" and advertised.type == trt.PluginFieldType.INT32
     assert advertised.size == 1 and advertised.data.tolist() == [1]

@@ -169,11 +169,13 @@ def test_enqueue_adds_into_the_aliased_state(trt, sap, stream, precision, num_no
 def test_the_chunked_sizes_take_the_chunked_path(cuda_runtime, precision):
     """What the plugin's launch plans for CHUNKED_SIZES on this device (cuda_runtime: its context current), with
     counts and its workspace."""
-    from plugin.kernels import prepare_kernels
-    from plugin.kernels.plan import plan_launch
+    from plugin.kernels import prepare_kernels, scatter_add_workspace_size
+    from plugin.kernels.plan import LaunchRequest, plan_launch
 
     dtype = np.dtype(DTYPES[precision])
-    plan = plan_launch(*CHUNKED_SIZES, dtype, prepare_kernels(dtype).device, 4, with_counts=True, sort_workspace=True)
+    workspace = scatter_add_workspace_size(*CHUNKED_SIZES, dtype)
+    plan = plan_launch(LaunchRequest(*CHUNKED_SIZES, dtype, 4, with_counts=True, workspace=workspace),
+                       prepare_kernels(dtype).device)
     assert plan.algorithm == "chunked"
 
 

@@ -153,82 +153,21 @@ def test_compute_counts_refuses_other_values(value, shown):
 @pytest.mark.parametrize("compute_counts", [True, False])
 def test_fields_round_trip(compute_counts):
     fields = rules.fields_to_serialize(compute_counts=compute_counts)
-    assert list(fields) == ["compute_counts", "workspace_layout"]
+    assert list(fields) == ["compute_counts"]
     values = fields["compute_counts"]
     assert values.dtype == np.int32 and values.tolist() == [int(compute_counts)]
-    assert fields["workspace_layout"].dtype == np.int32 and fields["workspace_layout"].tolist() == [2]
     assert rules.compute_counts_from_fields(fields) is compute_counts
-    for deserialized in (False, True):
-        assert rules.workspace_layout_from_fields(fields, deserialized=deserialized) == rules.WORKSPACE_LAYOUT == 2
-    older = rules.fields_to_serialize(compute_counts=compute_counts, workspace_layout=rules.WORKSPACE_TABLE_ONLY)
-    assert rules.workspace_layout_from_fields(older, deserialized=True) == rules.WORKSPACE_TABLE_ONLY == 1
 
 
 def test_missing_field_means_counts_as_before_the_field_existed():
     assert rules.compute_counts_from_fields({}) is True
 
 
-def test_missing_workspace_layout_is_this_releases_when_building_and_the_table_alone_when_deserializing():
-    # an engine serialized before the field: TensorRT allocated what that release's get_workspace_size asked for
-    counts_only = {"compute_counts": np.array([0], np.int32)}
-    assert rules.workspace_layout_from_fields(counts_only, deserialized=True) == rules.WORKSPACE_TABLE_ONLY
-    assert rules.workspace_layout_from_fields(counts_only, deserialized=False) == rules.WORKSPACE_LAYOUT
-    assert rules.workspace_layout_from_fields({}, deserialized=True) == rules.WORKSPACE_TABLE_ONLY
-
-
-@pytest.mark.parametrize("values, message", [
-    (np.array([3], np.int32), r"between 1 and 2, got 3: an engine built by a later release of this sample\? rebuild"),
-    (np.array([0], np.int32), "between 1 and 2, got 0"),
-    (np.array([2, 2], np.int32), "one int32 value .* got 2 value"),
-    (np.array([2], np.int64), "of type int64"),
-])
-def test_bad_workspace_layouts_are_refused(values, message):
-    with pytest.raises(ValueError, match=message):
-        rules.workspace_layout_from_fields({"workspace_layout": values}, deserialized=True)
-
-
-@pytest.mark.parametrize("layout", [1, 3])
-def test_a_network_or_onnx_node_may_not_choose_another_workspace_layout(layout):
-    # the plugin writes the field when an engine is serialized; a plugin made now sizes today's workspace
-    with pytest.raises(ValueError, match=f"written by the plugin .* leave it out or give 2, got {layout}$"):
-        rules.workspace_layout_from_fields({"workspace_layout": np.array([layout], np.int32)}, deserialized=False)
-    assert rules.workspace_layout_from_fields({"workspace_layout": np.array([2], np.int32)}, deserialized=False) == 2
-
-
-@pytest.mark.parametrize("value", [0, 3, True, 1.0, "2", None])
-def test_as_workspace_layout_refuses_other_values(value):
-    with pytest.raises(ValueError, match="workspace_layout must be between 1 and 2"):
-        rules.as_workspace_layout(value)
-    assert rules.as_workspace_layout(np.int32(1)) == 1
-
-
-def test_the_workspace_formula_is_pinned_to_its_layout():
-    """A plugin records rules.WORKSPACE_LAYOUT in the engines it serializes, and one that loads an engine of an
-    older layout budgets only the float16 table. So a change to scatter_add_workspace_size that asks for more
-    must bump WORKSPACE_LAYOUT: this pins the formula's answers at layout 2 (split_table's, grid_table's,
-    partitioned's and the table's sizes, pairs beyond 2^24 edges, the sorted path's)."""
-    from plugin.kernels import scatter_add_workspace_size as size
-
-    assert rules.WORKSPACE_LAYOUT == 2, "the layout moved: pin the new formula's answers below"
-    f16, f32 = np.float16, np.float32
-    pinned = {
-        (10**8, 10**4, 1, f16, False): 2097152,     # grid_table: 2^18 slots
-        (10**7, 10**6, 1, f16, False): 16777216,    # split_table 2^21 slots (= the hashed table)
-        (10**7, 300_000, 1, f16, False): 16777216,  # split_table: 4 slots per edge
-        (10**5, 10**4, 3, f16, True): 524288,       # the float16 table with counts
-        (10**6, 10**8, 2, f32, True): 8000000,      # pairs beyond 2^24 edges, whatever F
-        (10**6, 10**7, 64, f32, True): 86101504,    # the sorted path
-        (10**6, 10**7, 1, f32, False): 0,
-    }
-    got = {key: size(*key[:4], with_counts=key[4]) for key in pinned}
-    assert got == pinned, "scatter_add_workspace_size changed: bump rules.WORKSPACE_LAYOUT, then update these"
-
-
 @pytest.mark.parametrize(
     "fields, message",
     [
         ({"num_nodes": np.array([4], np.int32)},
-         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts', 'workspace_layout'\]"),
+         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts'\]"),
         ({"compute_counts": np.array([2], np.int32)}, "compute_counts must be 0 or 1, got 2$"),
         ({"compute_counts": np.array([-1], np.int32)}, "compute_counts must be 0 or 1, got -1$"),
         ({"compute_counts": np.array([1, 0], np.int32)}, "one int32 value .* got 2 value"),

@@ -9,13 +9,12 @@ targets, E = 1, and owned tables forced far too small, so that blocks run many p
 nodes (each node must still be added exactly once and rounded once).
 """
 
-import dataclasses
 
 import numpy as np
 import pytest
 
 from plugin.kernels import launch, plan
-from plugin.kernels.plan import GridTable, OwnedTable
+from plugin.kernels.plan import OwnedTable, SlotTable
 from tests.test_kernels_gpu import RNG, assert_within_bound, launch_with_guards, random_inputs
 
 pytestmark = pytest.mark.gpu
@@ -30,13 +29,8 @@ def with_bad_ids(index, num_nodes, count):
 
 
 def skip_unless_available(algorithm):
-    """Skips a path this GPU or these kernels cannot run: clusters need sm_90+, grid_table cooperative groups."""
-    if algorithm == "clustered":
-        launch.current_context()
-        arch = launch.read_device_info().arch
-        if arch < plan.CLUSTER_MIN_ARCH:
-            pytest.skip(f"the clustered path needs thread-block clusters (sm_90+), this GPU is sm_{arch}")
-    if algorithm == "grid_table" and not launch.prepare_kernels(np.float16).grid_sync:
+    """Skips a path these kernels cannot run: grid_table needs cooperative groups."""
+    if algorithm == "grid_table" and not launch.prepare_kernels(np.float16).cooperative:
         pytest.skip("the grid_table path needs kernels compiled with cooperative groups (no CCCL headers here)")
 
 
@@ -52,27 +46,15 @@ def run(state, src, index, algorithm):
 def plans_made_anew():
     """A fixture's body around a patched plan.py: the launcher's cached plans and prepared launches are dropped
     before (so the patch takes effect) and after (so no later test gets them)."""
-    def drop():
-        launch._cached_plan.cache_clear()
-        launch._prepared.launches.clear()
-        launch._prepared.last = (None, None)
-
-    drop()
+    launch.backend.forget()
     yield
-    drop()
+    launch.backend.forget()
 
 
 @pytest.fixture
 def tiny_tables(monkeypatch):
-    """Owned and bucket tables of 64 slots (48 nodes per pass): blocks overflow and retry on sub-ranges."""
+    """Owned tables of 64 slots (48 nodes per pass): blocks overflow and retry on sub-ranges."""
     monkeypatch.setattr(plan, "owned_table", lambda entries, features, device: OwnedTable(64, 48))
-    layout = plan.partition_layout
-
-    def small_buckets(num_edges, num_features):
-        full = layout(num_edges, num_features)
-        return None if full is None else dataclasses.replace(full, bucket=OwnedTable(64, 48))
-
-    monkeypatch.setattr(plan, "partition_layout", small_buckets)
     yield from plans_made_anew()
 
 
@@ -93,27 +75,6 @@ def test_direct_float32_matches_float64(nodes, edges, features):
     assert_within_bound(out, state, src, index, np.float32)
 
 
-@pytest.mark.parametrize("nodes, edges, features", [
-    (10**4, 10**4, 1),     # the per-step case with one slot per node
-    (1000, 30_000, 3),     # vec 1, three features, 30 edges per node
-    (10**5, 10**5, 4),     # vec 4
-    (10**6, 10**6, 1),
-    (5, 5, 1),             # the smallest one-slot table (one edge into five nodes would be hashed: refused)
-])
-def test_direct_float16_into_the_one_slot_table_matches_float64(nodes, edges, features):
-    state, src, index = random_inputs(nodes, edges, features, np.float16)
-    bad = with_bad_ids(index, nodes, min(100, edges // 10))
-    out, skipped, launched = run(state, src, index, "direct")
-    assert launched.algorithm == "direct" and launched.table is not None and not launched.table.hashed
-    assert skipped == bad
-    assert_within_bound(out, state, src, index, np.float16)
-    # values of one sign into one node: a half accumulator would stall; the table sums in float32
-    hub = np.full(edges, int(RNG.integers(0, nodes)), np.int64)
-    positive = (RNG.uniform(0, 1, (edges, features)) / 8).astype(np.float16)
-    out, _, _ = run(state, positive, hub, "direct")
-    assert_within_bound(out, state, positive, hub, np.float16)
-
-
 def test_direct_float32_with_all_edges_into_one_node():
     nodes, edges = 1000, 10**6
     state, _, _ = random_inputs(nodes, 0, 1, np.float32)
@@ -132,21 +93,8 @@ def test_direct_float32_with_all_edges_into_one_node():
     ("owned", 10**5, 20_000, 3),        # several features: each block loops over them
     ("owned", 7, 5000, 4),
     ("owned", 5, 1, 1),
-    ("clustered", 10**6, 10**4, 1),     # the per-step case: 128 blocks in clusters of 8
-    ("clustered", 10**8, 2**15, 1),
-    ("clustered", 1000, 30_000, 1),     # 30 edges per node
-    ("clustered", 10**5, 20_000, 3),    # several features
-    ("clustered", 7, 5000, 4),          # few nodes: most blocks own none
-    ("clustered", 5, 1, 1),
-    ("clustered", 10**6, 10**6, 1),     # forced far beyond its range: 48 KiB tables, many passes
-    ("partitioned", 10**6, 10**6, 1),   # the per-step case: 245 chunks, 489 buckets
-    ("partitioned", 10**7, 10**6, 1),
-    ("partitioned", 10**6, 2 * 10**6, 3),  # several features per entry
-    ("partitioned", 1000, 500_000, 1),  # every chunk holds every node: 1000 entries per chunk
-    ("partitioned", 10**5, 5000, 1),    # one chunk
-    ("partitioned", 5, 1, 1),
 ])
-def test_owned_and_partitioned_paths_match_float64(algorithm, nodes, edges, features, dtype):
+def test_owned_path_matches_float64(algorithm, nodes, edges, features, dtype):
     state, src, index = random_inputs(nodes, edges, features, dtype)
     bad = with_bad_ids(index, nodes, min(1000, edges // 10))
     out, skipped, launched = run(state, src, index, algorithm)
@@ -187,8 +135,8 @@ def test_slot_tables_match_float64(algorithm, nodes, edges):
 FULL_TABLES = {
     "block_table": ("BLOCK_TABLE_SLOTS_PER_EDGE", 1024, lambda planned: planned.block_log2 == 10),
     "split_table": ("SPLIT_TABLE_SLOTS_PER_EDGE", 4096,
-                    lambda planned: planned.split is not None and planned.split.capacity == 4096),
-    "grid_table": ("GRID_TABLE_SLOTS_PER_EDGE", 4096, lambda planned: planned.grid == GridTable(4096, True)),
+                    lambda planned: planned.slots is not None and planned.slots.capacity == 4096),
+    "grid_table": ("GRID_TABLE_SLOTS_PER_EDGE", 4096, lambda planned: planned.slots == SlotTable(4096, True)),
 }
 
 
@@ -231,8 +179,8 @@ def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.mark.parametrize("algorithm, edges", [("block_table", 1024), ("owned", 30_000), ("clustered", 30_000),
-                                              ("grid_table", 30_000), ("split_table", 10**6), ("partitioned", 10**6)])
+@pytest.mark.parametrize("algorithm, edges", [("block_table", 1024), ("owned", 30_000), ("grid_table", 30_000),
+                                              ("split_table", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6
@@ -252,17 +200,13 @@ def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, ed
 @pytest.mark.parametrize("algorithm, nodes, edges, features", [
     ("owned", 10**6, 10**4, 1),       # ~250 nodes per block over 48-node passes
     ("owned", 10**6, 5000, 3),
-    ("clustered", 10**6, 10**4, 1),   # ~80 nodes per block: cluster-wide passes of 48 nodes per block
-    ("clustered", 10**6, 30_000, 2),
-    ("partitioned", 10**6, 10**5, 1),  # ~2000 entries per bucket over 48-node passes
 ])
 def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_tables, algorithm, nodes, edges,
                                                                           features, dtype):
     state, src, index = random_inputs(nodes, edges, features, dtype)
     bad = with_bad_ids(index, nodes, 50)
     out, skipped, launched = run(state, src, index, algorithm)
-    table = launched.owned if algorithm in ("owned", "clustered") else launched.partition.bucket
-    assert table == OwnedTable(64, 48) and skipped == bad
+    assert launched.owned == OwnedTable(64, 48) and skipped == bad
     assert_within_bound(out, state, src, index, dtype)
 
 
@@ -279,7 +223,7 @@ def test_tables_that_overflow_retry_on_sub_ranges_and_add_each_node_once(tiny_ta
     (np.float16, 10**8, 1025, "grid_table"),   # split_table without cooperative groups
 ])
 def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes, edges, expected):
-    if expected == "grid_table" and not launch.prepare_kernels(dtype).grid_sync:
+    if expected == "grid_table" and not launch.prepare_kernels(dtype).cooperative:
         expected = "split_table" if nodes > 2 * edges else "global"
     state, src, index = random_inputs(nodes, edges, 1, dtype)
     out, skipped, launched = run(state, src, index, "auto")

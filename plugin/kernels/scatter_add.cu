@@ -442,40 +442,6 @@ SCATTER_ENTRY_POINTS(1)
 SCATTER_ENTRY_POINTS(2)
 SCATTER_ENTRY_POINTS(4)
 
-#if SCATTER_GRID_SYNC
-// scatter_global_v* with the zeroing of counts and *skipped done by the same launch (one driver call instead
-// of a memset and a launch: host time per launch). The launcher uses cuLaunchCooperativeKernel, so every
-// block is resident and the grid-wide barrier is safe; the barrier orders the zeroing before any atomic.
-__device__ __forceinline__ void zero_counts_then_sync(u64* __restrict__ counts, i64 num_nodes, u64* __restrict__ skipped) {
-    const i64 thread = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    const i64 threads = (i64)gridDim.x * blockDim.x;
-    if (counts != nullptr && (reinterpret_cast<u64>(counts) & 15) == 0) {  // 16-byte stores, two counts each
-        ulonglong2* pairs_of_counts = reinterpret_cast<ulonglong2*>(counts);
-        for (i64 i = thread; i < num_nodes / 2; i += threads) pairs_of_counts[i] = make_ulonglong2(0ull, 0ull);
-        if ((num_nodes & 1) != 0 && thread == 0) counts[num_nodes - 1] = 0;
-    } else if (counts != nullptr) {  // counts need only 4-byte alignment (the kernels add 32-bit words)
-        unsigned* words = reinterpret_cast<unsigned*>(counts);
-        for (i64 i = thread; i < 2 * num_nodes; i += threads) words[i] = 0u;
-    }
-    if (skipped != nullptr && thread == 0) *skipped = 0;
-    cooperative_groups::this_grid().sync();
-}
-
-#define ZEROING_ENTRY_POINT(VEC)                                                                                 \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
-    scatter_global_zeroing_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes,          \
-                                  int num_features, int lanes_log2, float* dest, int* keys, int table_log2,      \
-                                  u64* counts, u64* skipped, i64 node_lo, i64 node_hi) {                         \
-        zero_counts_then_sync(counts, num_nodes, skipped);                                                       \
-        scatter_rows_global<VEC, false, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, \
-                                               keys, table_log2, counts, skipped, node_lo, node_hi);             \
-    }
-
-ZEROING_ENTRY_POINT(1)
-ZEROING_ENTRY_POINT(2)
-ZEROING_ENTRY_POINT(4)
-#endif
-
 // The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
 // dest = the counts buffer, zeroed, as (value, count) float32 pairs; counts unused. Then fold_pairs.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
@@ -1005,7 +971,7 @@ CHUNK_ENTRY_POINT(2)
 CHUNK_ENTRY_POINT(4)
 
 // ---------------------------------------------------------------------------------------------------------
-// Launches without counts (plan.py "direct", "block_table", "grid_table", "split_table", "owned", "partitioned"):
+// Launches without counts (plan.py "direct", "block_table", "grid_table", "split_table", "owned"):
 // what a small in-place update runs. grid_table and split_table (float16, F = 1) share the slot table of
 // claim_or_add, below; block_table (float16, F = 1, at most 1024 edges) keeps its own table in shared memory.
 //
@@ -1013,20 +979,15 @@ CHUNK_ENTRY_POINT(4)
 //   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
 //   combine per warp). Where neighbouring lanes share a target (runs, hubs) the warp sums its equal targets
 //   (match.any) before one vector atomic each; the match on every element would cost more than it saves.
-// owned (float16, few edges): block b of G owns the nodes n with owner_of(n, G) == b; every block reads all E
+// owned (float16, few edges): block b of G owns the nodes n with owned_by(n, G) == b; every block reads all E
 //   targets, sums the rows of its own nodes in float32 in a shared-memory hash table and adds each node's sum
 //   into the state with one rounding. One launch, no workspace, no global atomics, nothing O(N).
-// partitioned (float16, more edges): partition_chunks (a block per chunk of edges) sums the chunk's rows per
-//   node in shared memory and writes the chunk's (node, sum) entries to the workspace grouped by owner bucket,
-//   with the buckets' offsets in the chunk; reduce_buckets (a block per bucket) sums its entries of every chunk
-//   per node in shared memory and adds each node's sum into the state with one rounding. Workspace O(E F),
-//   nothing O(N). The partial sums stay float32 until the one rounding, as on the table path.
 // Should an owned block's nodes not fit its table (an insertion finds no slot within `probes`: adversarial ids),
 // it sums the nodes of one sub-range of a second hash at a time, halving the sub-range until they fit, and
 // writes the state only after a sub-range's pass succeeded: no node is added twice, none is rounded twice.
 
 #define OWNED_EMPTY (-1)
-#define OWNED_THREADS 1024  // plan.py OWNED_THREADS: the block size of the owned and partitioned kernels
+#define OWNED_THREADS 1024  // plan.py OWNED_THREADS: scatter_owned's block size
 #define FULL_RANGE (1ull << 32)
 
 // murmur3's 32-bit finaliser: a bijection of 32-bit words that mixes every input bit into every output bit.
@@ -1038,11 +999,7 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {
     x ^= x >> 16;
     return x;
 }
-// The block (or bucket) of `owners` that owns node n: mix32(n) scaled to [0, owners).
-__device__ __forceinline__ unsigned owner_of(int node, unsigned owners) {
-    return (unsigned)(((u64)mix32((unsigned)node) * owners) >> 32);
-}
-// The block of `owners` that owns node n on the owned and clustered paths: Fibonacci hashing (the high bits of
+// The block of `owners` that owns node n on the owned path: Fibonacci hashing (the high bits of
 // n times 2^32 / golden ratio) scaled to [0, owners): two instructions, which matter there (every block hashes
 // every target). Ids that it spreads badly only cost passes (owned_passes), never a wrong sum.
 __device__ __forceinline__ unsigned owned_by(int node, unsigned owners) {
@@ -1144,9 +1101,11 @@ __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src,
         scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, skipped);                      \
     }
 
+#if !SCATTER_HALF  // float16 takes the table paths
 DIRECT_ENTRY_POINT(1)
 DIRECT_ENTRY_POINT(2)
 DIRECT_ENTRY_POINT(4)
+#endif
 
 // An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free) and
 // sums[capacity * F] float32. A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
@@ -1286,120 +1245,6 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
     }
 }
 
-// clustered (float16, few edges, sm_90+): scatter_owned's ownership and passes, but a cluster of CLUSTER_BLOCKS
-// blocks shares one read of the targets through distributed shared memory. Block b of G owns the nodes with
-// owned_by(n, G) == b; the blocks of cluster c (blocks c * CLUSTER_BLOCKS ...) split the E edges between them,
-// and each inserts an edge whose owner lies in its cluster into the owner's shared table (mapa: the owner's
-// table seen from this block; atomics on it). A cluster barrier, then every block adds its own nodes' float32
-// sums into the state with one rounding, as scatter_owned does. Each SM reads E / CLUSTER_BLOCKS targets
-// instead of all E. Passes as in owned_passes, but cluster-wide: a pass fails when any block of the cluster
-// overflowed (each block reads the others' flags after the insertions), and then every block of the cluster
-// retries on half the sub-range. Three cluster barriers per pass: tables clear, insertions done, flags read.
-#define CLUSTER_BLOCKS 8      // plan.py CLUSTER_BLOCKS: the portable cluster size
-#define CLUSTER_THREADS 1024  // plan.py CLUSTER_THREADS
-#define CLUSTER_LOADS 2       // targets each thread reads before it inserts (loads in flight)
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER_BLOCKS, 1, 1)
-__device__ __forceinline__ void cluster_barrier() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-template <typename T>
-__device__ __forceinline__ T* cluster_map(T* pointer, unsigned rank) {  // the same shared variable in block `rank`
-    u64 mapped;
-    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"((u64)pointer), "r"(rank));
-    return reinterpret_cast<T*>(mapped);
-}
-#else
-#define CLUSTER_DIMS
-#endif
-
-extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(CLUSTER_THREADS, 1)
-scatter_clustered(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
-                  int num_features, int capacity, int probes, scalar_t* __restrict__ state,
-                  u64* __restrict__ skipped) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ int cluster_keys[];
-    float* sums = reinterpret_cast<float*>(cluster_keys + capacity);
-    __shared__ int overflow;
-    const unsigned owners = gridDim.x;
-    const unsigned rank = blockIdx.x % CLUSTER_BLOCKS, first_owner = blockIdx.x - rank;
-    const int lane = threadIdx.x & 31;
-    const i64 stride = (i64)CLUSTER_BLOCKS * blockDim.x;  // the cluster's blocks take turns of blockDim edges
-    u64 lo = 0, width = FULL_RANGE;
-    bool first_pass = true;
-    while (lo < FULL_RANGE) {
-        for (int i = threadIdx.x; i < capacity; i += blockDim.x) cluster_keys[i] = OWNED_EMPTY;
-        for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
-        if (threadIdx.x == 0) overflow = 0;
-        cluster_barrier();  // every table of the cluster is clear before anyone inserts
-        unsigned bad = 0;
-        // warp-uniform (the votes and the match need every lane)
-        for (i64 first = (i64)rank * blockDim.x + threadIdx.x - lane; first < num_edges; first += CLUSTER_LOADS * stride) {
-            i64 node[CLUSTER_LOADS];
-#pragma unroll
-            for (int k = 0; k < CLUSTER_LOADS; ++k) {
-                const i64 e = first + lane + k * stride;
-                node[k] = e < num_edges ? __ldg(index + e) : -1;
-                if (e < num_edges && (u64)node[k] >= (u64)num_nodes) ++bad;
-            }
-            unsigned mine = 0, target[CLUSTER_LOADS];  // bit k: the k-th target is owned in this cluster, by `target`
-            float one[CLUSTER_LOADS];
-#pragma unroll
-            for (int k = 0; k < CLUSTER_LOADS; ++k) {
-                const int n = (int)node[k];
-                target[k] = owned_by(n, owners) - first_owner;  // wraps to >= CLUSTER_BLOCKS if not this cluster's
-                const bool ours = (u64)node[k] < (u64)num_nodes && target[k] < CLUSTER_BLOCKS && in_subrange(n, lo, width);
-                mine |= (unsigned)ours << k;
-                one[k] = num_features == 1 && ours ? to_float(src[first + lane + k * stride]) : 0.0f;
-            }
-            if (__ballot_sync(FULL_MASK, mine != 0u) == 0u) continue;
-#pragma unroll
-            for (int k = 0; k < CLUSTER_LOADS; ++k) {
-                const bool ours = (mine >> k) & 1u;
-                if (__ballot_sync(FULL_MASK, ours) == 0u) continue;
-                const int n = (int)node[k];
-                float sum = one[k];
-                bool leader = true;
-                if (num_features == 1) {
-                    const int key = ours ? n : -1 - lane;
-                    if (warp_has_neighbour_duplicates(key, ours, 1)) {  // a run of one target: one atomic for it
-                        const unsigned peers = __match_any_sync(FULL_MASK, key);
-                        sum = sum_over_peers(peers, sum);
-                        leader = __ffs(peers) - 1 == lane;
-                    }
-                }
-                if (!ours || !leader) continue;
-                int* keys = cluster_map(cluster_keys, target[k]);
-                const int slot = owned_insert(keys, capacity, n, probes, cluster_map(&overflow, target[k]));
-                if (slot < 0) continue;
-                float* row = cluster_map(sums, target[k]) + slot * num_features;
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(state + (i64)n * num_features));  // for the apply
-                if (num_features == 1) {
-                    atomicAdd(row, sum);
-                } else {
-                    const i64 e = first + lane + k * stride;
-                    for (int f = 0; f < num_features; ++f) atomicAdd(row + f, to_float(src[e * num_features + f]));
-                }
-            }
-        }
-        if (skipped != nullptr && first_pass && first_owner == 0) add_skipped(skipped, bad);  // one cluster counts
-        first_pass = false;
-        cluster_barrier();  // every insertion into this block's table is done
-        const int flag = threadIdx.x < CLUSTER_BLOCKS ? *((volatile int*)cluster_map(&overflow, threadIdx.x)) : 0;
-        const bool failed = __syncthreads_or(flag) != 0;
-        if (!failed) apply_owned_table(state, cluster_keys, sums, capacity, num_features);
-        cluster_barrier();  // every block has read the flags before the next pass clears them (or any block exits)
-        if (failed) {
-            width >>= 1;
-            continue;
-        }
-        lo += width;
-        while (width < FULL_RANGE && (lo & (2 * width - 1)) == 0) width <<= 1;
-    }
-#endif
-}
-
 // The (node, sum) slot table of grid_table and split_table: 64-bit slots, each a node (low word) and its float32
 // sum (high word); SLOT_EMPTY (all ones: node -1) marks a free one, so a 32-bit memset clears the table. A node's
 // first edge claims a free slot and writes its value with one compare-and-swap; later edges add into the sum's
@@ -1431,7 +1276,7 @@ __device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool 
 // cooperative launch, up to 2^29 edges. The launcher's memset clears `capacity` hashed slots (plan.split_table_capacity:
 // 4 or 2 per edge), scatter_split_table claims or adds a thread per edge, and apply_split_table reads every slot
 // and adds each claimed node's sum into the state with one rounding (a sum still +0.0 leaves the node bit for
-// bit). Against partitioned: one read of each target, no sort, no shared tables (NOTES.md "Issue 26, third session").
+// bit). (NOTES.md "Issue 26, third session").
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 scatter_split_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
                     u64* __restrict__ slots, int capacity, u64* __restrict__ skipped) {
@@ -1530,119 +1375,3 @@ scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ ind
     }
 }
 #endif
-
-// Exclusive scan of a[0, n) in place in shared memory by the whole block (any blockDim up to 1024); returns the
-// total to every thread.
-__device__ __forceinline__ unsigned block_exclusive_scan_in_place(unsigned* a, int n) {
-    __shared__ unsigned warp_totals[32];
-    __shared__ unsigned grand_total;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int per_thread = (n + blockDim.x - 1) / blockDim.x;
-    const int lo = min(n, (int)threadIdx.x * per_thread), hi = min(n, lo + per_thread);
-    unsigned mine = 0;
-    for (int i = lo; i < hi; ++i) mine += a[i];
-    const unsigned inclusive = warp_inclusive_scan(mine);
-    if (lane == 31) warp_totals[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        const unsigned total = lane < warps ? warp_totals[lane] : 0u;
-        const unsigned scanned = warp_inclusive_scan(total);
-        if (lane < warps) warp_totals[lane] = scanned - total;
-        if (lane == 31) grand_total = scanned;
-    }
-    __syncthreads();
-    unsigned start = warp_totals[warp] + inclusive - mine;
-    for (int i = lo; i < hi; ++i) {
-        const unsigned value = a[i];
-        a[i] = start;
-        start += value;
-    }
-    const unsigned total = grand_total;
-    __syncthreads();
-    return total;
-}
-
-// partitioned, step 1, a block per chunk of chunk_edges edges: the chunk's rows summed per node in float32
-// (shared table of `capacity` >= chunk_edges slots: never full), then its D distinct nodes written to
-// entry_nodes / entry_sums [first, first + D) grouped by owner_of(node, buckets), and
-// offsets[chunk * (buckets + 1) + b] = where bucket b's entries start in the chunk (the last one: D).
-// Out-of-range targets add to *skipped.
-extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
-partition_chunks(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
-                 int num_features, int chunk_edges, int buckets, int capacity, int* __restrict__ entry_nodes,
-                 float* __restrict__ entry_sums, unsigned* __restrict__ offsets, u64* __restrict__ skipped) {
-    extern __shared__ int chunk_keys[];
-    float* sums = reinterpret_cast<float*>(chunk_keys + capacity);
-    unsigned* cursor = reinterpret_cast<unsigned*>(sums + capacity * num_features);  // [buckets + 1]
-    __shared__ int overflow;  // never raised: capacity >= chunk_edges
-    const i64 first = (i64)blockIdx.x * chunk_edges;
-    const int here = (int)min((i64)chunk_edges, num_edges - first);
-    for (int i = threadIdx.x; i < capacity; i += blockDim.x) chunk_keys[i] = OWNED_EMPTY;
-    for (int i = threadIdx.x; i < capacity * num_features; i += blockDim.x) sums[i] = 0.0f;
-    for (int i = threadIdx.x; i <= buckets; i += blockDim.x) cursor[i] = 0u;
-    if (threadIdx.x == 0) overflow = 0;
-    __syncthreads();
-    unsigned skipped_here = 0;
-    const int lane = threadIdx.x & 31;
-    for (int i0 = threadIdx.x - lane; i0 < here; i0 += blockDim.x) {  // warp-uniform (the match needs every lane)
-        const i64 e = first + i0 + lane;
-        const bool present = i0 + lane < here;
-        const i64 node = present ? __ldg(index + e) : -1;
-        const bool ok = node >= 0 && node < num_nodes;
-        if (present && !ok) ++skipped_here;
-        const int key = ok ? (int)node : -1 - lane;
-        unsigned peers = 1u << lane;
-        if (warp_has_neighbour_duplicates(key, ok, 1)) peers = __match_any_sync(FULL_MASK, key);  // runs, hubs
-        const bool leader = __ffs(peers) - 1 == lane;
-        const int slot = ok && leader ? owned_insert(chunk_keys, capacity, key, capacity, &overflow) : -1;
-        for (int f = 0; f < num_features; ++f) {
-            const float sum = sum_over_peers(peers, ok ? to_float(src[e * num_features + f]) : 0.0f);
-            if (slot >= 0) atomicAdd(sums + slot * num_features + f, sum);
-        }
-    }
-    if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp: blockDim is a multiple of 32
-    __syncthreads();
-    for (int s = threadIdx.x; s < capacity; s += blockDim.x) {
-        const int node = chunk_keys[s];
-        if (node != OWNED_EMPTY) atomicAdd(cursor + owner_of(node, buckets), 1u);
-    }
-    __syncthreads();
-    const unsigned distinct = block_exclusive_scan_in_place(cursor, buckets);
-    unsigned* row = offsets + (i64)blockIdx.x * (buckets + 1);
-    for (int b = threadIdx.x; b < buckets; b += blockDim.x) row[b] = cursor[b];
-    if (threadIdx.x == 0) row[buckets] = distinct;
-    __syncthreads();
-    for (int s = threadIdx.x; s < capacity; s += blockDim.x) {
-        const int node = chunk_keys[s];
-        if (node == OWNED_EMPTY) continue;
-        const i64 entry = first + atomicAdd(cursor + owner_of(node, buckets), 1u);
-        entry_nodes[entry] = node;
-        for (int f = 0; f < num_features; ++f) entry_sums[entry * num_features + f] = sums[s * num_features + f];
-    }
-}
-
-// partitioned, step 2, a block per bucket b (gridDim = buckets): sums b's entries of every chunk per node and
-// adds each node's sum into the state once (owned_passes). Entries beyond a chunk's edges and nodes outside
-// [0, num_nodes) (made-up offsets or entries) are skipped. Each chunk's run is read by `lanes` threads
-// (blockDim / chunks of them, at least one), so that every thread of the block reads.
-extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
-reduce_buckets(const int* __restrict__ entry_nodes, const float* __restrict__ entry_sums,
-               const unsigned* __restrict__ offsets, int num_features, int chunk_edges, int chunks, int capacity,
-               int probes, scalar_t* __restrict__ state, i64 num_edges, i64 num_nodes) {
-    const unsigned buckets = gridDim.x, me = blockIdx.x;
-    const int lanes = max(1, (int)blockDim.x / chunks);
-    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
-        for (int t = threadIdx.x; t < chunks * lanes; t += blockDim.x) {
-            const int chunk = t / lanes, sub = t - chunk * lanes;
-            const unsigned* row = offsets + (i64)chunk * (buckets + 1);
-            const i64 base = (i64)chunk * chunk_edges;
-            const unsigned end = (unsigned)min((i64)row[me + 1], min((i64)chunk_edges, num_edges - base));
-            for (unsigned p = row[me] + sub; p < end; p += lanes) {
-                const int node = entry_nodes[base + p];
-                if (node < 0 || node >= num_nodes || !in_subrange(node, lo, width)) continue;
-                for (int f = 0; f < num_features; ++f) add(node, f, entry_sums[(base + p) * num_features + f]);
-            }
-        }
-    };
-    owned_passes(state, num_features, capacity, probes, feed);
-}
