@@ -21,6 +21,10 @@ allocates what get_workspace_size returned when the engine was built, and a late
 want more (a new path with its own table). WORKSPACE_LAYOUT, today's scatter_add_workspace_size, is what a plugin
 built now serializes; an engine serialized without the field gets WORKSPACE_TABLE_ONLY: only the float16 table
 is assumed there (sized the same by every release), so its launches take no path beyond what that buffer holds.
+
+overwrite (plugin field "overwrite", int32 0 or 1, default 0) makes the plugin write rows instead of adding them:
+state[index[e]] = src[e] for e in order, the last edge winning where an index repeats (docs/overwrite.md). It has
+one output (aggregated, input 0's memory), so it needs compute_counts 0; its workspace is a table of 2 E + 1 slots.
 """
 
 from collections import Counter
@@ -40,15 +44,16 @@ COUNTS_DTYPE = np.dtype(np.int64)
 
 COMPUTE_COUNTS_FIELD = "compute_counts"
 WORKSPACE_FIELD = "workspace_layout"
-FIELD_NAMES = (COMPUTE_COUNTS_FIELD, WORKSPACE_FIELD)
+OVERWRITE_FIELD = "overwrite"
+FIELD_NAMES = (COMPUTE_COUNTS_FIELD, WORKSPACE_FIELD, OVERWRITE_FIELD)
 WORKSPACE_TABLE_ONLY = 1  # an engine serialized before the field: its workspace holds the float16 table only
 WORKSPACE_LAYOUT = 2  # scatter_add_workspace_size of this release (split_table's table among the rest)
 FIELD_DTYPE = np.dtype(np.int32)  # every field is one int32 (PluginFieldType.INT32)
 DEFAULT_COMPUTE_COUNTS = True  # also what an engine serialized before the field existed gets back
+DEFAULT_OVERWRITE = False  # add rows; also what an engine serialized before the field existed gets back
 
 
-def as_compute_counts(value: object) -> bool:
-    """compute_counts as a bool from True/False or the integers 0/1; ValueError for anything else."""
+def _as_flag(value: object, name: str) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
@@ -57,7 +62,24 @@ def as_compute_counts(value: object) -> bool:
         shown = str(value.item() if isinstance(value, np.generic) else value)  # 7, not np.int64(7)
     else:
         shown = repr(value)
-    raise ValueError(f"{COMPUTE_COUNTS_FIELD} must be 0 or 1, got {shown}")
+    raise ValueError(f"{name} must be 0 or 1, got {shown}")
+
+
+def as_compute_counts(value: object) -> bool:
+    """compute_counts as a bool from True/False or the integers 0/1; ValueError for anything else."""
+    return _as_flag(value, COMPUTE_COUNTS_FIELD)
+
+
+def as_overwrite(value: object) -> bool:
+    """overwrite as a bool from True/False or the integers 0/1; ValueError for anything else."""
+    return _as_flag(value, OVERWRITE_FIELD)
+
+
+def check_overwrite(*, overwrite: bool, compute_counts: bool) -> None:
+    """ValueError for overwrite with counts: an overwrite has one output (the state), so it needs compute_counts 0."""
+    if overwrite and compute_counts:
+        raise ValueError(f"{OVERWRITE_FIELD}=1 writes rows and has no counts output: it needs {COMPUTE_COUNTS_FIELD}=0, "
+                         f"got {COMPUTE_COUNTS_FIELD}=1")
 
 
 def num_outputs(*, compute_counts: bool) -> int:
@@ -181,11 +203,27 @@ def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     return as_compute_counts(_one_int32(fields, COMPUTE_COUNTS_FIELD, "0 or 1"))
 
 
-def fields_to_serialize(*, compute_counts: bool, workspace_layout: int = WORKSPACE_LAYOUT) -> dict[str, np.ndarray]:
+def overwrite_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
+    """overwrite from the plugin fields by name: missing means DEFAULT_OVERWRITE (add rows, as engines serialized
+    before the field existed); ValueError for an array that is not exactly one int32, or a value other than 0/1.
+    With overwrite, compute_counts must be 0 (check_overwrite)."""
+    check_field_names(list(fields))
+    if OVERWRITE_FIELD not in fields:
+        return DEFAULT_OVERWRITE
+    return as_overwrite(_one_int32(fields, OVERWRITE_FIELD, "0 or 1"))
+
+
+def fields_to_serialize(*, compute_counts: bool, workspace_layout: int = WORKSPACE_LAYOUT,
+                        overwrite: bool = DEFAULT_OVERWRITE) -> dict[str, np.ndarray]:
     """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1], "workspace_layout": int32
-    [layout]}; the inverse of compute_counts_from_fields and workspace_layout_from_fields."""
-    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE),
-            WORKSPACE_FIELD: np.array([workspace_layout], dtype=FIELD_DTYPE)}
+    [layout]} and, for an overwrite only, "overwrite": int32 [1] (an adding plugin's engine keeps the fields an
+    earlier release reads); the inverse of compute_counts_from_fields, workspace_layout_from_fields and
+    overwrite_from_fields."""
+    fields = {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE),
+              WORKSPACE_FIELD: np.array([workspace_layout], dtype=FIELD_DTYPE)}
+    if overwrite:
+        fields[OVERWRITE_FIELD] = np.array([1], dtype=FIELD_DTYPE)
+    return fields
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Inputs: state [N, F], src [E, F] (float32 or float16), index [E] int64. Outputs: aggregated [N, F], which is
 input 0's memory (get_aliased_input(0) == 0), and, when the plugin field compute_counts is 1 (the default),
-counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream; the rules (types,
-formats, shapes, aliasing, fields) live in plugin.rules.
+counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream, or with the plugin
+field overwrite = 1 writes them (state[index[e]] = src[e], the last edge winning: plugin/kernels/overwrite.py);
+the rules (types, formats, shapes, aliasing, fields) live in plugin.rules.
 
 TensorRT is imported when this module is imported; everything else (CUDA, the kernel) when first used.
 Register the creator (register_scatter_add_creator) before deserializing an engine that contains the plugin.
@@ -50,14 +51,21 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
-def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, table_only: bool = False) -> int:
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, table_only: bool = False,
+                           overwrite: bool = False) -> int:
     """Workspace bytes for the profile's largest shapes of (state, src, index) (table_only: the float16 table
-    alone, an older engine's budget); ValueError (rules.profile_maximum_sizes) for a dynamic maximum, shapes that
-    do not fit together or an unsupported state type."""
+    alone, an older engine's budget; overwrite: the overwrite's table, 2 E + 1 slots); ValueError
+    (rules.profile_maximum_sizes) for a dynamic maximum, shapes that do not fit together or an unsupported state
+    type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
+    if overwrite:
+        from plugin.kernels.overwrite import overwrite_sizes, overwrite_workspace_size
+
+        overwrite_sizes(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype)  # int32 sizes
+        return overwrite_workspace_size(sizes.num_edges)
     return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                           with_counts=with_counts, table_only=table_only))
 
@@ -79,20 +87,23 @@ def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
 # The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
 # collection get_fields_to_serialize returns after the call, through pointers into the collection and into
 # the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
-_FIELD_ARRAYS = {(counts, layout): rules.fields_to_serialize(compute_counts=counts, workspace_layout=layout)
-                 for counts in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)}
+_FIELD_ARRAYS = {(counts, layout, overwrite): rules.fields_to_serialize(compute_counts=counts, workspace_layout=layout,
+                                                                        overwrite=overwrite)
+                 for counts in (True, False) for layout in range(rules.WORKSPACE_TABLE_ONLY, rules.WORKSPACE_LAYOUT + 1)
+                 for overwrite in (False, True) if not (counts and overwrite)}
 _FIELD_COLLECTIONS = {key: plugin_field_collection(arrays) for key, arrays in _FIELD_ARRAYS.items()}
-# What the creator advertises (field_names): compute_counts alone, so that TensorRT's ONNX parser passes no
-# workspace_layout attribute of a node (the plugin writes that field itself when an engine is serialized).
-_ADVERTISED = {name: values for name, values in rules.fields_to_serialize(
-    compute_counts=rules.DEFAULT_COMPUTE_COUNTS).items() if name == rules.COMPUTE_COUNTS_FIELD}
+# What the creator advertises (field_names): compute_counts and overwrite with their defaults, so that TensorRT's
+# ONNX parser passes those attributes of a node and no workspace_layout (the plugin writes that field itself when
+# an engine is serialized).
+_ADVERTISED = {rules.COMPUTE_COUNTS_FIELD: np.array([int(rules.DEFAULT_COMPUTE_COUNTS)], dtype=rules.FIELD_DTYPE),
+               rules.OVERWRITE_FIELD: np.array([int(rules.DEFAULT_OVERWRITE)], dtype=rules.FIELD_DTYPE)}
 _ADVERTISED_COLLECTION = plugin_field_collection(_ADVERTISED)
 
 
-def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bool, int]:
-    """(compute_counts, workspace_layout) from the PluginFieldCollection TensorRT hands the creator (a network's
-    or, deserialized, an engine's: rules.workspace_layout_from_fields); ValueError names an unknown or repeated
-    field, a type other than INT32 or a bad value."""
+def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bool, int, bool]:
+    """(compute_counts, workspace_layout, overwrite) from the PluginFieldCollection TensorRT hands the creator (a
+    network's or, deserialized, an engine's: rules.workspace_layout_from_fields); ValueError names an unknown or
+    repeated field, a type other than INT32, a bad value, or overwrite with counts."""
     fields = list(field_collection)
     rules.check_field_names([field.name for field in fields])
     values: dict[str, np.ndarray] = {}
@@ -100,8 +111,9 @@ def read_plugin_fields(field_collection: Any, *, deserialized: bool) -> tuple[bo
         if field.type != trt.PluginFieldType.INT32:
             raise ValueError(f"plugin field {field.name!r} must have type INT32, got {field.type.name}")
         values[field.name] = np.array(field.data, dtype=rules.FIELD_DTYPE)  # a copy: data is TensorRT's memory
-    return (rules.compute_counts_from_fields(values),
-            rules.workspace_layout_from_fields(values, deserialized=deserialized))
+    compute_counts, overwrite = rules.compute_counts_from_fields(values), rules.overwrite_from_fields(values)
+    rules.check_overwrite(overwrite=overwrite, compute_counts=compute_counts)
+    return compute_counts, rules.workspace_layout_from_fields(values, deserialized=deserialized), overwrite
 
 
 class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuildV2, trt.IPluginV3OneRuntime):
@@ -114,10 +126,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     recreates the same plugin.
     workspace_layout (plugin field, rules.py) says how the engine's workspace was sized: a plugin of an engine
     serialized without it launches within the float16 table alone.
+    overwrite (plugin field, int32 0/1, default 0): 1 writes rows instead, state[index[e]] = src[e] with the last
+    edge winning, through its own table in the workspace (plugin.kernels.overwrite); it needs compute_counts 0.
     """
 
     def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS,
-                 workspace_layout: int = rules.WORKSPACE_LAYOUT) -> None:
+                 workspace_layout: int = rules.WORKSPACE_LAYOUT, overwrite: bool = rules.DEFAULT_OVERWRITE) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         trt.IPluginV3OneBuildV2.__init__(self)
@@ -127,6 +141,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
         self.workspace_layout = rules.as_workspace_layout(workspace_layout)
+        self.overwrite = rules.as_overwrite(overwrite)
+        rules.check_overwrite(overwrite=self.overwrite, compute_counts=self.compute_counts)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
         self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
@@ -146,7 +162,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     def clone(self) -> "ScatterAddPlugin":
         """A new plugin with the same fields. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
-        return ScatterAddPlugin(compute_counts=self.compute_counts, workspace_layout=self.workspace_layout)
+        return ScatterAddPlugin(compute_counts=self.compute_counts, workspace_layout=self.workspace_layout,
+                                overwrite=self.overwrite)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
     def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
@@ -175,14 +192,15 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         everything get_workspace_size needs: TensorRT turns an exception here into a build error, but swallows
         one raised in get_workspace_size and uses 0 bytes."""
         rules.check_input_ranks([dims_tuple(desc.desc.dims) for desc in inp])
-        profile_workspace_size(inp, with_counts=self.compute_counts)
+        profile_workspace_size(inp, with_counts=self.compute_counts, overwrite=self.overwrite)
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
         """The kernel's workspace for the largest shapes of the profile (float32 none, except with counts: 8 N
         bytes for more than 2^24 edges, the sorted path's for wide rows and many edges); for a plugin of an older
         engine (workspace_layout) what on_shape_change budgets, the float16 table alone. TensorRT calls
         configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp, with_counts=self.compute_counts, table_only=self.table_only_workspace)
+        return profile_workspace_size(inp, with_counts=self.compute_counts, table_only=self.table_only_workspace,
+                                      overwrite=self.overwrite)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -209,6 +227,14 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         if dtype is None:
             raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
         if self._launch is not None and self._prepared_for == (sizes, dtype):
+            return
+        if self.overwrite:
+            from plugin.kernels.overwrite import PreparedOverwrite
+
+            self._launch = PreparedOverwrite(num_nodes=sizes.num_nodes, num_edges=sizes.num_edges,
+                                             num_features=sizes.num_features, dtype=dtype)
+            self._prepared_for = (sizes, dtype)
+            self._state_nbytes = rules.state_nbytes(sizes, dtype)
             return
         # what get_workspace_size asked TensorRT for; for an older engine, the float16 table alone
         workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
@@ -243,6 +269,9 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         state = outputs[rules.AGGREGATED]
         if state != inputs[rules.STATE]:
             copy_device_async(state, inputs[rules.STATE], self._state_nbytes, stream)
+        if self.overwrite:  # the table is the workspace: overwrite_workspace_size of the profile's E
+            self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], workspace, stream)
+            return
         counts = outputs[rules.COUNTS] if self.compute_counts else 0
         self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], counts, workspace, stream)
 
@@ -251,12 +280,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self.clone()
 
     def get_fields_to_serialize(self) -> Any:
-        """compute_counts and workspace_layout as INT32 fields; the creator reads them back when an engine is
-        deserialized.
+        """compute_counts, workspace_layout and (for an overwrite) overwrite as INT32 fields; the creator reads them
+        back when an engine is deserialized.
 
         Returns a module-level collection (see _FIELD_COLLECTIONS): TensorRT reads it after this call returns.
         """
-        return _FIELD_COLLECTIONS[(self.compute_counts, self.workspace_layout)]
+        return _FIELD_COLLECTIONS[(self.compute_counts, self.workspace_layout, self.overwrite)]
 
 
 def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
@@ -278,22 +307,23 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        # The field a network or ONNX node may give create_plugin, with its type and default (compute_counts:
-        # INT32, 1); a deserialized engine's fields also hold workspace_layout.
+        # The fields a network or ONNX node may give create_plugin, with their type and default (compute_counts:
+        # INT32, 1; overwrite: INT32, 0); a deserialized engine's fields also hold workspace_layout.
         self.field_names = _ADVERTISED_COLLECTION
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
-        """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1;
-        workspace_layout, default this release's when building and the float16 table alone when deserializing).
+        """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1; overwrite,
+        default 0; workspace_layout, default this release's when building and the float16 table alone when
+        deserializing).
 
         ValueError (a null plugin, reported by TensorRT, when called through TensorRT) for bad fields.
         """
         try:
-            compute_counts, layout = read_plugin_fields(field_collection,
-                                                        deserialized=phase == trt.TensorRTPhase.RUNTIME)
+            compute_counts, layout, overwrite = read_plugin_fields(field_collection,
+                                                                   deserialized=phase == trt.TensorRTPhase.RUNTIME)
         except ValueError as error:
             raise ValueError(f"{PLUGIN_NAME}: {error}") from None
-        return ScatterAddPlugin(compute_counts=compute_counts, workspace_layout=layout)
+        return ScatterAddPlugin(compute_counts=compute_counts, workspace_layout=layout, overwrite=overwrite)
 
 
 _registered_creators: list[ScatterAddPluginCreator] = []

@@ -228,7 +228,7 @@ def test_the_workspace_formula_is_pinned_to_its_layout():
     "fields, message",
     [
         ({"num_nodes": np.array([4], np.int32)},
-         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts', 'workspace_layout'\]"),
+         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts', 'workspace_layout', 'overwrite'\]"),
         ({"compute_counts": np.array([2], np.int32)}, "compute_counts must be 0 or 1, got 2$"),
         ({"compute_counts": np.array([-1], np.int32)}, "compute_counts must be 0 or 1, got -1$"),
         ({"compute_counts": np.array([1, 0], np.int32)}, "one int32 value .* got 2 value"),
