@@ -88,9 +88,9 @@ def overwrite_sizes(num_nodes: int, num_edges: int, num_features: int, dtype: ob
     return {name: int(value) for name, value in sizes.items()}
 
 
-def overwrite_steps(dtype: object, sizes: Mapping[str, int]) -> list[tuple[str, ...]]:
+def overwrite_steps(dtype: object, sizes: Mapping[str, int]) -> list[tuple[Any, ...]]:
     """The work of one overwrite, in order: ("fill", tensor, 32-bit value, words) for the table, then
-    ("kernel", name). None where there is nothing to write (E = 0 or N = 0)."""
+    ("kernel", name); none where there is nothing to write (E = 0 or N = 0)."""
     if sizes["num_edges"] == 0 or sizes["num_nodes"] == 0:
         return []
     words = 2 * sizes["capacity"]
@@ -194,14 +194,16 @@ class PreparedOverwrite:
         self.functions = prepare_overwrite_kernels() if self.steps else {}
         self.context = current_context()
         self._driver = driver
-        self._pointers: tuple[int, ...] | None = None
+        self._pointers: tuple[int, ...] | None = None  # what self._calls are bound to (with the stream)
         self._calls: tuple[tuple[Any, tuple[Any, ...]], ...] = ()
-        self._keep: list[Any] = []
-        self._seen: dict[tuple[int, ...], Any] = {}  # pointers -> None (seen once) or a CapturedGraph
+        self._keep: list[Any] = []  # the bound calls' packed arguments
+        self._seen: dict[tuple[int, ...], Any] = {}  # pointers -> None (seen once) or (CapturedGraph, CUstream)
+        self._is_capturing, self._graph_launch = driver.cuStreamIsCapturing, driver.cuGraphLaunch
         self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
-    def _bind(self, pointers: tuple[int, ...], stream: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
-        """The driver calls for these pointers on `stream`, each with its arguments ready."""
+    def _bind(self, pointers: tuple[int, ...], stream: int) -> tuple[tuple[tuple[Any, tuple[Any, ...]], ...], list[Any]]:
+        """The driver calls for these pointers on `stream`, each with its arguments ready, and the ctypes objects
+        those arguments point into (kept while the calls may be issued; the driver copies them at each call)."""
         driver = self._driver
         state, src, index, workspace = pointers
         if self.steps and (not workspace or workspace % 8):
@@ -213,6 +215,7 @@ class PreparedOverwrite:
         named = {"state": state, "src": src, "index": index, "keys": workspace, "winners": workspace + 8 * capacity}
         on = driver.CUstream(int(stream))
         calls: list[tuple[Any, tuple[Any, ...]]] = []
+        keep: list[Any] = []
         for step in self.steps:
             if step[0] == "fill":
                 if step[1] == "keys":  # keys and winners lie back to back: one memset
@@ -224,10 +227,10 @@ class PreparedOverwrite:
             slots = [kind(value) for kind, value in zip(aot_argument_types(kernel),
                                                         aot_arguments(kernel, named, self.sizes))]
             array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-            self._keep += [slots, array]
+            keep += [slots, array]
             calls.append((driver.cuLaunchKernel, (self.functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on,
                                                   ctypes.addressof(array), 0)))
-        return tuple(calls)
+        return tuple(calls), keep
 
     def _grid(self, kernel: AotKernel) -> tuple[int, int, int]:
         """aot_launch_params, except that pass 2 counts the 16-byte words of a row where it has them (the
@@ -241,27 +244,26 @@ class PreparedOverwrite:
 
     def __call__(self, state: int, src: int, index: int, workspace: int, stream: int) -> None:
         """Issues the overwrite on `stream` (asynchronous: no allocation, no synchronisation)."""
-        pointers = (state, src, index, workspace)
-        key = pointers + (stream,)
-        if key != self._pointers:
-            self._keep = []
-            self._calls = self._bind(pointers, stream)
-            self._pointers = key
-        if self.graph_replay and self._calls:
+        key = (state, src, index, workspace, stream)
+        if self.graph_replay and self.steps:
             seen = self._seen.get(key, False)
-            if seen is False:
+            if seen is False:  # first use: the driver calls below
                 if len(self._seen) >= self._KEPT:
                     self.close()
                 self._seen[key] = None
             else:
-                on = self._driver.CUstream(int(stream))
-                capturing = self._driver.cuStreamIsCapturing(on)
+                on = seen[1] if seen is not None else self._driver.CUstream(int(stream))
+                capturing = self._is_capturing(on)
                 if not capturing[0] and capturing[1] == self._not_capturing:
                     if seen is None:
-                        seen = self._seen[key] = self._capture(pointers)
-                    if seen is not None:
-                        check(self._driver.cuGraphLaunch(seen.executable, on), call="cuGraphLaunch of the overwrite")
-                        return
+                        seen = self._seen[key] = (self._capture(key[:4]), on)
+                    result = self._graph_launch(seen[0].executable, on)
+                    if result[0]:
+                        check(result, call="cuGraphLaunch of the overwrite")
+                    return
+        if key != self._pointers:
+            self._calls, self._keep = self._bind(key[:4], stream)
+            self._pointers = key
         for call, arguments in self._calls:
             result = call(*arguments)
             if result[0]:
@@ -272,63 +274,20 @@ class PreparedOverwrite:
         from plugin.cuda_graph import CapturedGraph, capture_stream
 
         on = capture_stream(self.context)
-        calls = self._bind(pointers, on)
+        calls, keep = self._bind(pointers, on)
 
         def issue() -> None:
             for call, arguments in calls:
                 check(call(*arguments), call=f"{call.__name__} of the overwrite")
 
         graph = CapturedGraph(on, issue)
-        self._keep.append(calls)
+        del keep  # the graph holds its own copies of the arguments
         return graph
 
     def close(self) -> None:
         """Frees the captured graphs (replays already queued still run)."""
-        for graph in self._seen.values():
-            if graph is not None:
-                graph.close()
+        for seen in self._seen.values():
+            if seen is not None:
+                seen[0].close()
         self._seen.clear()
 
-
-def overwrite_on_gpu(state: np.ndarray, src: np.ndarray, index: np.ndarray, *, aot: bool = False,
-                     capacity: int | None = None) -> np.ndarray:
-    """The state after the overwrite, run on the GPU from host arrays (allocate, copy in, run, copy out, free):
-    aot=False as the Python plugin runs it (PreparedOverwrite, its CUBIN, twice: the second call is the graph's
-    replay onto a fresh copy), aot=True as TensorRT runs the AOT plugins (their PTX; `capacity` slots, default
-    2 E + 1). For tests."""
-    from cuda.bindings import driver
-
-    from plugin.device_array import DeviceArray
-
-    state = np.ascontiguousarray(state)
-    state2d = state.reshape(state.shape[0], -1)
-    num_nodes, num_features = state2d.shape
-    sizes = overwrite_sizes(num_nodes, len(index), num_features, state.dtype, capacity)
-    buffers = [DeviceArray.from_array(a) for a in (state2d, np.ascontiguousarray(src, dtype=state.dtype),
-                                                   np.ascontiguousarray(index, dtype=np.int64))]
-    table = DeviceArray((2 * sizes["capacity"],), np.int64)
-    buffers.append(table)
-    stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
-    try:
-        state_d, src_d, index_d = buffers[:3]
-        if aot:
-            _, functions = load_overwrite_functions(compile_overwrite_ptx())
-            pointers = {"state": state_d.ptr, "src": src_d.ptr, "index": index_d.ptr, "keys": table.ptr,
-                        "winners": table.ptr + 8 * sizes["capacity"]}
-            launch_overwrite(functions, state.dtype, pointers, sizes, int(stream))
-        else:
-            launch = PreparedOverwrite(num_nodes=num_nodes, num_edges=len(index), num_features=num_features,
-                                       dtype=state.dtype)
-            try:
-                for _ in range(3):  # direct calls, the capture, the replay: each from the original state
-                    state_d.upload(state2d)
-                    launch(state_d.ptr, src_d.ptr, index_d.ptr, table.ptr, int(stream))
-                    check(driver.cuStreamSynchronize(stream))
-            finally:
-                launch.close()
-        check(driver.cuStreamSynchronize(stream))
-        return state_d.download().reshape(state.shape)
-    finally:
-        check(driver.cuStreamDestroy(stream))
-        for buffer in buffers:
-            buffer.free()
