@@ -7,9 +7,9 @@
 // Two passes over a hash table of `capacity` (T) slots, keys[T] = node and winners[T] = the largest edge index
 // of that node, both int64 and filled with -1 before pass 1 (the Python plugin memsets its workspace, an AOT
 // network makes them with ConstantOfShape): O(E) table work and O(E F) copying, nothing of size N.
-//   overwrite_claim   pass 1: each edge claims its node's slot (linear probing) and atomicMax-es its index into
-//                     the slot's winner; a warp's edges into one node send one atomic (the highest lane: the
-//                     last edge)
+//   overwrite_claim   pass 1: each edge claims its node's slot (linear probing, one compare-and-swap per slot)
+//                     and atomicMax-es its index into the slot's winner; a warp's edges into one node send one
+//                     claim (the highest lane: the last edge)
 //   overwrite_rows_*  pass 2: each (edge, word) of a row whose edge is its node's winner copies that word: rows
 //                     are copied bit for bit (no arithmetic), 16, 8, 4 or 2 bytes at a time
 //
@@ -62,15 +62,13 @@ overwrite_claim(const i64* index, const i64* keys_in, const i64* winners_in,
         // lanes of one node: only the highest (its last edge) goes on; -1 groups the absent and negative ones
         const unsigned peers = __match_any_sync(0xffffffffu, node < 0 ? OVERWRITE_EMPTY : node);
         if (node < 0 || 31 - __clz(peers) != lane) continue;
+        // One compare-and-swap per slot probed (it reads the key too: one round trip, no read before it); the
+        // winner's max is a reduction (red: no answer to wait for).
         unsigned slot = overwrite_home(node, capacity);
         for (int probe = 0; probe < capacity; ++probe) {
-            i64 key = __ldcg(keys_out + slot);  // L2's copy: other SMs claim there
-            if (key == OVERWRITE_EMPTY) {
-                key = (i64)atomicCAS((u64*)(keys_out + slot), (u64)OVERWRITE_EMPTY, (u64)node);
-                if (key == OVERWRITE_EMPTY) key = node;  // claimed now
-            }
-            if (key == node) {
-                if (__ldcg(winners_out + slot) < edge) atomicMax(winners_out + slot, edge);
+            const i64 key = (i64)atomicCAS((u64*)(keys_out + slot), (u64)OVERWRITE_EMPTY, (u64)node);
+            if (key == OVERWRITE_EMPTY || key == node) {
+                asm volatile("red.global.max.s64 [%0], %1;" ::"l"(winners_out + slot), "l"(edge) : "memory");
                 break;
             }
             slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
@@ -96,11 +94,12 @@ __device__ __forceinline__ void overwrite_copy(const Word* __restrict__ src, con
         } else {
             edge = i / words, w = (int)(i - edge * words);
         }
+        const Word value = __ldg(src + i);  // beside the index (in bounds): the same round trip
         const i64 node = __ldg(index + edge);
         if (node < 0 || node >= num_nodes) continue;
         const int slot = overwrite_find(keys, node, capacity);
         if (slot < 0 || __ldg(winners + slot) != edge) continue;
-        state_out[node * words + w] = __ldg(src + i);
+        state_out[node * words + w] = value;
     }
 }
 
