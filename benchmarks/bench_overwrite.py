@@ -19,6 +19,7 @@ run on the same tensors and one created stream:
   floor             the bytes an in-place overwrite must move (index 8 B, src row read, state row written per
                     edge) at this GPU's device-to-device copy bandwidth; "copy floor" adds reading and writing
                     the whole state (N F elements twice)
+  parts             the AOT step timed in prefixes (fills; fills + claim) to show where its time goes
 Device time from CUDA events after warm-up, median of many steps (benchmarks/gpu_timing.py). Each table counts
 the cells at or below torch index_copy_'s. Then host time per call (interleaved batches, gpu_timing
 host_us_per_call_interleaved) at N = 1e6: the Python plugin's launch (and ScatterAddPlugin.enqueue where
@@ -47,6 +48,8 @@ METHODS = (("python", "python plugin (graph replay)"), ("python_direct", "python
            ("aot", "aot plugins (fills + 2 launches)"), ("torch", "torch index_copy_"),
            ("copy", "copy + scatter (index_copy)"))
 FLOORS = (("floor", "floor (in place)"), ("copy_floor", "floor (full-state copy)"))
+PARTS = (("part_fills", "of the aot step: the fills"), ("part_claim", "of the aot step: claim kernel"),
+         ("part_rows", "of the aot step: row kernel"))
 
 
 def make_case(num_nodes: int, batch: int, num_features: int, dtype_name: str) -> dict:
@@ -110,11 +113,16 @@ def methods(case: dict, functions: dict, dtype_name: str) -> tuple[dict, list]:
                                                   ctypes.addressof(array), 0)))
         aot_calls.append((calls, keep))
 
-    def aot(i: int) -> None:
-        for call, arguments in aot_calls[i][0]:
-            result = call(*arguments)
-            if result[0]:
-                check(result)
+    def aot_part(count: int):
+        def step(i: int) -> None:
+            for call, arguments in aot_calls[i][0][:count]:
+                result = call(*arguments)
+                if result[0]:
+                    check(result)
+
+        return step
+
+    aot = aot_part(4)
 
     def ptrs(i: int) -> tuple[int, int, int, int, int]:
         src, index = batches[i]
@@ -124,6 +132,8 @@ def methods(case: dict, functions: dict, dtype_name: str) -> tuple[dict, list]:
         "python": lambda i: python(*ptrs(i)),
         "python_direct": lambda i: direct(*ptrs(i)),
         "aot": aot,
+        "aot_fills": aot_part(2),
+        "aot_fills_claim": aot_part(3),
         "torch": lambda i: state.index_copy_(0, batches[i][1], batches[i][0]),
         "copy": lambda i: state.index_copy(0, batches[i][1], batches[i][0]),
     }, [python, direct, workspace]
@@ -147,6 +157,10 @@ def device_row(functions: dict, num_nodes: int, batch: int, num_features: int, d
         for name, step in steps.items():
             row[name] = time_gpu_ms(step, **timing) * 1e3
         row.update(floors_us(num_nodes, batch, num_features, case["state"].element_size(), bandwidth))
+        # the AOT step's parts: the two fills, then what the claim and the row kernels add to them
+        row["part_fills"] = row.pop("aot_fills")
+        row["part_claim"] = row.pop("aot_fills_claim") - row["part_fills"]
+        row["part_rows"] = row["aot"] - row["part_fills"] - row["part_claim"]
     finally:
         owned[0].close()
         owned[1].close()
@@ -218,9 +232,10 @@ def device_table(rows: list[dict], nodes: list[int]) -> list[str]:
     keys = sorted({(r["dtype"], r["F"], r["B"]) for r in rows}, key=lambda k: (k[0] != "float32", k[1], k[2]))
     for dtype_name, features, batch in keys:
         selected = {r["N"]: r for r in rows if (r["dtype"], r["F"], r["B"]) == (dtype_name, features, batch)}
-        for key, label in METHODS + FLOORS:
+        for key, label in METHODS + FLOORS + PARTS:
             cells = " | ".join(f"{selected[n][key]:.1f}" if n in selected else "–" for n in nodes)
-            count = "–" if key in ("torch", "floor", "copy_floor") else f"{at_or_below(list(selected.values()), key)} of {len(selected)}"
+            uncounted = key == "torch" or key in dict(FLOORS + PARTS)
+            count = "–" if uncounted else f"{at_or_below(list(selected.values()), key)} of {len(selected)}"
             lines.append(f"| {dtype_name} | {features} | {batch:.0e} | {label} | {cells} | {count} |")
     return lines
 

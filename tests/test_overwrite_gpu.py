@@ -304,5 +304,6 @@ def test_every_case_above_under_compute_sanitizer_memcheck():
     timeout = float(os.environ.get("OVERWRITE_MEMCHECK_TIMEOUT_S", "540"))
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     tail = (result.stdout + result.stderr)[-4000:]
+    print(tail[-1500:])  # with -s: the child's summary and memcheck's
     assert result.returncode == 0, tail
     assert "ERROR SUMMARY: 0 errors" in tail and " passed" in tail, tail
