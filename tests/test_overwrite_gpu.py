@@ -77,10 +77,11 @@ def random_rows(shape, dtype):
     return rows
 
 
-def run(path, state, src, index, functions=None, capacity=None, table=None):
+def run(path, state, src, index, functions=None, capacity=None, table=None, misaligned=False):
     """The state after the overwrite on the GPU (`path` "python" or "aot"), with GUARD_ROWS poisoned rows on
     either side that must come back untouched. `capacity` (aot) gives a table of that many slots, `table`
-    (aot) its made-up contents [2 capacity] int64 instead of the -1 fill (then the fill is skipped)."""
+    (aot) its made-up contents [2 capacity] int64 instead of the -1 fill (then the fill is skipped);
+    `misaligned` puts the keys 8 bytes off a 32-byte boundary (the kernels then probe slot by slot)."""
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
@@ -95,7 +96,8 @@ def run(path, state, src, index, functions=None, capacity=None, table=None):
                DeviceArray.from_array(np.full(2 * slots + 2 * GUARD_ROWS, 0x5A5A5A5A, np.int64))]
     state_d, src_d, index_d, table_d = buffers
     base = state_d.ptr + GUARD_ROWS * num_features * state.dtype.itemsize
-    keys = table_d.ptr + 8 * GUARD_ROWS
+    keys = table_d.ptr + 8 * GUARD_ROWS - (8 if misaligned else 0)
+    assert (keys % 32 == 0) != misaligned
     stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
     try:
         if path == "aot":
@@ -151,13 +153,14 @@ def assert_bits_equal(got, expected):
     assert bad.size == 0, f"{bad.size} rows differ, first {bad[:5]}: got {got[bad[:2]]}, expected {expected[bad[:2]]}"
 
 
-def check_case(path, functions, num_nodes, num_edges, num_features, dtype, **kwargs):
+def check_case(path, functions, num_nodes, num_edges, num_features, dtype, misaligned=False, **kwargs):
     if UNDER_MEMCHECK and num_edges * num_features > 2 * 10**6:
         pytest.skip("too large for memcheck's pace; run plainly")
     state = random_rows((num_nodes, num_features), dtype)
     src = random_rows((num_edges, num_features), dtype)
     index = random_indices(num_nodes, num_edges, **kwargs)
-    assert_bits_equal(run(path, state, src, index, functions), scatter_overwrite_numpy(state, src, index))
+    assert_bits_equal(run(path, state, src, index, functions, misaligned=misaligned),
+                      scatter_overwrite_numpy(state, src, index))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])
@@ -165,6 +168,13 @@ def check_case(path, functions, num_nodes, num_edges, num_features, dtype, **kwa
 @pytest.mark.parametrize("path", PATHS)
 def test_overwrite_is_the_sequential_loop_bit_for_bit(path, aot_functions, num_nodes, num_edges, num_features, dtype):
     check_case(path, aot_functions, num_nodes, num_edges, num_features, dtype)
+
+
+@pytest.mark.parametrize("num_nodes,num_edges,num_features", [(7, 1000, 1), (10**5, 3 * 10**4, 5), (1000, 10**4, 64)])
+@pytest.mark.parametrize("path", PATHS)
+def test_keys_off_a_32_byte_boundary_are_probed_slot_by_slot(path, aot_functions, num_nodes, num_edges,
+                                                              num_features):
+    check_case(path, aot_functions, num_nodes, num_edges, num_features, np.float16, misaligned=True)
 
 
 @pytest.mark.skipif(UNDER_MEMCHECK, reason="too large for memcheck's pace; run plainly")
@@ -194,14 +204,18 @@ def test_fuzz_random_sizes_both_paths_agree_with_the_loop(aot_functions):
         dtype = DTYPES[int(RNG.integers(0, 2))]
         for path in PATHS:
             check_case(path, aot_functions, num_nodes, num_edges, num_features, dtype,
-                       hot=float(RNG.random() * 0.5), outside=float(RNG.random() * 0.1))
+                       misaligned=bool(RNG.random() < 0.25), hot=float(RNG.random() * 0.5),
+                       outside=float(RNG.random() * 0.1))
 
 
-def test_a_table_of_one_slot_serves_one_distinct_node(aot_functions):
+@pytest.mark.parametrize("capacity", [1, 2, 3, 4, 5])
+def test_a_table_of_as_many_slots_as_distinct_nodes_serves_them(aot_functions, capacity):
+    """T >= distinct nodes is enough, in whole buckets of 4 (T >= 4, aligned) or slot by slot (T < 4)."""
     state = random_rows((10, 4), np.float16)
     src = random_rows((50, 4), np.float16)
-    index = np.full(50, 3)
-    assert_bits_equal(run("aot", state, src, index, aot_functions, capacity=1),
+    distinct = capacity & ~3 if capacity >= 4 else capacity  # the slots of whole buckets
+    index = RNG.permutation(10)[:distinct][RNG.integers(0, distinct, 50)]
+    assert_bits_equal(run("aot", state, src, index, aot_functions, capacity=capacity),
                       scatter_overwrite_numpy(state, src, index))
 
 

@@ -7,9 +7,9 @@
 // Two passes over a hash table of `capacity` (T) slots, keys[T] = node and winners[T] = the largest edge index
 // of that node, both int64 and filled with -1 before pass 1 (the Python plugin memsets its workspace, an AOT
 // network makes them with ConstantOfShape): O(E) table work and O(E F) copying, nothing of size N.
-//   overwrite_claim   pass 1: each edge claims its node's slot (linear probing, one compare-and-swap per slot)
-//                     and atomicMax-es its index into the slot's winner; a warp's edges into one node send one
-//                     claim (the highest lane: the last edge)
+//   overwrite_claim   pass 1: each edge claims its node's slot (linear probing over buckets of 4 keys, one
+//                     sector each) and atomicMax-es its index into the slot's winner; a warp's edges into one
+//                     node send one claim (the highest lane: the last edge)
 //   overwrite_rows_*  pass 2: each (edge, word) of a row whose edge is its node's winner copies that word: rows
 //                     are copied bit for bit (no arithmetic), 16, 8, 4 or 2 bytes at a time
 //
@@ -17,8 +17,9 @@
 // are skipped by both passes, values >= num_nodes by pass 2 (the claim kernel has no N: such a node may take a
 // slot, never a write); a probe visits each slot at most once, so a full table ends the probe (that edge is
 // dropped: its row is not written) instead of looping; state is written only at rows in [0, num_nodes). The
-// table must have at least as many slots as distinct non-negative nodes; 2 E + 1 (what both plugins give) always
-// has, and keeps it at most half full, so probes stay short.
+// table must have at least as many usable slots as distinct non-negative nodes: 4 floor(T / 4) where the keys
+// are 32-byte aligned and T >= 4, else T (so T >= distinct nodes + 3 always does); 2 E + 1 (what both plugins
+// give) always does, and keeps the table at most about half full, so probes stay short.
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -29,22 +30,87 @@ typedef unsigned long long u64;
 __device__ __forceinline__ i64 overwrite_first() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 overwrite_stride() { return (i64)gridDim.x * blockDim.x; }
 
-// A node's home slot in [0, capacity): a multiplicative hash, then a multiply-shift into range (no division).
-__device__ __forceinline__ unsigned overwrite_home(i64 node, int capacity) {
+// A node's home slot in [0, slots): a multiplicative hash, then a multiply-shift into range (no division).
+__device__ __forceinline__ unsigned overwrite_hash(i64 node, unsigned slots) {
     const u64 hash = ((u64)node * 0x9E3779B97F4A7C15ull) >> 32;
-    return (unsigned)((hash * (u64)(unsigned)capacity) >> 32);
+    return (unsigned)((hash * (u64)slots) >> 32);
 }
 
-// The slot holding `node`, or -1: probes from its home until the node, an empty slot or `capacity` slots.
-__device__ __forceinline__ int overwrite_find(const i64* __restrict__ keys, i64 node, int capacity) {
-    unsigned slot = overwrite_home(node, capacity);
+// A node's probe order. Where the keys are 32-byte aligned and hold at least one whole bucket of 4 (one sector),
+// the home slot lies among the whole buckets' slots and the probe reads a bucket's 4 keys at once: the rest of
+// the home bucket from the home slot round, then the next buckets in turn (wrapping; the 1 to 3 slots past the
+// last whole bucket are never used: 2 E + 1 slots still hold E nodes). Otherwise slot by slot from home. Every
+// slot is visited at most once, so the probe ends whatever the table holds; the claim and the lookup use the
+// same order, so a lookup that meets an empty slot knows the node was never claimed.
+__device__ __forceinline__ bool overwrite_bucketed(const i64* keys, int capacity) {
+    return capacity >= 4 && ((u64)keys & 31u) == 0u;
+}
+
+__device__ __forceinline__ unsigned overwrite_home(const i64* keys, i64 node, int capacity) {
+    const unsigned slots = overwrite_bucketed(keys, capacity) ? (unsigned)capacity & ~3u : (unsigned)capacity;
+    return overwrite_hash(node, slots);
+}
+
+// Calls visit(slot, key) along `node`'s probe order (key: the value read there) until it returns nonzero: the
+// slot for 1, -1 for -1; -1 when every slot was visited. Fresh: the keys read from L2 (the claim, while other SMs
+// claim), else through the read-only cache (the lookup, after the claim kernel).
+template <bool Fresh>
+__device__ __forceinline__ longlong2 overwrite_load2(const longlong2* at) { return Fresh ? __ldcg(at) : __ldg(at); }
+template <bool Fresh>
+__device__ __forceinline__ i64 overwrite_load(const i64* at) { return Fresh ? __ldcg(at) : __ldg(at); }
+
+template <bool Fresh, typename Visit>
+__device__ __forceinline__ int overwrite_probe(const i64* keys, i64 node, int capacity, Visit visit) {
+    if (capacity <= 0) return -1;
+    const unsigned home = overwrite_home(keys, node, capacity);
+    if (overwrite_bucketed(keys, capacity)) {
+        const unsigned buckets = (unsigned)capacity / 4u;
+        unsigned bucket = home / 4u;
+        for (unsigned visited = 0; visited < buckets; ++visited) {
+            const longlong2* sector = reinterpret_cast<const longlong2*>(keys + 4u * bucket);
+            const longlong2 low = overwrite_load2<Fresh>(sector), high = overwrite_load2<Fresh>(sector + 1);
+#pragma unroll
+            for (unsigned t = 0; t < 4u; ++t) {
+                const unsigned j = (home + t) & 3u;
+                const longlong2 half = (j & 2u) ? high : low;  // selects: an array indexed at run time spills
+                const i64 key = (j & 1u) ? half.y : half.x;
+                const int verdict = visit(4u * bucket + j, key);
+                if (verdict != 0) return verdict > 0 ? (int)(4u * bucket + j) : -1;
+            }
+            bucket = bucket + 1u == buckets ? 0u : bucket + 1u;
+        }
+        return -1;
+    }
+    unsigned slot = home;
     for (int probe = 0; probe < capacity; ++probe) {
-        const i64 key = __ldg(keys + slot);
-        if (key == node) return (int)slot;
-        if (key == OVERWRITE_EMPTY) return -1;
+        const int verdict = visit(slot, overwrite_load<Fresh>(keys + slot));
+        if (verdict != 0) return verdict > 0 ? (int)slot : -1;
         slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
     }
     return -1;
+}
+
+// The slot holding `node`, or -1 (an empty slot or every slot visited first).
+__device__ __forceinline__ int overwrite_find(const i64* __restrict__ keys, i64 node, int capacity) {
+    return overwrite_probe<false>(keys, node, capacity, [&](unsigned, i64 key) {
+        return key == node ? 1 : key == OVERWRITE_EMPTY ? -1 : 0;
+    });
+}
+
+// The slot `node` holds or claims now, or -1 (no free slot). First one compare-and-swap at the home slot (it
+// reads the key too: one round trip where the home is free or the node's, as it mostly is in a table at most
+// half full); past it the probe reads a bucket per round trip and swaps only where it read a free slot.
+__device__ __forceinline__ int overwrite_claim_slot(i64* keys, i64 node, int capacity) {
+    if (capacity <= 0) return -1;
+    const unsigned home = overwrite_home(keys, node, capacity);
+    const i64 first = (i64)atomicCAS((u64*)(keys + home), (u64)OVERWRITE_EMPTY, (u64)node);
+    if (first == OVERWRITE_EMPTY || first == node) return (int)home;
+    return overwrite_probe<true>(keys, node, capacity, [&](unsigned slot, i64 key) {
+        if (key == node) return 1;
+        if (key != OVERWRITE_EMPTY) return 0;
+        const i64 previous = (i64)atomicCAS((u64*)(keys + slot), (u64)OVERWRITE_EMPTY, (u64)node);
+        return previous == OVERWRITE_EMPTY || previous == node ? 1 : 0;
+    });
 }
 
 // Pass 1. winners_out[slot(index[e])] = max over the node's edges e; keys_out[slot] = the node. keys_in and
@@ -62,17 +128,10 @@ overwrite_claim(const i64* index, const i64* keys_in, const i64* winners_in,
         // lanes of one node: only the highest (its last edge) goes on; -1 groups the absent and negative ones
         const unsigned peers = __match_any_sync(0xffffffffu, node < 0 ? OVERWRITE_EMPTY : node);
         if (node < 0 || 31 - __clz(peers) != lane) continue;
-        // One compare-and-swap per slot probed (it reads the key too: one round trip, no read before it); the
-        // winner's max is a reduction (red: no answer to wait for).
-        unsigned slot = overwrite_home(node, capacity);
-        for (int probe = 0; probe < capacity; ++probe) {
-            const i64 key = (i64)atomicCAS((u64*)(keys_out + slot), (u64)OVERWRITE_EMPTY, (u64)node);
-            if (key == OVERWRITE_EMPTY || key == node) {
-                asm volatile("red.global.max.s64 [%0], %1;" ::"l"(winners_out + slot), "l"(edge) : "memory");
-                break;
-            }
-            slot = slot + 1u == (unsigned)capacity ? 0u : slot + 1u;
-        }
+        const int slot = overwrite_claim_slot(keys_out, node, capacity);
+        if (slot < 0) continue;  // a full table: this node's rows are not written
+        // the winner's max is a reduction (red: no answer to wait for)
+        asm volatile("red.global.max.s64 [%0], %1;" ::"l"(winners_out + slot), "l"(edge) : "memory");
     }
 }
 
