@@ -93,10 +93,10 @@ def run(path, state, src, index, functions=None, capacity=None, table=None, misa
     slots = sizes["capacity"]
     buffers = [DeviceArray.from_array(guarded), DeviceArray.from_array(src),
                DeviceArray.from_array(np.ascontiguousarray(index, np.int64)),
-               DeviceArray.from_array(np.full(2 * slots + 2 * GUARD_ROWS, 0x5A5A5A5A, np.int64))]
+               DeviceArray.from_array(np.full(2 * slots + 2 * GUARD_ROWS + 1, 0x5A5A5A5A, np.int64))]
     state_d, src_d, index_d, table_d = buffers
     base = state_d.ptr + GUARD_ROWS * num_features * state.dtype.itemsize
-    keys = table_d.ptr + 8 * GUARD_ROWS - (8 if misaligned else 0)
+    keys = table_d.ptr + 8 * (GUARD_ROWS + misaligned)  # one word more than the table for the misaligned one
     assert (keys % 32 == 0) != misaligned
     stream = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
     try:
@@ -104,7 +104,7 @@ def run(path, state, src, index, functions=None, capacity=None, table=None, misa
             pointers = {"state": base, "src": src_d.ptr, "index": index_d.ptr, "keys": keys,
                         "winners": keys + 8 * slots}
             if table is not None:
-                host = np.full(2 * slots + 2 * GUARD_ROWS, 0x5A5A5A5A, np.int64)
+                host = np.full(2 * slots + 2 * GUARD_ROWS + 1, 0x5A5A5A5A, np.int64)
                 host[GUARD_ROWS:GUARD_ROWS + 2 * slots] = table
                 table_d.upload(host)
                 from plugin.kernels.aot import aot_arguments, aot_argument_types, aot_launch_params
