@@ -263,6 +263,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         outputs[1] and the kernel gets counts=0: no O(N) zeroing, only the E rows are touched. Should TensorRT
         ever hand the output its own buffer, the state is first copied into it (a device-to-device copy on the
         same stream), so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
+        With overwrite, the prepared PreparedOverwrite writes the rows instead, its table in TensorRT's workspace.
         """
         if self._launch is None:  # not TensorRT's order, but the shapes are all here
             self.on_shape_change(input_desc, output_desc)
