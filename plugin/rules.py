@@ -15,6 +15,10 @@ compute_counts (plugin field "compute_counts", int32 0 or 1, default 1) says whe
 output. Computing counts zeroes N int64 values on every execution, O(N) whatever the update's size, so a
 network that does not use counts (the state-update network of --steps) builds the plugin with 0: then it has
 one output and each execution costs in proportion to the update (E rows), not to the state.
+
+overwrite (plugin field "overwrite", int32 0 or 1, default 0) makes the plugin write rows instead of adding them:
+state[index[e]] = src[e] for e in order, the last edge winning where an index repeats (docs/overwrite.md). It has
+one output (aggregated, input 0's memory), so it needs compute_counts 0; its workspace is a table of 2 E + 1 slots.
 """
 
 from collections import Counter
@@ -33,13 +37,14 @@ INDEX_DTYPE = np.dtype(np.int64)
 COUNTS_DTYPE = np.dtype(np.int64)
 
 COMPUTE_COUNTS_FIELD = "compute_counts"
-FIELD_NAMES = (COMPUTE_COUNTS_FIELD,)
+OVERWRITE_FIELD = "overwrite"
+FIELD_NAMES = (COMPUTE_COUNTS_FIELD, OVERWRITE_FIELD)
 FIELD_DTYPE = np.dtype(np.int32)  # every field is one int32 (PluginFieldType.INT32)
 DEFAULT_COMPUTE_COUNTS = True  # also what an engine serialized before the field existed gets back
+DEFAULT_OVERWRITE = False  # add rows; also what an engine serialized before the field existed gets back
 
 
-def as_compute_counts(value: object) -> bool:
-    """compute_counts as a bool from True/False or the integers 0/1; ValueError for anything else."""
+def _as_flag(value: object, name: str) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
@@ -48,7 +53,24 @@ def as_compute_counts(value: object) -> bool:
         shown = str(value.item() if isinstance(value, np.generic) else value)  # 7, not np.int64(7)
     else:
         shown = repr(value)
-    raise ValueError(f"{COMPUTE_COUNTS_FIELD} must be 0 or 1, got {shown}")
+    raise ValueError(f"{name} must be 0 or 1, got {shown}")
+
+
+def as_compute_counts(value: object) -> bool:
+    """compute_counts as a bool from True/False or the integers 0/1; ValueError for anything else."""
+    return _as_flag(value, COMPUTE_COUNTS_FIELD)
+
+
+def as_overwrite(value: object) -> bool:
+    """overwrite as a bool from True/False or the integers 0/1; ValueError for anything else."""
+    return _as_flag(value, OVERWRITE_FIELD)
+
+
+def check_overwrite(*, overwrite: bool, compute_counts: bool) -> None:
+    """ValueError for overwrite with counts: an overwrite has one output (the state), so it needs compute_counts 0."""
+    if overwrite and compute_counts:
+        raise ValueError(f"{OVERWRITE_FIELD}=1 writes rows and has no counts output: it needs {COMPUTE_COUNTS_FIELD}=0, "
+                         f"got {COMPUTE_COUNTS_FIELD}=1")
 
 
 def num_outputs(*, compute_counts: bool) -> int:
@@ -147,10 +169,23 @@ def compute_counts_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
     return as_compute_counts(_one_int32(fields, COMPUTE_COUNTS_FIELD, "0 or 1"))
 
 
-def fields_to_serialize(*, compute_counts: bool) -> dict[str, np.ndarray]:
-    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1]}; the inverse of
-    compute_counts_from_fields."""
-    return {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE)}
+def overwrite_from_fields(fields: Mapping[str, np.ndarray]) -> bool:
+    """overwrite from the plugin fields by name: missing means DEFAULT_OVERWRITE (add rows); ValueError for an
+    array that is not exactly one int32, or a value other than 0/1. With overwrite, compute_counts must be 0
+    (check_overwrite)."""
+    check_field_names(list(fields))
+    if OVERWRITE_FIELD not in fields:
+        return DEFAULT_OVERWRITE
+    return as_overwrite(_one_int32(fields, OVERWRITE_FIELD, "0 or 1"))
+
+
+def fields_to_serialize(*, compute_counts: bool, overwrite: bool = DEFAULT_OVERWRITE) -> dict[str, np.ndarray]:
+    """The plugin fields that recreate a plugin: {"compute_counts": int32 [0 or 1]} and, for an overwrite only,
+    "overwrite": int32 [1]; the inverse of compute_counts_from_fields and overwrite_from_fields."""
+    fields = {COMPUTE_COUNTS_FIELD: np.array([int(compute_counts)], dtype=FIELD_DTYPE)}
+    if overwrite:
+        fields[OVERWRITE_FIELD] = np.array([1], dtype=FIELD_DTYPE)
+    return fields
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Inputs: state [N, F], src [E, F] (float32 or float16), index [E] int64. Outputs: aggregated [N, F], which is
 input 0's memory (get_aliased_input(0) == 0), and, when the plugin field compute_counts is 1 (the default),
-counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream; the rules (types,
-formats, shapes, aliasing, fields) live in plugin.rules.
+counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream, or with the plugin
+field overwrite = 1 writes them (state[index[e]] = src[e], the last edge winning: plugin/kernels/overwrite.py);
+the rules (types, formats, shapes, aliasing, fields) live in plugin.rules.
 
 TensorRT is imported when this module is imported; everything else (CUDA, the kernel) when first used.
 Register the creator (register_scatter_add_creator) before deserializing an engine that contains the plugin.
@@ -50,14 +51,20 @@ def trt_dtype(dtype: np.dtype) -> Any:
     return _TRT_DTYPES[np.dtype(dtype)]
 
 
-def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool) -> int:
-    """Workspace bytes for the profile's largest shapes of (state, src, index); ValueError
+def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, overwrite: bool = False) -> int:
+    """Workspace bytes for the profile's largest shapes of (state, src, index) (overwrite: the overwrite's table,
+    2 E + 1 slots); ValueError
     (rules.profile_maximum_sizes) for a dynamic maximum, shapes that do not fit together or an unsupported state
     type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
+    if overwrite:
+        from plugin.kernels.overwrite import overwrite_sizes, overwrite_workspace_size
+
+        overwrite_sizes(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype)  # int32 sizes
+        return overwrite_workspace_size(sizes.num_edges)
     return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                           with_counts=with_counts))
 
@@ -79,13 +86,20 @@ def plugin_field_collection(fields: dict[str, np.ndarray]) -> Any:
 # The fields of each plugin variant, built once and kept for the life of the process. TensorRT reads the
 # collection get_fields_to_serialize returns after the call, through pointers into the collection and into
 # the int32 arrays; module-level constants stay valid however long the plugin or the returned object lives.
-_FIELD_ARRAYS = {counts: rules.fields_to_serialize(compute_counts=counts) for counts in (True, False)}
-_FIELD_COLLECTIONS = {counts: plugin_field_collection(arrays) for counts, arrays in _FIELD_ARRAYS.items()}
+_FIELD_ARRAYS = {(counts, overwrite): rules.fields_to_serialize(compute_counts=counts, overwrite=overwrite)
+                 for counts in (True, False) for overwrite in (False, True) if not (counts and overwrite)}
+_FIELD_COLLECTIONS = {key: plugin_field_collection(arrays) for key, arrays in _FIELD_ARRAYS.items()}
+# What the creator advertises (field_names): compute_counts and overwrite with their defaults, so that TensorRT's
+# ONNX parser passes those attributes of a node.
+_ADVERTISED = {rules.COMPUTE_COUNTS_FIELD: np.array([int(rules.DEFAULT_COMPUTE_COUNTS)], dtype=rules.FIELD_DTYPE),
+               rules.OVERWRITE_FIELD: np.array([int(rules.DEFAULT_OVERWRITE)], dtype=rules.FIELD_DTYPE)}
+_ADVERTISED_COLLECTION = plugin_field_collection(_ADVERTISED)
 
 
-def read_plugin_fields(field_collection: Any) -> bool:
-    """compute_counts from the PluginFieldCollection TensorRT hands the creator (a network's or a deserialized
-    engine's); ValueError names an unknown or repeated field, a type other than INT32 or a bad value."""
+def read_plugin_fields(field_collection: Any) -> tuple[bool, bool]:
+    """(compute_counts, overwrite) from the PluginFieldCollection TensorRT hands the creator (a network's or a
+    deserialized engine's); ValueError names an unknown or repeated field, a type other than INT32, a bad value,
+    or overwrite with counts."""
     fields = list(field_collection)
     rules.check_field_names([field.name for field in fields])
     values: dict[str, np.ndarray] = {}
@@ -93,7 +107,9 @@ def read_plugin_fields(field_collection: Any) -> bool:
         if field.type != trt.PluginFieldType.INT32:
             raise ValueError(f"plugin field {field.name!r} must have type INT32, got {field.type.name}")
         values[field.name] = np.array(field.data, dtype=rules.FIELD_DTYPE)  # a copy: data is TensorRT's memory
-    return rules.compute_counts_from_fields(values)
+    compute_counts, overwrite = rules.compute_counts_from_fields(values), rules.overwrite_from_fields(values)
+    rules.check_overwrite(overwrite=overwrite, compute_counts=compute_counts)
+    return compute_counts, overwrite
 
 
 class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuildV2, trt.IPluginV3OneRuntime):
@@ -102,10 +118,14 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     One attribute, compute_counts (plugin field "compute_counts", int32 0/1, default 1): with 1 the plugin
     has two outputs (aggregated, counts); with 0 only aggregated, and enqueue does not touch counts, so an
     execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
-    get_fields_to_serialize writes compute_counts, so a deserialized engine's creator recreates the same plugin.
+    get_fields_to_serialize writes compute_counts (and overwrite), so a deserialized engine's creator recreates the
+    same plugin.
+    overwrite (plugin field, int32 0/1, default 0): 1 writes rows instead, state[index[e]] = src[e] with the last
+    edge winning, through its own table in the workspace (plugin.kernels.overwrite); it needs compute_counts 0.
     """
 
-    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS) -> None:
+    def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS,
+                 overwrite: bool = rules.DEFAULT_OVERWRITE) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         trt.IPluginV3OneBuildV2.__init__(self)
@@ -114,6 +134,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
         self.compute_counts = rules.as_compute_counts(compute_counts)
+        self.overwrite = rules.as_overwrite(overwrite)
+        rules.check_overwrite(overwrite=self.overwrite, compute_counts=self.compute_counts)
         self.num_outputs = rules.num_outputs(compute_counts=self.compute_counts)
         self._launch: Any = None  # a PreparedScatterAdd for the current shapes (on_shape_change)
         self._prepared_for: Any = None  # the (LaunchSizes, dtype) it was prepared for
@@ -127,7 +149,7 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     def clone(self) -> "ScatterAddPlugin":
         """A new plugin with the same fields. The prepared launch is not copied: each execution context's
         plugin (attach_to_context) prepares its own in on_shape_change, since a call patches its argument buffer."""
-        return ScatterAddPlugin(compute_counts=self.compute_counts)
+        return ScatterAddPlugin(compute_counts=self.compute_counts, overwrite=self.overwrite)
 
     # --- IPluginV3OneBuild(V2): called while TensorRT builds the engine ------------------------------------
     def get_output_data_types(self, input_types: "list[DataType]") -> "list[DataType]":
@@ -156,13 +178,13 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         everything get_workspace_size needs: TensorRT turns an exception here into a build error, but swallows
         one raised in get_workspace_size and uses 0 bytes."""
         rules.check_input_ranks([dims_tuple(desc.desc.dims) for desc in inp])
-        profile_workspace_size(inp, with_counts=self.compute_counts)
+        profile_workspace_size(inp, with_counts=self.compute_counts, overwrite=self.overwrite)
 
     def get_workspace_size(self, inp: "list[DynamicPluginTensorDesc]", out: "list[DynamicPluginTensorDesc]") -> int:
         """The kernel's workspace for the largest shapes of the profile (float32 none, except with counts: 8 N
         bytes for more than 2^24 edges, the sorted path's for wide rows and many edges). TensorRT calls
         configure_plugin first with the same descriptors, which checked this computation, so it cannot raise."""
-        return profile_workspace_size(inp, with_counts=self.compute_counts)
+        return profile_workspace_size(inp, with_counts=self.compute_counts, overwrite=self.overwrite)
 
     def get_aliased_input(self, output_index: int) -> int:
         """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
@@ -190,6 +212,14 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
             raise ValueError(f"unsupported state dtype {inp[rules.STATE].type}")
         if self._launch is not None and self._prepared_for == (sizes, dtype):
             return
+        if self.overwrite:
+            from plugin.kernels.overwrite import PreparedOverwrite
+
+            self._launch = PreparedOverwrite(num_nodes=sizes.num_nodes, num_edges=sizes.num_edges,
+                                             num_features=sizes.num_features, dtype=dtype)
+            self._prepared_for = (sizes, dtype)
+            self._state_nbytes = rules.state_nbytes(sizes, dtype)
+            return
         # what get_workspace_size asked TensorRT for
         workspace_size = scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                                     with_counts=self.compute_counts)
@@ -216,12 +246,16 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         outputs[1] and the kernel gets counts=0: no O(N) zeroing, only the E rows are touched. Should TensorRT
         ever hand the output its own buffer, the state is first copied into it (a device-to-device copy on the
         same stream), so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
+        With overwrite, the prepared PreparedOverwrite writes the rows instead, its table in TensorRT's workspace.
         """
         if self._launch is None:  # not TensorRT's order, but the shapes are all here
             self.on_shape_change(input_desc, output_desc)
         state = outputs[rules.AGGREGATED]
         if state != inputs[rules.STATE]:
             copy_device_async(state, inputs[rules.STATE], self._state_nbytes, stream)
+        if self.overwrite:  # the table is the workspace: overwrite_workspace_size of the profile's E
+            self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], workspace, stream)
+            return
         counts = outputs[rules.COUNTS] if self.compute_counts else 0
         self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], counts, workspace, stream)
 
@@ -230,11 +264,12 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return self.clone()
 
     def get_fields_to_serialize(self) -> Any:
-        """compute_counts as one INT32 field; the creator reads it back when an engine is deserialized.
+        """compute_counts and (for an overwrite) overwrite as INT32 fields; the creator reads them back when an
+        engine is deserialized.
 
         Returns a module-level collection (see _FIELD_COLLECTIONS): TensorRT reads it after this call returns.
         """
-        return _FIELD_COLLECTIONS[self.compute_counts]
+        return _FIELD_COLLECTIONS[(self.compute_counts, self.overwrite)]
 
 
 def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
@@ -256,19 +291,21 @@ class ScatterAddPluginCreator(trt.IPluginCreatorV3One):
         self.name = PLUGIN_NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        # The fields create_plugin accepts, each with its type and default value (compute_counts: INT32, 1).
-        self.field_names = _FIELD_COLLECTIONS[rules.DEFAULT_COMPUTE_COUNTS]
+        # The fields a network or ONNX node may give create_plugin, with their type and default (compute_counts:
+        # INT32, 1; overwrite: INT32, 0).
+        self.field_names = _ADVERTISED_COLLECTION
 
     def create_plugin(self, name: str, field_collection: Any, phase: Any) -> ScatterAddPlugin:
-        """A plugin from the fields of a network or of a deserialized engine (compute_counts; default 1).
+        """A plugin from the fields of a network or of a deserialized engine (compute_counts, default 1; overwrite,
+        default 0).
 
         ValueError (a null plugin, reported by TensorRT, when called through TensorRT) for bad fields.
         """
         try:
-            compute_counts = read_plugin_fields(field_collection)
+            compute_counts, overwrite = read_plugin_fields(field_collection)
         except ValueError as error:
             raise ValueError(f"{PLUGIN_NAME}: {error}") from None
-        return ScatterAddPlugin(compute_counts=compute_counts)
+        return ScatterAddPlugin(compute_counts=compute_counts, overwrite=overwrite)
 
 
 _registered_creators: list[ScatterAddPluginCreator] = []

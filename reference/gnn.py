@@ -59,3 +59,18 @@ def gnn_reference(node_features, edges, weights, state=None, in_degree=None) -> 
     logits = np.asarray(weights, dtype=np.float64) @ mean.T
     softmax = softmax_over_classes(np.maximum(logits, 0.0))
     return {"aggregated": aggregated, "counts": counts, "mean": mean, "logits": logits, "softmax": softmax}
+
+
+def scatter_overwrite_numpy(state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """A copy of state [N, ...] after `for e in range(E): state[idx[e]] = src[e]`: where an index repeats the
+    LAST edge wins, and rows are copied exactly (same dtype as state, no arithmetic). Indices outside [0, N)
+    are skipped, as the overwrite kernels skip them. O(E log E), no Python loop: one np.unique over the
+    reversed indices finds each node's last edge."""
+    out = np.array(state, copy=True)
+    idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+    src = np.asarray(src, dtype=out.dtype).reshape((idx.size,) + out.shape[1:])
+    valid = (idx >= 0) & (idx < out.shape[0])
+    edges = np.flatnonzero(valid)
+    nodes, first_from_end = np.unique(idx[edges][::-1], return_index=True)
+    out[nodes] = src[edges[::-1][first_from_end]]
+    return out

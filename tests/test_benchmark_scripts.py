@@ -80,6 +80,7 @@ BAD_ARGUMENTS = {  # one bad value per script, each of a kind its parser must re
     "benchmarks/bench_breakdown.py": (["--dtypes", "float64"], "argument --dtypes: expected float32 and/or float16"),
     "benchmarks/bench_engine_state.py": (["--steps", "-3"], "argument --steps: expected a positive integer, got '-3'"),
     "benchmarks/bench_enqueue.py": (["--edges", "1.5"], "argument --edges: expected a positive integer, got '1.5'"),
+    "benchmarks/bench_overwrite.py": (["--features", "0"], "argument --features: expected a positive integer, got '0'"),
     "benchmarks/bench_parse.py": (["--repeat", "x"], "argument --repeat: expected a positive integer, got 'x'"),
     "benchmarks/bench_scatter_add.py": (["--sizes", "1e6:inf:1"], "N, E and F must be positive integers"),
     "benchmarks/bench_state_update.py": (["--batch"], "unrecognized arguments: --batch"),

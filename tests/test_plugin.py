@@ -339,9 +339,11 @@ def test_creator_describes_the_plugin(trt, sap):
     creator = sap.ScatterAddPluginCreator()
     assert (creator.name, creator.plugin_version, creator.plugin_namespace) == plugin_key(sap)
     # what a network or ONNX node may give create_plugin: name, type and the default value
-    (advertised,) = creator.field_names
+    advertised, overwrite = creator.field_names
     assert advertised.name == "compute_counts" and advertised.type == trt.PluginFieldType.INT32
     assert advertised.size == 1 and advertised.data.tolist() == [1]
+    assert overwrite.name == "overwrite" and overwrite.type == trt.PluginFieldType.INT32
+    assert overwrite.size == 1 and overwrite.data.tolist() == [0]
     gc.collect()
     churn = [np.full(1, 77, np.int32) for _ in range(20_000)]
     assert creator.field_names[0].data.tolist() == [1]  # the creator keeps the array alive

@@ -167,7 +167,7 @@ def test_missing_field_means_counts_as_before_the_field_existed():
     "fields, message",
     [
         ({"num_nodes": np.array([4], np.int32)},
-         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts'\]"),
+         r"unknown plugin field\(s\) \['num_nodes'\]; .* only \['compute_counts', 'overwrite'\]"),
         ({"compute_counts": np.array([2], np.int32)}, "compute_counts must be 0 or 1, got 2$"),
         ({"compute_counts": np.array([-1], np.int32)}, "compute_counts must be 0 or 1, got -1$"),
         ({"compute_counts": np.array([1, 0], np.int32)}, "one int32 value .* got 2 value"),
