@@ -44,8 +44,8 @@ def test_overwrite_needs_compute_counts_zero_in_one_line():
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_overwrite_fields_round_trip(overwrite):
     fields = rules.fields_to_serialize(compute_counts=False, overwrite=overwrite)
-    # an adding plugin serializes exactly what an earlier release wrote (and reads back)
-    assert list(fields) == ["compute_counts", "workspace_layout"] + (["overwrite"] if overwrite else [])
+    # an adding plugin serializes compute_counts alone
+    assert list(fields) == ["compute_counts"] + (["overwrite"] if overwrite else [])
     assert rules.overwrite_from_fields(fields) is overwrite
     assert rules.compute_counts_from_fields(fields) is False
 
@@ -134,14 +134,13 @@ def test_overwrite_fields_round_trip_through_the_creator(trt, sap):
     creator = sap.ScatterAddPluginCreator()
     fields = sap.ScatterAddPlugin(compute_counts=False, overwrite=True).get_fields_to_serialize()
     assert [(f.name, f.type, f.data.tolist()) for f in fields] == [
-        ("compute_counts", trt.PluginFieldType.INT32, [0]), ("workspace_layout", trt.PluginFieldType.INT32, [2]),
-        ("overwrite", trt.PluginFieldType.INT32, [1])]
+        ("compute_counts", trt.PluginFieldType.INT32, [0]), ("overwrite", trt.PluginFieldType.INT32, [1])]
     for phase in (trt.TensorRTPhase.BUILD, trt.TensorRTPhase.RUNTIME):
         rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, fields, phase)  # via C++
         assert isinstance(rebuilt, sap.ScatterAddPlugin)
         assert (rebuilt.overwrite, rebuilt.compute_counts, rebuilt.num_outputs) == (True, False, 1)
     adding = sap.ScatterAddPlugin(compute_counts=False).get_fields_to_serialize()
-    assert [f.name for f in adding] == ["compute_counts", "workspace_layout"]
+    assert [f.name for f in adding] == ["compute_counts"]
     rebuilt = trt.IPluginCreatorV3One.create_plugin(creator, sap.PLUGIN_NAME, adding, trt.TensorRTPhase.RUNTIME)
     assert rebuilt.overwrite is False
 
