@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cli.onnx_args import DEFAULT_DYNAMIC_DIM
-from common.errors import InputError
+from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 
 INPUTS_STREAM = 2
@@ -128,12 +128,20 @@ def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:
     (input name -> array), or one feed dict."""
     from common.imports import import_module
 
-    json = import_module("polygraphy.json")  # MissingDependencyError with the pip line
+    import contextlib
+    import io
+
+    logged = io.StringIO()  # polygraphy's logger prints ("[!] Could not decode ..."): folded into the one line
     try:
-        loaded = json.load_json(path)
+        with contextlib.redirect_stdout(logged), contextlib.redirect_stderr(logged):
+            json = import_module("polygraphy.json")  # MissingDependencyError with the pip line
+            loaded = json.load_json(path)
+    except MissingDependencyError:
+        raise
     except Exception as error:  # json's, polygraphy's and numpy's decoding errors
-        reason = next(iter(str(error).strip().splitlines()), type(error).__name__)[:200]
-        raise InputError(f"{source}: not polygraphy's JSON of inputs ({reason})") from None
+        reason = next(iter(str(error).strip().splitlines()), "") or next(
+            (line for line in logged.getvalue().splitlines() if line.startswith("[!]")), type(error).__name__)
+        raise InputError(f"{source}: not polygraphy's JSON of inputs ({reason[:200]})") from None
     feeds = [loaded] if isinstance(loaded, dict) else loaded
     if not isinstance(feeds, list) or not feeds or not all(
             isinstance(feed, dict) and all(isinstance(value, np.ndarray) for value in feed.values()) for feed in feeds):

@@ -64,23 +64,36 @@ class OutputCheck:
 
 def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> OutputCheck:
     """`actual` against ONNX Runtime's `expected` for an output of the model's `dtype`: integers and booleans
-    exactly, floats within RELATIVE_TOLERANCE of the expected output's largest magnitude; NaN fails."""
+    exactly, floats within RELATIVE_TOLERANCE of the EXPECTED output's largest finite magnitude (never the
+    actual's: an output blown up must not widen its own tolerance); NaN or an infinity where ONNX Runtime has
+    none (or the other way round) fails, naming the element."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return OutputCheck(False, float("inf"), 0.0, f"shape {list(actual.shape)}, ONNX Runtime's "
                                                      f"{list(expected.shape)}")
     if actual.size == 0:
         return OutputCheck(True, 0.0, 0.0, "no elements")
-    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-    largest = float(np.max(np.where(np.isnan(error), np.inf, error)))
     kind = np.dtype(dtype).kind if dtype is not None else "f"
     if kind != "f" and dtype is not None:
-        return OutputCheck(bool(np.all(actual == expected)), largest, 0.0, "exact: integers")
+        error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        return OutputCheck(bool(np.all(actual == expected)), float(np.max(error)), 0.0, "exact: integers")
+    actual64, expected64 = actual.astype(np.float64), expected.astype(np.float64)
+    finite = np.isfinite(expected64)
+    unmatched = (np.isfinite(actual64) != finite) | (~finite & (actual64 != expected64) & ~(
+        np.isnan(actual64) & np.isnan(expected64)))
     relative = RELATIVE_TOLERANCE.get(np.dtype(dtype).name if dtype is not None else "", RELATIVE_TOLERANCE["float16"])
-    magnitude = float(np.max(np.abs(expected.astype(np.float64))))
+    magnitude = float(np.max(np.abs(expected64[finite]))) if finite.any() else 0.0
     tolerance = relative * magnitude
-    return OutputCheck(bool(np.all(error <= tolerance)), largest, tolerance,
-                       f"{relative:g} of its largest magnitude {magnitude:.3g}")
+    error = np.where(finite & np.isfinite(actual64), np.abs(actual64 - expected64), 0.0)
+    largest = float(np.max(error))
+    how = f"{relative:g} of ONNX Runtime's largest magnitude {magnitude:.3g}"
+    if unmatched.any():
+        position = tuple(int(i) for i in np.argwhere(unmatched)[0])
+        return OutputCheck(False, largest, tolerance, f"{how}; element {list(position)} is {actual64[position]:g}, "
+                                                      f"ONNX Runtime's {expected64[position]:g}")
+    if not finite.all():
+        how += f"; {int(np.count_nonzero(~finite)):,} non-finite elements equal in both"
+    return OutputCheck(bool(np.all(error <= tolerance)), largest, tolerance, how)
 
 
 @dataclass(frozen=True)
