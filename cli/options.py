@@ -142,7 +142,7 @@ class _Recorded(argparse._StoreAction):
     """A stored option that also records that it was given (Namespace.given_options): an option with a default,
     such as --precision, that a model of one's own must refuse only where the user typed it."""
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
         super().__call__(parser, namespace, values, option_string)
         namespace.given_options = getattr(namespace, "given_options", frozenset()) | {self.dest}
 

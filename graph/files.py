@@ -93,7 +93,7 @@ def npz_members(path: str | Path, source: str) -> list[NpzMember]:
     try:
         with open(path, "rb") as file:
             if file.read(len(np.lib.format.MAGIC_PREFIX)) == np.lib.format.MAGIC_PREFIX:
-                raise InputError(f"{source}: holds a single array (.npy), not an .npz archive of named arrays")
+                raise InputError(f"{source}: holds a single array, not an .npz archive of named arrays (a .npy file)")
         archive = zipfile.ZipFile(path)
     except InputError:
         raise
@@ -202,25 +202,16 @@ def edge_list_line(path: str | Path, edge: int) -> int | None:
 
 
 def _load_npz(path: Path, source: str) -> GraphArrays:
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise InputError(f"{source}: holds a single array, not an .npz archive of named arrays")
-        with loaded:
-            names = list(loaded.files)
-            unknown = [name for name in names if name not in GRAPH_ARRAYS]
-            if unknown:
-                raise InputError(
-                    f"{source}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}"
-                )
-            if "edges" not in names:
-                raise InputError(f"{source}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
-            arrays = {name: loaded[name] for name in names}
-    except InputError:
-        raise
-    except UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
-    return GraphArrays(**arrays)
+    """The graph's arrays, their names checked from the archive's directory and headers (npz_members) before
+    any is decompressed."""
+    members = npz_members(path, source)
+    names = [member.name for member in members]
+    unknown = [name for name in names if name not in GRAPH_ARRAYS]
+    if unknown:
+        raise InputError(f"{source}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}")
+    if "edges" not in names:
+        raise InputError(f"{source}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
+    return GraphArrays(**{member.name: read_npz_member(path, member, source) for member in members})
 
 
 def load_node_features_file(path: str | Path) -> np.ndarray:
