@@ -227,8 +227,9 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
     if not scatters and not found:
         raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place: "
-                         "torch.onnx.export drops an update that nothing forward returns reads (return the updated "
-                         "state) and writes X.index_add_(0, idx, src) as a scatter with dynamo=True")
+                         "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
+                         "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
+                         "scatter with torch.onnx.export(..., dynamo=True)")
     plugin = plugin_of_found(found, plugin)
     states = _scatter_adds(graph, [match_scatter(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
