@@ -91,7 +91,7 @@ def run_once(options: argparse.Namespace, prepared: "Prepared") -> int:
     result = run_graph(
         prepared.graph, prepared.weights, options.precision, verbose=options.verbose, load_engine=engine.load_engine,
         profile=prepared.profile, show_progress=shows_progress(options.verbose), benchmark_iterations=engine.benchmark,
-        plugin=engine.plugin, cuda_graph=engine.cuda_graph,
+        plugin=engine.plugin if prepared.onnx is None else prepared.onnx.rewritten.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     engine.outputs.hold("--save_engine", "Engine", result.engine_data)
@@ -109,7 +109,7 @@ def run_steps(options: argparse.Namespace, prepared: "Prepared") -> int:
     result = run_engine_steps(
         prepared.graph, options.precision, prepared.steps.batches, verbose=options.verbose,
         load_engine=engine.load_engine, profile=prepared.profile, show_progress=shows_progress(options.verbose),
-        plugin=engine.plugin, cuda_graph=engine.cuda_graph,
+        plugin=engine.plugin if prepared.onnx is None else prepared.onnx.rewritten.plugin, cuda_graph=engine.cuda_graph,
         onnx=None if prepared.onnx is None else prepared.onnx.engine_source(),
     )
     engine.outputs.hold("--save_engine", "Engine", result.engine_data)

@@ -28,7 +28,9 @@ def parse_onnx_shapes(text: str) -> dict[str, tuple[int, ...]]:
         position = match.end()
         name = match["name"]
         parts = match["dims"].split("x") if match["dims"] is not None else \
-            [part.strip() for part in match["list"].split(",") if part.strip()]
+            [part.strip() for part in match["list"].split(",")]
+        if parts == [""]:
+            raise InputError(f"--onnx_shapes {name}:[]: no dimension given (a scalar input takes no --onnx_shapes)")
         dims = []
         for part in parts:
             if not part.isdigit() or not 1 <= int(part) <= MAX_DIM:

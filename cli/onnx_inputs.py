@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cli.onnx_args import DEFAULT_DYNAMIC_DIM
-from common.errors import InputError
+from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 
 INPUTS_STREAM = 2
@@ -93,32 +93,34 @@ def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> 
     """(rows, what they are) of index input `name` from its IndexBound: a constant row count, or dimension
     `axis` of input `input`. InputError where the model does not tell: such an index can be neither checked
     nor made up, and the plugin adds row idx[e] unchecked."""
-    rows = bound.size(dict(shapes))
-    if rows is None:
+    part = bound.smallest(dict(shapes))
+    rows = None if part is None else part.size(dict(shapes))
+    if part is None or rows is None:
         raise InputError(f"input {name} indexes a scatter's rows, and the model does not tell how many there are "
                          "(its data is computed), so its values can be neither checked nor made up")
-    return int(rows), (f"the rows of {bound.input} it indexes" if bound.input is not None else
-                       f"the {int(rows)} rows it indexes")
+    what = f"the rows of {part.input}" if part.input is not None else f"the {int(rows)} rows"
+    return int(rows), what + (" it indexes" if not bound.also else
+                              f" (the fewest of the {len(bound.also) + 1} states it indexes)")
 
 
-def load_onnx_inputs(path: str) -> list[dict[str, np.ndarray]]:
+def load_onnx_inputs(path: str, specs: Iterable[Any] | None = None,
+                     ready: Callable[[Shapes], None] | None = None) -> list[dict[str, np.ndarray]]:
     """The feed dicts of --onnx_inputs, one per run: an .npz's arrays by name (no pickled objects; one run), or
-    the list polygraphy's JSON holds (`polygraphy run --save-inputs`; a .json file). InputError (one line)."""
-    from graph.files import UNREADABLE, why_unreadable
+    the list polygraphy's JSON holds (`polygraphy run --save-inputs`; a .json file). With the model's input
+    `specs`, an .npz's names, dtypes and shapes are checked from its headers (check_input_headers) before any
+    array is decompressed, and then `ready(shapes)` is called (the caller's last checks before data is read).
+    InputError (one line)."""
+    from graph.files import npz_members, read_npz_member
 
     source = f"--onnx_inputs {shown_path(path)}"
     if path.lower().endswith(".json"):
         return _polygraphy_inputs(path, source)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise InputError(f"{source}: holds a single array, not an .npz archive of arrays by input name")
-        with loaded:
-            return [{name: loaded[name] for name in loaded.files}]
-    except InputError:
-        raise
-    except UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
+    members = npz_members(path, source)
+    if specs is not None:
+        check_input_headers(specs, {member.name: (member.dtype, member.shape) for member in members}, source)
+    if ready is not None:
+        ready({member.name: member.shape for member in members})
+    return [{member.name: read_npz_member(path, member, source) for member in members}]
 
 
 def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:
@@ -126,12 +128,20 @@ def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:
     (input name -> array), or one feed dict."""
     from common.imports import import_module
 
-    json = import_module("polygraphy.json")  # MissingDependencyError with the pip line
+    import contextlib
+    import io
+
+    logged = io.StringIO()  # polygraphy's logger prints ("[!] Could not decode ..."): folded into the one line
     try:
-        loaded = json.load_json(path)
+        with contextlib.redirect_stdout(logged), contextlib.redirect_stderr(logged):
+            json = import_module("polygraphy.json")  # MissingDependencyError with the pip line
+            loaded = json.load_json(path)
+    except MissingDependencyError:
+        raise
     except Exception as error:  # json's, polygraphy's and numpy's decoding errors
-        reason = next(iter(str(error).strip().splitlines()), type(error).__name__)[:200]
-        raise InputError(f"{source}: not polygraphy's JSON of inputs ({reason})") from None
+        reason = next(iter(str(error).strip().splitlines()), "") or next(
+            (line for line in logged.getvalue().splitlines() if line.startswith("[!]")), type(error).__name__)
+        raise InputError(f"{source}: not polygraphy's JSON of inputs ({reason[:200]})") from None
     feeds = [loaded] if isinstance(loaded, dict) else loaded
     if not isinstance(feeds, list) or not feeds or not all(
             isinstance(feed, dict) and all(isinstance(value, np.ndarray) for value in feed.values()) for feed in feeds):
@@ -140,26 +150,37 @@ def _polygraphy_inputs(path: str, source: str) -> list[dict[str, np.ndarray]]:
     return [dict(feed) for feed in feeds]
 
 
+def check_input_headers(specs: Iterable[Any], headers: Mapping[str, tuple[Any, tuple[int, ...]]],
+                        source: str) -> None:
+    """What the names, dtypes and shapes alone decide ({name: (dtype, shape)}, from the arrays or an .npz's
+    headers): every input of the model given, nothing else, each of the model's dtype, rank and static
+    dimensions, each dimension name one size; InputError (`source`, the input and the value)."""
+    specs = list(specs)
+    names = [spec.name for spec in specs]
+    missing = [name for name in names if name not in headers]
+    if missing:
+        raise InputError(f"{source}: no array {missing[0]!r} (the model's inputs: {', '.join(names)})")
+    extra = [name for name in headers if name not in names]
+    if extra:
+        raise InputError(f"{source}: array {extra[0]!r} is not an input of the model (its inputs: {', '.join(names)})")
+    sizes: dict[str, tuple[int, str]] = {}
+    for spec in specs:
+        dtype, shape = headers[spec.name]
+        if spec.dtype is None or np.dtype(dtype) != spec.dtype:
+            raise InputError(f"{source}: {describe(spec.name, dtype, shape)}, the model's input is "
+                             f"{describe(spec.name, spec.dtype, spec.shape)}")
+        _bind(spec, tuple(shape), sizes, f"{source}: {spec.name} {_dims(shape)}")
+
+
 def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bounds: Mapping[str, Any],
                       source: str) -> None:
     """Every input of the model given, nothing else, each of the model's dtype, rank and static dimensions,
     each dimension name one size, floats finite, every index in [0, rows) of what it indexes; InputError
     (`source`, the input and the value) at the first problem."""
     specs = list(specs)
-    names = [spec.name for spec in specs]
-    missing = [name for name in names if name not in feeds]
-    if missing:
-        raise InputError(f"{source}: no array {missing[0]!r} (the model's inputs: {', '.join(names)})")
-    extra = [name for name in feeds if name not in names]
-    if extra:
-        raise InputError(f"{source}: array {extra[0]!r} is not an input of the model (its inputs: {', '.join(names)})")
-    sizes: dict[str, tuple[int, str]] = {}
+    check_input_headers(specs, {name: (array.dtype, tuple(array.shape)) for name, array in feeds.items()}, source)
     for spec in specs:
         array = feeds[spec.name]
-        if spec.dtype is None or array.dtype != spec.dtype:
-            raise InputError(f"{source}: {describe(spec.name, array.dtype, array.shape)}, the model's input is "
-                             f"{describe(spec.name, spec.dtype, spec.shape)}")
-        _bind(spec, tuple(array.shape), sizes, f"{source}: {spec.name} {_dims(array.shape)}")
         if array.dtype.kind == "f" and array.size and not np.all(np.isfinite(array)):
             position = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
             raise InputError(f"{source}: {spec.name}{list(position)} = {float(array[position])} is not finite")
@@ -175,14 +196,15 @@ def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str
         raise InputError(f"{source}: {name}{list(position)} = {int(index[position])} is outside [0, {rows}), {what}")
 
 
-def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
-                     seed: int, run: int = 0, only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-    """The inputs (those named in `only`, else all) of run `run` from the seed: floats standard normal in their
-    dtype, indices uniform in [0, rows). InputError for an input of another kind (no value can be made up for
-    it: give it in --onnx_inputs), one larger than MAX_INPUT_ELEMENTS, or an index into zero rows."""
-    rng = np.random.default_rng((seed, INPUTS_STREAM, run))
+GIVE_IT = "give it in --onnx_inputs FILE.npz"
+
+
+def check_made_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
+                      only: Iterable[str] | None = None, hint: str = GIVE_IT) -> None:
+    """What make_onnx_inputs would refuse, decided from the specs and shapes alone before anything is drawn:
+    InputError for an input of another kind than a float or a scatter's index (no value can be made up for it:
+    give it in --onnx_inputs), one larger than MAX_INPUT_ELEMENTS, or an index into zero rows."""
     wanted = None if only is None else set(only)
-    feeds: dict[str, np.ndarray] = {}
     for spec in specs:
         if wanted is not None and spec.name not in wanted:
             continue
@@ -190,18 +212,51 @@ def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]]
         elements = int(np.prod(shape, dtype=np.int64))
         if elements > MAX_INPUT_ELEMENTS:
             raise InputError(f"input {describe(spec.name, spec.dtype, shape)} would hold {elements:,} values, more "
-                             f"than the {MAX_INPUT_ELEMENTS:,} made from the seed: give it in --onnx_inputs FILE.npz")
+                             f"than the {MAX_INPUT_ELEMENTS:,} made from the seed: {hint}")
         kind = None if spec.dtype is None else np.dtype(spec.dtype).kind
-        if kind == "f":
+        if kind in ("i", "u") and spec.name in index_bounds:
+            rows, _ = index_rows(spec.name, index_bounds[spec.name], shapes)
+            if rows < 1 and elements:
+                part = index_bounds[spec.name].smallest(dict(shapes))
+                state = f"{part.input} [{', '.join(map(str, shapes[part.input]))}]" if part.input else "its state"
+                raise InputError(f"input {spec.name} [{', '.join(map(str, shape))}] indexes the rows of {state}, which "
+                                 "has none, so no index can be made up for it")
+        elif kind != "f" or np.dtype(spec.dtype).name not in DRAWN_FLOATS:
+            why = ("an integer input that is no scatter's index as it is (one computed into an index, e.g. at + 1, "
+                   "has no range the model tells)" if kind in ("i", "u") else
+                   f"{describe_type(spec.dtype)}: values are made up only for {', '.join(DRAWN_FLOATS)} and scatter "
+                   "indices")
+            raise InputError(f"input {describe(spec.name, spec.dtype, spec.shape)}: no value can be made up for "
+                             f"{why}; {hint}")
+
+
+DRAWN_FLOATS = ("float16", "float32", "float64")
+"""The float types made from the seed (numpy draws them; bfloat16 and the float8 types it does not)."""
+
+
+def describe_type(dtype: Any) -> str:
+    return "an input of a type numpy lacks" if dtype is None else f"a {np.dtype(dtype)} input"
+
+
+def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
+                     seed: int, run: int = 0, only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The inputs (those named in `only`, else all) of run `run` from the seed: floats standard normal in their
+    dtype, indices uniform in [0, rows); InputError for what check_made_inputs refuses (checked first, before
+    anything is drawn)."""
+    specs = list(specs)
+    check_made_inputs(specs, shapes, index_bounds, only)
+    rng = np.random.default_rng((seed, INPUTS_STREAM, run))
+    wanted = None if only is None else set(only)
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if wanted is not None and spec.name not in wanted:
+            continue
+        shape = tuple(shapes[spec.name])
+        if np.dtype(spec.dtype).kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
-        elif kind in ("i", "u") and spec.name in index_bounds:
-            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes)
-            if rows < 1:
-                raise InputError(f"input {spec.name} indexes {what}, and there are none (0 rows)")
-            feeds[spec.name] = rng.integers(0, rows, shape).astype(spec.dtype)
         else:
-            raise InputError(f"input {describe(spec.name, spec.dtype, spec.shape)} is neither a float nor the index "
-                             "of a scatter, so no value can be made up for it: give it in --onnx_inputs FILE.npz")
+            rows, _ = index_rows(spec.name, index_bounds[spec.name], shapes)
+            feeds[spec.name] = rng.integers(0, max(rows, 1), shape).astype(spec.dtype)
     return feeds
 
 

@@ -104,15 +104,33 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
         model = load_model(path)
     except InputError as error:
         raise InputError(f"--onnx {error}") from None
+    check_dimensions(model, f"--onnx {shown_path(path)}")
     try:
         rewritten = rewrite_model(model, engine.plugin)
     except InputError as error:
         raise InputError(f"--onnx {shown_path(path)}: {error}") from None
+    if rewritten.plugin != engine.plugin and getattr(options, "plugin", None) is not None:
+        raise InputError(f"--plugin {engine.plugin}: --onnx {shown_path(path)} holds plugin nodes of the "
+                         f"{rewritten.plugin} plugin already, which run only as that plugin: drop --plugin")
     python_rewrite = rewritten.model if rewritten.plugin == PYTHON_PLUGIN else None  # the sample's check reads it
     result = OnnxModel(path, model, rewritten, sample_network(model, python_rewrite), engine.own_inputs)
     if result.is_sample:
         check_network_kind(result, engine)
     return result
+
+
+def check_dimensions(model: Any, shown: str) -> None:
+    """InputError for a static dimension below 0 of a graph input or output (onnx.checker accepts -3, which
+    no tensor can have)."""
+    from network.onnx_rewrite import model_io
+
+    inputs, outputs = model_io(model)
+    for what, specs in (("input", inputs), ("output", outputs)):
+        for spec in specs:
+            for axis, dim in enumerate(spec.shape):
+                if isinstance(dim, int) and dim < 0:
+                    raise InputError(f"{shown}: {what} {spec.name} has dimension {dim} at axis {axis}; a dimension "
+                                     "is a size of 0 or more, or a name (dynamic)")
 
 
 def check_network_kind(model: OnnxModel, engine: EngineOptions) -> None:

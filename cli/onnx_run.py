@@ -11,6 +11,7 @@ fails there on any machine. --save_onnx and --save_engine are held (engine.outpu
 the run passed, by the entry script.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from cli.console import out
 from cli.onnx_inputs import (
+    Shapes,
+    check_made_inputs,
     check_onnx_inputs,
     describe,
     input_shapes,
@@ -61,23 +64,37 @@ class OutputCheck:
 
 def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> OutputCheck:
     """`actual` against ONNX Runtime's `expected` for an output of the model's `dtype`: integers and booleans
-    exactly, floats within RELATIVE_TOLERANCE of the expected output's largest magnitude; NaN fails."""
+    exactly, floats within RELATIVE_TOLERANCE of the EXPECTED output's largest finite magnitude (never the
+    actual's: an output blown up must not widen its own tolerance); NaN or an infinity where ONNX Runtime has
+    none (or the other way round) fails, naming the element."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return OutputCheck(False, float("inf"), 0.0, f"shape {list(actual.shape)}, ONNX Runtime's "
                                                      f"{list(expected.shape)}")
     if actual.size == 0:
         return OutputCheck(True, 0.0, 0.0, "no elements")
-    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-    largest = float(np.max(np.where(np.isnan(error), np.inf, error)))
     kind = np.dtype(dtype).kind if dtype is not None else "f"
     if kind != "f" and dtype is not None:
-        return OutputCheck(bool(np.all(actual == expected)), largest, 0.0, "exact: integers")
+        error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        return OutputCheck(bool(np.all(actual == expected)), float(np.max(error)), 0.0, "exact: integers")
+    actual64, expected64 = actual.astype(np.float64), expected.astype(np.float64)
+    finite = np.isfinite(expected64)
+    unmatched = (np.isfinite(actual64) != finite) | (~finite & (actual64 != expected64) & ~(
+        np.isnan(actual64) & np.isnan(expected64)))
     relative = RELATIVE_TOLERANCE.get(np.dtype(dtype).name if dtype is not None else "", RELATIVE_TOLERANCE["float16"])
-    magnitude = float(np.max(np.abs(expected.astype(np.float64))))
+    magnitude = float(np.max(np.abs(expected64[finite]))) if finite.any() else 0.0
     tolerance = relative * magnitude
-    return OutputCheck(bool(np.all(error <= tolerance)), largest, tolerance,
-                       f"{relative:g} of its largest magnitude {magnitude:.3g}")
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are infinite: masked out
+        error = np.where(finite & np.isfinite(actual64), np.abs(actual64 - expected64), 0.0)
+    largest = float(np.max(error))
+    how = f"{relative:g} of ONNX Runtime's largest magnitude {magnitude:.3g}"
+    if unmatched.any():
+        position = tuple(int(i) for i in np.argwhere(unmatched)[0])
+        return OutputCheck(False, largest, tolerance, f"{how}; element {list(position)} is {actual64[position]:g}, "
+                                                      f"ONNX Runtime's {expected64[position]:g}")
+    if not finite.all():
+        how += f"; {int(np.count_nonzero(~finite)):,} non-finite elements equal in both"
+    return OutputCheck(bool(np.all(error <= tolerance)), largest, tolerance, how)
 
 
 @dataclass(frozen=True)
@@ -130,9 +147,87 @@ def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -
         if value is not None:
             raise InputError(f"{option} serves the sample's networks; {why} (its engine's profile is the run's input "
                              "shapes: --onnx_shapes)")
+    check_sample_options(options, model, shown)
     if engine.steps is not None and not model.rewritten.aliases:
         raise InputError(f"--steps {engine.steps} keeps the states (outputs that alias an input) between runs; no "
                          f"output of {shown} aliases an input")
+
+
+PRECISION_DTYPES = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
+
+
+def check_sample_options(options: Any, model: OnnxModel, shown: str) -> None:
+    """InputError for --precision or --num_classes, where given, that contradict the model: its floats are of
+    their own dtype and its classes (if any) of its own count; the sample's network run on inputs of its own is
+    held to its precision and C, as on a graph."""
+    from cli.options import given_options
+    from network.definition import CLASSIFIER
+    from network.onnx_rewrite import model_io
+
+    given, network = given_options(options), model.network
+    if "precision" in given:
+        wanted = PRECISION_DTYPES[options.precision]
+        floats = [spec for spec in model_io(model.original)[0] if spec.dtype is not None and spec.dtype.kind == "f"]
+        other = next((spec for spec in floats if spec.dtype != wanted), None)
+        if other is not None:
+            raise InputError(f"--precision {options.precision} asks for {wanted} features, but {shown}'s input "
+                             f"{describe(other.name, other.dtype, other.shape)}: a model runs in its own dtypes "
+                             "(drop --precision)")
+    if "num_classes" in given:
+        if network is None or network.kind != CLASSIFIER:
+            raise InputError(f"--num_classes {options.num_classes} sizes the sample classifier's W [C, F]; {shown} "
+                             "is not the sample's classifier: its shapes come from its inputs (drop --num_classes)")
+        if network.num_classes != int(options.num_classes):
+            raise InputError(f"{shown} has {network.num_classes} classes (W [{network.num_classes}, F]), got "
+                             f"--num_classes {options.num_classes}")
+
+
+FLOAT16_LARGEST = float(np.finfo(np.float16).max)
+
+
+def check_float16_updates(model: OnnxModel, runs: list[Mapping[str, np.ndarray]], source: str) -> None:
+    """InputError, before any run, where a float16 state that the model takes as a graph input, together with
+    the rows its scatter adds from graph inputs (every run's, --steps), could reach beyond float16's largest
+    value: the engine's float16 state would be inf (the sample's network refuses the same range)."""
+    first = runs[0]
+    for scatter in model.rewritten.scatters:
+        state = first.get(scatter.state)
+        if state is None or state.dtype != np.float16 or state.ndim != 2 or scatter.kind != "graph input" or any(
+                scatter.source not in feeds or scatter.index not in feeds for feeds in runs):
+            continue
+        magnitude = np.abs(state.astype(np.float64))
+        for feeds in runs:
+            src, idx = feeds[scatter.source].astype(np.float64), feeds[scatter.index]
+            if src.shape != (idx.shape[0], state.shape[1]):
+                break
+            np.add.at(magnitude, np.clip(idx, 0, state.shape[0] - 1), np.abs(src))
+        else:
+            if magnitude.size and magnitude.max() > FLOAT16_LARGEST:
+                row = int(np.unravel_index(int(np.argmax(magnitude)), magnitude.shape)[0])
+                raise InputError(f"{source}: row {row} of the float16 state {scatter.state} could reach "
+                                 f"{magnitude.max():.6g} (|{scatter.state}| plus the |{scatter.source}| rows added "
+                                 f"into it over {len(runs)} run(s)), beyond the largest float16 value "
+                                 f"{FLOAT16_LARGEST:g}: the engine's state would be inf; use smaller values")
+
+
+def as_output_dtype(outputs: Mapping[str, np.ndarray], specs: tuple[Any, ...], what: str) -> dict[str, np.ndarray]:
+    """Each output in the model's dtype (a float16 model runs in ONNX Runtime as its float32 copy); InputError
+    for a float16 output whose value lies beyond float16's range, where the engine's output would be inf."""
+    result = {name: np.asarray(value) for name, value in outputs.items()}
+    for spec in specs:
+        value = result.get(spec.name)
+        if value is None or spec.dtype != np.float16 or value.dtype == np.float16:
+            continue
+        with np.errstate(over="ignore"):
+            half = value.astype(np.float16)
+        beyond = np.isfinite(value) & ~np.isfinite(half)
+        if beyond.any():
+            position = [int(i) for i in np.argwhere(beyond)[0]]
+            raise InputError(f"output {spec.name}{position} = {float(value[tuple(position)]):.6g} in {what} is beyond "
+                             f"the largest float16 value {FLOAT16_LARGEST:g}: the engine's float16 output would be "
+                             "inf; use smaller inputs")
+        result[spec.name] = half
+    return result
 
 
 def check_later_runs(given: list[dict[str, np.ndarray]], inputs: tuple[Any, ...], bounds: Any, source: str,
@@ -150,38 +245,69 @@ def check_later_runs(given: list[dict[str, np.ndarray]], inputs: tuple[Any, ...]
                              f"{list(shapes[changed[0]])} in run 0; every run keeps the first run's shapes")
 
 
+STEPS_HINT = ("give every run's inputs in --onnx_inputs FILE.json (a feed dict per run, as polygraphy run "
+              "--save-inputs writes; an .npz holds one run)")
+DRY_RUN_HINT = " (or run with --dry-run: the inputs and ONNX Runtime need none of this)"
+
+
+def require_engine(model: OnnxModel) -> None:
+    """TensorRT and the rest of what the engine needs (network.engine.require_engine_dependencies), checked
+    before the inputs are read or drawn: MissingDependencyError (one line, exit 3) with the --dry-run hint."""
+    from common.errors import MissingDependencyError
+    from network.engine import require_engine_dependencies
+
+    try:
+        require_engine_dependencies(model.rewritten.plugin, onnx=True)
+    except MissingDependencyError as error:
+        raise MissingDependencyError(f"{error}{DRY_RUN_HINT}") from None
+
+
 def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
-    """Step 2 for a model of one's own: its inputs read and checked, or made from the seed, before any engine
-    work; the lines saying what the rewrite did and what the run feeds it, printed."""
+    """Step 2 for a model of one's own: what the options, the model and the input names, dtypes and shapes
+    decide checked first (an .npz's from its headers), then (without --dry-run) the engine's dependencies, and
+    only then the inputs read or made from the seed and their values checked; the lines saying what the
+    rewrite did and what the run feeds it, printed."""
     from network.onnx_rewrite import model_io
 
     engine = settings.engine
     check_model_options(options, engine, model)
     inputs, outputs = model_io(model.original)
     bounds = model.rewritten.index_bounds
+    runs = engine.steps or 1
+    drawn_later = [spec.name for spec in inputs if spec.name not in set(model.rewritten.aliases.values())]
     source: str | None = None
     notes: list[str] = []
     given: list[dict[str, np.ndarray]] = []
+
+    def ready(shapes: Shapes, first_drawn: int = 1) -> None:
+        """What the shapes decide about the runs that draw from the seed, then the engine's dependencies."""
+        if first_drawn < runs:
+            try:
+                check_made_inputs(inputs, shapes, bounds, only=drawn_later, hint=STEPS_HINT)
+            except InputError as error:
+                after = "the first" if first_drawn == 1 else f"the {first_drawn} of {source}"
+                raise InputError(f"--steps {runs}: the runs after {after} draw their inputs other than the states "
+                                 f"from the seed, but {error}") from None
+        if not options.dry_run:
+            require_engine(model)
+
     if engine.onnx_inputs is not None:
         source = f"--onnx_inputs {shown_path(engine.onnx_inputs)}"
-        feeds, *given = load_onnx_inputs(engine.onnx_inputs)
+        json = engine.onnx_inputs.lower().endswith(".json")
+        feeds, *given = load_onnx_inputs(engine.onnx_inputs, inputs, ready=None if json else ready)
         check_onnx_inputs(inputs, feeds, bounds, source)
         shapes = {name: tuple(array.shape) for name, array in feeds.items()}
         check_later_runs(given, inputs, bounds, source, shapes, engine.steps)
+        if json:
+            ready(shapes, len(given) + 1)
+        check_float16_updates(model, [feeds, *given], source)
     else:
         shapes, notes = input_shapes(inputs, engine.onnx_shapes)
+        check_made_inputs(inputs, shapes, bounds)
+        ready(shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
     hold_rewritten(model, engine)
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
-    # An input no value can be made up for stops here, before any work: the first run that draws from the seed
-    # after --onnx_inputs' runs (inputs made from the seed were all made above, with the same rules).
-    first_drawn = len(plan.given) + 1
-    if engine.onnx_inputs is not None and first_drawn < plan.runs:
-        try:
-            plan.fresh(first_drawn)
-        except InputError as error:
-            raise InputError(f"--steps {plan.runs}: the runs after the first draw their inputs other than the states "
-                             f"from the seed, but {error}") from None
     out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
     if plan.runs > 1:
         runs_given = "run 1 takes its" if len(plan.given) == 1 else f"runs 1 to {len(plan.given)} take their"
@@ -197,7 +323,8 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
     run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
     if options.dry_run:
-        outputs = run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
+        outputs = as_output_dtype(run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states,
+                                               plan.runs), plan.outputs, "the dry run")
         report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
     else:
         from cli.engine_report import model_run_lines
@@ -217,7 +344,8 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     out("\n".join(report))
     status = EXIT_OK
     if options.validate:
-        expected = run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
+        expected = as_output_dtype(run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states,
+                                                plan.runs), plan.outputs, "ONNX Runtime's run of the original")
         lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime ({plan.model.original_name()}, same "
                                    "inputs)", compare_output(outputs[spec.name], expected[spec.name], spec.dtype))
                                   for spec in plan.outputs))

@@ -138,6 +138,20 @@ class _ArgumentParser(argparse.ArgumentParser):
             raise OutputError(error.strerror or str(error)) from None
 
 
+class _Recorded(argparse._StoreAction):
+    """A stored option that also records that it was given (Namespace.given_options): an option with a default,
+    such as --precision, that a model of one's own must refuse only where the user typed it."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        namespace.given_options = getattr(namespace, "given_options", frozenset()) | {self.dest}
+
+
+def given_options(options: argparse.Namespace) -> frozenset[str]:
+    """The dests of the _Recorded options given on the command line."""
+    return frozenset(getattr(options, "given_options", frozenset()))
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """--help wrapped to help_width(): each line of a description or the epilog wrapped on its own (an exit
     status continued under its meaning), each option under one spelling (its dashed twin is said once, in the
@@ -174,10 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
         allow_abbrev=False,  # full option names only: --val or --preci are not guessed at
     )
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"], action=_Recorded,
                         help="float32 or float16 for the state X, the features src, the weights W and the layers' "
                         "outputs (default: fp32)")
-    parser.add_argument("--num_classes", "--num-classes", metavar="C", default=DEFAULT_NUM_CLASSES,
+    parser.add_argument("--num_classes", "--num-classes", metavar="C", default=DEFAULT_NUM_CLASSES, action=_Recorded,
                         help=f"classes of the classifier: W [C, F], output [C, N] (default: {DEFAULT_NUM_CLASSES})")
     parser.add_argument("--seed", metavar="S", help="seed of the weights and of every graph, feature and batch "
                         "drawn (default: drawn at random and printed)")

@@ -92,20 +92,25 @@ def writable_file(path: str, option: str) -> str:
         if not os.access(path, os.W_OK):
             raise InputError(f"{option} {shown_path(path)}: not writable (permission denied)")
     if path.endswith(".py") or os.path.realpath(path).endswith(".py"):
-        raise InputError(f"{option} {shown_path(path)}: a Python file's name (.py); give the output a name of its "
-                         "own (e.g. model.onnx, state.engine)")
+        what = "a Python file's name (.py)" if path.endswith(".py") else \
+            f"a link to the Python file {shown_path(os.path.realpath(path))}"
+        raise InputError(f"{option} {shown_path(path)}: {what}; give the output a name of its own (e.g. model.onnx, "
+                         "state.engine)")
     folder = os.path.dirname(path) or "."
     folder_status = path_status(folder, option)
     if folder_status is None or not stat.S_ISDIR(folder_status.st_mode):
         raise InputError(f"{option} {shown_path(path)}: the folder {shown_path(folder)} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{option} {shown_path(path)}: not writable (the folder {shown_path(folder)} is not)")
+    real_folder = os.path.dirname(os.path.realpath(path))
+    if status is None and os.path.islink(path) and path_status(real_folder, option) is None:
+        raise InputError(f"{option} {shown_path(path)}: a link to {shown_path(os.path.realpath(path))}, whose folder "
+                         f"{shown_path(real_folder)} does not exist")
     try:
         with _temporary_beside(path):
             pass
     except OSError as error:
         reason = _FOLDER_REFUSALS.get(error.errno or 0, f"refuses a new file ({error.strerror or error})")
-        real_folder = os.path.dirname(os.path.realpath(path))
         raise InputError(f"{option} {shown_path(path)}: cannot write there: the folder {shown_path(real_folder)} "
                          f"{reason}") from None
     return path

@@ -46,6 +46,9 @@ def check_arguments(op: str, state: torch.Tensor, src: torch.Tensor, index: torc
     """What the plugin takes: state [N, F] float32 or float16, src [E, F] of its dtype, index [E] int64, one
     device. TypeError or ValueError (one line naming the argument and the value); E checked with torch._check,
     so that an export with dynamic E records it instead of failing."""
+    for name, value in (("state", state), ("src", src), ("index", index)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{op}: {name} must be a tensor, got {type(value).__name__}")
     if state.dtype not in FEATURE_DTYPES or state.dim() != 2:
         raise TypeError(f"{op}: state must be a 2-D float32 or float16 tensor [N, F], got {_describe(state)}")
     if src.dtype != state.dtype or src.dim() != 2 or src.shape[1] != state.shape[1]:
@@ -64,7 +67,18 @@ def check_arguments(op: str, state: torch.Tensor, src: torch.Tensor, index: torc
 def scatter_add_(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
     """Adds row src[e] into state[index[e]] for every e, in place (repeated indices add up); returns None."""
     check_arguments("aliased_io::scatter_add_", state, src, index)
+    check_index_range("aliased_io::scatter_add_", state, index)
     state.index_add_(0, index, src)
+
+
+def check_index_range(op: str, state: torch.Tensor, index: torch.Tensor) -> None:
+    """RuntimeError (one line, as torch's index_add_ says it) for an index outside [0, N): the plugin adds row
+    index[e] unchecked. Eager only (the fake kernels of an export have no values)."""
+    outside = (index < 0) | (index >= state.shape[0])
+    if bool(outside.any()):
+        position = int(torch.nonzero(outside)[0, 0])
+        raise RuntimeError(f"{op}: index {int(index[position])} at position {position} is out of bounds for the "
+                           f"{state.shape[0]} rows of state")
 
 
 @scatter_add_.register_fake
@@ -77,6 +91,7 @@ def scatter_add(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> 
     """The functional form of scatter_add_ (a new tensor: state with the src rows added): what functionalization
     records for scatter_add_, and what the table translates."""
     check_arguments("aliased_io::scatter_add", state, src, index)
+    check_index_range("aliased_io::scatter_add", state, index)
     return state.index_add(0, index, src)
 
 
@@ -99,8 +114,28 @@ def _functionalize_scatter_add_(state: torch.Tensor, src: torch.Tensor, index: t
     api.sync(state)
 
 
+def _refuse_tracing(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
+    """scatter_add_ under torch.jit.trace, which the legacy exporter (torch.onnx.export(..., dynamo=False))
+    runs: the trace would not record the update, and the model written would return the state unchanged."""
+    raise RuntimeError("aliased_io::scatter_add_ cannot be traced: torch.jit.trace (and torch.onnx.export(..., "
+                       "dynamo=False)) would drop the update; export with torch.onnx.export(..., dynamo=True, "
+                       "custom_translation_table=export.ops.custom_translation_table)")
+
+
+def _autograd_scatter_add_(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
+    """scatter_add_ at the autograd key, where grad mode is the caller's: a leaf that requires grad is refused
+    as torch's own in-place ops refuse it (RuntimeError), then the op runs below autograd."""
+    if torch.is_grad_enabled() and isinstance(state, torch.Tensor) and state.requires_grad and state.is_leaf:
+        raise RuntimeError("aliased_io::scatter_add_: a leaf tensor that requires grad is being used in an in-place "
+                           "operation (update it under torch.no_grad(), or add into a tensor of its own)")
+    with torch._C._AutoDispatchBelowAutograd():
+        torch.ops.aliased_io.scatter_add_(state, src, index)
+
+
 _LIBRARY = torch.library.Library(OP_NAMESPACE, "FRAGMENT")  # kept: the registration lives as long as it does
 _LIBRARY.impl("scatter_add_", _functionalize_scatter_add_, "Functionalize")
+_LIBRARY.impl("scatter_add_", _refuse_tracing, "Tracer")
+_LIBRARY.impl("scatter_add_", _autograd_scatter_add_, "Autograd")
 
 
 def _plugin_schema() -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ def why_unreadable(error: BaseException) -> str:
     if "Object arrays" in str(error):
         return "it holds an array of Python objects (pickled), which the sample never loads; save numeric arrays"
     if "pickle" in str(error):  # np.load takes a file that is neither .npy nor .npz for a pickle
-        return "not in NumPy's format (the sample never loads pickled data)"
+        return "not in NumPy's format (neither a .npy file nor a zip archive of them)"
     if isinstance(error, zipfile.BadZipFile):
         return "not a zip archive, or a damaged one"
     if isinstance(error, (EOFError, zlib.error)) or "EOF" in str(error) or "could only read" in str(error):
@@ -66,6 +67,92 @@ def why_unreadable(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read it ({error.strerror})"
     return "the file is damaged or not in NumPy's format"
+
+
+@dataclass(frozen=True)
+class NpzMember:
+    """One array of an .npz archive, as its zip directory and .npy header tell: the name numpy.load gives it
+    (the member's name less .npy), the member, its dtype and shape."""
+
+    name: str
+    member: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+def npz_members(path: str | Path, source: str) -> list[NpzMember]:
+    """The arrays of an .npz archive from its zip directory and each member's .npy header alone (nothing beyond
+    the headers is decompressed), so that names, dtypes and shapes are checked before any data is read.
+    InputError (one line, `source` first): not a zip archive, a member that is not a .npy array (numpy.load
+    would hand it over as bytes), two members of one name (S.npy twice, or S and S.npy), an array of Python
+    objects, a damaged header."""
+    try:
+        with open(path, "rb") as file:
+            if file.read(len(np.lib.format.MAGIC_PREFIX)) == np.lib.format.MAGIC_PREFIX:
+                raise InputError(f"{source}: holds a single array, not an .npz archive of named arrays (a .npy file)")
+        archive = zipfile.ZipFile(path)
+    except InputError:
+        raise
+    except UNREADABLE as error:
+        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
+    members: dict[str, NpzMember] = {}
+    with archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            member = info.filename
+            name = member.removesuffix(".npy")
+            if name in members or member in members:
+                raise InputError(f"{source}: holds {members.get(name, members.get(member)).member!r} and "  # type: ignore[union-attr]
+                                 f"{member!r}, two arrays named {name!r}")
+            if not member.endswith(".npy"):
+                raise InputError(f"{source}: member {member!r} is not a .npy array (an .npz holds NAME.npy members, "
+                                 "as numpy.savez writes them)")
+            try:
+                with archive.open(info) as file:
+                    dtype, shape = _npy_header(file)
+            except InputError as error:
+                raise InputError(f"{source}: member {member!r} {error}") from None
+            except UNREADABLE as error:
+                raise InputError(f"{source}: member {member!r}: {why_unreadable(error)}") from None
+            members[name] = NpzMember(name, member, dtype, shape)
+    return list(members.values())
+
+
+def _npy_header(file: Any) -> tuple[np.dtype, tuple[int, ...]]:
+    """(dtype, shape) from the header of a .npy file object; InputError for what is not NumPy's format or holds
+    Python objects."""
+    fmt = np.lib.format
+    if file.read(len(fmt.MAGIC_PREFIX)) != fmt.MAGIC_PREFIX:
+        raise InputError("is not in NumPy's .npy format (no .npy header)")
+    version = tuple(file.read(2))
+    file.seek(0)
+    fmt.read_magic(file)
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise InputError(f"is .npy format version {version}, which numpy cannot read")
+    private = getattr(fmt, "_read_array_header", None)  # the one reader of every version, 3.0 included
+    if private is not None:
+        shape, _, dtype = private(file, version)
+    else:
+        reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = reader(file)
+    if dtype.hasobject:
+        raise InputError("holds an array of Python objects (pickled), which the sample never loads; save numeric "
+                         "arrays")
+    return np.dtype(dtype), tuple(int(dim) for dim in shape)
+
+
+def read_npz_member(path: str | Path, member: NpzMember, source: str) -> np.ndarray:
+    """One array of an .npz archive (npz_members' member), decompressed and read without pickle; InputError."""
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(member.member) as file:
+            return np.lib.format.read_array(file, allow_pickle=False)
+    except UNREADABLE as error:
+        raise InputError(f"{source}: member {member.member!r}: {why_unreadable(error)}") from None
 
 
 def _check_file(path: Path, option: str) -> str:
@@ -115,25 +202,16 @@ def edge_list_line(path: str | Path, edge: int) -> int | None:
 
 
 def _load_npz(path: Path, source: str) -> GraphArrays:
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise InputError(f"{source}: holds a single array, not an .npz archive of named arrays")
-        with loaded:
-            names = list(loaded.files)
-            unknown = [name for name in names if name not in GRAPH_ARRAYS]
-            if unknown:
-                raise InputError(
-                    f"{source}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}"
-                )
-            if "edges" not in names:
-                raise InputError(f"{source}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
-            arrays = {name: loaded[name] for name in names}
-    except InputError:
-        raise
-    except UNREADABLE as error:
-        raise InputError(f"{source}: not a readable .npz archive: {why_unreadable(error)}") from None
-    return GraphArrays(**arrays)
+    """The graph's arrays, their names checked from the archive's directory and headers (npz_members) before
+    any is decompressed."""
+    members = npz_members(path, source)
+    names = [member.name for member in members]
+    unknown = [name for name in names if name not in GRAPH_ARRAYS]
+    if unknown:
+        raise InputError(f"{source}: unknown array {unknown[0]!r}; the archive may hold {', '.join(GRAPH_ARRAYS)}")
+    if "edges" not in names:
+        raise InputError(f"{source}: no 'edges' array (found: {', '.join(names) or 'nothing'})")
+    return GraphArrays(**{member.name: read_npz_member(path, member, source) for member in members})
 
 
 def load_node_features_file(path: str | Path) -> np.ndarray:

@@ -155,7 +155,25 @@ def dtype(tensor: Any) -> np.dtype | None:
 def describe(tensor: Any) -> str:
     shape = getattr(tensor, "shape", None)
     dims = "?" if shape is None else ", ".join(str(dim) for dim in shape)
-    return f"{dtype(tensor) or tensor.dtype} [{dims}]"
+    return f"{type_name(tensor)} [{dims}]"
+
+
+def type_name(tensor: Any) -> str:
+    """A tensor's element type as a message names it: numpy's name, ONNX's for a type numpy lacks (an int
+    TensorProto code, e.g. 16: bfloat16), "untyped" where the model records none (0, UNDEFINED)."""
+    known, value = dtype(tensor), getattr(tensor, "dtype", None)
+    if known is not None:
+        return str(known)
+    if value is None or value == 0:
+        return "untyped"
+    if isinstance(value, int):
+        from onnx import TensorProto
+
+        try:
+            return TensorProto.DataType.Name(value).lower()
+        except ValueError:
+            return f"ONNX type {value}"
+    return str(value)
 
 
 def known(dim: Any) -> bool:

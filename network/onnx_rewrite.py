@@ -35,6 +35,7 @@ same index and rows) becomes the plugin's counts output (compute_counts=1). Ever
 or refused; a Scatter* inside a subgraph or a local function is refused.
 """
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ from common.errors import InputError
 from common.imports import import_module
 from common.text import shown_path
 from network.definition import (
+    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
@@ -58,6 +60,7 @@ from network.definition import (
     STATE_UPDATE,
 )
 from network.onnx_nodes import (
+    AOT_OPS,
     COUNTS_ATTRIBUTE,
     PLUGIN_DOMAIN,
     PLUGIN_OP,
@@ -147,9 +150,23 @@ class IndexBound:
     rows: int | None = None
     input: str | None = None
     axis: int = 0
+    also: tuple["IndexBound", ...] = ()  # the rows of the other states the same input indexes
 
     def size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
-        """The number of rows for these input shapes (by name), or None where unknown."""
+        """The number of rows for these input shapes (by name): the fewest of every state it indexes; None
+        where one is unknown."""
+        part = self.smallest(shapes)
+        return None if part is None else part._own_size(shapes)
+
+    def smallest(self, shapes: dict[str, tuple[int, ...]]) -> "IndexBound | None":
+        """The bound of the state with the fewest rows (its `also` empty); None where one is unknown."""
+        parts = [dataclasses.replace(self, also=()), *self.also]
+        sizes = [part._own_size(shapes) for part in parts]
+        if any(size is None for size in sizes):
+            return None
+        return parts[min(range(len(parts)), key=lambda position: sizes[position])]  # type: ignore[arg-type,return-value]
+
+    def _own_size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
         if self.input is not None:
             shape = shapes.get(self.input)
             return int(shape[self.axis]) if shape is not None and len(shape) > self.axis else None
@@ -209,8 +226,11 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
     if not scatters and not found:
-        raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
-                         "(export X.index_add_(0, idx, src) with torch.onnx.export(..., dynamo=True))")
+        raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place: "
+                         "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
+                         "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
+                         "scatter with torch.onnx.export(..., dynamo=True)")
+    plugin = plugin_of_found(found, plugin)
     states = _scatter_adds(graph, [match_scatter(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
@@ -230,6 +250,13 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     assert not left, f"Scatter nodes left after the rewrite: {left}"
     check_plugin_nodes(rewritten)
     return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph))
+
+
+def plugin_of_found(found: list[Any], plugin: str) -> str:
+    """The plugin of a model that already holds plugin nodes: "aot" where one is an AOT node (they run only as
+    the AOT plugin, and the model's other scatters then get AOT nodes too, so that one plugin serves the
+    engine), else `plugin`."""
+    return AOT_PLUGIN if any(node.op in AOT_OPS for node in found) else plugin
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -331,11 +358,16 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
             continue
         state, idx = pair
         source = index_sources(idx, inputs)
-        if source is None or source.name in bounds:
+        if source is None:
             continue
         rows = rows_source(state, inputs)
-        bounds[source.name] = (IndexBound() if rows is None else IndexBound(rows=int(rows[1])) if rows[0] == "rows"
-                               else IndexBound(input=str(rows[1]), axis=int(rows[2])))
+        bound = (IndexBound() if rows is None else IndexBound(rows=int(rows[1])) if rows[0] == "rows"
+                 else IndexBound(input=str(rows[1]), axis=int(rows[2])))
+        known = bounds.get(source.name)
+        if known is None:
+            bounds[source.name] = bound
+        elif bound != dataclasses.replace(known, also=()) and bound not in known.also:  # one index, several states
+            bounds[source.name] = dataclasses.replace(known, also=(*known.also, bound))
     return bounds
 
 

@@ -19,6 +19,7 @@ kernels), so a float16 model runs as float32_copy(model) on its feeds cast to fl
 True and the outputs are float32): compare at float16 tolerances.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,9 +47,22 @@ if TYPE_CHECKING:
     import onnx
 
 
+# ONNX Runtime's "[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/.../file.h:46 void f(args...) reason": the
+# reason kept, the source location and C++ signature dropped
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (?P<code>\w+) : (?:/\S+:\d+ [^(]*\(.*?\) (?=[A-Z]))?")
+MAX_REASON = 400
+
+
 def short_line(error: BaseException) -> str:
-    """common.text.first_line, at most 300 characters (onnx's and ONNX Runtime's first lines can be long)."""
-    return first_line(error)[:300]
+    """common.text.first_line without ONNX Runtime's source location and C++ signature, at most MAX_REASON
+    characters (cut at a word, marked with "...")."""
+    line = first_line(error)
+    match = _ORT_PREFIX.match(line)
+    if match is not None:
+        line = f"{match['code']}: {line[match.end():]}"
+    if len(line) > MAX_REASON:
+        line = line[:MAX_REASON].rsplit(" ", 1)[0] + " ..."
+    return line
 
 
 def input_names(model: "onnx.ModelProto") -> list[str]:
@@ -71,19 +85,52 @@ def _checked_feeds(names: list[str], feeds: Mapping[str, np.ndarray], half_to_si
     return arrays
 
 
+QUIET = 4
+"""ONNX Runtime's log severity for the sample's sessions and runs (fatal only): its error lines would come
+before the sample's one line on stderr; the exception carries the same message."""
+
+
+def _has_scatter(onnx: Any, graph: Any) -> bool:
+    """Whether a graph (its subgraphs included) holds a scatter node."""
+    for node in graph.node:
+        if node.op_type in SCATTER_OPS:
+            return True
+        for attribute in node.attribute:
+            graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+            if any(_has_scatter(onnx, subgraph) for subgraph in graphs):
+                return True
+    return False
+
+
+def session_options(model: "onnx.ModelProto") -> Any:
+    """ONNX Runtime's SessionOptions for a sample's session of `model`: its logging silenced (QUIET), and one
+    thread per operator for a model with a scatter, whose reductions ONNX Runtime's CPU provider splits among
+    threads that lose or reorder additions (onnxruntime issues #18048, #23396: rows off by 1.14 on 2e7 edges):
+    single-threaded, ScatterND/ScatterElements(add) adds each update in order, so the oracle is exact."""
+    ort, onnx = import_module("onnxruntime"), import_module("onnx")
+    ort.set_default_logger_severity(3)  # the default logger's (model loading) warnings
+    options = ort.SessionOptions()
+    options.log_severity_level = QUIET
+    if _has_scatter(onnx, model.graph):
+        options.intra_op_num_threads = 1
+    return options
+
+
 def _inference_session(model: "onnx.ModelProto", what: str) -> Any:
     ort = import_module("onnxruntime")
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: the exception carries the message
     try:
-        return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model.SerializeToString(), sess_options=session_options(model),
+                                    providers=["CPUExecutionProvider"])
     except Exception as error:  # onnxruntime's Fail, InvalidGraph, NotImplemented...
         raise InputError(f"ONNX Runtime could not load {what}: {short_line(error)}") from None
 
 
 def _run(session: Any, names: list[str], arrays: Mapping[str, np.ndarray], what: str) -> list[np.ndarray]:
+    ort = import_module("onnxruntime")
+    run_options = ort.RunOptions()
+    run_options.log_severity_level = QUIET  # its "[E:onnxruntime:...]" line: the exception says the same
     try:
-        return [np.asarray(value) for value in session.run(names, dict(arrays))]
+        return [np.asarray(value) for value in session.run(names, dict(arrays), run_options)]
     except Exception as error:  # onnxruntime's InvalidArgument, RuntimeException...
         raise InputError(f"ONNX Runtime could not run {what}: {short_line(error)}") from None
 

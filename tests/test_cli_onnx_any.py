@@ -195,7 +195,7 @@ def test_polygraphys_saved_inputs_feed_one_run_each_with_the_state_kept(tmp_path
     ("profile", "--max_nodes serves the sample's networks; --onnx {model} is not the sample's network"),
     ("shape of no input", "--onnx_shapes W: not an input of the model (its inputs: state, src, idx)"),
     ("steps with a mask", "--steps 2: the runs after the first draw their inputs other than the states from the "
-                          "seed, but input mask bool [E] is neither a float nor the index of a scatter"),
+                          "seed, but input mask bool [E]: no value can be made up"),
 ])
 def test_what_a_model_of_ones_own_cannot_take_is_one_line_and_writes_nothing(tmp_path, capsys, case, message):
     model = aggregation_model(tmp_path / "agg.onnx") if case == "steps without a state" else \

@@ -114,7 +114,7 @@ def _npz_bytes(**arrays) -> bytes:
     "name, content, message",
     [
         ("missing.npz", None, "file not found"),
-        ("random.npz", b"\x00\x01 this is not a zip archive", "not a readable .npz archive: not in NumPy's format"),
+        ("random.npz", b"\x00\x01 this is not a zip archive", "not a readable .npz archive: not a zip archive"),
         ("truncated.npz", _npz_bytes(edges=EDGES)[:100], "not a readable .npz archive: not a zip archive"),
         ("cut.npz", _npz_bytes(edges=np.arange(4000).reshape(-1, 2))[:-200], "not a readable .npz archive"),
         ("empty.npz", b"", "not a readable .npz archive"),

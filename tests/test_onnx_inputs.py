@@ -113,8 +113,7 @@ def test_made_inputs_are_standard_normal_floats_and_indices_in_range_seeded_per_
 def test_an_input_that_is_neither_a_float_nor_an_index_cannot_be_made_up():
     specs = (*SPECS, TensorSpec("mask", np.dtype(np.bool_), ("E",)))
     shapes, _ = input_shapes(specs, None)
-    with pytest.raises(InputError, match=r"input mask bool \[E\] is neither a float nor the index of a scatter, so no "
-                                         r"value can be made up for it: give it in --onnx_inputs FILE.npz"):
+    with pytest.raises(InputError, match=r"input mask bool \[E\]: no value can be made up .*--onnx_inputs FILE.npz"):
         make_onnx_inputs(specs, shapes, BOUNDS, seed=0)
 
 
@@ -137,8 +136,7 @@ def test_outputs_compare_within_a_tolerance_relative_to_their_largest_magnitude(
     expected = np.array([[100.0, -3.0], [0.0, 1.0]], np.float32)
     assert compare_output(expected + 9e-3, expected, F32).ok  # 1e-4 of 100
     check = compare_output(expected + np.array([[0, 0], [0, 2e-2]], np.float32), expected, F32)
-    assert not check.ok and check.summary().startswith("largest absolute error 0.02, tolerance 0.01 (0.0001 of its "
-                                                       "largest magnitude 100)")
+    assert not check.ok and check.max_abs_error == pytest.approx(0.02) and check.tolerance == pytest.approx(0.01)
     assert compare_output(expected.astype(np.float16) + 0.5, expected.astype(np.float16), np.float16).ok  # 1e-2
     assert not compare_output(np.array([1, 2]), np.array([1, 3]), I64).ok  # integers exactly
     assert not compare_output(np.array([np.nan, 1.0]), np.array([0.0, 1.0]), F32).ok

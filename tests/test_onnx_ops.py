@@ -94,6 +94,49 @@ def test_bad_arguments_are_one_line_naming_the_argument_and_the_value(change, me
     assert not state.any()  # nothing added
 
 
+def test_misuse_torch_would_refuse_is_one_line_and_adds_nothing():
+    """A leaf that requires grad (as torch's own index_add_ refuses it), indices outside the state's rows (the
+    plugin adds row idx[e] unchecked), and an argument that is not a tensor: one line each, nothing added."""
+    import torch
+
+    import export.ops  # noqa: F401
+
+    leaf = torch.zeros(4, 2, requires_grad=True)
+    cases = [
+        ((leaf, torch.ones(2, 2), torch.tensor([0, 1])), RuntimeError, "leaf tensor that requires grad"),
+        ((torch.zeros(0, 2), torch.ones(3, 2), torch.tensor([0, 1, 3])), RuntimeError, "the 0 rows of state"),
+        ((torch.zeros(4, 2), torch.ones(3, 2), torch.tensor([0, 4, 1])), RuntimeError, "index 4 at position 1"),
+        ((torch.zeros(4, 2), torch.ones(1, 2), torch.tensor([-1])), RuntimeError, "index -1 at position 0"),
+        ((torch.zeros(4, 2), None, torch.tensor([0])), TypeError, "src must be a tensor, got NoneType"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error) as raised:
+            torch.ops.aliased_io.scatter_add_(*args)
+        assert message in str(raised.value) and len(str(raised.value).splitlines()) == 1
+        assert not args[0].detach().any()
+    with torch.no_grad():  # where torch's own in-place ops take a leaf
+        torch.ops.aliased_io.scatter_add_(leaf, torch.ones(2, 2), torch.tensor([0, 1]))
+    assert leaf.detach()[:2].eq(1).all()
+
+
+def test_the_legacy_exporter_refuses_the_op_instead_of_dropping_the_update(tmp_path):
+    """torch.onnx.export(..., dynamo=False) traces the module, which would record no update (the model written
+    was one Identity): the trace stops with one line naming the exporter to use, and no file is written."""
+    import warnings
+
+    import torch
+
+    inputs = ops_inputs("state", "fp32", 5, 7, seed=0)
+    args = tuple(torch.from_numpy(inputs[name]) for name in ("X", "src", "idx"))
+    path = tmp_path / "legacy.onnx"
+    with warnings.catch_warnings(), pytest.raises(RuntimeError) as raised:
+        warnings.simplefilter("ignore")
+        torch.onnx.export(ops_module("state"), args, str(path), dynamo=False, input_names=["X", "src", "idx"],
+                          output_names=["X_out"])
+    assert "dynamo=True" in str(raised.value) and len(str(raised.value).splitlines()) == 1
+    assert not path.exists()
+
+
 @needs_export
 def test_an_export_with_a_bad_dtype_fails_with_the_ops_message(tmp_path):
     """The fake checks what the eager op checks: torch.onnx.export of a model passing an int32 index fails, and
