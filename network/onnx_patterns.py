@@ -546,7 +546,8 @@ def _recorded_rows(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int]
     if known(first):
         return ("rows", int(first), 0)
     if isinstance(first, str) and first:
-        for candidate in graph_inputs:
+        floats_first = sorted(graph_inputs, key=lambda candidate: dtype(candidate) not in FEATURE_DTYPES)
+        for candidate in floats_first:  # a state's dimension before an index's of the same size
             for axis, dim in enumerate(candidate.shape or ()):
                 if dim == first:
                     return ("input", candidate.name, axis)
@@ -713,6 +714,40 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     if node.op == AOT_APPLY_TABLE:
         return None
     return node.inputs[0], node.inputs[2]
+
+
+def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
+    """The integer graph input T where a fill's rows are max(T) + 1 (PyG's global_mean_pool(x, batch) without
+    `size`: as many rows as graphs in the batch): then every non-negative index from T is in range."""
+    node = producer(state, "ConstantOfShape")
+    if node is None:
+        return None
+    first = node.inputs[0]
+    concat = producer(first, "Concat")
+    if concat is not None:
+        first = concat.inputs[0]
+    for _ in range(16):
+        step = producer(first, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        first = step.inputs[0]
+    add = producer(first, "Add")
+    if add is None or len(add.inputs) != 2:
+        return None
+    ones = [part for part in add.inputs if constant(part) is not None and constant(part).size == 1 and int(constant(part).flat[0]) == 1]  # type: ignore[union-attr]
+    others = [part for part in add.inputs if all(part is not one for one in ones)]
+    if len(ones) != 1 or len(others) != 1:
+        return None
+    tensor = others[0]
+    for _ in range(16):
+        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        tensor = step.inputs[0]
+    reduce = producer(tensor, "ReduceMax")
+    if reduce is None or (len(reduce.inputs) > 1 and constant(reduce.inputs[1]) is None) or "axes" in reduce.attrs:
+        return None
+    return index_sources(reduce.inputs[0], graph_inputs)
 
 
 def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
