@@ -36,7 +36,6 @@ SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
 SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
 PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
-INDEX_PLUMBING_OPS = ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Gather", "Slice")
 VIEW_OPS = ("Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten")  # the same values in another shape
 
 # How a scatter's data is added into in place.
@@ -750,15 +749,31 @@ def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     return index_sources(reduce.inputs[0], graph_inputs)
 
 
+# Ops whose output values are some of their value inputs' values (selected, repeated, reshaped, joined): an index
+# made by them from an integer input holds that input's values. op -> the positions of its value inputs.
+SELECTING_OPS = {"Cast": (0,), "Identity": (0,), "Reshape": (0,), "Squeeze": (0,), "Unsqueeze": (0,), "Flatten": (0,),
+                 "Expand": (0,), "Gather": (0,), "GatherND": (0,), "GatherElements": (0,), "Slice": (0,),
+                 "Split": (0,), "Transpose": (0,), "Tile": (0,), "Concat": None, "Where": (1, 2)}
+
+
 def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
-    """The integer graph input an index comes from (through Cast, Reshape, Unsqueeze, Gather, Slice...), or None."""
-    tensor = idx
-    for _ in range(64):
+    """The integer graph input an index's values come from (through Cast, Reshape, Gather, Slice, Concat, Where...:
+    SELECTING_OPS), the first one found; None if none."""
+    pending, seen = [idx], set()
+    while pending and len(seen) < 256:
+        tensor = pending.pop(0)
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
         if tensor in graph_inputs:
             kind = dtype(tensor)
-            return tensor if kind is not None and np.issubdtype(kind, np.integer) else None
-        node = producer(tensor, *INDEX_PLUMBING_OPS)
+            if kind is not None and np.issubdtype(kind, np.integer):
+                return tensor
+            continue
+        node = producer(tensor, *SELECTING_OPS)
         if node is None:
-            return None
-        tensor = node.inputs[0]
+            continue
+        positions = SELECTING_OPS[node.op]
+        pending.extend(part for position, part in enumerate(node.inputs)
+                       if (positions is None or position in positions) and part is not None)
     return None
