@@ -155,6 +155,14 @@ def _vague(dim: Dim) -> bool:
     return isinstance(dim, tuple) or (isinstance(dim, str) and dim.startswith("unk__"))
 
 
+def _better(recorded: Dim, derived: Dim) -> Dim:
+    """Of two names for one dimension, the one that tells more: a number or the model's symbol, then a source
+    tensor's axis (derived from the graph), then a symbol of ONNX's inference."""
+    def vagueness(dim: Dim) -> int:
+        return 2 if isinstance(dim, str) and dim.startswith("unk__") else 1 if isinstance(dim, tuple) else 0
+    return derived if vagueness(derived) < vagueness(recorded) else recorded
+
+
 def dims(tensor: Any, depth: int = 0) -> list[Dim] | None:
     """The dimensions of `tensor`: as recorded (the exporter's value_info, ONNX shape inference), where a recorded
     one is vague or missing as the node that makes it says (a fill's shape tensor, an Expand's broadcast, a
@@ -167,14 +175,17 @@ def dims(tensor: Any, depth: int = 0) -> list[Dim] | None:
         return recorded
     if recorded is None:
         return derived
-    return [dim if not _vague(dim) or _vague(new) else new for dim, new in zip(recorded, derived)]
+    return [_better(dim, new) for dim, new in zip(recorded, derived)]
 
 
 def _derived_dims(tensor: Any, depth: int) -> list[Dim] | None:
-    node = producer(tensor, "ConstantOfShape", "Expand", "Reshape", "Cast", "CastLike", "Identity")
+    node = producer(tensor, "ConstantOfShape", "Expand", "Reshape", "Cast", "CastLike", "Identity", "Gather",
+                    "Squeeze", "Slice", "Split")
     if node is None:
         values = constant(tensor)
         return None if values is None else [int(dim) for dim in values.shape]
+    if node.op in ("Gather", "Squeeze", "Slice", "Split"):
+        return _selected_dims(node, tensor, dims(node.inputs[0], depth))
     if node.op == "ConstantOfShape":
         return shape_value(node.inputs[0], depth)
     if node.op == "Expand":
@@ -182,6 +193,36 @@ def _derived_dims(tensor: Any, depth: int) -> list[Dim] | None:
     if node.op == "Reshape":
         return _reshaped(dims(node.inputs[0], depth), constant(node.inputs[1]), int(node.attrs.get("allowzero", 0)))
     return dims(node.inputs[0], depth)
+
+
+def _selected_dims(node: Any, tensor: Any, source: list[Dim] | None) -> list[Dim] | None:
+    """The dimensions of a row (or rows) taken out of `source`: Gather of a constant index (the axis dropped for a
+    scalar, its length for a 1-D index), Squeeze of constant axes, Slice/Split (the other axes kept, the one cut
+    vague: ("?", tensor, axis)) -- how an edge_index [2, E]'s row becomes an index [E]."""
+    if source is None:
+        return None
+    size = len(source)
+    if node.op == "Gather":
+        index, axis = constant(node.inputs[1]), int(node.attrs.get("axis", 0)) % max(size, 1)
+        if index is None or index.ndim > 1:
+            return None
+        return source[:axis] + [int(dim) for dim in index.shape] + source[axis + 1:]
+    if node.op == "Squeeze":
+        axes = node.attrs.get("axes")
+        values = constant(node.inputs[1]) if axes is None and len(node.inputs) > 1 else None
+        chosen = [int(axis) % max(size, 1) for axis in (axes if axes is not None else
+                                                          values.reshape(-1) if values is not None else [])]
+        if not chosen:
+            return None
+        return [dim for axis, dim in enumerate(source) if axis not in chosen]
+    if node.op == "Split":
+        axis = int(node.attrs.get("axis", 0)) % max(size, 1)
+    else:
+        axes = constant(node.inputs[3]) if len(node.inputs) > 3 else np.array([0])
+        if axes is None or axes.size != 1:
+            return None
+        axis = int(axes.flat[0]) % max(size, 1)
+    return [("?", tensor.name, position) if position == axis else dim for position, dim in enumerate(source)]
 
 
 def _reshaped(source: list[Dim] | None, target: np.ndarray | None, allowzero: int) -> list[Dim] | None:
@@ -357,7 +398,7 @@ def _expanded_covers_rows(node: Any, expand: Any, index: Any, data: Any, updates
     out = dims(expand.outputs[0])
     derived = broadcast(dims(expand.inputs[0]), shape_value(expand.inputs[1]))
     if derived is not None and (out is None or len(out) == len(derived)):
-        out = derived if out is None else [dim if not _vague(dim) else new for dim, new in zip(out, derived)]
+        out = derived if out is None else [_better(dim, new) for dim, new in zip(out, derived)]
     length, rows, width = dims(index), dims(data), dims(updates)
     if out is not None:
         for cols in (rows, width):
