@@ -1,20 +1,25 @@
 """The patterns the rewrite matches in an exported model, and its refusals: which Scatter* node is a scatter-add
-the plugin can do in place, into what, with which index; and, in the rewritten graph, which outputs share an
-input's memory and how many rows each integer input indexes. Plain functions over onnx-graphsurgeon's graph
-(gs.Node, gs.Variable, gs.Constant); each refusal is an InputError of one line naming the node and the value.
+the plugin can do in place, into what, with which index; which stays with TensorRT; and, in the rewritten graph,
+which outputs share an input's memory and how many rows each integer input indexes. Plain functions over
+onnx-graphsurgeon's graph (gs.Node, gs.Variable, gs.Constant); each refusal is an InputError of one line naming
+the node and the value (or what could not be proved).
 
 A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/onnx.md lists the nodes):
     index_add     ScatterND(data, Unsqueeze(idx, [1] or [-1]) or Reshape(idx, [-1, 1]), src, reduction=add)
-    scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
-                  reduction=add); without the Expand only where src has one column
+    scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]) or Reshape(idx, [-1, 1, ...]), shape),
+                  src, axis=0 or -rank, reduction=add), the Expand's output proved [E, data's trailing dims] by
+                  the shapes the model records or computes (dims, shape_value: Concat of Shape slices of any
+                  tensor, symbolic dimensions); without the Expand only where src has one column
+    1-D           data [N], updates [E] (counts, degrees): ScatterElements with any index, ScatterND as above
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
 is cloned when something else reads it; or a tensor another node makes for this scatter alone. A view
-(Reshape...) of a tensor is judged as that tensor.
-Refused: another reduction or axis, include_self=False, a narrow index (fewer columns than src: torch adds only
-those), data read by another node or that is also a graph output, two scatter-adds into one tensor, a
-non-uniform constant, a dtype the plugin lacks, the legacy exporter's pattern, an index not built as above.
+(Reshape...) of a tensor is judged as that tensor. Left to TensorRT (left_reason): ScatterElements with min, max
+or mul. Refused: ScatterND with another reduction, no reduction, another axis, include_self=False, a narrow index
+(fewer columns than src: torch adds only those), an Expand not proved to cover every column, data read by another
+node or that is also a graph output, two scatter-adds into one tensor, a non-uniform constant, a dtype the
+plugin lacks, the legacy exporter's pattern, an index not built as above.
 """
 
 from dataclasses import dataclass
@@ -307,12 +312,12 @@ def shape_value(tensor: Any, depth: int = 0) -> list[Dim] | None:
             return [inner[int(position)] for position in index.reshape(-1)]
         except IndexError:
             return None
-    parts = [constant(part) for part in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
-    if any(part is None or part.size != 1 for part in parts) or len(parts) < 2:
+    slice_parts = [constant(part) for part in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
+    if any(part is None or part.size != 1 for part in slice_parts) or len(slice_parts) < 2:
         return None
-    start, stop = int(parts[0].flat[0]), int(parts[1].flat[0])  # type: ignore[union-attr]
-    axis = int(parts[2].flat[0]) if len(parts) > 2 else 0  # type: ignore[union-attr]
-    step = int(parts[3].flat[0]) if len(parts) > 3 else 1  # type: ignore[union-attr]
+    start, stop = int(slice_parts[0].flat[0]), int(slice_parts[1].flat[0])  # type: ignore[union-attr]
+    axis = int(slice_parts[2].flat[0]) if len(slice_parts) > 2 else 0  # type: ignore[union-attr]
+    step = int(slice_parts[3].flat[0]) if len(slice_parts) > 3 else 1  # type: ignore[union-attr]
     return inner[start:stop:step] if axis in (0, -1) and step != 0 else None
 
 
@@ -756,6 +761,17 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     return node.inputs[0], node.inputs[2]
 
 
+def _one_value(tensor: Any) -> Any:
+    """The tensor a one-value tensor holds the value of, through Reshape, Squeeze, Unsqueeze, Cast, Identity and
+    Gather (of its one element)."""
+    for _ in range(16):
+        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        tensor = step.inputs[0]
+    return tensor
+
+
 def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     """The integer graph input T where a fill's rows are max(T) + 1 (PyG's global_mean_pool(x, batch) without
     `size`: as many rows as graphs in the batch): then every non-negative index from T is in range."""
@@ -766,25 +782,14 @@ def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     concat = producer(first, "Concat")
     if concat is not None:
         first = concat.inputs[0]
-    for _ in range(16):
-        step = producer(first, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
-        if step is None:
-            break
-        first = step.inputs[0]
-    add = producer(first, "Add")
+    add = producer(_one_value(first), "Add")
     if add is None or len(add.inputs) != 2:
         return None
     ones = [part for part in add.inputs if constant(part) is not None and constant(part).size == 1 and int(constant(part).flat[0]) == 1]  # type: ignore[union-attr]
     others = [part for part in add.inputs if all(part is not one for one in ones)]
     if len(ones) != 1 or len(others) != 1:
         return None
-    tensor = others[0]
-    for _ in range(16):
-        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
-        if step is None:
-            break
-        tensor = step.inputs[0]
-    reduce = producer(tensor, "ReduceMax")
+    reduce = producer(_one_value(others[0]), "ReduceMax")
     if reduce is None or (len(reduce.inputs) > 1 and constant(reduce.inputs[1]) is None) or "axes" in reduce.attrs:
         return None
     return index_sources(reduce.inputs[0], graph_inputs)
@@ -800,7 +805,7 @@ SELECTING_OPS = {"Cast": (0,), "Identity": (0,), "Reshape": (0,), "Squeeze": (0,
 def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
     """The integer graph input an index's values come from (through Cast, Reshape, Gather, Slice, Concat, Where...:
     SELECTING_OPS), the first one found; None if none."""
-    pending, seen = [idx], set()
+    pending, seen = [idx], set[int]()
     while pending and len(seen) < 256:
         tensor = pending.pop(0)
         if id(tensor) in seen:
