@@ -21,7 +21,7 @@ common.paths'):
                                                    the model checked and kept; InputError naming the node and
                                                    the value for anything it cannot rewrite safely
     Rewritten.model, .plugin, .scatters (ScatterRewrite each), .aliases {output: input}, .index_bounds
-                   {integer input: IndexBound}, .summary() -> lines to print
+                   {integer input: IndexBound}, .left (LeftScatter each), .summary() -> lines to print
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (network/definition.py), recognised
                                                    by its graph, whose outputs the float64 reference also gives
@@ -31,8 +31,10 @@ scatter_add (ScatterND / ScatterElements with reduction add, rows on axis 0) int
 (zeros_like, torch.zeros: ConstantOfShape or Expand of a constant; cloned when something else reads it) or
 into a tensor another node makes for it alone; data of rank > 2 ([N, H, F]) viewed as rows [N, H*F] for the
 plugin and back; several scatters, each its own plugin node; a counts scatter (ones into zeros [N, 1] with the
-same index and rows) becomes the plugin's counts output (compute_counts=1). Every Scatter* node is rewritten
-or refused; a Scatter* inside a subgraph or a local function is refused.
+same index and rows, or [N] for a 1-D one) becomes the plugin's counts output (compute_counts=1); a 1-D
+scatter-add ([N] data, [E] updates) as rows [N, 1]. Every Scatter* node is rewritten, left to TensorRT
+(ScatterElements min/max/mul: Rewritten.left) or refused; a Scatter* inside a subgraph or a local function is
+refused; anything unexpected while reading the graph is an InputError of one line, never a traceback.
 """
 
 import dataclasses
@@ -75,6 +77,7 @@ from network.onnx_patterns import (
     SCATTER_OPS,
     Match,
     check_dtypes,
+    left_reason,
     data_kind,
     dtype,
     fill_is_shared,
@@ -89,6 +92,7 @@ from network.onnx_patterns import (
     rank,
     refuse_lone_counts,
     refuse_other_readers,
+    rows_from_max_of,
     rows_source,
 )
 from network.onnx_runtime import short_line as _first_line
@@ -143,6 +147,16 @@ class ScatterRewrite:
 
 
 @dataclass(frozen=True)
+class LeftScatter:
+    """A scatter left in the model for TensorRT (its ScatterElements plugin, out of place), and why."""
+
+    node: str
+    op: str
+    reduction: str
+    why: str
+
+
+@dataclass(frozen=True)
 class IndexBound:
     """How many rows an integer graph input indexes (it reaches a scatter's index): a constant `rows`, or the
     size of dimension `axis` of graph input `input`; neither where the model does not tell."""
@@ -151,6 +165,7 @@ class IndexBound:
     input: str | None = None
     axis: int = 0
     also: tuple["IndexBound", ...] = ()  # the rows of the other states the same input indexes
+    own_max: bool = False  # the rows are the index's own largest value + 1 (PyG's batch vector): in range if >= 0
 
     def size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
         """The number of rows for these input shapes (by name): the fewest of every state it indexes; None
@@ -175,7 +190,7 @@ class IndexBound:
 
 @dataclass(frozen=True)
 class Rewritten:
-    """The rewritten model (no Scatter* node left), the plugin, what was replaced, which graph outputs share a
+    """The rewritten model (no scatter-add left; .left names the scatters left to TensorRT), the plugin, what was replaced, which graph outputs share a
     graph input's memory (bind them at that input's address: TensorRT reports no alias for a plugin) and how
     many rows each integer input that reaches a scatter's index indexes."""
 
@@ -184,6 +199,7 @@ class Rewritten:
     scatters: tuple[ScatterRewrite, ...]
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
+    left: tuple[LeftScatter, ...] = ()
 
     def summary(self) -> list[str]:
         """One line per replaced scatter-add (or plugin node found), for the CLI's report."""
@@ -199,6 +215,8 @@ class Rewritten:
                          f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place)")
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
+        for left in self.left:
+            lines.append(f"{left.node} ({left.op}) left to TensorRT: {left.why}")
         return lines
 
 
@@ -208,8 +226,9 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     (export/ops.py's) checked and kept (a Python plugin node becomes the AOT nodes for "aot"). The input model
     is not changed.
 
-    InputError (one line naming the node and the value) when the model has neither a Scatter* node nor a
-    plugin node, or a scatter it cannot rewrite safely (network/onnx_patterns.py)."""
+    InputError (one line naming the node and the value) when the model has neither a scatter-add nor a plugin
+    node (docs/onnx.md: such a model is refused, not run as it is), a scatter it cannot rewrite safely
+    (network/onnx_patterns.py), or a graph it cannot read."""
     if plugin not in PLUGINS:
         raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
     gs, onnx = import_module("onnx_graphsurgeon"), import_module("onnx")
@@ -220,18 +239,36 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
         source = onnx.shape_inference.infer_shapes(source)
     except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
         pass
+    try:
+        return _rewrite(gs, onnx, source, model.ir_version, plugin)
+    except InputError:
+        raise
+    except Exception as error:  # an unexpected graph: one line (the CLI's exit 2), never a traceback
+        raise InputError(f"the rewrite cannot read this graph ({type(error).__name__}: {_first_line(error)}); "
+                         "nothing was rewritten") from None
+
+
+def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plugin: str) -> Rewritten:
     graph = gs.import_onnx(source)
     for position, node in enumerate(graph.nodes):
         node.name = node.name or f"{node.op}_{position}"  # every message names a node
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
+    left = tuple(LeftScatter(node.name, node.op, str(node.attrs.get("reduction")), why)
+                 for node in scatters for why in [left_reason(node)] if why is not None)
+    scatters = [node for node in scatters if left_reason(node) is None]
     if not scatters and not found:
+        if left:
+            scatter = left[0]
+            raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so "
+                             f"nothing to rewrite in place; node {scatter.node} ({scatter.op}, reduction "
+                             f"{scatter.reduction!r}) stays with TensorRT (build the model as it is, e.g. with trtexec)")
         raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place: "
                          "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
                          "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
                          "scatter with torch.onnx.export(..., dynamo=True)")
     plugin = plugin_of_found(found, plugin)
-    states = _scatter_adds(graph, [match_scatter(node) for node in scatters])
+    states = _scatter_adds(graph, [_match(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
         check_dtypes(state)
@@ -244,12 +281,24 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     results += [_keep(gs, graph, names, node, plugin) for node in found]
     graph.cleanup(remove_unused_graph_inputs=False).toposort()
     rewritten = gs.export_onnx(graph)
-    rewritten.ir_version = model.ir_version
+    rewritten.ir_version = ir_version
     declare_domain(rewritten)
-    left = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS]
-    assert not left, f"Scatter nodes left after the rewrite: {left}"
+    stays = {scatter.node for scatter in left}
+    stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in stays]
+    assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
-    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph))
+    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
+
+
+def _match(node: Any) -> Match:
+    """match_scatter(node), with anything unexpected about the node's neighbourhood one line naming it."""
+    try:
+        return match_scatter(node)
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(f"node {node.name} ({node.op}): the rewrite cannot read the graph around it "
+                         f"({type(error).__name__}: {_first_line(error)}); not rewritten") from None
 
 
 def plugin_of_found(found: list[Any], plugin: str) -> str:
@@ -304,8 +353,10 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         counts_out = counts.node.outputs[0]
         counts.node.outputs.clear()
     plugin_counts = counts_out
-    if counts_out is not None and dtype(counts_out) not in (None, INDEX_DTYPE):
-        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=counts_out.shape)
+    counts_rank = rank(counts.data) if counts is not None else None
+    if counts_out is not None and (dtype(counts_out) not in (None, INDEX_DTYPE) or counts_rank == 1):
+        rows_dim = counts_out.shape[0] if counts_out.shape else None
+        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=[rows_dim, 1])
     rows, out = data, aggregated
     if rank(data) != 2:  # [N, H, F] (or a rank the model does not record): rows [N, H*F] for the plugin, and back
         rows, src = build.rows(data, "state"), build.rows(src, "src")
@@ -313,10 +364,16 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
     plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
     if out is not aggregated:
         build.node("Reshape", [out, build.shape(data)], None, name="unrows", outputs=[aggregated])
-    if plugin_counts is not counts_out:  # counts of another dtype in the model: the plugin's int64, cast
-        assert counts_out is not None
-        build.node("Cast", [plugin_counts], None, {"to": _onnx_type(counts_out.dtype)}, name="counts_cast",
-                   outputs=[counts_out])
+    if plugin_counts is not counts_out:  # counts of another dtype or 1-D in the model: the plugin's, cast, reshaped
+        assert counts_out is not None and counts is not None
+        last = [counts_out] if counts_rank != 1 else None
+        cast = plugin_counts
+        if dtype(counts_out) not in (None, INDEX_DTYPE):
+            cast = build.node("Cast", [plugin_counts], counts_out.dtype, {"to": _onnx_type(counts_out.dtype)},
+                              shape=[counts_out.shape[0] if counts_out.shape else None, 1], name="counts_cast",
+                              outputs=last).outputs[0]
+        if counts_rank == 1:
+            build.node("Reshape", [cast, build.shape(counts.data)], None, name="counts_unrows", outputs=[counts_out])
     graph.nodes.extend(build.nodes)
     return ScatterRewrite(
         node=state.node.name, form=state.form, state=state.data.name, kind=kind, source=state.updates.name,
@@ -361,11 +418,17 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         if source is None:
             continue
         rows = rows_source(state, inputs)
-        bound = (IndexBound() if rows is None else IndexBound(rows=int(rows[1])) if rows[0] == "rows"
-                 else IndexBound(input=str(rows[1]), axis=int(rows[2])))
+        if rows_from_max_of(state, inputs) is source:
+            bounds[source.name] = IndexBound(own_max=True)
+            continue
+        bound = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
+                 else IndexBound(input=str(rows[1]), axis=int(rows[2]))
+                 if rows is not None and rows[0] == "input" else IndexBound())
         known = bounds.get(source.name)
         if known is None:
             bounds[source.name] = bound
+        elif known.own_max:
+            continue
         elif bound != dataclasses.replace(known, also=()) and bound not in known.also:  # one index, several states
             bounds[source.name] = dataclasses.replace(known, also=(*known.also, bound))
     return bounds
