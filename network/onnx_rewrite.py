@@ -263,7 +263,8 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
             raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so "
                              f"nothing to rewrite in place; node {scatter.node} ({scatter.op}, reduction "
                              f"{scatter.reduction!r}) stays with TensorRT (build the model as it is, e.g. with trtexec)")
-        raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place: "
+        raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add): it has no "
+                         "ScatterND or ScatterElements node, so nothing to rewrite in place: "
                          "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
                          "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
                          "scatter with torch.onnx.export(..., dynamo=True)")
