@@ -24,7 +24,6 @@ by PreparedAotLaunch. Measurements: plugin/kernels/NOTES.md "Issue 26" and "Issu
 """
 
 import ctypes
-import dataclasses
 import sys
 import tempfile
 import time

@@ -10,7 +10,6 @@ from plugin.kernels.plan import (
     PAIRED_MAX_EDGES,
     OWNED_EDGES_PER_BLOCK,
     OWNED_THREADS,
-    RESIDENT_BLOCKS_PER_SM,
     THREADS_PER_BLOCK,
     chunk_shared_bytes,
     sort_layout,

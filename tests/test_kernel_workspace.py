@@ -13,7 +13,6 @@ from plugin.kernels.plan import (
     SORT_MAX_TILES,
     SORT_MIN_EDGES,
     SORT_TARGET_RANGES,
-    SPLIT_TABLE_MAX_SPARSE_SLOTS,
     sort_layout,
     split_table_capacity,
     table_layout,

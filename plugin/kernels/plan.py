@@ -9,7 +9,6 @@ docs/kernel.md describes what each path's kernels do; the launcher (launch.py) o
 """
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
