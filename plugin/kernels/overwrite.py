@@ -136,6 +136,27 @@ _loaded: dict[int, dict[str, Any]] = {}
 _load_lock = threading.Lock()
 
 
+class _CaptureStreams(threading.local):
+    def __init__(self) -> None:
+        self.by_context: dict[int, int] = {}
+
+
+_capture_streams = _CaptureStreams()
+
+
+def capture_stream(context_id: int) -> int:
+    """A non-blocking stream of this thread in the current context (made on first use, kept for the thread's
+    life) on which PreparedOverwrite captures its graphs: never a caller's stream, whose capture state and pending
+    work are the caller's."""
+    stream = _capture_streams.by_context.get(context_id)
+    if stream is None:
+        from cuda.bindings import driver
+
+        created = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        stream = _capture_streams.by_context[context_id] = int(created)
+    return stream
+
+
 def prepare_overwrite_kernels() -> dict[str, Any]:
     """The CUBIN's functions in the current context, compiled and loaded once per context (outside enqueue)."""
     from plugin.kernels.compile import nvrtc_supported_archs, pick_arch
@@ -271,7 +292,7 @@ class PreparedOverwrite:
 
     def _capture(self, pointers: tuple[int, ...]) -> Any:
         """A CapturedGraph of the driver calls for these pointers, made on the launcher's own stream."""
-        from plugin.cuda_graph import CapturedGraph, capture_stream
+        from plugin.cuda_graph import CapturedGraph
 
         on = capture_stream(self.context)
         calls, keep = self._bind(pointers, on)
