@@ -7,6 +7,9 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
     index_add     ScatterND(data, Unsqueeze(idx, [1] or [-1]) or Reshape(idx, [-1, 1]), src, reduction=add)
     scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
                   reduction=add); without the Expand only where src has one column
+A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
+ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
+plugin's overwrite mode, the last edge winning where an index repeats (ONNX leaves that row undefined).
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
@@ -25,6 +28,7 @@ import numpy as np
 from common.errors import InputError
 from network.onnx_nodes import (
     AOT_APPLY_TABLE,
+    AOT_OVERWRITE_CLAIM,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
     NODE_ALIASES,
@@ -34,6 +38,8 @@ from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+OVERWRITE_FORMS = {"ScatterND": "index_copy", "ScatterElements": "scatter"}  # reduction none: rows overwritten
+ADD, OVERWRITE = "add", "none"  # the reductions the plugin does in place (Match.reduction)
 SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
 PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
 INDEX_PLUMBING_OPS = ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Gather", "Slice")
@@ -45,13 +51,19 @@ INPUT, FILL, COMPUTED = "graph input", "fill", "computed"
 
 @dataclass
 class Match:
-    """A scatter-add recognised: its node, form, data, index (the 1-D idx) and updates (src)."""
+    """A scatter recognised: its node, form, data, index (the 1-D idx), updates (src) and reduction (ADD, or
+    OVERWRITE: rows written, the last edge winning where an index repeats)."""
 
     node: Any
     form: str
     data: Any
     index: Any
     updates: Any
+    reduction: str = ADD
+
+    @property
+    def overwrites(self) -> bool:
+        return self.reduction == OVERWRITE
 
 
 # --- reading the graph ----------------------------------------------------------------------------------------
@@ -282,23 +294,28 @@ def match_scatter(node: Any) -> Match:
                 f"node {node.name} ({node.op}): zeros written at the index before {then[0].name} adds into them: "
                 "scatter_reduce(..., include_self=False), which drops the state's own rows; only include_self=True "
                 "(index_add, scatter_add) becomes the in-place plugin")
-    if kind != "add":
+    if node.op not in FORMS:
+        raise InputError(f"node {node.name} ({node.op}): the Scatter op of opsets before 11 is not rewritten; export "
+                         "with torch.onnx.export(..., dynamo=True), which writes ScatterND or ScatterElements")
+    if kind not in (ADD, OVERWRITE):
         raise InputError(f"node {node.name} ({node.op}): reduction {kind!r}; only reduction 'add' (index_add, "
-                         "scatter_add) becomes the in-place plugin")
+                         "scatter_add) and none (index_copy, index_put, X[idx] = rows, scatter) become the in-place "
+                         "plugin")
     if node.op == "ScatterElements":
         axis, data_rank = int(node.attrs.get("axis", 0)), rank(data)
         normal = axis + data_rank if axis < 0 and data_rank is not None else axis
         if normal != 0:
             of = f" of a {data_rank}-D tensor" if data_rank is not None else ""
             raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin adds rows (axis 0) only")
-    return Match(node, FORMS[node.op], data, scatter_index(node), updates)
+    forms = OVERWRITE_FORMS if kind == OVERWRITE else FORMS
+    return Match(node, forms[node.op], data, scatter_index(node), updates, kind)
 
 
 # --- counts -------------------------------------------------------------------------------------------------------
 def is_counts(match: Match) -> bool:
     """The counts form: ones added into zeros of one column (see pair_counts for the state they belong to)."""
     width = _width(match.data)
-    return fill_value(match.data) == 0.0 and fill_value(match.updates) == 1.0 and rank(match.data) in (2, None) \
+    return not match.overwrites and fill_value(match.data) == 0.0 and fill_value(match.updates) == 1.0 and rank(match.data) in (2, None) \
         and (width is None or width[0] in (1, None) or not known(width[0]))
 
 
@@ -376,6 +393,7 @@ def pair_counts(states: list[Match], counts: list[Match], graph_inputs: list[Any
     for match in counts:
         rows = rows_source(match.data, graph_inputs)
         owner = next((state for state in states if state.index is match.index and rows is not None
+                      and not state.overwrites
                       and rows_source(state.data, graph_inputs) == rows), None)
         if owner is None:
             alone.append(match)
@@ -504,7 +522,7 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
         readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
         return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op == AOT_APPLY_TABLE:
+    if node.op in (AOT_APPLY_TABLE, AOT_OVERWRITE_CLAIM):  # overwrite_rows reads the claim's idx
         return None
     return node.inputs[0], node.inputs[2]
 
