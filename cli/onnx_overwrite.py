@@ -71,11 +71,10 @@ def probe_model(model: Any, found: list[Overwrite]) -> Any:
     return probe
 
 
-def written_rows(op: str, indices: np.ndarray, rows: int) -> np.ndarray:
+def written_rows(op: str, indices: np.ndarray) -> np.ndarray:
     """The row each update of an overwrite writes: ScatterND's [E, 1] indices, or column 0 of ScatterElements'
-    expanded [E, ...] indices; negative indices counted from the end, as ONNX does."""
-    idx = indices.reshape(indices.shape[0], -1)[:, 0].astype(np.int64)
-    return np.where(idx < 0, idx + rows, idx)
+    expanded [E, ...] indices (the inputs' check keeps them within the rows: cli.onnx_inputs)."""
+    return indices.reshape(indices.shape[0], -1)[:, 0].astype(np.int64)
 
 
 @dataclass
@@ -106,20 +105,18 @@ class OverwriteOracle:
         values = self._run(feeds)
         for overwrite in self.found:
             updates = np.asarray(values[overwrite.updates + PROBE_SUFFIX])
-            rows = feeds[overwrite.data_input].shape[0] if overwrite.data_input in feeds else None
-            idx = written_rows(overwrite.op, np.asarray(values[overwrite.indices + PROBE_SUFFIX]),
-                               rows if rows is not None else 1 << 62)
+            idx = written_rows(overwrite.op, np.asarray(values[overwrite.indices + PROBE_SUFFIX]))
             distinct, counts = np.unique(idx, return_counts=True)
             repeated = distinct[counts > 1]
-            last = idx.size - 1 - np.unique(idx[::-1], return_index=True)[1]
+            last = idx.size - 1 - np.unique(idx[::-1], return_index=True)[1]  # not the plugin reference's own code
             carried = self._carried.get(overwrite.data_input or "", set())
             record = self.records.setdefault(overwrite.output, RowRecord())
             record.undefined = (carried - set(distinct.tolist())) | set(repeated.tolist())
             record.rule = {int(row): updates[edge] for row, edge, many in zip(distinct, last, counts > 1) if many}
             record.ever = record.ever or bool(record.undefined)
         for output, state in self._states.items():
-            record = self.records.get(output)
-            self._carried[state] = set(record.undefined) if record is not None else set()
+            fed_back = self.records.get(output)
+            self._carried[state] = set(fed_back.undefined) if fed_back is not None else set()
         return {name: values[name] for name in self.outputs}
 
     def unsettled(self, output: str) -> list[str]:
@@ -168,7 +165,7 @@ def compared(label: str, name: str, actual: np.ndarray, expected: np.ndarray, dt
              oracle: OverwriteOracle | None, compare: Callable[[np.ndarray, np.ndarray, Any], Any]) -> tuple[str, Any]:
     """(label, comparison) of one output against ONNX Runtime's, `compare` (cli.onnx_run.compare_output) over the
     rows ONNX defines where an overwrite wrote a repeated index (the module docstring), the label saying so."""
-    record = oracle.records.get(name) if oracle is not None else None
+    record: RowRecord | None = oracle.records.get(name) if oracle is not None else None
     if oracle is not None and record is None:
         unsettled = oracle.unsettled(name)
         if unsettled:
