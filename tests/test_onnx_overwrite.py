@@ -320,3 +320,61 @@ def test_steps_with_repeated_indices_keep_the_rule_and_leave_earlier_repeats_unc
     assert "--steps: 4 runs; the states (X, Y) stay in place" in captured.out
     assert "written at a repeated index in an earlier run: not compared" in captured.out
     assert "Validation against reference successful!" in captured.out
+
+
+def float16_copy_model(path):
+    """X [N, 3] float16, src [E, 3], idx [E] -> X_out = ScatterND(X, Unsqueeze(idx, [1]), src) without reduction,
+    as the exporter writes index_copy (onnx.helper: the float16 form)."""
+    from onnx import TensorProto, helper, save
+
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
+             helper.make_node("ScatterND", ["X", "column", "src"], ["X_out"], name="copy_rows")]
+    graph = helper.make_graph(nodes, "copy16", [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT16, ["N", 3]),
+        helper.make_tensor_value_info("src", TensorProto.FLOAT16, ["E", 3]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
+    ], [helper.make_tensor_value_info("X_out", TensorProto.FLOAT16, ["N", 3])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_a_float16_overwrite_copies_rows_exactly_in_both_plugins(tmp_path, plugin):
+    """float16 rows are copied, not summed: the rewritten model's X_out is bit for bit the sequential rule."""
+    from network.onnx_rewrite import load_model, rewrite_model
+    from network.onnx_runtime import run_rewritten
+
+    rng = np.random.default_rng(4)
+    feeds = {"X": rng.standard_normal((7, 3)).astype(np.float16), "src": rng.standard_normal((12, 3)).astype(np.float16),
+             "idx": rng.integers(0, 7, 12).astype(np.int64)}
+    result = rewrite_model(load_model(float16_copy_model(tmp_path / "copy16.onnx")), plugin)
+    out = run_rewritten(result.model, feeds)["X_out"]
+    np.testing.assert_array_equal(out.astype(np.float16), sequential(feeds["X"], feeds["src"], feeds["idx"]))
+
+
+def test_a_float16_overwrite_with_repeated_indices_passes_the_dry_run_validation(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    feeds = {"X": rng.standard_normal((7, 3)).astype(np.float16), "src": rng.standard_normal((12, 3)).astype(np.float16),
+             "idx": rng.integers(0, 7, 12).astype(np.int64)}
+    status, printed, _ = dry_run(tmp_path, capsys, float16_copy_model(tmp_path / "copy16.onnx"), feeds)
+    assert status == 0, printed
+    assert "written at a repeated index: against the last edge's row" in printed
+    heading = next(line for line in printed.splitlines() if line.startswith("Output X_out float"))  # 16, or 32: the
+    np.testing.assert_allclose(printed_output(printed, heading),  # float32 copy ONNX Runtime ran
+                               sequential(feeds["X"], feeds["src"], feeds["idx"]), atol=1e-3)
+
+
+def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
+    from onnx import TensorProto, helper
+
+    from network.onnx_rewrite import rewrite_model
+
+    node = helper.make_node("Scatter", ["X", "indices", "src"], ["X_out"], name="old", axis=0)
+    graph = helper.make_graph([node], "old", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3]),
+                                              helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 3]),
+                                              helper.make_tensor_value_info("src", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    with pytest.raises(InputError, match=r"^node old \(Scatter\): the Scatter op of opsets before 11 is not rewritten"):
+        rewrite_model(model)
