@@ -75,6 +75,7 @@ from network.onnx_patterns import (
     SCATTER_OPS,
     Match,
     check_dtypes,
+    left_reason,
     data_kind,
     dtype,
     fill_is_shared,
@@ -144,6 +145,16 @@ class ScatterRewrite:
 
 
 @dataclass(frozen=True)
+class LeftScatter:
+    """A scatter left in the model for TensorRT (its ScatterElements plugin, out of place), and why."""
+
+    node: str
+    op: str
+    reduction: str
+    why: str
+
+
+@dataclass(frozen=True)
 class IndexBound:
     """How many rows an integer graph input indexes (it reaches a scatter's index): a constant `rows`, or the
     size of dimension `axis` of graph input `input`; neither where the model does not tell."""
@@ -171,6 +182,7 @@ class Rewritten:
     scatters: tuple[ScatterRewrite, ...]
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
+    left: tuple[LeftScatter, ...] = ()
 
     def summary(self) -> list[str]:
         """One line per replaced scatter-add (or plugin node found), for the CLI's report."""
@@ -188,6 +200,8 @@ class Rewritten:
                          f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
+        for scatter in self.left:
+            lines.append(f"{scatter.node} ({scatter.op}) left to TensorRT: {scatter.why}")
         return lines
 
 
@@ -209,15 +223,31 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
         source = onnx.shape_inference.infer_shapes(source)
     except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
         pass
+    try:
+        return _rewrite(gs, onnx, source, model.ir_version, plugin)
+    except InputError:
+        raise
+    except Exception as error:  # an unexpected graph: one line (the CLI's exit 2), never a traceback
+        raise InputError(f"the rewrite cannot read this graph ({type(error).__name__}: {_first_line(error)}); "
+                         "nothing was rewritten") from None
+
+
+def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plugin: str) -> Rewritten:
     graph = gs.import_onnx(source)
     for position, node in enumerate(graph.nodes):
         node.name = node.name or f"{node.op}_{position}"  # every message names a node
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
+    left = tuple(LeftScatter(node.name, node.op, str(node.attrs.get("reduction")), why)
+                 for node in scatters for why in [left_reason(node)] if why is not None)
+    scatters = [node for node in scatters if left_reason(node) is None]
     if not scatters and not found:
-        raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
-                         "(export X.index_add_(0, idx, src) with torch.onnx.export(..., dynamo=True))")
-    states = _scatter_adds(graph, [match_scatter(node) for node in scatters])
+        kept = "".join(f"; node {scatter.node} ({scatter.op}, reduction {scatter.reduction!r}) stays with TensorRT "
+                       "(build the model as it is, e.g. with trtexec)" for scatter in left[:1])
+        raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so nothing "
+                         f"to rewrite in place{kept} (export X.index_add_(0, idx, src) with "
+                         "torch.onnx.export(..., dynamo=True))")
+    states = _scatter_adds(graph, [_match(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
         check_dtypes(state)
@@ -230,12 +260,24 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     results += [_keep(gs, graph, names, node, plugin) for node in found]
     graph.cleanup(remove_unused_graph_inputs=False).toposort()
     rewritten = gs.export_onnx(graph)
-    rewritten.ir_version = model.ir_version
+    rewritten.ir_version = ir_version
     declare_domain(rewritten)
-    left = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS]
-    assert not left, f"Scatter nodes left after the rewrite: {left}"
+    kept = {scatter.node for scatter in left}
+    stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in kept]
+    assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
-    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph))
+    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
+
+
+def _match(node: Any) -> Match:
+    """match_scatter(node), with anything unexpected about the node's neighbourhood one line naming it."""
+    try:
+        return match_scatter(node)
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(f"node {node.name} ({node.op}): the rewrite cannot read the graph around it "
+                         f"({type(error).__name__}: {_first_line(error)}); not rewritten") from None
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -283,8 +325,10 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         counts_out = counts.node.outputs[0]
         counts.node.outputs.clear()
     plugin_counts = counts_out
-    if counts_out is not None and dtype(counts_out) not in (None, INDEX_DTYPE):
-        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=counts_out.shape)
+    counts_rank = rank(counts.data) if counts is not None else None
+    if counts_out is not None and (dtype(counts_out) not in (None, INDEX_DTYPE) or counts_rank == 1):
+        rows_dim = counts_out.shape[0] if counts_out.shape else None
+        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=[rows_dim, 1])
     rows, out = data, aggregated
     if rank(data) != 2:  # [N, H, F] (or a rank the model does not record): rows [N, H*F] for the plugin, and back
         rows, src = build.rows(data, "state"), build.rows(src, "src")
@@ -295,10 +339,15 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
     if out is not aggregated:
         build.node("Reshape", [out, build.shape(data)], None, name="unrows", outputs=[aggregated])
-    if plugin_counts is not counts_out:  # counts of another dtype in the model: the plugin's int64, cast
-        assert counts_out is not None
-        build.node("Cast", [plugin_counts], None, {"to": _onnx_type(counts_out.dtype)}, name="counts_cast",
-                   outputs=[counts_out])
+    if plugin_counts is not counts_out:  # counts of another dtype or 1-D in the model: the plugin's, cast, reshaped
+        assert counts_out is not None and counts is not None
+        last = [counts_out] if counts_rank != 1 else None
+        cast = plugin_counts
+        if dtype(counts_out) not in (None, INDEX_DTYPE):
+            cast = build.node("Cast", [plugin_counts], counts_out.dtype, {"to": _onnx_type(counts_out.dtype)},
+                              shape=plugin_counts.shape, name="counts_cast", outputs=last).outputs[0]
+        if counts_rank == 1:
+            build.node("Reshape", [cast, build.shape(counts.data)], None, name="counts_unrows", outputs=[counts_out])
     graph.nodes.extend(build.nodes)
     return ScatterRewrite(
         node=state.node.name, form=state.form, state=state.data.name, kind=kind, source=state.updates.name,
@@ -346,8 +395,9 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         if source is None or source.name in bounds:
             continue
         rows = rows_source(state, inputs)
-        bounds[source.name] = (IndexBound() if rows is None else IndexBound(rows=int(rows[1])) if rows[0] == "rows"
-                               else IndexBound(input=str(rows[1]), axis=int(rows[2])))
+        bounds[source.name] = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
+                               else IndexBound(input=str(rows[1]), axis=int(rows[2]))
+                               if rows is not None and rows[0] == "input" else IndexBound())
     return bounds
 
 

@@ -257,7 +257,8 @@ OVERWRITES = ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_
 REFUSED = {  # name -> the message's parts; the node and the value are named in each
     "narrow": ["(ScatterElements): its indices", "cover one column of its updates src [E, 4]", "a narrow index"],
     "exclude_self": ["(ScatterElements): zeros written at the index before", "include_self=False"],
-    "prod": ["node node_scatter_reduce (ScatterElements): reduction 'mul'", "only reduction 'add'"],
+    "prod": ["the model has no scatter-add", "node node_scatter_reduce (ScatterElements, reduction 'mul') stays with "
+             "TensorRT"],
     "copy_second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "in place"],
     "copy_into_output": ["(ScatterND): its data Y is also a graph output", "in place"],
     "copy_axis1": ["node node_scatter (ScatterElements): axis 1 of a 2-D tensor; the plugin", "(axis 0) only"],
@@ -269,7 +270,7 @@ REFUSED = {  # name -> the message's parts; the node and the value are named in 
     "int32": ["(ScatterND): its index _to_copy is int32 [E]", "wants int64"],
     "counts_only": ["counts (ones into zeros zeros, int64 [N, 1]) with no scatter-add of the same index idx",
                     "float32 or float16"],
-    "no_scatter": ["the model has no ScatterND or ScatterElements node", "dynamo=True"],
+    "no_scatter": ["the model has no scatter-add (ScatterND or ScatterElements with reduction add)", "dynamo=True"],
     "float64": ["(ScatterND): its data X is float64 [N, 3]", "float32 or float16"],
     "legacy": ["(ScatterElements without reduction into zeros, then Add /Add) is the legacy exporter's index_add "
                "(torch.onnx.export(..., dynamo=False))", "export with torch.onnx.export(..., dynamo=True)"],
