@@ -236,6 +236,9 @@ def _zoo() -> dict[str, ZooModel]:
             "X": (("N", F), "float32"), "Y": (("M", 2), "float32"), "src_x": (("K", F), "float32"),
             "idx_x": (("K",), "int64"), "src_y": (("B", 2), "float32"), "idx_y": (("B",), "int64")},
             ("X_out", "Y_out"), {"idx_x": "N", "idx_y": "M"}, unique=("idx_x",)),
+        "index_copy_1d": ZooModel(modules["index_copy"], {"X": (("N",), "float32"), "src": (("K",), "float32"),
+                                                          "idx": (("K",), "int64")}, ("X_out",), {"idx": "N"},
+                                  unique=("idx",)),
         "copy_then_layers": ZooModel(modules["copy_then_layers"], {**rows, "W": ((F, C), "float32")}, ("X_out", "y"),
                                      {"idx": "N"}, unique=("idx",)),
         "copy_into_output": ZooModel(modules["copy_into_output"], rows, ("X_out", "Y"), {"idx": "N"}, unique=("idx",)),
@@ -250,10 +253,10 @@ def _zoo() -> dict[str, ZooModel]:
 
 ACCEPTED = ("gnn_zeros", "two_states", "heads_state", "update_then_layers", "alpha", "scatter_add_state",
             "scatter_add_classifier", "float_counts", "index_put", "computed")
-# The row overwrites the rewrite takes (the plugin's overwrite mode), seeded with distinct indices (every row
-# defined); tests/test_onnx_overwrite.py gives them repeated indices too.
-OVERWRITES = ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_rows", "scatter_rows", "copy_and_add",
-              "copy_then_layers")
+# The row overwrites the rewrite takes (the plugin's overwrite mode; index_copy_1d: X [N] as rows [N, 1]), seeded
+# with distinct indices (every row defined); tests/test_onnx_overwrite.py gives them repeated indices too.
+OVERWRITES = ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_rows", "scatter_rows", "index_copy_1d",
+              "copy_and_add", "copy_then_layers")
 REFUSED = {  # name -> the message's parts; the node and the value are named in each
     "narrow": ["(ScatterElements): its indices", "cover one column of its updates src [E, 4]", "a narrow index"],
     "exclude_self": ["(ScatterElements): zeros written at the index before", "include_self=False"],
