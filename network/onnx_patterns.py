@@ -487,7 +487,8 @@ def match_scatter(node: Any) -> Match:
         normal = axis + data_rank if axis < 0 and data_rank is not None else axis
         if normal != 0:
             of = f" of a {data_rank}-D tensor" if data_rank is not None else ""
-            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin adds rows (axis 0) only")
+            verb = "writes" if kind == OVERWRITE else "adds"
+            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin {verb} rows (axis 0) only")
     forms = OVERWRITE_FORMS if kind == OVERWRITE else FORMS
     return Match(node, forms[node.op], data, scatter_index(node), updates, kind)
 
@@ -636,15 +637,22 @@ def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
     output or is read by another node (Shape nodes excepted): the in-place add would change what they see."""
     _, views = view_base(data)
     chain = [node, *views]
+    verb = _in_place_verb(node)
     for tensor in [data, *(view.inputs[0] for view in views)]:
         if tensor in graph.outputs:
-            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; {verb} "
                              "into it in place would change an output the caller expects unchanged")
         others = list(dict.fromkeys(consumer.name for consumer in tensor.outputs  # a node reading it twice, once
                                     if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS))
         if others:
             raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
-                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+                             f"consumers ({', '.join(others)}); {verb} into it in place would change what they read")
+
+
+def _in_place_verb(node: Any) -> str:
+    """How a node changes its data, for a message: "writing" rows for an overwrite, else "adding"."""
+    overwrite = (node.op in FORMS and reduction(node) == OVERWRITE) or node.attrs.get("overwrite", 0) == 1
+    return "writing" if overwrite else "adding"
 
 
 def data_kind(match: Match, graph: Any) -> str:

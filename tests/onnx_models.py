@@ -262,8 +262,8 @@ REFUSED = {  # name -> the message's parts; the node and the value are named in 
     "exclude_self": ["(ScatterElements): zeros written at the index before", "include_self=False"],
     "prod": ["the model has no scatter-add", "node node_scatter_reduce (ScatterElements, reduction 'mul') stays with "
              "TensorRT"],
-    "copy_second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "in place"],
-    "copy_into_output": ["(ScatterND): its data Y is also a graph output", "in place"],
+    "copy_second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "writing into it in place"],
+    "copy_into_output": ["(ScatterND): its data Y is also a graph output; writing into it in place"],
     "copy_axis1": ["node node_scatter (ScatterElements): axis 1 of a 2-D tensor; the plugin", "(axis 0) only"],
     "copy_narrow": ["(ScatterElements): its indices", "cover one column of its updates src [K, 4]", "a narrow index"],
     "second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "in place"],
