@@ -458,7 +458,7 @@ def match_scatter(node: Any) -> Match:
     reduction, another axis, a narrow index or an index shape not recognised."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
     kind = reduction(node)
-    if kind == "none" and fill_value(data) == 0.0:
+    if kind == "none" and node.op == "ScatterElements" and fill_value(data) == 0.0:  # dynamo's index_copy is ScatterND
         adds = [consumer.name for consumer in node.outputs[0].outputs if consumer.op == "Add"]
         if adds:
             raise InputError(
