@@ -11,6 +11,9 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
                   the shapes the model records or computes (dims, shape_value: Concat of Shape slices of any
                   tensor, symbolic dimensions); without the Expand only where src has one column
     1-D           data [N], updates [E] (counts, degrees): ScatterElements with any index, ScatterND as above
+A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
+ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
+plugin's overwrite mode, the last edge winning where an index repeats (ONNX leaves that row undefined).
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
@@ -30,6 +33,7 @@ import numpy as np
 from common.errors import InputError
 from network.onnx_nodes import (
     AOT_APPLY_TABLE,
+    AOT_OVERWRITE_CLAIM,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
     NODE_ALIASES,
@@ -39,6 +43,8 @@ from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+OVERWRITE_FORMS = {"ScatterND": "index_copy", "ScatterElements": "scatter"}  # reduction none: rows overwritten
+ADD, OVERWRITE = "add", "none"  # the reductions the plugin does in place (Match.reduction)
 SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
 PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
 VIEW_OPS = ("Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten")  # the same values in another shape
@@ -49,15 +55,20 @@ INPUT, FILL, COMPUTED = "graph input", "fill", "computed"
 
 @dataclass
 class Match:
-    """A scatter recognised: its node, form, data, index (the 1-D idx), updates (src) and reduction ("add": the
-    plugin adds src's rows into data's). data and updates of rank 1 are rows of one column (is_one_dimensional)."""
+    """A scatter recognised: its node, form, data, index (the 1-D idx), updates (src) and reduction (ADD: the
+    plugin adds src's rows into data's; OVERWRITE: it writes them, the last edge winning where an index repeats).
+    data and updates of rank 1 are rows of one column (is_one_dimensional)."""
 
     node: Any
     form: str
     data: Any
     index: Any
     updates: Any
-    reduction: str = "add"
+    reduction: str = ADD
+
+    @property
+    def overwrites(self) -> bool:
+        return self.reduction == OVERWRITE
 
 
 # --- reading the graph ----------------------------------------------------------------------------------------
@@ -510,7 +521,7 @@ def match_scatter(node: Any) -> Match:
     reduction, another axis, a narrow index or an index shape not recognised."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
     kind = reduction(node)
-    if kind == "none" and fill_value(data) == 0.0:
+    if kind == "none" and node.op == "ScatterElements" and fill_value(data) == 0.0:  # dynamo's index_copy is ScatterND
         adds = [consumer.name for consumer in node.outputs[0].outputs if consumer.op == "Add"]
         if adds:
             raise InputError(
@@ -525,25 +536,31 @@ def match_scatter(node: Any) -> Match:
                 f"node {node.name} ({node.op}): zeros written at the index before {then[0].name} adds into them: "
                 "scatter_reduce(..., include_self=False), which drops the state's own rows; only include_self=True "
                 "(index_add, scatter_add) becomes the in-place plugin")
-    if kind != "add":
+    if node.op not in FORMS:
+        raise InputError(f"node {node.name} ({node.op}): the Scatter op of opsets before 11 is not rewritten; export "
+                         "with torch.onnx.export(..., dynamo=True), which writes ScatterND or ScatterElements")
+    if kind not in (ADD, OVERWRITE):
         parser = " (TensorRT's ONNX parser refuses ScatterND with a reduction other than add)" \
-            if node.op == "ScatterND" and kind != "none" else ""
+            if node.op == "ScatterND" else ""
         raise InputError(f"node {node.name} ({node.op}): reduction {kind!r}{parser}; only reduction 'add' "
-                         "(index_add, scatter_add) becomes the in-place plugin")
+                         "(index_add, scatter_add) and none (index_copy, index_put, X[idx] = rows, scatter) become "
+                         "the in-place plugin")
     if node.op == "ScatterElements":
         axis, data_rank = int(node.attrs.get("axis", 0)), rank(data)
         normal = axis + data_rank if axis < 0 and data_rank is not None else axis
         if normal != 0:
             of = f" of a {data_rank}-D tensor" if data_rank is not None else ""
-            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin adds rows (axis 0) only")
-    return Match(node, FORMS[node.op], data, scatter_index(node), updates, kind)
+            verb = "writes" if kind == OVERWRITE else "adds"
+            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin {verb} rows (axis 0) only")
+    forms = OVERWRITE_FORMS if kind == OVERWRITE else FORMS
+    return Match(node, forms[node.op], data, scatter_index(node), updates, kind)
 
 
 # --- counts -------------------------------------------------------------------------------------------------------
 def is_counts(match: Match) -> bool:
     """The counts form: ones added into zeros of one column, [N, 1] or [N] (see pair_counts for the state they
     belong to)."""
-    if fill_value(match.data) != 0.0 or fill_value(match.updates) != 1.0:
+    if match.overwrites or fill_value(match.data) != 0.0 or fill_value(match.updates) != 1.0:
         return False
     if is_one_dimensional(match.node):
         return True
@@ -645,6 +662,7 @@ def pair_counts(states: list[Match], counts: list[Match], graph_inputs: list[Any
     for match in counts:
         rows = rows_source(match.data, graph_inputs)
         owner = next((state for state in states if index_base(state.index) is index_base(match.index)
+                      and not state.overwrites
                       and rows is not None and rows_source(state.data, graph_inputs) == rows
                       and not any(depends_on(tensor, match.node) for tensor in state.node.inputs)), None)
         if owner is None:
@@ -683,15 +701,22 @@ def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
     output or is read by another node (Shape nodes excepted): the in-place add would change what they see."""
     _, views = view_base(data)
     chain = [node, *views]
+    verb = _in_place_verb(node)
     for tensor in [data, *(view.inputs[0] for view in views)]:
         if tensor in graph.outputs:
-            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; {verb} "
                              "into it in place would change an output the caller expects unchanged")
         others = list(dict.fromkeys(consumer.name for consumer in tensor.outputs  # a node reading it twice, once
                                     if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS))
         if others:
             raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
-                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+                             f"consumers ({', '.join(others)}); {verb} into it in place would change what they read")
+
+
+def _in_place_verb(node: Any) -> str:
+    """How a node changes its data, for a message: "writing" rows for an overwrite, else "adding"."""
+    overwrite = (node.op in FORMS and reduction(node) == OVERWRITE) or node.attrs.get("overwrite", 0) == 1
+    return "writing" if overwrite else "adding"
 
 
 def data_kind(match: Match, graph: Any) -> str:
@@ -774,7 +799,7 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
         readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
         return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op == AOT_APPLY_TABLE:
+    if node.op in (AOT_APPLY_TABLE, AOT_OVERWRITE_CLAIM):  # overwrite_rows reads the claim's idx
         return None
     return node.inputs[0], node.inputs[2]
 

@@ -27,7 +27,8 @@ common.paths'):
                                                    by its graph, whose outputs the float64 reference also gives
 
 What is rewritten (onnx_patterns has the node patterns; docs/onnx.md the exporter's nodes): each index_add /
-scatter_add (ScatterND / ScatterElements with reduction add, rows on axis 0) into a graph input, into a fill
+scatter_add (ScatterND / ScatterElements with reduction add, rows on axis 0) and each row overwrite (the same
+without reduction: index_copy, index_put, X[idx] = rows, scatter; the plugin's overwrite mode) into a graph input, into a fill
 (zeros_like, torch.zeros: ConstantOfShape or Expand of a constant; cloned when something else reads it) or
 into a tensor another node makes for it alone; data of rank > 2 ([N, H, F]) viewed as rows [N, H*F] for the
 plugin and back; several scatters, each its own plugin node; a counts scatter (ones into zeros [N, 1] with the
@@ -64,12 +65,14 @@ from network.definition import (
 from network.onnx_nodes import (
     AOT_OPS,
     COUNTS_ATTRIBUTE,
+    OVERWRITE_ATTRIBUTE,
     PLUGIN_DOMAIN,
     PLUGIN_OP,
     Builder,
     NameSource,
     check_plugin_nodes,
     declare_domain,
+    overwrite_nodes,
     plugin_nodes,
 )
 from network.onnx_patterns import (
@@ -144,6 +147,7 @@ class ScatterRewrite:
     counts_node: str | None  # the counts scatter the plugin's counts output replaces, if any
     counts: str | None
     plugin_nodes: tuple[str, ...]  # the plugin node(s), in order
+    overwrite: bool = False  # rows written (reduction none: the last edge wins at a repeated index), not added
 
 
 @dataclass(frozen=True)
@@ -211,8 +215,10 @@ class Rewritten:
                 continue
             counts = f", counts {scatter.counts} from {scatter.counts_node}" if scatter.counts_node else ""
             into = scatter.state if scatter.kind != FILL else f"zeros {scatter.state}"
-            lines.append(f"{scatter.node} ({scatter.form} into {into}{counts}) -> "
-                         f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place)")
+            into = f", rows of {into} overwritten" if scatter.overwrite else f" into {into}"
+            rule = "; the last edge wins at a repeated index" if scatter.overwrite else ""
+            lines.append(f"{scatter.node} ({scatter.form}{into}{counts}) -> "
+                         f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
         for left in self.left:
@@ -362,7 +368,10 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
     if rank(data) != 2:  # [N, H, F] (or a rank the model does not record): rows [N, H*F] for the plugin, and back
         rows, src = build.rows(data, "state"), build.rows(src, "src")
         out = gs.Variable(names(f"{aggregated.name}_rows"), dtype=aggregated.dtype, shape=rows.shape)
-    plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
+    if state.overwrites:
+        overwrite_nodes(build, plugin, rows, src, idx, out)
+    else:
+        plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
     if out is not aggregated:
         build.node("Reshape", [out, build.shape(data)], None, name="unrows", outputs=[aggregated])
     if plugin_counts is not counts_out:  # counts of another dtype or 1-D in the model: the plugin's, cast, reshaped
@@ -380,7 +389,7 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         node=state.node.name, form=state.form, state=state.data.name, kind=kind, source=state.updates.name,
         index=idx.name, output=aggregated.name, counts_node=counts.node.name if counts else None,
         counts=counts_out.name if counts_out is not None else None,
-        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN))
+        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites)
 
 
 def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> ScatterRewrite:
@@ -394,7 +403,10 @@ def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> Sca
             build = Builder(gs, names, node.name)
             node.outputs.clear()
             state, src, idx = node.inputs
-            plugin_nodes(build, plugin, state, src, idx, outputs[0], outputs[1] if len(outputs) > 1 else None)
+            if node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
+                overwrite_nodes(build, plugin, state, src, idx, outputs[0])
+            else:
+                plugin_nodes(build, plugin, state, src, idx, outputs[0], outputs[1] if len(outputs) > 1 else None)
             graph.nodes.extend(build.nodes)
             nodes = tuple(built.name for built in build.nodes if built.domain == PLUGIN_DOMAIN)
     state = node.inputs[0].name if node.inputs else "?"
@@ -534,6 +546,8 @@ def _sample_graph(model: "onnx.ModelProto", found: SampleNetwork) -> bool:
     plugin = plugins[0]
     attributes = {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in plugin.attribute}
     state = found.kind == STATE_UPDATE
+    if attributes.get(OVERWRITE_ATTRIBUTE, 0) != 0:  # the sample's network adds rows
+        return False
     if attributes.get(COUNTS_ATTRIBUTE) != int(not state) or len(plugin.output) != 1 + int(not state):
         return False
     if state:
