@@ -11,6 +11,7 @@ fails there on any machine. --save_onnx and --save_engine are held (engine.outpu
 the run passed, by the entry script.
 """
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,10 +83,11 @@ def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> Outp
 
 @dataclass(frozen=True)
 class ModelPlan:
-    """A model of one's own, ready to run: the model, its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec),
-    the first run's inputs and their shapes, the seed (later --steps runs draw from it) and the engine options."""
+    """A model of one's own, ready to run: the model (None for an engine loaded with its description: `loaded`),
+    its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec), the first run's inputs and their shapes,
+    the seed (later --steps runs draw from it) and the engine options."""
 
-    model: OnnxModel
+    model: OnnxModel | None
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     feeds: dict[str, np.ndarray]
@@ -93,6 +95,7 @@ class ModelPlan:
     seed: int
     engine: EngineOptions
     given: tuple[dict[str, np.ndarray], ...] = ()  # --onnx_inputs' feeds of the runs after the first
+    loaded: Any = None  # cli.onnx_engine_file.LoadedEngine: --load_engine's file and description
 
     @property
     def runs(self) -> int:
@@ -100,8 +103,13 @@ class ModelPlan:
 
     @property
     def states(self) -> dict[str, str]:
-        """{output: input} of the outputs that are their input's buffer (Rewritten.aliases)."""
-        return dict(self.model.rewritten.aliases)
+        """{output: input} of the outputs that are their input's buffer (Rewritten.aliases, or the description's)."""
+        return dict(self.model.rewritten.aliases if self.model is not None else self.loaded.description.aliases)
+
+    @property
+    def index_bounds(self) -> dict[str, Any]:
+        """How many rows each index input indexes (network.onnx_rewrite.IndexBound by input name)."""
+        return self.model.rewritten.index_bounds if self.model is not None else self.loaded.index_bounds
 
     def fresh(self, run: int) -> dict[str, np.ndarray]:
         """Run `run`'s inputs other than the states: --onnx_inputs' for that run where it has them, else drawn
@@ -110,16 +118,13 @@ class ModelPlan:
         names = [spec.name for spec in self.inputs if spec.name not in states]
         if run <= len(self.given):
             return {name: self.given[run - 1][name] for name in names}
-        return make_onnx_inputs(self.inputs, self.shapes, self.model.rewritten.index_bounds, self.seed, run,
-                                only=names)
+        return make_onnx_inputs(self.inputs, self.shapes, self.index_bounds, self.seed, run, only=names)
 
 
-def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -> None:
+def check_model_options(options: Any, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
     """InputError for an option that serves only the sample's network: the graph options, --batch_edges, the
     profile (the engine's is the run's shapes), --benchmark and --cuda_graph; and for --steps on a model with no
-    state (no output aliases an input)."""
-    shown = f"--onnx {shown_path(model.path)}"
-    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    state (no output of `shown` aliases an input); `why` says why the sample's options do not apply."""
     for name in GRAPH_OPTIONS:
         if getattr(options, name, None) is not None:
             raise InputError(f"--{name} gives the sample network's graph; {why}: its inputs come from --onnx_inputs "
@@ -130,7 +135,7 @@ def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -
         if value is not None:
             raise InputError(f"{option} serves the sample's networks; {why} (its engine's profile is the run's input "
                              "shapes: --onnx_shapes)")
-    if engine.steps is not None and not model.rewritten.aliases:
+    if engine.steps is not None and not aliases:
         raise InputError(f"--steps {engine.steps} keeps the states (outputs that alias an input) between runs; no "
                          f"output of {shown} aliases an input")
 
@@ -155,10 +160,27 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     work; the lines saying what the rewrite did and what the run feeds it, printed."""
     from network.onnx_rewrite import model_io
 
-    engine = settings.engine
-    check_model_options(options, engine, model)
+    shown = f"--onnx {shown_path(model.path)}"
+    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    check_model_options(options, settings.engine, shown, why, model.rewritten.aliases)
     inputs, outputs = model_io(model.original)
-    bounds = model.rewritten.index_bounds
+    def before_work(shapes: Mapping[str, tuple[int, ...]]) -> None:
+        from cli.onnx_engine_file import check_tensor_names
+
+        check_tensor_names(settings.engine, inputs, outputs)
+        hold_rewritten(model, settings.engine)
+
+    return plan_inputs(settings, inputs, outputs, model.rewritten.index_bounds, model.lines(), before_work,
+                       model=model)
+
+
+def plan_inputs(settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...], bounds: Mapping[str, Any],
+                head: list[str], before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
+                model: OnnxModel | None = None, loaded: Any = None) -> ModelPlan:
+    """The plan's inputs, from --onnx_inputs (checked) or the seed, for the model or the loaded engine
+    (`inputs`, `outputs`: their TensorSpecs); before_work(the input shapes) checks what they decide and holds
+    the files to write; then the lines `head` and the inputs' are printed."""
+    engine = settings.engine
     source: str | None = None
     notes: list[str] = []
     given: list[dict[str, np.ndarray]] = []
@@ -171,8 +193,8 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     else:
         shapes, notes = input_shapes(inputs, engine.onnx_shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
-    hold_rewritten(model, engine)
-    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
+    before_work(shapes)
+    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given), loaded)
     # An input no value can be made up for stops here, before any work: the first run that draws from the seed
     # after --onnx_inputs' runs (inputs made from the seed were all made above, with the same rules).
     first_drawn = len(plan.given) + 1
@@ -182,7 +204,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
         except InputError as error:
             raise InputError(f"--steps {plan.runs}: the runs after the first draw their inputs other than the states "
                              f"from the seed, but {error}") from None
-    out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
+    out("\n".join(head + inputs_lines(inputs, feeds, bounds, source, notes)))
     if plan.runs > 1:
         runs_given = "run 1 takes its" if len(plan.given) == 1 else f"runs 1 to {len(plan.given)} take their"
         later = (f"{runs_given} other inputs from {source}, later runs draw them from the seed" if plan.given
@@ -196,17 +218,26 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
 def run_model(options: Any, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
     run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
+    from cli.onnx_engine_file import dry_run_loaded, hold_description, hold_run_files
+
+    if options.dry_run and plan.model is None:
+        return dry_run_loaded(plan)
     if options.dry_run:
+        assert plan.model is not None
         outputs = run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
         report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
     else:
         from network.model_engine import run_model_engine
 
         dynamic = [spec.name for spec in plan.inputs if any(isinstance(dim, str) for dim in spec.shape)]
-        result = run_model_engine(plan.model.engine_source(), plan.feeds, plan.states, plan.runs, plan.fresh, dynamic,
+        result = run_model_engine(None if plan.model is None else plan.model.engine_source(), plan.feeds,
+                                  plan.states, plan.runs, plan.fresh, dynamic,
+                                  loaded=None if plan.loaded is None else plan.loaded.run_arguments(),
                                   verbose=options.verbose, show_progress=shows_progress(options.verbose))
         outputs, report = result.outputs, result.report_lines
         plan.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
+        hold_description(plan, result.tensors, dynamic)
+    hold_run_files(plan, outputs)
     after = f" after {plan.runs:,} runs" if plan.runs > 1 else ""
     for spec in plan.outputs:
         value = np.asarray(outputs[spec.name])
@@ -216,6 +247,7 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     out("\n".join(report))
     status = EXIT_OK
     if options.validate:
+        assert plan.model is not None  # a loaded engine has no model to compare with (cli.options refuses it)
         expected = run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
         lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime ({plan.model.original_name()}, same "
                                    "inputs)", compare_output(outputs[spec.name], expected[spec.name], spec.dtype))
