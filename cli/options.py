@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     onnx.add_argument("--save_outputs", "--save-outputs", metavar="DIR",
                       help="a model of your own: write the inputs of each run and the last run's outputs as .npy "
                       "(DIR/inputs/step_K/NAME.npy, DIR/outputs/NAME.npy) once the run has succeeded, for "
-                      "cpp/aliased_io_state --inputs and --expected (docs/engine_description.md)")
+                      "cpp/aliased_io_state --inputs and --expected (docs/own_model_cpp.md)")
     onnx.add_argument("--onnx_inputs", "--onnx-inputs", metavar="FILE",
                       help="a model of your own: its inputs by name, an .npz (one run) or the JSON polygraphy run "
                       "--save-inputs writes (a feed dict per run)")

@@ -1124,12 +1124,14 @@ void checkOutputFolder(std::string const& path)
 
 //! One output against its expected array: integers exactly, floats within 1e-4 (float32) or 1e-2 (float16) of the
 //! expected output's largest magnitude (cli/onnx_run.py compare_output, the rule of --validate --onnx); NaN fails.
-bool compareOutput(std::string const& name, npy::Array const& actual, npy::Array const& expected, std::string const& path)
+//! Appends its line to `lines`.
+bool compareOutput(std::string const& name, npy::Array const& actual, npy::Array const& expected,
+    std::string const& path, std::vector<std::string>& lines)
 {
+    std::string const head = "Output " + name + " against " + path + ": ";
     if (actual.shape != expected.shape)
     {
-        std::printf("Output %s against %s: shape %s, the expected %s\n", name.c_str(), path.c_str(),
-            shapeText(actual.shape).c_str(), shapeText(expected.shape).c_str());
+        lines.push_back(head + "shape " + shapeText(actual.shape) + ", the expected " + shapeText(expected.shape));
         return false;
     }
     bool const exact = actual.dtype != "float32" && actual.dtype != "float16";
@@ -1146,17 +1148,18 @@ bool compareOutput(std::string const& name, npy::Array const& actual, npy::Array
     double const relative = actual.dtype == "float32" ? 1e-4 : 1e-2;
     double const tolerance = exact ? 0.0 : relative * magnitude;
     bool const ok = std::all_of(errors.begin(), errors.end(), [&](double e) { return e <= tolerance; });
+    char line[160];
+    std::snprintf(line, sizeof(line), "largest absolute error %.3g, tolerance %.3g (", largest, tolerance);
     char how[96];
     if (exact)
     {
-        std::snprintf(how, sizeof(how), "exact: integers");
+        std::snprintf(how, sizeof(how), "exact: integers)");
     }
     else
     {
-        std::snprintf(how, sizeof(how), "%g of its largest magnitude %.3g", relative, magnitude);
+        std::snprintf(how, sizeof(how), "%g of its largest magnitude %.3g)", relative, magnitude);
     }
-    std::printf("Output %s against %s: largest absolute error %.3g, tolerance %.3g (%s)\n", name.c_str(), path.c_str(),
-        largest, tolerance, how);
+    lines.push_back(head + line + how);
     return ok;
 }
 
@@ -1179,23 +1182,22 @@ int finishModel(Options const& o, Arrays const& finals, Arrays const& expected)
     int status = kEXIT_OK;
     if (!o.expected.empty())
     {
-        std::vector<std::string> skipped;
+        std::vector<std::string> lines;
         bool ok = true;
-        std::printf("\n");
         for (auto const& [name, want] : expected)
         {
             auto const found = finals.find(name);
             if (found == finals.end())
             {
-                skipped.push_back(name);
+                lines.push_back("Output " + name + ": not computed by --plan (no execution), not compared");
                 continue;
             }
-            ok = compareOutput(name, found->second, want, o.expected + "/" + name + ".npy") && ok;
+            ok = compareOutput(name, found->second, want, o.expected + "/" + name + ".npy", lines) && ok;
         }
-        std::printf("Validation against reference %s!\n", ok ? "successful" : "failed");
-        for (std::string const& name : skipped)
+        std::printf("\nValidation against reference %s!\n", ok ? "successful" : "failed");
+        for (std::string const& line : lines)
         {
-            std::printf("Output %s: not computed by --plan (no execution), not compared\n", name.c_str());
+            std::printf("%s\n", line.c_str());
         }
         status = ok ? kEXIT_OK : kEXIT_VALIDATION_FAILED;
     }

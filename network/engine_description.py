@@ -5,7 +5,7 @@ TensorRT reports no engine alias for a plugin's output (ICudaEngine.get_aliased_
 without this a runtime cannot know that an output must be bound at its input's address. The description also
 lists the engine's inputs and outputs (name, dtype, shape with dynamic dimensions named), the plugin kind, the
 rows each index input indexes and the optimization profile, so that a loaded engine's inputs are checked before
-TensorRT is touched. The format (docs/engine_description.md) is one record a line, read by
+TensorRT is touched. The format (docs/own_model_cpp.md) is one record a line, read by
 cpp/aliased_io_bindings.h as well; `format aliased_io_engine 1` comes first. Plain Python: no TensorRT, no numpy.
 """
 
@@ -101,7 +101,7 @@ def describe_engine(plugin: str, inputs: Iterable[TensorDescription], outputs: I
 
 
 def check_description(description: EngineDescription, source: str) -> None:
-    """InputError naming `source` and the first rule `description` breaks (docs/engine_description.md)."""
+    """InputError naming `source` and the first rule `description` breaks (docs/own_model_cpp.md)."""
     def fail(problem: str) -> NoReturn:
         raise InputError(f"{source}: {problem}")
 
@@ -158,9 +158,9 @@ def check_description(description: EngineDescription, source: str) -> None:
 
 
 def format_description(description: EngineDescription) -> str:
-    """The description's text (docs/engine_description.md), ending with a newline."""
+    """The description's text (docs/own_model_cpp.md), ending with a newline."""
     lines = [f"format {FORMAT_NAME} {FORMAT_VERSION}",
-             "# written by aliased_io_plugin.py --save_engine; the format: docs/engine_description.md",
+             "# written by aliased_io_plugin.py --save_engine; the format: docs/own_model_cpp.md",
              f"plugin {description.plugin}"]
     lines += [f"input {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.inputs]
     lines += [f"output {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.outputs]
