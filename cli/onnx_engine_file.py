@@ -88,7 +88,7 @@ def plan_loaded_engine(options: Any, settings: Settings) -> Any:
             *binding_lines(description)]
     return plan_inputs(settings, tuple(spec(t) for t in description.inputs), tuple(spec(t) for t in description.outputs),
                        bounds, head, lambda shapes: check_profile(description, shapes, description_file),
-                       loaded=loaded)
+                       loaded=loaded, default_shapes={name: opt for name, (_, opt, _) in description.profile.items()})
 
 
 def check_profile(description: EngineDescription, shapes: Mapping[str, tuple[int, ...]], source: str) -> None:

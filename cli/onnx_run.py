@@ -176,10 +176,12 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
 
 def plan_inputs(settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...], bounds: Mapping[str, Any],
                 head: list[str], before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
-                model: OnnxModel | None = None, loaded: Any = None) -> ModelPlan:
+                model: OnnxModel | None = None, loaded: Any = None,
+                default_shapes: Mapping[str, tuple[int, ...]] | None = None) -> ModelPlan:
     """The plan's inputs, from --onnx_inputs (checked) or the seed, for the model or the loaded engine
-    (`inputs`, `outputs`: their TensorSpecs); before_work(the input shapes) checks what they decide and holds
-    the files to write; then the lines `head` and the inputs' are printed."""
+    (`inputs`, `outputs`: their TensorSpecs; a loaded engine's `default_shapes`, its profile's opt, where
+    --onnx_shapes gives none); before_work(the input shapes) checks what they decide and holds the files to
+    write; then the lines `head` and the inputs' are printed."""
     engine = settings.engine
     source: str | None = None
     notes: list[str] = []
@@ -191,7 +193,8 @@ def plan_inputs(settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any,
         shapes = {name: tuple(array.shape) for name, array in feeds.items()}
         check_later_runs(given, inputs, bounds, source, shapes, engine.steps)
     else:
-        shapes, notes = input_shapes(inputs, engine.onnx_shapes)
+        given_by = "--onnx_shapes" if engine.onnx_shapes or not default_shapes else "the engine's profile"
+        shapes, notes = input_shapes(inputs, engine.onnx_shapes or default_shapes, given_by)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
     before_work(shapes)
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given), loaded)

@@ -271,6 +271,11 @@ def test_a_loaded_model_engine_dry_run_checks_the_description_and_the_inputs_bef
     assert "  idx int64 [4]: indices in [0, 6), the rows of state it indexes" in captured.out
     assert "--steps: 3 runs; the states (state) stay in place" in captured.out
     assert f"Dry run: {engine}.desc and the inputs checked against it; no engine was loaded" in captured.out
+    status = cli.main(["--dry-run", "--seed", "2", "--load_engine", str(engine)])  # the shapes: the profile's opt
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert ("Inputs made from the seed (dynamic dimensions: N=6 (the engine's profile state:6x3), E=4 (the engine's "
+            "profile src:4x3)):\n  state float32 [6, 3]: standard normal\n") in captured.out
 
 
 @pytest.mark.parametrize("args, description, message", [
