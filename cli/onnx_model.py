@@ -182,12 +182,14 @@ def naming_the_model(model: OnnxModel) -> Iterator[None]:
         raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
 
 
-def original_run(model: OnnxModel) -> Run:
+def original_run(model: OnnxModel, proto: Any = None) -> Run:
     """The original model in one ONNX Runtime session (a float16 model runs as its float32 copy); plugin nodes
-    it already holds (OnnxModel.holds_plugin_nodes) computed by their CPU reference (RewrittenSession)."""
+    it already holds (OnnxModel.holds_plugin_nodes) computed by their CPU reference (RewrittenSession).
+    `proto`: a model run in its place (cli.onnx_overwrite's probe: the original with more outputs)."""
     from network.onnx_runtime import OnnxRuntimeSession, RewrittenSession
 
-    return _session_run(model, RewrittenSession if model.holds_plugin_nodes else OnnxRuntimeSession, model.original)
+    return _session_run(model, RewrittenSession if model.holds_plugin_nodes else OnnxRuntimeSession,
+                        model.original if proto is None else proto)
 
 
 def rewritten_run(model: OnnxModel) -> Run:

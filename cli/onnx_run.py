@@ -34,6 +34,7 @@ from cli.onnx_model import (
     rewritten_run,
     sample_output,
 )
+from cli.onnx_overwrite import compared, overwrite_oracle
 from cli.options import EXIT_OK, GRAPH_OPTIONS, EngineOptions, Settings
 from cli.report import format_matrix, steps_note, unused_in_dry_run, verdict
 from common.errors import InputError
@@ -251,10 +252,12 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     status = EXIT_OK
     if options.validate:
         assert plan.model is not None  # a loaded engine has no model to compare with (cli.options refuses it)
-        expected = run_in_steps(original_run(plan.model), plan.feeds, plan.fresh, plan.states, plan.runs)
-        lines, status = verdict(*((f"Output {spec.name} against ONNX Runtime ({plan.model.original_name()}, same "
-                                   "inputs)", compare_output(outputs[spec.name], expected[spec.name], spec.dtype))
-                                  for spec in plan.outputs))
+        oracle = overwrite_oracle(plan.model, plan.states)  # None where no scatter overwrites rows
+        expected = run_in_steps(oracle.run if oracle else original_run(plan.model), plan.feeds, plan.fresh,
+                                plan.states, plan.runs)
+        lines, status = verdict(*(compared(f"Output {spec.name} against ONNX Runtime ({plan.model.original_name()}, "
+                                           "same inputs)", spec.name, outputs[spec.name], expected[spec.name],
+                                           spec.dtype, oracle, compare_output) for spec in plan.outputs))
         out()
         out("\n".join(lines))
     return status

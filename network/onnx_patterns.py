@@ -7,6 +7,9 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
     index_add     ScatterND(data, Unsqueeze(idx, [1] or [-1]) or Reshape(idx, [-1, 1]), src, reduction=add)
     scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
                   reduction=add); without the Expand only where src has one column
+A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
+ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
+plugin's overwrite mode, the last edge winning where an index repeats (ONNX leaves that row undefined).
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
@@ -25,6 +28,7 @@ import numpy as np
 from common.errors import InputError
 from network.onnx_nodes import (
     AOT_APPLY_TABLE,
+    AOT_OVERWRITE_CLAIM,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
     NODE_ALIASES,
@@ -34,6 +38,8 @@ from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
 FORMS = {"ScatterND": "index_add", "ScatterElements": "scatter_add"}
+OVERWRITE_FORMS = {"ScatterND": "index_copy", "ScatterElements": "scatter"}  # reduction none: rows overwritten
+ADD, OVERWRITE = "add", "none"  # the reductions the plugin does in place (Match.reduction)
 SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
 PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
 INDEX_PLUMBING_OPS = ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Gather", "Slice")
@@ -45,13 +51,20 @@ INPUT, FILL, COMPUTED = "graph input", "fill", "computed"
 
 @dataclass
 class Match:
-    """A scatter-add recognised: its node, form, data, index (the 1-D idx) and updates (src)."""
+    """A scatter recognised: its node, form, data, index (the 1-D idx), updates (src) and reduction (ADD: the
+    plugin adds src's rows into data's; OVERWRITE: it writes them, the last edge winning where an index repeats).
+    data and updates of rank 1 are rows of one column (is_one_dimensional)."""
 
     node: Any
     form: str
     data: Any
     index: Any
     updates: Any
+    reduction: str = ADD
+
+    @property
+    def overwrites(self) -> bool:
+        return self.reduction == OVERWRITE
 
 
 # --- reading the graph ----------------------------------------------------------------------------------------
@@ -106,6 +119,179 @@ def fill_value(tensor: Any) -> float | None:
     return fill_value(node.inputs[0])
 
 
+def rank(tensor: Any) -> int | None:
+    return None if getattr(tensor, "shape", None) is None else len(tensor.shape)
+
+
+def dtype(tensor: Any) -> np.dtype | None:
+    value = getattr(tensor, "dtype", None)
+    if value is None:
+        return None
+    try:
+        return np.dtype(value)
+    except TypeError:  # an onnx type numpy lacks (bfloat16, float8)
+        return None
+
+
+def describe(tensor: Any) -> str:
+    shape = getattr(tensor, "shape", None)
+    dims = "?" if shape is None else ", ".join(str(dim) for dim in shape)
+    return f"{dtype(tensor) or tensor.dtype} [{dims}]"
+
+
+def known(dim: Any) -> bool:
+    return isinstance(dim, int) and dim >= 0
+
+
+# --- symbolic shapes: what the model proves about a tensor's dimensions ------------------------------------------
+# A dimension is an int, a symbol (a name the model records: the exporter's "N", "E", "N + u0", or ONNX shape
+# inference's "unk__3", one name for one size within the model) or an opaque ("?", tensor, axis) where nothing is
+# recorded; two dimensions are the same only where they are equal ints, equal symbols or the same opaque one.
+Dim = Any
+
+
+def same(a: Dim, b: Dim) -> bool:
+    return a is not None and b is not None and a == b
+
+
+def _recorded(tensor: Any) -> list[Dim] | None:
+    shape = getattr(tensor, "shape", None)
+    if shape is None:
+        return None
+    return [int(dim) if known(dim) else dim if isinstance(dim, str) and dim else ("?", tensor.name, axis)
+            for axis, dim in enumerate(shape)]
+
+
+def _vague(dim: Dim) -> bool:
+    """A dimension that tells nothing beyond itself: opaque, or a symbol ONNX's inference made up."""
+    return isinstance(dim, tuple) or (isinstance(dim, str) and dim.startswith("unk__"))
+
+
+def dims(tensor: Any, depth: int = 0) -> list[Dim] | None:
+    """The dimensions of `tensor`: as recorded (the exporter's value_info, ONNX shape inference), where a recorded
+    one is vague or missing as the node that makes it says (a fill's shape tensor, an Expand's broadcast, a
+    Reshape to constants, Cast/Identity); None where not even the rank is known."""
+    recorded = _recorded(tensor)
+    if depth > 32 or (recorded is not None and not any(_vague(dim) for dim in recorded)):
+        return recorded
+    derived = _derived_dims(tensor, depth + 1)
+    if derived is None or (recorded is not None and len(derived) != len(recorded)):
+        return recorded
+    if recorded is None:
+        return derived
+    return [dim if not _vague(dim) or _vague(new) else new for dim, new in zip(recorded, derived)]
+
+
+def _derived_dims(tensor: Any, depth: int) -> list[Dim] | None:
+    node = producer(tensor, "ConstantOfShape", "Expand", "Reshape", "Cast", "CastLike", "Identity")
+    if node is None:
+        values = constant(tensor)
+        return None if values is None else [int(dim) for dim in values.shape]
+    if node.op == "ConstantOfShape":
+        return shape_value(node.inputs[0], depth)
+    if node.op == "Expand":
+        return broadcast(dims(node.inputs[0], depth), shape_value(node.inputs[1], depth))
+    if node.op == "Reshape":
+        return _reshaped(dims(node.inputs[0], depth), constant(node.inputs[1]), int(node.attrs.get("allowzero", 0)))
+    return dims(node.inputs[0], depth)
+
+
+def _reshaped(source: list[Dim] | None, target: np.ndarray | None, allowzero: int) -> list[Dim] | None:
+    """Reshape's output for a constant target: 0 copies the input's dimension (allowzero=0); one -1 is proved
+    where every other new entry is 1 and the input has at most one dimension other than 1 left."""
+    if target is None or target.ndim != 1:
+        return None
+    out: list[Dim] = []
+    copied = set()
+    for position, value in enumerate(int(value) for value in target):
+        if value == 0 and not allowzero:
+            if source is None or position >= len(source):
+                return None
+            out.append(source[position])
+            copied.add(position)
+        elif value >= 0:
+            out.append(value)
+        elif value == -1 and None not in out:
+            out.append(None)
+        else:
+            return None
+    if None not in out:
+        return out
+    if source is None:
+        return None
+    rest = [dim for position, dim in enumerate(source) if position not in copied and dim != 1]
+    others = [dim for position, dim in enumerate(out) if dim is not None and position not in copied and dim != 1]
+    if others or len(rest) > 1:
+        return None
+    out[out.index(None)] = rest[0] if rest else 1
+    return out
+
+
+def broadcast(a: list[Dim] | None, b: list[Dim] | None) -> list[Dim] | None:
+    """Expand's (numpy's) broadcast of two shapes, where it is proved; None otherwise."""
+    if a is None or b is None:
+        return None
+    width = max(len(a), len(b))
+    a, b = [1] * (width - len(a)) + list(a), [1] * (width - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or same(x, y):
+            out.append(x)
+        else:
+            return None
+    return out
+
+
+def shape_value(tensor: Any, depth: int = 0) -> list[Dim] | None:
+    """The values of a 1-D int64 shape tensor, as dimensions: a constant, Shape(T[, start, end]) (T's dims),
+    Concat of such, Gather/Slice of one by constants, through Cast/Identity/Reshape/Squeeze/Unsqueeze of one value;
+    None where not proved."""
+    values = constant(tensor)
+    if values is not None:
+        return [int(value) for value in values.reshape(-1)] if values.ndim <= 1 else None
+    node = producer(tensor, "Shape", "Concat", "Gather", "Slice", "Cast", "Identity", "Reshape", "Squeeze",
+                    "Unsqueeze")
+    if node is None or depth > 32:
+        return None
+    depth += 1
+    if node.op == "Shape":
+        found = dims(node.inputs[0], depth)
+        if found is None:
+            return None
+        start, end = int(node.attrs.get("start", 0)), node.attrs.get("end")
+        return found[start:None if end is None else int(end)]
+    if node.op == "Concat":
+        parts = [shape_value(part, depth) for part in node.inputs]
+        return None if any(part is None for part in parts) else [dim for part in parts for dim in part]  # type: ignore[union-attr]
+    inner = shape_value(node.inputs[0], depth)
+    if inner is None:
+        return None
+    if node.op in ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze"):
+        return inner if len(inner) == 1 or node.op in ("Cast", "Identity") else None
+    if node.op == "Gather":
+        index = constant(node.inputs[1])
+        if index is None or int(node.attrs.get("axis", 0)) != 0:
+            return None
+        try:
+            return [inner[int(position)] for position in index.reshape(-1)]
+        except IndexError:
+            return None
+    parts = [constant(part) for part in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
+    if any(part is None or part.size != 1 for part in parts) or len(parts) < 2:
+        return None
+    start, stop = int(parts[0].flat[0]), int(parts[1].flat[0])  # type: ignore[union-attr]
+    axis = int(parts[2].flat[0]) if len(parts) > 2 else 0  # type: ignore[union-attr]
+    step = int(parts[3].flat[0]) if len(parts) > 3 else 1  # type: ignore[union-attr]
+    return inner[start:stop:step] if axis in (0, -1) and step != 0 else None
+
+
+def shown_dims(found: list[Dim] | None) -> str:
+    return "?" if found is None else "[" + ", ".join("?" if isinstance(dim, tuple) else str(dim) for dim in found) + "]"
+
+
+# --- the scatter and its index ----------------------------------------------------------------------------------
 def leading_dim_of(tensor: Any) -> Any:
     """T where `tensor` is T's first dimension as an int64 [1] (Shape(T, start=0, end=1), Slice(Shape(T), 0, 1),
     Gather(Shape(T), [0]) or Unsqueeze(Gather(Shape(T), 0))); else None."""
@@ -138,31 +324,6 @@ def unsqueeze_axes(node: Any) -> list[int] | None:
     return None if axes is None else [int(axis) for axis in axes.reshape(-1)]
 
 
-def rank(tensor: Any) -> int | None:
-    return None if getattr(tensor, "shape", None) is None else len(tensor.shape)
-
-
-def dtype(tensor: Any) -> np.dtype | None:
-    value = getattr(tensor, "dtype", None)
-    if value is None:
-        return None
-    try:
-        return np.dtype(value)
-    except TypeError:  # an onnx type numpy lacks (bfloat16, float8)
-        return None
-
-
-def describe(tensor: Any) -> str:
-    shape = getattr(tensor, "shape", None)
-    dims = "?" if shape is None else ", ".join(str(dim) for dim in shape)
-    return f"{dtype(tensor) or tensor.dtype} [{dims}]"
-
-
-def known(dim: Any) -> bool:
-    return isinstance(dim, int) and dim >= 0
-
-
-# --- the scatter and its index ----------------------------------------------------------------------------------
 def _column_of(tensor: Any, width_rank: int) -> Any:
     """idx where `tensor` is idx [E] with `width_rank - 1` axes of size 1 added after it: Unsqueeze(idx, [1, ...])
     (or the negative axes), or Reshape(idx, [-1, 1, ...])."""
@@ -179,48 +340,60 @@ def _column_of(tensor: Any, width_rank: int) -> Any:
     return node.inputs[0] if shape is not None and shape.reshape(-1).tolist() == [-1] + [1] * (width_rank - 1) else None
 
 
+def index_base(tensor: Any) -> Any:
+    """The 1-D tensor whose values a 1-D index is, through what keeps them: Identity, Reshape to [-1], Squeeze,
+    Flatten, and an Expand proved to keep the shape (how the exporter writes a 1-D scatter's index)."""
+    for _ in range(64):
+        node = producer(tensor, "Identity", "Reshape", "Squeeze", "Flatten", "Expand")
+        if node is None or rank(node.inputs[0]) != 1 or rank(tensor) != 1:
+            return tensor
+        if node.op == "Reshape" and (constant(node.inputs[1]) is None or constant(node.inputs[1]).reshape(-1).tolist() != [-1]):  # type: ignore[union-attr]
+            return tensor
+        if node.op == "Expand":
+            into, out = dims(node.inputs[0]), dims(tensor)
+            if into is None or out is None or not same(into[0], out[0]):
+                return tensor
+        tensor = node.inputs[0]
+    return tensor
+
+
 def _width(updates: Any) -> list[Any] | None:
     """The updates' trailing dimensions as recorded (ints or symbolic names), or None."""
     return None if getattr(updates, "shape", None) is None else list(updates.shape[1:])
 
 
-def _expanded_shape_is_updates(shape: Any, updates: Any, index: Any, expand: Any) -> bool | None:
-    """Whether an Expand's target shape is the updates' whole shape [E, ...]: True (Shape(updates), or
-    Concat(first dim of updates or idx, each trailing dim of the updates)), False where it is provably narrower
-    (a recorded or constant column count other than the updates'), None where nothing tells."""
-    width = _width(updates)
-    recorded = getattr(expand.outputs[0], "shape", None)
-    if width is not None and recorded is not None and len(recorded) == len(width) + 1:
-        if any(known(a) and known(b) and a != b for a, b in zip(recorded[1:], width)):
-            return False
-    node = producer(shape, "Shape", "Concat")
-    if node is None:
-        values = constant(shape)
-        if values is None or width is None:
-            return None
-        return values.reshape(-1)[1:].tolist() == width if all(known(dim) for dim in width) else None
-    if node.op == "Shape":
-        whole = node.inputs[0] is updates and "start" not in node.attrs and "end" not in node.attrs
-        return True if whole else None
-    if not node.inputs or leading_dim_of(node.inputs[0]) not in (updates, index):
-        return None
-    tail = [constant(part) for part in node.inputs[1:]]
-    if width is None:
-        return None
-    columns = []
-    for part in tail:
-        if part is None:
-            return None
-        columns += [int(value) for value in part.reshape(-1)]
-    if not all(known(dim) for dim in width):
-        return None
-    return columns == width
+def _expanded_covers_rows(node: Any, expand: Any, index: Any, data: Any, updates: Any) -> bool:
+    """Whether Expand(column of `index`, shape) repeats the 1-D index over every column of the scatter's rows:
+    its output proved [E, ...] with E the index's length and the rest the data's trailing dimensions. False where
+    it provably covers fewer columns (a narrow index); InputError naming what could not be proved otherwise."""
+    out = dims(expand.outputs[0])
+    derived = broadcast(dims(expand.inputs[0]), shape_value(expand.inputs[1]))
+    if derived is not None and (out is None or len(out) == len(derived)):
+        out = derived if out is None else [dim if not _vague(dim) else new for dim, new in zip(out, derived)]
+    length, rows, width = dims(index), dims(data), dims(updates)
+    if out is not None:
+        for cols in (rows, width):
+            if cols is not None and len(cols) == len(out):
+                if any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(out[1:], cols[1:])):
+                    return False
+    proved = (out is not None and rows is not None and length is not None and len(out) == len(rows)
+              and same(out[0], length[0]) and all(same(a, b) for a, b in zip(out[1:], rows[1:])))
+    if not proved:
+        raise InputError(
+            f"node {node.name} (ScatterElements): could not prove that its indices {expand.outputs[0].name} "
+            f"(Expand, {shown_dims(out)}) repeat the index {index.name} ({shown_dims(length)}) over every column of "
+            f"its data {data.name} ({shown_dims(rows)}): the shapes the model records or computes do not tell; "
+            "record them (onnx.shape_inference) or use index_add")
+    return True
 
 
 def scatter_index(node: Any) -> Any:
     """The 1-D idx of an exported index_add / scatter_add (see the module docstring); InputError otherwise, and
-    for a narrow index (a scatter_add whose index covers fewer columns than its updates)."""
-    indices, updates = node.inputs[1], node.inputs[2]
+    for a narrow index (a scatter_add whose index covers fewer columns than its updates). A 1-D scatter's index
+    is its indices themselves (through index_base)."""
+    data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
+    if is_one_dimensional(node):
+        return index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
     width_rank = rank(updates) or 2
     if node.op == "ScatterND":
         index = _column_of(indices, 2)
@@ -238,19 +411,24 @@ def scatter_index(node: Any) -> Any:
         if expand is not None:
             column = _column_of(expand.inputs[0], width_rank)
             if column is not None:
-                whole = _expanded_shape_is_updates(expand.inputs[1], updates, column, expand)
-                if whole is False:
+                if not _expanded_covers_rows(node, expand, column, data, updates):
                     raise InputError(
                         f"node {node.name} (ScatterElements): its indices {indices.name} [{_dims(indices)}] cover fewer "
                         f"columns than its updates {updates.name} [{_dims(updates)}] (a narrow index: torch adds only "
                         "those columns, the plugin adds whole rows)")
-                index = column if whole else None
+                index = column
     if index is None:
         wanted = ("Unsqueeze(idx, [1]) (index_add)" if node.op == "ScatterND"
                   else "Expand(Unsqueeze(idx, [1]), shape of the updates) (scatter_add)")
         raise InputError(f"node {node.name} ({node.op}): its indices {indices.name} ({made_by(indices)}) are not "
                          f"{wanted} of a 1-D index; that index shape is not rewritten")
     return index
+
+
+def is_one_dimensional(node: Any) -> bool:
+    """A scatter over a 1-D tensor: data [N] and updates [E] (counts, degrees, summed edge weights); the plugin
+    adds them as rows [N, 1]."""
+    return rank(node.inputs[0]) == 1 and rank(node.inputs[2]) == 1
 
 
 def _dims(tensor: Any) -> str:
@@ -260,6 +438,19 @@ def _dims(tensor: Any) -> str:
 
 def reduction(node: Any) -> str:
     return "none" if node.op == "Scatter" else str(node.attrs.get("reduction", "none"))
+
+
+# ScatterElements reductions TensorRT's parser takes (its ScatterElements plugin, out of place): left in the model.
+LEFT_REDUCTIONS = ("min", "max", "mul")
+
+
+def left_reason(node: Any) -> str | None:
+    """Why a scatter stays in the model for TensorRT (a ScatterElements with min, max or mul), else None."""
+    kind = reduction(node)
+    if node.op == "ScatterElements" and kind in LEFT_REDUCTIONS:
+        return (f"reduction {kind!r}: TensorRT's ScatterElements plugin takes it (out of place); the in-place "
+                "plugin adds")
+    return None
 
 
 def match_scatter(node: Any) -> Match:
@@ -282,24 +473,36 @@ def match_scatter(node: Any) -> Match:
                 f"node {node.name} ({node.op}): zeros written at the index before {then[0].name} adds into them: "
                 "scatter_reduce(..., include_self=False), which drops the state's own rows; only include_self=True "
                 "(index_add, scatter_add) becomes the in-place plugin")
-    if kind != "add":
-        raise InputError(f"node {node.name} ({node.op}): reduction {kind!r}; only reduction 'add' (index_add, "
-                         "scatter_add) becomes the in-place plugin")
+    if node.op not in FORMS:
+        raise InputError(f"node {node.name} ({node.op}): the Scatter op of opsets before 11 is not rewritten; export "
+                         "with torch.onnx.export(..., dynamo=True), which writes ScatterND or ScatterElements")
+    if kind not in (ADD, OVERWRITE):
+        parser = " (TensorRT's ONNX parser refuses ScatterND with a reduction other than add)" \
+            if node.op == "ScatterND" else ""
+        raise InputError(f"node {node.name} ({node.op}): reduction {kind!r}{parser}; only reduction 'add' "
+                         "(index_add, scatter_add) and none (index_copy, index_put, X[idx] = rows, scatter) become "
+                         "the in-place plugin")
     if node.op == "ScatterElements":
         axis, data_rank = int(node.attrs.get("axis", 0)), rank(data)
         normal = axis + data_rank if axis < 0 and data_rank is not None else axis
         if normal != 0:
             of = f" of a {data_rank}-D tensor" if data_rank is not None else ""
-            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin adds rows (axis 0) only")
-    return Match(node, FORMS[node.op], data, scatter_index(node), updates)
+            verb = "writes" if kind == OVERWRITE else "adds"
+            raise InputError(f"node {node.name} (ScatterElements): axis {axis}{of}; the plugin {verb} rows (axis 0) only")
+    forms = OVERWRITE_FORMS if kind == OVERWRITE else FORMS
+    return Match(node, forms[node.op], data, scatter_index(node), updates, kind)
 
 
 # --- counts -------------------------------------------------------------------------------------------------------
 def is_counts(match: Match) -> bool:
-    """The counts form: ones added into zeros of one column (see pair_counts for the state they belong to)."""
+    """The counts form: ones added into zeros of one column, [N, 1] or [N] (see pair_counts for the state they
+    belong to)."""
+    if match.overwrites or fill_value(match.data) != 0.0 or fill_value(match.updates) != 1.0:
+        return False
+    if is_one_dimensional(match.node):
+        return True
     width = _width(match.data)
-    return fill_value(match.data) == 0.0 and fill_value(match.updates) == 1.0 and rank(match.data) in (2, None) \
-        and (width is None or width[0] in (1, None) or not known(width[0]))
+    return rank(match.data) in (2, None) and (width is None or width[0] in (1, None) or not known(width[0]))
 
 
 def rows_source(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | None:
@@ -364,19 +567,40 @@ def _recorded_rows(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int]
             for axis, dim in enumerate(candidate.shape or ()):
                 if dim == first:
                     return ("input", candidate.name, axis)
+        if not _vague(first):  # the exporter's symbol of a size no input has (e.g. "u1 + 1", a max of an index + 1)
+            return ("symbol", first, 0)
     return None
 
 
+def depends_on(tensor: Any, node: Any) -> bool:
+    """Whether `tensor` is computed from an output of `node` (a path through the graph's producers)."""
+    seen: set[int] = set()
+    pending = [tensor]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen or not current.inputs:
+            continue
+        seen.add(id(current))
+        maker = current.inputs[0]
+        if maker is node:
+            return True
+        pending.extend(maker.inputs)
+    return False
+
+
 def pair_counts(states: list[Match], counts: list[Match], graph_inputs: list[Any]) -> tuple[dict[int, Match], list[Match]]:
-    """Each counts scatter paired with the scatter-add that has the same idx and the same rows (the plugin's
-    counts output replaces it); returns (owner node id -> counts match, the counts scatters with no owner).
-    InputError for a second counts scatter of one owner."""
+    """Each counts scatter paired with the scatter-add that has the same idx (index_base: one tensor) and the same
+    rows and does not read the counts (GCN's degree weighs the messages it counts): the plugin's counts output
+    replaces it. Returns (owner node id -> counts match, the counts scatters with no owner). InputError for a
+    second counts scatter of one owner."""
     paired: dict[int, Match] = {}
     alone: list[Match] = []
     for match in counts:
         rows = rows_source(match.data, graph_inputs)
-        owner = next((state for state in states if state.index is match.index and rows is not None
-                      and rows_source(state.data, graph_inputs) == rows), None)
+        owner = next((state for state in states if index_base(state.index) is index_base(match.index)
+                      and not state.overwrites
+                      and rows is not None and rows_source(state.data, graph_inputs) == rows
+                      and not any(depends_on(tensor, match.node) for tensor in state.node.inputs)), None)
         if owner is None:
             alone.append(match)
             continue
@@ -413,15 +637,22 @@ def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
     output or is read by another node (Shape nodes excepted): the in-place add would change what they see."""
     _, views = view_base(data)
     chain = [node, *views]
+    verb = _in_place_verb(node)
     for tensor in [data, *(view.inputs[0] for view in views)]:
         if tensor in graph.outputs:
-            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; adding "
+            raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} is also a graph output; {verb} "
                              "into it in place would change an output the caller expects unchanged")
         others = list(dict.fromkeys(consumer.name for consumer in tensor.outputs  # a node reading it twice, once
                                     if all(consumer is not link for link in chain) and consumer.op not in SHAPE_ONLY_OPS))
         if others:
             raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
-                             f"consumers ({', '.join(others)}); adding into it in place would change what they read")
+                             f"consumers ({', '.join(others)}); {verb} into it in place would change what they read")
+
+
+def _in_place_verb(node: Any) -> str:
+    """How a node changes its data, for a message: "writing" rows for an overwrite, else "adding"."""
+    overwrite = (node.op in FORMS and reduction(node) == OVERWRITE) or node.attrs.get("overwrite", 0) == 1
+    return "writing" if overwrite else "adding"
 
 
 def data_kind(match: Match, graph: Any) -> str:
@@ -458,9 +689,9 @@ def check_dtypes(match: Match) -> None:
     node, data, updates = match.node, match.data, match.updates
     kind = dtype(data)
     data_rank = rank(data)
-    if kind not in FEATURE_DTYPES or (data_rank is not None and data_rank < 2):
+    if kind not in FEATURE_DTYPES or (data_rank is not None and data_rank < 2 and not is_one_dimensional(node)):
         raise InputError(f"node {node.name} ({node.op}): its data {data.name} is {describe(data)}; the plugin adds into "
-                         "a float32 or float16 tensor of rows (2-D or more)")
+                         "a float32 or float16 tensor of rows (2-D or more, or 1-D with 1-D updates)")
     if dtype(updates) != kind or (rank(updates) is not None and data_rank is not None and rank(updates) != data_rank):
         raise InputError(f"node {node.name} ({node.op}): its updates {updates.name} are {describe(updates)}; the plugin "
                          f"wants [E, ...] rows of {data.name}'s {kind}")
@@ -504,7 +735,7 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
         readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
         return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op == AOT_APPLY_TABLE:
+    if node.op in (AOT_APPLY_TABLE, AOT_OVERWRITE_CLAIM):  # overwrite_rows reads the claim's idx
         return None
     return node.inputs[0], node.inputs[2]
 

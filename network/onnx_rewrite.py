@@ -27,7 +27,8 @@ common.paths'):
                                                    by its graph, whose outputs the float64 reference also gives
 
 What is rewritten (onnx_patterns has the node patterns; docs/onnx.md the exporter's nodes): each index_add /
-scatter_add (ScatterND / ScatterElements with reduction add, rows on axis 0) into a graph input, into a fill
+scatter_add (ScatterND / ScatterElements with reduction add, rows on axis 0) and each row overwrite (the same
+without reduction: index_copy, index_put, X[idx] = rows, scatter; the plugin's overwrite mode) into a graph input, into a fill
 (zeros_like, torch.zeros: ConstantOfShape or Expand of a constant; cloned when something else reads it) or
 into a tensor another node makes for it alone; data of rank > 2 ([N, H, F]) viewed as rows [N, H*F] for the
 plugin and back; several scatters, each its own plugin node; a counts scatter (ones into zeros [N, 1] with the
@@ -59,12 +60,14 @@ from network.definition import (
 )
 from network.onnx_nodes import (
     COUNTS_ATTRIBUTE,
+    OVERWRITE_ATTRIBUTE,
     PLUGIN_DOMAIN,
     PLUGIN_OP,
     Builder,
     NameSource,
     check_plugin_nodes,
     declare_domain,
+    overwrite_nodes,
     plugin_nodes,
 )
 from network.onnx_patterns import (
@@ -72,6 +75,7 @@ from network.onnx_patterns import (
     SCATTER_OPS,
     Match,
     check_dtypes,
+    left_reason,
     data_kind,
     dtype,
     fill_is_shared,
@@ -137,6 +141,17 @@ class ScatterRewrite:
     counts_node: str | None  # the counts scatter the plugin's counts output replaces, if any
     counts: str | None
     plugin_nodes: tuple[str, ...]  # the plugin node(s), in order
+    overwrite: bool = False  # rows written (reduction none: the last edge wins at a repeated index), not added
+
+
+@dataclass(frozen=True)
+class LeftScatter:
+    """A scatter left in the model for TensorRT (its ScatterElements plugin, out of place), and why."""
+
+    node: str
+    op: str
+    reduction: str
+    why: str
 
 
 @dataclass(frozen=True)
@@ -167,6 +182,7 @@ class Rewritten:
     scatters: tuple[ScatterRewrite, ...]
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
+    left: tuple[LeftScatter, ...] = ()
 
     def summary(self) -> list[str]:
         """One line per replaced scatter-add (or plugin node found), for the CLI's report."""
@@ -178,10 +194,14 @@ class Rewritten:
                 continue
             counts = f", counts {scatter.counts} from {scatter.counts_node}" if scatter.counts_node else ""
             into = scatter.state if scatter.kind != FILL else f"zeros {scatter.state}"
-            lines.append(f"{scatter.node} ({scatter.form} into {into}{counts}) -> "
-                         f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place)")
+            into = f", rows of {into} overwritten" if scatter.overwrite else f" into {into}"
+            rule = "; the last edge wins at a repeated index" if scatter.overwrite else ""
+            lines.append(f"{scatter.node} ({scatter.form}{into}{counts}) -> "
+                         f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
+        for scatter in self.left:
+            lines.append(f"{scatter.node} ({scatter.op}) left to TensorRT: {scatter.why}")
         return lines
 
 
@@ -203,15 +223,31 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
         source = onnx.shape_inference.infer_shapes(source)
     except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
         pass
+    try:
+        return _rewrite(gs, onnx, source, model.ir_version, plugin)
+    except InputError:
+        raise
+    except Exception as error:  # an unexpected graph: one line (the CLI's exit 2), never a traceback
+        raise InputError(f"the rewrite cannot read this graph ({type(error).__name__}: {_first_line(error)}); "
+                         "nothing was rewritten") from None
+
+
+def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plugin: str) -> Rewritten:
     graph = gs.import_onnx(source)
     for position, node in enumerate(graph.nodes):
         node.name = node.name or f"{node.op}_{position}"  # every message names a node
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
+    left = tuple(LeftScatter(node.name, node.op, str(node.attrs.get("reduction")), why)
+                 for node in scatters for why in [left_reason(node)] if why is not None)
+    scatters = [node for node in scatters if left_reason(node) is None]
     if not scatters and not found:
-        raise InputError("the model has no ScatterND or ScatterElements node, so nothing to rewrite in place "
-                         "(export X.index_add_(0, idx, src) with torch.onnx.export(..., dynamo=True))")
-    states = _scatter_adds(graph, [match_scatter(node) for node in scatters])
+        kept = "".join(f"; node {scatter.node} ({scatter.op}, reduction {scatter.reduction!r}) stays with TensorRT "
+                       "(build the model as it is, e.g. with trtexec)" for scatter in left[:1])
+        raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so nothing "
+                         f"to rewrite in place{kept} (export X.index_add_(0, idx, src) with "
+                         "torch.onnx.export(..., dynamo=True))")
+    states = _scatter_adds(graph, [_match(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
         check_dtypes(state)
@@ -224,12 +260,24 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     results += [_keep(gs, graph, names, node, plugin) for node in found]
     graph.cleanup(remove_unused_graph_inputs=False).toposort()
     rewritten = gs.export_onnx(graph)
-    rewritten.ir_version = model.ir_version
+    rewritten.ir_version = ir_version
     declare_domain(rewritten)
-    left = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS]
-    assert not left, f"Scatter nodes left after the rewrite: {left}"
+    kept = {scatter.node for scatter in left}
+    stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in kept]
+    assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
-    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph))
+    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
+
+
+def _match(node: Any) -> Match:
+    """match_scatter(node), with anything unexpected about the node's neighbourhood one line naming it."""
+    try:
+        return match_scatter(node)
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(f"node {node.name} ({node.op}): the rewrite cannot read the graph around it "
+                         f"({type(error).__name__}: {_first_line(error)}); not rewritten") from None
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -277,25 +325,35 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         counts_out = counts.node.outputs[0]
         counts.node.outputs.clear()
     plugin_counts = counts_out
-    if counts_out is not None and dtype(counts_out) not in (None, INDEX_DTYPE):
-        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=counts_out.shape)
+    counts_rank = rank(counts.data) if counts is not None else None
+    if counts_out is not None and (dtype(counts_out) not in (None, INDEX_DTYPE) or counts_rank == 1):
+        rows_dim = counts_out.shape[0] if counts_out.shape else None
+        plugin_counts = gs.Variable(names(f"{counts_out.name}_int64"), dtype=np.int64, shape=[rows_dim, 1])
     rows, out = data, aggregated
     if rank(data) != 2:  # [N, H, F] (or a rank the model does not record): rows [N, H*F] for the plugin, and back
         rows, src = build.rows(data, "state"), build.rows(src, "src")
         out = gs.Variable(names(f"{aggregated.name}_rows"), dtype=aggregated.dtype, shape=rows.shape)
-    plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
+    if state.overwrites:
+        overwrite_nodes(build, plugin, rows, src, idx, out)
+    else:
+        plugin_nodes(build, plugin, rows, src, idx, out, plugin_counts)
     if out is not aggregated:
         build.node("Reshape", [out, build.shape(data)], None, name="unrows", outputs=[aggregated])
-    if plugin_counts is not counts_out:  # counts of another dtype in the model: the plugin's int64, cast
-        assert counts_out is not None
-        build.node("Cast", [plugin_counts], None, {"to": _onnx_type(counts_out.dtype)}, name="counts_cast",
-                   outputs=[counts_out])
+    if plugin_counts is not counts_out:  # counts of another dtype or 1-D in the model: the plugin's, cast, reshaped
+        assert counts_out is not None and counts is not None
+        last = [counts_out] if counts_rank != 1 else None
+        cast = plugin_counts
+        if dtype(counts_out) not in (None, INDEX_DTYPE):
+            cast = build.node("Cast", [plugin_counts], counts_out.dtype, {"to": _onnx_type(counts_out.dtype)},
+                              shape=plugin_counts.shape, name="counts_cast", outputs=last).outputs[0]
+        if counts_rank == 1:
+            build.node("Reshape", [cast, build.shape(counts.data)], None, name="counts_unrows", outputs=[counts_out])
     graph.nodes.extend(build.nodes)
     return ScatterRewrite(
         node=state.node.name, form=state.form, state=state.data.name, kind=kind, source=state.updates.name,
         index=idx.name, output=aggregated.name, counts_node=counts.node.name if counts else None,
         counts=counts_out.name if counts_out is not None else None,
-        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN))
+        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites)
 
 
 def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> ScatterRewrite:
@@ -309,7 +367,10 @@ def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> Sca
             build = Builder(gs, names, node.name)
             node.outputs.clear()
             state, src, idx = node.inputs
-            plugin_nodes(build, plugin, state, src, idx, outputs[0], outputs[1] if len(outputs) > 1 else None)
+            if node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
+                overwrite_nodes(build, plugin, state, src, idx, outputs[0])
+            else:
+                plugin_nodes(build, plugin, state, src, idx, outputs[0], outputs[1] if len(outputs) > 1 else None)
             graph.nodes.extend(build.nodes)
             nodes = tuple(built.name for built in build.nodes if built.domain == PLUGIN_DOMAIN)
     state = node.inputs[0].name if node.inputs else "?"
@@ -334,8 +395,9 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         if source is None or source.name in bounds:
             continue
         rows = rows_source(state, inputs)
-        bounds[source.name] = (IndexBound() if rows is None else IndexBound(rows=int(rows[1])) if rows[0] == "rows"
-                               else IndexBound(input=str(rows[1]), axis=int(rows[2])))
+        bounds[source.name] = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
+                               else IndexBound(input=str(rows[1]), axis=int(rows[2]))
+                               if rows is not None and rows[0] == "input" else IndexBound())
     return bounds
 
 
@@ -438,6 +500,8 @@ def _sample_graph(model: "onnx.ModelProto", found: SampleNetwork) -> bool:
     plugin = plugins[0]
     attributes = {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in plugin.attribute}
     state = found.kind == STATE_UPDATE
+    if attributes.get(OVERWRITE_ATTRIBUTE, 0) != 0:  # the sample's network adds rows
+        return False
     if attributes.get(COUNTS_ATTRIBUTE) != int(not state) or len(plugin.output) != 1 + int(not state):
         return False
     if state:

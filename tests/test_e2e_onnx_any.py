@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.onnx_helpers import REWRITE_MISSING, needs_export, ops_inputs, ops_model
-from tests.onnx_models import zoo_feeds, zoo_path
+from tests.onnx_models import SIZES, zoo_feeds, zoo_path
 from tests.test_cli_onnx_any import aggregation_model, good_inputs, npz, own_state_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,3 +94,30 @@ def test_a_model_calling_the_in_place_custom_op_runs_in_steps_on_the_engine(tmp_
                  npz(tmp_path, **ops_inputs("layers", "fp32", 900, 4000, seed=3)), "--steps", "3", "--validate")
     assert_validated(result, model)
     assert "the runner binds X_out at X's address" in result.stdout
+
+
+@needs_export
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+@pytest.mark.parametrize("name, repeats", [("index_copy_", False), ("copy_and_add", True)])
+def test_row_overwrites_run_in_place_on_the_engine_and_validate(tmp_path_factory, tmp_path, name, repeats, plugin):
+    """Issue 36's overwrites (tests/onnx_models.py): the plugin's overwrite mode in an engine, X_out bound at X;
+    with repeated indices the rows written there checked by the last-edge rule, the rest against ONNX Runtime."""
+    model = str(zoo_path(tmp_path_factory, name))
+    feeds = zoo_feeds(name, 0, {**SIZES, "K": 23}, repeats=True) if repeats else zoo_feeds(name)
+    result = run("--seed", "1", "--plugin", plugin, "--onnx", model, "--onnx_inputs", npz(tmp_path, **feeds),
+                 "--validate")
+    assert_validated(result, model)
+    assert "rows of X overwritten) -> " in result.stdout and "the runner binds X_out at X's address" in result.stdout
+    assert ("written at a repeated index: against the last edge's row" in result.stdout) == repeats
+
+
+@needs_export
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+def test_a_row_overwrite_runs_in_steps_on_a_large_state_on_the_engine(tmp_path_factory, plugin):
+    """20,000 rows, 5,000 random edges per run (indices repeat), 3 runs with X kept in place."""
+    model = str(zoo_path(tmp_path_factory, "index_copy_"))
+    result = run("--seed", "5", "--plugin", plugin, "--onnx", model, "--onnx_shapes", "X:20000x3,src:5000x3",
+                 "--steps", "3", "--validate")
+    assert_validated(result, model)
+    assert "Runs: 3 executions, the states kept in their input buffers" in result.stdout
+    assert "written at a repeated index: against the last edge's row" in result.stdout

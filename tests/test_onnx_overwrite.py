@@ -1,0 +1,383 @@
+"""Row overwrites through the rewrite (issue 36): torch's index_copy(_), index_put(_) without accumulate,
+X[idx] = rows and scatter of an expanded index, exported by torch 2.13's dynamo exporter once per session
+(tests/onnx_models.py OVERWRITES), become the plugin's overwrite mode (ScatterAddInPlace overwrite=1, or the AOT
+overwrite_claim + overwrite_rows); each rewritten model passes onnx.checker's full check and agrees with ONNX
+Runtime on the original where ONNX defines the result, the last edge winning where an index repeats; the dry
+run's --validate says which rows it compared how; the refusals are one line each."""
+
+import numpy as np
+import pytest
+
+import aliased_io_plugin as cli
+from common.errors import InputError
+from tests.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.onnx_models import OVERWRITES, REFUSED, SIZES, zoo, zoo_feeds, zoo_model, zoo_path
+from tests.test_cli import assert_one_line_error
+from tests.test_cli_onnx_any import npz, printed_output
+
+pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
+
+PLUGINS = ("python", "aot")
+# name -> (each plugin node of the Python rewrite: overwrite or not, the aliases)
+EXPECTED = {name: ([True], {"X_out": "X"}) for name in OVERWRITES}
+EXPECTED["copy_and_add"] = ([True, False], {"X_out": "X", "Y_out": "Y"})
+REPEATED = {**SIZES, "K": 23}  # more edges than rows: indices repeat
+
+
+def attributes(node):
+    import onnx
+
+    return {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in node.attribute}
+
+
+def sequential(state, src, idx):
+    """`for e in range(E): state[idx[e]] = src[e]` on a copy: the plugin's rule, written the plain way."""
+    state = np.array(state, copy=True)
+    for edge, row in enumerate(idx):
+        state[row] = src[edge]
+    return state
+
+
+def expected_outputs(name, feeds):
+    """X_out (and Y_out) by the sequential rule (and np.add.at for the added state)."""
+    if name == "copy_and_add":
+        added = feeds["Y"].astype(np.float64)
+        np.add.at(added, feeds["idx_y"], feeds["src_y"])
+        return {"X_out": sequential(feeds["X"], feeds["src_x"], feeds["idx_x"]), "Y_out": added}
+    return {"X_out": sequential(feeds["X"], feeds["src"], feeds["idx"])}
+
+
+@needs_export
+@pytest.mark.parametrize("plugin", PLUGINS)
+@pytest.mark.parametrize("name", OVERWRITES)
+def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(tmp_path_factory, name, plugin):
+    """No Scatter* left, onnx.checker's full check, the plugin nodes of the overwrite (AOT: claim then rows per
+    overwrite), the overwritten states among the aliases; on distinct indices the rewritten model equals ONNX
+    Runtime on the original exactly, and with repeated indices it follows the sequential rule."""
+    import onnx
+
+    from network.onnx_rewrite import IndexBound, model_io, rewrite_model
+    from network.onnx_runtime import run_onnxruntime, run_rewritten
+
+    original = zoo_model(tmp_path_factory, name)
+    result = rewrite_model(original, plugin)
+    model = result.model
+    onnx.checker.check_model(model, full_check=True)
+    assert not [node for node in model.graph.node if node.op_type.startswith("Scatter") and node.domain == ""]
+    assert model_io(model) == model_io(original)
+    overwrites, aliases = EXPECTED[name]
+    plugins = [node for node in model.graph.node if node.domain == "aliased_io"]
+    if plugin == "python":
+        assert [node.op_type for node in plugins] == ["ScatterAddInPlace"] * len(overwrites)
+        assert [attributes(node).get("overwrite", 0) for node in plugins] == [int(flag) for flag in overwrites]
+        assert all(attributes(node)["compute_counts"] == 0 and len(node.output) == 1 for node in plugins)
+    else:
+        ops = [op for flag in overwrites for op in (["overwrite_claim", "overwrite_rows"] if flag else ["scatter_add"])]
+        assert sorted(node.op_type for node in plugins) == sorted(ops)  # in topological order
+    assert result.aliases == aliases
+    assert [scatter.overwrite for scatter in result.scatters] == overwrites
+    first = "idx_x" if name == "copy_and_add" else "idx"
+    assert result.index_bounds[first] == IndexBound(None, "X", 0)
+    for seed in (0, 1):
+        feeds = zoo_feeds(name, seed)
+        expected, actual = run_onnxruntime(original, feeds).outputs, run_rewritten(model, feeds)
+        for output in zoo()[name].outputs:
+            np.testing.assert_allclose(actual[output], expected[output], rtol=1e-6, atol=1e-6, err_msg=output)
+        repeated = zoo_feeds(name, seed, REPEATED, repeats=True)
+        actual = run_rewritten(model, repeated)
+        for output, value in expected_outputs(name, repeated).items():
+            np.testing.assert_allclose(actual[output], value, rtol=1e-6, atol=1e-6, err_msg=output)
+
+
+@needs_export
+def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_factory):
+    """overwrite_claim's keys0 and winners0: two ConstantOfShape tensors (never one buffer for two outputs) of
+    int64 -1, shaped 2 * Shape(idx)[0] + 1, made for the claim alone; its outputs are theirs (NODE_ALIASES),
+    read by overwrite_rows with the state, src and idx; the state's output is X's memory."""
+    from network.onnx_nodes import NODE_ALIASES
+    from network.onnx_rewrite import rewrite_model
+
+    model = rewrite_model(zoo_model(tmp_path_factory, "index_copy"), "aot").model
+    made = {output: node for node in model.graph.node for output in node.output}
+    claim, rows = (node for node in model.graph.node if node.domain == "aliased_io")
+    assert (claim.op_type, rows.op_type) == ("overwrite_claim", "overwrite_rows")
+    assert NODE_ALIASES["overwrite_claim"] == {0: 1, 1: 2} and NODE_ALIASES["overwrite_rows"] == {0: 0}
+    assert claim.input[0] == "idx" and claim.input[1] != claim.input[2]
+    assert list(rows.input) == ["X", "src", "idx", *claim.output] and list(rows.output) == ["X_out"]
+    assert {key: value for key, value in attributes(claim).items()} == \
+        {"plugin_namespace": b"aliased_io", "plugin_version": b"1", "aot": 1}
+    for table in claim.input[1:]:
+        fill = made[table]
+        assert fill.op_type == "ConstantOfShape"
+        value = attributes(fill)["value"]
+        assert value.data_type == 7 and list(value.int64_data or np.frombuffer(value.raw_data, np.int64)) == [-1]
+        assert [reader for node in model.graph.node for reader in node.input if reader == table] == [table]
+        add = made[fill.input[0]]
+        mul = made[add.input[0]]
+        assert (add.op_type, mul.op_type) == ("Add", "Mul")
+
+
+def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_repeat():
+    """The plugin nodes' CPU reference (network/onnx_runtime.py) against a Python loop, many repeats, both
+    dtypes; the AOT claim's empty tables and winners are checked."""
+    import onnx
+    from onnx import helper
+
+    from network.onnx_runtime import plugin_reference
+
+    python = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], ["out"], domain="aliased_io", overwrite=1,
+                              compute_counts=0)
+    claim = helper.make_node("overwrite_claim", ["idx", "k0", "w0"], ["k", "w"], domain="aliased_io")
+    rows = helper.make_node("overwrite_rows", ["X", "src", "idx", "k", "w"], ["out"], domain="aliased_io")
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        dtype = (np.float32, np.float16)[trial % 2]
+        n, e = int(rng.integers(1, 12)), int(rng.integers(0, 40))
+        state, src = rng.standard_normal((n, 3)).astype(dtype), rng.standard_normal((e, 3)).astype(dtype)
+        idx = rng.integers(0, n, e).astype(np.int64)
+        expected = sequential(state, src, idx)
+        (out,) = plugin_reference(python, [state, src, idx])
+        np.testing.assert_array_equal(out, expected)
+        empty = np.full(2 * e + 1, -1, np.int64)
+        keys, winners = plugin_reference(claim, [idx, empty, empty.copy()])
+        (out,) = plugin_reference(rows, [state, src, idx, keys, winners])
+        np.testing.assert_array_equal(out, expected)
+        assert out.dtype == dtype and not np.shares_memory(out, state)
+    with pytest.raises(InputError, match="its keys0 must arrive as int64 -1"):
+        plugin_reference(claim, [idx, np.zeros(2 * idx.size + 1, np.int64), empty])
+    with pytest.raises(InputError, match="its winners are not edges of their keys"):
+        plugin_reference(rows, [state, src, idx, keys, np.roll(winners, 1)])
+    with pytest.raises(InputError, match="index 9 at position 0 is outside the"):
+        plugin_reference(python, [state, src, np.concatenate([[9], idx[1:]]).astype(np.int64)])
+    assert onnx  # noqa: the helper's import
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"overwrite": 2}, "attribute overwrite is 2; the plugin node has overwrite=0 (add) or 1 (overwrite) (INT)"),
+    ({"overwrite": 1.0}, "attribute overwrite is 1.0"),
+    ({"outputs": 2}, "overwrite=1 with 2 outputs; an overwrite has one output"),
+])
+def test_an_overwrite_node_of_another_form_is_refused_in_one_line(change, message):
+    from onnx import TensorProto, helper
+
+    from network.onnx_nodes import check_plugin_nodes
+
+    outputs = ["out", "counts"][:change.get("outputs", 1)]
+    node = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], outputs, domain="aliased_io", name="node",
+                            plugin_version="1", plugin_namespace="", compute_counts=int(len(outputs) == 2),
+                            overwrite=change.get("overwrite", 1))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3]),
+                                            helper.make_tensor_value_info("src", TensorProto.FLOAT, ["E", 3]),
+                                            helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("aliased_io", 1)])
+    with pytest.raises(InputError) as raised:
+        check_plugin_nodes(model)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+@needs_export
+def test_a_python_overwrite_node_in_the_model_becomes_the_aot_overwrite(tmp_path_factory):
+    """A model holding ScatterAddInPlace overwrite=1 (the Python rewrite's own output, read back) rewritten for
+    the AOT plugin: overwrite_claim + overwrite_rows, still the sequential rule."""
+    from network.onnx_rewrite import rewrite_model
+    from network.onnx_runtime import run_rewritten
+
+    python = rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model
+    aot = rewrite_model(python, "aot")
+    assert [node.op_type for node in aot.model.graph.node if node.domain == "aliased_io"] == \
+        ["overwrite_claim", "overwrite_rows"]
+    assert aot.aliases == {"X_out": "X"}
+    feeds = zoo_feeds("set_rows", 3, REPEATED, repeats=True)
+    np.testing.assert_array_equal(run_rewritten(aot.model, feeds)["X_out"], expected_outputs("set_rows", feeds)["X_out"])
+
+
+@needs_export
+def test_an_overwrite_under_the_samples_names_is_not_the_samples_state_update(tmp_path_factory):
+    """index_copy with X, src, idx -> X_out has the sample's inputs and outputs, but writes rows: not validated
+    by the sample's add formula."""
+    from network.onnx_rewrite import sample_network
+
+    assert sample_network(zoo_model(tmp_path_factory, "index_copy")) is None
+
+
+@needs_export
+@pytest.mark.parametrize("name", [name for name in REFUSED if name.startswith("copy_")])
+def test_an_overwrite_that_cannot_go_in_place_is_refused_in_one_line_exit_2(tmp_path_factory, tmp_path, capsys, name):
+    """Data read elsewhere, data that is a graph output, an axis other than rows, a narrow index: exit 2, one
+    line, nothing written (the rewrite's refusals of each are in tests/test_onnx_rewrite_models.py)."""
+    out = tmp_path / "out.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(zoo_path(tmp_path_factory, name)), "--onnx_inputs",
+                       npz(tmp_path, **zoo_feeds(name)), "--save_onnx", str(out), "--validate"])
+    captured = capsys.readouterr()
+    for part in REFUSED[name]:
+        assert_one_line_error(status, captured, part)
+    assert not out.exists()
+
+
+# --- the dry run's --validate -------------------------------------------------------------------------------------
+def dry_run(tmp_path, capsys, model, feeds, *extra):
+    out = tmp_path / "rewritten.onnx"
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", str(model), "--onnx_inputs", npz(tmp_path, **feeds),
+                       "--save_onnx", str(out), "--validate", *extra])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err, out
+
+
+@needs_export
+@pytest.mark.parametrize("name", OVERWRITES)
+def test_each_overwrite_passes_the_dry_run_validation_and_its_saved_model_the_checker(tmp_path_factory, tmp_path,
+                                                                                      capsys, name):
+    """Issue 36's done-when, distinct indices: every output compared whole with ONNX Runtime on the original
+    (the AOT plugin's nodes for the first model, the Python plugin's for the others)."""
+    import onnx
+
+    model = zoo_path(tmp_path_factory, name)
+    plugin = ["--plugin", "aot"] if name == OVERWRITES[0] else []
+    status, printed, out = dry_run(tmp_path, capsys, model, zoo_feeds(name), *plugin)
+    assert status == 0, printed
+    assert "rows of X overwritten) -> " in printed and "the last edge wins at a repeated index" in printed
+    assert "output X_out is input X's memory (bind it at X's address)" in printed
+    assert "Validation against reference successful!" in printed
+    for output in zoo()[name].outputs:
+        assert f"Output {output} against ONNX Runtime (the original {model}, same inputs): largest absolute error" \
+            in printed
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
+@needs_export
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_repeated_indices_compare_the_defined_rows_with_onnx_runtime_and_the_rest_by_the_rule(tmp_path_factory,
+                                                                                             tmp_path, capsys, plugin):
+    """Issue 36's done-when, repeated indices: the printed state follows the sequential rule; --validate names
+    the rows written at a repeated index (checked against the last edge's row), and compares the rest with ONNX
+    Runtime; the added state next to it is compared whole."""
+    import onnx
+
+    feeds = zoo_feeds("copy_and_add", 2, REPEATED, repeats=True)
+    model = zoo_path(tmp_path_factory, "copy_and_add")
+    status, printed, out = dry_run(tmp_path, capsys, model, feeds, "--plugin", plugin)
+    assert status == 0, printed
+    expected = expected_outputs("copy_and_add", feeds)
+    np.testing.assert_allclose(printed_output(printed, "Output X_out float32 [9, 3]:"), expected["X_out"], atol=1e-5)
+    rows = np.unique(feeds["idx_x"], return_counts=True)
+    repeated = rows[0][rows[1] > 1].tolist()
+    shown = ", ".join(str(row) for row in repeated[:6]) + (", ..." if len(repeated) > 6 else "")
+    assert f"Output X_out against ONNX Runtime (the original {model}, same inputs); {len(repeated)} rows ({shown}) " \
+           "written at a repeated index: against the last edge's row (the plugin's rule; ONNX leaves which edge wins " \
+           "undefined): largest absolute error 0," in printed
+    assert f"Output Y_out against ONNX Runtime (the original {model}, same inputs): largest" in printed
+    assert "Validation against reference successful!" in printed
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
+@needs_export
+def test_an_output_computed_from_rows_of_a_repeated_index_is_not_compared_and_says_so(tmp_path_factory, tmp_path,
+                                                                                      capsys):
+    model = zoo_path(tmp_path_factory, "copy_then_layers")
+    status, printed, _ = dry_run(tmp_path, capsys, model, zoo_feeds("copy_then_layers", 1, REPEATED, repeats=True))
+    assert status == 0, printed
+    assert "written at a repeated index: against the last edge's row" in printed
+    scatter = next(node.name for node in zoo_model(tmp_path_factory, "copy_then_layers").graph.node
+                   if node.op_type == "ScatterND")
+    assert f"Output y against ONNX Runtime (the original {model}, same inputs): not compared (computed from " \
+           f"{scatter}, which wrote rows at a repeated index: ONNX leaves which edge wins undefined, the plugin's " \
+           "rule is the last edge)" in printed
+
+
+@needs_export
+@pytest.mark.parametrize("rule", ["first edge", "wrong row"])
+def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_factory, tmp_path, capsys, monkeypatch,
+                                                                   rule):
+    """The comparison is not vacuous: a reference where the FIRST edge wins fails at the repeated rows (the
+    rule's check), one that writes a row off by one fails at the defined rows (ONNX Runtime's)."""
+    import network.onnx_runtime as runtime
+
+    correct = runtime.last_edges
+
+    def first_edge(idx):
+        rows, edges = np.unique(idx, return_index=True)
+        return rows, edges
+
+    def wrong_row(idx):
+        rows, edges = correct(idx)
+        return (rows + 1) % 9, edges
+
+    monkeypatch.setattr(runtime, "last_edges", first_edge if rule == "first edge" else wrong_row)
+    status, printed, out = dry_run(tmp_path, capsys, zoo_path(tmp_path_factory, "index_copy"),
+                                   zoo_feeds("index_copy", 0, REPEATED, repeats=True))
+    assert status == 1, printed
+    assert "Validation against reference failed!\nOutput X_out against ONNX Runtime" in printed
+    assert not out.exists()
+
+
+@needs_export
+def test_steps_with_repeated_indices_keep_the_rule_and_leave_earlier_repeats_uncompared(tmp_path_factory, capsys):
+    """--steps 4 on inputs made from the seed (indices repeat): the overwritten state fed back, both states in
+    place; rows left from an earlier run's repeated index are named and not compared."""
+    model = zoo_path(tmp_path_factory, "copy_and_add")
+    status = cli.main(["--dry-run", "--seed", "3", "--onnx", str(model), "--onnx_shapes",
+                       "X:40x3,Y:5x2,src_x:30x3,src_y:9x2", "--steps", "4", "--validate"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "--steps: 4 runs; the states (X, Y) stay in place" in captured.out
+    assert "written at a repeated index in an earlier run: not compared" in captured.out
+    assert "Validation against reference successful!" in captured.out
+
+
+def float16_copy_model(path):
+    """X [N, 3] float16, src [E, 3], idx [E] -> X_out = ScatterND(X, Unsqueeze(idx, [1]), src) without reduction,
+    as the exporter writes index_copy (onnx.helper: the float16 form)."""
+    from onnx import TensorProto, helper, save
+
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
+             helper.make_node("ScatterND", ["X", "column", "src"], ["X_out"], name="copy_rows")]
+    graph = helper.make_graph(nodes, "copy16", [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT16, ["N", 3]),
+        helper.make_tensor_value_info("src", TensorProto.FLOAT16, ["E", 3]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, ["E"]),
+    ], [helper.make_tensor_value_info("X_out", TensorProto.FLOAT16, ["N", 3])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_a_float16_overwrite_copies_rows_exactly_in_both_plugins(tmp_path, plugin):
+    """float16 rows are copied, not summed: the rewritten model's X_out is bit for bit the sequential rule."""
+    from network.onnx_rewrite import load_model, rewrite_model
+    from network.onnx_runtime import run_rewritten
+
+    rng = np.random.default_rng(4)
+    feeds = {"X": rng.standard_normal((7, 3)).astype(np.float16), "src": rng.standard_normal((12, 3)).astype(np.float16),
+             "idx": rng.integers(0, 7, 12).astype(np.int64)}
+    result = rewrite_model(load_model(float16_copy_model(tmp_path / "copy16.onnx")), plugin)
+    out = run_rewritten(result.model, feeds)["X_out"]
+    np.testing.assert_array_equal(out.astype(np.float16), sequential(feeds["X"], feeds["src"], feeds["idx"]))
+
+
+def test_a_float16_overwrite_with_repeated_indices_passes_the_dry_run_validation(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    feeds = {"X": rng.standard_normal((7, 3)).astype(np.float16), "src": rng.standard_normal((12, 3)).astype(np.float16),
+             "idx": rng.integers(0, 7, 12).astype(np.int64)}
+    status, printed, _ = dry_run(tmp_path, capsys, float16_copy_model(tmp_path / "copy16.onnx"), feeds)
+    assert status == 0, printed
+    assert "written at a repeated index: against the last edge's row" in printed
+    heading = next(line for line in printed.splitlines() if line.startswith("Output X_out float"))  # 16, or 32: the
+    np.testing.assert_allclose(printed_output(printed, heading),  # float32 copy ONNX Runtime ran
+                               sequential(feeds["X"], feeds["src"], feeds["idx"]), atol=1e-3)
+
+
+def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
+    from onnx import TensorProto, helper
+
+    from network.onnx_rewrite import rewrite_model
+
+    node = helper.make_node("Scatter", ["X", "indices", "src"], ["X_out"], name="old", axis=0)
+    graph = helper.make_graph([node], "old", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3]),
+                                              helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 3]),
+                                              helper.make_tensor_value_info("src", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("X_out", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    with pytest.raises(InputError, match=r"^node old \(Scatter\): the Scatter op of opsets before 11 is not rewritten"):
+        rewrite_model(model)
