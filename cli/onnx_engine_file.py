@@ -1,5 +1,5 @@
 """What a model of one's own leaves for a runtime, and how its saved engine runs again: --save_engine E writes
-the engine's description E.desc beside it (network.engine_description: the aliases a runtime must bind, the I/O,
+the engine's description E.desc beside it (common.engine_description: the aliases a runtime must bind, the I/O,
 the plugin kind); --save_outputs DIR writes each run's inputs and the last run's outputs as .npy, the files
 cpp/aliased_io_state reads (--inputs, --expected); --load_engine E with E.desc beside it runs that engine on
 inputs of its own (--onnx_inputs or the seed), each aliased output bound at its input, with no model. numpy
@@ -18,7 +18,7 @@ from cli.options import DESCRIPTION_OUTPUT, EXIT_OK, EngineOptions, Settings
 from cli.report import unused_in_dry_run
 from common.errors import InputError
 from common.text import shown_path
-from network.engine_description import (
+from common.engine_description import (
     EngineDescription,
     IndexRows,
     binding_lines,

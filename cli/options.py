@@ -29,7 +29,7 @@ from common.limits import (
 from common.paths import OutputFiles, check_outputs, readable_file
 from common.text import shown_path
 from common.text import excerpt
-from network.engine_description import description_path
+from common.engine_description import description_path
 from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 PROG = "aliased_io_plugin.py"
@@ -61,7 +61,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
-DESCRIPTION_OUTPUT = "--save_engine (its description)"  # OutputFiles' key of the description beside the engine
+DESCRIPTION_OUTPUT = "--save_engine's description"  # OutputFiles' key of the description beside the engine
 GRAPH_OPTIONS = ("node_features", "node_features_file", "edges", "graph", "random_graph")
 PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--save_engine", "--save-engine", metavar="PATH",
                         help="write the engine built once the run has succeeded")
     engine.add_argument("--load_engine", "--load-engine", metavar="PATH",
-                        help="run the engine saved in PATH instead of building one")
+                        help="run the engine saved in PATH instead of building one (a model of your own's: with "
+                        "the description PATH.desc that --save_engine writes beside it)")
     engine.add_argument("--max_nodes", "--max-nodes", metavar="N",
                         help="largest N of a new engine's profile (default: max(N, 2**16))")
     engine.add_argument("--max_edges", "--max-edges", metavar="E",
@@ -427,7 +428,7 @@ def check_onnx_options(parsed: EngineOptions, options: argparse.Namespace) -> No
 
 
 def loaded_description(load_engine: str | None) -> str | None:
-    """The description beside --load_engine's engine (network.engine_description), when there is one: the engine
+    """The description beside --load_engine's engine (common.engine_description), when there is one: the engine
     of a model of one's own, run on inputs of its own; None for the sample's engines, which have none."""
     if load_engine is None:
         return None

@@ -16,7 +16,7 @@
  * line; the first record is `format aliased_io_engine 1`, then `plugin python|aot`, `input NAME DTYPE [D0,D1]`,
  * `output NAME DTYPE [D0,D1]` (a dimension is a size or the name of a dynamic one), `alias OUTPUT INPUT`, `index
  * NAME ROWS` or `index NAME INPUT AXIS` (the rows an index input's values lie in), `profile NAME [MIN] [OPT] [MAX]`.
- * Every rule that network/engine_description.py checks is checked here too.
+ * Every rule that common/engine_description.py checks is checked here too.
  */
 
 #ifndef ALIASED_IO_BINDINGS_H
@@ -137,7 +137,7 @@ inline std::vector<std::string> parseDims(std::string const& text, bool sizes, s
     return dims;
 }
 
-//! The rules of network/engine_description.py check_description.
+//! The rules of common/engine_description.py check_description.
 inline void checkDescription(EngineDescription const& d, std::string const& source)
 {
     auto fail = [&](std::string const& problem) { throw DescriptionError(source + ": " + problem); };

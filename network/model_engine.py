@@ -8,7 +8,7 @@ own that the plugin never writes: the result lies in the input's buffer. The run
 (network.execution.ExecutionSession's outputs_at_inputs), as --steps binds the sample's X_out at X. Between
 runs only the inputs that are no state are uploaded again. run_model_engine needs TensorRT, cuda-python and a
 GPU; profile_shapes and the report lines are plain Python. The same runs serve an engine saved by --save_engine
-and loaded with its description (network.engine_description: the aliases, the I/O checked against the engine's).
+and loaded with its description (common.engine_description: the aliases, the I/O checked against the engine's).
 """
 
 import contextlib
@@ -28,7 +28,7 @@ from network.engine import (
     read_engine_file,
     require_engine_dependencies,
 )
-from network.engine_description import EngineDescription, EngineTensor, check_engine_tensors
+from common.engine_description import EngineDescription, EngineTensor, check_engine_tensors
 from network.execution import describe_summary, summarize
 
 
@@ -65,7 +65,7 @@ class ModelEngineRun:
     tensors: list[EngineTensor]
 
 
-# TensorRT's DataType names -> the dtype names of network.engine_description
+# TensorRT's DataType names -> the dtype names of common.engine_description
 _DTYPE_NAMES = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT64": "int64", "INT32": "int32",
                 "INT8": "int8", "UINT8": "uint8", "BOOL": "bool"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from network.engine_description import IndexRows, TensorDescription, describe_engine, format_description
+from common.engine_description import IndexRows, TensorDescription, describe_engine, format_description
 from tests.onnx_helpers import REWRITE_MISSING
 from tests.test_cpp_state import BUILDS, assert_one_line, installed_tensorrt_build, program, recent_program, run_program
 from tests.test_engine_description import BAD_DESCRIPTIONS, BAD_IDS, GOOD
@@ -138,7 +138,7 @@ def test_the_files_of_a_python_dry_run_are_read_step_by_step(recent_program, tmp
 
 @pytest.mark.parametrize("text, message", BAD_DESCRIPTIONS, ids=BAD_IDS)
 def test_each_broken_rule_of_the_description_is_exit_2_and_one_line(recent_program, tmp_path, text, message):
-    """The texts network.engine_description refuses (tests/test_engine_description.py), refused here too."""
+    """The texts common.engine_description refuses (tests/test_engine_description.py), refused here too."""
     result = plan(recent_program, tmp_path, text=text)
     assert_one_line(result, 2, f"the engine description {tmp_path / 'model.engine.desc'}")
     assert message in result.stderr

@@ -1,4 +1,4 @@
-"""The engine description beside a saved engine of a model of one's own (network/engine_description.py, E.desc):
+"""The engine description beside a saved engine of a model of one's own (common/engine_description.py, E.desc):
 written and read back, every rule refused in one line (the same texts the C++ reader refuses:
 tests/test_cpp_model.py), checked against an engine's tensors; and the CLI flows without TensorRT: --save_outputs
 of a dry run (the .npy files cpp/aliased_io_state reads), --load_engine E of a model's engine from its description
@@ -13,7 +13,7 @@ import pytest
 
 import aliased_io_plugin as cli
 from common.errors import InputError
-from network.engine_description import (
+from common.engine_description import (
     IndexRows,
     TensorDescription,
     check_engine_tensors,
@@ -325,7 +325,7 @@ def test_save_engine_checks_the_description_beside_it_before_any_work(tmp_path, 
     engine = tmp_path / "own.engine"
     Path(description_path(str(engine))).mkdir()
     assert_one_line_error(cli.main(["--seed", "1", "--onnx", own_model(tmp_path), "--save_engine", str(engine)]),
-                          capsys.readouterr(), f"--save_engine (its description) {engine}.desc: is a folder")
+                          capsys.readouterr(), f"--save_engine's description {engine}.desc: is a folder")
 
 
 # --- the real engine path (TensorRT and a GPU) -------------------------------------------------------------------

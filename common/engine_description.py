@@ -6,7 +6,8 @@ without this a runtime cannot know that an output must be bound at its input's a
 lists the engine's inputs and outputs (name, dtype, shape with dynamic dimensions named), the plugin kind, the
 rows each index input indexes and the optimization profile, so that a loaded engine's inputs are checked before
 TensorRT is touched. The format (docs/own_model_cpp.md) is one record a line, read by
-cpp/aliased_io_bindings.h as well; `format aliased_io_engine 1` comes first. Plain Python: no TensorRT, no numpy.
+cpp/aliased_io_bindings.h as well; `format aliased_io_engine 1` comes first. Standard library only (the command line
+checks a description before numpy is imported): no TensorRT, no numpy.
 """
 
 import os
