@@ -924,10 +924,11 @@ npy::Array readArray(std::string const& path)
 
 //! `array` (read from `path`) against the description of its tensor: dtype, rank, each static dimension, and each
 //! named dynamic dimension one size wherever it appears (`sizes`).
-void checkArray(aliased_io::TensorDescription const& t, npy::Array const& array, std::string const& path, Sizes& sizes)
+void checkArray(aliased_io::TensorDescription const& t, npy::Array const& array, std::string const& path, Sizes& sizes,
+    char const* kind = "input")
 {
-    std::string const problem = path + ": " + array.dtype + " " + shapeText(array.shape) + ", the engine's "
-        + (sizes.count("") ? "output " : "input ") + described(t);
+    std::string const problem
+        = path + ": " + array.dtype + " " + shapeText(array.shape) + ", the engine's " + kind + " " + described(t);
     check(array.dtype == t.dtype && array.shape.size() == t.dims.size(), kEXIT_BAD_INPUT, problem);
     for (size_t axis = 0; axis < t.dims.size(); ++axis)
     {
@@ -1092,7 +1093,6 @@ ModelInputs readInputs(Options const& o, aliased_io::EngineDescription const& d)
 Arrays readExpected(Options const& o, aliased_io::EngineDescription const& d, Sizes sizes)
 {
     check(fs::is_directory(o.expected), kEXIT_BAD_INPUT, "--expected " + o.expected + ": not a folder of .npy files");
-    sizes[""] = 0; // checkArray's mark for an output
     Arrays expected;
     for (aliased_io::TensorDescription const& output : d.outputs)
     {
@@ -1100,7 +1100,7 @@ Arrays readExpected(Options const& o, aliased_io::EngineDescription const& d, Si
         check(fs::is_regular_file(path), kEXIT_BAD_INPUT, "--expected: no file " + path + " for output "
                 + described(output));
         npy::Array array = readArray(path);
-        checkArray(output, array, path, sizes);
+        checkArray(output, array, path, sizes, "output");
         expected.emplace(output.name, std::move(array));
     }
     refuseOthers(o.expected, expected, d, true);

@@ -244,7 +244,7 @@ def test_a_failed_validation_writes_no_outputs(tmp_path, capsys, monkeypatch):
     assert "(--save_outputs: not written, since the run did not succeed.)" in capsys.readouterr().out
 
 
-def loaded_engine(tmp_path, text: str = GOOD.replace("plugin aot", "plugin aot")) -> Path:
+def loaded_engine(tmp_path, text: str = GOOD) -> Path:
     """An 'engine' file with a description beside it (the file's bytes are only read once TensorRT is there)."""
     engine = tmp_path / "own.engine"
     engine.write_bytes(b"engine bytes")
@@ -326,6 +326,30 @@ def test_save_engine_checks_the_description_beside_it_before_any_work(tmp_path, 
     Path(description_path(str(engine))).mkdir()
     assert_one_line_error(cli.main(["--seed", "1", "--onnx", own_model(tmp_path), "--save_engine", str(engine)]),
                           capsys.readouterr(), f"--save_engine's description {engine}.desc: is a folder")
+
+
+@needs_rewrite
+def test_the_description_of_a_models_engine_is_held_and_written_with_it(tmp_path, capsys):
+    """What run_model holds for --save_engine after the engine run (its tensors as TensorRT reports them; here as
+    they would be): E.desc with the rewrite's aliases, the model's dimension names, the index rows and the
+    run's profile, written by the run's OutputFiles."""
+    from cli.onnx_engine_file import hold_description
+    from cli.options import parse_arguments
+
+    engine = tmp_path / "own.engine"
+    plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", own_model(tmp_path),
+                                            "--onnx_shapes", "state:6x3,src:4x3", "--save_engine", str(engine)]))
+    capsys.readouterr()
+    tensors = [("state", True, "float32", (-1, 3)), ("src", True, "float32", (-1, 3)), ("idx", True, "int64", (-1,)),
+               ("X_out", False, "float32", (-1, 3))]
+    hold_description(plan, tensors, ["state", "src", "idx"])
+    assert plan.engine.outputs.write() == [f"Engine description saved to {engine}.desc"]
+    assert read_description(f"{engine}.desc") == describe_engine(
+        "aot", [TensorDescription("state", "float32", ("N", 3)), TensorDescription("src", "float32", ("E", 3)),
+                TensorDescription("idx", "int64", ("E",))], [TensorDescription("X_out", "float32", ("N", 3))],
+        {"X_out": "state"}, {"idx": IndexRows(input="state")},
+        {"state": ((6, 3),) * 3, "src": ((4, 3),) * 3, "idx": ((4,),) * 3})
+    assert not engine.exists()  # the engine's bytes come from the engine run only
 
 
 # --- the real engine path (TensorRT and a GPU) -------------------------------------------------------------------
