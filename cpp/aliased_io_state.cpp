@@ -580,6 +580,23 @@ Event event()
     return Event(created, cudaEventDestroy);
 }
 
+//! One enqueueV3 between two CUDA events on `stream`: appends its device time and the host time of the call alone.
+void timedStep(nvinfer1::IExecutionContext& context, cudaStream_t stream, Event const& start, Event const& stop,
+    std::string const& step, Logger const& logger, std::vector<double>& deviceMs, std::vector<double>& hostMs)
+{
+    checkCuda(cudaEventRecord(start.get(), stream), "cudaEventRecord before " + step);
+    auto const issued = std::chrono::steady_clock::now();
+    bool const enqueued = context.enqueueV3(stream);
+    auto const returned = std::chrono::steady_clock::now();
+    check(enqueued, kEXIT_ENGINE_FAILED, "enqueueV3 of " + step + " failed" + logger.lastError());
+    checkCuda(cudaEventRecord(stop.get(), stream), "cudaEventRecord after " + step);
+    checkCuda(cudaEventSynchronize(stop.get()), step + " (cudaEventSynchronize)");
+    float ms = 0.0F;
+    checkCuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime of " + step);
+    deviceMs.push_back(ms);
+    hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
+}
+
 nvinfer1::Dims dims(std::vector<int64_t> const& sizes)
 {
     nvinfer1::Dims d{};
@@ -833,17 +850,7 @@ int runEngine(Options const& o)
             std::copy_n(&features[static_cast<size_t>(sources[j]) * width], width, &rows[j * width]);
         }
         upload(k + 1);
-        checkCuda(cudaEventRecord(start.get(), stream.get()), "cudaEventRecord before " + step);
-        auto const issued = std::chrono::steady_clock::now();
-        bool const enqueued = context->enqueueV3(stream.get());
-        auto const returned = std::chrono::steady_clock::now();
-        trtCheck(enqueued, "enqueueV3 of " + step);
-        checkCuda(cudaEventRecord(stop.get(), stream.get()), "cudaEventRecord after " + step);
-        checkCuda(cudaEventSynchronize(stop.get()), step + " (cudaEventSynchronize)");
-        float ms = 0.0F;
-        checkCuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime of " + step);
-        deviceMs.push_back(ms);
-        hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
+        timedStep(*context, stream.get(), start, stop, step, logger, deviceMs, hostMs);
     }
     HostValues hostState{layout.half, {}, {}};
     hostState.resize(static_cast<size_t>(p.nodes * p.features));
@@ -1388,17 +1395,7 @@ int runModel(Options const& o)
         {
             upload(in.sets[static_cast<size_t>(k)], k);
         }
-        checkCuda(cudaEventRecord(start.get(), stream.get()), "cudaEventRecord before " + step);
-        auto const issued = std::chrono::steady_clock::now();
-        bool const enqueued = context->enqueueV3(stream.get());
-        auto const returned = std::chrono::steady_clock::now();
-        trtCheck(enqueued, "enqueueV3 of " + step);
-        checkCuda(cudaEventRecord(stop.get(), stream.get()), "cudaEventRecord after " + step);
-        checkCuda(cudaEventSynchronize(stop.get()), step + " (cudaEventSynchronize)");
-        float ms = 0.0F;
-        checkCuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime of " + step);
-        deviceMs.push_back(ms);
-        hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
+        timedStep(*context, stream.get(), start, stop, step, logger, deviceMs, hostMs);
     }
     Arrays finals;
     for (aliased_io::TensorDescription const& output : description.outputs)
