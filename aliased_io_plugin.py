@@ -156,12 +156,19 @@ def read_inputs(options: argparse.Namespace) -> "Prepared | ModelPlan":
     settings = check_options(options)
     _print(f"Setting seed to: {settings.seed}")
     _print(flush=True)
+    if settings.engine.description is not None:  # --load_engine of a model's engine: its description, its inputs
+        from cli.onnx_engine_file import plan_loaded_engine
+
+        return plan_loaded_engine(options, settings)
     # --onnx: the model read and rewritten before the graph, so that a bad one stops first
     onnx_model = None if settings.engine.onnx is None else read_onnx_model(options, settings.engine)
     if onnx_model is not None and not onnx_model.is_sample:  # a model of the user's own: its inputs, no graph
         from cli.onnx_run import plan_model
 
         return plan_model(options, settings, onnx_model)
+    if settings.engine.save_outputs is not None:
+        raise InputError("--save_outputs writes the .npy inputs and outputs of a model of your own; the sample's "
+                         "network runs on its graph (give --onnx_shapes or --onnx_inputs to run it as your own)")
     show_progress = shows_progress(options.verbose)
     graph_input = read_graph(options, settings, show_progress)
     _print("\n".join(describe_graph(graph_input.graph)))

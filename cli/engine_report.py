@@ -228,8 +228,12 @@ def steps_lines(result: StepsResult, batch_edges: int) -> list[str]:
                                 plugin=result.plugin)]
 
 
-def model_run_lines(result: ModelEngineRun, source: str, runs: int) -> list[str]:
-    """What a model of one's own prints after its outputs: the engine built from `source`, then model_engine_lines."""
-    return [f"Engine built from the rewritten {source} in {result.build_seconds:.2f} s (its profile: this run's "
-            "input shapes)", *model_engine_lines(result.states, result.aliases, runs, result.run_ms,
-                                                 result.tensorrt_version)]
+def model_run_lines(result: ModelEngineRun, runs: int) -> list[str]:
+    """What a model of one's own prints after its outputs: where the engine came from, then model_engine_lines."""
+    if result.loaded is not None:
+        path, description_file, plugin = result.loaded
+        origin = f"Engine loaded from {path} ({plugin} plugin), its outputs' aliases from {description_file}"
+    else:
+        origin = (f"Engine built from the rewritten {result.built_from} in {result.build_seconds or 0.0:.2f} s (its "
+                  "profile: this run's input shapes)")
+    return [origin, *model_engine_lines(result.states, result.aliases, runs, result.run_ms, result.tensorrt_version)]

@@ -35,11 +35,12 @@ def describe(name: str, dtype: Any, shape: Iterable[Any]) -> str:
     return f"{name} {np.dtype(dtype) if dtype is not None else '(a type numpy lacks)'} {_dims(shape)}"
 
 
-def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | None) -> tuple[Shapes, list[str]]:
+def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | None,
+                 given_by: str = "--onnx_shapes") -> tuple[Shapes, list[str]]:
     """Each input's shape: --onnx_shapes' where given, else the model's static dimensions with each dynamic one
     from a given input of the same dimension name, or DEFAULT_DYNAMIC_DIM. Returns the shapes and one note per
     dimension name ("N=16 (default)"). InputError for a name that is not an input, a rank or a static dimension
-    that differs, or one dimension name given two sizes."""
+    that differs, or one dimension name given two sizes. `given_by` names where `given` comes from."""
     specs = list(specs)
     given = dict(given or {})
     names = [spec.name for spec in specs]
@@ -49,7 +50,7 @@ def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | No
     sizes: dict[str, tuple[int, str]] = {}  # dimension name -> (size, the input that gave it)
     for spec in specs:
         if spec.name in given:
-            _bind(spec, given[spec.name], sizes, f"--onnx_shapes {spec.name}:{'x'.join(map(str, given[spec.name]))}")
+            _bind(spec, given[spec.name], sizes, f"{given_by} {spec.name}:{'x'.join(map(str, given[spec.name]))}")
     notes = [f"{dim}={size} ({source})" for dim, (size, source) in sizes.items()]
     shapes: Shapes = {}
     for spec in specs:

@@ -11,7 +11,7 @@ fails there on any machine. --save_onnx and --save_engine are held (engine.outpu
 the run passed, by the entry script.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,10 +100,11 @@ def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> Outp
 
 @dataclass(frozen=True)
 class ModelPlan:
-    """A model of one's own, ready to run: the model, its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec),
-    the first run's inputs and their shapes, the seed (later --steps runs draw from it) and the engine options."""
+    """A model of one's own, ready to run: the model (None for an engine loaded with its description: `loaded`),
+    its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec), the first run's inputs and their shapes,
+    the seed (later --steps runs draw from it) and the engine options."""
 
-    model: OnnxModel
+    model: OnnxModel | None
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     feeds: dict[str, np.ndarray]
@@ -111,6 +112,7 @@ class ModelPlan:
     seed: int
     engine: EngineOptions
     given: tuple[dict[str, np.ndarray], ...] = ()  # --onnx_inputs' feeds of the runs after the first
+    loaded: Any = None  # cli.onnx_engine_file.LoadedEngine: --load_engine's file and description
 
     @property
     def runs(self) -> int:
@@ -118,8 +120,13 @@ class ModelPlan:
 
     @property
     def states(self) -> dict[str, str]:
-        """{output: input} of the outputs that are their input's buffer (Rewritten.aliases)."""
-        return dict(self.model.rewritten.aliases)
+        """{output: input} of the outputs that are their input's buffer (Rewritten.aliases, or the description's)."""
+        return dict(self.model.rewritten.aliases if self.model is not None else self.loaded.description.aliases)
+
+    @property
+    def index_bounds(self) -> dict[str, Any]:
+        """How many rows each index input indexes (network.onnx_rewrite.IndexBound by input name)."""
+        return self.model.rewritten.index_bounds if self.model is not None else self.loaded.index_bounds
 
     def fresh(self, run: int) -> dict[str, np.ndarray]:
         """Run `run`'s inputs other than the states: --onnx_inputs' for that run where it has them, else drawn
@@ -128,16 +135,13 @@ class ModelPlan:
         names = [spec.name for spec in self.inputs if spec.name not in states]
         if run <= len(self.given):
             return {name: self.given[run - 1][name] for name in names}
-        return make_onnx_inputs(self.inputs, self.shapes, self.model.rewritten.index_bounds, self.seed, run,
-                                only=names)
+        return make_onnx_inputs(self.inputs, self.shapes, self.index_bounds, self.seed, run, only=names)
 
 
-def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -> None:
+def check_model_options(options: Any, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
     """InputError for an option that serves only the sample's network: the graph options, --batch_edges, the
     profile (the engine's is the run's shapes), --benchmark and --cuda_graph; and for --steps on a model with no
-    state (no output aliases an input)."""
-    shown = f"--onnx {shown_path(model.path)}"
-    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    state (no output of `shown` aliases an input); `why` says why the sample's options do not apply."""
     for name in GRAPH_OPTIONS:
         if getattr(options, name, None) is not None:
             raise InputError(f"--{name} gives the sample network's graph; {why}: its inputs come from --onnx_inputs "
@@ -148,8 +152,7 @@ def check_model_options(options: Any, engine: EngineOptions, model: OnnxModel) -
         if value is not None:
             raise InputError(f"{option} serves the sample's networks; {why} (its engine's profile is the run's input "
                              "shapes: --onnx_shapes)")
-    check_sample_options(options, model, shown)
-    if engine.steps is not None and not model.rewritten.aliases:
+    if engine.steps is not None and not aliases:
         raise InputError(f"--steps {engine.steps} keeps the states (outputs that alias an input) between runs; no "
                          f"output of {shown} aliases an input")
 
@@ -251,14 +254,18 @@ STEPS_HINT = ("give every run's inputs in --onnx_inputs FILE.json (a feed dict p
 DRY_RUN_HINT = " (or run with --dry-run: the inputs and ONNX Runtime need none of this)"
 
 
-def require_engine(model: OnnxModel) -> None:
-    """TensorRT and the rest of what the engine needs (network.engine.require_engine_dependencies), checked
-    before the inputs are read or drawn: MissingDependencyError (one line, exit 3) with the --dry-run hint."""
+def require_engine(plugin: str | None) -> None:
+    """TensorRT and the rest of what the engine of `plugin` needs (None: a loaded engine's, which carries its
+    kernels; network.engine.require_engine_dependencies), checked before the inputs are read or drawn:
+    MissingDependencyError (one line, exit 3) with the --dry-run hint."""
     from common.errors import MissingDependencyError
     from network.engine import require_engine_dependencies
 
     try:
-        require_engine_dependencies(model.rewritten.plugin, onnx=True)
+        if plugin is None:
+            require_engine_dependencies()
+        else:
+            require_engine_dependencies(plugin, onnx=True)
     except MissingDependencyError as error:
         raise MissingDependencyError(f"{error}{DRY_RUN_HINT}") from None
 
@@ -270,12 +277,35 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     rewrite did and what the run feeds it, printed."""
     from network.onnx_rewrite import model_io
 
-    engine = settings.engine
-    check_model_options(options, engine, model)
+    shown = f"--onnx {shown_path(model.path)}"
+    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    check_model_options(options, settings.engine, shown, why, model.rewritten.aliases)
+    check_sample_options(options, model, shown)
     inputs, outputs = model_io(model.original)
-    bounds = model.rewritten.index_bounds
+
+    def before_work(shapes: Mapping[str, tuple[int, ...]]) -> None:
+        from cli.onnx_engine_file import check_tensor_names
+
+        check_tensor_names(settings.engine, inputs, outputs)
+        hold_rewritten(model, settings.engine)
+
+    return plan_inputs(options, settings, inputs, outputs, model.rewritten.index_bounds, model.lines(), before_work,
+                       lambda: require_engine(model.rewritten.plugin), model=model)
+
+
+def plan_inputs(options: Any, settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
+                bounds: Mapping[str, Any], head: list[str], before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
+                require: Callable[[], None], model: OnnxModel | None = None, loaded: Any = None,
+                default_shapes: Mapping[str, tuple[int, ...]] | None = None) -> ModelPlan:
+    """The plan's inputs for the model or the loaded engine (`inputs`, `outputs`: their TensorSpecs; a loaded
+    engine's `default_shapes`, its profile's opt, where --onnx_shapes gives none): what the input names, dtypes
+    and shapes decide checked first (an .npz's from its headers), then before_work(the shapes) (what they decide,
+    the files to write held) and, without --dry-run, require() (the engine's dependencies); only then the inputs
+    read (--onnx_inputs) or made from the seed and their values checked; the lines `head` and the inputs' printed."""
+    engine = settings.engine
     runs = engine.steps or 1
-    drawn_later = [spec.name for spec in inputs if spec.name not in set(model.rewritten.aliases.values())]
+    states = set((model.rewritten.aliases if model is not None else loaded.description.aliases).values())
+    drawn_later = [spec.name for spec in inputs if spec.name not in states]
     source: str | None = None
     notes: list[str] = []
     given: list[dict[str, np.ndarray]] = []
@@ -289,8 +319,9 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
                 after = "the first" if first_drawn == 1 else f"the {first_drawn} of {source}"
                 raise InputError(f"--steps {runs}: the runs after {after} draw their inputs other than the states "
                                  f"from the seed, but {error}") from None
+        before_work(shapes)
         if not options.dry_run:
-            require_engine(model)
+            require()
 
     if engine.onnx_inputs is not None:
         source = f"--onnx_inputs {shown_path(engine.onnx_inputs)}"
@@ -301,15 +332,16 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
         check_later_runs(given, inputs, bounds, source, shapes, engine.steps)
         if json:
             ready(shapes, len(given) + 1)
-        check_float16_updates(model, [feeds, *given], source)
+        if model is not None:
+            check_float16_updates(model, [feeds, *given], source)
     else:
-        shapes, notes = input_shapes(inputs, engine.onnx_shapes)
+        given_by = "--onnx_shapes" if engine.onnx_shapes or not default_shapes else "the engine's profile"
+        shapes, notes = input_shapes(inputs, engine.onnx_shapes or default_shapes, given_by)
         check_made_inputs(inputs, shapes, bounds)
         ready(shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
-    hold_rewritten(model, engine)
-    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given))
-    out("\n".join(model.lines() + inputs_lines(inputs, feeds, bounds, source, notes)))
+    plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given), loaded)
+    out("\n".join(head + inputs_lines(inputs, feeds, bounds, source, notes)))
     if plan.runs > 1:
         runs_given = "run 1 takes its" if len(plan.given) == 1 else f"runs 1 to {len(plan.given)} take their"
         later = (f"{runs_given} other inputs from {source}, later runs draw them from the seed" if plan.given
@@ -323,7 +355,12 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
 def run_model(options: Any, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
     run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
+    from cli.onnx_engine_file import dry_run_loaded, hold_description, hold_run_files
+
+    if options.dry_run and plan.model is None:
+        return dry_run_loaded(plan)
     if options.dry_run:
+        assert plan.model is not None
         outputs = as_output_dtype(run_in_steps(rewritten_run(plan.model), plan.feeds, plan.fresh, plan.states,
                                                plan.runs), plan.outputs, "the dry run")
         report = [DRY_RUN_LINE, *unused_in_dry_run(plan.engine)]
@@ -332,10 +369,14 @@ def run_model(options: Any, plan: ModelPlan) -> int:
         from network.model_engine import run_model_engine
 
         dynamic = [spec.name for spec in plan.inputs if any(isinstance(dim, str) for dim in spec.shape)]
-        result = run_model_engine(plan.model.engine_source(), plan.feeds, plan.states, plan.runs, plan.fresh, dynamic,
+        result = run_model_engine(None if plan.model is None else plan.model.engine_source(), plan.feeds,
+                                  plan.states, plan.runs, plan.fresh, dynamic,
+                                  loaded=None if plan.loaded is None else plan.loaded.run_arguments(),
                                   verbose=options.verbose, show_progress=shows_progress(options.verbose))
-        outputs, report = result.outputs, model_run_lines(result, plan.model.engine_source().path, plan.runs)
+        outputs, report = result.outputs, model_run_lines(result, plan.runs)
         plan.engine.outputs.hold("--save_engine", "Engine", result.engine_data)
+        hold_description(plan, result.tensors, dynamic)
+    hold_run_files(plan, outputs)
     after = f" after {plan.runs:,} runs" if plan.runs > 1 else ""
     for spec in plan.outputs:
         value = np.asarray(outputs[spec.name])
@@ -345,6 +386,7 @@ def run_model(options: Any, plan: ModelPlan) -> int:
     out("\n".join(report))
     status = EXIT_OK
     if options.validate:
+        assert plan.model is not None  # a loaded engine has no model to compare with (cli.options refuses it)
         oracle = overwrite_oracle(plan.model, plan.states)  # None where no scatter overwrites rows
         expected = as_output_dtype(run_in_steps(oracle.run if oracle else original_run(plan.model), plan.feeds,
                                                 plan.fresh, plan.states, plan.runs), plan.outputs,

@@ -7,6 +7,7 @@ raises InputError, which the command line prints as one line with exit status 2.
 
 import argparse
 import copy
+import os
 import re
 import secrets
 import shutil
@@ -26,7 +27,9 @@ from common.limits import (
     MAX_STEPS,
 )
 from common.paths import OutputFiles, check_outputs, readable_file
+from common.text import shown_path
 from common.text import excerpt
+from common.engine_description import description_path
 from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 PROG = "aliased_io_plugin.py"
@@ -58,6 +61,7 @@ MAX_CLASSES = 4096
 MAX_OUTPUT_ELEMENTS = 2**27  # num_classes * num_nodes: the [C, N] output (1 GiB as float64)
 MAX_SEED = 2**63 - 1
 
+DESCRIPTION_OUTPUT = "--save_engine's description"  # OutputFiles' key of the description beside the engine
 GRAPH_OPTIONS = ("node_features", "node_features_file", "edges", "graph", "random_graph")
 PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
@@ -221,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--save_engine", "--save-engine", metavar="PATH",
                         help="write the engine built once the run has succeeded")
     engine.add_argument("--load_engine", "--load-engine", metavar="PATH",
-                        help="run the engine saved in PATH instead of building one")
+                        help="run the engine saved in PATH instead of building one (a model of your own's: with "
+                        "the description PATH.desc that --save_engine writes beside it)")
     engine.add_argument("--max_nodes", "--max-nodes", metavar="N",
                         help="largest N of a new engine's profile (default: max(N, 2**16))")
     engine.add_argument("--max_edges", "--max-edges", metavar="E",
@@ -243,6 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build the engine from this model, its scatter-adds rewritten into the in-place plugin")
     onnx.add_argument("--save_onnx", "--save-onnx", metavar="OUT.onnx",
                       help="write the rewritten --onnx model once the run has succeeded")
+    onnx.add_argument("--save_outputs", "--save-outputs", metavar="DIR",
+                      help="a model of your own: write the inputs of each run and the last run's outputs as .npy "
+                      "(DIR/inputs/step_K/NAME.npy, DIR/outputs/NAME.npy) once the run has succeeded, for "
+                      "cpp/aliased_io_state --inputs and --expected (docs/own_model_cpp.md)")
     onnx.add_argument("--onnx_inputs", "--onnx-inputs", metavar="FILE",
                       help="a model of your own: its inputs by name, an .npz (one run) or the JSON polygraphy run "
                       "--save-inputs writes (a feed dict per run)")
@@ -334,6 +343,8 @@ class EngineOptions:
     onnx: str | None = None
     save_onnx: str | None = None
     onnx_inputs: str | None = None
+    save_outputs: str | None = None
+    description: str | None = None  # --load_engine E of a model of one's own: its description E.desc
     onnx_shapes: dict[str, tuple[int, ...]] | None = None
     outputs: OutputFiles = field(default_factory=OutputFiles, compare=False, repr=False)
 
@@ -369,20 +380,26 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         onnx_inputs=None if getattr(options, "onnx_inputs", None) is None else readable_file(options.onnx_inputs,
                                                                                               "--onnx_inputs"),
         onnx_shapes=None if getattr(options, "onnx_shapes", None) is None else parse_onnx_shapes(options.onnx_shapes),
-        outputs=OutputFiles({"--save_engine": options.save_engine, "--save_onnx": getattr(options, "save_onnx", None)}),
+        save_outputs=getattr(options, "save_outputs", None),
+        description=loaded_description(options.load_engine),
+        outputs=OutputFiles({"--save_engine": options.save_engine, "--save_onnx": getattr(options, "save_onnx", None),
+                             DESCRIPTION_OUTPUT: None if options.save_engine is None else
+                             description_path(options.save_engine),
+                             "--save_outputs": getattr(options, "save_outputs", None)}, folders=("--save_outputs",)),
     )
     if parsed.load_engine is not None and parsed.save_engine is not None:
         raise InputError("--load_engine and --save_engine: give one of them (a loaded engine is already saved)")
     inputs = ("--graph", "--node_features_file", "--onnx", "--onnx_inputs")
     check_outputs(parsed.outputs.targets, {f"the {option} file": getattr(options, option.lstrip("-"), None)
                                            for option in inputs},
-                  script=SCRIPT_PATH)
+                  script=SCRIPT_PATH, folders=parsed.outputs.folders)
     if parsed.load_engine is not None and parsed.sets_profile:
         raise InputError(
             "--max_nodes/--max_edges set the profile of a new engine; an engine from --load_engine keeps the profile "
             "it was built with"
         )
-    if parsed.steps is not None and parsed.batch_edges is None and parsed.onnx is None:  # a model's own: its shapes
+    own_model = parsed.onnx is not None or parsed.description is not None
+    if parsed.steps is not None and parsed.batch_edges is None and not own_model:  # a model's own: its shapes
         raise InputError(f"--steps {parsed.steps} needs --batch_edges B, the number of edges each step adds")
     if parsed.batch_edges is not None and parsed.steps is None:
         raise InputError("--batch_edges needs --steps K")
@@ -409,10 +426,11 @@ def check_onnx_options(parsed: EngineOptions, options: argparse.Namespace) -> No
     --load_engine. InputError."""
     if parsed.save_onnx is not None and parsed.onnx is None:
         raise InputError("--save_onnx writes the rewritten --onnx model; give --onnx MODEL.onnx")
+    check_loaded_model_options(parsed, options)
     if parsed.onnx is not None and parsed.load_engine is not None:
         raise InputError("--onnx builds a new engine from the model and --load_engine runs a saved one: give one of them")
     for option, value in (("--onnx_inputs", parsed.onnx_inputs), ("--onnx_shapes", parsed.onnx_shapes)):
-        if value is not None and parsed.onnx is None:
+        if value is not None and parsed.onnx is None and parsed.description is None:
             raise InputError(f"{option} describes the inputs of an --onnx model; give --onnx MODEL.onnx")
     if parsed.onnx_inputs is not None and parsed.onnx_shapes is not None:
         raise InputError("--onnx_inputs gives the inputs with their shapes; --onnx_shapes shapes inputs made from the "
@@ -421,6 +439,39 @@ def check_onnx_options(parsed: EngineOptions, options: argparse.Namespace) -> No
     if parsed.own_inputs is not None and graph:
         raise InputError(f"{graph[0]} gives the sample network's graph and {parsed.own_inputs} the inputs of an "
                          "--onnx model of your own: give one of them")
+
+
+def loaded_description(load_engine: str | None) -> str | None:
+    """The description beside --load_engine's engine (common.engine_description), when there is one: the engine
+    of a model of one's own, run on inputs of its own; None for the sample's engines, which have none."""
+    if load_engine is None:
+        return None
+    path = description_path(load_engine)
+    return path if os.path.lexists(path) else None
+
+
+def check_loaded_model_options(parsed: EngineOptions, options: argparse.Namespace) -> None:
+    """What needs a model of one's own, an --onnx model or --load_engine of an engine with a description, and
+    what a loaded engine without its model cannot do (--validate: no model to compare with). InputError."""
+    if parsed.load_engine is not None and parsed.description is None:
+        needs = [option for option, value in (("--onnx_inputs", parsed.onnx_inputs), ("--onnx_shapes",
+                 parsed.onnx_shapes), ("--save_outputs", parsed.save_outputs)) if value is not None]
+        if needs:
+            raise InputError(f"{needs[0]} runs a model of your own, but --load_engine {shown_path(parsed.load_engine)} "
+                             f"has no engine description {shown_path(description_path(parsed.load_engine))} beside it "
+                             "(--save_engine of an --onnx model writes one)")
+        return
+    if parsed.save_outputs is not None and parsed.onnx is None and parsed.description is None:
+        raise InputError("--save_outputs writes the inputs and outputs of a model of your own: give --onnx MODEL.onnx "
+                         "(or --load_engine of its engine)")
+    if parsed.description is not None:
+        if getattr(options, "validate", False):
+            raise InputError(f"--validate compares with ONNX Runtime running the original model, and --load_engine "
+                             f"{shown_path(parsed.load_engine or '')} runs the engine without it: compare with the "
+                             "outputs that --dry-run --onnx MODEL.onnx --save_outputs DIR writes for the same inputs")
+        if getattr(options, "dry_run", False) and parsed.save_outputs is not None:
+            raise InputError("--save_outputs with --dry-run --load_engine: a dry run of a loaded engine computes no "
+                             "outputs (--dry-run --onnx MODEL.onnx does)")
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:

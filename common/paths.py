@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +116,36 @@ def writable_file(path: str, option: str) -> str:
     return path
 
 
+def writable_folder(path: str, option: str) -> str:
+    """`path` when a folder of output files may be made there: a new name in a folder that takes new files, or
+    an empty folder the user may write (a run's files are never mixed with other files); else InputError."""
+    if not path:
+        raise InputError(f"{option} '': expected a folder name")
+    status = path_status(path, option)
+    if status is not None:
+        if not stat.S_ISDIR(status.st_mode):
+            raise InputError(f"{option} {shown_path(path)}: not a folder; give a new or an empty folder")
+        try:
+            entries = os.listdir(path)
+        except OSError as error:
+            raise _refused(option, path, error) from None
+        if entries:
+            raise InputError(f"{option} {shown_path(path)}: the folder is not empty; give a new or an empty folder")
+    parent = os.path.dirname(os.path.realpath(path))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".probe-", dir=parent))
+    except OSError as error:
+        reason = _FOLDER_REFUSALS.get(error.errno or 0, f"refuses a new folder ({error.strerror or error})")
+        raise InputError(f"{option} {shown_path(path)}: cannot write there: the folder {shown_path(parent)} "
+                         f"{reason}") from None
+    return path
+
+
 def check_outputs(outputs: Mapping[str, str | None], inputs: Mapping[str, str | None],
-                  script: str | Path | None = None) -> None:
-    """InputError unless each output (option -> path; None: not given) is a file writable_file accepts that is
-    no input of the run (what -> path), not the running `script` and not another output's file."""
+                  script: str | Path | None = None, folders: Collection[str] = ()) -> None:
+    """InputError unless each output (option -> path; None: not given) is a file writable_file accepts (for the
+    options in `folders`, a folder writable_folder accepts) that is no input of the run (what -> path), not the
+    running `script` and not another output's file."""
     given = [(option, path) for option, path in outputs.items() if path is not None]
     named = [(what, str(other)) for what, other in (*inputs.items(), ("this script", script)) if other is not None]
     for index, (option, path) in enumerate(given):
@@ -131,7 +157,10 @@ def check_outputs(outputs: Mapping[str, str | None], inputs: Mapping[str, str | 
             if same_target(path, other):
                 raise InputError(f"{option} {shown_path(path)} is also {other_option}'s file: give each output a "
                                  "file name of its own")
-        writable_file(path, option)
+        if option in folders:
+            writable_folder(path, option)
+        else:
+            writable_file(path, option)
 
 
 def same_file(first: str, second: str) -> bool:
@@ -170,9 +199,7 @@ def _new_file_mode(path: str) -> int:
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
-        umask = os.umask(0o022)  # reading the umask means setting it; put back at once
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
 
 
 @contextlib.contextmanager
@@ -189,6 +216,42 @@ def replacing(path: str, option: str) -> Iterator[str]:
             os.replace(temporary, real)
     except OSError as error:
         raise InputError(f"{option} {shown_path(path)}: {error.strerror or error}") from None
+
+
+@contextlib.contextmanager
+def replacing_folder(path: str, option: str) -> Iterator[str]:
+    """A new temporary folder beside `path` for the block to fill; when the block succeeds it is renamed onto
+    `path` (absent or an empty folder: rename(2) replaces an empty folder), else removed with what it holds.
+    OSError becomes one InputError line naming `option`."""
+    import shutil
+
+    real = os.path.realpath(path)
+    try:
+        temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(real)}.tmp-", dir=os.path.dirname(real))
+        try:
+            yield temporary
+            os.chmod(temporary, 0o777 & ~_umask())
+            os.replace(temporary, real)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+    except OSError as error:
+        raise InputError(f"{option} {shown_path(path)}: {error.strerror or error}") from None
+
+
+def _umask() -> int:
+    umask = os.umask(0o022)  # reading the umask means setting it; put back at once
+    os.umask(umask)
+    return umask
+
+
+def _write_files(folder: str, files: Mapping[str, bytes]) -> None:
+    """Each of `files` ({relative path: bytes}, folders made as needed) written under `folder`."""
+    for relative, data in files.items():
+        target = os.path.join(folder, relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as file:
+            file.write(data)
 
 
 def write_output(path: str, data: bytes, option: str) -> None:
@@ -213,20 +276,26 @@ class OutputFiles:
     (check_outputs); their contents, held as the run makes them; and the writing, at the end and only when
     the run succeeded, so that a failed run leaves nothing behind."""
 
-    def __init__(self, targets: Mapping[str, str | None] | None = None) -> None:
+    def __init__(self, targets: Mapping[str, str | None] | None = None, folders: Collection[str] = ()) -> None:
         self.targets = {option: path for option, path in (targets or {}).items() if path is not None}
-        self._held: dict[str, tuple[str, bytes]] = {}
+        self.folders = frozenset(folders)  # the options whose target is a folder of files (writable_folder)
+        self._held: dict[str, tuple[str, bytes | dict[str, bytes]]] = {}
 
-    def hold(self, option: str, what: str, data: bytes | None) -> None:
-        """Keeps `data` (`what`: "Engine", "Rewritten model") for `option`'s file, if that option was given."""
+    def hold(self, option: str, what: str, data: bytes | dict[str, bytes] | None) -> None:
+        """Keeps `data` (`what`: "Engine", "Rewritten model") for `option`'s file, if that option was given; for
+        a folder option, {relative path: bytes} of the files to make in it."""
         if option in self.targets and data is not None:
             self._held[option] = (what, data)
 
     def write(self) -> list[str]:
-        """Writes every held file, each to its temporary file first and then all renamed, so that an error
-        (InputError) leaves none of them; the lines saying what was saved where."""
+        """Writes every held file, each to its temporary file (or folder) first and then all renamed, so that an
+        error (InputError) leaves none of them; the lines saying what was saved where."""
         with contextlib.ExitStack() as renames:  # on leaving: each temporary file renamed onto its target
             for option, (_, data) in self._held.items():
+                if isinstance(data, dict):
+                    folder = renames.enter_context(replacing_folder(self.targets[option], option))
+                    _write_files(folder, data)
+                    continue
                 temporary = renames.enter_context(replacing(self.targets[option], option))
                 with open(temporary, "wb") as file:
                     file.write(data)

@@ -13,6 +13,9 @@
  * final state this program computes (docs/aot_plugin.md, "The same run from C++").
  */
 
+#include "aliased_io_bindings.h"
+#include "npy.h"
+
 #include <NvInferRuntime.h>
 #include <NvInferVersion.h>
 #include <cuda_fp16.h>
@@ -28,7 +31,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -229,28 +234,33 @@ void checkHalfRange(Reference const& ref, Problem const& p)
 }
 
 //! Every row (up to 200 values, else the first and last three), then the sum.
-void printState(std::vector<double> const& state, Problem const& p)
+void printRows(std::vector<double> const& values, int64_t rows, int64_t columns, char const* what)
 {
-    bool const all = p.nodes * p.features <= kPRINTED_VALUES;
-    for (int64_t n = 0; n < p.nodes; ++n)
+    bool const all = rows * columns <= kPRINTED_VALUES;
+    for (int64_t n = 0; n < rows; ++n)
     {
-        if (!all && n == 3)
+        if (!all && n == 3 && rows > 6)
         {
             std::printf("...\n");
-            n = p.nodes - 3;
+            n = rows - 3;
         }
-        for (int64_t f = 0; f < p.features; ++f)
+        for (int64_t f = 0; f < columns; ++f)
         {
-            std::printf(f == 0 ? "[%.10g" : " %.10g", state[static_cast<size_t>(n * p.features + f)]);
+            std::printf(f == 0 ? "[%.10g" : " %.10g", values[static_cast<size_t>(n * columns + f)]);
         }
         std::printf("]\n");
     }
     double sum = 0.0;
-    for (double value : state)
+    for (double value : values)
     {
         sum += value;
     }
-    std::printf("Sum over the state: %.17g\n", sum);
+    std::printf("Sum over the %s: %.17g\n", what, sum);
+}
+
+void printState(std::vector<double> const& state, Problem const& p)
+{
+    printRows(state, p.nodes, p.features, "state");
 }
 
 // ---- Timing, in the words of the Python runs (describe_summary, format_duration) ------------------------------
@@ -301,6 +311,13 @@ struct Options
     bool referenceOnly{false};
     bool verbose{false};
     bool help{false};
+    // A model's engine (--inputs): its description, the .npy inputs, the reference outputs, where to save outputs
+    std::string inputs;
+    std::string description; // default: --engine's file + ".desc"
+    std::string expected;
+    std::string saveOutputs;
+    bool plan{false};
+    bool stepsGiven{false};
 };
 
 void printHelp()
@@ -308,6 +325,8 @@ void printHelp()
     std::printf(
         "Usage: aliased_io_state --engine=FILE [--steps=K] [--batch_edges=B] [--nodes=N] [--seed=S] [--validate]\n"
         "       aliased_io_state --reference-only --nodes=N --batch_edges=B [--features=F] [--steps=K] [--seed=S]\n"
+        "       aliased_io_state --engine=FILE --inputs=DIR [--description=FILE] [--steps=K] [--expected=DIR]\n"
+        "                        [--save_outputs=DIR] [--plan]\n"
         "\n"
         "Runs K executions of a state-update engine saved by\n"
         "  python3 aliased_io_plugin.py --plugin aot --steps K --batch_edges B --save_engine FILE\n"
@@ -322,6 +341,19 @@ void printHelp()
         "  --validate        compare the final state with the float64 reference (exit 1 beyond the rounding bound)\n"
         "  --reference-only  print the float64 reference of the final state; no TensorRT runtime, no GPU\n"
         "  --features=F      features per node with --reference-only (default 1; an engine has its own F)\n"
+        "\n"
+        "Any engine of a model of your own (aliased_io_plugin.py --onnx M --plugin aot --save_engine FILE), run in\n"
+        "place: each output its description names as an input's memory is bound at that input's address.\n"
+        "  --inputs=DIR      NAME.npy for every input (the same set for every step), or DIR/step_0/ (every input)\n"
+        "                    and DIR/step_1/... (the inputs other than the states): one set per step\n"
+        "  --description=F   the engine's description (default: FILE.desc, which --save_engine writes)\n"
+        "  --steps=K         executions (default: one per step_ folder, else 1)\n"
+        "  --expected=DIR    compare the final outputs with DIR/NAME.npy (--dry-run --onnx M --save_outputs D\n"
+        "                    writes D/outputs); exit 1 beyond the tolerance\n"
+        "  --save_outputs=DIR  write the final outputs as DIR/NAME.npy (DIR new or empty)\n"
+        "  --plan            check the description and the files and print which buffer each tensor is bound to;\n"
+        "                    no TensorRT runtime, no GPU, no execution (the states stay their inputs)\n"
+        "\n"
         "  --verbose, -v     print TensorRT's log\n"
         "  --help, -h        this text\n"
         "\n"
@@ -362,7 +394,7 @@ Options parseOptions(int argc, char** argv)
         char const* alias;
         bool* target;
     };
-    Flag const flags[] = {{"--validate", "--validate", &o.validate},
+    Flag const flags[] = {{"--validate", "--validate", &o.validate}, {"--plan", "--plan", &o.plan},
         {"--reference-only", "--reference_only", &o.referenceOnly}, {"--verbose", "-v", &o.verbose},
         {"--help", "-h", &o.help}};
     for (int i = 1; i < argc; ++i)
@@ -391,10 +423,16 @@ Options parseOptions(int argc, char** argv)
             *integer->target = parseInteger(name, next(), integer->low, integer->high);
             integer->given = true;
         }
-        else if (name == "--engine")
+        else if (name == "--engine" || name == "--inputs" || name == "--description" || name == "--expected"
+            || name == "--save_outputs" || name == "--save-outputs")
         {
-            o.engine = next();
-            check(!o.engine.empty(), kEXIT_BAD_INPUT, "--engine needs a file name, got ''");
+            std::string& target = name == "--engine" ? o.engine
+                : name == "--inputs"                 ? o.inputs
+                : name == "--description"            ? o.description
+                : name == "--expected"               ? o.expected
+                                                     : o.saveOutputs;
+            target = next();
+            check(!target.empty(), kEXIT_BAD_INPUT, name + " needs a file or folder name, got ''");
         }
         else
         {
@@ -404,8 +442,29 @@ Options parseOptions(int argc, char** argv)
     bool const batchEdgesGiven = integers[1].given;
     bool const nodesGiven = integers[2].given;
     bool const featuresGiven = integers[3].given;
+    o.stepsGiven = integers[0].given;
     if (o.help)
     {
+        return o;
+    }
+    if (!o.inputs.empty() || o.plan || !o.description.empty() || !o.expected.empty() || !o.saveOutputs.empty())
+    {
+        check(!o.inputs.empty(), kEXIT_BAD_INPUT,
+            "--plan, --description, --expected and --save_outputs go with a model's engine: give --inputs=DIR");
+        char const* sample = o.referenceOnly ? "--reference-only"
+            : o.validate                     ? "--validate"
+            : batchEdgesGiven                ? "--batch_edges"
+            : nodesGiven                     ? "--nodes"
+            : featuresGiven                  ? "--features"
+            : integers[4].given              ? "--seed"
+                                             : nullptr;
+        check(sample == nullptr, kEXIT_BAD_INPUT,
+            std::string(sample ? sample : "") + " serves the sample's state run; --inputs runs a model's engine "
+                "on the .npy inputs in DIR (--expected=DIR compares its outputs)");
+        check(o.plan || !o.engine.empty(), kEXIT_BAD_INPUT, "--inputs=DIR needs --engine=FILE (or --plan)");
+        check(!o.engine.empty() || !o.description.empty(), kEXIT_BAD_INPUT,
+            "--plan needs --engine=FILE or --description=FILE");
+        o.description = o.description.empty() ? o.engine + ".desc" : o.description;
         return o;
     }
     if (o.referenceOnly)
@@ -521,6 +580,23 @@ Event event()
     return Event(created, cudaEventDestroy);
 }
 
+//! One enqueueV3 between two CUDA events on `stream`: appends its device time and the host time of the call alone.
+void timedStep(nvinfer1::IExecutionContext& context, cudaStream_t stream, Event const& start, Event const& stop,
+    std::string const& step, Logger const& logger, std::vector<double>& deviceMs, std::vector<double>& hostMs)
+{
+    checkCuda(cudaEventRecord(start.get(), stream), "cudaEventRecord before " + step);
+    auto const issued = std::chrono::steady_clock::now();
+    bool const enqueued = context.enqueueV3(stream);
+    auto const returned = std::chrono::steady_clock::now();
+    check(enqueued, kEXIT_ENGINE_FAILED, "enqueueV3 of " + step + " failed" + logger.lastError());
+    checkCuda(cudaEventRecord(stop.get(), stream), "cudaEventRecord after " + step);
+    checkCuda(cudaEventSynchronize(stop.get()), step + " (cudaEventSynchronize)");
+    float ms = 0.0F;
+    checkCuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime of " + step);
+    deviceMs.push_back(ms);
+    hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
+}
+
 nvinfer1::Dims dims(std::vector<int64_t> const& sizes)
 {
     nvinfer1::Dims d{};
@@ -536,6 +612,11 @@ char const* typeName(nvinfer1::DataType type)
     case nvinfer1::DataType::kFLOAT: return "float32";
     case nvinfer1::DataType::kHALF: return "float16";
     case nvinfer1::DataType::kINT64: return "int64";
+    case nvinfer1::DataType::kINT32: return "int32";
+    case nvinfer1::DataType::kINT8: return "int8";
+    case nvinfer1::DataType::kUINT8: return "uint8";
+    case nvinfer1::DataType::kBOOL: return "bool";
+    case nvinfer1::DataType::kBF16: return "bfloat16";
     default: return "another type";
     }
 }
@@ -648,11 +729,18 @@ struct HostValues
     }
 };
 
-int runEngine(Options const& o)
+//! The runtime and the deserialized --engine, checked in this order: the file, libnvinfer's version, the runtime,
+//! a CUDA GPU, deserialization (`expected` says what engine was expected).
+struct LoadedEngine
 {
-    std::vector<char> const blob = readEngineFile(o.engine);
+    int32_t library;
+    std::unique_ptr<nvinfer1::IRuntime> runtime;
+    std::unique_ptr<nvinfer1::ICudaEngine> engine;
+};
 
-    Logger logger(o.verbose);
+LoadedEngine loadEngine(std::string const& path, Logger& logger, std::string const& expected)
+{
+    std::vector<char> const blob = readEngineFile(path);
     int32_t const library = getInferLibVersion();
     check(library >= NV_TENSORRT_VERSION, kEXIT_MISSING_DEPENDENCY, "libnvinfer is TensorRT " + versionString(library)
             + ", older than the headers " + versionString(NV_TENSORRT_VERSION) + " this program was built with");
@@ -665,9 +753,18 @@ int runEngine(Options const& o)
     checkCuda(cudaGetDeviceCount(&devices), "no CUDA GPU or driver: cudaGetDeviceCount", kEXIT_MISSING_DEPENDENCY);
     check(devices > 0, kEXIT_MISSING_DEPENDENCY, "no CUDA GPU: cudaGetDeviceCount found none");
     std::unique_ptr<nvinfer1::ICudaEngine> engine{runtime->deserializeCudaEngine(blob.data(), blob.size())};
-    check(engine != nullptr, kEXIT_BAD_INPUT, "--engine " + o.engine + " could not be deserialized by TensorRT "
-            + versionString(library) + logger.lastError()
-            + " (expected a --plugin aot --steps engine saved by the same TensorRT release)");
+    check(engine != nullptr, kEXIT_BAD_INPUT, "--engine " + path + " could not be deserialized by TensorRT "
+            + versionString(library) + logger.lastError() + " (expected " + expected
+            + " saved by the same TensorRT release)");
+    return LoadedEngine{library, std::move(runtime), std::move(engine)};
+}
+
+int runEngine(Options const& o)
+{
+    Logger logger(o.verbose);
+    LoadedEngine loaded = loadEngine(o.engine, logger, "a --plugin aot --steps engine");
+    int32_t const library = loaded.library;
+    std::unique_ptr<nvinfer1::ICudaEngine> const& engine = loaded.engine;
 
     EngineLayout const layout = inspectEngine(*engine, o.engine);
     Problem const p{sizeInProfile(o.nodes, "--nodes", "N", layout.nodes), layout.features, o.steps,
@@ -753,17 +850,7 @@ int runEngine(Options const& o)
             std::copy_n(&features[static_cast<size_t>(sources[j]) * width], width, &rows[j * width]);
         }
         upload(k + 1);
-        checkCuda(cudaEventRecord(start.get(), stream.get()), "cudaEventRecord before " + step);
-        auto const issued = std::chrono::steady_clock::now();
-        bool const enqueued = context->enqueueV3(stream.get());
-        auto const returned = std::chrono::steady_clock::now();
-        trtCheck(enqueued, "enqueueV3 of " + step);
-        checkCuda(cudaEventRecord(stop.get(), stream.get()), "cudaEventRecord after " + step);
-        checkCuda(cudaEventSynchronize(stop.get()), step + " (cudaEventSynchronize)");
-        float ms = 0.0F;
-        checkCuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime of " + step);
-        deviceMs.push_back(ms);
-        hostMs.push_back(std::chrono::duration<double, std::milli>(returned - issued).count());
+        timedStep(*context, stream.get(), start, stop, step, logger, deviceMs, hostMs);
     }
     HostValues hostState{layout.half, {}, {}};
     hostState.resize(static_cast<size_t>(p.nodes * p.features));
@@ -794,6 +881,552 @@ int runEngine(Options const& o)
     return validate(finalState, reference, p, layout.half) ? kEXIT_OK : kEXIT_VALIDATION_FAILED;
 }
 
+// ---- Any engine of a model of one's own, run in place (--inputs): aliased_io_bindings.h and npy.h ----------------
+
+namespace fs = std::filesystem;
+using Arrays = std::map<std::string, npy::Array>; // by tensor name
+using Sizes = std::map<std::string, int64_t>;     // a named dynamic dimension's size, as the inputs give it
+
+std::string shapeText(std::vector<int64_t> const& shape)
+{
+    std::string text;
+    for (size_t i = 0; i < shape.size(); ++i)
+    {
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return "[" + text + "]";
+}
+
+std::string dimsText(std::vector<std::string> const& dims)
+{
+    std::string text;
+    for (size_t i = 0; i < dims.size(); ++i)
+    {
+        text += (i ? "," : "") + dims[i];
+    }
+    return "[" + text + "]";
+}
+
+std::string described(aliased_io::TensorDescription const& t)
+{
+    return t.name + " " + t.dtype + " " + dimsText(t.dims);
+}
+
+bool isState(aliased_io::EngineDescription const& d, std::string const& input)
+{
+    return std::any_of(d.aliases.begin(), d.aliases.end(), [&](auto const& alias) { return alias.second == input; });
+}
+
+npy::Array readArray(std::string const& path)
+{
+    try
+    {
+        return npy::read(path);
+    }
+    catch (npy::Error const& error)
+    {
+        throw Failure{kEXIT_BAD_INPUT, error.what()};
+    }
+}
+
+//! `array` (read from `path`) against the description of its tensor: dtype, rank, each static dimension, and each
+//! named dynamic dimension one size wherever it appears (`sizes`).
+void checkArray(aliased_io::TensorDescription const& t, npy::Array const& array, std::string const& path, Sizes& sizes,
+    char const* kind = "input")
+{
+    std::string const problem
+        = path + ": " + array.dtype + " " + shapeText(array.shape) + ", the engine's " + kind + " " + described(t);
+    check(array.dtype == t.dtype && array.shape.size() == t.dims.size(), kEXIT_BAD_INPUT, problem);
+    for (size_t axis = 0; axis < t.dims.size(); ++axis)
+    {
+        std::string const& dim = t.dims[axis];
+        bool const fixed = dim.find_first_not_of("0123456789") == std::string::npos;
+        check(!fixed || std::to_string(array.shape[axis]) == dim, kEXIT_BAD_INPUT, problem);
+        if (!fixed && dim != "?")
+        {
+            auto const known = sizes.emplace(dim, array.shape[axis]).first;
+            check(known->second == array.shape[axis], kEXIT_BAD_INPUT,
+                problem + ": dimension " + dim + " is " + std::to_string(known->second) + " elsewhere");
+        }
+    }
+}
+
+//! The .npy files of `folder` that are not in `known`: refused, so that a misnamed file is not silently unused.
+void refuseOthers(std::string const& folder, Arrays const& known, aliased_io::EngineDescription const& d, bool outputs)
+{
+    std::error_code error;
+    for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error))
+    {
+        fs::path const& file = entry->path();
+        std::string const name = file.stem().string();
+        bool const tensor = outputs ? d.output(name) != nullptr : d.input(name) != nullptr;
+        check(file.extension() != ".npy" || known.count(name) || (tensor && !outputs), kEXIT_BAD_INPUT,
+            file.string() + " is not " + (outputs ? "an output" : "an input") + " of the engine (see its description)");
+    }
+    check(!error, kEXIT_BAD_INPUT, "cannot list " + folder + ": " + error.message());
+}
+
+//! The inputs of one step from `folder`: every input (`states`), or the inputs that are no state.
+Arrays readSet(aliased_io::EngineDescription const& d, std::string const& folder, bool states, Sizes& sizes)
+{
+    Arrays set;
+    for (aliased_io::TensorDescription const& input : d.inputs)
+    {
+        std::string const path = folder + "/" + input.name + ".npy";
+        if (!states && isState(d, input.name))
+        {
+            check(!fs::exists(path), kEXIT_BAD_INPUT, path + ": " + input.name + " is a state (an output is written "
+                    "into its memory): it is read once, from step_0, and stays in place");
+            continue;
+        }
+        check(fs::is_regular_file(path), kEXIT_BAD_INPUT, "--inputs: no file " + path + " for input " + described(input));
+        npy::Array array = readArray(path);
+        checkArray(input, array, path, sizes);
+        set.emplace(input.name, std::move(array));
+    }
+    refuseOthers(folder, set, d, false);
+    return set;
+}
+
+//! The inputs of each step, where they were read, and the number of executions.
+struct ModelInputs
+{
+    std::vector<Arrays> sets; // [0]: every input; one set per step, or the same set for every step
+    std::vector<std::string> folders;
+    int64_t steps;
+    Sizes sizes;
+};
+
+double valueAt(npy::Array const& a, size_t i)
+{
+    char const* at = a.data.data() + i * npy::itemSize(a.dtype);
+    if (a.dtype == "float32" || a.dtype == "int32")
+    {
+        int32_t word;
+        std::memcpy(&word, at, 4);
+        float value;
+        std::memcpy(&value, at, 4);
+        return a.dtype == "int32" ? static_cast<double>(word) : static_cast<double>(value);
+    }
+    if (a.dtype == "float16")
+    {
+        __half value;
+        std::memcpy(&value, at, 2);
+        return static_cast<double>(__half2float(value));
+    }
+    int64_t value;
+    std::memcpy(&value, at, 8);
+    return static_cast<double>(value);
+}
+
+//! Every index input's values in [0, rows) of what it indexes (the plugin writes row idx[e]).
+void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
+{
+    for (aliased_io::IndexRows const& rows : d.indexRows)
+    {
+        int64_t const limit = rows.input.empty() ? rows.rows : in.sets[0].at(rows.input).shape[rows.axis];
+        std::string const what = rows.input.empty()
+            ? "the " + std::to_string(limit) + " rows it indexes"
+            : "dimension " + std::to_string(rows.axis) + " of input " + rows.input + " that it indexes";
+        for (size_t k = 0; k < in.sets.size(); ++k)
+        {
+            auto const found = in.sets[k].find(rows.index);
+            if (found == in.sets[k].end())
+            {
+                continue;
+            }
+            npy::Array const& index = found->second;
+            for (size_t i = 0; i < static_cast<size_t>(index.elements()); ++i)
+            {
+                double const value = valueAt(index, i);
+                check(value >= 0 && value < static_cast<double>(limit), kEXIT_BAD_INPUT,
+                    in.folders[k] + "/" + rows.index + ".npy: element " + std::to_string(i) + " is "
+                        + std::to_string(static_cast<long long>(value)) + ", outside [0, " + std::to_string(limit)
+                        + "), " + what);
+            }
+        }
+    }
+}
+
+ModelInputs readInputs(Options const& o, aliased_io::EngineDescription const& d)
+{
+    check(fs::is_directory(o.inputs), kEXIT_BAD_INPUT, "--inputs " + o.inputs + ": not a folder of .npy files");
+    ModelInputs in{{}, {}, o.stepsGiven ? o.steps : 1, {}};
+    if (fs::is_directory(o.inputs + "/step_0"))
+    {
+        int64_t count = 0;
+        while (count < kMAX_STEPS && fs::is_directory(o.inputs + "/step_" + std::to_string(count)))
+        {
+            ++count;
+        }
+        in.steps = o.stepsGiven ? o.steps : count;
+        check(in.steps <= count, kEXIT_BAD_INPUT, "--steps " + std::to_string(in.steps) + ", but --inputs " + o.inputs
+                + " holds the inputs of " + std::to_string(count) + " step(s) (step_0 to step_"
+                + std::to_string(count - 1) + ")");
+        for (int64_t k = 0; k < in.steps; ++k)
+        {
+            in.folders.push_back(o.inputs + "/step_" + std::to_string(k));
+            in.sets.push_back(readSet(d, in.folders.back(), k == 0, in.sizes));
+            for (auto const& [name, array] : in.sets.back())
+            {
+                check(array.shape == in.sets[0].at(name).shape, kEXIT_BAD_INPUT,
+                    in.folders.back() + "/" + name + ".npy: " + shapeText(array.shape) + ", but "
+                        + shapeText(in.sets[0].at(name).shape) + " in step_0; every step keeps the first one's shapes");
+            }
+        }
+    }
+    else
+    {
+        in.folders.push_back(o.inputs);
+        in.sets.push_back(readSet(d, o.inputs, true, in.sizes));
+    }
+    checkIndices(d, in);
+    for (aliased_io::ProfileShapes const& p : d.profile)
+    {
+        std::vector<int64_t> const& shape = in.sets[0].at(p.input).shape;
+        bool inside = shape.size() == p.shapes[0].size();
+        for (size_t axis = 0; inside && axis < shape.size(); ++axis)
+        {
+            inside = p.shapes[0][axis] <= shape[axis] && shape[axis] <= p.shapes[2][axis];
+        }
+        check(inside, kEXIT_BAD_INPUT, "--inputs: input " + p.input + " " + shapeText(shape)
+                + " is outside the engine's profile " + shapeText(p.shapes[0]) + ".." + shapeText(p.shapes[2])
+                + " (its description); build the engine for these shapes");
+    }
+    return in;
+}
+
+//! --expected: DIR/NAME.npy for every output, each of its dtype and shape (dimensions named as the inputs').
+Arrays readExpected(Options const& o, aliased_io::EngineDescription const& d, Sizes sizes)
+{
+    check(fs::is_directory(o.expected), kEXIT_BAD_INPUT, "--expected " + o.expected + ": not a folder of .npy files");
+    Arrays expected;
+    for (aliased_io::TensorDescription const& output : d.outputs)
+    {
+        std::string const path = o.expected + "/" + output.name + ".npy";
+        check(fs::is_regular_file(path), kEXIT_BAD_INPUT, "--expected: no file " + path + " for output "
+                + described(output));
+        npy::Array array = readArray(path);
+        checkArray(output, array, path, sizes, "output");
+        expected.emplace(output.name, std::move(array));
+    }
+    refuseOthers(o.expected, expected, d, true);
+    return expected;
+}
+
+//! --save_outputs: a new folder in an existing one, or an empty folder (checked before any work).
+void checkOutputFolder(std::string const& path)
+{
+    std::error_code error;
+    if (fs::exists(path, error))
+    {
+        check(fs::is_directory(path, error) && fs::is_empty(path, error), kEXIT_BAD_INPUT,
+            "--save_outputs " + path + ": not an empty folder; give a new or an empty folder");
+        return;
+    }
+    fs::path const parent = fs::absolute(fs::path(path), error).parent_path();
+    check(fs::is_directory(parent, error), kEXIT_BAD_INPUT,
+        "--save_outputs " + path + ": the folder " + parent.string() + " does not exist");
+}
+
+//! One output against its expected array: integers exactly, floats within 1e-4 (float32) or 1e-2 (float16) of the
+//! expected output's largest magnitude (cli/onnx_run.py compare_output, the rule of --validate --onnx); NaN fails.
+//! Appends its line to `lines`.
+bool compareOutput(std::string const& name, npy::Array const& actual, npy::Array const& expected,
+    std::string const& path, std::vector<std::string>& lines)
+{
+    std::string const head = "Output " + name + " against " + path + ": ";
+    if (actual.shape != expected.shape)
+    {
+        lines.push_back(head + "shape " + shapeText(actual.shape) + ", the expected " + shapeText(expected.shape));
+        return false;
+    }
+    bool const exact = actual.dtype != "float32" && actual.dtype != "float16";
+    double largest = 0.0;
+    double magnitude = 0.0;
+    std::vector<double> errors(static_cast<size_t>(actual.elements()));
+    for (size_t i = 0; i < errors.size(); ++i)
+    {
+        double const want = valueAt(expected, i);
+        errors[i] = std::fabs(valueAt(actual, i) - want);
+        largest = std::max(largest, std::isnan(errors[i]) ? INFINITY : errors[i]);
+        magnitude = std::max(magnitude, std::fabs(want));
+    }
+    double const relative = actual.dtype == "float32" ? 1e-4 : 1e-2;
+    double const tolerance = exact ? 0.0 : relative * magnitude;
+    bool const ok = std::all_of(errors.begin(), errors.end(), [&](double e) { return e <= tolerance; });
+    char line[160];
+    std::snprintf(line, sizeof(line), "largest absolute error %.3g, tolerance %.3g (", largest, tolerance);
+    char how[96];
+    if (exact)
+    {
+        std::snprintf(how, sizeof(how), "exact: integers)");
+    }
+    else
+    {
+        std::snprintf(how, sizeof(how), "%g of its largest magnitude %.3g)", relative, magnitude);
+    }
+    lines.push_back(head + line + how);
+    return ok;
+}
+
+void printOutput(std::string const& name, npy::Array const& a, std::string const& when)
+{
+    std::printf("Output %s %s %s%s:\n", name.c_str(), a.dtype.c_str(), shapeText(a.shape).c_str(), when.c_str());
+    std::vector<double> values(static_cast<size_t>(a.elements()));
+    for (size_t i = 0; i < values.size(); ++i)
+    {
+        values[i] = valueAt(a, i);
+    }
+    int64_t const rows = a.shape.empty() ? 1 : a.shape[0];
+    printRows(values, rows, rows == 0 ? 0 : a.elements() / rows, "output");
+}
+
+//! The end of a model run: --expected (the verdict first, as the Python runs print it), then --save_outputs,
+//! written only when the run passed.
+int finishModel(Options const& o, Arrays const& finals, Arrays const& expected)
+{
+    int status = kEXIT_OK;
+    if (!o.expected.empty())
+    {
+        std::vector<std::string> lines;
+        bool ok = true;
+        for (auto const& [name, want] : expected)
+        {
+            auto const found = finals.find(name);
+            if (found == finals.end())
+            {
+                lines.push_back("Output " + name + ": not computed by --plan (no execution), not compared");
+                continue;
+            }
+            ok = compareOutput(name, found->second, want, o.expected + "/" + name + ".npy", lines) && ok;
+        }
+        std::printf("\nValidation against reference %s!\n", ok ? "successful" : "failed");
+        for (std::string const& line : lines)
+        {
+            std::printf("%s\n", line.c_str());
+        }
+        status = ok ? kEXIT_OK : kEXIT_VALIDATION_FAILED;
+    }
+    if (!o.saveOutputs.empty() && status == kEXIT_OK)
+    {
+        std::error_code error;
+        fs::create_directory(o.saveOutputs, error);
+        check(!error, kEXIT_BAD_INPUT, "--save_outputs " + o.saveOutputs + ": " + error.message());
+        for (auto const& [name, array] : finals)
+        {
+            try
+            {
+                npy::write(o.saveOutputs + "/" + name + ".npy", array);
+            }
+            catch (npy::Error const& failure)
+            {
+                throw Failure{kEXIT_BAD_INPUT, failure.what()};
+            }
+        }
+        std::printf("Outputs saved to %s (%zu .npy file(s))\n", o.saveOutputs.c_str(), finals.size());
+    }
+    return status;
+}
+
+//! The engine's I/O tensors against its description: the same names as inputs and as outputs, dtypes, ranks and
+//! static dimensions (a dynamic one, -1 in the engine, is named in the description).
+void checkEngineTensors(nvinfer1::ICudaEngine const& engine, aliased_io::EngineDescription const& d, Options const& o)
+{
+    std::string const mismatch = "the engine description " + o.description + " does not match --engine " + o.engine
+        + ": ";
+    int32_t const count = engine.getNbIOTensors();
+    check(static_cast<size_t>(count) == d.inputs.size() + d.outputs.size(), kEXIT_BAD_INPUT,
+        mismatch + "the engine has " + std::to_string(count) + " I/O tensors, the description "
+            + std::to_string(d.inputs.size() + d.outputs.size()));
+    for (int32_t i = 0; i < count; ++i)
+    {
+        char const* name = engine.getIOTensorName(i);
+        bool const input = engine.getTensorIOMode(name) == nvinfer1::TensorIOMode::kINPUT;
+        aliased_io::TensorDescription const* t = input ? d.input(name) : d.output(name);
+        check(t != nullptr, kEXIT_BAD_INPUT,
+            mismatch + "engine " + (input ? "input " : "output ") + name + " is not described as one");
+        nvinfer1::Dims const dims = engine.getTensorShape(name);
+        bool same = typeName(engine.getTensorDataType(name)) == t->dtype
+            && static_cast<size_t>(dims.nbDims) == t->dims.size();
+        for (int32_t axis = 0; same && axis < dims.nbDims; ++axis)
+        {
+            std::string const& dim = t->dims[static_cast<size_t>(axis)];
+            same = dim.find_first_not_of("0123456789") != std::string::npos || std::to_string(dims.d[axis]) == dim;
+        }
+        std::vector<int64_t> const shape(dims.d, dims.d + std::max(dims.nbDims, 0));
+        check(same, kEXIT_BAD_INPUT, mismatch + name + " is " + typeName(engine.getTensorDataType(name)) + " "
+                + shapeText(shape) + " in the engine, " + t->dtype + " " + dimsText(t->dims) + " in the description");
+    }
+}
+
+//! Which buffer each tensor is bound to, as runModel binds them (aliased_io::bindAliasedOutputs).
+void printBindings(aliased_io::EngineDescription const& d, ModelInputs const& in)
+{
+    std::printf("Bindings (aliased_io_bindings.h):\n");
+    for (aliased_io::TensorDescription const& input : d.inputs)
+    {
+        npy::Array const& a = in.sets[0].at(input.name);
+        std::printf("  input %s %s %s from %s/%s.npy: a buffer of its own (%s bytes)%s\n", input.name.c_str(),
+            a.dtype.c_str(), shapeText(a.shape).c_str(), in.folders[0].c_str(), input.name.c_str(),
+            withCommas(static_cast<int64_t>(a.data.size())).c_str(),
+            isState(d, input.name) ? ", uploaded once: a state" : in.sets.size() > 1 ? ", uploaded each step" : "");
+    }
+    for (aliased_io::TensorDescription const& output : d.outputs)
+    {
+        std::string const source = d.aliasedInput(output.name);
+        std::printf("  output %s %s %s: %s\n", output.name.c_str(), output.dtype.c_str(), dimsText(output.dims).c_str(),
+            source.empty() ? "a buffer of its own"
+                           : ("bound at input " + source + "'s address (written into its memory, in place)").c_str());
+    }
+}
+
+int runModel(Options const& o)
+{
+    aliased_io::EngineDescription description;
+    try
+    {
+        description = aliased_io::readEngineDescription(o.description);
+    }
+    catch (aliased_io::DescriptionError const& error)
+    {
+        throw Failure{kEXIT_BAD_INPUT, error.what()};
+    }
+    for (auto const* tensors : {&description.inputs, &description.outputs})
+    {
+        for (aliased_io::TensorDescription const& t : *tensors)
+        {
+            check(npy::itemSize(t.dtype) > 0, kEXIT_BAD_INPUT, "the engine description " + o.description + ": "
+                    + described(t) + ": this program reads and writes float32, float16, int64 and int32 .npy only");
+        }
+    }
+    ModelInputs const in = readInputs(o, description);
+    Arrays const expected = o.expected.empty() ? Arrays{} : readExpected(o, description, in.sizes);
+    if (!o.saveOutputs.empty())
+    {
+        checkOutputFolder(o.saveOutputs);
+    }
+    std::printf("Engine description: %s (%s plugin): %zu input(s), %zu output(s), %zu written into an input's memory\n",
+        o.description.c_str(), description.plugin.c_str(), description.inputs.size(), description.outputs.size(),
+        description.aliases.size());
+    std::printf("Inputs: %s, %s\n", o.inputs.c_str(),
+        in.sets.size() > 1 ? ("one set per step (" + std::to_string(in.steps) + " steps)").c_str()
+                           : "the same set for every step");
+    printBindings(description, in);
+    if (o.plan)
+    {
+        std::printf("--plan: no TensorRT runtime, no GPU, no execution: after 0 executions the states are their "
+                    "inputs\n");
+        Arrays finals;
+        for (auto const& [output, input] : description.aliases)
+        {
+            finals.emplace(output, in.sets[0].at(input));
+        }
+        return finishModel(o, finals, expected);
+    }
+
+    Logger logger(o.verbose);
+    LoadedEngine const loaded = loadEngine(o.engine, logger, "an engine of aliased_io_plugin.py --onnx ... --save_engine");
+    nvinfer1::ICudaEngine& engine = *loaded.engine;
+    checkEngineTensors(engine, description, o);
+    auto trtCheck = [&](bool ok, std::string const& what) {
+        check(ok, kEXIT_ENGINE_FAILED, what + " failed" + logger.lastError());
+    };
+    std::unique_ptr<nvinfer1::IExecutionContext> context{engine.createExecutionContext()};
+    trtCheck(context != nullptr, "createExecutionContext");
+    cudaStream_t created = nullptr;
+    checkCuda(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    Stream const stream(created, cudaStreamDestroy);
+    Event const start = event();
+    Event const stop = event();
+
+    std::map<std::string, DeviceMemory> buffers;
+    auto upload = [&](Arrays const& set, int64_t step) {
+        for (auto const& [name, array] : set)
+        {
+            checkCuda(cudaMemcpyAsync(buffers.at(name).get(), array.data.data(), array.data.size(),
+                          cudaMemcpyHostToDevice, stream.get()),
+                "upload of " + name + " for step " + std::to_string(step + 1));
+        }
+    };
+    for (auto const& [name, array] : in.sets[0])
+    {
+        buffers.emplace(name, deviceMemory(std::max<size_t>(array.data.size(), 1), name.c_str()));
+        trtCheck(context->setInputShape(name.c_str(), dims(array.shape)), "setInputShape(" + name + ")");
+        trtCheck(context->setTensorAddress(name.c_str(), buffers.at(name).get()), "setTensorAddress(" + name + ")");
+    }
+    std::string failed;
+    trtCheck(aliased_io::bindAliasedOutputs(*context, description, &failed),
+        "setTensorAddress(" + failed + ") at its input's address");
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (aliased_io::TensorDescription const& output : description.outputs)
+    {
+        nvinfer1::Dims const d = context->getTensorShape(output.name.c_str());
+        std::vector<int64_t> const shape(d.d, d.d + std::max(d.nbDims, 0));
+        check(d.nbDims >= 0 && std::all_of(shape.begin(), shape.end(), [](int64_t n) { return n >= 0; }),
+            kEXIT_ENGINE_FAILED, "output " + output.name + " has the shape " + shapeText(shape)
+                + " (data-dependent); this program binds outputs whose shape the input shapes decide");
+        std::string const source = description.aliasedInput(output.name);
+        check(source.empty() || shape == in.sets[0].at(source).shape, kEXIT_BAD_INPUT,
+            "output " + output.name + " " + shapeText(shape) + " cannot be written into input " + source + " "
+                + shapeText(source.empty() ? shape : in.sets[0].at(source).shape) + "'s memory: not the same shape");
+        shapes[output.name] = shape;
+        if (source.empty())
+        {
+            int64_t elements = 1;
+            for (int64_t n : shape)
+            {
+                elements *= n;
+            }
+            size_t const bytes = static_cast<size_t>(elements) * npy::itemSize(output.dtype);
+            buffers.emplace(output.name, deviceMemory(std::max<size_t>(bytes, 1), output.name.c_str()));
+            trtCheck(context->setTensorAddress(output.name.c_str(), buffers.at(output.name).get()),
+                "setTensorAddress(" + output.name + ")");
+        }
+    }
+
+    upload(in.sets[0], 0);
+    std::vector<double> deviceMs;
+    std::vector<double> hostMs;
+    for (int64_t k = 0; k < in.steps; ++k)
+    {
+        std::string const step = "step " + std::to_string(k + 1);
+        if (k > 0 && in.sets.size() > 1)
+        {
+            upload(in.sets[static_cast<size_t>(k)], k);
+        }
+        timedStep(*context, stream.get(), start, stop, step, logger, deviceMs, hostMs);
+    }
+    Arrays finals;
+    for (aliased_io::TensorDescription const& output : description.outputs)
+    {
+        std::string const source = description.aliasedInput(output.name);
+        npy::Array array{output.dtype, shapes.at(output.name), {}};
+        array.data.resize(static_cast<size_t>(array.elements()) * npy::itemSize(output.dtype));
+        checkCuda(cudaMemcpyAsync(array.data.data(), buffers.at(source.empty() ? output.name : source).get(),
+                      array.data.size(), cudaMemcpyDeviceToHost, stream.get()),
+            "download of " + output.name);
+        finals.emplace(output.name, std::move(array));
+    }
+    checkCuda(cudaStreamSynchronize(stream.get()), "download of the outputs (cudaStreamSynchronize)");
+
+    std::printf("Engine: %s (TensorRT %s runtime)\n", o.engine.c_str(), versionString(loaded.library).c_str());
+    std::printf("Steps: %lld execution(s), the states kept in their input buffers (no warm-up: it would change "
+                "them)\n",
+        static_cast<long long>(in.steps));
+    std::vector<double> const later(deviceMs.begin() + (deviceMs.size() > 1 ? 1 : 0), deviceMs.end());
+    std::printf("Per-step engine time (CUDA events around enqueueV3%s): %s\n",
+        deviceMs.size() > 1 ? ", steps 2 on: the first also loads the kernels" : "", describeTimes(later).c_str());
+    std::sort(hostMs.begin(), hostMs.end());
+    std::printf("Host time to issue one step: median %s (enqueueV3)\n", formatDuration(median(hostMs)).c_str());
+    for (auto const& [name, array] : finals)
+    {
+        std::printf("\n");
+        printOutput(name, array, " after " + std::to_string(in.steps) + " step(s)");
+    }
+    return finishModel(o, finals, expected);
+}
+
 int runReference(Options const& o)
 {
     Problem const p{o.nodes, o.features, o.steps, o.batchEdges, static_cast<uint64_t>(o.seed)};
@@ -820,7 +1453,9 @@ int main(int argc, char** argv)
             printHelp();
             return kEXIT_OK;
         }
-        return options.referenceOnly ? runReference(options) : runEngine(options);
+        return options.referenceOnly ? runReference(options)
+            : !options.inputs.empty() ? runModel(options)
+                                      : runEngine(options);
     }
     catch (Failure const& failure)
     {
