@@ -97,8 +97,8 @@ def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]],
     + 1 (made up: its length). InputError where the model does not tell: such an index can be neither checked nor
     made up, and the plugin adds row idx[e] unchecked."""
     if getattr(bound, "own_max", False):
-        rows = int(values.max()) + 1 if values is not None and values.size else max(int(np.prod(shapes[name][:1])), 1)
-        return rows, "as many rows as its largest value + 1 (the model sizes them so)"
+        own = int(values.max()) + 1 if values is not None and values.size else max(int(np.prod(shapes[name][:1])), 1)
+        return own, "as many rows as its largest value + 1 (the model sizes them so)"
     part = bound.smallest(dict(shapes))
     rows = None if part is None else part.size(dict(shapes))
     if part is None or rows is None:
