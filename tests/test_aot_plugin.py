@@ -354,7 +354,11 @@ def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, plugin, 
     assert isinstance(launch, trtp.KernelLaunchParams)
     assert isinstance(extra, trtp.SymIntExprs) and len(extra) == len(kernel.extra_args)
     assert all(isinstance(arg, trtp.SymInt32) for arg in extra)  # what get_launch_params accepts
-    sizes = int_sizes(num_nodes, num_edges, num_features)
+    assert_symbolic_launch(launch, extra, kernel, int_sizes(num_nodes, num_edges, num_features))
+
+
+def assert_symbolic_launch(launch, extra, kernel, sizes):
+    """aot_impl's symbolic launch parameters and extra arguments, evaluated, equal aot_launch_params' for `sizes`."""
     grid, block, shared = aot_launch_params(kernel, sizes)
     got = [evaluated(getattr(launch, field)) for field in ("grid_x", "grid_y", "grid_z", "block_x", "block_y",
                                                            "block_z", "shared_mem")]

@@ -22,8 +22,8 @@ from tests.test_aot_kernel_signatures import _KERNEL
 from tests.test_aot_plugin import (  # noqa: F401 (fixtures)
     aot,
     aot_plugin_instance,
+    assert_symbolic_launch,
     entry_params,
-    evaluated,
     qdp_registry,
     symbolic,
 )
@@ -116,12 +116,7 @@ def test_overwrite_aot_impl_returns_its_kernel_ptx_and_symbolic_launch(aot, symb
     assert name == kernel.name and ptx == compile_overwrite_ptx()
     assert re.search(rb"\.visible \.entry " + name.encode() + rb"\(", ptx)
     assert isinstance(extra, trtp.SymIntExprs) and all(isinstance(arg, trtp.SymInt32) for arg in extra)
-    sizes = sizes_of(num_nodes, num_edges, num_features)
-    grid, block, shared = aot_launch_params(kernel, sizes)
-    got = [evaluated(getattr(launch, field)) for field in ("grid_x", "grid_y", "grid_z", "block_x", "block_y",
-                                                           "block_z", "shared_mem")]
-    assert got == [grid, 1, 1, block, 1, 1, shared]
-    assert [evaluated(arg) for arg in extra] == list(aot_extra_args(kernel, sizes))
+    assert_symbolic_launch(launch, extra, kernel, sizes_of(num_nodes, num_edges, num_features))
 
 
 @pytest.mark.trt_bindings

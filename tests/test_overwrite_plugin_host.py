@@ -6,13 +6,13 @@ function of ints. Skipped where this `tensorrt` is no plugin host layout (tests/
 
 import pytest
 
-from plugin.kernels.aot import aot_extra_args, aot_launch_params
 from plugin.kernels.overwrite import OVERWRITE_KERNELS, compile_overwrite_ptx, overwrite_capacity
 from tests.test_plugin_host import (  # noqa: F401 (fixtures)
     AOT_BUILD_CALLS,
     AOT_PROFILE,
     AOT_SIZES,
     aot,
+    assert_evaluated_launch,
     churn,
     host,
 )
@@ -49,13 +49,9 @@ def test_overwrite_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, p
         name, ptx = host.aot_kernel(engine)
         assert name == kernel.name and ptx == compile_overwrite_ptx()
         for num_nodes, num_edges, _ in AOT_SIZES:
-            sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-                     "capacity": overwrite_capacity(num_edges)}
-            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": sizes["capacity"]})
-            assert evaluated.ok, evaluated
-            grid, block, shared = aot_launch_params(kernel, sizes)
-            assert evaluated.data["launch"] == {"grid": [grid, 1, 1], "block": [block, 1, 1], "shared_mem": shared,
-                                                "extra_args": list(aot_extra_args(kernel, sizes))}
+            assert_evaluated_launch(host, engine, kernel, {"num_nodes": num_nodes, "num_edges": num_edges,
+                                                           "num_features": num_features,
+                                                           "capacity": overwrite_capacity(num_edges)})
     finally:
         host.free(engine)
 

@@ -716,7 +716,7 @@ def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin,
     """createPlugin(kSTRICT_AOT) through the quick creator, then TensorRT's AOT build calls: the kernel name and
     PTX getKernel returns (read after the call), the aliasing, and getLaunchParams' symbolic launch and extra
     arguments evaluated for concrete sizes against plugin.kernels.aot's own function of ints."""
-    from plugin.kernels.aot import aot_extra_args, aot_launch_params, compile_aot_ptx, table_capacity
+    from plugin.kernels.aot import compile_aot_ptx, table_capacity
 
     kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name)
     try:
@@ -730,15 +730,23 @@ def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin,
         for num_nodes, num_edges, num_features in AOT_SIZES:
             if num_features != NUM_FEATURES:
                 continue  # F is the network's constant; other F: test_aot_launch_for_every_feature_count
-            sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-                     "capacity": table_capacity(num_edges)}
-            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": sizes["capacity"]})
-            assert evaluated.ok, evaluated
-            grid, block, shared = aot_launch_params(kernel, sizes)
-            assert evaluated.data["launch"] == {"grid": [grid, 1, 1], "block": [block, 1, 1], "shared_mem": shared,
-                                                "extra_args": list(aot_extra_args(kernel, sizes))}
+            assert_evaluated_launch(host, engine, kernel, {"num_nodes": num_nodes, "num_edges": num_edges,
+                                                           "num_features": num_features,
+                                                           "capacity": table_capacity(num_edges)})
     finally:
         host.free(engine)
+
+
+def assert_evaluated_launch(host, engine, kernel, sizes):
+    """The engine's launch parameters and extra arguments, evaluated by the host for `sizes` (N, E and C as the
+    profile's dimensions), equal plugin.kernels.aot's aot_launch_params / aot_extra_args of the same ints."""
+    from plugin.kernels.aot import aot_extra_args, aot_launch_params
+
+    evaluated = host.aot_evaluate(engine, {"N": sizes["num_nodes"], "E": sizes["num_edges"], "C": sizes["capacity"]})
+    assert evaluated.ok, evaluated
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    assert evaluated.data["launch"] == {"grid": [grid, 1, 1], "block": [block, 1, 1], "shared_mem": shared,
+                                        "extra_args": list(aot_extra_args(kernel, sizes))}
 
 
 @pytest.mark.parametrize("num_nodes, num_edges, num_features", AOT_SIZES)
