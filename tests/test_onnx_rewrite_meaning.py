@@ -290,3 +290,29 @@ def test_an_index_taken_from_edge_index_is_proved_to_cover_every_column(take):
     with pytest.raises(InputError, match=r"^node aggregate \(ScatterElements\): could not prove that its indices "
                                          r"indices \(Expand, .*\) repeat the index row .* over every column"):
         rewrite_model(edge_row_model(take, target_axis=0))
+
+
+@pytest.mark.parametrize("column", ["unsqueeze", "raw"])
+def test_a_one_dimensional_index_add_into_a_graph_input_goes_in_place_as_rows(column):
+    """w [N].index_add_(0, idx, weights [E]) (ScatterND over Unsqueeze(idx, [1])): the plugin adds rows [N, 1]
+    into w's own buffer (the output aliases w) and the round trip agrees. ScatterND over an index not built so
+    (idx itself, which ONNX reads as [E] coordinates of a 1-D tensor) is refused in one line, not a traceback."""
+    from onnx import TensorProto, helper
+
+    from network.onnx_rewrite import rewrite_model
+
+    nodes = [helper.make_node("Unsqueeze", ["idx", "axes"], ["col"])] if column == "unsqueeze" else \
+        [helper.make_node("Identity", ["idx"], ["col"])]
+    nodes.append(helper.make_node("ScatterND", ["w", "col", "weights"], ["w_out"], name="degree", reduction="add"))
+    model = make(nodes, [info("w", TensorProto.FLOAT, ["N"]), info("weights", TensorProto.FLOAT, ["E"]),
+                         info("idx", TensorProto.INT64, ["E"])], [info("w_out", TensorProto.FLOAT, ["N"])],
+                 [const("axes", np.array([1], np.int64))])
+    if column == "raw":
+        with pytest.raises(InputError, match=r"^node degree \(ScatterND\): its indices col .* are not Unsqueeze"):
+            rewrite_model(model)
+        return
+    for plugin in ("python", "aot"):
+        result = rewrite_model(model, plugin)
+        assert result.aliases == {"w_out": "w"}
+        round_trip(model, result.model, {"w": np.arange(5, dtype=np.float32), "weights": np.full(8, 0.5, np.float32),
+                                         "idx": np.array([0, 1, 1, 3, 3, 3, 0, 1])})
