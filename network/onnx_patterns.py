@@ -455,10 +455,10 @@ def scatter_index(node: Any) -> Any:
     for a narrow index (a scatter_add whose index covers fewer columns than its updates). A 1-D scatter's index
     is its indices themselves (through index_base)."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
-    if is_one_dimensional(node):
-        return index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
     width_rank = rank(updates) or 2
-    if node.op == "ScatterND":
+    if is_one_dimensional(node):
+        index = index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
+    elif node.op == "ScatterND":
         index = _column_of(indices, 2)
     else:
         index = _column_of(indices, width_rank)
