@@ -107,8 +107,8 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
     assert NODE_ALIASES["overwrite_claim"] == {0: 1, 1: 2} and NODE_ALIASES["overwrite_rows"] == {0: 0}
     assert claim.input[0] == "idx" and claim.input[1] != claim.input[2]
     assert list(rows.input) == ["X", "src", "idx", *claim.output] and list(rows.output) == ["X_out"]
-    assert {key: value for key, value in attributes(claim).items()} == \
-        {"plugin_namespace": b"aliased_io", "plugin_version": b"1", "aot": 1}
+    assert attributes(claim) == attributes(rows) == {"plugin_namespace": b"aliased_io", "plugin_version": b"1",
+                                                     "aot": 1}
     for table in claim.input[1:]:
         fill = made[table]
         assert fill.op_type == "ConstantOfShape"
@@ -123,7 +123,6 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
 def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_repeat():
     """The plugin nodes' CPU reference (network/onnx_runtime.py) against a Python loop, many repeats, both
     dtypes; the AOT claim's empty tables and winners are checked."""
-    import onnx
     from onnx import helper
 
     from network.onnx_runtime import plugin_reference
@@ -152,7 +151,6 @@ def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_re
         plugin_reference(rows, [state, src, idx, keys, np.roll(winners, 1)])
     with pytest.raises(InputError, match="index 9 at position 0 is outside the"):
         plugin_reference(python, [state, src, np.concatenate([[9], idx[1:]]).astype(np.int64)])
-    assert onnx  # noqa: the helper's import
 
 
 @pytest.mark.parametrize("change, message", [
