@@ -383,3 +383,38 @@ def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
     with pytest.raises(InputError, match=r"^node old \(Scatter\): the Scatter op of opsets before 11 is not rewritten"):
         rewrite_model(model)
+
+
+@needs_export
+@pytest.mark.trt_bindings
+@pytest.mark.parametrize("name", ["index_copy", "copy_and_add"])
+def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_factory, name):
+    """Each AOT node of an overwrite's rewrite names a plugin of plugin/scatter_add_aot.py (namespace::op_type)
+    with as many inputs and outputs as its registered descriptor function takes and returns (TensorRT >= 10.16's
+    tensorrt.plugin)."""
+    import inspect
+    import typing
+
+    from common.errors import MissingDependencyError
+    from network.onnx_rewrite import rewrite_model
+
+    try:
+        import plugin.scatter_add_aot as aot
+    except MissingDependencyError as error:
+        pytest.skip(str(error))
+    names = ("SCATTER_ADD", "OVERWRITE_CLAIM", "OVERWRITE_ROWS")
+    if not all(hasattr(aot, name) for name in names):
+        pytest.skip("plugin/scatter_add_aot.py registers no AOT overwrite plugins in this tree")
+    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.OVERWRITE_CLAIM: aot.overwrite_claim_desc,
+                   aot.OVERWRITE_ROWS: aot.overwrite_rows_desc}
+    model = rewrite_model(zoo_model(tmp_path_factory, name), "aot").model
+    seen = []
+    for node in (n for n in model.graph.node if n.domain):
+        plugin_id = f"{attributes(node)['plugin_namespace'].decode()}::{node.op_type}"
+        assert node.domain == aot.NAMESPACE and plugin_id in descriptors
+        signature = inspect.signature(descriptors[plugin_id])
+        assert len(node.input) == len(signature.parameters), plugin_id
+        returned = signature.return_annotation
+        assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)
+        seen.append(node.op_type)
+    assert {"overwrite_claim", "overwrite_rows"} <= set(seen)
