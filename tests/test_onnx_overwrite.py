@@ -418,3 +418,32 @@ def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_facto
         assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)
         seen.append(node.op_type)
     assert {"overwrite_claim", "overwrite_rows"} <= set(seen)
+
+
+@needs_export
+@pytest.mark.trt_standin
+@pytest.mark.trt_bindings
+def test_the_python_overwrite_node_creates_an_overwriting_plugin_through_the_real_creator(trt, tmp_path_factory):
+    """As TensorRT's ONNX parser does (tests/test_onnx_rewrite.py's add case): each INT attribute the creator
+    advertises becomes an INT32 field; the plugin overwrites, has one output, no counts, output 0 X's memory."""
+    import onnx
+
+    from plugin.scatter_add_plugin import ScatterAddPlugin, ScatterAddPluginCreator
+    from network.onnx_rewrite import rewrite_model
+
+    node = next(n for n in rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model.graph.node
+                if n.op_type == "ScatterAddInPlace")
+    creator = ScatterAddPluginCreator()
+    advertised = {field.name: field for field in creator.field_names}
+    if "overwrite" not in advertised:
+        pytest.skip("plugin/scatter_add_plugin.py's creator has no overwrite field in this tree")
+    fields = []
+    for attribute in node.attribute:
+        if attribute.name in advertised:
+            assert attribute.type == onnx.AttributeProto.INT and advertised[attribute.name].type == trt.PluginFieldType.INT32
+            fields.append(trt.PluginField(attribute.name, np.array([attribute.i], np.int32), trt.PluginFieldType.INT32))
+    assert sorted(field.name for field in fields) == ["compute_counts", "overwrite"]
+    plugin = trt.IPluginCreatorV3One.create_plugin(creator, node.name, trt.PluginFieldCollection(fields),
+                                                   trt.TensorRTPhase.BUILD)
+    assert isinstance(plugin, ScatterAddPlugin) and plugin.overwrite is True and plugin.compute_counts is False
+    assert plugin.num_outputs == len(node.output) == 1 and plugin.get_aliased_input(0) == 0
