@@ -241,6 +241,8 @@ def test_each_bad_input_file_is_exit_2_and_one_line(recent_program, tmp_path, ca
     ("another shape in step_1", "step_1/idx.npy: int64 [4], the engine's input idx int64 [B]: dimension B is 5 "
                                 "elsewhere"),
     ("an index outside in step_1", "step_1/idx.npy: element 0 is 8, outside [0, 8)"),
+    ("a file beside the step folders", "{folder}/rows.npy lies beside the step_ folders: put each step's inputs in "
+                                       "its step_K folder"),
 ])
 def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, case, message):
     inputs = good_inputs()
@@ -252,6 +254,8 @@ def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, c
         np.save(folder / "step_1/S.npy", inputs["S"])
     elif case == "a missing input in step_1":
         (folder / "step_1/rows.npy").unlink()
+    elif case == "a file beside the step folders":
+        np.save(folder / "rows.npy", inputs["rows"])
     elif case == "another shape in step_1":
         np.save(folder / "step_1/idx.npy", np.zeros(4, np.int64))
     else:
