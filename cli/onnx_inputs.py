@@ -90,10 +90,15 @@ def _bind(spec: Any, shape: tuple[int, ...], sizes: dict[str, tuple[int, str]], 
                                  f"{known[0]}")
 
 
-def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, str]:
+def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]],
+               values: np.ndarray | None = None) -> tuple[int, str]:
     """(rows, what they are) of index input `name` from its IndexBound: a constant row count, or dimension
-    `axis` of input `input`. InputError where the model does not tell: such an index can be neither checked
-    nor made up, and the plugin adds row idx[e] unchecked."""
+    `axis` of input `input`, or (own_max) its own largest value + 1 (made up: its length). InputError where the
+    model does not tell: such an index can be neither checked nor made up, and the plugin adds row idx[e]
+    unchecked."""
+    if getattr(bound, "own_max", False):
+        rows = int(values.max()) + 1 if values is not None and values.size else max(int(np.prod(shapes[name][:1])), 1)
+        return rows, "as many rows as its largest value + 1 (the model sizes them so)"
     rows = bound.size(dict(shapes))
     if rows is None:
         raise InputError(f"input {name} indexes a scatter's rows, and the model does not tell how many there are "
@@ -166,7 +171,7 @@ def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], ind
             raise InputError(f"{source}: {spec.name}{list(position)} = {float(array[position])} is not finite")
     shapes = {name: tuple(array.shape) for name, array in feeds.items()}
     for name, bound in index_bounds.items():
-        _check_index(name, feeds[name], *index_rows(name, bound, shapes), source)
+        _check_index(name, feeds[name], *index_rows(name, bound, shapes, feeds[name]), source)
 
 
 def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str) -> None:
@@ -217,7 +222,7 @@ def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bo
         array = feeds[spec.name]
         how = ""
         if spec.name in index_bounds:
-            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes)
+            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes, array)
             how = f": indices in [0, {rows}), {what}"
         elif source is None:
             how = ": standard normal"

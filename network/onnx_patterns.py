@@ -42,7 +42,6 @@ OVERWRITE_FORMS = {"ScatterND": "index_copy", "ScatterElements": "scatter"}  # r
 ADD, OVERWRITE = "add", "none"  # the reductions the plugin does in place (Match.reduction)
 SHAPE_ONLY_OPS = ("Shape",)  # consumers that read a tensor's shape, not its values: safe beside an in-place update
 PASS_THROUGH_OPS = ("Cast", "CastLike", "Identity", "Unsqueeze", "Reshape", "Squeeze")  # keep a fill a fill
-INDEX_PLUMBING_OPS = ("Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Gather", "Slice")
 VIEW_OPS = ("Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten")  # the same values in another shape
 
 # How a scatter's data is added into in place.
@@ -458,7 +457,7 @@ def match_scatter(node: Any) -> Match:
     reduction, another axis, a narrow index or an index shape not recognised."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
     kind = reduction(node)
-    if kind == "none" and fill_value(data) == 0.0:
+    if kind == "none" and node.op == "ScatterElements" and fill_value(data) == 0.0:  # dynamo's index_copy is ScatterND
         adds = [consumer.name for consumer in node.outputs[0].outputs if consumer.op == "Add"]
         if adds:
             raise InputError(
@@ -563,7 +562,8 @@ def _recorded_rows(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int]
     if known(first):
         return ("rows", int(first), 0)
     if isinstance(first, str) and first:
-        for candidate in graph_inputs:
+        floats_first = sorted(graph_inputs, key=lambda candidate: dtype(candidate) not in FEATURE_DTYPES)
+        for candidate in floats_first:  # a state's dimension before an index's of the same size
             for axis, dim in enumerate(candidate.shape or ()):
                 if dim == first:
                     return ("input", candidate.name, axis)
@@ -740,15 +740,65 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     return node.inputs[0], node.inputs[2]
 
 
+def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
+    """The integer graph input T where a fill's rows are max(T) + 1 (PyG's global_mean_pool(x, batch) without
+    `size`: as many rows as graphs in the batch): then every non-negative index from T is in range."""
+    node = producer(state, "ConstantOfShape")
+    if node is None:
+        return None
+    first = node.inputs[0]
+    concat = producer(first, "Concat")
+    if concat is not None:
+        first = concat.inputs[0]
+    for _ in range(16):
+        step = producer(first, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        first = step.inputs[0]
+    add = producer(first, "Add")
+    if add is None or len(add.inputs) != 2:
+        return None
+    ones = [part for part in add.inputs if constant(part) is not None and constant(part).size == 1 and int(constant(part).flat[0]) == 1]  # type: ignore[union-attr]
+    others = [part for part in add.inputs if all(part is not one for one in ones)]
+    if len(ones) != 1 or len(others) != 1:
+        return None
+    tensor = others[0]
+    for _ in range(16):
+        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        tensor = step.inputs[0]
+    reduce = producer(tensor, "ReduceMax")
+    if reduce is None or (len(reduce.inputs) > 1 and constant(reduce.inputs[1]) is None) or "axes" in reduce.attrs:
+        return None
+    return index_sources(reduce.inputs[0], graph_inputs)
+
+
+# Ops whose output values are some of their value inputs' values (selected, repeated, reshaped, joined): an index
+# made by them from an integer input holds that input's values. op -> the positions of its value inputs.
+SELECTING_OPS = {"Cast": (0,), "Identity": (0,), "Reshape": (0,), "Squeeze": (0,), "Unsqueeze": (0,), "Flatten": (0,),
+                 "Expand": (0,), "Gather": (0,), "GatherND": (0,), "GatherElements": (0,), "Slice": (0,),
+                 "Split": (0,), "Transpose": (0,), "Tile": (0,), "Concat": None, "Where": (1, 2)}
+
+
 def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
-    """The integer graph input an index comes from (through Cast, Reshape, Unsqueeze, Gather, Slice...), or None."""
-    tensor = idx
-    for _ in range(64):
+    """The integer graph input an index's values come from (through Cast, Reshape, Gather, Slice, Concat, Where...:
+    SELECTING_OPS), the first one found; None if none."""
+    pending, seen = [idx], set()
+    while pending and len(seen) < 256:
+        tensor = pending.pop(0)
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
         if tensor in graph_inputs:
             kind = dtype(tensor)
-            return tensor if kind is not None and np.issubdtype(kind, np.integer) else None
-        node = producer(tensor, *INDEX_PLUMBING_OPS)
+            if kind is not None and np.issubdtype(kind, np.integer):
+                return tensor
+            continue
+        node = producer(tensor, *SELECTING_OPS)
         if node is None:
-            return None
-        tensor = node.inputs[0]
+            continue
+        positions = SELECTING_OPS[node.op]
+        pending.extend(part for position, part in enumerate(node.inputs)
+                       if (positions is None or position in positions) and part is not None)
     return None

@@ -90,6 +90,7 @@ from network.onnx_patterns import (
     rank,
     refuse_lone_counts,
     refuse_other_readers,
+    rows_from_max_of,
     rows_source,
 )
 from network.onnx_runtime import short_line as _first_line
@@ -162,6 +163,7 @@ class IndexBound:
     rows: int | None = None
     input: str | None = None
     axis: int = 0
+    own_max: bool = False  # the rows are the index's own largest value + 1 (PyG's batch vector): in range if >= 0
 
     def size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
         """The number of rows for these input shapes (by name), or None where unknown."""
@@ -395,6 +397,9 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         if source is None or source.name in bounds:
             continue
         rows = rows_source(state, inputs)
+        if rows_from_max_of(state, inputs) is source:
+            bounds[source.name] = IndexBound(own_max=True)
+            continue
         bounds[source.name] = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
                                else IndexBound(input=str(rows[1]), axis=int(rows[2]))
                                if rows is not None and rows[0] == "input" else IndexBound())

@@ -116,6 +116,10 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"end-to-end test on real TensorRT: {reason}"))
         elif stand_in_reason and "trt" in getattr(item, "fixturenames", ()) and "trt_bindings" not in item.keywords:
             item.add_marker(pytest.mark.skip(reason=stand_in_reason))
+    if any("pyg_models" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("skip") for item in items):
+        from tests.onnx_pyg import start_pyg_export
+
+        start_pyg_export()  # PyG's layers exported in the background while the tests before them run
 
 
 def pytest_sessionfinish(session):
@@ -123,6 +127,9 @@ def pytest_sessionfinish(session):
     helpers = sys.modules.get("tests.onnx_helpers")
     if helpers is not None:
         helpers.stop_script_export()
+    pyg = sys.modules.get("tests.onnx_pyg")
+    if pyg is not None:
+        pyg.stop_pyg_export()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -165,6 +165,10 @@ def _modules() -> dict[str, Callable[[], Any]]:
             X = X.index_copy(0, idx, src)
             return X, torch.softmax(torch.relu(X @ W), dim=1)
 
+    class CopyIntoZeros(torch.nn.Module):  # rows written into a fill, then added to X (not the legacy pattern)
+        def forward(self, X, src, idx):
+            return X + torch.zeros_like(X).index_copy(0, idx, src)
+
     class CopySecondConsumer(torch.nn.Module):
         def forward(self, X, src, idx):
             return X.index_copy(0, idx, src) + X
@@ -194,7 +198,7 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "counts_only": CountsOnly, "no_scatter": NoScatter, "float64": HeadsState, "legacy": HeadsState,
             "index_copy": IndexCopy, "index_copy_": IndexCopyInPlace, "index_put_": IndexPutInPlace,
             "set_rows": SetRows, "scatter_rows": ScatterRows, "copy_and_add": CopyAndAdd,
-            "copy_then_layers": CopyThenLayers, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
+            "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
             "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow}
 
 
@@ -230,7 +234,7 @@ def _zoo() -> dict[str, ZooModel]:
     rows = {"X": (("N", F), "float32"), "src": (("K", F), "float32"), "idx": (("K",), "int64")}
     state.update({name: ZooModel(modules[name], rows, ("X_out",), {"idx": "N"}, unique=("idx",))
                   for name in ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_rows", "scatter_rows",
-                               "copy_second")})
+                               "copy_into_zeros", "copy_second")})
     state.update({
         "copy_and_add": ZooModel(modules["copy_and_add"], {
             "X": (("N", F), "float32"), "Y": (("M", 2), "float32"), "src_x": (("K", F), "float32"),
@@ -256,7 +260,7 @@ ACCEPTED = ("gnn_zeros", "two_states", "heads_state", "update_then_layers", "alp
 # The row overwrites the rewrite takes (the plugin's overwrite mode; index_copy_1d: X [N] as rows [N, 1]), seeded
 # with distinct indices (every row defined); tests/test_onnx_overwrite.py gives them repeated indices too.
 OVERWRITES = ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_rows", "scatter_rows", "index_copy_1d",
-              "copy_and_add", "copy_then_layers")
+              "copy_into_zeros", "copy_and_add", "copy_then_layers")
 REFUSED = {  # name -> the message's parts; the node and the value are named in each
     "narrow": ["(ScatterElements): its indices", "cover one column of its updates src [E, 4]", "a narrow index"],
     "exclude_self": ["(ScatterElements): zeros written at the index before", "include_self=False"],

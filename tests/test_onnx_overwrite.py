@@ -21,6 +21,7 @@ PLUGINS = ("python", "aot")
 # name -> (each plugin node of the Python rewrite: overwrite or not, the aliases)
 EXPECTED = {name: ([True], {"X_out": "X"}) for name in OVERWRITES}
 EXPECTED["copy_and_add"] = ([True, False], {"X_out": "X", "Y_out": "Y"})
+EXPECTED["copy_into_zeros"] = ([True], {})  # into zeros_like(X): no output is an input's memory
 REPEATED = {**SIZES, "K": 23}  # more edges than rows: indices repeat
 
 
@@ -44,6 +45,8 @@ def expected_outputs(name, feeds):
         added = feeds["Y"].astype(np.float64)
         np.add.at(added, feeds["idx_y"], feeds["src_y"])
         return {"X_out": sequential(feeds["X"], feeds["src_x"], feeds["idx_x"]), "Y_out": added}
+    if name == "copy_into_zeros":
+        return {"X_out": feeds["X"] + sequential(np.zeros_like(feeds["X"]), feeds["src"], feeds["idx"])}
     return {"X_out": sequential(feeds["X"], feeds["src"], feeds["idx"])}
 
 
@@ -236,8 +239,9 @@ def test_each_overwrite_passes_the_dry_run_validation_and_its_saved_model_the_ch
     plugin = ["--plugin", "aot"] if name == OVERWRITES[0] else []
     status, printed, out = dry_run(tmp_path, capsys, model, zoo_feeds(name), *plugin)
     assert status == 0, printed
-    assert "rows of X overwritten) -> " in printed and "the last edge wins at a repeated index" in printed
-    assert "output X_out is input X's memory (bind it at X's address)" in printed
+    into = "zeros zeros_like" if name == "copy_into_zeros" else "X"
+    assert f"rows of {into} overwritten) -> " in printed and "the last edge wins at a repeated index" in printed
+    assert ("output X_out is input X's memory (bind it at X's address)" in printed) == bool(EXPECTED[name][1])
     assert "Validation against reference successful!" in printed
     for output in zoo()[name].outputs:
         assert f"Output {output} against ONNX Runtime (the original {model}, same inputs): largest absolute error" \
