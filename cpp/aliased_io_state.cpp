@@ -1021,10 +1021,14 @@ void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
 {
     for (aliased_io::IndexRows const& rows : d.indexRows)
     {
-        int64_t const limit = rows.input.empty() ? rows.rows : in.sets[0].at(rows.input).shape[rows.axis];
-        std::string const what = rows.input.empty()
-            ? "the " + std::to_string(limit) + " rows it indexes"
-            : "dimension " + std::to_string(rows.axis) + " of input " + rows.input + " that it indexes";
+        int64_t const limit = rows.ownMax ? INT64_MAX
+            : rows.input.empty()          ? rows.rows
+                                          : in.sets[0].at(rows.input).shape[rows.axis];
+        std::string const range = rows.ownMax ? "negative (its rows are its own largest value + 1)"
+            : "outside [0, " + std::to_string(limit) + "), "
+                + (rows.input.empty() ? "the " + std::to_string(limit) + " rows it indexes"
+                                      : "dimension " + std::to_string(rows.axis) + " of input " + rows.input
+                                          + " that it indexes");
         for (size_t k = 0; k < in.sets.size(); ++k)
         {
             auto const found = in.sets[k].find(rows.index);
@@ -1038,8 +1042,7 @@ void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
                 double const value = valueAt(index, i);
                 check(value >= 0 && value < static_cast<double>(limit), kEXIT_BAD_INPUT,
                     in.folders[k] + "/" + rows.index + ".npy: element " + std::to_string(i) + " is "
-                        + std::to_string(static_cast<long long>(value)) + ", outside [0, " + std::to_string(limit)
-                        + "), " + what);
+                        + std::to_string(static_cast<long long>(value)) + ", " + range);
             }
         }
     }
