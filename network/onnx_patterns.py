@@ -1,12 +1,16 @@
 """The patterns the rewrite matches in an exported model, and its refusals: which Scatter* node is a scatter-add
-the plugin can do in place, into what, with which index; and, in the rewritten graph, which outputs share an
-input's memory and how many rows each integer input indexes. Plain functions over onnx-graphsurgeon's graph
-(gs.Node, gs.Variable, gs.Constant); each refusal is an InputError of one line naming the node and the value.
+the plugin can do in place, into what, with which index; which stays with TensorRT; and, in the rewritten graph,
+which outputs share an input's memory and how many rows each integer input indexes. Plain functions over
+onnx-graphsurgeon's graph (gs.Node, gs.Variable, gs.Constant); each refusal is an InputError of one line naming
+the node and the value (or what could not be proved).
 
 A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/onnx.md lists the nodes):
     index_add     ScatterND(data, Unsqueeze(idx, [1] or [-1]) or Reshape(idx, [-1, 1]), src, reduction=add)
-    scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]), the shape of src), src, axis=0 or -rank,
-                  reduction=add); without the Expand only where src has one column
+    scatter_add   ScatterElements(data, Expand(Unsqueeze(idx, [1, ...]) or Reshape(idx, [-1, 1, ...]), shape),
+                  src, axis=0 or -rank, reduction=add), the Expand's output proved [E, data's trailing dims] by
+                  the shapes the model records or computes (dims, shape_value: Concat of Shape slices of any
+                  tensor, symbolic dimensions); without the Expand only where src has one column
+    1-D           data [N], updates [E] (counts, degrees): ScatterElements with any index, ScatterND as above
 A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
 ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
 plugin's overwrite mode, the last edge winning where an index repeats (ONNX leaves that row undefined).
@@ -14,10 +18,11 @@ data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype a
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
 is cloned when something else reads it; or a tensor another node makes for this scatter alone. A view
-(Reshape...) of a tensor is judged as that tensor.
-Refused: another reduction or axis, include_self=False, a narrow index (fewer columns than src: torch adds only
-those), data read by another node or that is also a graph output, two scatter-adds into one tensor, a
-non-uniform constant, a dtype the plugin lacks, the legacy exporter's pattern, an index not built as above.
+(Reshape...) of a tensor is judged as that tensor. Left to TensorRT (left_reason): ScatterElements with min, max
+or mul. Refused: ScatterND with another reduction, no reduction, another axis, include_self=False, a narrow index
+(fewer columns than src: torch adds only those), an Expand not proved to cover every column, data read by another
+node or that is also a graph output, two scatter-adds into one tensor, a non-uniform constant, a dtype the
+plugin lacks, the legacy exporter's pattern, an index not built as above.
 """
 
 from dataclasses import dataclass
@@ -166,6 +171,14 @@ def _vague(dim: Dim) -> bool:
     return isinstance(dim, tuple) or (isinstance(dim, str) and dim.startswith("unk__"))
 
 
+def _better(recorded: Dim, derived: Dim) -> Dim:
+    """Of two names for one dimension, the one that tells more: a number or the model's symbol, then a source
+    tensor's axis (derived from the graph), then a symbol of ONNX's inference."""
+    def vagueness(dim: Dim) -> int:
+        return 2 if isinstance(dim, str) and dim.startswith("unk__") else 1 if isinstance(dim, tuple) else 0
+    return derived if vagueness(derived) < vagueness(recorded) else recorded
+
+
 def dims(tensor: Any, depth: int = 0) -> list[Dim] | None:
     """The dimensions of `tensor`: as recorded (the exporter's value_info, ONNX shape inference), where a recorded
     one is vague or missing as the node that makes it says (a fill's shape tensor, an Expand's broadcast, a
@@ -178,14 +191,17 @@ def dims(tensor: Any, depth: int = 0) -> list[Dim] | None:
         return recorded
     if recorded is None:
         return derived
-    return [dim if not _vague(dim) or _vague(new) else new for dim, new in zip(recorded, derived)]
+    return [_better(dim, new) for dim, new in zip(recorded, derived)]
 
 
 def _derived_dims(tensor: Any, depth: int) -> list[Dim] | None:
-    node = producer(tensor, "ConstantOfShape", "Expand", "Reshape", "Cast", "CastLike", "Identity")
+    node = producer(tensor, "ConstantOfShape", "Expand", "Reshape", "Cast", "CastLike", "Identity", "Gather",
+                    "Squeeze", "Slice", "Split")
     if node is None:
         values = constant(tensor)
         return None if values is None else [int(dim) for dim in values.shape]
+    if node.op in ("Gather", "Squeeze", "Slice", "Split"):
+        return _selected_dims(node, tensor, dims(node.inputs[0], depth))
     if node.op == "ConstantOfShape":
         return shape_value(node.inputs[0], depth)
     if node.op == "Expand":
@@ -193,6 +209,36 @@ def _derived_dims(tensor: Any, depth: int) -> list[Dim] | None:
     if node.op == "Reshape":
         return _reshaped(dims(node.inputs[0], depth), constant(node.inputs[1]), int(node.attrs.get("allowzero", 0)))
     return dims(node.inputs[0], depth)
+
+
+def _selected_dims(node: Any, tensor: Any, source: list[Dim] | None) -> list[Dim] | None:
+    """The dimensions of a row (or rows) taken out of `source`: Gather of a constant index (the axis dropped for a
+    scalar, its length for a 1-D index), Squeeze of constant axes, Slice/Split (the other axes kept, the one cut
+    vague: ("?", tensor, axis)) -- how an edge_index [2, E]'s row becomes an index [E]."""
+    if source is None:
+        return None
+    size = len(source)
+    if node.op == "Gather":
+        index, axis = constant(node.inputs[1]), int(node.attrs.get("axis", 0)) % max(size, 1)
+        if index is None or index.ndim > 1:
+            return None
+        return source[:axis] + [int(dim) for dim in index.shape] + source[axis + 1:]
+    if node.op == "Squeeze":
+        axes = node.attrs.get("axes")
+        values = constant(node.inputs[1]) if axes is None and len(node.inputs) > 1 else None
+        chosen = [int(axis) % max(size, 1) for axis in (axes if axes is not None else
+                                                          values.reshape(-1) if values is not None else [])]
+        if not chosen:
+            return None
+        return [dim for axis, dim in enumerate(source) if axis not in chosen]
+    if node.op == "Split":
+        axis = int(node.attrs.get("axis", 0)) % max(size, 1)
+    else:
+        axes = constant(node.inputs[3]) if len(node.inputs) > 3 else np.array([0])
+        if axes is None or axes.size != 1:
+            return None
+        axis = int(axes.flat[0]) % max(size, 1)
+    return [("?", tensor.name, position) if position == axis else dim for position, dim in enumerate(source)]
 
 
 def _reshaped(source: list[Dim] | None, target: np.ndarray | None, allowzero: int) -> list[Dim] | None:
@@ -277,12 +323,12 @@ def shape_value(tensor: Any, depth: int = 0) -> list[Dim] | None:
             return [inner[int(position)] for position in index.reshape(-1)]
         except IndexError:
             return None
-    parts = [constant(part) for part in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
-    if any(part is None or part.size != 1 for part in parts) or len(parts) < 2:
+    slice_parts = [constant(part) for part in node.inputs[1:]]  # Slice: starts, ends[, axes[, steps]]
+    if any(part is None or part.size != 1 for part in slice_parts) or len(slice_parts) < 2:
         return None
-    start, stop = int(parts[0].flat[0]), int(parts[1].flat[0])  # type: ignore[union-attr]
-    axis = int(parts[2].flat[0]) if len(parts) > 2 else 0  # type: ignore[union-attr]
-    step = int(parts[3].flat[0]) if len(parts) > 3 else 1  # type: ignore[union-attr]
+    start, stop = int(slice_parts[0].flat[0]), int(slice_parts[1].flat[0])  # type: ignore[union-attr]
+    axis = int(slice_parts[2].flat[0]) if len(slice_parts) > 2 else 0  # type: ignore[union-attr]
+    step = int(slice_parts[3].flat[0]) if len(slice_parts) > 3 else 1  # type: ignore[union-attr]
     return inner[start:stop:step] if axis in (0, -1) and step != 0 else None
 
 
@@ -368,7 +414,7 @@ def _expanded_covers_rows(node: Any, expand: Any, index: Any, data: Any, updates
     out = dims(expand.outputs[0])
     derived = broadcast(dims(expand.inputs[0]), shape_value(expand.inputs[1]))
     if derived is not None and (out is None or len(out) == len(derived)):
-        out = derived if out is None else [dim if not _vague(dim) else new for dim, new in zip(out, derived)]
+        out = derived if out is None else [_better(dim, new) for dim, new in zip(out, derived)]
     length, rows, width = dims(index), dims(data), dims(updates)
     if out is not None:
         for cols in (rows, width):
@@ -391,10 +437,10 @@ def scatter_index(node: Any) -> Any:
     for a narrow index (a scatter_add whose index covers fewer columns than its updates). A 1-D scatter's index
     is its indices themselves (through index_base)."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
-    if is_one_dimensional(node):
-        return index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
     width_rank = rank(updates) or 2
-    if node.op == "ScatterND":
+    if is_one_dimensional(node):
+        index = index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
+    elif node.op == "ScatterND":
         index = _column_of(indices, 2)
     else:
         index = _column_of(indices, width_rank)
@@ -740,6 +786,17 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     return node.inputs[0], node.inputs[2]
 
 
+def _one_value(tensor: Any) -> Any:
+    """The tensor a one-value tensor holds the value of, through Reshape, Squeeze, Unsqueeze, Cast, Identity and
+    Gather (of its one element)."""
+    for _ in range(16):
+        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
+        if step is None:
+            break
+        tensor = step.inputs[0]
+    return tensor
+
+
 def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     """The integer graph input T where a fill's rows are max(T) + 1 (PyG's global_mean_pool(x, batch) without
     `size`: as many rows as graphs in the batch): then every non-negative index from T is in range."""
@@ -750,25 +807,14 @@ def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     concat = producer(first, "Concat")
     if concat is not None:
         first = concat.inputs[0]
-    for _ in range(16):
-        step = producer(first, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
-        if step is None:
-            break
-        first = step.inputs[0]
-    add = producer(first, "Add")
+    add = producer(_one_value(first), "Add")
     if add is None or len(add.inputs) != 2:
         return None
     ones = [part for part in add.inputs if constant(part) is not None and constant(part).size == 1 and int(constant(part).flat[0]) == 1]  # type: ignore[union-attr]
     others = [part for part in add.inputs if all(part is not one for one in ones)]
     if len(ones) != 1 or len(others) != 1:
         return None
-    tensor = others[0]
-    for _ in range(16):
-        step = producer(tensor, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity", "Gather")
-        if step is None:
-            break
-        tensor = step.inputs[0]
-    reduce = producer(tensor, "ReduceMax")
+    reduce = producer(_one_value(others[0]), "ReduceMax")
     if reduce is None or (len(reduce.inputs) > 1 and constant(reduce.inputs[1]) is None) or "axes" in reduce.attrs:
         return None
     return index_sources(reduce.inputs[0], graph_inputs)
@@ -784,7 +830,7 @@ SELECTING_OPS = {"Cast": (0,), "Identity": (0,), "Reshape": (0,), "Squeeze": (0,
 def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
     """The integer graph input an index's values come from (through Cast, Reshape, Gather, Slice, Concat, Where...:
     SELECTING_OPS), the first one found; None if none."""
-    pending, seen = [idx], set()
+    pending, seen = [idx], set[int]()
     while pending and len(seen) < 256:
         tensor = pending.pop(0)
         if id(tensor) in seen:

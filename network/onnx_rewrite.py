@@ -21,7 +21,7 @@ common.paths'):
                                                    the model checked and kept; InputError naming the node and
                                                    the value for anything it cannot rewrite safely
     Rewritten.model, .plugin, .scatters (ScatterRewrite each), .aliases {output: input}, .index_bounds
-                   {integer input: IndexBound}, .summary() -> lines to print
+                   {integer input: IndexBound}, .left (LeftScatter each), .summary() -> lines to print
     model_io(model) -> (inputs, outputs)           TensorSpec(name, dtype, shape): a str is a dynamic dimension
     sample_network(model) -> SampleNetwork | None  the sample's own network (network/definition.py), recognised
                                                    by its graph, whose outputs the float64 reference also gives
@@ -32,8 +32,10 @@ without reduction: index_copy, index_put, X[idx] = rows, scatter; the plugin's o
 (zeros_like, torch.zeros: ConstantOfShape or Expand of a constant; cloned when something else reads it) or
 into a tensor another node makes for it alone; data of rank > 2 ([N, H, F]) viewed as rows [N, H*F] for the
 plugin and back; several scatters, each its own plugin node; a counts scatter (ones into zeros [N, 1] with the
-same index and rows) becomes the plugin's counts output (compute_counts=1). Every Scatter* node is rewritten
-or refused; a Scatter* inside a subgraph or a local function is refused.
+same index and rows, or [N] for a 1-D one) becomes the plugin's counts output (compute_counts=1); a 1-D
+scatter-add ([N] data, [E] updates) as rows [N, 1]. Every Scatter* node is rewritten, left to TensorRT
+(ScatterElements min/max/mul: Rewritten.left) or refused; a Scatter* inside a subgraph or a local function is
+refused; anything unexpected while reading the graph is an InputError of one line, never a traceback.
 """
 
 import os
@@ -175,7 +177,7 @@ class IndexBound:
 
 @dataclass(frozen=True)
 class Rewritten:
-    """The rewritten model (no Scatter* node left), the plugin, what was replaced, which graph outputs share a
+    """The rewritten model (no scatter-add left; .left names the scatters left to TensorRT), the plugin, what was replaced, which graph outputs share a
     graph input's memory (bind them at that input's address: TensorRT reports no alias for a plugin) and how
     many rows each integer input that reaches a scatter's index indexes."""
 
@@ -202,8 +204,8 @@ class Rewritten:
                          f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
-        for scatter in self.left:
-            lines.append(f"{scatter.node} ({scatter.op}) left to TensorRT: {scatter.why}")
+        for left in self.left:
+            lines.append(f"{left.node} ({left.op}) left to TensorRT: {left.why}")
         return lines
 
 
@@ -213,8 +215,9 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     (export/ops.py's) checked and kept (a Python plugin node becomes the AOT nodes for "aot"). The input model
     is not changed.
 
-    InputError (one line naming the node and the value) when the model has neither a Scatter* node nor a
-    plugin node, or a scatter it cannot rewrite safely (network/onnx_patterns.py)."""
+    InputError (one line naming the node and the value) when the model has neither a scatter-add nor a plugin
+    node (docs/onnx.md: such a model is refused, not run as it is), a scatter it cannot rewrite safely
+    (network/onnx_patterns.py), or a graph it cannot read."""
     if plugin not in PLUGINS:
         raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
     gs, onnx = import_module("onnx_graphsurgeon"), import_module("onnx")
@@ -264,8 +267,8 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
     rewritten = gs.export_onnx(graph)
     rewritten.ir_version = ir_version
     declare_domain(rewritten)
-    kept = {scatter.node for scatter in left}
-    stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in kept]
+    stays = {scatter.node for scatter in left}
+    stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in stays]
     assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
     return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
@@ -347,7 +350,8 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         cast = plugin_counts
         if dtype(counts_out) not in (None, INDEX_DTYPE):
             cast = build.node("Cast", [plugin_counts], counts_out.dtype, {"to": _onnx_type(counts_out.dtype)},
-                              shape=plugin_counts.shape, name="counts_cast", outputs=last).outputs[0]
+                              shape=[counts_out.shape[0] if counts_out.shape else None, 1], name="counts_cast",
+                              outputs=last).outputs[0]
         if counts_rank == 1:
             build.node("Reshape", [cast, build.shape(counts.data)], None, name="counts_unrows", outputs=[counts_out])
     graph.nodes.extend(build.nodes)

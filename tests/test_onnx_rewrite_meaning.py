@@ -233,3 +233,86 @@ def test_a_left_out_attribute_is_judged_by_the_parsers_default(outputs, accepted
         with pytest.raises(InputError, match=r"node plugin \(ScatterAddInPlace\): attribute compute_counts is missing; "
                                              r"the plugin node has compute_counts=0"):
             rewrite_model(model)
+
+
+def edge_row_model(take, target_axis=1):
+    """out = zeros [N, F] .scatter_add(0, Expand(Reshape(row, [-1, 1]), Concat(Shape(edge_index, a, a + 1), [F])),
+    X[source]) with row edge_index[1] taken by `take` (Gather, Slice + Squeeze, Split + Squeeze), as PyG's
+    layers export; every dimension of the inputs unnamed, no value_info: only the graph tells the shapes."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node
+    take_row = {
+        "gather": [node("Gather", ["edge_index", "one"], ["row"], axis=0)],
+        "slice": [node("Slice", ["edge_index", "one_1d", "two_1d", "zero_1d"], ["row_2d"]),
+                  node("Squeeze", ["row_2d", "zero_1d"], ["row"])],
+        "split": [node("Split", ["edge_index"], ["row_0", "row_2d"], axis=0, num_outputs=2),
+                  node("Squeeze", ["row_2d", "zero_1d"], ["row"])],
+    }[take]
+    nodes = [*take_row,
+             node("Gather", ["edge_index", "zero"], ["source"], axis=0),
+             node("Gather", ["X", "source"], ["messages"], axis=0),
+             node("Reshape", ["row", "column_shape"], ["column"], allowzero=1),
+             node("Shape", ["edge_index"], ["edges"], start=target_axis, end=target_axis + 1),
+             node("Concat", ["edges", "width"], ["target"], axis=0),
+             node("Expand", ["column", "target"], ["indices"]),
+             node("Shape", ["X"], ["rows"], start=0, end=1),
+             node("Concat", ["rows", "width"], ["zeros_shape"], axis=0),
+             node("ConstantOfShape", ["zeros_shape"], ["zeros"]),
+             node("ScatterElements", ["zeros", "indices", "messages"], ["out"], name="aggregate", axis=0,
+                  reduction="add")]
+    model = make(nodes, [info("X", TensorProto.FLOAT, [None, F]), info("edge_index", TensorProto.INT64, [None, None])],
+                 [info("out", TensorProto.FLOAT, [None, F])],
+                 [const("zero", np.array(0, np.int64)), const("one", np.array(1, np.int64)),
+                  const("zero_1d", np.array([0], np.int64)), const("one_1d", np.array([1], np.int64)),
+                  const("two_1d", np.array([2], np.int64)), const("column_shape", np.array([-1, 1], np.int64)),
+                  const("width", np.array([F], np.int64))])
+    for value in [*model.graph.input, *model.graph.output]:
+        for dim in value.type.tensor_type.shape.dim:
+            dim.Clear()
+    return model
+
+
+@pytest.mark.parametrize("take", ["gather", "slice", "split"])
+def test_an_index_taken_from_edge_index_is_proved_to_cover_every_column(take):
+    """Catches: deciding by one node pattern (before: an AttributeError on Concat(Shape(edge_index, 1, 2), [F])).
+    The row of edge_index [2, E] by Gather, Slice + Squeeze or Split + Squeeze, the Expand's rows from
+    Shape(edge_index, 1, 2): proved E = the index's length, rewritten and right. Taken from edge_index's dimension
+    0 instead (2 rows of indices, whatever E is), nothing proves it: refused, one line naming the node."""
+    from network.onnx_rewrite import rewrite_model
+
+    model = edge_row_model(take)
+    result = rewrite_model(model)
+    assert [scatter.kind for scatter in result.scatters] == ["fill"]
+    rng = np.random.default_rng(4)
+    round_trip(model, result.model, {"X": rng.standard_normal((6, F)).astype(np.float32),
+                                     "edge_index": rng.integers(0, 5, (2, 9)).astype(np.int64)})
+    with pytest.raises(InputError, match=r"^node aggregate \(ScatterElements\): could not prove that its indices "
+                                         r"indices \(Expand, .*\) repeat the index row .* over every column"):
+        rewrite_model(edge_row_model(take, target_axis=0))
+
+
+@pytest.mark.parametrize("column", ["unsqueeze", "raw"])
+def test_a_one_dimensional_index_add_into_a_graph_input_goes_in_place_as_rows(column):
+    """w [N].index_add_(0, idx, weights [E]) (ScatterND over Unsqueeze(idx, [1])): the plugin adds rows [N, 1]
+    into w's own buffer (the output aliases w) and the round trip agrees. ScatterND over an index not built so
+    (idx itself, which ONNX reads as [E] coordinates of a 1-D tensor) is refused in one line, not a traceback."""
+    from onnx import TensorProto, helper
+
+    from network.onnx_rewrite import rewrite_model
+
+    nodes = [helper.make_node("Unsqueeze", ["idx", "axes"], ["col"])] if column == "unsqueeze" else \
+        [helper.make_node("Identity", ["idx"], ["col"])]
+    nodes.append(helper.make_node("ScatterND", ["w", "col", "weights"], ["w_out"], name="degree", reduction="add"))
+    model = make(nodes, [info("w", TensorProto.FLOAT, ["N"]), info("weights", TensorProto.FLOAT, ["E"]),
+                         info("idx", TensorProto.INT64, ["E"])], [info("w_out", TensorProto.FLOAT, ["N"])],
+                 [const("axes", np.array([1], np.int64))])
+    if column == "raw":
+        with pytest.raises(InputError, match=r"^node degree \(ScatterND\): its indices col .* are not Unsqueeze"):
+            rewrite_model(model)
+        return
+    for plugin in ("python", "aot"):
+        result = rewrite_model(model, plugin)
+        assert result.aliases == {"w_out": "w"}
+        round_trip(model, result.model, {"w": np.arange(5, dtype=np.float32), "weights": np.full(8, 0.5, np.float32),
+                                         "idx": np.array([0, 1, 1, 3, 3, 3, 0, 1])})
