@@ -165,6 +165,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
     check_model_options(options, settings.engine, shown, why, model.rewritten.aliases)
     inputs, outputs = model_io(model.original)
+
     def before_work(shapes: Mapping[str, tuple[int, ...]]) -> None:
         from cli.onnx_engine_file import check_tensor_names
 
