@@ -81,7 +81,8 @@ def plan_loaded_engine(options: Any, settings: Settings) -> Any:
     def spec(tensor: Any) -> Any:
         return TensorSpec(tensor.name, None if tensor.dtype == "bfloat16" else np.dtype(tensor.dtype), tensor.shape)
 
-    bounds = {name: IndexBound(rows.rows, rows.input, rows.axis) for name, rows in description.index_rows.items()}
+    bounds = {name: IndexBound(rows.rows, rows.input, rows.axis, rows.own_max)
+              for name, rows in description.index_rows.items()}
     loaded = LoadedEngine(engine.load_engine, engine.description, description, bounds)
     head = [f"Engine {shown_path(engine.load_engine)}: a model of your own, described by "
             f"{shown_path(engine.description)} ({description.plugin} plugin); its tensors bound so:",
@@ -119,8 +120,9 @@ def hold_description(plan: Any, tensors: list[Any], dynamic: Iterable[str]) -> N
     from network.model_engine import profile_shapes
 
     rewritten = plan.model.rewritten
-    rows = {name: IndexRows(bound.rows, bound.input, bound.axis) for name, bound in rewritten.index_bounds.items()
-            if bound.rows is not None or bound.input is not None}
+    rows = {name: IndexRows(bound.rows, bound.input, bound.axis, bound.own_max)
+            for name, bound in rewritten.index_bounds.items()
+            if bound.rows is not None or bound.input is not None or bound.own_max}
     shapes = {spec.name: spec.shape for spec in (*plan.inputs, *plan.outputs)}
     description = describe_built_engine(rewritten.plugin, tensors, shapes, rewritten.aliases, rows,
                                         profile_shapes(plan.feeds, dynamic))

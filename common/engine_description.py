@@ -26,6 +26,7 @@ PLUGINS = ("python", "aot")
 DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
 """The dtypes a description may name: TensorRT's I/O types, by numpy's names (bfloat16 has no numpy type)."""
 UNNAMED_DIM = "?"
+OWN_MAX = "own_max"  # `index NAME own_max`: the rows are the index's own largest value + 1
 MAX_LINES = 100_000
 _NAME = re.compile(r"[A-Za-z0-9_.:+\-]+")  # a tensor name that is also a file name (NAME.npy) and one token
 _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:+\-]*|\?")
@@ -46,11 +47,13 @@ class TensorDescription:
 
 @dataclass(frozen=True)
 class IndexRows:
-    """The rows an index input's values lie in: [0, rows), or [0, dimension `axis` of input `input`)."""
+    """The rows an index input's values lie in: [0, rows), [0, dimension `axis` of input `input`), or (own_max)
+    [0, its own largest value] (PyG's batch vector: the rows are its largest value + 1)."""
 
     rows: int | None = None
     input: str | None = None
     axis: int = 0
+    own_max: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def check_description(description: EngineDescription, source: str) -> None:
             indexed = description.input(rows.input)
             if indexed is None or not 0 <= rows.axis < len(indexed.shape):
                 fail(f"index {name} {rows.input} {rows.axis}: no such input dimension")
-        elif rows.rows is None or rows.rows < 0:
+        elif not rows.own_max and (rows.rows is None or rows.rows < 0):
             fail(f"index {name}: rows must be a number >= 0 or an input and its dimension")
     for name, shapes in description.profile.items():
         profiled = description.input(name)
@@ -166,7 +169,8 @@ def format_description(description: EngineDescription) -> str:
     lines += [f"input {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.inputs]
     lines += [f"output {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.outputs]
     lines += [f"alias {output} {source}" for output, source in description.aliases.items()]
-    lines += [f"index {name} {rows.input} {rows.axis}" if rows.input is not None else f"index {name} {rows.rows}"
+    lines += [f"index {name} {rows.input} {rows.axis}" if rows.input is not None else
+              f"index {name} {OWN_MAX}" if rows.own_max else f"index {name} {rows.rows}"
               for name, rows in description.index_rows.items()]
     lines += [f"profile {name} " + " ".join(_shape_text(shape) for shape in shapes)
               for name, shapes in description.profile.items()]
@@ -232,7 +236,9 @@ def parse_description(text: str, source: str) -> EngineDescription:
             elif record == "index":
                 if words[1] in index_rows:
                     raise ValueError(f"index {words[1]} is given twice")
-                if len(words) == 3:
+                if len(words) == 3 and words[2] == OWN_MAX:
+                    index_rows[words[1]] = IndexRows(own_max=True)
+                elif len(words) == 3:
                     if not (words[2].isdigit() and words[2].isascii()):
                         raise ValueError(f"rows {words[2]!r} is not a number")
                     index_rows[words[1]] = IndexRows(rows=int(words[2]))

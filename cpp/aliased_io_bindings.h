@@ -15,7 +15,8 @@
  * The format (docs/own_model_cpp.md): ASCII, one record a line, fields separated by spaces, '#' starts a comment
  * line; the first record is `format aliased_io_engine 1`, then `plugin python|aot`, `input NAME DTYPE [D0,D1]`,
  * `output NAME DTYPE [D0,D1]` (a dimension is a size or the name of a dynamic one), `alias OUTPUT INPUT`, `index
- * NAME ROWS` or `index NAME INPUT AXIS` (the rows an index input's values lie in), `profile NAME [MIN] [OPT] [MAX]`.
+ * NAME ROWS`, `index NAME INPUT AXIS` or `index NAME own_max` (the rows an index input's values lie in), `profile
+ * NAME [MIN] [OPT] [MAX]`.
  * Every rule that common/engine_description.py checks is checked here too.
  */
 
@@ -47,13 +48,15 @@ struct TensorDescription
     std::vector<std::string> dims;
 };
 
-//! The rows an index input's values lie in: [0, rows), or [0, dimension `axis` of input `input`).
+//! The rows an index input's values lie in: [0, rows), [0, dimension `axis` of input `input`), or (ownMax)
+//! [0, its own largest value] (PyG's batch vector: the rows are its largest value + 1).
 struct IndexRows
 {
     std::string index;
     int64_t rows{-1};
     std::string input;
     size_t axis{0};
+    bool ownMax{false};
 };
 
 //! Optimization profile 0 of one input: its min, opt and max shapes.
@@ -317,6 +320,11 @@ inline EngineDescription parseEngineDescription(std::string const& text, std::st
                 expectFields(2);
             }
             std::string const& last = words.back();
+            if (words.size() == 3 && last == "own_max")
+            {
+                d.indexRows.push_back(IndexRows{words[1], -1, "", 0, true});
+                continue;
+            }
             if (!isSize(last))
             {
                 throw DescriptionError(where + ": '" + last + "' is not a number");

@@ -951,17 +951,14 @@ void checkArray(aliased_io::TensorDescription const& t, npy::Array const& array,
     }
 }
 
-//! The .npy files of `folder` that are not in `known`: refused, so that a misnamed file is not silently unused.
-void refuseOthers(std::string const& folder, Arrays const& known, aliased_io::EngineDescription const& d, bool outputs)
+//! A .npy file of `folder` that is not in `known` is refused (`why`), so that a misnamed file is not left unused.
+void refuseOthers(std::string const& folder, Arrays const& known, std::string const& why)
 {
     std::error_code error;
     for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error))
     {
         fs::path const& file = entry->path();
-        std::string const name = file.stem().string();
-        bool const tensor = outputs ? d.output(name) != nullptr : d.input(name) != nullptr;
-        check(file.extension() != ".npy" || known.count(name) || (tensor && !outputs), kEXIT_BAD_INPUT,
-            file.string() + " is not " + (outputs ? "an output" : "an input") + " of the engine (see its description)");
+        check(file.extension() != ".npy" || known.count(file.stem().string()), kEXIT_BAD_INPUT, file.string() + why);
     }
     check(!error, kEXIT_BAD_INPUT, "cannot list " + folder + ": " + error.message());
 }
@@ -984,7 +981,7 @@ Arrays readSet(aliased_io::EngineDescription const& d, std::string const& folder
         checkArray(input, array, path, sizes);
         set.emplace(input.name, std::move(array));
     }
-    refuseOthers(folder, set, d, false);
+    refuseOthers(folder, set, " is not an input of the engine (see its description)");
     return set;
 }
 
@@ -1024,10 +1021,14 @@ void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
 {
     for (aliased_io::IndexRows const& rows : d.indexRows)
     {
-        int64_t const limit = rows.input.empty() ? rows.rows : in.sets[0].at(rows.input).shape[rows.axis];
-        std::string const what = rows.input.empty()
-            ? "the " + std::to_string(limit) + " rows it indexes"
-            : "dimension " + std::to_string(rows.axis) + " of input " + rows.input + " that it indexes";
+        int64_t const limit = rows.ownMax ? INT64_MAX
+            : rows.input.empty()          ? rows.rows
+                                          : in.sets[0].at(rows.input).shape[rows.axis];
+        std::string const range = rows.ownMax ? "negative (its rows are its own largest value + 1)"
+            : "outside [0, " + std::to_string(limit) + "), "
+                + (rows.input.empty() ? "the " + std::to_string(limit) + " rows it indexes"
+                                      : "dimension " + std::to_string(rows.axis) + " of input " + rows.input
+                                          + " that it indexes");
         for (size_t k = 0; k < in.sets.size(); ++k)
         {
             auto const found = in.sets[k].find(rows.index);
@@ -1041,8 +1042,7 @@ void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
                 double const value = valueAt(index, i);
                 check(value >= 0 && value < static_cast<double>(limit), kEXIT_BAD_INPUT,
                     in.folders[k] + "/" + rows.index + ".npy: element " + std::to_string(i) + " is "
-                        + std::to_string(static_cast<long long>(value)) + ", outside [0, " + std::to_string(limit)
-                        + "), " + what);
+                        + std::to_string(static_cast<long long>(value)) + ", " + range);
             }
         }
     }
@@ -1054,6 +1054,7 @@ ModelInputs readInputs(Options const& o, aliased_io::EngineDescription const& d)
     ModelInputs in{{}, {}, o.stepsGiven ? o.steps : 1, {}};
     if (fs::is_directory(o.inputs + "/step_0"))
     {
+        refuseOthers(o.inputs, {}, " lies beside the step_ folders: put each step's inputs in its step_K folder");
         int64_t count = 0;
         while (count < kMAX_STEPS && fs::is_directory(o.inputs + "/step_" + std::to_string(count)))
         {
@@ -1110,7 +1111,7 @@ Arrays readExpected(Options const& o, aliased_io::EngineDescription const& d, Si
         checkArray(output, array, path, sizes, "output");
         expected.emplace(output.name, std::move(array));
     }
-    refuseOthers(o.expected, expected, d, true);
+    refuseOthers(o.expected, expected, " is not an output of the engine (see its description)");
     return expected;
 }
 

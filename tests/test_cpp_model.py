@@ -88,6 +88,12 @@ def test_npy_files_round_trip_through_the_program_bit_for_bit(recent_program, tm
     assert (out / "Y.npy").read_bytes() == (tmp_path / "numpy.npy").read_bytes()
 
 
+def test_an_own_max_index_takes_any_row_from_zero_up(recent_program, tmp_path):
+    inputs = dict(good_inputs(), idx2=np.array([12, 0, 4], np.int32))
+    result = plan(recent_program, tmp_path, text=GOOD.replace("index idx2 10", "index idx2 own_max"), inputs=inputs)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_expected_compares_with_the_tolerance_and_a_failure_writes_nothing(recent_program, tmp_path):
     inputs = good_inputs()
     expected = folder_of(tmp_path / "expected", {"S_out": inputs["S"], "T_out": inputs["T"],
@@ -215,13 +221,17 @@ def broken(case: str, folder: Path) -> str:
     if case == "a missing input":
         (folder / "vals.npy").unlink()
         return f"--inputs: no file {folder}/vals.npy for input vals float16 [C,2]"
+    if case == "a negative own_max index":
+        (folder.parent / "model.engine.desc").write_text(GOOD.replace("index idx2 10", "index idx2 own_max"))
+        np.save(folder / "idx2.npy", np.array([12, -1, 4], np.int32))
+        return f"{folder}/idx2.npy: element 1 is -1, negative (its rows are its own largest value + 1)"
     if case == "the profile":
         np.save(s, np.zeros((9, 4), np.float32))
         return "--inputs: input S [9, 4] is outside the engine's profile [8, 4]..[8, 4] (its description)"
     raise AssertionError(case)
 
 
-NPY_CASES = ["big-endian", "fortran", "bool", "float64", "truncated", "longer", "not npy", "version 9", "another dtype",
+NPY_CASES = ["a negative own_max index", "big-endian", "fortran", "bool", "float64", "truncated", "longer", "not npy", "version 9", "another dtype",
              "a static dimension", "another rank", "a named dimension twice", "an index outside", "a negative index",
              "a constant rows index", "an extra file", "a missing input", "the profile"]
 
@@ -229,8 +239,9 @@ NPY_CASES = ["big-endian", "fortran", "bool", "float64", "truncated", "longer", 
 @pytest.mark.parametrize("case", NPY_CASES)
 def test_each_bad_input_file_is_exit_2_and_one_line(recent_program, tmp_path, case):
     folder = folder_of(tmp_path / "inputs", good_inputs())
-    message = broken(case, folder)
-    result = run_program(recent_program, "--plan", f"--description={described(tmp_path)}", f"--inputs={folder}")
+    description = described(tmp_path)
+    message = broken(case, folder)  # may write its own description
+    result = run_program(recent_program, "--plan", f"--description={description}", f"--inputs={folder}")
     assert_one_line(result, 2, message)
 
 
@@ -241,6 +252,8 @@ def test_each_bad_input_file_is_exit_2_and_one_line(recent_program, tmp_path, ca
     ("another shape in step_1", "step_1/idx.npy: int64 [4], the engine's input idx int64 [B]: dimension B is 5 "
                                 "elsewhere"),
     ("an index outside in step_1", "step_1/idx.npy: element 0 is 8, outside [0, 8)"),
+    ("a file beside the step folders", "{folder}/rows.npy lies beside the step_ folders: put each step's inputs in "
+                                       "its step_K folder"),
 ])
 def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, case, message):
     inputs = good_inputs()
@@ -252,6 +265,8 @@ def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, c
         np.save(folder / "step_1/S.npy", inputs["S"])
     elif case == "a missing input in step_1":
         (folder / "step_1/rows.npy").unlink()
+    elif case == "a file beside the step folders":
+        np.save(folder / "rows.npy", inputs["rows"])
     elif case == "another shape in step_1":
         np.save(folder / "step_1/idx.npy", np.zeros(4, np.int64))
     else:

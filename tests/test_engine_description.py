@@ -101,6 +101,9 @@ def test_a_description_round_trips_through_its_text():
     text = format_description(description)
     assert text.startswith("format aliased_io_engine 1\n")
     assert parse_description(text, "again") == description
+    own = parse_description(edited("index idx2 10", "index idx2 own_max"), "PyG's batch vector")
+    assert own.index_rows["idx2"] == IndexRows(own_max=True)
+    assert "index idx2 own_max\n" in format_description(own)
 
 
 @pytest.mark.parametrize("text, message", BAD_DESCRIPTIONS, ids=BAD_IDS)
