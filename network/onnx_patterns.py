@@ -309,7 +309,9 @@ def shape_value(tensor: Any, depth: int = 0) -> list[Dim] | None:
         return found[start:None if end is None else int(end)]
     if node.op == "Concat":
         parts = [shape_value(part, depth) for part in node.inputs]
-        return None if any(part is None for part in parts) else [dim for part in parts for dim in part]  # type: ignore[union-attr]
+        if any(part is None for part in parts):
+            return None
+        return [dim for part in parts for dim in part]  # type: ignore[union-attr]
     inner = shape_value(node.inputs[0], depth)
     if inner is None:
         return None
@@ -392,7 +394,8 @@ def index_base(tensor: Any) -> Any:
         node = producer(tensor, "Identity", "Reshape", "Squeeze", "Flatten", "Expand")
         if node is None or rank(node.inputs[0]) != 1 or rank(tensor) != 1:
             return tensor
-        if node.op == "Reshape" and (constant(node.inputs[1]) is None or constant(node.inputs[1]).reshape(-1).tolist() != [-1]):  # type: ignore[union-attr]
+        target = constant(node.inputs[1]) if node.op == "Reshape" else None
+        if node.op == "Reshape" and (target is None or target.reshape(-1).tolist() != [-1]):
             return tensor
         if node.op == "Expand":
             into, out = dims(node.inputs[0]), dims(tensor)
@@ -802,6 +805,10 @@ def _one_value(tensor: Any) -> Any:
     return tensor
 
 
+def _is_one(values: np.ndarray | None) -> bool:
+    return values is not None and values.size == 1 and int(values.flat[0]) == 1
+
+
 def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     """The integer graph input T where a fill's rows are max(T) + 1 (PyG's global_mean_pool(x, batch) without
     `size`: as many rows as graphs in the batch): then every non-negative index from T is in range."""
@@ -815,7 +822,7 @@ def rows_from_max_of(state: Any, graph_inputs: list[Any]) -> Any:
     add = producer(_one_value(first), "Add")
     if add is None or len(add.inputs) != 2:
         return None
-    ones = [part for part in add.inputs if constant(part) is not None and constant(part).size == 1 and int(constant(part).flat[0]) == 1]  # type: ignore[union-attr]
+    ones = [part for part in add.inputs if _is_one(constant(part))]
     others = [part for part in add.inputs if all(part is not one for one in ones)]
     if len(ones) != 1 or len(others) != 1:
         return None

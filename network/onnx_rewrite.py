@@ -177,9 +177,9 @@ class IndexBound:
 
 @dataclass(frozen=True)
 class Rewritten:
-    """The rewritten model (no scatter-add left; .left names the scatters left to TensorRT), the plugin, what was replaced, which graph outputs share a
-    graph input's memory (bind them at that input's address: TensorRT reports no alias for a plugin) and how
-    many rows each integer input that reaches a scatter's index indexes."""
+    """The rewritten model (no scatter-add left; .left names the scatters left to TensorRT), the plugin, what was
+    replaced, which graph outputs share a graph input's memory (bind them at that input's address: TensorRT
+    reports no alias for a plugin) and how many rows each integer input that reaches a scatter's index indexes."""
 
     model: "onnx.ModelProto"
     plugin: str
