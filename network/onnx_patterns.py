@@ -19,7 +19,7 @@ The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input 
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
 is cloned when something else reads it; or a tensor another node makes for this scatter alone. A view
 (Reshape...) of a tensor is judged as that tensor. Left to TensorRT (left_reason): ScatterElements with min, max
-or mul. Refused: ScatterND with another reduction, no reduction, another axis, include_self=False, a narrow index
+or mul. Refused: ScatterND with another reduction, another axis, include_self=False, a narrow index
 (fewer columns than src: torch adds only those), an Expand not proved to cover every column, data read by another
 node or that is also a graph output, two scatter-adds into one tensor, a non-uniform constant, a dtype the
 plugin lacks, the legacy exporter's pattern, an index not built as above.
@@ -449,9 +449,9 @@ def scatter_index(node: Any) -> Any:
             if width is None or any(dim != 1 for dim in width):
                 raise InputError(
                     f"node {node.name} (ScatterElements): its indices {indices.name} [{_dims(indices)}] cover one "
-                    f"column of its updates {updates.name} [{_dims(updates)}] (a narrow index: torch adds only those "
-                    "columns, the plugin adds whole rows); expand the index over every column "
-                    "(idx[:, None].expand_as(src)) or use index_add")
+                    f"column of its updates {updates.name} [{_dims(updates)}] (a narrow index: torch {_verb(node)} "
+                    f"only those columns, the plugin {_verb(node)} whole rows); expand the index over every column "
+                    f"(idx[:, None].expand_as(src)) or use {'index_copy' if _verb(node) == 'writes' else 'index_add'}")
         expand = producer(indices, "Expand")
         if expand is not None:
             column = _column_of(expand.inputs[0], width_rank)
@@ -459,8 +459,8 @@ def scatter_index(node: Any) -> Any:
                 if not _expanded_covers_rows(node, expand, column, data, updates):
                     raise InputError(
                         f"node {node.name} (ScatterElements): its indices {indices.name} [{_dims(indices)}] cover fewer "
-                        f"columns than its updates {updates.name} [{_dims(updates)}] (a narrow index: torch adds only "
-                        "those columns, the plugin adds whole rows)")
+                        f"columns than its updates {updates.name} [{_dims(updates)}] (a narrow index: torch "
+                        f"{_verb(node)} only those columns, the plugin {_verb(node)} whole rows)")
                 index = column
     if index is None:
         wanted = ("Unsqueeze(idx, [1]) (index_add)" if node.op == "ScatterND"
@@ -693,6 +693,11 @@ def refuse_other_readers(node: Any, data: Any, graph: Any) -> None:
         if others:
             raise InputError(f"node {node.name} ({node.op}): its data {tensor.name} ({made_by(tensor)}) has other "
                              f"consumers ({', '.join(others)}); {verb} into it in place would change what they read")
+
+
+def _verb(node: Any) -> str:
+    """What a scatter does to its data's rows, for a message: "writes" without a reduction, else "adds"."""
+    return "writes" if reduction(node) == OVERWRITE else "adds"
 
 
 def _in_place_verb(node: Any) -> str:

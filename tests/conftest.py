@@ -116,10 +116,16 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"end-to-end test on real TensorRT: {reason}"))
         elif stand_in_reason and "trt" in getattr(item, "fixturenames", ()) and "trt_bindings" not in item.keywords:
             item.add_marker(pytest.mark.skip(reason=stand_in_reason))
-    if any("pyg_models" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("skip") for item in items):
+
+
+def pytest_collection_finish(session):
+    """PyG's layers exported in the background (tests/onnx_pyg.py) while the tests before them run, where a test
+    that will run (selected, not skipped) uses them."""
+    if any("pyg_models" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("skip")
+           for item in session.items):
         from tests.onnx_pyg import start_pyg_export
 
-        start_pyg_export()  # PyG's layers exported in the background while the tests before them run
+        start_pyg_export()
 
 
 def pytest_sessionfinish(session):

@@ -269,7 +269,8 @@ REFUSED = {  # name -> the message's parts; the node and the value are named in 
     "copy_second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "writing into it in place"],
     "copy_into_output": ["(ScatterND): its data Y is also a graph output; writing into it in place"],
     "copy_axis1": ["node node_scatter (ScatterElements): axis 1 of a 2-D tensor; the plugin", "(axis 0) only"],
-    "copy_narrow": ["(ScatterElements): its indices", "cover one column of its updates src [K, 4]", "a narrow index"],
+    "copy_narrow": ["(ScatterElements): its indices", "cover one column of its updates src [K, 4]", "a narrow index: "
+                    "torch writes only those columns, the plugin writes whole rows", "or use index_copy"],
     "second": ["(ScatterND): its data X (a graph input) has other consumers (node_add", "in place"],
     "axis1": ["node node_scatter_add (ScatterElements): axis 1 of a 2-D tensor; the plugin adds rows (axis 0) only"],
     "full_index": ["node node_scatter_add (ScatterElements): its indices idx (a graph input) are not "

@@ -107,8 +107,8 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
     assert NODE_ALIASES["overwrite_claim"] == {0: 1, 1: 2} and NODE_ALIASES["overwrite_rows"] == {0: 0}
     assert claim.input[0] == "idx" and claim.input[1] != claim.input[2]
     assert list(rows.input) == ["X", "src", "idx", *claim.output] and list(rows.output) == ["X_out"]
-    assert {key: value for key, value in attributes(claim).items()} == \
-        {"plugin_namespace": b"aliased_io", "plugin_version": b"1", "aot": 1}
+    assert attributes(claim) == attributes(rows) == {"plugin_namespace": b"aliased_io", "plugin_version": b"1",
+                                                     "aot": 1}
     for table in claim.input[1:]:
         fill = made[table]
         assert fill.op_type == "ConstantOfShape"
@@ -123,7 +123,6 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
 def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_repeat():
     """The plugin nodes' CPU reference (network/onnx_runtime.py) against a Python loop, many repeats, both
     dtypes; the AOT claim's empty tables and winners are checked."""
-    import onnx
     from onnx import helper
 
     from network.onnx_runtime import plugin_reference
@@ -152,7 +151,6 @@ def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_re
         plugin_reference(rows, [state, src, idx, keys, np.roll(winners, 1)])
     with pytest.raises(InputError, match="index 9 at position 0 is outside the"):
         plugin_reference(python, [state, src, np.concatenate([[9], idx[1:]]).astype(np.int64)])
-    assert onnx  # noqa: the helper's import
 
 
 @pytest.mark.parametrize("change, message", [
@@ -385,3 +383,67 @@ def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
     with pytest.raises(InputError, match=r"^node old \(Scatter\): the Scatter op of opsets before 11 is not rewritten"):
         rewrite_model(model)
+
+
+@needs_export
+@pytest.mark.trt_bindings
+@pytest.mark.parametrize("name", ["index_copy", "copy_and_add"])
+def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_factory, name):
+    """Each AOT node of an overwrite's rewrite names a plugin of plugin/scatter_add_aot.py (namespace::op_type)
+    with as many inputs and outputs as its registered descriptor function takes and returns (TensorRT >= 10.16's
+    tensorrt.plugin)."""
+    import inspect
+    import typing
+
+    from common.errors import MissingDependencyError
+    from network.onnx_rewrite import rewrite_model
+
+    try:
+        import plugin.scatter_add_aot as aot
+    except MissingDependencyError as error:
+        pytest.skip(str(error))
+    names = ("SCATTER_ADD", "OVERWRITE_CLAIM", "OVERWRITE_ROWS")
+    if not all(hasattr(aot, name) for name in names):
+        pytest.skip("plugin/scatter_add_aot.py registers no AOT overwrite plugins in this tree")
+    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.OVERWRITE_CLAIM: aot.overwrite_claim_desc,
+                   aot.OVERWRITE_ROWS: aot.overwrite_rows_desc}
+    model = rewrite_model(zoo_model(tmp_path_factory, name), "aot").model
+    seen = []
+    for node in (n for n in model.graph.node if n.domain):
+        plugin_id = f"{attributes(node)['plugin_namespace'].decode()}::{node.op_type}"
+        assert node.domain == aot.NAMESPACE and plugin_id in descriptors
+        signature = inspect.signature(descriptors[plugin_id])
+        assert len(node.input) == len(signature.parameters), plugin_id
+        returned = signature.return_annotation
+        assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)
+        seen.append(node.op_type)
+    assert {"overwrite_claim", "overwrite_rows"} <= set(seen)
+
+
+@needs_export
+@pytest.mark.trt_standin
+@pytest.mark.trt_bindings
+def test_the_python_overwrite_node_creates_an_overwriting_plugin_through_the_real_creator(trt, tmp_path_factory):
+    """As TensorRT's ONNX parser does (tests/test_onnx_rewrite.py's add case): each INT attribute the creator
+    advertises becomes an INT32 field; the plugin overwrites, has one output, no counts, output 0 X's memory."""
+    import onnx
+
+    from plugin.scatter_add_plugin import ScatterAddPlugin, ScatterAddPluginCreator
+    from network.onnx_rewrite import rewrite_model
+
+    node = next(n for n in rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model.graph.node
+                if n.op_type == "ScatterAddInPlace")
+    creator = ScatterAddPluginCreator()
+    advertised = {field.name: field for field in creator.field_names}
+    if "overwrite" not in advertised:
+        pytest.skip("plugin/scatter_add_plugin.py's creator has no overwrite field in this tree")
+    fields = []
+    for attribute in node.attribute:
+        if attribute.name in advertised:
+            assert attribute.type == onnx.AttributeProto.INT and advertised[attribute.name].type == trt.PluginFieldType.INT32
+            fields.append(trt.PluginField(attribute.name, np.array([attribute.i], np.int32), trt.PluginFieldType.INT32))
+    assert sorted(field.name for field in fields) == ["compute_counts", "overwrite"]
+    plugin = trt.IPluginCreatorV3One.create_plugin(creator, node.name, trt.PluginFieldCollection(fields),
+                                                   trt.TensorRTPhase.BUILD)
+    assert isinstance(plugin, ScatterAddPlugin) and plugin.overwrite is True and plugin.compute_counts is False
+    assert plugin.num_outputs == len(node.output) == 1 and plugin.get_aliased_input(0) == 0
