@@ -16,7 +16,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli.onnx_args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
+from onnx_path.args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
 from common.errors import InputError, OutputError
 from common.limits import (
     MAX_AOT_HALF_EDGES,

@@ -15,7 +15,7 @@ INSTALL_HINTS = {
     "polygraphy": f"polygraphy >= {POLYGRAPHY_FLOOR} is needed to build and run the engine: "
     f"pip install 'polygraphy>={POLYGRAPHY_FLOOR}'",
 }
-# --onnx and network/onnx_rewrite.py: the optional extras of requirements-onnx.txt
+# --onnx and onnx_path/rewrite.py: the optional extras of requirements-onnx.txt
 ONNX_INSTALL_HINT = "pip install -r requirements-onnx.txt (onnx, onnx-graphsurgeon, onnxruntime)"
 INSTALL_HINTS.update(dict.fromkeys(("onnx", "onnx_graphsurgeon", "onnxruntime"), ONNX_INSTALL_HINT))
 

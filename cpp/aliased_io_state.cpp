@@ -1131,7 +1131,7 @@ void checkOutputFolder(std::string const& path)
 }
 
 //! One output against its expected array: integers exactly, floats within 1e-4 (float32) or 1e-2 (float16) of the
-//! expected output's largest magnitude (cli/onnx_run.py compare_output, the rule of --validate --onnx); NaN fails.
+//! expected output's largest magnitude (onnx_path/run.py compare_output, the rule of --validate --onnx); NaN fails.
 //! Appends its line to `lines`.
 bool compareOutput(std::string const& name, npy::Array const& actual, npy::Array const& expected,
     std::string const& path, std::vector<std::string>& lines)

@@ -6,6 +6,6 @@
     ops.py              torch.ops.aliased_io.scatter_add_ (in place, mutates_args) and custom_translation_table,
                         which exports it as the plugin node itself (docs/onnx.md, the custom-op convention)
 
-network/onnx_rewrite.py turns the exported scatter-adds into the sample's in-place plugin nodes; docs/onnx.md
+onnx_path/rewrite.py turns the exported scatter-adds into the sample's in-place plugin nodes; docs/onnx.md
 lists what the exporter writes and what the rewrite makes of it.
 """

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 # The plugin node's format, the one the rewrite writes (numpy only: no onnx, no TensorRT).
-from network.onnx_nodes import (
+from onnx_path.nodes import (
     COUNTS_ATTRIBUTE,
     NAMESPACE_ATTRIBUTE,
     PLUGIN_DOMAIN,
@@ -32,7 +32,7 @@ from network.onnx_nodes import (
     VERSION_ATTRIBUTE,
     plugin_attributes,
 )
-from network.onnx_patterns import SHAPE_ONLY_OPS
+from onnx_path.patterns import SHAPE_ONLY_OPS
 
 OP_NAMESPACE = "aliased_io"  # torch.ops.aliased_io.*
 FEATURE_DTYPES = (torch.float32, torch.float16)

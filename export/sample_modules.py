@@ -8,7 +8,7 @@
     SampleStateUpdate  (X, src, idx) -> X_out = X.index_add(0, idx, src)   (--steps; compute_counts=0)
 
 torch.onnx.export (dynamo) writes index_add as Unsqueeze(idx) + ScatterND(reduction="add"); the rewrite
-(network/onnx_rewrite.py) replaces the one into X by the plugin and the counts' one (ones into int64 zeros
+(onnx_path/rewrite.py) replaces the one into X by the plugin and the counts' one (ones into int64 zeros
 shaped from X, with the same idx) by the plugin's counts output. Imports torch.
 """
 

@@ -1,6 +1,6 @@
 """How the network is defined: with TensorRT's network API (X, src, idx, W -> scatter-add plugin -> Cast, DIV,
 MatrixMultiply, ReLU, SoftMax; the state-update network of --steps; the AOT plugins' fill layers, --plugin aot),
-or parsed by TensorRT's ONNX parser from a model network.onnx_rewrite rewrote (--onnx, populate_from_onnx).
+or parsed by TensorRT's ONNX parser from a model onnx_path.rewrite rewrote (--onnx, populate_from_onnx).
 
     X [N, F]      src [E, F]      idx [E] int64
        |              |                |
@@ -214,7 +214,7 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
 
 KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu
 # plugin.kernels.aot.table_capacity: the float16 table has 2 E + 1 slots, computed from idx's shape here (shape
-# layers) and in network.onnx_rewrite (ONNX nodes; tests/test_onnx_rewrite.py checks their result)
+# layers) and in onnx_path.rewrite (ONNX nodes; tests/test_onnx_rewrite.py checks their result)
 TABLE_SCALE, TABLE_OFFSET = 2, 1
 
 
@@ -330,7 +330,7 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
 # --- The network parsed from a rewritten ONNX model (--onnx) ---------------------------------------------------
 @dataclass(frozen=True)
 class OnnxSource:
-    """A rewritten ONNX model (network.onnx_rewrite) to build the engine from instead of the network API: its
+    """A rewritten ONNX model (onnx_path.rewrite) to build the engine from instead of the network API: its
     serialized bytes, the file it came from (for messages) and the plugin ("python" or "aot") its nodes use."""
 
     model_bytes: bytes

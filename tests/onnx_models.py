@@ -3,7 +3,7 @@ exporter (torch.onnx.export, dynamo=True unless said) once per test session and 
 of other sizes than the export's example (so dynamic dimensions are exercised).
 
     zoo_path(tmp_path_factory, name) -> Path      the exported file (exported at the first call of the session)
-    zoo_model(tmp_path_factory, name)             a fresh onnx.ModelProto of it (network.onnx_rewrite.load_model)
+    zoo_model(tmp_path_factory, name)             a fresh onnx.ModelProto of it (onnx_path.rewrite.load_model)
     zoo_feeds(name, seed=0) -> {input: array}     inputs for ONNX Runtime, indices in range
 ACCEPTED: the models the rewrite takes (each validated by the round trip); REFUSED: name -> the message's parts.
 """
@@ -334,7 +334,7 @@ def zoo_path(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 
 
 def zoo_model(tmp_path_factory: pytest.TempPathFactory, name: str) -> Any:
-    """A fresh onnx.ModelProto of model `name` (loaded and checked by network.onnx_rewrite.load_model)."""
-    from network.onnx_rewrite import load_model
+    """A fresh onnx.ModelProto of model `name` (loaded and checked by onnx_path.rewrite.load_model)."""
+    from onnx_path.rewrite import load_model
 
     return load_model(zoo_path(tmp_path_factory, name))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import aliased_io_plugin as cli
-from cli.onnx_run import DRY_RUN_LINE
+from onnx_path.run import DRY_RUN_LINE
 from tests.onnx_helpers import REWRITE_MISSING, needs_export, ops_inputs, ops_model
 from tests.onnx_models import ACCEPTED, REFUSED, zoo, zoo_feeds, zoo_path
 from tests.test_cli import assert_one_line_error
@@ -112,7 +112,7 @@ def test_dry_run_validates_the_rewritten_model_on_the_users_inputs_and_saves_it_
 def test_a_wrong_rewrite_fails_validation_and_writes_nothing(tmp_path, capsys, monkeypatch):
     """--validate sees the rewritten model: a plugin reference that drops the last edge fails against ONNX
     Runtime on the original, exit 1, and --save_onnx is not written."""
-    from network.onnx_runtime import RewrittenSession
+    from onnx_path.runtime import RewrittenSession
 
     correct = RewrittenSession.run
 
@@ -135,8 +135,8 @@ def test_a_wrong_rewrite_fails_validation_and_writes_nothing(tmp_path, capsys, m
 def test_steps_keep_the_state_and_draw_the_other_inputs_again_from_the_seed(tmp_path, capsys):
     """--steps 3 on inputs made from the seed (--onnx_shapes): the final state is the initial state plus each
     run's fresh src added at its fresh idx, as computed here from the seed's draws."""
-    from cli.onnx_inputs import make_onnx_inputs
-    from network.onnx_rewrite import load_model, model_io, rewrite_model
+    from onnx_path.inputs import make_onnx_inputs
+    from onnx_path.rewrite import load_model, model_io, rewrite_model
 
     model = own_state_model(tmp_path)
     status = cli.main(["--dry-run", "--seed", "4", "--onnx", model, "--onnx_shapes", "state:6x3,src:9x3", "--steps", "3",

@@ -47,9 +47,9 @@ def test_a_float16_state_that_would_overflow_is_refused_before_the_run(tmp_path,
 
 
 def test_a_float16_output_beyond_its_range_is_refused_not_printed():
-    from cli.onnx_run import as_output_dtype
+    from onnx_path.run import as_output_dtype
     from common.errors import InputError
-    from network.onnx_rewrite import TensorSpec
+    from onnx_path.rewrite import TensorSpec
 
     spec = TensorSpec("y", np.dtype(np.float16), ("N",))
     assert as_output_dtype({"y": np.array([1.0, 65504.0], np.float32)}, (spec,), "the dry run")["y"].dtype == np.float16
@@ -98,7 +98,7 @@ def test_one_index_into_two_states_is_bounded_by_the_smaller(tmp_path, capsys):
 
 # --- 5: a model that holds AOT nodes already ------------------------------------------------------------------------
 def aot_model(tmp_path) -> str:
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     onnx = pytest.importorskip("onnx")
     path = tmp_path / "rw_aot.onnx"
@@ -107,8 +107,8 @@ def aot_model(tmp_path) -> str:
 
 
 def test_a_model_holding_aot_nodes_is_the_aot_plugin(tmp_path, capsys):
-    from network.onnx_nodes import AOT_OPS
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.nodes import AOT_OPS
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = aot_model(tmp_path)
     rewritten = rewrite_model(load_model(model), "python")
@@ -257,7 +257,7 @@ def test_the_steps_hint_names_a_file_of_several_runs(tmp_path, capsys):
 
 
 def test_nan_and_inf_are_compared_element_by_element():
-    from cli.onnx_run import compare_output
+    from onnx_path.run import compare_output
 
     same = compare_output(np.array([1.0, np.nan, np.inf]), np.array([1.0, np.nan, np.inf]), np.float32)
     assert same.ok and np.isfinite(same.tolerance)
@@ -287,7 +287,7 @@ def test_a_missing_engine_dependency_is_reported_before_inputs_are_read_or_made(
 
     import network.engine
 
-    onnx_run = importlib.import_module("cli.onnx_run")
+    onnx_run = importlib.import_module("onnx_path.run")
     from common.errors import MissingDependencyError
 
     def missing(*args, **kwargs):
@@ -310,8 +310,8 @@ def test_a_missing_engine_dependency_is_reported_before_inputs_are_read_or_made(
 # --- 8: other libraries' logging --------------------------------------------------------------------------------------
 def test_onnx_runtime_logs_nothing_beside_its_refusal(tmp_path, capfd):
     from common.errors import InputError
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import OnnxRuntimeSession
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import OnnxRuntimeSession
 
     session = OnnxRuntimeSession(load_model(index_add_model(tmp_path / "own.onnx")))
     inputs = own_inputs()
@@ -333,7 +333,7 @@ def test_polygraphys_log_is_folded_into_the_one_line(tmp_path, capsys):
 # --- the surviving mutations ---------------------------------------------------------------------------------------------
 def test_the_tolerance_is_the_expected_outputs_never_the_actual_ones():
     """A blown-up output must not widen its own tolerance."""
-    from cli.onnx_run import RELATIVE_TOLERANCE, compare_output
+    from onnx_path.run import RELATIVE_TOLERANCE, compare_output
 
     expected = np.array([[1.0, -2.0], [0.5, 0.0]])
     blown = expected * 1000
@@ -343,7 +343,7 @@ def test_the_tolerance_is_the_expected_outputs_never_the_actual_ones():
 
 
 def test_each_steps_run_of_a_model_of_ones_own_draws_inputs_of_its_own(tmp_path, capsys):
-    """--steps 3 on inputs made from the seed: run k draws from default_rng((seed, 2, k)) (cli.onnx_inputs'
+    """--steps 3 on inputs made from the seed: run k draws from default_rng((seed, 2, k)) (onnx_path.inputs'
     INPUTS_STREAM, in the model's input order), computed here without the sample's code."""
     from tests.test_cli_onnx_any import printed_output
 

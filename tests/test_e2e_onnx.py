@@ -105,8 +105,8 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
     from network.definition import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, deserialize_engine
     from network.execution import ExecutionSession
-    from network.onnx_rewrite import model_io, rewrite_model
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.rewrite import model_io, rewrite_model
+    from onnx_path.runtime import run_onnxruntime
     from plugin.device_array import DeviceArray
     from tests.onnx_models import zoo_feeds, zoo_model
 

@@ -235,7 +235,7 @@ def test_save_outputs_is_refused_in_one_line_before_any_work(tmp_path, capsys, c
 
 @needs_rewrite
 def test_a_failed_validation_writes_no_outputs(tmp_path, capsys, monkeypatch):
-    from network.onnx_runtime import RewrittenSession
+    from onnx_path.runtime import RewrittenSession
 
     correct = RewrittenSession.run
     monkeypatch.setattr(RewrittenSession, "run", lambda session, feeds: {
@@ -336,8 +336,8 @@ def test_the_description_of_a_models_engine_is_held_and_written_with_it(tmp_path
     """What run_model holds for --save_engine after the engine run (its tensors as TensorRT reports them; here as
     they would be): E.desc with the rewrite's aliases, the model's dimension names, the index rows and the
     run's profile, written by the run's OutputFiles. TensorRT's presence, checked while planning, is stood in for."""
-    from cli import onnx_run
-    from cli.onnx_engine_file import hold_description
+    from onnx_path import run as onnx_run
+    from onnx_path.engine_file import hold_description
     from cli.options import parse_arguments
 
     monkeypatch.setattr(onnx_run, "require_engine", lambda plugin: None)

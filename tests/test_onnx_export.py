@@ -40,7 +40,7 @@ def test_export_script_writes_the_sample_network(tmp_path_factory, network, prec
     """Inputs X, src, idx (W), output softmax / X_out, N and E dynamic, F and C fixed; the node list as observed."""
     import onnx
 
-    from network.onnx_rewrite import load_model, model_io, sample_network
+    from onnx_path.rewrite import load_model, model_io, sample_network
 
     model = load_model(sample_model(tmp_path_factory, network, precision))
     inputs, outputs = model_io(model)
@@ -69,7 +69,7 @@ def test_export_script_writes_the_sample_network(tmp_path_factory, network, prec
 def test_the_exported_counts_are_shaped_from_x_and_share_the_index(tmp_path_factory):
     """What the rewrite's counts rule relies on, in the exporter's own output: zeros [N, 1] from Shape(X)[0:1],
     ones added at Unsqueeze(idx), the same Unsqueeze output as the state's ScatterND."""
-    from network.onnx_rewrite import load_model
+    from onnx_path.rewrite import load_model
 
     model = load_model(sample_model(tmp_path_factory, "classifier", "fp32"))
     nodes = {output: node for node in model.graph.node for output in node.output}
@@ -91,8 +91,8 @@ def test_the_exported_counts_are_shaped_from_x_and_share_the_index(tmp_path_fact
 def test_onnxruntime_runs_the_exported_classifier_like_the_reference(tmp_path_factory, precision):
     """ONNX Runtime on the exported (original) classifier = the float64 reference of the same inputs; float16
     runs as the model's float32 copy (ORT's CPU provider has no float16 scatter-add)."""
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import run_onnxruntime
     from reference.compare import compare
 
     model = load_model(sample_model(tmp_path_factory, "classifier", precision))
@@ -108,8 +108,8 @@ def test_onnxruntime_runs_the_exported_classifier_like_the_reference(tmp_path_fa
 @needs_export
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_onnxruntime_runs_the_exported_state_update_like_the_reference(tmp_path_factory, precision):
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import run_onnxruntime
 
     model = load_model(sample_model(tmp_path_factory, "state", precision))
     feeds, expected = graph_inputs(precision=precision)
@@ -210,7 +210,7 @@ def test_the_script_runs_as_a_module(tmp_path_factory):
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # a new file's mode, not mkstemp's 0600
     assert sorted(path.name for path in out.parent.iterdir()) == [out.name]  # its folder holds the model alone
-    from network.onnx_rewrite import load_model, sample_network
+    from onnx_path.rewrite import load_model, sample_network
 
     found = sample_network(load_model(out))
     assert found is not None and (found.kind, found.precision, found.num_features) == ("state update", "fp16",

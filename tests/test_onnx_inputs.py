@@ -5,16 +5,16 @@ states, the comparison with ONNX Runtime, the engine bindings of outputs aliasin
 import numpy as np
 import pytest
 
-from cli.onnx_args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
-from cli.onnx_inputs import (
+from onnx_path.args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
+from onnx_path.inputs import (
     check_onnx_inputs,
     input_shapes,
     make_onnx_inputs,
     run_in_steps,
 )
-from cli.onnx_run import compare_output
+from onnx_path.run import compare_output
 from common.errors import EngineError, InputError
-from network.onnx_rewrite import IndexBound, TensorSpec
+from onnx_path.rewrite import IndexBound, TensorSpec
 
 F32, I64 = np.dtype(np.float32), np.dtype(np.int64)
 # A GNN layer's inputs: a state [N, H, F] added into at rows idx, the sources [E, H, F], and a table [C, F]

@@ -232,11 +232,11 @@ def test_the_exported_model_computes_what_eager_torch_does(tmp_path_factory, nam
 
 @needs_export
 def test_the_translation_writes_the_node_the_rewrite_writes(tmp_path_factory):
-    """The node of export.ops and the one network.onnx_rewrite makes from the exported sample state network
+    """The node of export.ops and the one onnx_path.rewrite makes from the exported sample state network
     (Python plugin) agree on domain, op_type and attributes: TensorRT's parser finds one creator for both."""
     import onnx
 
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     (rewritten,) = [node for node in rewrite_model(load_model(sample_model(tmp_path_factory, "state", "fp32")),
                                                    "python").model.graph.node if node.op_type == "ScatterAddInPlace"]
@@ -249,10 +249,10 @@ def test_the_translation_writes_the_node_the_rewrite_writes(tmp_path_factory):
 @pytest.mark.parametrize("name, precision", OPS_CASES)
 def test_the_rewrite_passes_the_model_through_and_its_cpu_run_matches_eager_torch(tmp_path_factory, name, precision):
     """rewrite_model keeps the exported plugin node (checked, nothing to rewrite) and reports X_out as X's memory;
-    network.onnx_runtime.run_rewritten (the plugin node by its CPU reference, the rest in ONNX Runtime) gives
+    onnx_path.runtime.run_rewritten (the plugin node by its CPU reference, the rest in ONNX Runtime) gives
     what eager torch gives, on the seeded inputs of test_the_exported_model_computes_what_eager_torch_does."""
-    from network.onnx_rewrite import load_model, rewrite_model
-    from network.onnx_runtime import run_rewritten
+    from onnx_path.rewrite import load_model, rewrite_model
+    from onnx_path.runtime import run_rewritten
     from reference.compare import compare
 
     result = rewrite_model(load_model(ops_model(tmp_path_factory, name, precision)), "python")

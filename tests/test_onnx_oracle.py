@@ -13,8 +13,8 @@ pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISS
 
 
 def test_a_model_with_a_scatter_runs_single_threaded_and_quiet(tmp_path):
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import QUIET, session_options
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import QUIET, session_options
     from tests.test_network_onnx_parse import state_io_model
 
     options = session_options(load_model(index_add_model(tmp_path / "scatter.onnx")))
@@ -26,8 +26,8 @@ def test_a_model_with_a_scatter_runs_single_threaded_and_quiet(tmp_path):
 def test_scatter_add_in_onnx_runtime_is_the_float32_sum_in_edge_order(tmp_path):
     """2e6 edges into 1000 rows (2,000 each): with its default threads ONNX Runtime was off by thousands here;
     single-threaded it equals np.add.at in float32 bit for bit, run after run."""
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import OnnxRuntimeSession
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import OnnxRuntimeSession
 
     session = OnnxRuntimeSession(load_model(index_add_model(tmp_path / "own.onnx", features=1)))
     rng = np.random.default_rng(0)

@@ -59,8 +59,8 @@ def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(t
     Runtime on the original exactly, and with repeated indices it follows the sequential rule."""
     import onnx
 
-    from network.onnx_rewrite import IndexBound, model_io, rewrite_model
-    from network.onnx_runtime import run_onnxruntime, run_rewritten
+    from onnx_path.rewrite import IndexBound, model_io, rewrite_model
+    from onnx_path.runtime import run_onnxruntime, run_rewritten
 
     original = zoo_model(tmp_path_factory, name)
     result = rewrite_model(original, plugin)
@@ -97,8 +97,8 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
     """overwrite_claim's keys0 and winners0: two ConstantOfShape tensors (never one buffer for two outputs) of
     int64 -1, shaped 2 * Shape(idx)[0] + 1, made for the claim alone; its outputs are theirs (NODE_ALIASES),
     read by overwrite_rows with the state, src and idx; the state's output is X's memory."""
-    from network.onnx_nodes import NODE_ALIASES
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.nodes import NODE_ALIASES
+    from onnx_path.rewrite import rewrite_model
 
     model = rewrite_model(zoo_model(tmp_path_factory, "index_copy"), "aot").model
     made = {output: node for node in model.graph.node for output in node.output}
@@ -121,11 +121,11 @@ def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_
 
 
 def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_repeat():
-    """The plugin nodes' CPU reference (network/onnx_runtime.py) against a Python loop, many repeats, both
+    """The plugin nodes' CPU reference (onnx_path/runtime.py) against a Python loop, many repeats, both
     dtypes; the AOT claim's empty tables and winners are checked."""
     from onnx import helper
 
-    from network.onnx_runtime import plugin_reference
+    from onnx_path.runtime import plugin_reference
 
     python = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], ["out"], domain="aliased_io", overwrite=1,
                               compute_counts=0)
@@ -161,7 +161,7 @@ def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_re
 def test_an_overwrite_node_of_another_form_is_refused_in_one_line(change, message):
     from onnx import TensorProto, helper
 
-    from network.onnx_nodes import check_plugin_nodes
+    from onnx_path.nodes import check_plugin_nodes
 
     outputs = ["out", "counts"][:change.get("outputs", 1)]
     node = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], outputs, domain="aliased_io", name="node",
@@ -181,8 +181,8 @@ def test_an_overwrite_node_of_another_form_is_refused_in_one_line(change, messag
 def test_a_python_overwrite_node_in_the_model_becomes_the_aot_overwrite(tmp_path_factory):
     """A model holding ScatterAddInPlace overwrite=1 (the Python rewrite's own output, read back) rewritten for
     the AOT plugin: overwrite_claim + overwrite_rows, still the sequential rule."""
-    from network.onnx_rewrite import rewrite_model
-    from network.onnx_runtime import run_rewritten
+    from onnx_path.rewrite import rewrite_model
+    from onnx_path.runtime import run_rewritten
 
     python = rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model
     aot = rewrite_model(python, "aot")
@@ -197,7 +197,7 @@ def test_a_python_overwrite_node_in_the_model_becomes_the_aot_overwrite(tmp_path
 def test_an_overwrite_under_the_samples_names_is_not_the_samples_state_update(tmp_path_factory):
     """index_copy with X, src, idx -> X_out has the sample's inputs and outputs, but writes rows: not validated
     by the sample's add formula."""
-    from network.onnx_rewrite import sample_network
+    from onnx_path.rewrite import sample_network
 
     assert sample_network(zoo_model(tmp_path_factory, "index_copy")) is None
 
@@ -293,7 +293,7 @@ def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_fact
                                                                    rule):
     """The comparison is not vacuous: a reference where the FIRST edge wins fails at the repeated rows (the
     rule's check), one that writes a row off by one fails at the defined rows (ONNX Runtime's)."""
-    import network.onnx_runtime as runtime
+    import onnx_path.runtime as runtime
 
     correct = runtime.last_edges
 
@@ -347,8 +347,8 @@ def float16_copy_model(path):
 @pytest.mark.parametrize("plugin", PLUGINS)
 def test_a_float16_overwrite_copies_rows_exactly_in_both_plugins(tmp_path, plugin):
     """float16 rows are copied, not summed: the rewritten model's X_out is bit for bit the sequential rule."""
-    from network.onnx_rewrite import load_model, rewrite_model
-    from network.onnx_runtime import run_rewritten
+    from onnx_path.rewrite import load_model, rewrite_model
+    from onnx_path.runtime import run_rewritten
 
     rng = np.random.default_rng(4)
     feeds = {"X": rng.standard_normal((7, 3)).astype(np.float16), "src": rng.standard_normal((12, 3)).astype(np.float16),
@@ -373,7 +373,7 @@ def test_a_float16_overwrite_with_repeated_indices_passes_the_dry_run_validation
 def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
     from onnx import TensorProto, helper
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     node = helper.make_node("Scatter", ["X", "indices", "src"], ["X_out"], name="old", axis=0)
     graph = helper.make_graph([node], "old", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3]),
@@ -396,7 +396,7 @@ def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_facto
     import typing
 
     from common.errors import MissingDependencyError
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     try:
         import plugin.scatter_add_aot as aot
@@ -429,7 +429,7 @@ def test_the_python_overwrite_node_creates_an_overwriting_plugin_through_the_rea
     import onnx
 
     from plugin.scatter_add_plugin import ScatterAddPlugin, ScatterAddPluginCreator
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     node = next(n for n in rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model.graph.node
                 if n.op_type == "ScatterAddInPlace")

@@ -37,8 +37,8 @@ def reductions(model):
 def test_each_pyg_model_has_its_add_scatters_rewritten_and_round_trips(pyg_models, name, plugin):
     import onnx
 
-    from network.onnx_rewrite import load_model, rewrite_model
-    from network.onnx_runtime import run_onnxruntime, run_rewritten
+    from onnx_path.rewrite import load_model, rewrite_model
+    from onnx_path.runtime import run_onnxruntime, run_rewritten
 
     expected = PYG[name]
     original = load_model(pyg_models(name))
@@ -68,7 +68,7 @@ def test_each_pyg_model_has_its_add_scatters_rewritten_and_round_trips(pyg_model
 def test_edge_conv_max_has_no_scatter_add_and_is_one_line(pyg_models):
     """EdgeConv(aggr='max'): two ScatterElements (min, then max) and no add: nothing to rewrite in place, one line
     (docs/onnx.md: build such a model as it is)."""
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = load_model(pyg_models("edge_max"))
     assert reductions(model) == ["min", "max"]

@@ -1,4 +1,4 @@
-"""network/onnx_rewrite.py on models the real exporter wrote in this session: the rewritten graphs (Python and
+"""onnx_path/rewrite.py on models the real exporter wrote in this session: the rewritten graphs (Python and
 AOT plugin nodes), every refusal, loading, saving, ONNX Runtime, the sample's own network; and (marked
 trt_bindings) the rewritten node against the real plugin creator and the AOT plugins' registered signatures."""
 
@@ -38,7 +38,7 @@ def attribute_types(node):
 
 
 def rewritten(tmp_path_factory, network, precision, plugin):
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     return rewrite_model(load_model(sample_model(tmp_path_factory, network, precision)), plugin)
 
@@ -58,7 +58,7 @@ def consumers(model, tensor):
 def test_python_plugin_node_replaces_the_scatters(tmp_path_factory, network, precision):
     """One ScatterAddInPlace node on (X, src, idx), outputs the scatters' own tensors, no Scatter* and no index
     plumbing left, the rest of the graph and its inputs/outputs as exported."""
-    from network.onnx_rewrite import load_model, model_io
+    from onnx_path.rewrite import load_model, model_io
 
     original = load_model(sample_model(tmp_path_factory, network, precision))
     result = rewritten(tmp_path_factory, network, precision, "python")
@@ -96,7 +96,7 @@ def test_python_plugin_node_replaces_the_scatters(tmp_path_factory, network, pre
 
 @needs_export
 def test_rewrite_leaves_the_input_model_unchanged(tmp_path_factory):
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = load_model(sample_model(tmp_path_factory, "classifier", "fp32"))
     before = model.SerializeToString()
@@ -123,7 +123,7 @@ FILLS = {"counts_zero": "ConstantOfShape", "keys": "ConstantOfShape", "values": 
 def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precision):
     """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/definition.py
     wires them; their zero-filled inputs are ConstantOfShape nodes; no Scatter* left; outputs kept."""
-    from network.onnx_rewrite import load_model, model_io
+    from onnx_path.rewrite import load_model, model_io
 
     original = load_model(sample_model(tmp_path_factory, network, precision))
     model = rewritten(tmp_path_factory, network, precision, "aot").model
@@ -200,9 +200,9 @@ def test_other_exported_forms_are_rewritten(tmp_path_factory, name, exported, py
     """scatter_add (ScatterElements) for the state and for the counts, float counts, index_put: the exporter's
     nodes as listed, and after the rewrite the plugin on X, src, idx and no Scatter*; ONNX Runtime on the
     original agrees with the reference."""
-    from network.onnx_patterns import SCATTER_OPS
-    from network.onnx_rewrite import model_io, rewrite_model
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.patterns import SCATTER_OPS
+    from onnx_path.rewrite import model_io, rewrite_model
+    from onnx_path.runtime import run_onnxruntime
     from reference.compare import compare
     from tests.onnx_models import zoo_model
 
@@ -241,7 +241,7 @@ def test_a_second_counts_scatter_is_refused(tmp_path_factory):
     """Hand-edited: the exporter merges equal subgraphs, so a second counts scatter (a copy of the first) is made here."""
     import onnx
 
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = load_model(sample_model(tmp_path_factory, "classifier", "fp32"))
     counts = [node for node in model.graph.node if node.op_type == "ScatterND"][1]
@@ -260,7 +260,7 @@ def test_a_shape_consumer_of_x_is_allowed_a_value_consumer_is_not(tmp_path_facto
     Hand-edited: a Shape node of X made a graph output, then an Identity of X."""
     import onnx
 
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = load_model(sample_model(tmp_path_factory, "state", "fp32"))
     model.graph.node.append(onnx.helper.make_node("Shape", ["X"], ["x_shape"], name="x_shape"))
@@ -280,7 +280,7 @@ def test_a_scatter_in_a_subgraph_is_refused_and_unnamed_nodes_are_named(tmp_path
     import onnx
     from onnx import helper
 
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     model = load_model(sample_model(tmp_path_factory, "state", "fp32"))
     branch = helper.make_graph(list(model.graph.node), "branch", [], list(model.graph.output),
@@ -304,7 +304,7 @@ def test_a_scatter_in_a_subgraph_is_refused_and_unnamed_nodes_are_named(tmp_path
 def test_an_unknown_plugin_is_refused():
     import onnx
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     with pytest.raises(InputError, match="plugin must be one of python, aot, got 'cpp'"):
         rewrite_model(onnx.ModelProto(), "cpp")
@@ -314,7 +314,7 @@ def test_an_unknown_plugin_is_refused():
 def test_load_model_refuses_bad_files_in_one_line(tmp_path):
     import onnx
 
-    from network.onnx_rewrite import load_model
+    from onnx_path.rewrite import load_model
 
     text = tmp_path / "notes.txt"
     text.write_text("not a model\n" * 10)
@@ -335,8 +335,8 @@ def test_load_model_refuses_bad_files_in_one_line(tmp_path):
 
 @needs_export
 def test_onnxruntime_refuses_bad_feeds_and_the_rewritten_model(tmp_path_factory):
-    from network.onnx_rewrite import load_model, rewrite_model
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.rewrite import load_model, rewrite_model
+    from onnx_path.runtime import run_onnxruntime
 
     model = load_model(sample_model(tmp_path_factory, "state", "fp32"))
     feeds, _ = graph_inputs()
@@ -354,8 +354,8 @@ def test_onnxruntime_refuses_bad_feeds_and_the_rewritten_model(tmp_path_factory)
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_one_session_runs_the_state_update_in_steps(tmp_path_factory, precision):
     """OnnxRuntimeSession: X_out fed back as X over three batches = the float64 sum of all of them."""
-    from network.onnx_rewrite import load_model
-    from network.onnx_runtime import OnnxRuntimeSession
+    from onnx_path.rewrite import load_model
+    from onnx_path.runtime import OnnxRuntimeSession
 
     session = OnnxRuntimeSession(load_model(sample_model(tmp_path_factory, "state", precision)))
     assert session.float32_copy is (precision == "fp16") and session.output_names == ["X_out"]
@@ -374,7 +374,7 @@ def test_float32_copy_raises_every_float16_tensor():
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from network.onnx_runtime import float32_copy
+    from onnx_path.runtime import float32_copy
 
     weights = numpy_helper.from_array(np.array([0.5, 2.0], np.float16), "w")
     nodes = [helper.make_node("Cast", ["x"], ["x16"], to=TensorProto.FLOAT16),
@@ -397,7 +397,7 @@ def test_float32_copy_raises_every_float16_tensor():
 def test_sample_network_needs_the_samples_names_and_shapes(tmp_path_factory):
     import onnx
 
-    from network.onnx_rewrite import load_model, sample_network
+    from onnx_path.rewrite import load_model, sample_network
 
     model = load_model(sample_model(tmp_path_factory, "classifier", "fp16"))
     found = sample_network(model)

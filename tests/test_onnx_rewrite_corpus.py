@@ -89,7 +89,7 @@ def source(tmp_path_factory, name, where):
 def test_every_mutant_is_rewritten_or_refused_in_one_line(tmp_path_factory, tmp_path, capsys, name, where):
     import onnx
 
-    from network.onnx_rewrite import load_model, rewrite_model
+    from onnx_path.rewrite import load_model, rewrite_model
 
     path, inputs = source(tmp_path_factory, name, where)
     original = onnx.load(str(path))

@@ -36,7 +36,7 @@ def make(nodes, inputs, outputs, initializers=(), value_info=()):
 
 
 def round_trip(original, rewritten, feeds):
-    from network.onnx_runtime import run_onnxruntime, run_rewritten
+    from onnx_path.runtime import run_onnxruntime, run_rewritten
 
     expected = run_onnxruntime(original, feeds).outputs
     actual = run_rewritten(rewritten, feeds)
@@ -83,7 +83,7 @@ def state_and_counts(counts_value=1.0, counts_index="idx"):
 
 def test_ones_into_zeros_of_the_same_index_are_the_plugins_counts():
     """The form the next three tests vary: paired, one plugin node with compute_counts=1, and right."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = state_and_counts()
     result = rewrite_model(model)
@@ -94,7 +94,7 @@ def test_ones_into_zeros_of_the_same_index_are_the_plugins_counts():
 def test_other_values_into_zeros_are_not_counts():
     """Catches: any constant added into zeros [N, 1] taken for counts (the 2.0s would become the plugin's
     counts, half of what the model computes). Each scatter gets its own plugin node, and the round trip agrees."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = state_and_counts(counts_value=2.0)
     result = rewrite_model(model)
@@ -105,7 +105,7 @@ def test_other_values_into_zeros_are_not_counts():
 def test_counts_of_another_index_are_not_the_states_counts():
     """Catches: a counts scatter paired with a state scatter of another index (the plugin would count idx's
     edges where the model counts other's)."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = state_and_counts(counts_index="other")
     result = rewrite_model(model)
@@ -120,7 +120,7 @@ def test_a_constant_is_a_fill_only_where_every_value_is_the_same(values):
     for the plugin, and the round trip agrees."""
     from onnx import TensorProto, helper
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     nodes = [helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
              helper.make_node("ScatterND", ["base", "column", "src"], ["out"], name="add_into_constant", reduction="add")]
@@ -156,7 +156,7 @@ def heads_scatter_elements(axis):
 def test_a_negative_axis_is_normalised_by_the_datas_own_rank(axis):
     """Catches: a negative ScatterElements axis normalised as if the data were 2-D (-2 of [N, H, F] taken for
     rows). -3 and 0 are the rows of a 3-D state (rewritten, round trip); -2, -1, 1 are not (refused)."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = heads_scatter_elements(axis)
     if axis in (-3, 0):
@@ -183,8 +183,8 @@ def test_each_aliased_output_is_the_memory_of_an_input_of_its_shape(plugin, dtyp
     import onnx_graphsurgeon as gs
     from onnx import TensorProto, helper
 
-    from network.onnx_nodes import NODE_ALIASES
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.nodes import NODE_ALIASES
+    from onnx_path.rewrite import rewrite_model
 
     kind = TensorProto.FLOAT if dtype == "float32" else TensorProto.FLOAT16
     model = state_and_counts()
@@ -217,8 +217,8 @@ def test_a_left_out_attribute_is_judged_by_the_parsers_default(outputs, accepted
     outputs is right, one of one output is not (the engine would have an output the model lacks)."""
     from onnx import TensorProto, helper
 
-    from network.onnx_nodes import PLUGIN_DOMAIN
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.nodes import PLUGIN_DOMAIN
+    from onnx_path.rewrite import rewrite_model
 
     names = ["X_out", "counts"][:outputs]
     node = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], names, name="plugin", domain=PLUGIN_DOMAIN,
@@ -279,7 +279,7 @@ def test_an_index_taken_from_edge_index_is_proved_to_cover_every_column(take):
     The row of edge_index [2, E] by Gather, Slice + Squeeze or Split + Squeeze, the Expand's rows from
     Shape(edge_index, 1, 2): proved E = the index's length, rewritten and right. Taken from edge_index's dimension
     0 instead (2 rows of indices, whatever E is), nothing proves it: refused, one line naming the node."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = edge_row_model(take)
     result = rewrite_model(model)
@@ -299,7 +299,7 @@ def test_a_one_dimensional_index_add_into_a_graph_input_goes_in_place_as_rows(co
     (idx itself, which ONNX reads as [E] coordinates of a 1-D tensor) is refused in one line, not a traceback."""
     from onnx import TensorProto, helper
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     nodes = [helper.make_node("Unsqueeze", ["idx", "axes"], ["col"])] if column == "unsqueeze" else \
         [helper.make_node("Identity", ["idx"], ["col"])]

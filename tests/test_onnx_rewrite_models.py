@@ -40,7 +40,7 @@ def attributes(node):
 
 def round_trip(original, rewritten, feeds, rtol=1e-5, atol=1e-5):
     """The rewritten model (plugin nodes on the CPU) against ONNX Runtime on the original, output by output."""
-    from network.onnx_runtime import run_onnxruntime, run_rewritten
+    from onnx_path.runtime import run_onnxruntime, run_rewritten
 
     expected = run_onnxruntime(original, feeds).outputs
     actual = run_rewritten(rewritten, feeds)
@@ -58,7 +58,7 @@ def test_each_users_model_is_rewritten_and_validated(tmp_path_factory, name, plu
     aliases and index bounds as the model says, and the round trip agrees with ONNX Runtime on the original."""
     import onnx
 
-    from network.onnx_rewrite import IndexBound, model_io, rewrite_model
+    from onnx_path.rewrite import IndexBound, model_io, rewrite_model
 
     original = zoo_model(tmp_path_factory, name)
     result = rewrite_model(original, plugin)
@@ -88,7 +88,7 @@ def test_each_users_model_is_rewritten_and_validated(tmp_path_factory, name, plu
 def test_what_cannot_be_rewritten_is_one_line_naming_the_node(tmp_path_factory, name):
     """Each model written by the real exporter (the legacy one for "legacy": dynamo=False): InputError, one line,
     for either plugin."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = zoo_model(tmp_path_factory, name)
     for plugin in PLUGINS:
@@ -106,7 +106,7 @@ def test_the_narrow_index_is_what_torch_adds_only_in_part(tmp_path_factory):
     column 0 only, and the exported model is not even valid ONNX (ONNX Runtime refuses to run it)."""
     import torch
 
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.runtime import run_onnxruntime
 
     X, src, idx = torch.zeros(2, 4), torch.ones(3, 4), torch.tensor([0, 0, 1])
     assert X.scatter_add(0, idx[:, None], src).tolist() == [[2, 0, 0, 0], [1, 0, 0, 0]]
@@ -118,7 +118,7 @@ def test_the_narrow_index_is_what_torch_adds_only_in_part(tmp_path_factory):
 @needs_export
 def test_the_legacy_export_loses_rows_at_a_repeated_index(tmp_path_factory):
     """Why the legacy pattern is refused: ONNX Runtime on it keeps one of the rows added at a repeated index."""
-    from network.onnx_runtime import run_onnxruntime
+    from onnx_path.runtime import run_onnxruntime
 
     feeds = {"X": np.zeros((2, 3), np.float32), "src": np.ones((3, 3), np.float32), "idx": np.array([0, 0, 1])}
     (out,) = run_onnxruntime(zoo_model(tmp_path_factory, "legacy"), feeds).outputs.values()
@@ -130,11 +130,11 @@ def test_the_legacy_export_loses_rows_at_a_repeated_index(tmp_path_factory):
 def test_a_model_with_the_samples_names_but_another_graph_is_not_the_sample(tmp_path_factory):
     """index_add(..., alpha=0.5) under the sample's names and shapes (X, src, idx -> X_out): not the sample's
     state update, so the CLI does not validate it against the sample's formula; the sample's own export is."""
-    from network.onnx_rewrite import model_io, sample_network
+    from onnx_path.rewrite import model_io, sample_network
 
     alpha = zoo_model(tmp_path_factory, "alpha")
     sample = sample_model(tmp_path_factory, "state", "fp32")
-    from network.onnx_rewrite import load_model
+    from onnx_path.rewrite import load_model
 
     state = load_model(sample)
     assert [spec.name for spec in model_io(alpha)[0]] == ["X", "src", "idx"]
@@ -152,7 +152,7 @@ def test_a_model_with_plugin_nodes_passes_through_checked(tmp_path_factory):
     attribute differs is refused naming it."""
     import onnx
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     original = zoo_model(tmp_path_factory, "two_states")
     once = rewrite_model(original, "python").model
@@ -186,7 +186,7 @@ def test_a_plugin_node_whose_state_another_node_reads_is_refused(tmp_path_factor
     would see the added rows, so the model is refused naming the node and the reader."""
     import onnx
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     once = rewrite_model(zoo_model(tmp_path_factory, "two_states"), "python").model
     node = once.graph.node[0]
@@ -202,8 +202,8 @@ def test_a_plugin_node_whose_state_another_node_reads_is_refused(tmp_path_factor
 def test_the_reference_refuses_an_index_out_of_range_and_keeps_state_across_runs(tmp_path_factory):
     """run_rewritten: an index past the state's rows is one line naming the node and the value; a
     RewrittenSession run three times with its outputs fed back equals ONNX Runtime's original fed back."""
-    from network.onnx_rewrite import rewrite_model
-    from network.onnx_runtime import OnnxRuntimeSession, RewrittenSession, run_rewritten
+    from onnx_path.rewrite import rewrite_model
+    from onnx_path.runtime import OnnxRuntimeSession, RewrittenSession, run_rewritten
 
     original = zoo_model(tmp_path_factory, "two_states")
     model = rewrite_model(original, "python").model
@@ -230,8 +230,8 @@ def test_the_reference_refuses_an_index_out_of_range_and_keeps_state_across_runs
 def test_the_float16_sample_round_trips_through_the_aot_table(tmp_path_factory, network):
     """The float16 AOT path (scatter_table + apply_table and their fills) on the CPU against ONNX Runtime on the
     original (both run as their float32 copies)."""
-    from network.onnx_rewrite import IndexBound, load_model, rewrite_model
-    from network.onnx_runtime import RewrittenSession
+    from onnx_path.rewrite import IndexBound, load_model, rewrite_model
+    from onnx_path.runtime import RewrittenSession
     from tests.onnx_helpers import graph_inputs
 
     original = load_model(sample_model(tmp_path_factory, network, "fp16"))
@@ -253,7 +253,7 @@ def test_data_that_is_also_a_graph_output_is_refused(tmp_path_factory):
     exporter writes no such graph), and a computed tensor also returned: adding in place would change them."""
     import onnx
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     for name, data in (("scatter_add_state", "X"), ("computed", None)):
         model = zoo_model(tmp_path_factory, name)
@@ -268,7 +268,7 @@ def test_data_that_is_also_a_graph_output_is_refused(tmp_path_factory):
 def test_scatter_elements_with_a_negative_axis(tmp_path_factory):
     """Catches: taking any negative axis for rows. axis -2 of a 2-D tensor is axis 0 (accepted, and validated);
     -1 is its columns (refused). Hand-edited axis of the exported scatter_add."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     for axis in (-2, -1):
         model = zoo_model(tmp_path_factory, "scatter_add_state")
@@ -288,7 +288,7 @@ def test_a_constant_of_shape_without_value_is_a_zero_fill(tmp_path_factory):
     one plugin node computes both (compute_counts=1), and the round trip agrees."""
     import onnx
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     model = zoo_model(tmp_path_factory, "float_counts")
     scatters = [node for node in model.graph.node if node.op_type in SCATTERS]
@@ -311,7 +311,7 @@ def test_float32_copy_converts_dtype_attributes():
     import onnxruntime
     from onnx import TensorProto, helper
 
-    from network.onnx_runtime import float32_copy
+    from onnx_path.runtime import float32_copy
 
     nodes = [helper.make_node("EyeLike", ["x"], ["eye"], dtype=TensorProto.FLOAT16),
              helper.make_node("Add", ["x", "eye"], ["y"])]
@@ -359,7 +359,7 @@ def scatter_pair_model(into_zeros: bool):
 def test_two_scatters_into_one_tensor_refused_and_a_shared_fill_cloned():
     """Chained into one state: refused (two scatter-adds into one tensor). Into one zeros fill the model shares:
     each plugin node adds into its own copy of the fill, and the round trip agrees."""
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     with pytest.raises(InputError, match=r"node second \(ScatterND\): its data a is the output of first \(ScatterND\): "
                                          "two scatter-adds into one tensor"):
@@ -386,7 +386,7 @@ def test_a_view_of_a_state_is_judged_as_the_state():
     import onnx
     from onnx import TensorProto, helper
 
-    from network.onnx_rewrite import rewrite_model
+    from onnx_path.rewrite import rewrite_model
 
     def model(read_again: bool):
         inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3]),

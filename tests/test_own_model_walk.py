@@ -65,7 +65,7 @@ def test_the_pages_dry_run_rewrites_the_model_and_proves_it_against_onnx_runtime
 
 def test_the_cpp_plan_reads_the_walks_files_and_binds_each_state_output_at_its_input(walked, recent_program):
     from common.engine_description import IndexRows, describe_built_engine, format_description
-    from network.onnx_rewrite import load_model, model_io, rewrite_model
+    from onnx_path.rewrite import load_model, model_io, rewrite_model
 
     folder, dry = walked
     assert dry.returncode == 0, dry.stdout + dry.stderr

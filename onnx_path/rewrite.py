@@ -62,7 +62,7 @@ from network.definition import (
     PYTHON_PLUGIN,
     STATE_UPDATE,
 )
-from network.onnx_nodes import (
+from onnx_path.nodes import (
     AOT_OPS,
     COUNTS_ATTRIBUTE,
     OVERWRITE_ATTRIBUTE,
@@ -75,7 +75,7 @@ from network.onnx_nodes import (
     overwrite_nodes,
     plugin_nodes,
 )
-from network.onnx_patterns import (
+from onnx_path.patterns import (
     FILL,
     SCATTER_OPS,
     Match,
@@ -98,7 +98,7 @@ from network.onnx_patterns import (
     rows_from_max_of,
     rows_source,
 )
-from network.onnx_runtime import short_line as _first_line
+from onnx_path.runtime import short_line as _first_line
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
 
     InputError (one line naming the node and the value) when the model has neither a scatter-add nor a plugin
     node (docs/onnx.md: such a model is refused, not run as it is), a scatter it cannot rewrite safely
-    (network/onnx_patterns.py), or a graph it cannot read."""
+    (onnx_path/patterns.py), or a graph it cannot read."""
     if plugin not in PLUGINS:
         raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
     gs, onnx = import_module("onnx_graphsurgeon"), import_module("onnx")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cli.onnx_args import DEFAULT_DYNAMIC_DIM
+from onnx_path.args import DEFAULT_DYNAMIC_DIM
 from common.errors import InputError, MissingDependencyError
 from common.text import shown_path
 

@@ -40,7 +40,7 @@ def step_folder(run: int) -> str:
 @dataclass(frozen=True)
 class LoadedEngine:
     """--load_engine's engine file, its description file and the description, with the description's index
-    rows as network.onnx_rewrite.IndexBound (by input name)."""
+    rows as onnx_path.rewrite.IndexBound (by input name)."""
 
     path: str
     description_file: str
@@ -66,9 +66,9 @@ def check_tensor_names(engine: EngineOptions, inputs: Iterable[Any], outputs: It
 def plan_loaded_engine(options: Any, settings: Settings) -> Any:
     """Step 2 for --load_engine E of a model of one's own: the description E.desc read and checked, the inputs
     (--onnx_inputs, or made from the seed by the description's shapes and index rows) checked against it and
-    its profile, before TensorRT is touched; a cli.onnx_run.ModelPlan without a model."""
-    from cli.onnx_run import check_model_options, plan_inputs, require_engine
-    from network.onnx_rewrite import IndexBound, TensorSpec
+    its profile, before TensorRT is touched; a onnx_path.run.ModelPlan without a model."""
+    from onnx_path.run import check_model_options, plan_inputs, require_engine
+    from onnx_path.rewrite import IndexBound, TensorSpec
 
     engine = settings.engine
     assert engine.load_engine is not None and engine.description is not None
@@ -81,7 +81,7 @@ def plan_loaded_engine(options: Any, settings: Settings) -> Any:
     def spec(tensor: Any) -> Any:
         return TensorSpec(tensor.name, None if tensor.dtype == "bfloat16" else np.dtype(tensor.dtype), tensor.shape)
 
-    bounds = {name: IndexBound(rows.rows, rows.input, rows.axis, rows.own_max)
+    bounds = {name: IndexBound(rows=rows.rows, input=rows.input, axis=rows.axis, own_max=rows.own_max)
               for name, rows in description.index_rows.items()}
     loaded = LoadedEngine(engine.load_engine, engine.description, description, bounds)
     head = [f"Engine {shown_path(engine.load_engine)}: a model of your own, described by "

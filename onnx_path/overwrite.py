@@ -73,7 +73,7 @@ def probe_model(model: Any, found: list[Overwrite]) -> Any:
 
 def written_rows(op: str, indices: np.ndarray) -> np.ndarray:
     """The row each update of an overwrite writes: ScatterND's [E, 1] indices, or column 0 of ScatterElements'
-    expanded [E, ...] indices (the inputs' check keeps them within the rows: cli.onnx_inputs)."""
+    expanded [E, ...] indices (the inputs' check keeps them within the rows: onnx_path.inputs)."""
     return indices.reshape(indices.shape[0], -1)[:, 0].astype(np.int64)
 
 
@@ -127,8 +127,8 @@ class OverwriteOracle:
 
 
 def overwrite_oracle(model: Any, states: Mapping[str, str]) -> OverwriteOracle | None:
-    """The OverwriteOracle of a cli.onnx_model.OnnxModel's original, or None where no scatter overwrites rows."""
-    from cli.onnx_model import original_run
+    """The OverwriteOracle of a onnx_path.model.OnnxModel's original, or None where no scatter overwrites rows."""
+    from onnx_path.model import original_run
 
     if not overwrites(model.original):
         return None
@@ -163,7 +163,7 @@ class NotCompared:
 
 def compared(label: str, name: str, actual: np.ndarray, expected: np.ndarray, dtype: Any,
              oracle: OverwriteOracle | None, compare: Callable[[np.ndarray, np.ndarray, Any], Any]) -> tuple[str, Any]:
-    """(label, comparison) of one output against ONNX Runtime's, `compare` (cli.onnx_run.compare_output) over the
+    """(label, comparison) of one output against ONNX Runtime's, `compare` (onnx_path.run.compare_output) over the
     rows ONNX defines where an overwrite wrote a repeated index (the module docstring), the label saying so."""
     record: RowRecord | None = oracle.records.get(name) if oracle is not None else None
     if oracle is not None and record is None:

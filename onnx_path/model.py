@@ -1,7 +1,7 @@
 """--onnx MODEL.onnx in a run of aliased_io_plugin.py: the model read and rewritten with the in-place plugin
-(network.onnx_rewrite), then either the sample's own network (sample_network recognises it by its graph), checked
+(onnx_path.rewrite), then either the sample's own network (sample_network recognises it by its graph), checked
 against the run and compared with ONNX Runtime and the float64 reference, or a model of the user's own, which
-cli.onnx_run runs on inputs of its own. onnx, onnx-graphsurgeon and onnxruntime only, no TensorRT; a bad model
+onnx_path.run runs on inputs of its own. onnx, onnx-graphsurgeon and onnxruntime only, no TensorRT; a bad model
 stops with exit 2 before any engine work.
 """
 
@@ -49,8 +49,8 @@ class OnnxModel:
 
     path: str
     original: Any  # onnx.ModelProto
-    rewritten: Any  # network.onnx_rewrite.Rewritten
-    network: Any  # network.onnx_rewrite.SampleNetwork or None
+    rewritten: Any  # onnx_path.rewrite.Rewritten
+    network: Any  # onnx_path.rewrite.SampleNetwork or None
     own_inputs: str | None = None
 
     @property
@@ -61,7 +61,7 @@ class OnnxModel:
     def holds_plugin_nodes(self) -> bool:
         """Whether the original model already holds plugin nodes (torch.ops.aliased_io.scatter_add_ exported
         through export.ops), which ONNX Runtime has no kernel for."""
-        from network.onnx_nodes import is_plugin_node
+        from onnx_path.nodes import is_plugin_node
 
         return any(is_plugin_node(node.domain, node.op_type) for node in self.original.graph.node)
 
@@ -95,7 +95,7 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     InputError naming the file and the problem (the node, for the rewrite). The sample's network must suit
     --steps (checked here, before the graph is read)."""
     from network.definition import PYTHON_PLUGIN
-    from network.onnx_rewrite import load_model, rewrite_model, sample_network
+    from onnx_path.rewrite import load_model, rewrite_model, sample_network
 
     assert engine.onnx is not None
     require_onnx_packages(with_runtime=bool(options.dry_run or options.validate))
@@ -122,7 +122,7 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
 def check_dimensions(model: Any, shown: str) -> None:
     """InputError for a static dimension below 0 of a graph input or output (onnx.checker accepts -3, which
     no tensor can have)."""
-    from network.onnx_rewrite import model_io
+    from onnx_path.rewrite import model_io
 
     inputs, outputs = model_io(model)
     for what, specs in (("input", inputs), ("output", outputs)):
@@ -203,8 +203,8 @@ def naming_the_model(model: OnnxModel) -> Iterator[None]:
 def original_run(model: OnnxModel, proto: Any = None) -> Run:
     """The original model in one ONNX Runtime session (a float16 model runs as its float32 copy); plugin nodes
     it already holds (OnnxModel.holds_plugin_nodes) computed by their CPU reference (RewrittenSession).
-    `proto`: a model run in its place (cli.onnx_overwrite's probe: the original with more outputs)."""
-    from network.onnx_runtime import OnnxRuntimeSession, RewrittenSession
+    `proto`: a model run in its place (onnx_path.overwrite's probe: the original with more outputs)."""
+    from onnx_path.runtime import OnnxRuntimeSession, RewrittenSession
 
     return _session_run(model, RewrittenSession if model.holds_plugin_nodes else OnnxRuntimeSession,
                         model.original if proto is None else proto)
@@ -212,8 +212,8 @@ def original_run(model: OnnxModel, proto: Any = None) -> Run:
 
 def rewritten_run(model: OnnxModel) -> Run:
     """The rewritten model in ONNX Runtime, the plugin nodes by their CPU reference, in one session
-    (network.onnx_runtime.RewrittenSession; the reference adds into copies, never into the feeds)."""
-    from network.onnx_runtime import RewrittenSession
+    (onnx_path.runtime.RewrittenSession; the reference adds into copies, never into the feeds)."""
+    from onnx_path.runtime import RewrittenSession
 
     return _session_run(model, RewrittenSession, model.rewritten.model)
 
@@ -233,7 +233,7 @@ def sample_output(prepared: Any, precision: str, run: Run) -> np.ndarray:
     """The sample network's result from `run`: the classifier's softmax on the engine's feeds (X, src, idx, W),
     or with --steps the final state after one run per batch, X_out fed back as X (as --steps runs the engine);
     float64."""
-    from cli.onnx_inputs import run_in_steps
+    from onnx_path.inputs import run_in_steps
     from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE, OUTPUT_SOFTMAX, OUTPUT_STATE
     from network.run import feature_dtype, make_engine_inputs, state_and_features
     from network.steps import step_inputs

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
-from network.onnx_nodes import (
+from onnx_path.nodes import (
     AOT_APPLY_TABLE,
     AOT_OVERWRITE_CLAIM,
     AOT_SCATTER_TABLE,
@@ -778,7 +778,7 @@ def check_dtypes(match: Match) -> None:
 
 # --- the plugin nodes of a rewritten graph: aliases and index bounds ----------------------------------------------
 def is_plugin(node: Any) -> bool:
-    """A graphsurgeon node that is one of the plugin nodes (network/onnx_nodes.py)."""
+    """A graphsurgeon node that is one of the plugin nodes (onnx_path/nodes.py)."""
     return is_plugin_node(node.domain or "", node.op)
 
 

@@ -1,10 +1,10 @@
 """The --onnx runs the entry script hands over: a model of the user's own (any model whose scatters
-network.onnx_rewrite rewrites), and the sample network's dry run.
+onnx_path.rewrite rewrites), and the sample network's dry run.
 
-A model of one's own runs on inputs of its own (cli.onnx_inputs: --onnx_inputs FILE.npz, or made from the seed)
+A model of one's own runs on inputs of its own (onnx_path.inputs: --onnx_inputs FILE.npz, or made from the seed)
 instead of a graph: by an engine (network.model_engine: TensorRT's ONNX parser, each output that aliases an input
 bound at that input's address) or, with --dry-run, the rewritten model in ONNX Runtime with the plugin node's CPU
-reference (network.onnx_runtime.run_rewritten). --steps K runs it K times, the states (outputs aliasing an input)
+reference (onnx_path.runtime.run_rewritten). --steps K runs it K times, the states (outputs aliasing an input)
 kept and every other input fresh from the seed. --validate compares each output with ONNX Runtime running the
 ORIGINAL model on the same inputs (polygraphy's convention, K times with the states fed back): a wrong rewrite
 fails there on any machine. --save_onnx and --save_engine are held (engine.outputs) and written only after
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cli.console import out
-from cli.onnx_inputs import (
+from onnx_path.inputs import (
     Shapes,
     check_made_inputs,
     check_onnx_inputs,
@@ -29,14 +29,14 @@ from cli.onnx_inputs import (
     make_onnx_inputs,
     run_in_steps,
 )
-from cli.onnx_model import (
+from onnx_path.model import (
     OnnxModel,
     hold_rewritten,
     original_run,
     rewritten_run,
     sample_output,
 )
-from cli.onnx_overwrite import compared, overwrite_oracle
+from onnx_path.overwrite import compared, overwrite_oracle
 from cli.options import EXIT_OK, GRAPH_OPTIONS, EngineOptions, Settings
 from cli.report import format_matrix, steps_note, unused_in_dry_run, verdict
 from common.errors import InputError
@@ -101,7 +101,7 @@ def compare_output(actual: np.ndarray, expected: np.ndarray, dtype: Any) -> Outp
 @dataclass(frozen=True)
 class ModelPlan:
     """A model of one's own, ready to run: the model (None for an engine loaded with its description: `loaded`),
-    its inputs' and outputs' specs (network.onnx_rewrite.TensorSpec), the first run's inputs and their shapes,
+    its inputs' and outputs' specs (onnx_path.rewrite.TensorSpec), the first run's inputs and their shapes,
     the seed (later --steps runs draw from it) and the engine options."""
 
     model: OnnxModel | None
@@ -112,7 +112,7 @@ class ModelPlan:
     seed: int
     engine: EngineOptions
     given: tuple[dict[str, np.ndarray], ...] = ()  # --onnx_inputs' feeds of the runs after the first
-    loaded: Any = None  # cli.onnx_engine_file.LoadedEngine: --load_engine's file and description
+    loaded: Any = None  # onnx_path.engine_file.LoadedEngine: --load_engine's file and description
 
     @property
     def runs(self) -> int:
@@ -125,7 +125,7 @@ class ModelPlan:
 
     @property
     def index_bounds(self) -> dict[str, Any]:
-        """How many rows each index input indexes (network.onnx_rewrite.IndexBound by input name)."""
+        """How many rows each index input indexes (onnx_path.rewrite.IndexBound by input name)."""
         return self.model.rewritten.index_bounds if self.model is not None else self.loaded.index_bounds
 
     def fresh(self, run: int) -> dict[str, np.ndarray]:
@@ -166,7 +166,7 @@ def check_sample_options(options: Any, model: OnnxModel, shown: str) -> None:
     held to its precision and C, as on a graph."""
     from cli.options import given_options
     from network.definition import CLASSIFIER
-    from network.onnx_rewrite import model_io
+    from onnx_path.rewrite import model_io
 
     given, network = given_options(options), model.network
     if "precision" in given:
@@ -275,7 +275,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     decide checked first (an .npz's from its headers), then (without --dry-run) the engine's dependencies, and
     only then the inputs read or made from the seed and their values checked; the lines saying what the
     rewrite did and what the run feeds it, printed."""
-    from network.onnx_rewrite import model_io
+    from onnx_path.rewrite import model_io
 
     shown = f"--onnx {shown_path(model.path)}"
     why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
@@ -284,7 +284,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
     inputs, outputs = model_io(model.original)
 
     def before_work(shapes: Mapping[str, tuple[int, ...]]) -> None:
-        from cli.onnx_engine_file import check_tensor_names
+        from onnx_path.engine_file import check_tensor_names
 
         check_tensor_names(settings.engine, inputs, outputs)
         hold_rewritten(model, settings.engine)
@@ -355,7 +355,7 @@ def plan_inputs(options: Any, settings: Settings, inputs: tuple[Any, ...], outpu
 def run_model(options: Any, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
     run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
-    from cli.onnx_engine_file import dry_run_loaded, hold_description, hold_run_files
+    from onnx_path.engine_file import dry_run_loaded, hold_description, hold_run_files
 
     if options.dry_run and plan.model is None:
         return dry_run_loaded(plan)

@@ -10,7 +10,7 @@ REWRITTEN model with a CPU reference of the plugin nodes, so that a wrong rewrit
 
 The rewritten model runs in stages: the nodes that need no plugin output run in one ONNX Runtime session,
 then the plugin nodes whose inputs are all known, then the nodes that needed them, and so on. The plugin
-nodes are computed from their definition alone (network/onnx_nodes.py), never from how the rewrite matched
+nodes are computed from their definition alone (onnx_path/nodes.py), never from how the rewrite matched
 them: rows src[e] added into state[idx[e]] (np.add.at, in float64, rounded once to the state's dtype), counts
 the edges per row; an overwrite writes row src[e] into state[idx[e]], the last edge winning where an index
 repeats (overwrite_claim keeps each row's last edge, overwrite_rows writes those rows); an index outside the state's rows is an InputError naming the node and the value. The saved
@@ -31,7 +31,7 @@ from common.errors import InputError
 from common.imports import import_module
 from common.text import first_line
 from network.definition import KEYS_EMPTY
-from network.onnx_nodes import (
+from onnx_path.nodes import (
     AOT_APPLY_TABLE,
     AOT_OVERWRITE_CLAIM,
     AOT_OVERWRITE_ROWS,
@@ -45,7 +45,7 @@ from network.onnx_nodes import (
     is_overwrite_node,
     is_plugin_node,
 )
-from network.onnx_patterns import SCATTER_OPS
+from onnx_path.patterns import SCATTER_OPS
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 if TYPE_CHECKING:
@@ -345,7 +345,7 @@ def run_rewritten(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> 
 
 # --- the plugin nodes on the CPU ------------------------------------------------------------------------------------
 def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """The outputs of one plugin node (a NodeProto of network/onnx_nodes.py's format) for its input arrays."""
+    """The outputs of one plugin node (a NodeProto of onnx_path/nodes.py's format) for its input arrays."""
     name = f"node {node.name or node.op_type} ({node.op_type})"
     op = node.op_type
     if is_overwrite_node(node):
