@@ -55,9 +55,9 @@ def assert_within_bound(out, state, src, index, dtype):
     )
     untouched = counts == 0
     assert np.array_equal(got[untouched], state64[untouched]), "a node without edges changed"
-    if dtype == np.float32:
-        relative = np.linalg.norm(got - expected) / np.linalg.norm(expected)
-        assert relative <= 1e-5, f"norm-wise relative error {relative:.3g}"
+    if dtype == np.float32:  # typical, not worst case: roundings of random sign add up like a random walk
+        typical = np.linalg.norm(np.sqrt(degree) * U32 * (np.abs(state64) + abs_sum))
+        assert np.linalg.norm(error) <= typical, f"norm-wise error {np.linalg.norm(error):.3g} > {typical:.3g}"
     return counts
 
 
