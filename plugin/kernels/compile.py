@@ -81,15 +81,20 @@ def grid_sync_available() -> bool:
     return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
 
 
+def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for a CUBIN for sm_<arch> of one of the kernel files, with `defines` (-DNAME=VALUE)."""
+    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", *defines, "--restrict"]
+    options += [f"--include-path={path}" for path in _include_dirs()]
+    return [option.encode() for option in options]
+
+
 def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> list[bytes]:
-    """NVRTC options for one (arch, dtype): a CUBIN for sm_<arch>, the dtype as SCATTER_HALF, and
+    """NVRTC options for one (arch, dtype) of scatter_add.cu: the dtype as SCATTER_HALF, and
     SCATTER_GRID_SYNC = 1 where cooperative groups compile (grid_sync_available)."""
     half = 1 if kernel_dtype(dtype) == np.float16 else 0
     grid_sync = 1 if grid_sync_available() else 0
-    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", f"-DSCATTER_HALF={half}",
-               f"-DSCATTER_GRID_SYNC={grid_sync}", "--restrict"]
-    options += [f"--include-path={path}" for path in _include_dirs()]
-    return [option.encode() for option in (*options, *extra)]
+    return cubin_options(arch, (f"-DSCATTER_HALF={half}", f"-DSCATTER_GRID_SYNC={grid_sync}")) + \
+        [option.encode() for option in extra]
 
 
 def nvrtc_compile(source_path: Path, options: list[bytes], *, ptx: bool = False, target: str = "") -> tuple[bytes, str]:

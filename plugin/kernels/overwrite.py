@@ -111,11 +111,9 @@ def compile_overwrite_ptx() -> bytes:
 @functools.cache
 def compile_overwrite_cubin(arch: int) -> bytes:
     """The CUBIN of overwrite.cu for sm_<arch> (the Python plugin's), compiled once per process."""
-    from plugin.kernels.compile import _include_dirs, nvrtc_compile
+    from plugin.kernels.compile import cubin_options, nvrtc_compile
 
-    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", "--restrict"]
-    options += [f"--include-path={path}" for path in _include_dirs()]
-    cubin, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, [o.encode() for o in options], target=f" for sm_{arch}")
+    cubin, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, cubin_options(arch), target=f" for sm_{arch}")
     return cubin
 
 
@@ -134,27 +132,6 @@ def load_overwrite_functions(image: bytes) -> tuple[Any, dict[str, Any]]:
 
 _loaded: dict[int, dict[str, Any]] = {}
 _load_lock = threading.Lock()
-
-
-class _CaptureStreams(threading.local):
-    def __init__(self) -> None:
-        self.by_context: dict[int, int] = {}
-
-
-_capture_streams = _CaptureStreams()
-
-
-def capture_stream(context_id: int) -> int:
-    """A non-blocking stream of this thread in the current context (made on first use, kept for the thread's
-    life) on which PreparedOverwrite captures its graphs: never a caller's stream, whose capture state and pending
-    work are the caller's."""
-    stream = _capture_streams.by_context.get(context_id)
-    if stream is None:
-        from cuda.bindings import driver
-
-        created = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
-        stream = _capture_streams.by_context[context_id] = int(created)
-    return stream
 
 
 def prepare_overwrite_kernels() -> dict[str, Any]:
@@ -293,8 +270,9 @@ class PreparedOverwrite:
     def _capture(self, pointers: tuple[int, ...]) -> Any:
         """A CapturedGraph of the driver calls for these pointers, made on the launcher's own stream."""
         from plugin.cuda_graph import CapturedGraph
+        from plugin.kernels.launch import backend
 
-        on = capture_stream(self.context)
+        on = backend.capture_stream(self.context)
         calls, keep = self._bind(pointers, on)
 
         def issue() -> None:
