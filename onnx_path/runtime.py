@@ -47,6 +47,7 @@ from onnx_path.nodes import (
 )
 from onnx_path.patterns import SCATTER_OPS
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
+from reference.gnn import last_edges
 
 if TYPE_CHECKING:
     import onnx
@@ -434,13 +435,6 @@ def _counts(name: str, counts: np.ndarray, rows: int) -> np.ndarray:
     if counts.dtype != np.int64 or counts.shape != (rows, 1) or counts.any():
         raise InputError(f"{name}: its counts must arrive as int64 zeros [{rows}, 1]")
     return counts
-
-
-def last_edges(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct rows of idx, ascending; the last edge e writing each): the winners of a sequential loop
-    `state[idx[e]] = src[e]`."""
-    rows, from_end = np.unique(idx[::-1], return_index=True)
-    return rows, idx.size - 1 - from_end
 
 
 def _overwrite(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -61,16 +61,21 @@ def gnn_reference(node_features, edges, weights, state=None, in_degree=None) -> 
     return {"aggregated": aggregated, "counts": counts, "mean": mean, "logits": logits, "softmax": softmax}
 
 
+def last_edges(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of idx, ascending; the last edge e writing each): the winners of a sequential loop
+    `state[idx[e]] = src[e]`. O(E log E): one np.unique over the reversed indices."""
+    rows, from_end = np.unique(idx[::-1], return_index=True)
+    return rows, idx.size - 1 - from_end
+
+
 def scatter_overwrite_numpy(state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """A copy of state [N, ...] after `for e in range(E): state[idx[e]] = src[e]`: where an index repeats the
-    LAST edge wins, and rows are copied exactly (same dtype as state, no arithmetic). Indices outside [0, N)
-    are skipped, as the overwrite kernels skip them. O(E log E), no Python loop: one np.unique over the
-    reversed indices finds each node's last edge."""
+    LAST edge wins (last_edges), and rows are copied exactly (same dtype as state, no arithmetic). Indices
+    outside [0, N) are skipped, as the overwrite kernels skip them."""
     out = np.array(state, copy=True)
     idx = np.asarray(idx, dtype=np.int64).reshape(-1)
     src = np.asarray(src, dtype=out.dtype).reshape((idx.size,) + out.shape[1:])
-    valid = (idx >= 0) & (idx < out.shape[0])
-    edges = np.flatnonzero(valid)
-    nodes, first_from_end = np.unique(idx[edges][::-1], return_index=True)
-    out[nodes] = src[edges[::-1][first_from_end]]
+    edges = np.flatnonzero((idx >= 0) & (idx < out.shape[0]))
+    rows, winners = last_edges(idx[edges])
+    out[rows] = src[edges[winners]]
     return out
