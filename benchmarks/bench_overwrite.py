@@ -7,19 +7,15 @@ One step writes a new batch of B rows (values standard normal, targets uniform i
 N or above) into a state of N rows of F features, rotating over 8 batches made beforehand. Methods, in the same
 run on the same tensors and one created stream:
   python plugin     what ScatterAddInPlace's enqueue runs with overwrite = 1 (plugin.kernels.overwrite
-                    PreparedOverwrite, overwrite.cu's CUBIN): one memset of its 2 B + 1 slot table, the claim
-                    kernel and the row kernel, replayed from its CUDA graph (its default from a pointer set's
-                    second call); "direct" the same three driver calls issued every time
-  aot plugins       what an engine of the two AOT plugins runs, as TensorRT launches them: the two -1 fills
-                    (the network's ConstantOfShape, as memsets here) and two kernel launches (overwrite_claim,
-                    then overwrite_rows), the PTX the plugins embed, launch parameters of plugin.kernels.aot
+                    PreparedOverwrite, overwrite.cu's CUBIN): one kernel launch
+  aot plugin        what an engine of the AOT plugin runs, as TensorRT launches it: one launch of
+                    overwrite_rows, the PTX the plugin embeds, launch parameters of plugin.kernels.aot
   torch index_copy_ state.index_copy_(0, index, src): in place, a repeated index's winner undefined
   copy + scatter    state.index_copy(0, index, src): a new state each step, what an out-of-place scatter layer
                     (TensorRT's ScatterND / scatter layer) must do
   floor             the bytes an in-place overwrite must move (index 8 B, src row read, state row written per
                     edge) at this GPU's device-to-device copy bandwidth; "copy floor" adds reading and writing
                     the whole state (N F elements twice)
-  parts             the AOT step timed in prefixes (fills; fills + claim) to show where its time goes
 Device time from CUDA events after warm-up, median of many steps (benchmarks/gpu_timing.py). Each table counts
 the cells at or below torch index_copy_'s. Then host time per call (interleaved batches, gpu_timing
 host_us_per_call_interleaved) at N = 1e6: the Python plugin's launch (and ScatterAddPlugin.enqueue where
@@ -44,12 +40,9 @@ from benchmarks.gpu_timing import (  # noqa: E402
 
 NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
-METHODS = (("python", "python plugin (graph replay)"), ("python_direct", "python plugin (driver calls)"),
-           ("aot", "aot plugins (fills + 2 launches)"), ("torch", "torch index_copy_"),
+METHODS = (("python", "python plugin"), ("aot", "aot plugin"), ("torch", "torch index_copy_"),
            ("copy", "copy + scatter (index_copy)"))
 FLOORS = (("floor", "floor (in place)"), ("copy_floor", "floor (full-state copy)"))
-PARTS = (("part_fills", "of the aot step: the fills"), ("part_claim", "of the aot step: claim kernel"),
-         ("part_rows", "of the aot step: row kernel"))
 
 
 def make_case(num_nodes: int, batch: int, num_features: int, dtype_name: str) -> dict:
@@ -63,80 +56,49 @@ def make_case(num_nodes: int, batch: int, num_features: int, dtype_name: str) ->
     return {"state": state, "batches": batches}
 
 
-def methods(case: dict, functions: dict, dtype_name: str) -> tuple[dict, list]:
-    """{name: step(i)} on the case's tensors, and what must be closed afterwards."""
+def methods(case: dict, functions: dict, dtype_name: str) -> dict:
+    """{name: step(i)} on the case's tensors."""
     import numpy as np
     import torch
+    from cuda.bindings import driver
 
+    from plugin.cuda_check import check
     from plugin.kernels.aot import aot_argument_types, aot_arguments, aot_launch_params
-    from plugin.kernels.overwrite import (
-        OVERWRITE_KERNELS,
-        PreparedOverwrite,
-        overwrite_sizes,
-        overwrite_steps,
-        overwrite_workspace_size,
-    )
+    from plugin.kernels.overwrite import PreparedOverwrite, overwrite_kernel, overwrite_sizes
 
     state, batches = case["state"], case["batches"]
     num_nodes, num_features = state.shape
     batch = batches[0][1].shape[0]
     stream = torch.cuda.current_stream().cuda_stream
-    workspace = torch.empty(overwrite_workspace_size(batch), device="cuda", dtype=torch.uint8)
     python = PreparedOverwrite(num_nodes=num_nodes, num_edges=batch, num_features=num_features,
                                dtype=np.dtype(dtype_name))
-    direct = PreparedOverwrite(num_nodes=num_nodes, num_edges=batch, num_features=num_features,
-                               dtype=np.dtype(dtype_name))
-    direct.graph_replay = False
-    # the AOT engine's table: keys then winners, int64 [2 B + 1] each (the network's ConstantOfShape outputs)
     sizes = overwrite_sizes(num_nodes, batch, num_features, dtype_name)
-    keys = workspace.data_ptr()
-    aot_calls = []
-    from cuda.bindings import driver
-
-    from plugin.cuda_check import check
-
+    kernel = overwrite_kernel(dtype_name)
+    grid, block, shared = aot_launch_params(kernel, sizes)
     on = driver.CUstream(int(stream))
+    aot_calls = []  # per batch, prepared once, as TensorRT prepares an AOT launch
     for src, index in batches:
-        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr(), "keys": keys,
-                    "winners": keys + 8 * sizes["capacity"]}
-        calls, keep = [], []
-        for step in overwrite_steps(dtype_name, sizes):  # prepared once, as TensorRT prepares an AOT launch
-            if step[0] == "fill":
-                calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers[step[1]]), step[2], step[3], on)))
-                continue
-            kernel = OVERWRITE_KERNELS[step[1]]
-            grid, block, shared = aot_launch_params(kernel, sizes)
-            slots = [kind(v) for kind, v in zip(aot_argument_types(kernel), aot_arguments(kernel, pointers, sizes))]
-            array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-            keep += [slots, array]
-            calls.append((driver.cuLaunchKernel, (functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on,
-                                                  ctypes.addressof(array), 0)))
-        aot_calls.append((calls, keep))
+        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
+        slots = [kind(v) for kind, v in zip(aot_argument_types(kernel), aot_arguments(kernel, pointers, sizes))]
+        array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
+        aot_calls.append(((functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on, ctypes.addressof(array), 0),
+                          slots, array))
 
-    def aot_part(count: int):
-        def step(i: int) -> None:
-            for call, arguments in aot_calls[i][0][:count]:
-                result = call(*arguments)
-                if result[0]:
-                    check(result)
+    def aot(i: int) -> None:
+        result = driver.cuLaunchKernel(*aot_calls[i][0])
+        if result[0]:
+            check(result)
 
-        return step
-
-    aot = aot_part(4)
-
-    def ptrs(i: int) -> tuple[int, int, int, int, int]:
+    def ptrs(i: int) -> tuple[int, int, int, int]:
         src, index = batches[i]
-        return state.data_ptr(), src.data_ptr(), index.data_ptr(), workspace.data_ptr(), stream
+        return state.data_ptr(), src.data_ptr(), index.data_ptr(), stream
 
     return {
         "python": lambda i: python(*ptrs(i)),
-        "python_direct": lambda i: direct(*ptrs(i)),
         "aot": aot,
-        "aot_fills": aot_part(2),
-        "aot_fills_claim": aot_part(3),
         "torch": lambda i: state.index_copy_(0, batches[i][1], batches[i][0]),
         "copy": lambda i: state.index_copy(0, batches[i][1], batches[i][0]),
-    }, [python, direct, workspace]
+    }
 
 
 def floors_us(num_nodes: int, batch: int, num_features: int, itemsize: int, bandwidth: float) -> dict:
@@ -150,21 +112,13 @@ def device_row(functions: dict, num_nodes: int, batch: int, num_features: int, d
     import torch
 
     case = make_case(num_nodes, batch, num_features, dtype_name)
-    steps, owned = methods(case, functions, dtype_name)
+    steps = methods(case, functions, dtype_name)
     row = dict(dtype=dtype_name, N=num_nodes, B=batch, F=num_features)
-    try:
-        timing = dict(sets=BATCHES_IN_ROTATION, min_reps=20, max_reps=200, budget_s=0.3, warmup=BATCHES_IN_ROTATION * 2)
-        for name, step in steps.items():
-            row[name] = time_gpu_ms(step, **timing) * 1e3
-        row.update(floors_us(num_nodes, batch, num_features, case["state"].element_size(), bandwidth))
-        # the AOT step's parts: the two fills, then what the claim and the row kernels add to them
-        row["part_fills"] = row.pop("aot_fills")
-        row["part_claim"] = row.pop("aot_fills_claim") - row["part_fills"]
-        row["part_rows"] = row["aot"] - row["part_fills"] - row["part_claim"]
-    finally:
-        owned[0].close()
-        owned[1].close()
-    del case, steps, owned
+    timing = dict(sets=BATCHES_IN_ROTATION, min_reps=20, max_reps=200, budget_s=0.3, warmup=BATCHES_IN_ROTATION * 2)
+    for name, step in steps.items():
+        row[name] = time_gpu_ms(step, **timing) * 1e3
+    row.update(floors_us(num_nodes, batch, num_features, case["state"].element_size(), bandwidth))
+    del case, steps
     torch.cuda.empty_cache()
     return row
 
@@ -174,26 +128,21 @@ def host_row(functions: dict, batch: int, num_features: int, dtype_name: str) ->
     import torch
 
     case = make_case(10**6, batch, num_features, dtype_name)
-    steps, owned = methods(case, functions, dtype_name)
+    steps = methods(case, functions, dtype_name)
     calls = {name: (lambda step=step: step(0)) for name, step in steps.items() if name in ("python", "torch")}
-    plugin = enqueue_call(case, owned[2], dtype_name)
+    plugin = enqueue_call(case, dtype_name)
     if plugin is not None:
         calls["enqueue"] = plugin
     row = dict(dtype=dtype_name, B=batch, F=num_features)
-    try:
-        for name in calls:
-            calls[name]()
-            calls[name]()  # the launcher's graph is captured at the second call
-        row.update(host_us_per_call_interleaved(calls, batch=100, batches=30))
-    finally:
-        owned[0].close()
-        owned[1].close()
-    del case, steps, owned, calls
+    for name in calls:
+        calls[name]()  # the launcher binds its arguments at the first call
+    row.update(host_us_per_call_interleaved(calls, batch=100, batches=30))
+    del case, steps, calls
     torch.cuda.empty_cache()
     return row
 
 
-def enqueue_call(case: dict, workspace, dtype_name: str):
+def enqueue_call(case: dict, dtype_name: str):
     """ScatterAddPlugin(overwrite=1).enqueue on the case's first batch, or None where tensorrt does not import."""
     try:
         from common.imports import import_tensorrt
@@ -217,8 +166,8 @@ def enqueue_call(case: dict, workspace, dtype_name: str):
     plugin = ScatterAddPlugin(compute_counts=False, overwrite=True).attach_to_context(None)
     plugin.on_shape_change(inputs, outputs)
     pointers = [state.data_ptr(), src.data_ptr(), index.data_ptr()]
-    out, stream, ws = [state.data_ptr()], torch.cuda.current_stream().cuda_stream, workspace.data_ptr()
-    return lambda: plugin.enqueue(inputs, outputs, pointers, out, ws, stream)
+    out, stream = [state.data_ptr()], torch.cuda.current_stream().cuda_stream
+    return lambda: plugin.enqueue(inputs, outputs, pointers, out, 0, stream)
 
 
 def at_or_below(rows: list[dict], key: str) -> int:
@@ -232,16 +181,16 @@ def device_table(rows: list[dict], nodes: list[int]) -> list[str]:
     keys = sorted({(r["dtype"], r["F"], r["B"]) for r in rows}, key=lambda k: (k[0] != "float32", k[1], k[2]))
     for dtype_name, features, batch in keys:
         selected = {r["N"]: r for r in rows if (r["dtype"], r["F"], r["B"]) == (dtype_name, features, batch)}
-        for key, label in METHODS + FLOORS + PARTS:
+        for key, label in METHODS + FLOORS:
             cells = " | ".join(f"{selected[n][key]:.1f}" if n in selected else "–" for n in nodes)
-            uncounted = key == "torch" or key in dict(FLOORS + PARTS)
+            uncounted = key == "torch" or key in dict(FLOORS)
             count = "–" if uncounted else f"{at_or_below(list(selected.values()), key)} of {len(selected)}"
             lines.append(f"| {dtype_name} | {features} | {batch:.0e} | {label} | {cells} | {count} |")
     return lines
 
 
 def host_table(rows: list[dict]) -> list[str]:
-    names = [("python", "python plugin's launch (graph replay)"), ("enqueue", "ScatterAddPlugin.enqueue"),
+    names = [("python", "python plugin's launch"), ("enqueue", "ScatterAddPlugin.enqueue"),
              ("torch", "torch index_copy_")]
     names = [(k, label) for k, label in names if any(k in r for r in rows)]
     lines = ["| dtype | F | B | " + " | ".join(label for _, label in names) + " |", "|" + " --- |" * (3 + len(names))]
@@ -268,7 +217,7 @@ def main() -> int:
     _, functions = load_overwrite_functions(compile_overwrite_ptx())
     bandwidth = copy_bandwidth_bytes_per_s()
     rows, hosts = [], []
-    with torch.cuda.stream(torch.cuda.Stream()):  # every method on one created stream (the launcher's graphs)
+    with torch.cuda.stream(torch.cuda.Stream()):  # every method on one created stream
         for dtype_name in args.dtypes:
             for features in args.features:
                 for batch in args.batches:

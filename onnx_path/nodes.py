@@ -8,17 +8,15 @@ The Python plugin (plugin/scatter_add_plugin.py), one node:
     domain "aliased_io" (declared in the model's opset_import, version 1)
     plugin_version "1", plugin_namespace "" (STRING), compute_counts 0 or 1 (INT; one output more with 1)
     aggregated is input 0's memory: row src[e] is added into state[idx[e]] in place.
-    overwrite 1 (INT; 0 or absent: add) writes the rows instead, state[idx[e]] = src[e] for e in order (the last
-    edge wins where an index repeats); it has one output, so compute_counts 0.
+    overwrite 1 (INT; 0 or absent: add) writes the rows instead, state[idx[e]] = src[e] (where an index repeats,
+    one of its edges wins, which one undefined); it has one output, so compute_counts 0.
 The AOT plugins (plugin/scatter_add_aot.py, ids "aliased_io::<op>"), in domain "aliased_io" with
 plugin_namespace "aliased_io", plugin_version "1" and aot 1; their zero-filled inputs (counts0, keys0,
 values0) are ConstantOfShape nodes the rewrite adds:
     float32:  scatter_add(state, src, idx) -> state'          scatter_add_counts(state, src, idx, counts0) -> (state', counts)
     float16:  scatter_table[_counts](src, idx, keys0, values0[, counts0]) -> (keys, values[, counts])
               apply_table(state, keys, values) -> state'
-    overwrite (either dtype; keys0 and winners0 int64 [2E+1] of -1, keys and winners are their memory):
-              overwrite_claim(idx, keys0, winners0) -> (keys, winners)
-              overwrite_rows(state, src, idx, keys, winners) -> state'
+    overwrite (either dtype): overwrite_rows(state, src, idx) -> state'
 
 TensorRT's parser finds a creator by op_type, plugin_version and plugin_namespace (10.4 to 10.9); from 10.10 it
 also tries the node's domain when plugin_namespace finds none. docs/onnx.md says why the domain is declared.
@@ -50,14 +48,12 @@ AOT_SCATTER_ADD_COUNTS = "scatter_add_counts"
 AOT_SCATTER_TABLE = "scatter_table"
 AOT_SCATTER_TABLE_COUNTS = "scatter_table_counts"
 AOT_APPLY_TABLE = "apply_table"
-AOT_OVERWRITE_CLAIM = "overwrite_claim"
 AOT_OVERWRITE_ROWS = "overwrite_rows"
 AOT_PLUGIN_VERSION = "1"
 AOT_ATTRIBUTE = "aot"  # 1: TensorRT uses the AOT implementation (10.9+)
 AOT_OPS = (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS, AOT_APPLY_TABLE,
-           AOT_OVERWRITE_CLAIM, AOT_OVERWRITE_ROWS)
+           AOT_OVERWRITE_ROWS)
 OVERWRITE_ATTRIBUTE = "overwrite"  # INT 1: the Python plugin writes rows (plugin.rules OVERWRITE_FIELD)
-OVERWRITE_EMPTY = -1  # what keys0 and winners0 of overwrite_claim arrive filled with
 PLUGIN_OPS = (PLUGIN_OP, *AOT_OPS)
 # What TensorRT's parser takes for an attribute a node leaves out (compute_counts: the creator's default).
 PARSER_DEFAULTS: dict[str, Any] = {VERSION_ATTRIBUTE: "1", NAMESPACE_ATTRIBUTE: "", COUNTS_ATTRIBUTE: int(DEFAULT_COMPUTE_COUNTS),
@@ -65,10 +61,10 @@ PARSER_DEFAULTS: dict[str, Any] = {VERSION_ATTRIBUTE: "1", NAMESPACE_ATTRIBUTE: 
 # Inputs and outputs of each plugin node, and which output is which input's memory (output -> input).
 NODE_ARITY = {PLUGIN_OP: (3, (1, 2)), AOT_SCATTER_ADD: (3, (1,)), AOT_SCATTER_ADD_COUNTS: (4, (2,)),
               AOT_SCATTER_TABLE: (4, (2,)), AOT_SCATTER_TABLE_COUNTS: (5, (3,)), AOT_APPLY_TABLE: (3, (1,)),
-              AOT_OVERWRITE_CLAIM: (3, (2,)), AOT_OVERWRITE_ROWS: (5, (1,))}
+              AOT_OVERWRITE_ROWS: (3, (1,))}
 NODE_ALIASES = {PLUGIN_OP: {0: 0}, AOT_SCATTER_ADD: {0: 0}, AOT_SCATTER_ADD_COUNTS: {0: 0, 1: 3},
                 AOT_SCATTER_TABLE: {0: 2, 1: 3}, AOT_SCATTER_TABLE_COUNTS: {0: 2, 1: 3, 2: 4},
-                AOT_APPLY_TABLE: {0: 0}, AOT_OVERWRITE_CLAIM: {0: 1, 1: 2}, AOT_OVERWRITE_ROWS: {0: 0}}
+                AOT_APPLY_TABLE: {0: 0}, AOT_OVERWRITE_ROWS: {0: 0}}
 
 
 def plugin_attributes(compute_counts: bool, overwrite: bool = False) -> dict[str, Any]:
@@ -162,19 +158,10 @@ def _python_expected(name: str, node: Any, attributes: Mapping[str, Any], kinds:
 def _check_dtypes(name: str, node: Any, types: Mapping[str, np.dtype]) -> None:
     """The recorded dtypes of a plugin node's inputs (where the model records them) against the plugin's."""
     roles: tuple[tuple[str, str, np.dtype | None, tuple[Any, ...]], ...]
-    if node.op_type == PLUGIN_OP or node.op_type in (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS):
+    if node.op_type in (PLUGIN_OP, AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_OVERWRITE_ROWS):
         state, src, idx = (types.get(tensor) for tensor in node.input[:3])
         roles = (("state", node.input[0], state, FEATURE_DTYPES), ("src", node.input[1], src, (state,) if state else FEATURE_DTYPES),
                  ("idx", node.input[2], idx, (INDEX_DTYPE,)))
-    elif node.op_type == AOT_OVERWRITE_CLAIM:
-        roles = tuple((role, tensor, types.get(tensor), (INDEX_DTYPE,))
-                      for role, tensor in zip(("idx", "keys0", "winners0"), node.input))
-    elif node.op_type == AOT_OVERWRITE_ROWS:
-        state = types.get(node.input[0])
-        roles = (("state", node.input[0], state, FEATURE_DTYPES),
-                 ("src", node.input[1], types.get(node.input[1]), (state,) if state else FEATURE_DTYPES),
-                 *((role, tensor, types.get(tensor), (INDEX_DTYPE,))
-                   for role, tensor in zip(("idx", "keys", "winners"), node.input[2:])))
     elif node.op_type in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
         roles = (("src", node.input[0], types.get(node.input[0]), (np.dtype(np.float16),)),
                  ("idx", node.input[1], types.get(node.input[1]), (INDEX_DTYPE,)))
@@ -326,27 +313,13 @@ def _aot_nodes(build: Builder, x: Any, src: Any, idx: Any, aggregated: Any, coun
 
 
 def overwrite_nodes(build: Builder, plugin: str, state: Any, src: Any, idx: Any, written: Any) -> None:
-    """The `plugin` ("python" or "aot") node(s) writing rows src [E, F] into state [R, F] at idx [E] int64 (the
-    last edge wins where an index repeats), writing the existing tensor `written` (state's memory). AOT:
-    overwrite_claim picks each row's last edge into keys and winners (int64 [2E+1], filled with -1 here), then
-    overwrite_rows writes those rows."""
+    """The `plugin` ("python" or "aot") node writing rows src [E, F] into state [R, F] at idx [E] int64 (where an
+    index repeats, one of its edges wins), writing the existing tensor `written` (state's memory)."""
     if plugin == PYTHON_PLUGIN:
         build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(False, overwrite=True), name=PLUGIN_OP,
                    domain=PLUGIN_DOMAIN, outputs=[written])
-        return
-    if plugin != AOT_PLUGIN:
+    elif plugin == AOT_PLUGIN:
+        build.node(AOT_OVERWRITE_ROWS, [state, src, idx], None, aot_attributes(), name=AOT_OVERWRITE_ROWS,
+                   domain=PLUGIN_DOMAIN, outputs=[written])
+    else:
         raise ValueError(f"unknown plugin {plugin!r}")
-    attrs = aot_attributes()
-    scaled = build.node("Mul", [build.dim(idx, 0), build.constant(np.array([TABLE_SCALE], np.int64), "claim_scale")],
-                        np.int64, shape=[1], name="claim_scaled").outputs[0]
-    slots = build.node("Add", [scaled, build.constant(np.array([TABLE_OFFSET], np.int64), "claim_offset")],
-                       np.int64, shape=[1], name="claim_slots").outputs[0]
-    empty = np.array([OVERWRITE_EMPTY], np.int64)
-    keys0 = build.filled(slots, empty, "claim_keys_empty", [None])
-    winners0 = build.filled(slots, empty, "claim_winners_empty", [None])
-    keys = build.gs.Variable(build.names(f"{build.base}/claim_keys"), dtype=np.int64, shape=[None])
-    winners = build.gs.Variable(build.names(f"{build.base}/claim_winners"), dtype=np.int64, shape=[None])
-    build.node(AOT_OVERWRITE_CLAIM, [idx, keys0, winners0], None, attrs, name=AOT_OVERWRITE_CLAIM,
-               domain=PLUGIN_DOMAIN, outputs=[keys, winners])
-    build.node(AOT_OVERWRITE_ROWS, [state, src, idx, keys, winners], None, attrs, name=AOT_OVERWRITE_ROWS,
-               domain=PLUGIN_DOMAIN, outputs=[written])

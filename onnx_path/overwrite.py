@@ -1,13 +1,14 @@
 """--validate of a model of one's own whose scatters overwrite rows (ScatterND / ScatterElements without a
 reduction: index_copy, index_put, X[idx] = rows, scatter). ONNX leaves a row written at a repeated index
 undefined, and ONNX Runtime's CPU ScatterND writes the updates from several threads, so its winner there varies
-with the run; the plugin's rule is the last edge. So where an index repeats, ONNX Runtime's output is compared
-only where it is defined, and the plugin's rule is checked against the original's own tensors:
+with the run; the plugin keeps one of the row's edges too, which one undefined. So where an index repeats, ONNX
+Runtime's output is compared only where it is defined, and the plugin's rule is checked against the original's
+own tensors:
 
 - an output that is an overwrite's output: the rows written once and the untouched rows against ONNX Runtime's,
-  each row written at a repeated index in the last run against the row of the last edge writing it (the
-  original's updates, as ONNX Runtime computed them), and a row left from a repeated index in an earlier run
-  (--steps, a state fed back) not compared;
+  each element of a row written at a repeated index in the last run against the nearest of that element in
+  the rows of the edges writing it (the original's updates, as ONNX Runtime computed them), and a row left from
+  a repeated index in an earlier run (--steps, a state fed back) not compared;
 - an output computed from an overwrite that wrote a repeated index in any run: not compared;
 - every other output, and every output of a run without repeated indices: compared whole, as for add.
 Each such line says which rows were not compared with ONNX Runtime and why.
@@ -82,7 +83,8 @@ class RowRecord:
     """Where an overwrite's output is not defined by ONNX after a run, and what the plugin's rule makes of it."""
 
     undefined: set[int] = field(default_factory=set)  # rows whose value ONNX leaves undefined
-    rule: dict[int, np.ndarray] = field(default_factory=dict)  # rows written at a repeated index in the last run
+    rule: dict[int, np.ndarray] = field(default_factory=dict)  # row written at a repeated index in the last run ->
+    # the updates of its edges [k, ...]
     ever: bool = False  # a repeated index in any run
 
 
@@ -108,11 +110,12 @@ class OverwriteOracle:
             idx = written_rows(overwrite.op, np.asarray(values[overwrite.indices + PROBE_SUFFIX]))
             distinct, counts = np.unique(idx, return_counts=True)
             repeated = distinct[counts > 1]
-            last = idx.size - 1 - np.unique(idx[::-1], return_index=True)[1]  # not the plugin reference's own code
             carried = self._carried.get(overwrite.data_input or "", set())
             record = self.records.setdefault(overwrite.output, RowRecord())
             record.undefined = (carried - set(distinct.tolist())) | set(repeated.tolist())
-            record.rule = {int(row): updates[edge] for row, edge, many in zip(distinct, last, counts > 1) if many}
+            order = np.argsort(idx, kind="stable")
+            bounds = np.searchsorted(idx[order], repeated), np.searchsorted(idx[order], repeated, side="right")
+            record.rule = {int(row): updates[order[start:end]] for row, start, end in zip(repeated, *bounds)}
             record.ever = record.ever or bool(record.undefined)
         for output, state in self._states.items():
             fed_back = self.records.get(output)
@@ -170,17 +173,20 @@ def compared(label: str, name: str, actual: np.ndarray, expected: np.ndarray, dt
         unsettled = oracle.unsettled(name)
         if unsettled:
             return label, NotCompared(f"computed from {', '.join(unsettled)}, which wrote rows at a repeated index: "
-                                      "ONNX leaves which edge wins undefined, the plugin's rule is the last edge")
+                                      "ONNX and the plugin leave which edge wins undefined")
     if record is None or not record.undefined or np.shape(actual) != np.shape(expected):
         return label, compare(actual, expected, dtype)  # a shape that differs fails there
     actual, expected = np.asarray(actual), np.array(expected, copy=True)
     by_rule = sorted(record.rule)
-    for row in by_rule:
-        expected[row] = record.rule[row].reshape(expected.shape[1:])
+    for row in by_rule:  # each element: the nearest of its edges' (so that a wrong value fails the comparison)
+        candidates = record.rule[row].reshape((-1,) + expected.shape[1:]).astype(expected.dtype)
+        distance = np.abs(candidates.astype(np.float64) - np.asarray(actual[row], dtype=np.float64))
+        nearest = np.nan_to_num(distance, nan=np.inf).argmin(axis=0)
+        expected[row] = np.take_along_axis(candidates, nearest[None], axis=0)[0]
     skipped = sorted(record.undefined - set(by_rule))
     keep = np.setdiff1d(np.arange(expected.shape[0]), np.array(skipped, dtype=np.int64))
-    note = f"; {_rows(by_rule)} written at a repeated index: against the last edge's row (the plugin's rule; ONNX " \
-           "leaves which edge wins undefined)" if by_rule else ""
+    note = f"; {_rows(by_rule)} written at a repeated index: against the nearest of its edges' rows (ONNX and the " \
+           "plugin leave which edge wins undefined)" if by_rule else ""
     if skipped:
         note += f"; {_rows(skipped)} written at a repeated index in an earlier run: not compared"
     return label + note, compare(actual[keep], expected[keep], dtype)

@@ -13,7 +13,7 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
     1-D           data [N], updates [E] (counts, degrees): ScatterElements with any index, ScatterND as above
 A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
 ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
-plugin's overwrite mode, the last edge winning where an index repeats (ONNX leaves that row undefined).
+plugin's overwrite mode (where an index repeats, one of its edges wins, undefined which: as in ONNX).
 data [R, ...] float32/float16 (R rows on axis 0), src [E, ...] of data's dtype and trailing shape, idx [E] int64.
 The data the plugin adds into (data_kind: INPUT, FILL, COMPUTED): a graph input (read by nothing else but Shape
 nodes); a fill (ConstantOfShape, Expand of a constant, a uniform constant: zeros_like and torch.zeros), which
@@ -33,7 +33,6 @@ import numpy as np
 from common.errors import InputError
 from onnx_path.nodes import (
     AOT_APPLY_TABLE,
-    AOT_OVERWRITE_CLAIM,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
     NODE_ALIASES,
@@ -56,7 +55,7 @@ INPUT, FILL, COMPUTED = "graph input", "fill", "computed"
 @dataclass
 class Match:
     """A scatter recognised: its node, form, data, index (the 1-D idx), updates (src) and reduction (ADD: the
-    plugin adds src's rows into data's; OVERWRITE: it writes them, the last edge winning where an index repeats).
+    plugin adds src's rows into data's; OVERWRITE: it writes them, one of its edges winning where an index repeats).
     data and updates of rank 1 are rows of one column (is_one_dimensional)."""
 
     node: Any
@@ -807,7 +806,7 @@ def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
     if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
         readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
         return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op in (AOT_APPLY_TABLE, AOT_OVERWRITE_CLAIM):  # overwrite_rows reads the claim's idx
+    if node.op == AOT_APPLY_TABLE:
         return None
     return node.inputs[0], node.inputs[2]
 

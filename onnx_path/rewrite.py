@@ -147,7 +147,7 @@ class ScatterRewrite:
     counts_node: str | None  # the counts scatter the plugin's counts output replaces, if any
     counts: str | None
     plugin_nodes: tuple[str, ...]  # the plugin node(s), in order
-    overwrite: bool = False  # rows written (reduction none: the last edge wins at a repeated index), not added
+    overwrite: bool = False  # rows written (reduction none: one edge wins at a repeated index), not added
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ class Rewritten:
             counts = f", counts {scatter.counts} from {scatter.counts_node}" if scatter.counts_node else ""
             into = scatter.state if scatter.kind != FILL else f"zeros {scatter.state}"
             into = f", rows of {into} overwritten" if scatter.overwrite else f" into {into}"
-            rule = "; the last edge wins at a repeated index" if scatter.overwrite else ""
+            rule = "; one edge of a repeated index wins, undefined which" if scatter.overwrite else ""
             lines.append(f"{scatter.node} ({scatter.form}{into}{counts}) -> "
                          f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
         for output, source in self.aliases.items():

@@ -12,8 +12,9 @@ The rewritten model runs in stages: the nodes that need no plugin output run in 
 then the plugin nodes whose inputs are all known, then the nodes that needed them, and so on. The plugin
 nodes are computed from their definition alone (onnx_path/nodes.py), never from how the rewrite matched
 them: rows src[e] added into state[idx[e]] (np.add.at, in float64, rounded once to the state's dtype), counts
-the edges per row; an overwrite writes row src[e] into state[idx[e]], the last edge winning where an index
-repeats (overwrite_claim keeps each row's last edge, overwrite_rows writes those rows); an index outside the state's rows is an InputError naming the node and the value. The saved
+the edges per row; an overwrite writes row src[e] into state[idx[e]] (where an index repeats, the plugin keeps
+one of its edges, which one undefined; this reference keeps the last); an index outside the state's rows is an
+InputError naming the node and the value. The saved
 model is never changed for this; docs/onnx.md says why this beats a custom op or a model-local function.
 ONNX Runtime's CPU provider lacks float16 ScatterND/ScatterElements with reduction add (and other float16
 kernels), so a float16 model runs as float32_copy(model) on its feeds cast to float32 (float32_copy is then
@@ -33,14 +34,12 @@ from common.text import first_line
 from network.definition import KEYS_EMPTY
 from onnx_path.nodes import (
     AOT_APPLY_TABLE,
-    AOT_OVERWRITE_CLAIM,
     AOT_OVERWRITE_ROWS,
     AOT_SCATTER_ADD,
     AOT_SCATTER_ADD_COUNTS,
     AOT_SCATTER_TABLE,
     AOT_SCATTER_TABLE_COUNTS,
     PLUGIN_DOMAIN,
-    OVERWRITE_EMPTY,
     PLUGIN_OP,
     is_overwrite_node,
     is_plugin_node,
@@ -349,10 +348,8 @@ def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs of one plugin node (a NodeProto of onnx_path/nodes.py's format) for its input arrays."""
     name = f"node {node.name or node.op_type} ({node.op_type})"
     op = node.op_type
-    if is_overwrite_node(node):
+    if is_overwrite_node(node) or op == AOT_OVERWRITE_ROWS:
         return [_overwrite(name, *inputs[:3])]
-    if op in (AOT_OVERWRITE_CLAIM, AOT_OVERWRITE_ROWS):
-        return _overwrite_aot(name, op, inputs)
     if op in (PLUGIN_OP, AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS):
         state, src, idx = inputs[:3]
         added, counts = _scatter_add(name, state, src, idx)
@@ -438,39 +435,11 @@ def _counts(name: str, counts: np.ndarray, rows: int) -> np.ndarray:
 
 
 def _overwrite(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """state with row src[e] written into row idx[e], the last edge winning where an index repeats (rows copied
-    exactly, in the state's dtype)."""
+    """state with row src[e] written into row idx[e], the last edge where an index repeats (one of the winners the
+    plugin may keep; rows copied exactly, in the state's dtype)."""
     _check_rows(name, state, src, idx)
     _check_range(name, "index", idx, state.shape[0], np.arange(idx.size))
     rows, edges = last_edges(idx)
     written = state.copy()
     written[rows] = src[edges]
     return written
-
-
-def _overwrite_aot(name: str, op: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """overwrite_claim: keys (the distinct rows) and winners (each row's last edge) in the first slots of keys0
-    and winners0, which must arrive as int64 -1 [2E+1]; overwrite_rows: state[keys] = src[winners] over the
-    claimed slots, each winner checked to be an edge of its key."""
-    if op == AOT_OVERWRITE_CLAIM:
-        idx, keys, winners = inputs
-        if idx.dtype != INDEX_DTYPE or idx.ndim != 1:
-            raise InputError(f"{name}: idx {idx.dtype} {list(idx.shape)}; the plugin takes idx [E] int64")
-        for what, table in (("keys0", keys), ("winners0", winners)):
-            if table.dtype != INDEX_DTYPE or table.shape != (2 * idx.size + 1,) or not np.all(table == OVERWRITE_EMPTY):
-                raise InputError(f"{name}: its {what} must arrive as int64 {OVERWRITE_EMPTY} [{2 * idx.size + 1}] "
-                                 f"(2E + 1 empty slots), got {table.dtype} {list(table.shape)}")
-        rows, edges = last_edges(idx)
-        keys, winners = keys.copy(), winners.copy()
-        keys[:rows.size], winners[:rows.size] = rows, edges
-        return [keys, winners]
-    state, src, idx, keys, winners = inputs
-    _check_rows(name, state, src, idx)
-    used = keys != OVERWRITE_EMPTY
-    _check_range(name, "key", keys[used], state.shape[0], np.flatnonzero(used))
-    chosen = winners[used]
-    if np.any((chosen < 0) | (chosen >= idx.size)) or not np.array_equal(idx[chosen], keys[used]):
-        raise InputError(f"{name}: its winners are not edges of their keys (overwrite_claim's outputs expected)")
-    written = state.copy()
-    written[keys[used]] = src[chosen]
-    return [written]

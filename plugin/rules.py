@@ -17,8 +17,8 @@ network that does not use counts (the state-update network of --steps) builds th
 one output and each execution costs in proportion to the update (E rows), not to the state.
 
 overwrite (plugin field "overwrite", int32 0 or 1, default 0) makes the plugin write rows instead of adding them:
-state[index[e]] = src[e] for e in order, the last edge winning where an index repeats (docs/overwrite.md). It has
-one output (aggregated, input 0's memory), so it needs compute_counts 0; its workspace is a table of 2 E + 1 slots.
+state[index[e]] = src[e]; where an index repeats, which of its edges wins is undefined, as in ONNX and torch
+(docs/overwrite.md). It has one output (aggregated, input 0's memory), so it needs compute_counts 0.
 """
 
 from collections import Counter

@@ -11,8 +11,7 @@ input that the plugin aliases to an output (network/definition.py makes them wit
     scatter_table_counts(src, index, keys, values, counts)  -> ... and counts.aliased()            float16
     apply_table         (state, keys, values)               -> state.aliased()                     float16
     scatter_add_block   (state, src, index)                 -> state.aliased()                     float16, F = 1
-    overwrite_claim     (index, keys, winners)              -> keys.aliased(), winners.aliased()   int64 table
-    overwrite_rows      (state, src, index, keys, winners)  -> state.aliased()                     float32/16
+    overwrite_rows      (state, src, index)                 -> state.aliased()                     float32/16
 
 counts [N, 1] int64 arrive zeroed; keys [C] int32 arrive as -1 and values [C, F] float32 as 0, with
 C = 2 E + 1 (plugin.kernels.aot.table_capacity): the float16 path sums in float32 in a table whose size follows
@@ -20,10 +19,9 @@ E, not N, then apply_table rounds each touched node once. Where the network's pr
 BLOCK_MAX_EDGES edges of one feature, scatter_add_block does both in one block's shared memory instead, with no
 table and no fills (plugin.kernels.aot.aot_takes_one_block). docs/aot_plugin.md gives the reasons.
 
-The overwrite pair writes rows instead (state[index[e]] = src[e], the last edge winning): overwrite_claim records
-each node's last edge in a table of keys and winners, int64 [2 E + 1] filled with -1 by the network
-(ConstantOfShape in an ONNX model), then overwrite_rows copies the winners' rows. Their PTX is
-plugin/kernels/overwrite.cu's (the Python plugin's overwrite runs the same kernels); docs/overwrite.md.
+overwrite_rows writes rows instead (state[index[e]] = src[e]; where an index repeats, one of its edges wins),
+with no table and no fills. Its PTX is plugin/kernels/overwrite.cu's (the Python plugin's overwrite runs the
+same kernel); docs/overwrite.md.
 
 Importing this module registers the plugins' creators in TensorRT's plugin registry, so that TensorRT's ONNX
 parser finds them (--onnx; require_aot_creators checks). Where TensorRT has no registry (its real Python
@@ -36,7 +34,7 @@ from common.errors import EngineError, MissingDependencyError
 from common.imports import import_tensorrt
 from common.versions import AOT_TENSORRT_FLOOR, check_aot_tensorrt_version
 from plugin.kernels.aot import AOT_KERNELS, AotKernel, aot_extra_args, aot_launch_params, compile_aot_ptx
-from plugin.kernels.overwrite import CLAIM_KERNEL, OVERWRITE_KERNELS, compile_overwrite_ptx
+from plugin.kernels.overwrite import compile_overwrite_ptx, overwrite_kernel
 
 trt: Any = import_tensorrt()
 check_aot_tensorrt_version(getattr(trt, "__version__", None))  # a version, not hasattr(aot_impl): 10.9-10.15 have one
@@ -55,7 +53,6 @@ SCATTER_TABLE = f"{NAMESPACE}::scatter_table"
 SCATTER_TABLE_COUNTS = f"{NAMESPACE}::scatter_table_counts"
 APPLY_TABLE = f"{NAMESPACE}::apply_table"
 SCATTER_ADD_BLOCK = f"{NAMESPACE}::scatter_add_block"
-OVERWRITE_CLAIM = f"{NAMESPACE}::overwrite_claim"
 OVERWRITE_ROWS = f"{NAMESPACE}::overwrite_rows"
 
 # The kernel each plugin launches (plugin/kernels/aot.py AOT_KERNELS).
@@ -66,11 +63,6 @@ PLUGIN_KERNELS = {
     SCATTER_TABLE_COUNTS: "scatter_table_f16_counts",
     APPLY_TABLE: "apply_table_f16",
     SCATTER_ADD_BLOCK: "scatter_block_f16",
-}
-# The overwrite plugins' kernels (plugin/kernels/overwrite.py OVERWRITE_KERNELS), by the state's dtype name.
-OVERWRITE_PLUGIN_KERNELS = {
-    OVERWRITE_CLAIM: {"float32": CLAIM_KERNEL, "float16": CLAIM_KERNEL},
-    OVERWRITE_ROWS: {"float32": "overwrite_rows_f32", "float16": "overwrite_rows_f16"},
 }
 
 AotResult = tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs]
@@ -233,46 +225,23 @@ def scatter_add_block_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: t
     return aot_kernel_for(SCATTER_ADD_BLOCK, {"state": state, "src": src, "index": index})
 
 
-# --- overwrite rows: claim each node's last edge in an int64 table (2 E + 1 slots of -1), then copy its row --------
-def _require_table(keys: trtp.TensorDesc, winners: trtp.TensorDesc) -> None:
-    _require(keys, "keys", trt.int64, 1)
-    _require(winners, "winners", trt.int64, 1)
-
-
-@trtp.register(OVERWRITE_CLAIM, lazy_register=REGISTER_LAZILY)
-def overwrite_claim_desc(index: trtp.TensorDesc, keys: trtp.TensorDesc,
-                         winners: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
-    _require(index, "index", trt.int64, 1)
-    _require_table(keys, winners)
-    return keys.aliased(), winners.aliased()
-
-
-@trtp.aot_impl(OVERWRITE_CLAIM)
-def overwrite_claim_aot(index: trtp.TensorDesc, keys: trtp.TensorDesc, winners: trtp.TensorDesc,
-                        outputs: tuple[trtp.TensorDesc, trtp.TensorDesc], tactic: int) -> AotResult:
-    return aot_kernel_for(OVERWRITE_CLAIM, {"index": index, "keys": keys, "winners": winners},
-                          OVERWRITE_KERNELS[CLAIM_KERNEL], compile_overwrite_ptx())
-
-
-_STATE_DTYPE_NAMES = {trt.float32: "float32", trt.float16: "float16"}
+# --- overwrite rows: one kernel writes each edge's row into the state ------------------------------------------
+_STATE_DTYPES = {trt.float32: "float32", trt.float16: "float16"}
 
 
 @trtp.register(OVERWRITE_ROWS, lazy_register=REGISTER_LAZILY)
-def overwrite_rows_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
-                        winners: trtp.TensorDesc) -> trtp.TensorDesc:
-    if state.dtype not in _STATE_DTYPE_NAMES or state.ndim != 2:
+def overwrite_rows_desc(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc) -> trtp.TensorDesc:
+    if state.dtype not in _STATE_DTYPES or state.ndim != 2:
         raise ValueError(f"state must be a 2-D float32 or float16 tensor, got a {state.ndim}-D {state.dtype} tensor")
     _check_edges(src, state.dtype, index, None)
-    _require_table(keys, winners)
     return state.aliased()
 
 
 @trtp.aot_impl(OVERWRITE_ROWS)
-def overwrite_rows_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc, keys: trtp.TensorDesc,
-                       winners: trtp.TensorDesc, outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
-    name = OVERWRITE_PLUGIN_KERNELS[OVERWRITE_ROWS][_STATE_DTYPE_NAMES[state.dtype]]
-    return aot_kernel_for(OVERWRITE_ROWS, {"state": state, "src": src, "index": index, "keys": keys,
-                                           "winners": winners}, OVERWRITE_KERNELS[name], compile_overwrite_ptx())
+def overwrite_rows_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, index: trtp.TensorDesc,
+                       outputs: tuple[trtp.TensorDesc], tactic: int) -> AotResult:
+    return aot_kernel_for(OVERWRITE_ROWS, {"state": state, "src": src, "index": index},
+                          overwrite_kernel(_STATE_DTYPES[state.dtype]), compile_overwrite_ptx())
 
 
 def plugin_op(plugin_id: str) -> Any:
@@ -281,7 +250,7 @@ def plugin_op(plugin_id: str) -> Any:
     return getattr(getattr(trtp.op, namespace), name)
 
 
-PLUGIN_IDS = tuple(PLUGIN_KERNELS) + tuple(OVERWRITE_PLUGIN_KERNELS)
+PLUGIN_IDS = (*PLUGIN_KERNELS, OVERWRITE_ROWS)
 
 
 def require_aot_creators() -> None:

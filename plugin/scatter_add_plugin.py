@@ -3,7 +3,8 @@
 Inputs: state [N, F], src [E, F] (float32 or float16), index [E] int64. Outputs: aggregated [N, F], which is
 input 0's memory (get_aliased_input(0) == 0), and, when the plugin field compute_counts is 1 (the default),
 counts [N, 1] int64. enqueue adds src rows into the state in place on TensorRT's stream, or with the plugin
-field overwrite = 1 writes them (state[index[e]] = src[e], the last edge winning: plugin/kernels/overwrite.py);
+field overwrite = 1 writes them (state[index[e]] = src[e]; where an index repeats, one of its edges wins:
+plugin/kernels/overwrite.py);
 the rules (types, formats, shapes, aliasing, fields) live in plugin.rules.
 
 TensorRT is imported when this module is imported; everything else (CUDA, the kernel) when first used.
@@ -52,19 +53,18 @@ def trt_dtype(dtype: np.dtype) -> Any:
 
 
 def profile_workspace_size(inp: "list[DynamicPluginTensorDesc]", *, with_counts: bool, overwrite: bool = False) -> int:
-    """Workspace bytes for the profile's largest shapes of (state, src, index) (overwrite: the overwrite's table,
-    2 E + 1 slots); ValueError
-    (rules.profile_maximum_sizes) for a dynamic maximum, shapes that do not fit together or an unsupported state
-    type."""
+    """Workspace bytes for the profile's largest shapes of (state, src, index) (an overwrite needs none);
+    ValueError (rules.profile_maximum_sizes, overwrite_sizes) for a dynamic maximum, shapes that do not fit
+    together or the kernels' int32 sizes, or an unsupported state type."""
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = numpy_dtype(inp[rules.STATE].desc.type)
     sizes = rules.profile_maximum_sizes([dims_tuple(desc.max) for desc in inp], dtype)
     if overwrite:
-        from plugin.kernels.overwrite import overwrite_sizes, overwrite_workspace_size
+        from plugin.kernels.overwrite import overwrite_sizes
 
         overwrite_sizes(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype)  # int32 sizes
-        return overwrite_workspace_size(sizes.num_edges)
+        return 0
     return int(scatter_add_workspace_size(sizes.num_nodes, sizes.num_edges, sizes.num_features, dtype,
                                           with_counts=with_counts))
 
@@ -120,8 +120,8 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
     execution costs O(E*F) instead of O(E*F + N). Every size comes from the tensor shapes.
     get_fields_to_serialize writes compute_counts (and overwrite), so a deserialized engine's creator recreates the
     same plugin.
-    overwrite (plugin field, int32 0/1, default 0): 1 writes rows instead, state[index[e]] = src[e] with the last
-    edge winning, through its own table in the workspace (plugin.kernels.overwrite); it needs compute_counts 0.
+    overwrite (plugin field, int32 0/1, default 0): 1 writes rows instead, state[index[e]] = src[e], one kernel
+    and no workspace (plugin.kernels.overwrite); it needs compute_counts 0.
     """
 
     def __init__(self, compute_counts: bool = rules.DEFAULT_COMPUTE_COUNTS,
@@ -246,15 +246,15 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         outputs[1] and the kernel gets counts=0: no O(N) zeroing, only the E rows are touched. Should TensorRT
         ever hand the output its own buffer, the state is first copied into it (a device-to-device copy on the
         same stream), so the result is right either way; that copy costs O(N*F), which aliasing exists to avoid.
-        With overwrite, the prepared PreparedOverwrite writes the rows instead, its table in TensorRT's workspace.
+        With overwrite, the prepared PreparedOverwrite writes the rows instead (no workspace).
         """
         if self._launch is None:  # not TensorRT's order, but the shapes are all here
             self.on_shape_change(input_desc, output_desc)
         state = outputs[rules.AGGREGATED]
         if state != inputs[rules.STATE]:
             copy_device_async(state, inputs[rules.STATE], self._state_nbytes, stream)
-        if self.overwrite:  # the table is the workspace: overwrite_workspace_size of the profile's E
-            self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], workspace, stream)
+        if self.overwrite:
+            self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], stream)
             return
         counts = outputs[rules.COUNTS] if self.compute_counts else 0
         self._launch(state, inputs[rules.SOURCE], inputs[rules.INDEX], counts, workspace, stream)

@@ -70,8 +70,8 @@ def last_edges(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def scatter_overwrite_numpy(state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """A copy of state [N, ...] after `for e in range(E): state[idx[e]] = src[e]`: where an index repeats the
-    LAST edge wins (last_edges), and rows are copied exactly (same dtype as state, no arithmetic). Indices
-    outside [0, N) are skipped, as the overwrite kernels skip them."""
+    LAST edge wins (last_edges; the overwrite kernels may keep any of its edges), and rows are copied exactly
+    (same dtype as state, no arithmetic). Indices outside [0, N) are skipped, as the overwrite kernels skip them."""
     out = np.array(state, copy=True)
     idx = np.asarray(idx, dtype=np.int64).reshape(-1)
     src = np.asarray(src, dtype=out.dtype).reshape((idx.size,) + out.shape[1:])

@@ -1,8 +1,8 @@
 """Row overwrites through the rewrite (issue 36): torch's index_copy(_), index_put(_) without accumulate,
 X[idx] = rows and scatter of an expanded index, exported by torch 2.13's dynamo exporter once per session
 (tests/onnx_models.py OVERWRITES), become the plugin's overwrite mode (ScatterAddInPlace overwrite=1, or the AOT
-overwrite_claim + overwrite_rows); each rewritten model passes onnx.checker's full check and agrees with ONNX
-Runtime on the original where ONNX defines the result, the last edge winning where an index repeats; the dry
+overwrite_rows); each rewritten model passes onnx.checker's full check and agrees with ONNX Runtime on the
+original where ONNX defines the result (the CPU reference keeps the last edge of a repeated index); the dry
 run's --validate says which rows it compared how; the refusals are one line each."""
 
 import numpy as np
@@ -54,9 +54,9 @@ def expected_outputs(name, feeds):
 @pytest.mark.parametrize("plugin", PLUGINS)
 @pytest.mark.parametrize("name", OVERWRITES)
 def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(tmp_path_factory, name, plugin):
-    """No Scatter* left, onnx.checker's full check, the plugin nodes of the overwrite (AOT: claim then rows per
-    overwrite), the overwritten states among the aliases; on distinct indices the rewritten model equals ONNX
-    Runtime on the original exactly, and with repeated indices it follows the sequential rule."""
+    """No Scatter* left, onnx.checker's full check, the plugin node of each overwrite, the overwritten states
+    among the aliases; on distinct indices the rewritten model equals ONNX Runtime on the original exactly, and
+    with repeated indices its CPU reference follows the sequential loop."""
     import onnx
 
     from onnx_path.rewrite import IndexBound, model_io, rewrite_model
@@ -75,7 +75,7 @@ def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(t
         assert [attributes(node).get("overwrite", 0) for node in plugins] == [int(flag) for flag in overwrites]
         assert all(attributes(node)["compute_counts"] == 0 and len(node.output) == 1 for node in plugins)
     else:
-        ops = [op for flag in overwrites for op in (["overwrite_claim", "overwrite_rows"] if flag else ["scatter_add"])]
+        ops = ["overwrite_rows" if flag else "scatter_add" for flag in overwrites]
         assert sorted(node.op_type for node in plugins) == sorted(ops)  # in topological order
     assert result.aliases == aliases
     assert [scatter.overwrite for scatter in result.scatters] == overwrites
@@ -93,44 +93,31 @@ def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(t
 
 
 @needs_export
-def test_the_aot_overwrite_aliases_two_empty_tables_of_2e_plus_1_slots(tmp_path_factory):
-    """overwrite_claim's keys0 and winners0: two ConstantOfShape tensors (never one buffer for two outputs) of
-    int64 -1, shaped 2 * Shape(idx)[0] + 1, made for the claim alone; its outputs are theirs (NODE_ALIASES),
-    read by overwrite_rows with the state, src and idx; the state's output is X's memory."""
-    from onnx_path.nodes import NODE_ALIASES
+def test_the_aot_overwrite_is_one_node_writing_the_state_in_place(tmp_path_factory):
+    """overwrite_rows reads the state, src and idx and nothing else (no table, no fill); its output is the
+    state's memory (NODE_ALIASES) and the graph output X_out."""
+    from onnx_path.nodes import NODE_ALIASES, NODE_ARITY
     from onnx_path.rewrite import rewrite_model
 
     model = rewrite_model(zoo_model(tmp_path_factory, "index_copy"), "aot").model
-    made = {output: node for node in model.graph.node for output in node.output}
-    claim, rows = (node for node in model.graph.node if node.domain == "aliased_io")
-    assert (claim.op_type, rows.op_type) == ("overwrite_claim", "overwrite_rows")
-    assert NODE_ALIASES["overwrite_claim"] == {0: 1, 1: 2} and NODE_ALIASES["overwrite_rows"] == {0: 0}
-    assert claim.input[0] == "idx" and claim.input[1] != claim.input[2]
-    assert list(rows.input) == ["X", "src", "idx", *claim.output] and list(rows.output) == ["X_out"]
-    assert attributes(claim) == attributes(rows) == {"plugin_namespace": b"aliased_io", "plugin_version": b"1",
-                                                     "aot": 1}
-    for table in claim.input[1:]:
-        fill = made[table]
-        assert fill.op_type == "ConstantOfShape"
-        value = attributes(fill)["value"]
-        assert value.data_type == 7 and list(value.int64_data or np.frombuffer(value.raw_data, np.int64)) == [-1]
-        assert [reader for node in model.graph.node for reader in node.input if reader == table] == [table]
-        add = made[fill.input[0]]
-        mul = made[add.input[0]]
-        assert (add.op_type, mul.op_type) == ("Add", "Mul")
+    (rows,) = (node for node in model.graph.node if node.domain == "aliased_io")
+    assert rows.op_type == "overwrite_rows" and NODE_ALIASES["overwrite_rows"] == {0: 0}
+    assert NODE_ARITY["overwrite_rows"] == (3, (1,))
+    assert list(rows.input) == ["X", "src", "idx"] and list(rows.output) == ["X_out"]
+    assert attributes(rows) == {"plugin_namespace": b"aliased_io", "plugin_version": b"1", "aot": 1}
+    assert not [node for node in model.graph.node if node.op_type == "ConstantOfShape"]
 
 
 def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_repeat():
     """The plugin nodes' CPU reference (onnx_path/runtime.py) against a Python loop, many repeats, both
-    dtypes; the AOT claim's empty tables and winners are checked."""
+    dtypes, both plugins' nodes."""
     from onnx import helper
 
     from onnx_path.runtime import plugin_reference
 
     python = helper.make_node("ScatterAddInPlace", ["X", "src", "idx"], ["out"], domain="aliased_io", overwrite=1,
                               compute_counts=0)
-    claim = helper.make_node("overwrite_claim", ["idx", "k0", "w0"], ["k", "w"], domain="aliased_io")
-    rows = helper.make_node("overwrite_rows", ["X", "src", "idx", "k", "w"], ["out"], domain="aliased_io")
+    rows = helper.make_node("overwrite_rows", ["X", "src", "idx"], ["out"], domain="aliased_io")
     rng = np.random.default_rng(7)
     for trial in range(20):
         dtype = (np.float32, np.float16)[trial % 2]
@@ -140,15 +127,9 @@ def test_the_cpu_reference_of_both_forms_follows_the_sequential_rule_at_every_re
         expected = sequential(state, src, idx)
         (out,) = plugin_reference(python, [state, src, idx])
         np.testing.assert_array_equal(out, expected)
-        empty = np.full(2 * e + 1, -1, np.int64)
-        keys, winners = plugin_reference(claim, [idx, empty, empty.copy()])
-        (out,) = plugin_reference(rows, [state, src, idx, keys, winners])
+        (out,) = plugin_reference(rows, [state, src, idx])
         np.testing.assert_array_equal(out, expected)
         assert out.dtype == dtype and not np.shares_memory(out, state)
-    with pytest.raises(InputError, match="its keys0 must arrive as int64 -1"):
-        plugin_reference(claim, [idx, np.zeros(2 * idx.size + 1, np.int64), empty])
-    with pytest.raises(InputError, match="its winners are not edges of their keys"):
-        plugin_reference(rows, [state, src, idx, keys, np.roll(winners, 1)])
     with pytest.raises(InputError, match="index 9 at position 0 is outside the"):
         plugin_reference(python, [state, src, np.concatenate([[9], idx[1:]]).astype(np.int64)])
 
@@ -180,14 +161,14 @@ def test_an_overwrite_node_of_another_form_is_refused_in_one_line(change, messag
 @needs_export
 def test_a_python_overwrite_node_in_the_model_becomes_the_aot_overwrite(tmp_path_factory):
     """A model holding ScatterAddInPlace overwrite=1 (the Python rewrite's own output, read back) rewritten for
-    the AOT plugin: overwrite_claim + overwrite_rows, still the sequential rule."""
+    the AOT plugin: overwrite_rows, its CPU reference still the sequential loop."""
     from onnx_path.rewrite import rewrite_model
     from onnx_path.runtime import run_rewritten
 
     python = rewrite_model(zoo_model(tmp_path_factory, "set_rows")).model
     aot = rewrite_model(python, "aot")
     assert [node.op_type for node in aot.model.graph.node if node.domain == "aliased_io"] == \
-        ["overwrite_claim", "overwrite_rows"]
+        ["overwrite_rows"]
     assert aot.aliases == {"X_out": "X"}
     feeds = zoo_feeds("set_rows", 3, REPEATED, repeats=True)
     np.testing.assert_array_equal(run_rewritten(aot.model, feeds)["X_out"], expected_outputs("set_rows", feeds)["X_out"])
@@ -238,7 +219,8 @@ def test_each_overwrite_passes_the_dry_run_validation_and_its_saved_model_the_ch
     status, printed, out = dry_run(tmp_path, capsys, model, zoo_feeds(name), *plugin)
     assert status == 0, printed
     into = "zeros zeros_like" if name == "copy_into_zeros" else "X"
-    assert f"rows of {into} overwritten) -> " in printed and "the last edge wins at a repeated index" in printed
+    assert f"rows of {into} overwritten) -> " in printed and "one edge of a repeated index wins, undefined which" \
+        in printed
     assert ("output X_out is input X's memory (bind it at X's address)" in printed) == bool(EXPECTED[name][1])
     assert "Validation against reference successful!" in printed
     for output in zoo()[name].outputs:
@@ -251,9 +233,9 @@ def test_each_overwrite_passes_the_dry_run_validation_and_its_saved_model_the_ch
 @pytest.mark.parametrize("plugin", PLUGINS)
 def test_repeated_indices_compare_the_defined_rows_with_onnx_runtime_and_the_rest_by_the_rule(tmp_path_factory,
                                                                                              tmp_path, capsys, plugin):
-    """Issue 36's done-when, repeated indices: the printed state follows the sequential rule; --validate names
-    the rows written at a repeated index (checked against the last edge's row), and compares the rest with ONNX
-    Runtime; the added state next to it is compared whole."""
+    """Issue 36's done-when, repeated indices: the printed state is the CPU reference's (the sequential loop);
+    --validate names the rows written at a repeated index (each element checked against the nearest of its
+    edges'), and compares the rest with ONNX Runtime; the added state next to it is compared whole."""
     import onnx
 
     feeds = zoo_feeds("copy_and_add", 2, REPEATED, repeats=True)
@@ -266,8 +248,8 @@ def test_repeated_indices_compare_the_defined_rows_with_onnx_runtime_and_the_res
     repeated = rows[0][rows[1] > 1].tolist()
     shown = ", ".join(str(row) for row in repeated[:6]) + (", ..." if len(repeated) > 6 else "")
     assert f"Output X_out against ONNX Runtime (the original {model}, same inputs); {len(repeated)} rows ({shown}) " \
-           "written at a repeated index: against the last edge's row (the plugin's rule; ONNX leaves which edge wins " \
-           "undefined): largest absolute error 0," in printed
+           "written at a repeated index: against the nearest of its edges' rows (ONNX and the plugin leave which edge " \
+           "wins undefined): largest absolute error 0," in printed
     assert f"Output Y_out against ONNX Runtime (the original {model}, same inputs): largest" in printed
     assert "Validation against reference successful!" in printed
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
@@ -279,33 +261,36 @@ def test_an_output_computed_from_rows_of_a_repeated_index_is_not_compared_and_sa
     model = zoo_path(tmp_path_factory, "copy_then_layers")
     status, printed, _ = dry_run(tmp_path, capsys, model, zoo_feeds("copy_then_layers", 1, REPEATED, repeats=True))
     assert status == 0, printed
-    assert "written at a repeated index: against the last edge's row" in printed
+    assert "written at a repeated index: against the nearest of its edges' rows" in printed
     scatter = next(node.name for node in zoo_model(tmp_path_factory, "copy_then_layers").graph.node
                    if node.op_type == "ScatterND")
     assert f"Output y against ONNX Runtime (the original {model}, same inputs): not compared (computed from " \
-           f"{scatter}, which wrote rows at a repeated index: ONNX leaves which edge wins undefined, the plugin's " \
-           "rule is the last edge)" in printed
+           f"{scatter}, which wrote rows at a repeated index: ONNX and the plugin leave which edge wins undefined)" \
+           in printed
 
 
 @needs_export
-@pytest.mark.parametrize("rule", ["first edge", "wrong row"])
+@pytest.mark.parametrize("rule", ["another row's edge", "wrong row"])
 def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_factory, tmp_path, capsys, monkeypatch,
                                                                    rule):
-    """The comparison is not vacuous: a reference where the FIRST edge wins fails at the repeated rows (the
-    rule's check), one that writes a row off by one fails at the defined rows (ONNX Runtime's)."""
+    """The comparison is not vacuous: a reference that writes a repeated index's row from an edge of another row
+    fails at the repeated rows (the rule's check), one that writes a row off by one fails at the defined rows
+    (ONNX Runtime's)."""
     import onnx_path.runtime as runtime
 
     correct = runtime.last_edges
 
-    def first_edge(idx):
-        rows, edges = np.unique(idx, return_index=True)
-        return rows, edges
+    def another_rows_edge(idx):
+        rows, edges = correct(idx)
+        repeated = np.bincount(idx)[rows] > 1
+        assert repeated.any() and rows.size > 1
+        return rows, np.where(repeated, np.roll(edges, 1), edges)
 
     def wrong_row(idx):
         rows, edges = correct(idx)
         return (rows + 1) % 9, edges
 
-    monkeypatch.setattr(runtime, "last_edges", first_edge if rule == "first edge" else wrong_row)
+    monkeypatch.setattr(runtime, "last_edges", another_rows_edge if rule == "another row's edge" else wrong_row)
     status, printed, out = dry_run(tmp_path, capsys, zoo_path(tmp_path_factory, "index_copy"),
                                    zoo_feeds("index_copy", 0, REPEATED, repeats=True))
     assert status == 1, printed
@@ -364,7 +349,7 @@ def test_a_float16_overwrite_with_repeated_indices_passes_the_dry_run_validation
              "idx": rng.integers(0, 7, 12).astype(np.int64)}
     status, printed, _ = dry_run(tmp_path, capsys, float16_copy_model(tmp_path / "copy16.onnx"), feeds)
     assert status == 0, printed
-    assert "written at a repeated index: against the last edge's row" in printed
+    assert "written at a repeated index: against the nearest of its edges' rows" in printed
     heading = next(line for line in printed.splitlines() if line.startswith("Output X_out float"))  # 16, or 32: the
     np.testing.assert_allclose(printed_output(printed, heading),  # float32 copy ONNX Runtime ran
                                sequential(feeds["X"], feeds["src"], feeds["idx"]), atol=1e-3)
@@ -402,11 +387,10 @@ def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_facto
         import plugin.scatter_add_aot as aot
     except MissingDependencyError as error:
         pytest.skip(str(error))
-    names = ("SCATTER_ADD", "OVERWRITE_CLAIM", "OVERWRITE_ROWS")
+    names = ("SCATTER_ADD", "OVERWRITE_ROWS")
     if not all(hasattr(aot, name) for name in names):
         pytest.skip("plugin/scatter_add_aot.py registers no AOT overwrite plugins in this tree")
-    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.OVERWRITE_CLAIM: aot.overwrite_claim_desc,
-                   aot.OVERWRITE_ROWS: aot.overwrite_rows_desc}
+    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.OVERWRITE_ROWS: aot.overwrite_rows_desc}
     model = rewrite_model(zoo_model(tmp_path_factory, name), "aot").model
     seen = []
     for node in (n for n in model.graph.node if n.domain):
@@ -417,7 +401,7 @@ def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_facto
         returned = signature.return_annotation
         assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)
         seen.append(node.op_type)
-    assert {"overwrite_claim", "overwrite_rows"} <= set(seen)
+    assert "overwrite_rows" in seen
 
 
 @needs_export

@@ -1,5 +1,5 @@
-"""The overwrite AOT plugins (aliased_io::overwrite_claim, aliased_io::overwrite_rows) without a GPU: overwrite.cu's
-PTX and each kernel's parameter list against the order TensorRT launches with (input pointers, extra int32
+"""The overwrite AOT plugin (aliased_io::overwrite_rows) without a GPU: overwrite.cu's PTX and each kernel's
+parameter list against the order TensorRT launches with (input pointers, extra int32
 arguments, output pointers), their launch parameters, and `register` / `aot_impl` on TensorRT's real Python
 bindings (trt_bindings; skipped with the reason where tensorrt.plugin is missing)."""
 
@@ -17,7 +17,7 @@ from plugin.kernels.aot import (
     aot_launch_params,
     ptx_isa_version,
 )
-from plugin.kernels.overwrite import OVERWRITE_KERNELS, OVERWRITE_SOURCE_PATH, compile_overwrite_ptx, overwrite_capacity
+from plugin.kernels.overwrite import OVERWRITE_KERNELS, OVERWRITE_SOURCE_PATH, compile_overwrite_ptx, overwrite_kernel
 from tests.test_aot_kernel_signatures import _KERNEL
 from tests.test_aot_plugin import (  # noqa: F401 (fixtures)
     aot,
@@ -32,8 +32,7 @@ SIZES = [(1, 0, 1), (5, 7, 3), (1000, 10**4, 64), (10**8, 10**6, 1), (2**31 - 1,
 
 
 def sizes_of(num_nodes, num_edges, num_features):
-    return {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-            "capacity": overwrite_capacity(num_edges)}
+    return {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features}
 
 
 def test_overwrite_ptx_has_its_kernels_for_compute_75_at_isa_8_0():
@@ -64,29 +63,24 @@ def test_overwrite_kernel_parameter_names_follow_the_description(name):
 
 
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
-def test_overwrite_launch_params_cover_each_edge_or_element_with_at_least_one_block(num_nodes, num_edges,
-                                                                                    num_features):
+def test_overwrite_launch_params_cover_each_element_with_at_least_one_block(num_nodes, num_edges, num_features):
     sizes = sizes_of(num_nodes, num_edges, num_features)
     for kernel in OVERWRITE_KERNELS.values():
         grid, block, shared = aot_launch_params(kernel, sizes)
-        work = num_edges * (num_features if kernel.per_feature else 1)
+        work = num_edges * num_features
         assert (block, shared) == (THREADS_PER_BLOCK, 0)
         assert grid == max(1, min(-(-work // block), MAX_BLOCKS))
-        assert aot_extra_args(kernel, sizes) == tuple(sizes[arg] for arg in kernel.extra_args)
-    assert not OVERWRITE_KERNELS["overwrite_claim"].per_feature  # one thread per edge, whatever F
+        assert aot_extra_args(kernel, sizes) == (num_nodes, num_edges, num_features)
 
 
 # --- register / aot_impl on TensorRT's real bindings ---------------------------------------------------------
-VARIANTS = [("overwrite_claim", "float32"), ("overwrite_rows", "float32"), ("overwrite_rows", "float16")]
+DTYPES = ["float32", "float16"]
 
 
-def overwrite_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dtype, table_type=None):
+def overwrite_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dtype):
     trt, trtp, _ = aot
-    capacity = overwrite_capacity(num_edges)
-    shapes = {"state": (num_nodes, num_features), "src": (num_edges, num_features), "index": (num_edges,),
-              "keys": (capacity,), "winners": (capacity,)}
-    table_type = trt.int64 if table_type is None else table_type
-    types = {"state": dtype, "src": dtype, "index": trt.int64, "keys": table_type, "winners": table_type}
+    shapes = {"state": (num_nodes, num_features), "src": (num_edges, num_features), "index": (num_edges,)}
+    types = {"state": dtype, "src": dtype, "index": trt.int64}
     descs = {}
     for name in kernel.inputs:
         shape = trtp.ShapeExprs.from_tuple(tuple(trtp.ShapeExpr(builder.expr(n)) for n in shapes[name]))
@@ -94,18 +88,14 @@ def overwrite_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dt
     return descs
 
 
-def kernel_of(module, plugin, dtype_name):
-    return OVERWRITE_KERNELS[module.OVERWRITE_PLUGIN_KERNELS[f"{module.NAMESPACE}::{plugin}"][dtype_name]]
-
-
 @pytest.mark.trt_bindings
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES[:4])
-@pytest.mark.parametrize("plugin,dtype_name", VARIANTS)
-def test_overwrite_aot_impl_returns_its_kernel_ptx_and_symbolic_launch(aot, symbolic, plugin, dtype_name, num_nodes,
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_overwrite_aot_impl_returns_its_kernel_ptx_and_symbolic_launch(aot, symbolic, dtype_name, num_nodes,
                                                                        num_edges, num_features):
     trt, trtp, module = aot
-    plugin_id = f"{module.NAMESPACE}::{plugin}"
-    kernel = kernel_of(module, plugin, dtype_name)
+    plugin_id = module.OVERWRITE_ROWS
+    kernel = overwrite_kernel(dtype_name)
     descs = overwrite_descs(aot, symbolic, kernel, num_nodes, num_edges, num_features, getattr(trt, dtype_name))
     definition = qdp_registry()[plugin_id]
     outputs = definition.register_func(*descs.values())
@@ -120,44 +110,39 @@ def test_overwrite_aot_impl_returns_its_kernel_ptx_and_symbolic_launch(aot, symb
 
 
 @pytest.mark.trt_bindings
-@pytest.mark.parametrize("plugin,dtype_name", VARIANTS)
-def test_overwrite_register_declares_aliased_outputs_through_tensorrts_plugin_class(aot, plugin, dtype_name):
-    """TensorRT's own AOT plugin class reports our aliasing: claim's keys and winners are inputs 1 and 2, the rows'
-    state input 0."""
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_overwrite_register_declares_aliased_outputs_through_tensorrts_plugin_class(aot, dtype_name):
+    """TensorRT's own AOT plugin class reports our aliasing: the output is the state, input 0."""
     trt, trtp, module = aot
-    plugin_id = f"{module.NAMESPACE}::{plugin}"
-    kernel = kernel_of(module, plugin, dtype_name)
-    instance = aot_plugin_instance(trtp, qdp_registry()[plugin_id], plugin, module.NAMESPACE)
+    plugin_id = module.OVERWRITE_ROWS
+    kernel = overwrite_kernel(dtype_name)
+    instance = aot_plugin_instance(trtp, qdp_registry()[plugin_id], "overwrite_rows", module.NAMESPACE)
     dtype = getattr(trt, dtype_name)
-    types = {"state": dtype, "src": dtype, "index": trt.int64, "keys": trt.int64, "winners": trt.int64}
-    ranks = {"state": 2, "src": 2, "index": 1, "keys": 1, "winners": 1}
+    types = {"state": dtype, "src": dtype, "index": trt.int64}
+    ranks = {"state": 2, "src": 2, "index": 1}
     output_types = instance.get_output_data_types([types[n] for n in kernel.inputs], [ranks[n] for n in kernel.inputs])
 
     assert list(inspect.signature(qdp_registry()[plugin_id].register_func).parameters) == list(kernel.inputs)
     assert output_types == [types[n] for n in kernel.outputs]
     aliases = [instance.get_aliased_input(i) for i in range(len(kernel.outputs))]
-    assert aliases == ([1, 2] if plugin == "overwrite_claim" else [0])
+    assert aliases == [0]
 
 
 @pytest.mark.trt_bindings
-@pytest.mark.parametrize("plugin, types, message", [
-    ("overwrite_claim", ["int32", "int64", "int64"], "index must be a 1-D DataType.INT64"),
-    ("overwrite_claim", ["int64", "int32", "int64"], "keys must be a 1-D DataType.INT64"),
-    ("overwrite_rows", ["int64", "int64", "int64", "int64", "int64"], "state must be a 2-D float32 or float16"),
-    ("overwrite_rows", ["float16", "float32", "int64", "int64", "int64"], "src must be a 2-D DataType.HALF"),
-    ("overwrite_rows", ["float32", "float32", "int64", "int64", "int32"], "winners must be a 1-D DataType.INT64"),
+@pytest.mark.parametrize("types, message", [
+    (["int64", "int64", "int64"], "state must be a 2-D float32 or float16"),
+    (["float16", "float32", "int64"], "src must be a 2-D DataType.HALF"),
+    (["float32", "float32", "int32"], "index must be a 1-D DataType.INT64"),
 ])
-def test_overwrite_register_refuses_the_wrong_types(aot, plugin, types, message):
+def test_overwrite_register_refuses_the_wrong_types(aot, types, message):
     trt, trtp, module = aot
-    instance = aot_plugin_instance(trtp, qdp_registry()[f"{module.NAMESPACE}::{plugin}"], plugin, module.NAMESPACE)
-    ranks = [2, 2, 1, 1, 1] if plugin == "overwrite_rows" else [1, 1, 1]
+    instance = aot_plugin_instance(trtp, qdp_registry()[module.OVERWRITE_ROWS], "overwrite_rows", module.NAMESPACE)
+    ranks = [2, 2, 1]
     with pytest.raises(ValueError, match=message):
         instance.get_output_data_types([getattr(trt, t) for t in types], ranks)
 
 
 @pytest.mark.trt_bindings
-def test_the_overwrite_plugins_are_among_the_ids_the_onnx_parser_needs(aot):
+def test_the_overwrite_plugin_is_among_the_ids_the_onnx_parser_needs(aot):
     _, _, module = aot
-    assert {module.OVERWRITE_CLAIM, module.OVERWRITE_ROWS} <= set(module.PLUGIN_IDS)
-    assert (module.OVERWRITE_CLAIM, module.OVERWRITE_ROWS) == ("aliased_io::overwrite_claim",
-                                                               "aliased_io::overwrite_rows")
+    assert module.OVERWRITE_ROWS in module.PLUGIN_IDS and module.OVERWRITE_ROWS == "aliased_io::overwrite_rows"

@@ -1,6 +1,6 @@
 """The overwrite mode of the Python plugin (field `overwrite`) and plugin/kernels/overwrite.py's plain functions,
 without a GPU: the field's rules, serialization through the creator's C++ entry point, the creator's advertised
-fields, the workspace, and the launcher's steps and size checks. The kernels' numerics: test_overwrite_gpu.py."""
+fields, the workspace (none), and the launcher's grid and size checks. The kernels' numerics: test_overwrite_gpu.py."""
 
 import importlib
 
@@ -8,15 +8,8 @@ import numpy as np
 import pytest
 
 from plugin import rules
-from plugin.kernels.overwrite import (
-    MAX_EDGES,
-    OVERWRITE_KERNELS,
-    overwrite_capacity,
-    overwrite_sizes,
-    overwrite_steps,
-    overwrite_workspace_size,
-    rows_kernel,
-)
+from plugin.kernels.aot import MAX_BLOCKS
+from plugin.kernels.overwrite import MAX_SIZE, OVERWRITE_KERNELS, overwrite_grid, overwrite_kernel, overwrite_sizes
 from reference.gnn import scatter_overwrite_numpy
 from tests.test_plugin import int32_field, profile_inputs, tensor_desc
 
@@ -51,28 +44,22 @@ def test_overwrite_fields_round_trip(overwrite):
 
 
 # --- plugin/kernels/overwrite.py plain functions -------------------------------------------------------------
-def test_the_table_has_two_slots_per_edge_and_one_more():
-    assert [overwrite_capacity(e) for e in (0, 1, 10**4)] == [1, 3, 20001]
-    assert overwrite_workspace_size(10**6) == 16 * (2 * 10**6 + 1)  # keys then winners, int64 each
-
-
-def test_steps_fill_the_table_then_claim_then_copy_and_nothing_for_an_empty_update():
-    sizes = overwrite_sizes(100, 7, 3, np.float16)
-    assert sizes == {"num_nodes": 100, "num_edges": 7, "num_features": 3, "capacity": 15}
-    assert overwrite_steps(np.float16, sizes) == [
-        ("fill", "keys", 0xFFFFFFFF, 30), ("fill", "winners", 0xFFFFFFFF, 30),  # 15 int64 of -1 each
-        ("kernel", "overwrite_claim"), ("kernel", "overwrite_rows_f16")]
-    assert overwrite_steps(np.float32, overwrite_sizes(100, 0, 3, np.float32)) == []
-    assert overwrite_steps(np.float32, overwrite_sizes(0, 5, 3, np.float32)) == []
-    assert rows_kernel(np.float32) == "overwrite_rows_f32" and set(OVERWRITE_KERNELS) >= {"overwrite_rows_f32"}
+def test_one_kernel_per_dtype_and_a_grid_of_one_thread_per_word_of_a_row():
+    assert sorted(OVERWRITE_KERNELS) == ["overwrite_rows_f16", "overwrite_rows_f32"]
+    assert overwrite_kernel(np.float16).name == "overwrite_rows_f16" and overwrite_kernel("float32").name == "overwrite_rows_f32"
+    assert overwrite_sizes(100, 7, 3, np.float16) == {"num_nodes": 100, "num_edges": 7, "num_features": 3}
+    cases = [  # (E, F, dtype) -> blocks: 16-byte words where a row has whole ones, else one thread per feature
+        ((10**6, 64, np.float32), 10**6 * 16 // 256), ((10**6, 8, np.float16), 10**6 // 256 + 1),
+        ((1000, 3, np.float32), -(-3000 // 256)), ((0, 5, np.float32), 1), ((10**8, 64, np.float32), MAX_BLOCKS)]
+    for (edges, features, dtype), blocks in cases:
+        assert overwrite_grid(dtype, overwrite_sizes(10, edges, features, dtype)) == (blocks, 256, 0)
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"num_nodes": -1}, "num_nodes must be an integer from 0 to"),
-    ({"num_edges": MAX_EDGES + 1}, "capacity must be an integer from 0 to"),
+    ({"num_edges": MAX_SIZE + 1}, "num_edges must be an integer from 0 to"),
     ({"num_features": 0}, "num_features must be from 1 to"),
     ({"num_features": 2**30}, "num_features must be from 1 to"),  # 4 GiB rows: the kernel's int32 row bytes
-    ({"capacity": 0}, "at least one slot"),
     ({"dtype": np.float64}, "float32 or float16 state, got float64"),
 ])
 def test_overwrite_sizes_refuse_what_the_kernels_cannot_take(kwargs, message):
@@ -121,11 +108,11 @@ def test_an_overwriting_plugin_has_one_aliased_output(trt, sap):
 @pytest.mark.trt_standin
 @pytest.mark.trt_bindings
 @pytest.mark.parametrize("dtype_name", ["float32", "float16"])
-def test_an_overwriting_plugin_asks_for_its_table_for_the_profiles_largest_update(trt, sap, dtype_name):
+def test_an_overwriting_plugin_asks_for_no_workspace(trt, sap, dtype_name):
     plugin = sap.ScatterAddPlugin(compute_counts=False, overwrite=True)
     inputs = profile_inputs(trt, getattr(trt, dtype_name))  # E up to 256
     plugin.configure_plugin(inputs, [])
-    assert plugin.get_workspace_size(inputs, []) == overwrite_workspace_size(256) == 16 * 513
+    assert plugin.get_workspace_size(inputs, []) == 0
 
 
 @pytest.mark.trt_standin
@@ -168,7 +155,7 @@ def test_the_creator_takes_an_onnx_nodes_overwrite_attribute_and_refuses_it_with
 @pytest.mark.trt_bindings
 def test_an_overwriting_plugin_enqueues_its_own_launch(trt, sap, monkeypatch):
     """on_shape_change prepares PreparedOverwrite for the shapes and enqueue hands it (state, src, index,
-    workspace, stream): the table is TensorRT's workspace, and no counts pointer exists."""
+    stream): no workspace and no counts pointer."""
     from plugin.kernels import overwrite
 
     calls = []
@@ -187,4 +174,4 @@ def test_an_overwriting_plugin_enqueues_its_own_launch(trt, sap, monkeypatch):
     plugin.on_shape_change(descs, descs[:1])
     plugin.enqueue(descs, descs[:1], [0x1000, 0x2000, 0x3000], [0x1000], 0x4000, 7)
     assert calls == [("prepare", {"num_nodes": 100, "num_edges": 5, "num_features": 8, "dtype": np.dtype(np.float16)}),
-                     ("launch", (0x1000, 0x2000, 0x3000, 0x4000, 7))]
+                     ("launch", (0x1000, 0x2000, 0x3000, 7))]

@@ -1,13 +1,11 @@
-"""Row overwrite in place (state[index[e]] = src[e], the last edge winning): overwrite.cu's kernels, described,
-compiled and launched without TensorRT.
+"""Row overwrite in place (state[index[e]] = src[e]; where an index repeats, which edge wins is undefined):
+overwrite.cu's kernel, described, compiled and launched without TensorRT.
 
-One source serves both plugins. The AOT plugins (plugin/scatter_add_aot.py) hand TensorRT its PTX (compute_75,
-PTX ISA 8.0, as scatter_add_aot.cu's) and the launch of OVERWRITE_KERNELS, TensorRT launching one kernel per
-plugin: aliased_io::overwrite_claim, then aliased_io::overwrite_rows, with the table (keys, winners: int64
-[2 E + 1], filled with -1) made by the network. The Python plugin (ScatterAddInPlace with overwrite = 1) loads a
-CUBIN of it and runs PreparedOverwrite: a memset of its workspace (the table), then the same two kernels, from
-the second call with the same pointers replayed from a CUDA graph. Every step is O(E F): nothing of size N.
-docs/overwrite.md gives the design and its cost.
+One source serves both plugins. The AOT plugin (plugin/scatter_add_aot.py, aliased_io::overwrite_rows) hands
+TensorRT its PTX (compute_75, PTX ISA 8.0, as scatter_add_aot.cu's) and the launch of OVERWRITE_KERNELS. The
+Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs PreparedOverwrite: one kernel
+launch per call. Every call is O(E F): nothing of size N, no workspace. docs/overwrite.md gives the design and
+its cost.
 """
 
 import ctypes
@@ -32,76 +30,53 @@ from plugin.kernels.aot import (
 )
 
 OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
-MAX_SIZE = 2**31 - 1  # the kernels take int32 sizes
-MAX_EDGES = (MAX_SIZE - 1) // 2  # so that the table's 2 E + 1 slots fit an int32 too
-EMPTY = -1  # the table's fill: keys and winners
+MAX_SIZE = 2**31 - 1  # the kernel takes int32 sizes
+SIZE_ARGS = ("num_nodes", "num_edges", "num_features")
 
+# The kernels as TensorRT launches them (plugin.kernels.aot), by name, and the kernel of each state dtype.
 OVERWRITE_KERNELS: dict[str, AotKernel] = {
-    kernel.name: kernel
-    for kernel in (
-        AotKernel("overwrite_claim", ("index", "keys", "winners"), ("num_edges", "capacity"), ("keys", "winners"),
-                  "num_edges", per_feature=False),
-        AotKernel("overwrite_rows_f32", ("state", "src", "index", "keys", "winners"),
-                  ("num_nodes", "num_edges", "num_features", "capacity"), ("state",), "num_edges"),
-        AotKernel("overwrite_rows_f16", ("state", "src", "index", "keys", "winners"),
-                  ("num_nodes", "num_edges", "num_features", "capacity"), ("state",), "num_edges"),
-    )
+    name: AotKernel(name, ("state", "src", "index"), SIZE_ARGS, ("state",), "num_edges")
+    for name in ("overwrite_rows_f32", "overwrite_rows_f16")
 }
-CLAIM_KERNEL = "overwrite_claim"
-ROWS_KERNELS = {np.dtype(np.float32): "overwrite_rows_f32", np.dtype(np.float16): "overwrite_rows_f16"}
+DTYPE_KERNELS = {np.dtype(np.float32): "overwrite_rows_f32", np.dtype(np.float16): "overwrite_rows_f16"}
 
 
-def overwrite_capacity(num_edges: Any) -> Any:
-    """The table's slots for E edges: 2 E + 1 (at most half full, never empty); ints or symbolic sizes. The
-    kernels need at least as many slots as distinct non-negative indices, which E + 1 always is."""
-    return num_edges * 2 + 1
-
-
-def overwrite_workspace_size(max_edges: int) -> int:
-    """Bytes of the Python plugin's workspace for at most `max_edges` edges: keys then winners, int64 each."""
-    return 16 * overwrite_capacity(int(max_edges))
-
-
-def rows_kernel(dtype: object) -> str:
-    """The pass-2 kernel of a state dtype (float32 or float16); ValueError for another."""
+def overwrite_kernel(dtype: object) -> AotKernel:
+    """The kernel of a state dtype (float32 or float16); ValueError for another."""
     resolved = np.dtype(dtype)  # type: ignore[call-overload]
-    if resolved not in ROWS_KERNELS:
+    if resolved not in DTYPE_KERNELS:
         raise ValueError(f"the overwrite kernels take a float32 or float16 state, got {resolved}")
-    return ROWS_KERNELS[resolved]
+    return OVERWRITE_KERNELS[DTYPE_KERNELS[resolved]]
 
 
-def overwrite_sizes(num_nodes: int, num_edges: int, num_features: int, dtype: object,
-                    capacity: int | None = None) -> dict[str, int]:
-    """{num_nodes, num_edges, num_features, capacity} checked for the kernels' int32 arguments (capacity default
-    2 E + 1; at least 1); ValueError naming the size that does not fit."""
-    rows_kernel(dtype)  # float32 or float16
+def overwrite_sizes(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> dict[str, int]:
+    """{num_nodes, num_edges, num_features} checked for the kernel's int32 arguments; ValueError naming the size
+    that does not fit."""
+    overwrite_kernel(dtype)  # float32 or float16
     itemsize = np.dtype(dtype).itemsize  # type: ignore[call-overload]
-    capacity = overwrite_capacity(num_edges) if capacity is None else capacity
-    sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features, "capacity": capacity}
+    sizes = dict(zip(SIZE_ARGS, (num_nodes, num_edges, num_features)))
     for name, value in sizes.items():
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= value <= MAX_SIZE:
             raise ValueError(f"{name} must be an integer from 0 to {MAX_SIZE} for the overwrite kernels, got {value!r}")
     if num_features < 1 or num_features * itemsize > MAX_SIZE:
         raise ValueError(f"num_features must be from 1 to {MAX_SIZE // itemsize}, got {num_features}")
-    if capacity < 1:
-        raise ValueError(f"the overwrite table needs at least one slot, got capacity {capacity}")
     return {name: int(value) for name, value in sizes.items()}
 
 
-def overwrite_steps(dtype: object, sizes: Mapping[str, int]) -> list[tuple[Any, ...]]:
-    """The work of one overwrite, in order: ("fill", tensor, 32-bit value, words) for the table, then
-    ("kernel", name); none where there is nothing to write (E = 0 or N = 0)."""
-    if sizes["num_edges"] == 0 or sizes["num_nodes"] == 0:
-        return []
-    words = 2 * sizes["capacity"]
-    return [("fill", "keys", 0xFFFFFFFF, words), ("fill", "winners", 0xFFFFFFFF, words),
-            ("kernel", CLAIM_KERNEL), ("kernel", rows_kernel(dtype))]
+def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(grid, block, shared) of the Python plugin's launch: aot_launch_params' grid (one thread per feature),
+    except that it counts the 16-byte words of a row where a row has them (the kernel's widest copy). Any grid
+    of at least one block is correct: the kernel loops."""
+    grid, block, shared = aot_launch_params(overwrite_kernel(dtype), sizes)
+    row_bytes = sizes["num_features"] * np.dtype(dtype).itemsize  # type: ignore[call-overload]
+    words = row_bytes // 16 if row_bytes % 16 == 0 else sizes["num_features"]
+    return max(1, min(-(-sizes["num_edges"] * words // THREADS_PER_BLOCK), grid)), block, shared
 
 
 # --- compiling and loading ---------------------------------------------------------------------------------
 @functools.cache
 def compile_overwrite_ptx() -> bytes:
-    """The PTX text of overwrite.cu (compute_75, PTX ISA 8.0, no trailing NUL) that the AOT plugins embed."""
+    """The PTX text of overwrite.cu (compute_75, PTX ISA 8.0, no trailing NUL) that the AOT plugin embeds."""
     from plugin.kernels.compile import nvrtc_compile
 
     ptx, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, aot_compile_options(), ptx=True)
@@ -118,7 +93,8 @@ def compile_overwrite_cubin(arch: int) -> bytes:
 
 
 def load_overwrite_functions(image: bytes) -> tuple[Any, dict[str, Any]]:
-    """(module, {name: CUfunction}) of a PTX text or CUBIN of overwrite.cu, loaded into the current context."""
+    """(module, {kernel name: CUfunction}) of a PTX text or CUBIN of overwrite.cu, loaded into the current
+    context."""
     from cuda.bindings import driver
 
     from plugin.kernels.launch import current_context
@@ -152,141 +128,55 @@ def prepare_overwrite_kernels() -> dict[str, Any]:
 
 # --- launching ---------------------------------------------------------------------------------------------
 def launch_overwrite(functions: Mapping[str, Any], dtype: object, pointers: Mapping[str, int],
-                     sizes: Mapping[str, int], stream: int) -> None:
-    """overwrite_steps on `stream` as TensorRT runs the AOT plugins (the fills are the network's layers): each
-    kernel on aot_launch_params' grid with aot_arguments. pointers: state, src, index, keys, winners. For tests."""
+                     sizes: Mapping[str, int], stream: int, grid: int | None = None) -> None:
+    """The kernel on `stream` as TensorRT runs the AOT plugin: aot_launch_params' grid (or `grid` blocks) with
+    aot_arguments. pointers: state, src, index. For tests and benchmarks."""
     from cuda.bindings import driver
 
-    for step in overwrite_steps(dtype, sizes):
-        if step[0] == "fill":
-            _, tensor, value, words = step
-            check(driver.cuMemsetD32Async(pointers[tensor], value, words, stream))
-            continue
-        kernel = OVERWRITE_KERNELS[step[1]]
-        grid, block, shared = aot_launch_params(kernel, sizes)
-        check(driver.cuLaunchKernel(functions[kernel.name], grid, 1, 1, block, 1, 1, shared, stream,
-                                    (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
+    kernel = overwrite_kernel(dtype)
+    blocks, block, shared = aot_launch_params(kernel, sizes)
+    check(driver.cuLaunchKernel(functions[kernel.name], blocks if grid is None else grid, 1, 1, block, 1, 1, shared,
+                                stream, (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
 
 
 class PreparedOverwrite:
-    """The Python plugin's overwrite for fixed sizes and dtype: called with (state, src, index, workspace,
-    stream) it issues one memset of the workspace's table (keys, then winners, 2 (2 E + 1) int64 of -1) and the
-    two kernels, arguments packed once per pointer set; from the second call with the same pointers and stream
-    on, those three driver calls are one cuGraphLaunch of a graph captured on a stream of its own (not while the
-    caller's stream is being captured: then the calls go into the caller's graph). The workspace must hold
-    overwrite_workspace_size(E) bytes, 8-byte aligned. Not thread-safe: one per execution context (the plugin
-    makes its own in on_shape_change)."""
-
-    graph_replay = True  # False (on an instance): the driver calls every time (the benchmark times both)
-    _KEPT = 8  # pointer sets remembered, each with its graph
+    """The Python plugin's overwrite for fixed sizes and dtype: called with (state, src, index, stream) it
+    launches the kernel on overwrite_grid's grid, its arguments packed once per pointer set and stream. One
+    driver call per call: there is no graph to replay (inside a caller's capture it is captured like any
+    launch). Not thread-safe: one per execution context (the plugin makes its own in on_shape_change)."""
 
     def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object) -> None:
         from cuda.bindings import driver
 
-        from plugin.kernels.launch import current_context
-
         self.dtype = np.dtype(dtype)  # type: ignore[call-overload]
         self.sizes = overwrite_sizes(num_nodes, num_edges, num_features, self.dtype)
-        self.workspace_size = overwrite_workspace_size(num_edges)
-        self.steps = overwrite_steps(self.dtype, self.sizes)
-        self.functions = prepare_overwrite_kernels() if self.steps else {}
-        self.context = current_context()
+        self.kernel = overwrite_kernel(self.dtype)
+        self.empty = self.sizes["num_edges"] == 0 or self.sizes["num_nodes"] == 0  # nothing to write
+        self.function = None if self.empty else prepare_overwrite_kernels()[self.kernel.name]
+        self.grid, self.block, self.shared = overwrite_grid(self.dtype, self.sizes)
         self._driver = driver
-        self._pointers: tuple[int, ...] | None = None  # what self._calls are bound to (with the stream)
-        self._calls: tuple[tuple[Any, tuple[Any, ...]], ...] = ()
-        self._keep: list[Any] = []  # the bound calls' packed arguments
-        self._seen: dict[tuple[int, ...], Any] = {}  # pointers -> None (seen once) or (CapturedGraph, CUstream)
-        self._is_capturing, self._graph_launch = driver.cuStreamIsCapturing, driver.cuGraphLaunch
-        self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+        self._bound: tuple[int, ...] | None = None  # the pointers and stream the arguments below hold
+        self._launch: tuple[Any, ...] = ()
+        self._keep: list[Any] = []  # the ctypes objects the packed arguments point into
 
-    def _bind(self, pointers: tuple[int, ...], stream: int) -> tuple[tuple[tuple[Any, tuple[Any, ...]], ...], list[Any]]:
-        """The driver calls for these pointers on `stream`, each with its arguments ready, and the ctypes objects
-        those arguments point into (kept while the calls may be issued; the driver copies them at each call)."""
-        driver = self._driver
-        state, src, index, workspace = pointers
-        if self.steps and (not workspace or workspace % 8):
-            raise ValueError(f"the overwrite needs an 8-byte aligned workspace of {self.workspace_size} bytes, "
-                             f"got {workspace:#x}")
-        if self.steps and not (state and src and index):
+    def _bind(self, state: int, src: int, index: int, stream: int) -> None:
+        if not (state and src and index):
             raise ValueError("state, src and index must be device addresses")
-        capacity = self.sizes["capacity"]
-        named = {"state": state, "src": src, "index": index, "keys": workspace, "winners": workspace + 8 * capacity}
-        on = driver.CUstream(int(stream))
-        calls: list[tuple[Any, tuple[Any, ...]]] = []
-        keep: list[Any] = []
-        for step in self.steps:
-            if step[0] == "fill":
-                if step[1] == "keys":  # keys and winners lie back to back: one memset
-                    calls.append((driver.cuMemsetD32Async, (driver.CUdeviceptr(workspace), 0xFFFFFFFF,
-                                                            4 * capacity, on)))
-                continue
-            kernel = OVERWRITE_KERNELS[step[1]]
-            grid, block, shared = self._grid(kernel)
-            slots = [kind(value) for kind, value in zip(aot_argument_types(kernel),
-                                                        aot_arguments(kernel, named, self.sizes))]
-            array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-            keep += [slots, array]
-            calls.append((driver.cuLaunchKernel, (self.functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on,
-                                                  ctypes.addressof(array), 0)))
-        return tuple(calls), keep
+        named = {"state": state, "src": src, "index": index}
+        slots = [kind(value) for kind, value in zip(aot_argument_types(self.kernel),
+                                                    aot_arguments(self.kernel, named, self.sizes))]
+        array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
+        self._keep = [slots, array]
+        self._launch = (self.function, self.grid, 1, 1, self.block, 1, 1, self.shared,
+                        self._driver.CUstream(int(stream)), ctypes.addressof(array), 0)
+        self._bound = (state, src, index, stream)
 
-    def _grid(self, kernel: AotKernel) -> tuple[int, int, int]:
-        """aot_launch_params, except that pass 2 counts the 16-byte words of a row where it has them (the
-        kernel's widest copy; any grid of at least one block is correct)."""
-        grid, block, shared = aot_launch_params(kernel, self.sizes)
-        if kernel.per_feature:
-            row_bytes = self.sizes["num_features"] * self.dtype.itemsize
-            words = row_bytes // 16 if row_bytes % 16 == 0 else self.sizes["num_features"]
-            grid = max(1, min(-(-self.sizes["num_edges"] * words // THREADS_PER_BLOCK), grid))
-        return grid, block, shared
-
-    def __call__(self, state: int, src: int, index: int, workspace: int, stream: int) -> None:
-        """Issues the overwrite on `stream` (asynchronous: no allocation, no synchronisation)."""
-        key = (state, src, index, workspace, stream)
-        if self.graph_replay and self.steps:
-            seen = self._seen.get(key, False)
-            if seen is False:  # first use: the driver calls below
-                if len(self._seen) >= self._KEPT:
-                    self.close()
-                self._seen[key] = None
-            else:
-                on = seen[1] if seen is not None else self._driver.CUstream(int(stream))
-                capturing = self._is_capturing(on)
-                if not capturing[0] and capturing[1] == self._not_capturing:
-                    if seen is None:
-                        seen = self._seen[key] = (self._capture(key[:4]), on)
-                    result = self._graph_launch(seen[0].executable, on)
-                    if result[0]:
-                        check(result, call="cuGraphLaunch of the overwrite")
-                    return
-        if key != self._pointers:
-            self._calls, self._keep = self._bind(key[:4], stream)
-            self._pointers = key
-        for call, arguments in self._calls:
-            result = call(*arguments)
-            if result[0]:
-                check(result, call=f"{call.__name__} of the overwrite")
-
-    def _capture(self, pointers: tuple[int, ...]) -> Any:
-        """A CapturedGraph of the driver calls for these pointers, made on the launcher's own stream."""
-        from plugin.cuda_graph import CapturedGraph
-        from plugin.kernels.launch import backend
-
-        on = backend.capture_stream(self.context)
-        calls, keep = self._bind(pointers, on)
-
-        def issue() -> None:
-            for call, arguments in calls:
-                check(call(*arguments), call=f"{call.__name__} of the overwrite")
-
-        graph = CapturedGraph(on, issue)
-        del keep  # the graph holds its own copies of the arguments
-        return graph
-
-    def close(self) -> None:
-        """Frees the captured graphs (replays already queued still run)."""
-        for seen in self._seen.values():
-            if seen is not None:
-                seen[0].close()
-        self._seen.clear()
-
+    def __call__(self, state: int, src: int, index: int, stream: int) -> None:
+        """Launches the overwrite on `stream` (asynchronous: no allocation, no synchronisation)."""
+        if self.empty:
+            return
+        if (state, src, index, stream) != self._bound:
+            self._bind(state, src, index, stream)
+        result = self._driver.cuLaunchKernel(*self._launch)
+        if result[0]:
+            check(result, call="cuLaunchKernel of the overwrite")
