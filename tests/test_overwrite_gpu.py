@@ -88,7 +88,7 @@ def run(path, state, src, index, functions=None, misaligned=False, grid=None):
     poison = np.full((GUARD_ROWS, num_features), 0x5A5A, np.uint16 if state.dtype == np.float16 else np.uint32)
     guarded = np.concatenate([poison.view(state.dtype), state, poison.view(state.dtype)])
     sizes = overwrite_sizes(num_nodes, len(index), num_features, state.dtype)
-    shifted = np.concatenate([src[:1], src]) if misaligned else src  # src starts at element 1
+    shifted = np.concatenate([np.zeros(1, src.dtype), src.reshape(-1)]) if misaligned else src  # src at element 1
     buffers = [DeviceArray.from_array(guarded), DeviceArray.from_array(np.ascontiguousarray(shifted)),
                DeviceArray.from_array(np.ascontiguousarray(index, np.int64))]
     state_d, src_d, index_d = buffers
@@ -120,7 +120,7 @@ def run(path, state, src, index, functions=None, misaligned=False, grid=None):
 
 
 def _bits(rows):
-    return rows.view(np.uint16 if rows.dtype == np.float16 else np.uint32).reshape(len(rows), -1)
+    return rows.view(np.uint16 if rows.dtype == np.float16 else np.uint32).reshape(len(rows), *rows.shape[1:])
 
 
 def assert_overwritten(got, state, src, index):
