@@ -247,8 +247,9 @@ def describe_type(dtype: Any) -> str:
 def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
                      seed: int, run: int = 0, only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
     """The inputs (those named in `only`, else all) of run `run` from the seed: floats standard normal in their
-    dtype, indices uniform in [0, rows); InputError for what check_made_inputs refuses (checked first, before
-    anything is drawn)."""
+    dtype, indices uniform in [0, rows), without repeats for a row overwrite's index where it has at most `rows`
+    values (the row of a repeated index is undefined: the engine may keep any of its edges); InputError for what
+    check_made_inputs refuses (checked first, before anything is drawn)."""
     specs = list(specs)
     check_made_inputs(specs, shapes, index_bounds, only)
     rng = np.random.default_rng((seed, INPUTS_STREAM, run))
@@ -262,8 +263,17 @@ def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]]
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
         else:
             rows, _ = index_rows(spec.name, index_bounds[spec.name], shapes)
-            feeds[spec.name] = rng.integers(0, max(rows, 1), shape).astype(spec.dtype)
+            if distinct_values(index_bounds[spec.name], shape, rows):
+                feeds[spec.name] = rng.choice(rows, shape[0], replace=False).astype(spec.dtype)
+            else:
+                feeds[spec.name] = rng.integers(0, max(rows, 1), shape).astype(spec.dtype)
     return feeds
+
+
+def distinct_values(bound: Any, shape: tuple[int, ...], rows: int) -> bool:
+    """Whether the values made up for an index input are drawn without repeats: a row overwrite's 1-D index of at
+    most `rows` values."""
+    return bool(getattr(bound, "distinct", False)) and len(shape) == 1 and shape[0] <= rows
 
 
 def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bounds: Mapping[str, Any],
@@ -279,6 +289,8 @@ def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bo
         if spec.name in index_bounds:
             rows, what = index_rows(spec.name, index_bounds[spec.name], shapes, array)
             how = f": indices in [0, {rows}), {what}"
+            if source is None and distinct_values(index_bounds[spec.name], array.shape, rows):
+                how += ", without repeats (a row overwrite's index)"
         elif source is None:
             how = ": standard normal"
         lines.append(f"  {describe(spec.name, array.dtype, array.shape)}{how}")

@@ -64,6 +64,7 @@ from network.definition import (
 )
 from onnx_path.nodes import (
     AOT_OPS,
+    AOT_OVERWRITE_ROWS,
     COUNTS_ATTRIBUTE,
     OVERWRITE_ATTRIBUTE,
     PLUGIN_DOMAIN,
@@ -170,6 +171,7 @@ class IndexBound:
     axis: int = 0
     also: tuple["IndexBound", ...] = ()  # the rows of the other states the same input indexes
     own_max: bool = False  # the rows are the index's own largest value + 1 (PyG's batch vector): in range if >= 0
+    distinct: bool = False  # it indexes a row overwrite: values made up for it do not repeat (onnx_path.inputs)
 
     def size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
         """The number of rows for these input shapes (by name): the fewest of every state it indexes; None
@@ -421,6 +423,7 @@ def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> Sca
 def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
     """For each integer graph input that reaches a plugin node's index: the rows of the state it indexes."""
     bounds: dict[str, IndexBound] = {}
+    overwritten: set[str] = set()
     inputs = list(graph.inputs)
     for node in (node for node in graph.nodes if is_plugin(node)):
         pair = plugin_state_and_index(graph, node)
@@ -430,6 +433,8 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         source = index_sources(idx, inputs)
         if source is None:
             continue
+        if node.op == AOT_OVERWRITE_ROWS or node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
+            overwritten.add(source.name)
         rows = rows_source(state, inputs)
         if rows_from_max_of(state, inputs) is source:
             bounds[source.name] = IndexBound(own_max=True)
@@ -444,7 +449,7 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
             continue
         elif bound != dataclasses.replace(known, also=()) and bound not in known.also:  # one index, several states
             bounds[source.name] = dataclasses.replace(known, also=(*known.also, bound))
-    return bounds
+    return {name: dataclasses.replace(bound, distinct=name in overwritten) for name, bound in bounds.items()}
 
 
 def _refuse_nested_scatters(onnx: Any, model: "onnx.ModelProto") -> None:
