@@ -11,7 +11,7 @@ fails there on any machine. --save_onnx and --save_engine are held (engine.outpu
 the run passed, by the entry script.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ class ModelPlan:
     @property
     def states(self) -> dict[str, str]:
         """{output: input} of the outputs that are their input's buffer (Rewritten.aliases, or the description's)."""
-        return dict(self.model.rewritten.aliases if self.model is not None else self.loaded.description.aliases)
+        return state_aliases(self.model, self.loaded)
 
     @property
     def index_bounds(self) -> dict[str, Any]:
@@ -131,11 +131,21 @@ class ModelPlan:
     def fresh(self, run: int) -> dict[str, np.ndarray]:
         """Run `run`'s inputs other than the states: --onnx_inputs' for that run where it has them, else drawn
         from the seed (the first run's shapes)."""
-        states = set(self.states.values())
-        names = [spec.name for spec in self.inputs if spec.name not in states]
+        names = drawn_again(self.inputs, self.states)
         if run <= len(self.given):
             return {name: self.given[run - 1][name] for name in names}
         return make_onnx_inputs(self.inputs, self.shapes, self.index_bounds, self.seed, run, only=names)
+
+
+def state_aliases(model: OnnxModel | None, loaded: Any) -> dict[str, str]:
+    """{output: input} of a model's rewrite (Rewritten.aliases), or of a loaded engine's description."""
+    return dict(model.rewritten.aliases if model is not None else loaded.description.aliases)
+
+
+def drawn_again(inputs: Iterable[Any], states: Mapping[str, str]) -> list[str]:
+    """The inputs a run after the first takes anew: every input but the states (those an output aliases)."""
+    kept = set(states.values())
+    return [spec.name for spec in inputs if spec.name not in kept]
 
 
 def check_model_options(options: Any, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
@@ -304,8 +314,7 @@ def plan_inputs(options: Any, settings: Settings, inputs: tuple[Any, ...], outpu
     read (--onnx_inputs) or made from the seed and their values checked; the lines `head` and the inputs' printed."""
     engine = settings.engine
     runs = engine.steps or 1
-    states = set((model.rewritten.aliases if model is not None else loaded.description.aliases).values())
-    drawn_later = [spec.name for spec in inputs if spec.name not in states]
+    drawn_later = drawn_again(inputs, state_aliases(model, loaded))
     source: str | None = None
     notes: list[str] = []
     given: list[dict[str, np.ndarray]] = []
