@@ -81,11 +81,16 @@ def grid_sync_available() -> bool:
     return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
 
 
-def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
-    """NVRTC options for a CUBIN for sm_<arch> of one of the kernel files, with `defines` (-DNAME=VALUE)."""
-    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", *defines, "--restrict"]
+def nvrtc_options(architecture: str, defines: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for a kernel file: the architecture (sm_90: a CUBIN, compute_75: PTX), `defines` (-DNAME=VALUE)."""
+    options = [f"--gpu-architecture={architecture}", "--std=c++17", *defines, "--restrict"]
     options += [f"--include-path={path}" for path in _include_dirs()]
     return [option.encode() for option in options]
+
+
+def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for a CUBIN for sm_<arch> (nvrtc_options)."""
+    return nvrtc_options(f"sm_{arch}", defines)
 
 
 def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> list[bytes]:

@@ -1,35 +1,18 @@
 // Scatter-add of edge rows into node rows, in place: state[index[e], f] += src[e, f], counts[index[e]] += 1.
+// plan.py decides which of these kernels a launch runs (its table of paths); docs/kernel.md describes each path.
 //
 // Compiled at run time by NVRTC (plugin/kernels/compile.py), once per (architecture, dtype):
-//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state (paired path: below).
-//   -DSCATTER_HALF=1  float16 state and src; the kernels add into a float32 table in the workspace (one entry
-//                     per touched node), then apply_table adds each entry into the half state with a single
-//                     rounding; the paired path sums in float32 pairs instead and rounds once too. See README
-//                     "float16 accumulation" for the scheme and its error bound.
-//
-// Work mapping of the two scatter kernels, per warp:
-//   1. scan_window: the warp reads the targets of WINDOW_ROWS consecutive edges, one coalesced load per lane
-//      and step, counts out-of-range targets, resolves each edge's slot and queues the edges it must add
-//      (in shared memory, compacted with a ballot).
-//   2. add_queued_rows: a row of F features is cut into F / VEC chunks of VEC consecutive features;
-//      2^lanes_log2 lanes share one queued row, one chunk each (looping when a row has more than 32 chunks).
-//      Each lane loads ROWS_PER_LANE rows before its first atomic, so several loads are in flight; rows with
-//      the same slot are summed in registers first (combine_equal_targets).
-// Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles need.
+//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state.
+//   -DSCATTER_HALF=1  float16 state and src; the kernels sum in float32 (a table in the workspace with one entry
+//                     per touched node, (value, count) pairs, shared memory or registers) and round each node into
+//                     the half state once (docs/kernel.md "float16 accumulation": the scheme and its error bound).
+//   -DSCATTER_GRID_SYNC=1 where cooperative_groups.h compiles: grid_table's kernel.
 //
 // Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given. Every kernel
 // ends and stays inside its buffers whatever they hold (an index, a table, a workspace of made-up bytes): a probe
 // visits at most the table's capacity, and a node, edge or position read from a buffer is used only inside its
-// range. Garbage in may give garbage out.
-// counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
-// num_edges < 2^32, so no count carries into the high word).
-//
-// Paired path (F = 1 with counts, *_pairs kernels): value and count of a node are summed side by side as two
-// float32 in the 8 bytes of the node's int64 count (zeroed by the launcher; no workspace), so one 8-byte
-// vector atomic per edge (Hopper: red.global.add.v2.f32) replaces the value atomic and the count atomic,
-// which the L2's atomic rate bounds. fold_pairs then turns each pair back into the int64 count and adds the
-// value into the state once. A float32 count is exact up to 2^24: the launcher pairs only launches of at
-// most 2^24 edges (plan.py PAIRED_MAX_EDGES), so no node can gather more.
+// range. Garbage in may give garbage out. counts are int64 zeroed by the launcher; the kernels add to their low
+// 32-bit word (the launcher requires num_edges < 2^32). Loops that shuffle or vote are warp-uniform.
 
 #include <cuda_fp16.h>
 #if SCATTER_GRID_SYNC
@@ -54,8 +37,8 @@ typedef unsigned long long u64;
 #define WINDOW_ROWS (32 * WINDOW_LOADS)
 #define NO_SLOT (-1)  // an empty table slot, or a row this lane does not add (absent, skipped, merged away)
 
-// The edges of one window that a warp must add: offset in the window, slot and node (both < 2^31).
-// 3 * 4 * WINDOW_ROWS bytes per warp, 24 KiB per block (plan.py QUEUE_BYTES_PER_BLOCK).
+// The edges of one window that a warp must add: offset in the window, slot and node (both < 2^31);
+// 24 KiB per block (plan.py QUEUE_BYTES_PER_BLOCK).
 struct RowQueue {
     int offset[WINDOW_ROWS];
     int slot[WINDOW_ROWS];
@@ -127,8 +110,7 @@ __device__ __forceinline__ void atomic_add_pair(float* pair, float value, unsign
 // Sums entries that go to the same slot before any atomic: first a lane's own rows, then a tree across the
 // warp's rows (lanes 2^lanes_log2 apart hold the same chunk of different rows). A merged-away entry gets
 // slot NO_SLOT; its value and count live on in the entry that absorbed it, so each value is added once.
-// This cuts atomics on hot nodes (degree 1e4 into one node: 32x fewer per warp) and shortens the chain of
-// float32 additions into one address. Must be called by all 32 lanes.
+// Must be called by all 32 lanes.
 template <int VEC>
 __device__ __forceinline__ void combine_equal_targets(int (&slot)[ROWS_PER_LANE], float (&v)[ROWS_PER_LANE][VEC],
                                                       unsigned (&count)[ROWS_PER_LANE], int lanes_log2) {
@@ -197,9 +179,10 @@ __device__ __forceinline__ void add_count(u64* counts, int node, unsigned count)
     atomicAdd(reinterpret_cast<unsigned*>(counts + node), count);
 }
 
-// Reads the targets of edges [base, base + WINDOW_ROWS) and queues, compacted, those whose node lies in
-// [node_lo, node_hi): slot = node, or (HASHED) the table slot of node, inserted if new. Counts out-of-range
-// targets into skipped_here when count_skipped. Returns how many edges were queued (the same on all lanes).
+// Reads the targets of edges [base, base + WINDOW_ROWS), one coalesced load per lane and step, and queues,
+// compacted with a ballot, those whose node lies in [node_lo, node_hi): slot = node, or (HASHED) the table slot of
+// node, inserted if new. Counts out-of-range targets into skipped_here when count_skipped. Returns how many edges
+// were queued (the same on all lanes).
 template <bool HASHED>
 __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 base, i64 num_edges, i64 num_nodes,
                                            i64 node_lo, i64 node_hi, int* __restrict__ keys, int table_log2,
@@ -235,9 +218,10 @@ __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 ba
     return queued;
 }
 
-// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: for each queued row and
-// chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets (count is
-// the number of rows summed into values, 0 on chunks other than 0).
+// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: 2^lanes_log2 lanes share a
+// row, a chunk of VEC features each, and each lane loads ROWS_PER_LANE rows before its first atomic. For each
+// queued row and chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets
+// (count is the number of rows summed into values, 0 on chunks other than 0).
 template <int VEC, typename Add>
 __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src, i64 base, int num_features,
                                                 int first_feature, int chunks, int lanes_log2, const RowQueue& queue,
@@ -284,16 +268,13 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
     __syncwarp();  // the queue is rewritten by the next window
 }
 
-// Edges whose node lies in [node_lo, node_hi) are added into dest (float32, num_features per slot):
+// Edges whose node lies in [node_lo, node_hi) (one launch per node range: plan.py node passes) are added into
+// dest (float32, num_features per slot); out-of-range targets are counted by the launch whose range starts at 0.
 //   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
 //                   node (keys unused).
-//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
-//                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
+//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's hashed table of 2^table_log2 slots.
 //   PAIRED = true:  (VEC = 1, slot = node) dest is the counts buffer holding (value, count) float32 pairs:
 //                   one atomic_add_pair per slot; counts unused (fold_pairs writes them).
-// Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while the
-// edges stream past; edges of other ranges are skipped at the cost of reading their index. Out-of-range
-// targets are counted only by the launch whose range starts at 0.
 template <int VEC, bool HASHED, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
@@ -324,12 +305,10 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
     if (count_skipped) add_skipped(skipped, skipped_here);
 }
 
-// Privatized variant for few nodes and many edges: each block sums its share of the edges into shared
-// memory (float32 sums of a slice of features, slice_width wide, for all nodes, plus 32-bit counts), then
-// adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
-// slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
-// with one slot per node; PAIRED (VEC = 1, one slice): dest is the counts buffer holding (value, count)
-// pairs, one atomic_add_pair per touched node.
+// Few nodes, many edges: each block sums its share of the edges into shared memory (float32 sums of a slice of
+// slice_width features for all nodes, plus 32-bit counts), then adds every touched node's partial sums into dest
+// with one atomic per chunk. blockIdx.y picks the feature slice; only slice 0 writes counts and skipped. dest as
+// in scatter_rows_global without HASHED; PAIRED (VEC = 1, one slice): one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
@@ -410,53 +389,35 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }
 }
 
-// Entry points with C names, one per vector width.
-#define SCATTER_ENTRY_POINTS(VEC)                                                                                \
+// Entry points with C names (instantiated per vector width by ENTRY_POINTS, at the end). The paired path's
+// take the arguments of scatter_global_v1 / scatter_shared_v1 with dest = the counts buffer, zeroed, as (value,
+// count) float32 pairs and counts unused; fold_pairs follows them.
+#define GLOBAL_ENTRY_POINT(NAME, VEC, HASHED, PAIRED)                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
-    scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
-                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
-                          i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, false, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, \
-                                               keys, table_log2, counts, skipped, node_lo, node_hi);             \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
-    scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
-                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
-                          i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, true, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest,  \
-                                              keys, table_log2, counts, skipped, node_lo, node_hi);              \
-    }                                                                                                            \
+    NAME(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,  \
+         float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo, i64 node_hi) {          \
+        scatter_rows_global<VEC, HASHED, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,     \
+                                                 dest, keys, table_log2, counts, skipped, node_lo, node_hi);     \
+    }
+#define SHARED_ENTRY_POINT(NAME, VEC, PAIRED)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
-    scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, \
-                          int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {             \
-        scatter_rows_shared<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, \
-                                        dest, counts, skipped);                                                  \
-    }                                                                                                            \
+    NAME(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, int lanes_log2,  \
+         int slice_width, float* dest, u64* counts, u64* skipped) {                                              \
+        scatter_rows_shared<VEC, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,             \
+                                         slice_width, dest, counts, skipped);                                    \
+    }
+#define SCATTER_ENTRY_POINTS(VEC)                                                                                \
+    GLOBAL_ENTRY_POINT(scatter_global_v##VEC, VEC, false, false)                                                 \
+    GLOBAL_ENTRY_POINT(scatter_hashed_v##VEC, VEC, true, false)                                                  \
+    SHARED_ENTRY_POINT(scatter_shared_v##VEC, VEC, false)                                                        \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
                        int lanes_log2, i64 num_nodes) {                                                          \
         apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2, num_nodes);                    \
     }
 
-SCATTER_ENTRY_POINTS(1)
-SCATTER_ENTRY_POINTS(2)
-SCATTER_ENTRY_POINTS(4)
-
-// The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
-// dest = the counts buffer, zeroed, as (value, count) float32 pairs; counts unused. Then fold_pairs.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-scatter_global_pairs(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,
-                     int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,
-                     i64 node_hi) {
-    scatter_rows_global<1, false, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,
-                                        table_log2, counts, skipped, node_lo, node_hi);
-}
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-scatter_shared_pairs(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,
-                     int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {
-    scatter_rows_shared<1, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,
-                                 counts, skipped);
-}
+GLOBAL_ENTRY_POINT(scatter_global_pairs, 1, false, true)
+SHARED_ENTRY_POINT(scatter_shared_pairs, 1, true)
 
 // Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value
 // in the low word, little-endian, as float2 atomics wrote it); it becomes the int64 count (exact: at most
@@ -954,21 +915,12 @@ __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, c
                       i64 num_ranges, scalar_t* state, const float* head, const float* tail) {                   \
         sort_fixup<VEC>(sorted, cursor, num_nodes, num_features, span, num_ranges, state, head, tail);           \
     }
-
-SORT_ENTRY_POINTS(1)
-SORT_ENTRY_POINTS(2)
-SORT_ENTRY_POINTS(4)
-
 #define CHUNK_ENTRY_POINT(VEC)                                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     chunk_reduce_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
                         int chunk_edges, float* dest, u64* counts, u64* skipped) {                               \
         chunk_reduce<VEC>(src, index, num_edges, num_nodes, num_features, chunk_edges, dest, counts, skipped);   \
     }
-
-CHUNK_ENTRY_POINT(1)
-CHUNK_ENTRY_POINT(2)
-CHUNK_ENTRY_POINT(4)
 
 // ---------------------------------------------------------------------------------------------------------
 // Launches without counts (plan.py "direct", "block_table", "grid_table", "split_table", "owned"):
@@ -1101,6 +1053,10 @@ __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src,
         scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, skipped);                      \
     }
 
+#define ENTRY_POINTS(VEC) SCATTER_ENTRY_POINTS(VEC) SORT_ENTRY_POINTS(VEC) CHUNK_ENTRY_POINT(VEC)
+ENTRY_POINTS(1)
+ENTRY_POINTS(2)
+ENTRY_POINTS(4)
 #if !SCATTER_HALF  // float16 takes the table paths
 DIRECT_ENTRY_POINT(1)
 DIRECT_ENTRY_POINT(2)
