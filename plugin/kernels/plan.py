@@ -213,12 +213,12 @@ class LaunchPlan:
     algorithm: str
     vec: int
     scatter: KernelLaunch
-    lanes_log2: int = 0
+    lanes_log2: int = 0  # "shared" / "global": log2 of the lanes sharing a row
     slice_width: int = 0  # "shared": features per block; else num_features
     node_ranges: tuple[tuple[int, int], ...] = ()  # one scatter launch per range of target nodes
     table: TableLayout | None = None  # float16 without pairs, on the atomics and chunked paths
     apply: KernelLaunch | None = None  # apply_table over `table`
-    apply_lanes_log2: int = 0
+    apply_lanes_log2: int = 0  # with `apply`
     paired: bool = False  # (value, count) pairs in the counts buffer (or the workspace: pair_chunks > 1), then `fold`
     fold: KernelLaunch | None = None
     pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
@@ -427,8 +427,8 @@ class Path:
         """The workspace this launch needs for this path (forced: wherever it can run)."""
         return self.workspace(dataclasses.replace(r, algorithm=self.name))
 
-    def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, **fields: object) -> LaunchPlan:
-        return LaunchPlan(self.name, self.name, 1, scatter, slice_width=r.num_features,
+    def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, vec: int = 1, **fields: object) -> LaunchPlan:
+        return LaunchPlan(self.name, self.name, vec, scatter, slice_width=r.num_features,
                           node_ranges=((0, r.num_nodes),), **fields)  # type: ignore[arg-type]
 
 
@@ -496,7 +496,7 @@ class Chunked(Path):
         table = _table(r)
         apply, apply_lanes_log2 = _apply_for(table, vec, r.num_features, d)
         return LaunchPlan("chunked", "chunked", vec, KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared),
-                          lanes_log2=5, slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
+                          slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
                           apply=apply, apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
 
 
@@ -601,8 +601,7 @@ class Direct(Uncounted):
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         elements = r.num_edges * (r.num_features // r.vec)
         blocks = max(1, min(_cdiv(elements, THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * d.sm_count))
-        return dataclasses.replace(self._one_plan(r, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1))),
-                                   vec=r.vec, apply_lanes_log2=lanes_log2_for(r.num_features // r.vec))
+        return self._one_plan(r, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1)), r.vec)
 
 
 class Sorted(Path):
@@ -652,8 +651,8 @@ class Sorted(Path):
             fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, warps_per_block), slices))
         sort = SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes,
                         place_ranges, reduce, fixup)
-        return LaunchPlan("sorted", "sorted", vec, reduce, lanes_log2=5, slice_width=r.num_features,
-                          node_ranges=((0, nodes),), apply_lanes_log2=5, sort=sort)
+        return LaunchPlan("sorted", "sorted", vec, reduce, slice_width=r.num_features, node_ranges=((0, nodes),),
+                          sort=sort)
 
 
 def _pairs_possible(r: LaunchRequest) -> bool:
