@@ -1035,6 +1035,21 @@ DIRECT_ENTRY_POINT(2)
 DIRECT_ENTRY_POINT(4)
 #endif
 
+// add(node, feature, value) of an owned block's pass: the value into the node's float32 sum, the node inserted if
+// new. A functor, not a generic lambda: NVRTC 12.9 rejects those in device code.
+struct OwnedAdd {
+    int* keys;
+    float* sums;
+    int* overflow;
+    int capacity, probes, num_features;
+
+    __device__ __forceinline__ void operator()(int node, int feature, float value) const {
+        const int slot = owned_insert(keys, capacity, node, probes, overflow);
+        if (slot < 0) return;
+        atomicAdd(sums + slot * num_features + feature, value);
+    }
+};
+
 // Adds every node's float32 sum of an owned table (keys[capacity], sums[capacity * F]) into the state with one
 // rounding; sums still +0.0 are skipped (such a node keeps its value bit for bit). Every thread of the block
 // calls it.
@@ -1052,21 +1067,16 @@ __device__ __forceinline__ void apply_owned_table(scalar_t* __restrict__ state, 
 
 // An owned block's passes over its shared table (dynamic shared memory: keys[capacity], OWNED_EMPTY when free,
 // then sums[capacity * F] float32). A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
-// feed(lo, width, add) calls add(node, feature, value) for each value of such a node (into its float32 sum,
-// the node inserted if new), then the table is applied. A node that finds no slot within `probes` fails the
-// pass: nothing was written, and the block retries on half the sub-range, so no node is added or rounded twice.
-// Every thread of the block calls it.
+// feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node, then the table
+// is applied. A node that finds no slot within `probes` fails the pass: nothing was written, and the block retries
+// on half the sub-range, so no node is added or rounded twice. Every thread of the block calls it.
 template <typename Feed>
 __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
                                              Feed feed) {
     extern __shared__ int owned_keys[];
     float* sums = reinterpret_cast<float*>(owned_keys + capacity);
     __shared__ int overflow;
-    auto add = [&](int node, int feature, float value) {
-        const int slot = owned_insert(owned_keys, capacity, node, probes, &overflow);
-        if (slot < 0) return;
-        atomicAdd(sums + slot * num_features + feature, value);
-    };
+    const OwnedAdd add{owned_keys, sums, &overflow, capacity, probes, num_features};
     u64 lo = 0, width = FULL_RANGE;
     while (lo < FULL_RANGE) {
         for (int i = threadIdx.x; i < capacity; i += blockDim.x) owned_keys[i] = OWNED_EMPTY;
@@ -1107,7 +1117,7 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
               int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
     const unsigned owners = gridDim.x, me = blockIdx.x;
     const int lane = threadIdx.x & 31;
-    auto feed = [&](unsigned lo, u64 width, const auto& add) {
+    auto feed = [&](unsigned lo, u64 width, const OwnedAdd& add) {
         // warp-uniform: every lane runs every step (the votes and the match need them all)
         for (i64 first = threadIdx.x - lane; first < num_edges; first += OWNED_LOADS * (i64)blockDim.x) {
             i64 node[OWNED_LOADS];
