@@ -61,18 +61,20 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)(.*)$", re.MULT
 
 
 def entry_points(path: Path) -> set[str]:
-    """The extern "C" kernels of a .cu file, those stamped out by macros (#define M(VEC) ... M(1) M(2)) expanded
-    and both sides of every #if: what NVRTC may export, read without compiling."""
+    """The extern "C" kernels of a .cu file, those stamped out by macros (#define M(VEC) ... M(1) M(2), nested
+    ones too) expanded and both sides of every #if: what NVRTC may export, read without compiling."""
     text = re.sub(r"//[^\n]*", "", path.read_text()).replace("\\\n", " ")
     macros = {name: ([p.strip() for p in params.split(",")], body) for name, params, body in _DEFINE.findall(text)}
     plain = _DEFINE.sub("", text)
-    names = set(_ENTRY.findall(plain))
-    for macro, (params, body) in macros.items():
-        for args in re.findall(rf"\b{macro}\(([^()]*)\)", plain):
-            values = dict(zip(params, (a.strip() for a in args.split(","))))
-            for name in _ENTRY.findall(body):
-                names.add(re.sub(r"\w+", lambda m: values.get(m.group(), m.group()), name).replace("##", ""))
-    return names
+
+    def expand(invocation: re.Match) -> str:
+        params, body = macros[invocation.group(1)]
+        values = dict(zip(params, (a.strip() for a in invocation.group(2).split(","))))
+        return re.sub(r"\w+", lambda m: values.get(m.group(), m.group()), body).replace("##", "")
+
+    while macros and (expanded := re.sub(rf"\b({'|'.join(macros)})\(([^()]*)\)", expand, plain)) != plain:
+        plain = expanded
+    return set(_ENTRY.findall(plain))
 
 
 # --- the cases ------------------------------------------------------------------------------------------------

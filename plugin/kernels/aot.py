@@ -1,19 +1,13 @@
 """The AOT plugins' kernels without TensorRT: the PTX, each kernel's argument list and its launch parameters.
 
-scatter_add_aot.cu holds six kernels; TensorRT launches one per AOT plugin with (input pointers..., extra
-int32 arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that
-order, and `aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes
-N, E, F and the table capacity C. Both are plain functions that take ints or TensorRT's symbolic sizes
-(tensorrt.plugin ShapeExpr), so the AOT implementation (plugin/scatter_add_aot.py) hands TensorRT the same
-formulas that the GPU test evaluates for concrete sizes. docs/aot_plugin.md explains the design.
+TensorRT launches one kernel of scatter_add_aot.cu per AOT plugin with (input pointers..., extra int32
+arguments..., output pointers...). `AOT_KERNELS` names each kernel's tensors and extra arguments in that order;
+`aot_launch_params` / `aot_extra_args` compute the grid and the extra arguments from the sizes N, E, F and the
+table capacity C, for ints or TensorRT's symbolic sizes alike, so the AOT implementation
+(plugin/scatter_add_aot.py) hands TensorRT the formulas the GPU test evaluates for concrete sizes.
 
-PTX, not a CUBIN: AOT plugins accept only PTX. It targets the virtual architecture compute_75 (PTX_ARCH), the
-oldest NVRTC 13 compiles for, so one engine's PTX loads on every GPU TensorRT 10.16 and 11.x run on (Turing
-and newer); the driver compiles it for the GPU when the engine is loaded. A driver refuses PTX whose ISA
-version is newer than it knows, and NVRTC writes its own (13.5 writes 9.5, which needs a CUDA 13.5 driver),
-so `compile_aot_ptx` declares PTX_ISA_VERSION 8.0 instead, which every CUDA 12 and 13 driver loads: the
-kernels use nothing newer than PTX ISA 6.3 (sm_75's atomics, atom.cas, ld.global.nc). The GPU test loads
-exactly this PTX with cuModuleLoadData.
+The PTX (AOT plugins take only PTX) targets compute_75 (PTX_ARCH) and declares PTX ISA 8.0 (PTX_ISA_VERSION), so
+that one engine loads on every GPU and driver TensorRT 10.16 and 11.x run on; docs/aot_plugin.md says why.
 """
 
 import functools
@@ -31,14 +25,13 @@ PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
 # float32 sums in shared memory first where N (F + counts) <= PRIVATE_MAX_FLOATS (40 KiB: under the 48 KiB a
-# launch gets without an opt-in, which TensorRT does not make) and E >= PRIVATE_MIN_EDGES_PER_NODE N; the
-# kernel decides (scatter_add_aot.cu privatised), the launch parameters give the shared memory it then needs.
+# launch gets without an opt-in, which TensorRT does not make) and E >= PRIVATE_MIN_EDGES_PER_NODE N (the
+# kernel decides: scatter_add_aot.cu privatised; the launch parameters give the shared memory it then needs).
 PRIVATE_MAX_FLOATS = 10240
 PRIVATE_MIN_EDGES_PER_NODE = 256
-# scatter_block_f16: one block of BLOCK_THREADS sums float16 rows of one feature in a shared table of BLOCK_SLOTS
-# slots (AOT_BLOCK_* in scatter_add_aot.cu; 32 KiB, no opt-in). A network takes it, instead of the fills and the
-# table pair, where its profile allows at most BLOCK_MAX_EDGES edges (4 slots per edge, as plan.py's block_table,
-# which measured one block faster than the alternatives up to about a thousand edges): aot_takes_one_block.
+# scatter_block_f16 (AOT_BLOCK_* in scatter_add_aot.cu): one block of BLOCK_THREADS, a shared table of BLOCK_SLOTS
+# (32 KiB, no opt-in); a network takes it where its profile allows at most BLOCK_MAX_EDGES edges, 4 slots per
+# edge as plan.py's block_table (aot_takes_one_block).
 BLOCK_THREADS = 1024
 BLOCK_SLOTS = 4096
 BLOCK_MAX_EDGES = 1024
@@ -90,7 +83,10 @@ def table_capacity(num_edges: Any) -> Any:
     return num_edges * 2 + 1
 
 
-def _symbolic_ops() -> tuple[Any, Any, Any]:
+def _ops(size: Any) -> tuple[Any, Any, Any]:
+    """(cdiv, min, max) for an int, or tensorrt.plugin's for a symbolic size."""
+    if isinstance(size, int):
+        return (lambda a, b: -(-a // b)), min, max
     import tensorrt.plugin as trtp
 
     return trtp.cdiv, trtp.min, trtp.max
@@ -99,35 +95,30 @@ def _symbolic_ops() -> tuple[Any, Any, Any]:
 def aot_shared_bytes(kernel: AotKernel, sizes: Mapping[str, Any]) -> Any:
     """Dynamic shared memory per block: for a privatised kernel 4 N (F + counts) bytes where that is at most
     PRIVATE_MAX_FLOATS words (the kernel may then sum in shared memory), else 0. Written with *, // and min
-    only, so that it holds for ints and symbolic sizes alike: min(1, words // (PRIVATE_MAX_FLOATS + 1)) is 0
-    up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are non-negative)."""
+    only, so that it holds for ints and symbolic sizes alike: min(over, 1), over = words // (PRIVATE_MAX_FLOATS
+    + 1), is 0 up to PRIVATE_MAX_FLOATS words and 1 beyond (no negative constant: TensorRT's sizes are
+    non-negative)."""
     if not kernel.privatised:
         return 0
     words = sizes["num_nodes"] * (sizes["num_features"] + int("counts" in kernel.inputs))
     over = words // (PRIVATE_MAX_FLOATS + 1)
-    if isinstance(over, int):
-        return 4 * words - 4 * words * min(1, over)
-    _, sym_min, _ = _symbolic_ops()
-    return words * 4 - words * 4 * sym_min(over, 1)
+    return words * 4 - words * 4 * _ops(over)[1](over, 1)
 
 
 def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any, int, Any]:
-    """(grid_x, block_x, shared_mem) of `kernel` for sizes {name: int or symbolic size}.
+    """(grid_x, block_x, shared_mem) of `kernel` for sizes {name: int or symbolic size}: ints give ints, symbolic
+    sizes tensorrt.plugin expressions.
 
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
     element (per row where the kernel is not per_feature) up to MAX_BLOCKS blocks (the kernels loop beyond),
-    and at least one block, so E = 0 still launches a valid (empty) grid; shared_mem = aot_shared_bytes. Plain ints give ints; symbolic sizes give
-    tensorrt.plugin expressions. A one-block kernel: (1, BLOCK_THREADS, 0) (its table is static shared memory).
+    and at least one block, so E = 0 still launches a valid (empty) grid; shared_mem = aot_shared_bytes. A
+    one-block kernel: (1, BLOCK_THREADS, 0) (its table is static shared memory).
     """
     if kernel.one_block:
         return 1, BLOCK_THREADS, 0
     elements = sizes[kernel.rows] * sizes["num_features"] if kernel.per_feature else sizes[kernel.rows]
-    if isinstance(elements, int):
-        blocks = -(-elements // THREADS_PER_BLOCK)
-        grid = max(1, min(blocks, MAX_BLOCKS))
-    else:
-        cdiv, sym_min, sym_max = _symbolic_ops()
-        grid = sym_max(sym_min(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
+    cdiv, low, high = _ops(elements)
+    grid = high(low(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
     return grid, THREADS_PER_BLOCK, aot_shared_bytes(kernel, sizes)
 
 
@@ -147,19 +138,9 @@ def check_aot_sizes(sizes: Mapping[str, int]) -> None:
 
 def aot_compile_options() -> list[bytes]:
     """NVRTC options: PTX for compute_<PTX_ARCH>, C++17, cuda_fp16.h's folder."""
-    from plugin.kernels.compile import _include_dirs
+    from plugin.kernels.compile import nvrtc_options
 
-    options = [f"--gpu-architecture=compute_{PTX_ARCH}", "--std=c++17", "--restrict"]
-    options += [f"--include-path={path}" for path in _include_dirs()]
-    return [option.encode() for option in options]
-
-
-def compile_aot_ptx_uncached() -> bytes:
-    """Compiles scatter_add_aot.cu to PTX with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
-    from plugin.kernels.compile import nvrtc_compile
-
-    ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
-    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)  # the text alone, as NVIDIA's samples hand it over
+    return nvrtc_options(f"compute_{PTX_ARCH}")
 
 
 def ptx_isa_version(ptx: bytes) -> tuple[int, int]:
@@ -183,8 +164,12 @@ def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
 
 @functools.cache
 def compile_aot_ptx() -> bytes:
-    """The PTX text of scatter_add_aot.cu (all six kernels; without nvrtcGetPTX's trailing NUL), compiled once."""
-    return compile_aot_ptx_uncached()
+    """The PTX text of scatter_add_aot.cu (all six kernels; without nvrtcGetPTX's trailing NUL, as NVIDIA's
+    samples hand it over), compiled once with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
+    from plugin.kernels.compile import nvrtc_compile
+
+    ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
+    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
 
 
 def aot_argument_types(kernel: AotKernel) -> tuple[Any, ...]:
@@ -257,24 +242,18 @@ def aot_scatter_add_steps(*, half: bool, with_counts: bool, num_nodes: int, num_
 def run_aot_scatter_add(functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int],
                         num_nodes: int, num_edges: int, num_features: int, stream: int,
                         max_edges: int | None = None) -> None:
-    """aot_scatter_add_steps on `stream`, the driver calls made now. float16 needs "keys" (table_capacity(E)
-    int32) and "values" (capacity x F float32) unless it takes one block; counts are computed when pointers has
-    "counts". For tests and benchmarks."""
-    from cuda.bindings import driver
-
-    sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers, num_nodes=num_nodes,
-                                                num_edges=num_edges, num_features=num_features, max_edges=max_edges)
-    for tensor, value, words in fills:
-        check(driver.cuMemsetD32Async(pointers[tensor], value, words, stream))
-    for name in names:
-        launch_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream)
+    """aot_scatter_add_steps on `stream` (PreparedAotLaunch, made and called once). float16 needs "keys"
+    (table_capacity(E) int32) and "values" (capacity x F float32) unless it takes one block; counts are computed
+    when pointers has "counts". For tests and benchmarks."""
+    PreparedAotLaunch(functions, half=half, pointers=pointers, num_nodes=num_nodes, num_edges=num_edges,
+                      num_features=num_features, stream=stream, max_edges=max_edges)()
 
 
 class PreparedAotLaunch:
     """run_aot_scatter_add for fixed sizes, pointers and stream, prepared once as TensorRT prepares an AOT
     plugin's launch when it builds the engine (grid, shared memory and the argument array fixed): a call is the
     driver calls alone (the fills as memsets, then the kernels), each with its arguments packed once in ctypes.
-    For benchmarks of one step's latency (bench_aot.py); run_aot_scatter_add re-derives everything per call."""
+    For benchmarks of one step's latency (bench_aot.py) and, through run_aot_scatter_add, the tests."""
 
     def __init__(self, functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int], num_nodes: int,
                  num_edges: int, num_features: int, stream: int, max_edges: int | None = None) -> None:

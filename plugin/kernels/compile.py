@@ -69,9 +69,9 @@ def _include_dirs() -> tuple[str, ...]:
                 dirs.append(str(found))
     except ImportError:
         pass
-    for toolkit in (Path("/usr/local/cuda/include"),):
-        if (toolkit / "cuda_fp16.h").exists():
-            dirs.append(str(toolkit))
+    toolkit = Path("/usr/local/cuda/include")
+    if (toolkit / "cuda_fp16.h").exists():
+        dirs.append(str(toolkit))
     return tuple(dict.fromkeys(dirs))
 
 
@@ -81,11 +81,16 @@ def grid_sync_available() -> bool:
     return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
 
 
-def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
-    """NVRTC options for a CUBIN for sm_<arch> of one of the kernel files, with `defines` (-DNAME=VALUE)."""
-    options = [f"--gpu-architecture=sm_{arch}", "--std=c++17", *defines, "--restrict"]
+def nvrtc_options(architecture: str, defines: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for a kernel file: the architecture (sm_90: a CUBIN, compute_75: PTX), `defines` (-DNAME=VALUE)."""
+    options = [f"--gpu-architecture={architecture}", "--std=c++17", *defines, "--restrict"]
     options += [f"--include-path={path}" for path in _include_dirs()]
     return [option.encode() for option in options]
+
+
+def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
+    """NVRTC options for a CUBIN for sm_<arch> (nvrtc_options)."""
+    return nvrtc_options(f"sm_{arch}", defines)
 
 
 def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> list[bytes]:
@@ -106,9 +111,8 @@ def nvrtc_compile(source_path: Path, options: list[bytes], *, ptx: bool = False,
     try:
         (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         # NVRTC writes into the buffers it is given: they must be writable and the caller's own. Never b" " * n:
-        # for n = 1 (an empty log, the NUL alone) that is the interpreter's shared one-byte b" ", and the NUL
-        # written into it turns every later b" " of the process into b"\0" (Python 3.12's parser then drops the
-        # single-space parts of f-strings compiled afterwards, e.g. the plugin host's spec lines).
+        # for n = 1 that is the interpreter's shared one-byte b" ", and the NUL written into it would turn every
+        # later b" " of the process into b"\0".
         log_buffer = bytearray(check(nvrtc.nvrtcGetProgramLogSize(program)))
         check(nvrtc.nvrtcGetProgramLog(program, log_buffer))
         log = bytes(log_buffer).rstrip(b"\0 ").decode(errors="replace")

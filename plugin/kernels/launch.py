@@ -1,14 +1,10 @@
 """Loads the compiled kernels into the current CUDA context and launches a scatter-add on a stream.
 
-`prepare_kernels(dtype)` compiles (NVRTC, cached per arch and dtype) and loads the module into the current
-context; the plugin calls it outside enqueue. `scatter_add_launch` only issues asynchronous driver calls on
-the caller's stream (memsets, then the plan's kernels): no synchronisation, allocation or host copy.
-
-Host time per launch is what a small in-place update costs, so the plan and the kernel arguments are made once
-per set of sizes (`PreparedScatterAdd`; the plugin makes one in on_shape_change), and a launch only patches
-changed pointers into the packed arguments. From the second launch with the same pointers and stream on, the
-driver calls are replayed from a CUDA graph captured once (one cuGraphLaunch), unless the caller's stream is
-being captured itself (BENCHMARKS.md, "Host time per execution").
+`prepare_kernels(dtype)` compiles and loads the module (the plugin calls it outside enqueue);
+`scatter_add_launch` only issues asynchronous driver calls on the caller's stream (memsets, then the plan's
+kernels): no synchronisation, allocation or host copy. The plan and the kernel arguments are made once per set
+of sizes (`PreparedScatterAdd`), and from the second launch with the same pointers and stream on, the driver
+calls are replayed from a CUDA graph captured once, unless the caller's stream is being captured itself.
 
 Everything this module takes from CUDA goes through one object, `backend` (Backend): the driver module, the
 current context's id, the loaded kernels, and the caches kept per process and thread. Tests replace it.
@@ -31,10 +27,11 @@ from plugin.kernels.plan import (
     PAIR_BYTES,
     PAIRED_MAX_EDGES,
     SLOT_ALIGNMENT,
-    THREADS_PER_BLOCK,
     DeviceInfo,
+    KernelLaunch,
     LaunchPlan,
     LaunchRequest,
+    check_sizes,
     plan_launch,
     table_layout,
     vector_width,
@@ -217,9 +214,7 @@ def prepare_kernels(dtype: object) -> LoadedKernels:
 
 
 def _validate_sizes(num_nodes: int, num_edges: int, num_features: int) -> None:
-    for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
-        if not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    check_sizes(num_nodes, num_edges, num_features)
     if num_features < 1:
         raise ValueError(f"num_features must be at least 1, got {num_features}")
     if num_edges > MAX_EDGES:
@@ -235,9 +230,8 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
         raise ValueError(f"float16 needs a workspace of {needed} bytes; got {workspace_size}")
 
 
-# Positions in the pointer tuple a prepared launch is called with (the stream last), and the kernel arguments
-# derived from them: an argument is (position, byte offset) -- e.g. the float16 table's values are
-# (WORKSPACE, values_offset).
+# Positions in the pointer tuple a prepared launch is called with (the stream last); a kernel argument derived
+# from a pointer is (position, byte offset), e.g. the float16 table's values (WORKSPACE, values_offset).
 STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED, STREAM = range(7)
 _POSITION_NAMES = ("state", "src", "index", "counts", "workspace", "skipped", "stream")
 _MEMSET, _KERNEL, _COOPERATIVE = 0, 1, 2
@@ -269,15 +263,9 @@ class _KernelArguments:
             self.buffer[slot] = base + offset if base else 0
 
 
-def _kernel(kind: int, functions: dict[str, Any], launch: Any, values: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A kernel operation: (kind, function, grid x, grid y, shared bytes, arguments, kernel name, block size)."""
-    return (kind, functions[launch.name], *launch.grid, launch.shared_bytes, _KernelArguments(values), launch.name,
-            launch.block)
-
-
 class _LaunchSequence:
     """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and kernel
-    operations (_kernel)."""
+    operations (PreparedScatterAdd._kernel)."""
 
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
@@ -288,19 +276,15 @@ class _LaunchSequence:
 class PreparedScatterAdd:
     """scatter_add_launch for fixed sizes, dtype and options, with the plan decided and the kernel arguments
     packed once; calling it with the pointers only issues the driver calls, and from the second call with the
-    same pointers and stream on replays them from a CUDA graph (`graph_replay`).
+    same pointers and stream on replays them from a CUDA graph captured on the launcher's own stream, unless
+    the caller's stream is being captured (then the driver calls go into the caller's graph).
 
-    Made in the CUDA context it will launch in (the plugin prepares one in on_shape_change). Not thread-safe:
-    a call patches its argument buffer before it launches, so each thread (or execution context) needs its
-    own; scatter_add_launch keeps one per thread. Choices that depend on the pointers (vector width:
-    alignment of src and the destination; paired path: 8-byte aligned counts; slot tables: an 8-byte aligned
-    workspace) are re-planned when the pointers change, and each alignment's plan is kept.
+    Made in the CUDA context it will launch in. Not thread-safe: a call patches its argument buffer before it
+    launches, so each thread (or execution context) needs its own. Choices that depend on the pointers (vector
+    width, aligned counts for the pairs, an aligned workspace for the slot tables) are planned per alignment.
     """
 
-    # True: the second launch with the same pointers and stream captures the driver calls into a CUDA graph (on
-    # a stream of the launcher's own), and from then on each launch with them is its replay, one cuGraphLaunch,
-    # unless the caller's stream is being captured (then the driver calls are issued, into the caller's graph).
-    # False (set on an instance): the driver calls every time (benchmarks time both).
+    # False (set on an instance): the driver calls every time, never a graph's replay (benchmarks time both)
     graph_replay = True
 
     def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
@@ -311,6 +295,7 @@ class PreparedScatterAdd:
         _validate_sizes(num_nodes, num_edges, num_features)
         self.num_nodes, self.num_edges, self.num_features = int(num_nodes), int(num_edges), int(num_features)
         self.with_counts, self.with_skipped = bool(with_counts), bool(with_skipped)
+        self._skipped: Any = (SKIPPED, 0) if self.with_skipped else 0  # the kernels' skipped argument
         self.table = table_layout(num_nodes, num_edges, num_features) if self.dtype == np.float16 else None
         if self.table is not None:  # also where another path will not use it: the same workspace everywhere
             _check_table_workspace(self.table.nbytes, 1, workspace_size)
@@ -326,17 +311,14 @@ class PreparedScatterAdd:
         self._sequence: _LaunchSequence | None = None  # the bound pointers' driver calls, as operations
         self._calls: tuple[tuple[Any, tuple[Any, ...], str], ...] = ()  # (driver function, arguments, what)
         self._plan: LaunchPlan | None = None
-        # Graph replay: per pointer set _SEEN_ONCE, _NO_GRAPH or (CapturedGraph, its replay, its plan); the
-        # current pointers' replay (executable graph, CUstream) or None, and whether self._calls are bound to
-        # them (pointers switched to by their graph are bound only if their driver calls are needed). The
-        # graphs are freed with this object.
+        # per pointer set _SEEN_ONCE, _NO_GRAPH or (CapturedGraph, its replay, its plan); the current pointers'
+        # replay (executable graph, CUstream) or None; whether self._calls are bound to the current pointers
         self._replays: dict[tuple[Any, ...], Any] = {}
         self._replay: tuple[Any, Any] | None = None
         self._bound = False
         self._graph_launch, self._is_capturing = driver.cuGraphLaunch, driver.cuStreamIsCapturing
         self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-        # freed with this object (at exit the driver frees them); by then their context may be gone, which is
-        # no error of the program's: the finalizer does not raise
+        # the graphs are freed with this object (at exit the driver frees them; their context may be gone by then)
         weakref.finalize(self, _close_graphs, self._replays, raising=False).atexit = False
 
     def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
@@ -470,15 +452,23 @@ class PreparedScatterAdd:
                                 self.workspace_size, counts_aligned, workspace_aligned, self.cooperative, *self.options)
         plan = self.backend.plan(request, self.kernels.device)
         if plan.sort is not None:
-            return _LaunchSequence(plan, operations + self._sort_operations(plan))
-        if plan.path in ("block_table", "grid_table", "split_table", "owned", "direct"):
-            return _LaunchSequence(plan, operations + self._uncounted_operations(plan))
-        return _LaunchSequence(plan, operations + self._atomics_operations(plan))
+            self._sort_operations(plan, operations)
+        elif plan.path in ("block_table", "grid_table", "split_table", "owned", "direct"):
+            self._uncounted_operations(plan, operations)
+        else:
+            self._atomics_operations(plan, operations)
+        return _LaunchSequence(plan, operations)
 
-    def _atomics_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
+    def _kernel(self, operations: list[tuple[Any, ...]], launch: KernelLaunch, *values: Any,
+                kind: int = _KERNEL) -> None:
+        """Appends a kernel operation: (kind, function, grid x, grid y, shared bytes, arguments, name, block)."""
+        operations.append((kind, self.kernels.functions[launch.name], *launch.grid, launch.shared_bytes,
+                           _KernelArguments(values), launch.name, launch.block))
+
+    def _atomics_operations(self, plan: LaunchPlan, operations: list[tuple[Any, ...]]) -> None:
         """The shared, paired, global and chunked paths' kernels (float16: into the table, then apply_table)."""
+        kernel = functools.partial(self._kernel, operations)
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
-        operations: list[tuple[Any, ...]] = []
         table = plan.table  # None on the paired path
         if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
             dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
@@ -494,91 +484,67 @@ class PreparedScatterAdd:
         if plan.pair_chunks > 1:
             operations.append((_MEMSET, dest, 0, 2 * num_nodes))
         counts: Any = 0 if plan.paired or not self.with_counts else (COUNTS, 0)
-        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
-        functions = self.kernels.functions
-        itemsize = self.dtype.itemsize
         for chunk in range(plan.pair_chunks):
             first = chunk * PAIRED_MAX_EDGES if plan.pair_chunks > 1 else 0
             edges = num_edges - first if plan.pair_chunks == 1 else min(PAIRED_MAX_EDGES, num_edges - first)
-            src, index = (SRC, first * num_features * itemsize), (INDEX, first * 8)
+            head = ((SRC, first * num_features * self.dtype.itemsize), (INDEX, first * 8), edges, num_nodes,
+                    num_features)
             for node_lo, node_hi in plan.node_ranges:
                 if plan.algorithm == "shared":
-                    values: tuple[Any, ...] = (src, index, edges, num_nodes, num_features, plan.lanes_log2,
-                                               plan.slice_width, dest, counts, skipped)
+                    kernel(plan.scatter, *head, plan.lanes_log2, plan.slice_width, dest, counts, self._skipped)
                 elif plan.algorithm == "chunked":
-                    values = (src, index, edges, num_nodes, num_features, plan.chunk_edges, dest, counts, skipped)
+                    kernel(plan.scatter, *head, plan.chunk_edges, dest, counts, self._skipped)
                 else:
-                    table_log2 = table.table_log2 if table is not None else 0
-                    values = (src, index, edges, num_nodes, num_features, plan.lanes_log2, dest, keys, table_log2,
-                              counts, skipped, node_lo, node_hi)
-                operations.append(_kernel(_KERNEL, functions, plan.scatter, values))
+                    kernel(plan.scatter, *head, plan.lanes_log2, dest, keys, table.table_log2 if table else 0,
+                           counts, self._skipped, node_lo, node_hi)
             if plan.fold is not None and plan.pair_chunks > 1:
-                last = int(chunk == plan.pair_chunks - 1)
-                operations.append(_kernel(_KERNEL, functions, plan.fold, ((STATE, 0), dest, (COUNTS, 0), num_nodes, last)))
+                kernel(plan.fold, (STATE, 0), dest, (COUNTS, 0), num_nodes, int(chunk == plan.pair_chunks - 1))
         if plan.fold is not None and plan.pair_chunks == 1:
-            operations.append(_kernel(_KERNEL, functions, plan.fold, ((STATE, 0), (COUNTS, 0), num_nodes)))
+            kernel(plan.fold, (STATE, 0), (COUNTS, 0), num_nodes)
         if plan.apply is not None and table is not None:
-            values = ((STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2, num_nodes)
-            operations.append(_kernel(_KERNEL, functions, plan.apply, values))
-        return operations
+            kernel(plan.apply, (STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2, num_nodes)
 
-    def _uncounted_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
+    def _uncounted_operations(self, plan: LaunchPlan, operations: list[tuple[Any, ...]]) -> None:
         """The kernels of the paths without counts (scatter_add.cu, "Launches without counts")."""
-        num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
-        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
-        functions = self.kernels.functions
-        operations: list[tuple[Any, ...]] = []
-        head = ((SRC, 0), (INDEX, 0), num_edges, num_nodes)
-        slots = plan.slots
+        head = ((SRC, 0), (INDEX, 0), self.num_edges, self.num_nodes)
+        slots, state, skipped = plan.slots, (STATE, 0), self._skipped
         if plan.algorithm == "direct":
-            values: tuple[Any, ...] = (*head, num_features, (STATE, 0), skipped)
+            values: tuple[Any, ...] = (*head, self.num_features, state, skipped)
         elif plan.algorithm == "block_table":
-            values = (*head, plan.block_log2, (STATE, 0), skipped)
+            values = (*head, plan.block_log2, state, skipped)
         elif plan.algorithm == "grid_table":
             assert slots is not None
-            values = (*head, (WORKSPACE, 0), slots.capacity, int(slots.hashed), (STATE, 0), skipped)
+            values = (*head, (WORKSPACE, 0), slots.capacity, int(slots.hashed), state, skipped)
         elif plan.algorithm == "split_table":  # a memset clears the slots (all ones: node -1), the scan applies them
             assert slots is not None
             operations.append((_MEMSET, (WORKSPACE, 0), 0xFFFFFFFF, 2 * slots.capacity))
             values = (*head, (WORKSPACE, 0), slots.capacity, skipped)
         else:
             assert plan.owned is not None
-            values = (*head, num_features, plan.owned.capacity, plan.owned.probes, (STATE, 0), skipped)
-        operations.append(_kernel(_COOPERATIVE if plan.cooperative else _KERNEL, functions, plan.scatter, values))
+            values = (*head, self.num_features, plan.owned.capacity, plan.owned.probes, state, skipped)
+        self._kernel(operations, plan.scatter, *values, kind=_COOPERATIVE if plan.cooperative else _KERNEL)
         if slots is not None and slots.apply is not None:
-            operations.append(_kernel(_KERNEL, functions, slots.apply,
-                                      ((WORKSPACE, 0), slots.capacity, num_nodes, (STATE, 0))))
-        return operations
+            self._kernel(operations, slots.apply, (WORKSPACE, 0), slots.capacity, self.num_nodes, state)
 
-    def _sort_operations(self, plan: LaunchPlan) -> list[tuple[Any, ...]]:
+    def _sort_operations(self, plan: LaunchPlan, operations: list[tuple[Any, ...]]) -> None:
         """The sorted path's kernels, after the memsets of counts and skipped (scatter_add.cu, "Sorted path")."""
+        kernel = functools.partial(self._kernel, operations)
         sort = plan.sort
         assert sort is not None
-        layout, functions = sort.layout, self.kernels.functions
-        num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
-        cursor, tile_sums, pairs = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (WORKSPACE, layout.sorted_offset)
-        head, tail = (WORKSPACE, layout.head_offset), (WORKSPACE, layout.tail_offset)
-        skipped: Any = (SKIPPED, 0) if self.with_skipped else 0
-        kernels: list[tuple[str, tuple[int, int], int, tuple[Any, ...]]] = [(
-            "sort_count", sort.count.grid, sort.count.shared_bytes,
-            ((INDEX, 0), num_edges, num_nodes, (COUNTS, 0), skipped, sort.private_nodes))]
+        layout, nodes, edges, features = sort.layout, self.num_nodes, self.num_edges, self.num_features
+        cursor, tile_sums, counts = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (COUNTS, 0)
+        pairs, head, tail = ((WORKSPACE, at) for at in (layout.sorted_offset, layout.head_offset, layout.tail_offset))
+        kernel(sort.count, (INDEX, 0), edges, nodes, counts, self._skipped, sort.private_nodes)
         if layout.tiles > 1:  # else sort_cursors scans the one tile alone
-            kernels.append(("sort_tile_sums", (layout.tiles, 1), 0,
-                            ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums)))
-            kernels.append(("sort_scan_tiles", (1, 1), 0, (tile_sums, layout.tiles, cursor, num_nodes)))
-        kernels.append(("sort_cursors", (layout.tiles, 1), 0,
-                        ((COUNTS, 0), num_nodes, layout.tile_nodes, tile_sums, cursor)))
+            kernel(KernelLaunch("sort_tile_sums", (layout.tiles, 1)), counts, nodes, layout.tile_nodes, tile_sums)
+            kernel(KernelLaunch("sort_scan_tiles", (1, 1)), tile_sums, layout.tiles, cursor, nodes)
+        kernel(KernelLaunch("sort_cursors", (layout.tiles, 1)), counts, nodes, layout.tile_nodes, tile_sums, cursor)
         for node_lo, node_hi in sort.place_ranges:
-            kernels.append(("sort_place", sort.count.grid, sort.count.shared_bytes,
-                            ((INDEX, 0), num_edges, num_nodes, cursor, pairs, sort.private_nodes, node_lo, node_hi)))
-        kernels.append((sort.reduce.name, sort.reduce.grid, 0,
-                        ((SRC, 0), pairs, cursor, num_nodes, num_features, layout.span, (STATE, 0), head, tail,
-                         num_edges)))
+            kernel(KernelLaunch("sort_place", sort.count.grid, sort.count.shared_bytes), (INDEX, 0), edges, nodes,
+                   cursor, pairs, sort.private_nodes, node_lo, node_hi)
+        kernel(sort.reduce, (SRC, 0), pairs, cursor, nodes, features, layout.span, (STATE, 0), head, tail, edges)
         if sort.fixup is not None:
-            kernels.append((sort.fixup.name, sort.fixup.grid, 0,
-                            (pairs, cursor, num_nodes, num_features, layout.span, layout.ranges, (STATE, 0), head, tail)))
-        return [(_KERNEL, functions[name], *grid, shared_bytes, _KernelArguments(values), name, THREADS_PER_BLOCK)
-                for name, grid, shared_bytes, values in kernels]
+            kernel(sort.fixup, pairs, cursor, nodes, features, layout.span, layout.ranges, (STATE, 0), head, tail)
 
 
 def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
@@ -658,16 +624,12 @@ def scatter_add_launch(
     word: rows whose index is < 0 or >= num_nodes, which are never written) are zeroed and filled when given;
     counts = 0 skips them and their O(N) zeroing. float16 needs `workspace` of at least
     scatter_add_workspace_size(...) bytes; float32 runs without one, and with it where that size is not 0.
-    With counts and F = 1 the paired path (plan.py) sums in the counts buffer itself, so it must be 8-byte
-    aligned for that (cuMemAlloc and TensorRT give 256); otherwise the launch takes the two-atomic path;
-    float16's grid_table and split_table paths need the workspace 8-byte aligned (else "auto" takes another).
-    `algorithm` (plan.py ALGORITHMS; those of UNCOUNTED_ALGORITHMS without counts only), `node_passes`,
-    `paired` and `max_slice_width` override plan.py's choices for tests and benchmarks. Returns the plan
-    (None when E = 0).
-
-    The work for each set of sizes and options is prepared once (PreparedScatterAdd, kept per thread and
-    checked against the current CUDA context); a repeated call costs a context check and the driver calls, or
-    from the second call with the same pointers on, a capture-status query and the replay of their graph.
+    The paired path (counts, F = 1) sums in the counts buffer itself, so it needs counts 8-byte aligned, and the
+    grid_table and split_table paths an 8-byte aligned workspace (cuMemAlloc and TensorRT give 256); else "auto"
+    takes another path. `algorithm` (plan.py ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only),
+    `node_passes`, `paired` and `max_slice_width` override plan.py's choices for tests and benchmarks. Returns
+    the plan (None when E = 0). The work for each set of sizes and options is prepared once (a PreparedScatterAdd,
+    kept per thread and checked against the current CUDA context).
     """
     key = (dtype, num_nodes, num_edges, num_features, not counts, not skipped, workspace_size, algorithm,
            node_passes, paired, max_slice_width)

@@ -2,7 +2,7 @@
 
 The kernel family is the table PATHS: each Path names when "auto" takes it (`pays`), what it needs to run at
 all (`fits`), the workspace bytes it needs (`workspace`), its kernels and the BENCHMARKS.md or NOTES.md row that
-justifies it. `plan_launch` runs the first path of AUTO that pays and fits within the workspace given, and
+justifies it (`row`). `plan_launch` runs the first path of AUTO that pays and fits within the workspace given, and
 `workspace_size` is the most any path that may run at a profile's sizes needs. Each path's workspace never
 shrinks as N, E or F grow, so a workspace sized for a profile's largest shapes serves every launch in it.
 docs/kernel.md describes what each path's kernels do; the launcher (launch.py) only issues the driver calls.
@@ -24,27 +24,23 @@ MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
 SLOT_ALIGNMENT = 8  # the slot tables' 64-bit compare-and-swap: grid_table and split_table need it
 
-# Rules below: each constant is bracketed by the measurements of the row named, in BENCHMARKS.md or
-# plugin/kernels/NOTES.md ("NOTES" below).
-# pairs (F = 1, counts, sm_90+): the (value, count) pair of a node in its int64 count; a float32 count is exact
-# up to 2^24 edges, beyond that the pairs live in the workspace, folded after each chunk of PAIRED_MAX_EDGES.
-# "auto" pairs where each chunk has at least one edge per node (each fold is O(N)), and takes them over the
-# shared kernel from PAIRS_OVER_SHARED_MIN_NODES nodes below SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node
-# (NOTES "Version 4b measured", "Version 5"; BENCHMARKS.md kernel table, F = 1 rows, "unpaired" / "shared").
+# The rules of "auto" (each path's `row` names the measurements that bracket them).
+# pairs (F = 1, counts, sm_90+): a float32 count is exact up to 2^24 edges; beyond, the pairs live in the
+# workspace and are folded after each chunk of PAIRED_MAX_EDGES. "auto" pairs where each chunk has at least one
+# edge per node, and over the shared kernel from PAIRS_OVER_SHARED_MIN_NODES nodes below
+# SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node.
 PAIR_BYTES = 8
 PAIRED_MAX_EDGES = 2**24
 PAIRED_MIN_EDGES_PER_NODE = 1
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-# shared: whole rows of all nodes fit in a block's shared memory and nodes get at least this many edges
-# (BENCHMARKS.md kernel table, N = 1e3 rows, "global").
-SHARED_MIN_EDGES_PER_NODE = 16
+SHARED_MIN_EDGES_PER_NODE = 16  # shared: whole rows of all nodes fit in a block's shared memory
 # sorted (counts, rows of at least SORT_MIN_FEATURES, E >= max(N, SORT_MIN_EDGES); float16 E >= max(N / 16,
 # SORT_MIN_EDGES_HALF)): 32-bit positions; about SORT_TARGET_RANGES warp ranges of at least 32 positions; one
 # scan block up to SORT_ONE_TILE_NODES nodes, else tiles of SORT_TILE_NODES; tallies in shared memory for at
 # most SORT_PRIVATE_MAX_NODES nodes with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each, on
 # SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most SORT_MAX_PLACE_PASSES placing passes, each writing
-# half of L2 (BENCHMARKS.md kernel table, F = 64 rows, "sorted" / "global", and its breakdown; NOTES "Version 6").
+# half of L2.
 SORT_MIN_FEATURES = 32
 SORT_MIN_EDGES = 2**19
 SORT_MIN_EDGES_HALF = 2**16
@@ -55,22 +51,20 @@ SORT_TILE_NODES = 2048
 SORT_ONE_TILE_NODES = 16384
 SORT_PRIVATE_MAX_NODES = 12288
 SORT_PRIVATE_MIN_EDGES_PER_NODE = 64
-SORT_PRIVATE_BLOCKS_PER_SM = 1  # 0: as many as are resident
+SORT_PRIVATE_BLOCKS_PER_SM = 1
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 SORT_MAX_PLACE_PASSES = 4
 # chunked (rows of at least SORT_MIN_FEATURES, at most CHUNK_MAX_NODES nodes, at least CHUNK_MIN_EDGES edges):
-# each block sorts at most CHUNK_EDGES edges at a time (uint16 offsets in shared memory); BENCHMARKS.md kernel
-# table, N = 1e3, E >= 1e7, F = 64 rows, "sorted" / "global"; NOTES "Version 7".
+# each block sorts at most CHUNK_EDGES edges at a time (uint16 offsets in shared memory).
 CHUNK_MAX_NODES = 2048
 CHUNK_MIN_EDGES = 2**22
 CHUNK_EDGES = 32768
 # direct (float32, no counts): at most DIRECT_BLOCKS_PER_SM blocks per SM (grid-stride beyond); the shared kernel
-# instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node (NOTES "Small updates without counts").
+# instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
 DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
 # owned (float16, no counts, hashed table): up to OWNED_MAX_EDGES edges of at most OWNED_MAX_FEATURES features, a
-# block of OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM (NOTES "Small updates without
-# counts", B = 1e4 into N = 1e5-1e8: owned against the hash table).
+# block of OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM.
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS
 OWNED_MAX_EDGES = 2**15
 OWNED_EDGES_PER_BLOCK = 64
@@ -78,23 +72,21 @@ OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
 OWNED_MAX_PROBES = 128  # slots an insertion into an owned table probes before its pass is retried
 # block_table (float16, F = 1, no counts, at most BLOCK_TABLE_MAX_EDGES): one block, BLOCK_TABLE_SLOTS_PER_EDGE x E
-# shared slots rounded up to a power of two, at least 2^BLOCK_TABLE_MIN_LOG2 (NOTES "Issue 26, fifth session").
+# shared slots rounded up to a power of two, at least 2^BLOCK_TABLE_MIN_LOG2.
 BLOCK_TABLE_THREADS = 1024
 BLOCK_TABLE_MAX_EDGES = 1024
 BLOCK_TABLE_SLOTS_PER_EDGE = 4
 BLOCK_TABLE_MIN_LOG2 = 6
 # grid_table (float16, F = 1, no counts, kernels with cooperative groups): up to GRID_TABLE_MAX_EDGES edges, blocks
 # of GRID_TABLE_THREADS, at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM per SM; one slot per node up to
-# GRID_TABLE_SLOTS_PER_EDGE x E rounded up to a power of two, else that many hashed slots (BENCHMARKS.md
-# per-step tables, float16 B = 1e4; NOTES "Issue 26, second session" and "third session", few edges).
+# GRID_TABLE_SLOTS_PER_EDGE x E rounded up to a power of two, else that many hashed slots.
 GRID_TABLE_THREADS = 128
 GRID_TABLE_MAX_EDGES = 2**15
 GRID_TABLE_RESIDENT_BLOCKS_PER_SM = 8
 GRID_TABLE_SLOTS_PER_EDGE = 16
 # split_table (float16, F = 1, no counts, hashed table): SPLIT_TABLE_SLOTS_PER_EDGE x E slots rounded up to a
 # power of two while at most SPLIT_TABLE_MAX_SPARSE_SLOTS, else 2 x E; the scan on at most
-# SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM (BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7;
-# NOTES "Issue 26, third session").
+# SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM.
 SPLIT_TABLE_SLOTS_PER_EDGE = 4
 SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
 SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
@@ -221,12 +213,12 @@ class LaunchPlan:
     algorithm: str
     vec: int
     scatter: KernelLaunch
-    lanes_log2: int = 0
+    lanes_log2: int = 0  # "shared" / "global": log2 of the lanes sharing a row
     slice_width: int = 0  # "shared": features per block; else num_features
     node_ranges: tuple[tuple[int, int], ...] = ()  # one scatter launch per range of target nodes
     table: TableLayout | None = None  # float16 without pairs, on the atomics and chunked paths
     apply: KernelLaunch | None = None  # apply_table over `table`
-    apply_lanes_log2: int = 0
+    apply_lanes_log2: int = 0  # with `apply`
     paired: bool = False  # (value, count) pairs in the counts buffer (or the workspace: pair_chunks > 1), then `fold`
     fold: KernelLaunch | None = None
     pair_chunks: int = 1  # > 1: pairs in the workspace, a scatter and a fold per chunk of PAIRED_MAX_EDGES edges
@@ -240,6 +232,10 @@ class LaunchPlan:
     def cooperative(self) -> bool:
         """Whether the scatter kernel is a cooperative launch (grid_table's grid-wide barriers)."""
         return self.algorithm == "grid_table"
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def next_power_of_two(n: int) -> int:
@@ -263,13 +259,8 @@ def warp_row_vec(vec: int, num_features: int) -> int:
     return next((v for v in (1, 2, 4) if v <= vec and 32 * v >= num_features), vec)
 
 
-def warp_row_slices(num_features: int, vec: int) -> int:
-    """Slices of 32 * vec features a row is cut into (the grid's y) by the kernels that give a row to a warp."""
-    return -(-num_features // (32 * vec))
-
-
 def _aligned(nbytes: int) -> int:
-    return -(-nbytes // TABLE_ALIGNMENT) * TABLE_ALIGNMENT
+    return _cdiv(nbytes, TABLE_ALIGNMENT) * TABLE_ALIGNMENT
 
 
 def table_layout(num_nodes: int, num_edges: int, num_features: int) -> TableLayout | None:
@@ -291,19 +282,17 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
     partial sums are sized for min(ceil(E / 32), SORT_TARGET_RANGES) ranges."""
     if num_edges <= 0 or num_nodes <= 0 or num_edges > SORT_MAX_EDGES:
         return None
-    span = 32 * -(-(-(-num_edges // SORT_TARGET_RANGES)) // 32)
-    ranges = -(-num_edges // span)
-    room = min(-(-num_edges // 32), SORT_TARGET_RANGES)
-    tiles = 1 if num_nodes <= SORT_ONE_TILE_NODES else min(SORT_MAX_TILES, -(-num_nodes // SORT_TILE_NODES))
-    tile_nodes = -(-num_nodes // tiles)
-    tiles = -(-num_nodes // tile_nodes)
+    span = 32 * _cdiv(_cdiv(num_edges, SORT_TARGET_RANGES), 32)
+    room = min(_cdiv(num_edges, 32), SORT_TARGET_RANGES)
+    tiles = 1 if num_nodes <= SORT_ONE_TILE_NODES else min(SORT_MAX_TILES, _cdiv(num_nodes, SORT_TILE_NODES))
+    tile_nodes = _cdiv(num_nodes, tiles)
     tile_sums_offset = _aligned(4 * (num_nodes + 1))
     sorted_offset = tile_sums_offset + _aligned(4 * SORT_MAX_TILES)
     head_offset = sorted_offset + _aligned(8 * num_edges)
     partial_bytes = _aligned(4 * room * num_features)
     tail_offset = head_offset + partial_bytes
-    return SortLayout(span, ranges, tile_nodes, tiles, tile_sums_offset, sorted_offset, head_offset, tail_offset,
-                      tail_offset + partial_bytes)
+    return SortLayout(span, _cdiv(num_edges, span), tile_nodes, _cdiv(num_nodes, tile_nodes), tile_sums_offset,
+                      sorted_offset, head_offset, tail_offset, tail_offset + partial_bytes)
 
 
 def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> bool:
@@ -313,31 +302,6 @@ def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: objec
     if kernel_dtype(dtype) == np.float16:
         return num_edges >= max(num_nodes // 16, SORT_MIN_EDGES_HALF)
     return num_edges >= max(num_nodes, SORT_MIN_EDGES)
-
-
-def sort_plan(num_nodes: int, num_edges: int, num_features: int, vec: int, device: DeviceInfo) -> SortPlan:
-    layout = sort_layout(num_nodes, num_edges, num_features)
-    if layout is None:
-        raise ValueError(f"the sorted path sorts 1 to {SORT_MAX_EDGES} edges into at least one node; got "
-                         f"{num_edges} edges, {num_nodes} nodes")
-    private = num_nodes <= SORT_PRIVATE_MAX_NODES and num_edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * num_nodes
-    private_nodes = num_nodes if private else 0
-    # As many blocks as are resident (their atomics wait on the L2: the more in flight, the better), each with at
-    # least one step of edges; with tallies, SORT_PRIVATE_BLOCKS_PER_SM per SM, at most what shared memory allows.
-    resident = resident_blocks(device, 4 * private_nodes)
-    if private_nodes and SORT_PRIVATE_BLOCKS_PER_SM:
-        resident = min(resident, SORT_PRIVATE_BLOCKS_PER_SM)
-    blocks = max(1, min(-(-num_edges // (SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK)), resident * device.sm_count))
-    passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, -(-8 * num_edges // (device.l2_bytes // 2))))
-    place_ranges = tuple((num_nodes * k // passes, num_nodes * (k + 1) // passes) for k in range(passes))
-    warps_per_block = THREADS_PER_BLOCK // 32
-    slices = warp_row_slices(num_features, vec)
-    reduce = KernelLaunch(f"sort_reduce_v{vec}", (-(-layout.ranges // warps_per_block), slices))
-    fixup = None
-    if layout.ranges > 1:
-        fixup = KernelLaunch(f"sort_fixup_v{vec}", (-(-(layout.ranges - 1) // warps_per_block), slices))
-    return SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes, place_ranges,
-                    reduce, fixup)
 
 
 def grid_table_layout(num_nodes: int, num_edges: int) -> SlotTable:
@@ -355,7 +319,7 @@ def split_table_capacity(num_edges: int) -> int:
 
 def pair_chunks(num_edges: int) -> int:
     """Chunks of at most PAIRED_MAX_EDGES edges on the paired path (1: the pairs live in the counts)."""
-    return max(1, -(-num_edges // PAIRED_MAX_EDGES))
+    return max(1, _cdiv(num_edges, PAIRED_MAX_EDGES))
 
 
 def chunk_shared_bytes(num_nodes: int) -> int:
@@ -368,16 +332,12 @@ def owned_shared_bytes(capacity: int, num_features: int) -> int:
     return 4 * capacity * (1 + num_features)
 
 
-def owned_capacity(entries: int) -> int:
-    """Slots of an owned table for about `entries` distinct nodes: the power of two >= 1.5x that plus 64 (at
-    least OWNED_MIN_CAPACITY; filled at most 2/3 on average, so insertions probe few slots)."""
-    return next_power_of_two(max(OWNED_MIN_CAPACITY, entries + entries // 2 + 64))
-
-
 def owned_table(entries_per_block: int, num_features: int, device: DeviceInfo) -> OwnedTable:
-    """A table of owned_capacity(entries_per_block) slots (a block whose nodes do not fit runs several passes),
-    at most what one block's shared memory holds. ValueError when not even OWNED_MIN_CAPACITY slots fit."""
-    capacity = owned_capacity(entries_per_block)
+    """A table for about `entries_per_block` distinct nodes: the power of two >= 1.5x that plus 64, at least
+    OWNED_MIN_CAPACITY (filled at most 2/3 on average, so insertions probe few slots), halved while one block's
+    shared memory cannot hold it (a block whose nodes do not fit runs several passes). ValueError when not even
+    OWNED_MIN_CAPACITY slots fit."""
+    capacity = next_power_of_two(max(OWNED_MIN_CAPACITY, entries_per_block + entries_per_block // 2 + 64))
     while capacity > OWNED_MIN_CAPACITY and owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
         capacity //= 2
     if owned_shared_bytes(capacity, num_features) > device.max_shared_per_block:
@@ -389,11 +349,6 @@ def block_table_log2(num_edges: int) -> int:
     """log2 of block_table's slots for E edges (BLOCK_TABLE_SLOTS_PER_EDGE; at most 2^12 for
     BLOCK_TABLE_MAX_EDGES: 32 KiB of shared memory)."""
     return max(BLOCK_TABLE_MIN_LOG2, (BLOCK_TABLE_SLOTS_PER_EDGE * max(1, num_edges) - 1).bit_length())
-
-
-def block_table_shared_bytes(log2: int) -> int:
-    """scatter_block_table's dynamic shared memory: an int32 key and a float32 sum per slot."""
-    return 8 << log2
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -418,20 +373,19 @@ def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: Devi
     widest = min(num_features, floats_per_node - floats_per_node % vec)
     if widest < vec:
         return 0
-    slices = -(-num_features // widest)
-    even = -(-num_features // slices)  # the same work for every slice
-    return -(-even // vec) * vec
+    even = _cdiv(num_features, _cdiv(num_features, widest))  # the same work for every slice
+    return _cdiv(even, vec) * vec
 
 
-def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, index_itemsize: int, l2_bytes: int) -> int:
+def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, l2_bytes: int) -> int:
     """How many node ranges ("passes") the global kernel streams the edges through (1 = one launch): several
-    where the destination is much larger than L2, rows are re-used (E >= 4 N) and reading the index once per
-    pass costs less than one row (passes * 8 bytes <= row bytes); each pass keeps half of L2 of rows."""
+    where the destination is much larger than L2, rows are re-used (E >= 4 N) and reading the int64 index once
+    per pass costs less than one row (passes * 8 bytes <= row bytes); each pass keeps half of L2 of rows."""
     dest_bytes = num_nodes * row_bytes
     if num_edges < 4 * num_nodes or dest_bytes <= l2_bytes // 2:
         return 1
-    passes = -(-dest_bytes // (l2_bytes // 2))
-    return passes if passes * index_itemsize <= row_bytes else 1
+    passes = _cdiv(dest_bytes, l2_bytes // 2)
+    return passes if passes * 8 <= row_bytes else 1
 
 
 # --- the paths: each one what it needs, when "auto" takes it, its workspace, its plan -----------------------------
@@ -443,7 +397,7 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
     if table is None:
         return None, apply_lanes_log2
     rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
-    apply_blocks = max(1, min(-(-table.capacity // rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
+    apply_blocks = max(1, min(_cdiv(table.capacity, rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
     return KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1)), apply_lanes_log2
 
 
@@ -473,8 +427,8 @@ class Path:
         """The workspace this launch needs for this path (forced: wherever it can run)."""
         return self.workspace(dataclasses.replace(r, algorithm=self.name))
 
-    def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, **fields: object) -> LaunchPlan:
-        return LaunchPlan(self.name, self.name, 1, scatter, slice_width=r.num_features,
+    def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, vec: int = 1, **fields: object) -> LaunchPlan:
+        return LaunchPlan(self.name, self.name, vec, scatter, slice_width=r.num_features,
                           node_ranges=((0, r.num_nodes),), **fields)  # type: ignore[arg-type]
 
 
@@ -487,20 +441,31 @@ def _hashed(r: LaunchRequest) -> bool:
     return table is not None and table.hashed
 
 
-def _uncounted(r: LaunchRequest, name: str, float16_rows_of_one: bool = False) -> str | None:
-    """Why a path without counts cannot run (counts; for the slot tables: not float16 rows of one feature)."""
-    if r.with_counts:
-        return f"the {name} path runs without counts; counts were requested"
-    if float16_rows_of_one and (not r.half or r.num_features != 1):
-        return (f"the {name} path adds float16 rows of one feature, not {r.num_features} "
-                f"{'float16' if r.half else 'float32'} features")
-    return None
-
-
 def _auto_uncounted(r: LaunchRequest) -> bool:
     """The paths without counts are "auto"'s only where no override narrows it to the atomics paths (float16:
     and there are nodes to add into)."""
     return not r.with_counts and not r.overridden and (r.num_nodes > 0 or not r.half)
+
+
+class Uncounted(Path):
+    """A path without counts. float16_rows_of_one: it adds float16 rows of one feature only; beyond max_edges
+    (None: no bound of its own) it cannot run; slot_table: it needs an aligned workspace for its slot table."""
+
+    float16_rows_of_one = slot_table = False
+    max_edges: int | None = None
+
+    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
+        if r.with_counts:
+            return f"the {self.name} path runs without counts; counts were requested"
+        if self.float16_rows_of_one and (not r.half or r.num_features != 1):
+            return (f"the {self.name} path adds float16 rows of one feature, not {r.num_features} "
+                    f"{'float16' if r.half else 'float32'} features")
+        if self.max_edges is not None and r.num_edges > self.max_edges:
+            return f"the {self.name} path takes at most {self.max_edges} edges, not {r.num_edges}"
+        if self.slot_table and (not r.workspace_aligned or r.workspace < self.need(r)):
+            return (f"the {self.name} path needs an {SLOT_ALIGNMENT}-byte aligned workspace of {self.need(r)} bytes "
+                    f"(got {r.workspace})")
+        return None
 
 
 class Chunked(Path):
@@ -523,46 +488,40 @@ class Chunked(Path):
         the grid has min(S, chunks) blocks: every block runs R rounds, or R - 1, none a last round alone."""
         vec = warp_row_vec(r.vec, r.num_features)
         shared = chunk_shared_bytes(r.num_nodes)
-        slices = warp_row_slices(r.num_features, vec)
+        slices = _cdiv(r.num_features, 32 * vec)
         slots = max(1, resident_blocks(d, shared) * d.sm_count // slices)
-        rounds = max(1, -(-r.num_edges // (slots * CHUNK_EDGES)))
-        chunk_edges = 32 * max(1, -(-r.num_edges // (32 * slots * rounds)))
-        blocks = max(1, min(slots, -(-r.num_edges // chunk_edges)))
+        rounds = max(1, _cdiv(r.num_edges, slots * CHUNK_EDGES))
+        chunk_edges = 32 * max(1, _cdiv(r.num_edges, 32 * slots * rounds))
+        blocks = max(1, min(slots, _cdiv(r.num_edges, chunk_edges)))
         table = _table(r)
         apply, apply_lanes_log2 = _apply_for(table, vec, r.num_features, d)
         return LaunchPlan("chunked", "chunked", vec, KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared),
-                          lanes_log2=5, slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
+                          slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
                           apply=apply, apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
 
 
-class BlockTable(Path):
+class BlockTable(Uncounted):
     name, kernels = "block_table", ("scatter_block_table",)
     row = "NOTES Issue 26, fifth session: B = 100-1024 (against owned, grid_table)"
-
-    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        why = _uncounted(r, self.name, True)
-        if why is None and r.num_edges > BLOCK_TABLE_MAX_EDGES:  # one block's shared table
-            return f"the block_table path takes at most {BLOCK_TABLE_MAX_EDGES} edges, not {r.num_edges}"
-        return why
+    float16_rows_of_one, max_edges = True, BLOCK_TABLE_MAX_EDGES  # one block's shared table
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return _auto_uncounted(r)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-        log2 = block_table_log2(r.num_edges)
-        return self._one_plan(r, KernelLaunch("scatter_block_table", (1, 1), block_table_shared_bytes(log2),
-                                              BLOCK_TABLE_THREADS), block_log2=log2)
+        log2 = block_table_log2(r.num_edges)  # an int32 key and a float32 sum per slot
+        return self._one_plan(r, KernelLaunch("scatter_block_table", (1, 1), 8 << log2, BLOCK_TABLE_THREADS),
+                              block_log2=log2)
 
 
-class GridTable(Path):
+class GridTable(Uncounted):
     name, kernels = "grid_table", ("scatter_grid_table",)
     row = ("BENCHMARKS.md per-step tables, float16 B = 1e4; NOTES Issue 26, third session, few edges (against "
            "split_table, owned)")
+    float16_rows_of_one, max_edges = True, GRID_TABLE_MAX_EDGES  # its workspace is sized for at most that many
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        why = _uncounted(r, self.name, True)
-        if why is None and r.num_edges > GRID_TABLE_MAX_EDGES:  # its workspace is sized for at most that many
-            why = f"the grid_table path takes at most {GRID_TABLE_MAX_EDGES} edges, not {r.num_edges}"
+        why = super().fits(r, d)
         if why is None and (not r.cooperative or not r.workspace_aligned or r.workspace < self.need(r)):
             why = (f"the grid_table path needs cooperative launches (kernels compiled with cooperative groups) and "
                    f"an {SLOT_ALIGNMENT}-byte aligned workspace of {self.need(r)} bytes (got {r.workspace})")
@@ -570,7 +529,8 @@ class GridTable(Path):
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """A grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident)."""
-        return _auto_uncounted(r) and -(-r.num_edges // GRID_TABLE_THREADS) <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
+        blocks = _cdiv(r.num_edges, GRID_TABLE_THREADS)
+        return _auto_uncounted(r) and blocks <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
 
     def workspace(self, r: LaunchRequest) -> int:
         """8 bytes per slot for min(E, GRID_TABLE_MAX_EDGES) edges, whatever F, float16 without counts."""
@@ -579,22 +539,14 @@ class GridTable(Path):
         return 8 * grid_table_layout(r.num_nodes, min(r.num_edges, GRID_TABLE_MAX_EDGES)).capacity
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-        scatter = KernelLaunch("scatter_grid_table", (-(-r.num_edges // GRID_TABLE_THREADS), 1), 0, GRID_TABLE_THREADS)
+        scatter = KernelLaunch("scatter_grid_table", (_cdiv(r.num_edges, GRID_TABLE_THREADS), 1), 0, GRID_TABLE_THREADS)
         return self._one_plan(r, scatter, slots=grid_table_layout(r.num_nodes, r.num_edges))
 
 
-class SplitTable(Path):
+class SplitTable(Uncounted):
     name, kernels = "split_table", ("scatter_split_table", "apply_split_table")
     row = "BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; NOTES Issue 26, third session"
-
-    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        why = _uncounted(r, self.name, True)
-        if why is None and r.num_edges > SPLIT_TABLE_MAX_EDGES:
-            why = f"the split_table path takes at most {SPLIT_TABLE_MAX_EDGES} edges, not {r.num_edges}"
-        if why is None and (not r.workspace_aligned or r.workspace < self.need(r)):
-            why = (f"the split_table path needs an {SLOT_ALIGNMENT}-byte aligned workspace of {self.need(r)} bytes "
-                   f"(got {r.workspace})")
-        return why
+    float16_rows_of_one, max_edges, slot_table = True, SPLIT_TABLE_MAX_EDGES, True
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return _auto_uncounted(r) and _hashed(r)
@@ -610,18 +562,15 @@ class SplitTable(Path):
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         capacity = split_table_capacity(r.num_edges)
-        apply_blocks = max(1, min(-(-capacity // THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * d.sm_count))
+        apply_blocks = max(1, min(_cdiv(capacity, THREADS_PER_BLOCK), SPLIT_TABLE_APPLY_BLOCKS_PER_SM * d.sm_count))
         slots = SlotTable(capacity, True, KernelLaunch("apply_split_table", (apply_blocks, 1)))
-        return self._one_plan(r, KernelLaunch("scatter_split_table", (-(-r.num_edges // THREADS_PER_BLOCK), 1)),
+        return self._one_plan(r, KernelLaunch("scatter_split_table", (_cdiv(r.num_edges, THREADS_PER_BLOCK), 1)),
                               slots=slots)
 
 
-class Owned(Path):
+class Owned(Uncounted):
     name, kernels = "owned", ("scatter_owned",)
     row = "NOTES Small updates without counts: float16 B = 1e4, N >= 1e5 (against the hash table)"
-
-    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        return _uncounted(r, self.name)
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
@@ -629,31 +578,30 @@ class Owned(Path):
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """A block per OWNED_EDGES_PER_BLOCK edges, at most one per SM, each with a table for its share."""
-        blocks = max(1, min(d.sm_count, -(-r.num_edges // OWNED_EDGES_PER_BLOCK)))
-        table = owned_table(-(-r.num_edges // blocks), r.num_features, d)
+        blocks = max(1, min(d.sm_count, _cdiv(r.num_edges, OWNED_EDGES_PER_BLOCK)))
+        table = owned_table(_cdiv(r.num_edges, blocks), r.num_features, d)
         return self._one_plan(r, KernelLaunch("scatter_owned", (blocks, 1), owned_shared_bytes(
             table.capacity, r.num_features), OWNED_THREADS), owned=table)
 
 
-class Direct(Path):
+class Direct(Uncounted):
     name, kernels = "direct", ("scatter_direct_v*",)
     row = "BENCHMARKS.md per-step tables, float32; NOTES Small updates without counts (against scatter_global)"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        return "the direct path adds float32 rows; float16 takes the table paths" if r.half else _uncounted(r, self.name)
+        return "the direct path adds float32 rows; float16 takes the table paths" if r.half else super().fits(r, d)
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
         if not _auto_uncounted(r) or (shared_slice_width(r.num_nodes, r.num_features, r.vec, d) == r.num_features
                                       and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
             return False
-        return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes) == 1
+        return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, d.l2_bytes) == 1
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         elements = r.num_edges * (r.num_features // r.vec)
-        blocks = max(1, min(-(-elements // THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * d.sm_count))
-        return dataclasses.replace(self._one_plan(r, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1))),
-                                   vec=r.vec, apply_lanes_log2=lanes_log2_for(r.num_features // r.vec))
+        blocks = max(1, min(_cdiv(elements, THREADS_PER_BLOCK), DIRECT_BLOCKS_PER_SM * d.sm_count))
+        return self._one_plan(r, KernelLaunch(f"scatter_direct_v{r.vec}", (blocks, 1)), r.vec)
 
 
 class Sorted(Path):
@@ -681,10 +629,30 @@ class Sorted(Path):
         return 0 if layout is None else layout.nbytes
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        """As many sort_count / sort_place blocks as are resident (their atomics wait on the L2: the more in
+        flight, the better), each with at least one step of edges; with tallies in shared memory,
+        SORT_PRIVATE_BLOCKS_PER_SM per SM."""
         vec = warp_row_vec(r.vec, r.num_features)
-        sort = sort_plan(r.num_nodes, r.num_edges, r.num_features, vec, d)
-        return LaunchPlan("sorted", "sorted", vec, sort.reduce, lanes_log2=5, slice_width=r.num_features,
-                          node_ranges=((0, r.num_nodes),), apply_lanes_log2=5, sort=sort)
+        nodes, edges = r.num_nodes, r.num_edges
+        layout = sort_layout(nodes, edges, r.num_features)
+        assert layout is not None  # fits
+        private = nodes <= SORT_PRIVATE_MAX_NODES and edges >= SORT_PRIVATE_MIN_EDGES_PER_NODE * nodes
+        private_nodes = nodes if private else 0
+        resident = resident_blocks(d, 4 * private_nodes)
+        if private_nodes:
+            resident = min(resident, SORT_PRIVATE_BLOCKS_PER_SM)
+        blocks = max(1, min(_cdiv(edges, SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK), resident * d.sm_count))
+        passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, _cdiv(8 * edges, d.l2_bytes // 2)))
+        place_ranges = tuple((nodes * k // passes, nodes * (k + 1) // passes) for k in range(passes))
+        warps_per_block, slices = THREADS_PER_BLOCK // 32, _cdiv(r.num_features, 32 * vec)
+        reduce = KernelLaunch(f"sort_reduce_v{vec}", (_cdiv(layout.ranges, warps_per_block), slices))
+        fixup = None
+        if layout.ranges > 1:
+            fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, warps_per_block), slices))
+        sort = SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes,
+                        place_ranges, reduce, fixup)
+        return LaunchPlan("sorted", "sorted", vec, reduce, slice_width=r.num_features, node_ranges=((0, nodes),),
+                          sort=sort)
 
 
 def _pairs_possible(r: LaunchRequest) -> bool:
@@ -716,7 +684,7 @@ def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> Launch
     fold = None
     if plan.paired:
         fold = KernelLaunch("fold_pairs" if chunks == 1 else "fold_pair_chunk",
-                            (max(1, -(-r.num_nodes // THREADS_PER_BLOCK)), 1))
+                            (max(1, _cdiv(r.num_nodes, THREADS_PER_BLOCK)), 1))
     return dataclasses.replace(plan, table=table, apply=apply, apply_lanes_log2=apply_lanes_log2, fold=fold,
                                pair_chunks=chunks)
 
@@ -739,14 +707,14 @@ class Shared(Path):
                 and not pairs_beat_shared)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
+        """About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
+        block per SM, at most the resident blocks."""
         pairs = _paired(r, False)
         slice_width = self.width(r, d)
-        slices = -(-r.num_features // slice_width)
+        slices = _cdiv(r.num_features, slice_width)
         shared_bytes = 4 * r.num_nodes * (slice_width + 1)
-        # About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
-        # block per SM, at most the resident blocks.
         most = max(1, d.sm_count * resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK) // slices)
-        blocks = max(1, min(most, max(d.sm_count, -(-r.num_edges // (4 * r.num_nodes)))))
+        blocks = max(1, min(most, max(d.sm_count, _cdiv(r.num_edges, 4 * r.num_nodes))))
         kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{r.vec}"
         plan = LaunchPlan("shared", "shared", r.vec, KernelLaunch(kernel, (blocks, slices), shared_bytes),
                           lanes_log2=lanes_log2_for(slice_width // r.vec), slice_width=slice_width,
@@ -770,12 +738,12 @@ class Global(Path):
         hashed = not pairs and _hashed(r)
         lanes_log2 = lanes_log2_for(r.num_features // r.vec)
         rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
-        blocks = max(1, min(-(-r.num_edges // rows_per_block), d.sm_count * RESIDENT_BLOCKS_PER_SM))
+        blocks = max(1, min(_cdiv(r.num_edges, rows_per_block), d.sm_count * RESIDENT_BLOCKS_PER_SM))
         kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{r.vec}" if hashed else f"scatter_global_v{r.vec}"
         passes = 1
         if not hashed:
             passes = r.node_passes if r.node_passes is not None else node_ranges_for(
-                r.num_nodes, r.num_edges, 4 * r.num_features, 8, d.l2_bytes)
+                r.num_nodes, r.num_edges, 4 * r.num_features, d.l2_bytes)
             passes = max(1, min(passes, r.num_nodes))
         ranges = tuple((r.num_nodes * k // passes, r.num_nodes * (k + 1) // passes) for k in range(passes))
         plan = LaunchPlan("pairs" if pairs else "global", "hashed" if hashed else "global", r.vec,
@@ -827,13 +795,18 @@ def plan_launch(request: LaunchRequest, device: DeviceInfo) -> LaunchPlan:
                 if path.fits(request, device) is None and path.pays(request, device))
 
 
+def check_sizes(num_nodes: object, num_edges: object, num_features: object) -> None:
+    """ValueError naming the first of the sizes that is not a non-negative integer."""
+    for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
+        if not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+
 def workspace_size(num_nodes: int, num_edges: int, num_features: int, dtype: object, *,
                    with_counts: bool = True, algorithm: str = "auto") -> int:
     """Bytes of workspace a launch of at most these sizes needs: the most any path may need (Path.workspace);
     algorithm="sorted" or "split_table" sizes for that path wherever it can run."""
-    for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges), ("num_features", num_features)):
-        if not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    check_sizes(num_nodes, num_edges, num_features)
     sizes = LaunchRequest(num_nodes, num_edges, num_features, kernel_dtype(dtype), with_counts=with_counts,
                           algorithm=algorithm)
     return max(path.workspace(sizes) for path in PATHS)

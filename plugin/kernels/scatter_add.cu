@@ -1,35 +1,18 @@
 // Scatter-add of edge rows into node rows, in place: state[index[e], f] += src[e, f], counts[index[e]] += 1.
+// plan.py decides which of these kernels a launch runs (its table of paths); docs/kernel.md describes each path.
 //
 // Compiled at run time by NVRTC (plugin/kernels/compile.py), once per (architecture, dtype):
-//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state (paired path: below).
-//   -DSCATTER_HALF=1  float16 state and src; the kernels add into a float32 table in the workspace (one entry
-//                     per touched node), then apply_table adds each entry into the half state with a single
-//                     rounding; the paired path sums in float32 pairs instead and rounds once too. See README
-//                     "float16 accumulation" for the scheme and its error bound.
-//
-// Work mapping of the two scatter kernels, per warp:
-//   1. scan_window: the warp reads the targets of WINDOW_ROWS consecutive edges, one coalesced load per lane
-//      and step, counts out-of-range targets, resolves each edge's slot and queues the edges it must add
-//      (in shared memory, compacted with a ballot).
-//   2. add_queued_rows: a row of F features is cut into F / VEC chunks of VEC consecutive features;
-//      2^lanes_log2 lanes share one queued row, one chunk each (looping when a row has more than 32 chunks).
-//      Each lane loads ROWS_PER_LANE rows before its first atomic, so several loads are in flight; rows with
-//      the same slot are summed in registers first (combine_equal_targets).
-// Loops are warp-uniform (every lane of a warp runs the same iterations), which the shuffles need.
+//   -DSCATTER_HALF=0  float32 state and src; the kernels add straight into the state.
+//   -DSCATTER_HALF=1  float16 state and src; the kernels sum in float32 (a table in the workspace with one entry
+//                     per touched node, (value, count) pairs, shared memory or registers) and round each node into
+//                     the half state once (docs/kernel.md "float16 accumulation": the scheme and its error bound).
+//   -DSCATTER_GRID_SYNC=1 where cooperative_groups.h compiles: grid_table's kernel.
 //
 // Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given. Every kernel
 // ends and stays inside its buffers whatever they hold (an index, a table, a workspace of made-up bytes): a probe
 // visits at most the table's capacity, and a node, edge or position read from a buffer is used only inside its
-// range. Garbage in may give garbage out.
-// counts are int64 zeroed by the launcher; the kernels add to their low 32-bit word (the launcher requires
-// num_edges < 2^32, so no count carries into the high word).
-//
-// Paired path (F = 1 with counts, *_pairs kernels): value and count of a node are summed side by side as two
-// float32 in the 8 bytes of the node's int64 count (zeroed by the launcher; no workspace), so one 8-byte
-// vector atomic per edge (Hopper: red.global.add.v2.f32) replaces the value atomic and the count atomic,
-// which the L2's atomic rate bounds. fold_pairs then turns each pair back into the int64 count and adds the
-// value into the state once. A float32 count is exact up to 2^24: the launcher pairs only launches of at
-// most 2^24 edges (plan.py PAIRED_MAX_EDGES), so no node can gather more.
+// range. Garbage in may give garbage out. counts are int64 zeroed by the launcher; the kernels add to their low
+// 32-bit word (the launcher requires num_edges < 2^32). Loops that shuffle or vote are warp-uniform.
 
 #include <cuda_fp16.h>
 #if SCATTER_GRID_SYNC
@@ -54,8 +37,8 @@ typedef unsigned long long u64;
 #define WINDOW_ROWS (32 * WINDOW_LOADS)
 #define NO_SLOT (-1)  // an empty table slot, or a row this lane does not add (absent, skipped, merged away)
 
-// The edges of one window that a warp must add: offset in the window, slot and node (both < 2^31).
-// 3 * 4 * WINDOW_ROWS bytes per warp, 24 KiB per block (plan.py QUEUE_BYTES_PER_BLOCK).
+// The edges of one window that a warp must add: offset in the window, slot and node (both < 2^31);
+// 24 KiB per block (plan.py QUEUE_BYTES_PER_BLOCK).
 struct RowQueue {
     int offset[WINDOW_ROWS];
     int slot[WINDOW_ROWS];
@@ -127,8 +110,7 @@ __device__ __forceinline__ void atomic_add_pair(float* pair, float value, unsign
 // Sums entries that go to the same slot before any atomic: first a lane's own rows, then a tree across the
 // warp's rows (lanes 2^lanes_log2 apart hold the same chunk of different rows). A merged-away entry gets
 // slot NO_SLOT; its value and count live on in the entry that absorbed it, so each value is added once.
-// This cuts atomics on hot nodes (degree 1e4 into one node: 32x fewer per warp) and shortens the chain of
-// float32 additions into one address. Must be called by all 32 lanes.
+// Must be called by all 32 lanes.
 template <int VEC>
 __device__ __forceinline__ void combine_equal_targets(int (&slot)[ROWS_PER_LANE], float (&v)[ROWS_PER_LANE][VEC],
                                                       unsigned (&count)[ROWS_PER_LANE], int lanes_log2) {
@@ -197,9 +179,10 @@ __device__ __forceinline__ void add_count(u64* counts, int node, unsigned count)
     atomicAdd(reinterpret_cast<unsigned*>(counts + node), count);
 }
 
-// Reads the targets of edges [base, base + WINDOW_ROWS) and queues, compacted, those whose node lies in
-// [node_lo, node_hi): slot = node, or (HASHED) the table slot of node, inserted if new. Counts out-of-range
-// targets into skipped_here when count_skipped. Returns how many edges were queued (the same on all lanes).
+// Reads the targets of edges [base, base + WINDOW_ROWS), one coalesced load per lane and step, and queues,
+// compacted with a ballot, those whose node lies in [node_lo, node_hi): slot = node, or (HASHED) the table slot of
+// node, inserted if new. Counts out-of-range targets into skipped_here when count_skipped. Returns how many edges
+// were queued (the same on all lanes).
 template <bool HASHED>
 __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 base, i64 num_edges, i64 num_nodes,
                                            i64 node_lo, i64 node_hi, int* __restrict__ keys, int table_log2,
@@ -235,9 +218,10 @@ __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 ba
     return queued;
 }
 
-// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: for each queued row and
-// chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets (count is
-// the number of rows summed into values, 0 on chunks other than 0).
+// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: 2^lanes_log2 lanes share a
+// row, a chunk of VEC features each, and each lane loads ROWS_PER_LANE rows before its first atomic. For each
+// queued row and chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets
+// (count is the number of rows summed into values, 0 on chunks other than 0).
 template <int VEC, typename Add>
 __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src, i64 base, int num_features,
                                                 int first_feature, int chunks, int lanes_log2, const RowQueue& queue,
@@ -284,16 +268,13 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
     __syncwarp();  // the queue is rewritten by the next window
 }
 
-// Edges whose node lies in [node_lo, node_hi) are added into dest (float32, num_features per slot):
+// Edges whose node lies in [node_lo, node_hi) (one launch per node range: plan.py node passes) are added into
+// dest (float32, num_features per slot); out-of-range targets are counted by the launch whose range starts at 0.
 //   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
 //                   node (keys unused).
-//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's table for a state too large for
-//                   one slot per node; its capacity, 2^table_log2, follows the number of edges.
+//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's hashed table of 2^table_log2 slots.
 //   PAIRED = true:  (VEC = 1, slot = node) dest is the counts buffer holding (value, count) float32 pairs:
 //                   one atomic_add_pair per slot; counts unused (fold_pairs writes them).
-// Splitting [0, num_nodes) into several launches (node ranges) keeps each range's rows in L2 while the
-// edges stream past; edges of other ranges are skipped at the cost of reading their index. Out-of-range
-// targets are counted only by the launch whose range starts at 0.
 template <int VEC, bool HASHED, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
@@ -324,12 +305,10 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
     if (count_skipped) add_skipped(skipped, skipped_here);
 }
 
-// Privatized variant for few nodes and many edges: each block sums its share of the edges into shared
-// memory (float32 sums of a slice of features, slice_width wide, for all nodes, plus 32-bit counts), then
-// adds every touched node's partial sums into dest with one atomic per chunk. blockIdx.y picks the feature
-// slice; only slice 0 writes counts and skipped. dest is the float32 state, or the float16 path's table
-// with one slot per node; PAIRED (VEC = 1, one slice): dest is the counts buffer holding (value, count)
-// pairs, one atomic_add_pair per touched node.
+// Few nodes, many edges: each block sums its share of the edges into shared memory (float32 sums of a slice of
+// slice_width features for all nodes, plus 32-bit counts), then adds every touched node's partial sums into dest
+// with one atomic per chunk. blockIdx.y picks the feature slice; only slice 0 writes counts and skipped. dest as
+// in scatter_rows_global without HASHED; PAIRED (VEC = 1, one slice): one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
@@ -410,58 +389,39 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }
 }
 
-// Entry points with C names, one per vector width.
-#define SCATTER_ENTRY_POINTS(VEC)                                                                                \
+// Entry points with C names (instantiated per vector width by ENTRY_POINTS, at the end). The paired path's
+// take the arguments of scatter_global_v1 / scatter_shared_v1 with dest = the counts buffer, zeroed, as (value,
+// count) float32 pairs and counts unused; fold_pairs follows them.
+#define GLOBAL_ENTRY_POINT(NAME, VEC, HASHED, PAIRED)                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
-    scatter_global_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
-                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
-                          i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, false, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, \
-                                               keys, table_log2, counts, skipped, node_lo, node_hi);             \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
-    scatter_hashed_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
-                          int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped,     \
-                          i64 node_lo, i64 node_hi) {                                                            \
-        scatter_rows_global<VEC, true, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest,  \
-                                              keys, table_log2, counts, skipped, node_lo, node_hi);              \
-    }                                                                                                            \
+    NAME(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,  \
+         float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo, i64 node_hi) {          \
+        scatter_rows_global<VEC, HASHED, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,     \
+                                                 dest, keys, table_log2, counts, skipped, node_lo, node_hi);     \
+    }
+#define SHARED_ENTRY_POINT(NAME, VEC, PAIRED)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
-    scatter_shared_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, \
-                          int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {             \
-        scatter_rows_shared<VEC, false>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, \
-                                        dest, counts, skipped);                                                  \
-    }                                                                                                            \
+    NAME(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, int lanes_log2,  \
+         int slice_width, float* dest, u64* counts, u64* skipped) {                                              \
+        scatter_rows_shared<VEC, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,             \
+                                         slice_width, dest, counts, skipped);                                    \
+    }
+#define SCATTER_ENTRY_POINTS(VEC)                                                                                \
+    GLOBAL_ENTRY_POINT(scatter_global_v##VEC, VEC, false, false)                                                 \
+    GLOBAL_ENTRY_POINT(scatter_hashed_v##VEC, VEC, true, false)                                                  \
+    SHARED_ENTRY_POINT(scatter_shared_v##VEC, VEC, false)                                                        \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
                        int lanes_log2, i64 num_nodes) {                                                          \
         apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2, num_nodes);                    \
     }
 
-SCATTER_ENTRY_POINTS(1)
-SCATTER_ENTRY_POINTS(2)
-SCATTER_ENTRY_POINTS(4)
+GLOBAL_ENTRY_POINT(scatter_global_pairs, 1, false, true)
+SHARED_ENTRY_POINT(scatter_shared_pairs, 1, true)
 
-// The paired path's kernels (F = 1 with counts): the same arguments as scatter_global_v1 / scatter_shared_v1,
-// dest = the counts buffer, zeroed, as (value, count) float32 pairs; counts unused. Then fold_pairs.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-scatter_global_pairs(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features,
-                     int lanes_log2, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,
-                     i64 node_hi) {
-    scatter_rows_global<1, false, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest, keys,
-                                        table_log2, counts, skipped, node_lo, node_hi);
-}
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-scatter_shared_pairs(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,
-                     int lanes_log2, int slice_width, float* dest, u64* counts, u64* skipped) {
-    scatter_rows_shared<1, true>(src, index, num_edges, num_nodes, num_features, lanes_log2, slice_width, dest,
-                                 counts, skipped);
-}
-
-// Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value
-// in the low word, little-endian, as float2 atomics wrote it); it becomes the int64 count (exact: at most
-// 2^24 edges per launch), and state[node] += value, added in float32 and rounded to the state's type once
-// (nodes without edges keep their value bit for bit). Each thread reads, then overwrites, only its own node.
+// Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value in
+// the low word); it becomes the int64 count (exact: the launcher pairs at most 2^24 edges per launch, plan.py
+// PAIRED_MAX_EDGES), and state[node] += value, rounded once (nodes without edges keep their value bit for bit).
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes) {
     const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -473,11 +433,9 @@ fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes
     if (count != 0.0f) store_scalar(state + node, to_float(state[node]) + value);
 }
 
-// Paired path with more than 2^24 edges, after each chunk of at most 2^24 edges, a thread per node: the pairs
-// live in the workspace (float2 per node, zeroed by the launcher, as are the counts). The chunk's float32
-// count (exact: at most 2^24) is added into the int64 count and zeroed; the value keeps summing in float32
-// over all chunks, and after the last chunk it is added into the state once (one rounding, float16 too;
-// nodes without edges keep their value bit for bit).
+// Paired path beyond 2^24 edges, after each chunk of at most 2^24, a thread per node: the pairs live in the workspace
+// (float2 per node, zeroed by the launcher). The chunk's count is added into the int64 count and zeroed; the value
+// keeps summing in float32 over all chunks and is rounded into the state once after the last.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* __restrict__ counts, i64 num_nodes,
                 int last) {
@@ -494,17 +452,11 @@ fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* _
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Sorted path (with counts, wide rows, many edges): no atomics on the state. The edges are counting-sorted
-// by target node in the workspace, then each warp sums the rows of a contiguous range of sorted positions in
-// registers and writes every node it owns completely once; a node whose rows straddle two or more warps'
-// ranges gets partial sums in the workspace, which sort_fixup adds into the state once. Steps (launch.py):
-//   memset counts -> sort_count (counts = in-degrees, skipped) -> [sort_tile_sums -> sort_scan_tiles, only
-//   with more than one tile of nodes] -> sort_cursors (cursor[n] = end of node n's sorted range) ->
-//   sort_place, once per node range (each edge takes a position in its node's range: cursor[n] ends at its
-//   start) -> sort_reduce_v* -> sort_fixup_v* (only with more than one warp range).
-// Workspace (plan.py SortLayout): cursor uint32 [N + 1] (cursor[N] = valid edges), tile sums uint32
-// [SORT_MAX_TILES], sorted (edge, node) int2 [E], head and tail partial sums float32 [ranges x F] each.
-// Positions are 32-bit: the launcher sorts at most 2^31 - 1 edges. Measurements: NOTES.md "Version 6".
+// Sorted path (counts, wide rows, many edges): no atomics on the state. The edges are counting-sorted by target
+// node in the workspace (plan.py SortLayout; 32-bit positions), then each warp sums a contiguous range of sorted
+// rows in registers and writes every node it owns once; a node that straddles warp ranges gets partial sums that
+// sort_fixup adds once. Steps: memset counts -> sort_count -> [sort_tile_sums -> sort_scan_tiles: more than one
+// tile of nodes] -> sort_cursors -> sort_place per node range -> sort_reduce_v* -> [sort_fixup_v*].
 
 #define SORT_MAX_TILES 1024
 
@@ -647,11 +599,9 @@ sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __res
     if (threadIdx.x == 0) cursor[num_nodes] = carry;
 }
 
-// cursor[n] = number of valid edges into nodes 0..n (the end of node n's range of sorted positions). Each warp
-// takes a contiguous eighth of the tile's nodes: it sums them (coalesced, SORT_LOADS loads in flight per
-// lane), the block scans the eight sums (one synchronisation), then the warp reads its nodes again, 32 at a
-// time, and writes their inclusive scan from its start. One block (one tile: few nodes) needs no tile sums:
-// it starts from 0 and writes cursor[num_nodes] itself.
+// cursor[n] = number of valid edges into nodes 0..n (the end of node n's sorted range). Each warp sums a contiguous
+// eighth of the tile's nodes, the block scans the eight sums, then the warp writes its nodes' inclusive scan from
+// its start. One block (one tile) needs no tile sums: it starts from 0 and writes cursor[num_nodes] itself.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
              unsigned* __restrict__ cursor) {
@@ -680,11 +630,9 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
 }
 
 // Each valid edge e whose node n lies in [node_lo, node_hi) takes a position p in its node's range (cursor[n]
-// counts down to the range's start) and sorted[p] = (e, n). private_nodes > 0: a block first tallies its
-// edges per node in shared memory, takes each node's positions with one atomic, then hands them out in shared
-// memory. The launcher splits the nodes into ranges (one launch each) so that the part of `sorted` a launch
-// writes stays in L2 until it is complete: scattered 8-byte writes then merge there instead of costing a
-// partial-sector read and write in DRAM each.
+// counts down to the range's start) and sorted[p] = (e, n). private_nodes > 0: a block first tallies its edges per
+// node in shared memory and takes each node's positions with one atomic. One launch per node range keeps the part
+// of `sorted` it writes in L2 until complete, where the scattered 8-byte writes merge.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
            int2* __restrict__ sorted, int private_nodes, i64 node_lo, i64 node_hi) {
@@ -868,12 +816,10 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Chunked path (few nodes, many edges, wide rows; counts optional): each block counting-sorts a chunk of at
-// most 65536 edges by target node in shared memory (cursor uint32 [N + 1], chunk-relative edge offsets uint16
-// [chunk_edges]), then each of its warps sums an eighth of the chunk's sorted rows in registers and adds every
-// run of equal nodes into dest with one vector atomic per lane: about N * 8 atomics per chunk and row slice
-// instead of one per edge. dest: the float32 state, or the float16 path's table with one slot per node (then
-// apply_table). blockIdx.y picks the feature slice; only slice 0 writes counts and skipped.
+// Chunked path (few nodes, many edges, wide rows): each block counting-sorts a chunk of at most 65536 edges by
+// target node in shared memory (cursor uint32 [N + 1], uint16 offsets [chunk_edges]), then each warp sums an eighth
+// of the sorted rows in registers and adds every run of equal nodes into dest with one vector atomic per lane.
+// dest as in scatter_rows_shared; blockIdx.y picks the feature slice; only slice 0 writes counts and skipped.
 template <int VEC>
 __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                              i64 num_edges, int num_nodes, int num_features, int chunk_edges,
@@ -954,11 +900,6 @@ __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, c
                       i64 num_ranges, scalar_t* state, const float* head, const float* tail) {                   \
         sort_fixup<VEC>(sorted, cursor, num_nodes, num_features, span, num_ranges, state, head, tail);           \
     }
-
-SORT_ENTRY_POINTS(1)
-SORT_ENTRY_POINTS(2)
-SORT_ENTRY_POINTS(4)
-
 #define CHUNK_ENTRY_POINT(VEC)                                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     chunk_reduce_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
@@ -966,25 +907,9 @@ SORT_ENTRY_POINTS(4)
         chunk_reduce<VEC>(src, index, num_edges, num_nodes, num_features, chunk_edges, dest, counts, skipped);   \
     }
 
-CHUNK_ENTRY_POINT(1)
-CHUNK_ENTRY_POINT(2)
-CHUNK_ENTRY_POINT(4)
-
 // ---------------------------------------------------------------------------------------------------------
-// Launches without counts (plan.py "direct", "block_table", "grid_table", "split_table", "owned"):
-// what a small in-place update runs. grid_table and split_table (float16, F = 1) share the slot table of
-// claim_or_add, below; block_table (float16, F = 1, at most 1024 edges) keeps its own table in shared memory.
-//
-// direct (float32): one thread per (edge, VEC chunk), nothing queued; the index and the src row are loaded side
-//   by side, then the atomic: one round trip (scatter_global_v* chains a window's loads, its queue and the
-//   combine per warp). Where neighbouring lanes share a target (runs, hubs) the warp sums its equal targets
-//   (match.any) before one vector atomic each; the match on every element would cost more than it saves.
-// owned (float16, few edges): block b of G owns the nodes n with owned_by(n, G) == b; every block reads all E
-//   targets, sums the rows of its own nodes in float32 in a shared-memory hash table and adds each node's sum
-//   into the state with one rounding. One launch, no workspace, no global atomics, nothing O(N).
-// Should an owned block's nodes not fit its table (an insertion finds no slot within `probes`: adversarial ids),
-// it sums the nodes of one sub-range of a second hash at a time, halving the sub-range until they fit, and
-// writes the state only after a sub-range's pass succeeded: no node is added twice, none is rounded twice.
+// Launches without counts (plan.py direct, block_table, grid_table, split_table, owned): what a small in-place
+// update runs; none of them does O(N) work. grid_table and split_table share claim_or_add's slot table.
 
 #define OWNED_EMPTY (-1)
 #define OWNED_THREADS 1024  // plan.py OWNED_THREADS: scatter_owned's block size
@@ -999,9 +924,8 @@ __device__ __forceinline__ unsigned mix32(unsigned x) {
     x ^= x >> 16;
     return x;
 }
-// The block of `owners` that owns node n on the owned path: Fibonacci hashing (the high bits of
-// n times 2^32 / golden ratio) scaled to [0, owners): two instructions, which matter there (every block hashes
-// every target). Ids that it spreads badly only cost passes (owned_passes), never a wrong sum.
+// The block of `owners` that owns node n on the owned path: Fibonacci hashing scaled to [0, owners), two
+// instructions (every block hashes every target). Ids it spreads badly only cost passes, never a wrong sum.
 __device__ __forceinline__ unsigned owned_by(int node, unsigned owners) {
     return (unsigned)(((u64)((unsigned)node * 0x9e3779b1u) * owners) >> 32);
 }
@@ -1039,8 +963,7 @@ __device__ __forceinline__ bool warp_has_neighbour_duplicates(Key key, bool vali
 }
 
 // Lanes of the warp with equal keys (match.any): each lane gets its group's sum of v; returns whether it is the
-// group's leader (its lowest lane). Every lane of the warp calls it; when no two keys are equal it costs one
-// match and one vote.
+// group's leader (its lowest lane). Every lane of the warp calls it.
 template <int VEC>
 __device__ __forceinline__ bool combine_warp_peers(long long key, float (&v)[VEC]) {
     const int lane = threadIdx.x & 31;
@@ -1059,8 +982,9 @@ __device__ __forceinline__ bool combine_warp_peers(long long key, float (&v)[VEC
     return __ffs(peers) - 1 == lane;
 }
 
-// direct: dest[index[e], chunk c] += src[e, chunk c] for every (edge, chunk) element, in a warp-uniform
-// grid-stride loop (the match needs every lane); out-of-range targets add 1 to *skipped (chunk 0 only).
+// direct (float32): dest[index[e], chunk c] += src[e, chunk c], a thread per (edge, chunk) element: the index and
+// the src row are loaded side by side, then one vector atomic. Where neighbouring lanes share a target (runs,
+// hubs) the warp sums its equal targets first. Out-of-range targets add 1 to *skipped (chunk 0 only).
 template <int VEC>
 __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                i64 num_edges, i64 num_nodes, int num_features,
@@ -1101,26 +1025,24 @@ __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src,
         scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, skipped);                      \
     }
 
+#define ENTRY_POINTS(VEC) SCATTER_ENTRY_POINTS(VEC) SORT_ENTRY_POINTS(VEC) CHUNK_ENTRY_POINT(VEC)
+ENTRY_POINTS(1)
+ENTRY_POINTS(2)
+ENTRY_POINTS(4)
 #if !SCATTER_HALF  // float16 takes the table paths
 DIRECT_ENTRY_POINT(1)
 DIRECT_ENTRY_POINT(2)
 DIRECT_ENTRY_POINT(4)
 #endif
 
-// An owned block's passes. Shared table (dynamic shared memory): keys[capacity] (OWNED_EMPTY when free) and
-// sums[capacity * F] float32. A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
-// feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node, then every
-// node's sum is added into the state with one rounding (sums still +0.0 are skipped: such a node keeps its
-// value bit for bit). A node that finds no slot within `probes` fails the pass: nothing was written, and the
-// block retries on half the sub-range. Every thread of the block calls it.
+// add(node, feature, value) of an owned block's pass: the value into the node's float32 sum, the node inserted if
+// new. A functor, not a generic lambda: NVRTC 12.9 rejects those in device code.
 struct OwnedAdd {
     int* keys;
     float* sums;
     int* overflow;
     int capacity, probes, num_features;
 
-    // The value into the node's float32 sum (the node inserted if new). (Prefetching the node's state row into
-    // L1 here for the apply measured slower: 15.0 against 17.0 us at E = 1e4, N = 1e5.)
     __device__ __forceinline__ void operator()(int node, int feature, float value) const {
         const int slot = owned_insert(keys, capacity, node, probes, overflow);
         if (slot < 0) return;
@@ -1143,6 +1065,11 @@ __device__ __forceinline__ void apply_owned_table(scalar_t* __restrict__ state, 
     }
 }
 
+// An owned block's passes over its shared table (dynamic shared memory: keys[capacity], OWNED_EMPTY when free,
+// then sums[capacity * F] float32). A pass covers the nodes whose subrange_hash lies in [lo, lo + width):
+// feed(lo, width, add) calls add(node, feature, value) (OwnedAdd) for each value of such a node, then the table
+// is applied. A node that finds no slot within `probes` fails the pass: nothing was written, and the block retries
+// on half the sub-range, so no node is added or rounded twice. Every thread of the block calls it.
 template <typename Feed>
 __device__ __forceinline__ void owned_passes(scalar_t* __restrict__ state, int num_features, int capacity, int probes,
                                              Feed feed) {
@@ -1180,14 +1107,11 @@ __device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
     return sum;
 }
 
-// owned: block b adds the rows of every edge whose target n (in range) has owned_by(n, gridDim.x) == b. Every
-// block reads all E targets, so what a block does with the targets it does not own decides the time (measured
-// with Nsight Compute, NOTES.md "Issue 26"): that is a range check and a two-instruction hash, then one vote
-// per warp, and a warp none of whose lanes owns its target moves on. Only the owned edges' src values are read
-// (issued together for a thread's OWNED_LOADS targets). For F = 1 a warp whose neighbouring lanes share a target
-// sums its equal targets first (match.any), so that a run into one node costs one shared atomic per warp.
-// Block 0 counts the out-of-range targets into *skipped when it is given. `probes` bounds each insertion
-// (owned_passes).
+// owned (float16, few edges): block b adds the rows of every edge whose target n (in range) has owned_by(n,
+// gridDim.x) == b in float32 in its shared table (owned_passes) and rounds each node into the state once. Every
+// block reads all E targets, so a target it does not own costs a range check, a two-instruction hash and a vote
+// per warp; only the owned edges' src values are read. For F = 1 a warp whose neighbouring lanes share a target
+// sums its equal targets first (match.any). Block 0 counts the out-of-range targets into *skipped when given.
 extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
 scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
               int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
@@ -1245,17 +1169,15 @@ scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i
     }
 }
 
-// The (node, sum) slot table of grid_table and split_table: 64-bit slots, each a node (low word) and its float32
-// sum (high word); SLOT_EMPTY (all ones: node -1) marks a free one, so a 32-bit memset clears the table. A node's
-// first edge claims a free slot and writes its value with one compare-and-swap; later edges add into the sum's
-// word. hashed: linear probing from mix32(node) scaled to `capacity`; else slot = node (capacity = N). A probe
-// visits at most `capacity` slots: a table without room (never the plan's, which has more slots than distinct
-// nodes) drops the row. Returns the slot this edge claimed, else -1.
-// The 32-bit add into a slot's high word overlaps the 64-bit word other threads compare-and-swap. It only follows
-// the claim (the adding thread saw the node in the compare-and-swap's result), so no compare-and-swap that could
-// succeed meets it, and a failing one compares the low word, which the add never changes. The PTX memory model
-// does not promise atomicity between atomics of different sizes that overlap; the GPU tests (float64
-// references, hubs, full tables) and the fuzz cases check it where they run (H200).
+// The (node, sum) slot table of grid_table and split_table: 64-bit slots, a node (low word) and its float32 sum
+// (high word); SLOT_EMPTY (all ones: node -1) marks a free one, so a 32-bit memset clears the table. A node's first
+// edge claims a free slot with one compare-and-swap that also writes its value; later edges add into the sum's
+// word. hashed: linear probing from mix32(node); else slot = node (capacity = N). A probe visits at most
+// `capacity` slots (a table without room drops the row). Returns the slot this edge claimed, else -1.
+// The 32-bit add into a high word overlaps the 64-bit word others compare-and-swap, but only follows the claim,
+// so no compare-and-swap that could succeed meets it, and a failing one compares the low word, which the add never
+// changes. The PTX memory model does not promise atomicity between overlapping atomics of different sizes; the
+// GPU tests and fuzz cases check it where they run.
 #define SLOT_EMPTY 0xffffffffffffffffull
 __device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool hashed, int node, float value) {
     const u64 mine = ((u64)__float_as_uint(value) << 32) | (u64)(unsigned)node;
@@ -1272,11 +1194,8 @@ __device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool 
     return -1;
 }
 
-// split_table (float16, F = 1, no counts; plan.py "split_table"): the slot table in three operations, no
-// cooperative launch, up to 2^29 edges. The launcher's memset clears `capacity` hashed slots (plan.split_table_capacity:
-// 4 or 2 per edge), scatter_split_table claims or adds a thread per edge, and apply_split_table reads every slot
-// and adds each claimed node's sum into the state with one rounding (a sum still +0.0 leaves the node bit for
-// bit). (NOTES.md "Issue 26, third session").
+// split_table (float16, F = 1): the launcher's memset clears `capacity` hashed slots, scatter_split_table claims or
+// adds a thread per edge, and apply_split_table rounds each claimed node's sum into the state once.
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
 scatter_split_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
                     u64* __restrict__ slots, int capacity, u64* __restrict__ skipped) {
@@ -1301,12 +1220,9 @@ apply_split_table(const u64* __restrict__ slots, int capacity, i64 num_nodes, sc
     }
 }
 
-// block_table (F = 1, no counts, at most plan.BLOCK_TABLE_MAX_EDGES edges; plan.py "block_table"): one block of
-// BLOCK_TABLE_THREADS sums the whole batch in shared memory, `capacity` (a power of two, 4 per edge) int32 keys
-// then as many float32 sums, each edge's node claimed by linear probing from a multiplicative hash; after one
-// block barrier it rounds each claimed node's sum into the state once. One launch, no workspace, no grid barrier:
-// below about a thousand edges one SM pulls the batch through faster than owned's filter or grid_table's two
-// barriers (NOTES.md "Issue 26, fifth session"). Keys and sums are separate words (no overlapping atomics).
+// block_table (float16, F = 1, at most plan.py BLOCK_TABLE_MAX_EDGES edges): one block sums the whole batch in
+// shared memory, 2^capacity_log2 int32 keys then as many float32 sums, each edge's node claimed by linear probing
+// from a multiplicative hash; after one block barrier it rounds each claimed node's sum into the state once.
 #define BLOCK_TABLE_THREADS 1024  // plan.py BLOCK_TABLE_THREADS
 extern "C" __global__ void __launch_bounds__(BLOCK_TABLE_THREADS)
 scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
@@ -1345,13 +1261,9 @@ scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ in
 }
 
 #if SCATTER_GRID_SYNC
-// grid_table (float16, F = 1, at most GRID_TABLE_THREADS x blocks edges, a cooperative launch): one launch, no
-// memset. The workspace holds `capacity` slots (claim_or_add). The grid clears them and meets at a grid-wide
-// barrier; then each thread takes one edge and claims or adds (claim_or_add); the claiming thread loads the
-// node's state at once and, after a second barrier, adds the node's sum into it with one rounding (a sum still
-// +0.0 leaves the node bit for bit). `hashed` = 0: slot = node (the one-slot table, capacity = N). Beside the
-// owned kernel's filter of every target by every block (NOTES.md "Issue 26") this reads each target once; what
-// it pays is the two barriers.
+// grid_table (float16, F = 1, a cooperative launch of a thread per edge, no memset): the grid clears the
+// workspace's `capacity` slots and meets at a grid barrier; each thread claims or adds its edge (claim_or_add), the
+// claiming thread loads the node's state at once and, after a second barrier, rounds the node's sum into it.
 #define GRID_TABLE_THREADS 128            // plan.py GRID_TABLE_THREADS
 #define GRID_TABLE_BLOCKS_PER_SM 8        // plan.py GRID_TABLE_RESIDENT_BLOCKS_PER_SM
 extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)

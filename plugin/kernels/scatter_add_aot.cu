@@ -1,30 +1,20 @@
-// The scatter-add as kernels for TensorRT's ahead-of-time (AOT) plugins (plugin/scatter_add_aot.py).
+// The scatter-add as kernels for TensorRT's ahead-of-time (AOT) plugins (plugin/scatter_add_aot.py,
+// docs/aot_plugin.md). TensorRT launches one kernel per AOT plugin with the plugin's input pointers, then its extra
+// int32 arguments, then its output pointers (an aliased output's pointer is its input's again), so each kernel
+// writes through the output pointers. Zeroed counts, the -1 keys and the zero float32 table come from TensorRT
+// layers in the network: nothing here zeroes or allocates global memory.
 //
-// TensorRT launches exactly one kernel per AOT plugin, with the arguments in this order (tensorrt/plugin
-// _plugin_class.py and _lib.py; docs/aot_plugin.md): the plugin's input pointers, then its extra int32
-// arguments, then its output pointers. An aliased output's pointer is the input's pointer again, so each
-// kernel reads inputs it does not modify and writes through the output pointers. Nothing here zeroes or
-// allocates global memory: zeroed counts, the -1 keys and the zero float32 table are made by TensorRT layers in
-// the network.
+//   scatter_add_f32[_counts]    float32 state += src rows by index (and counts[index[e]] += 1)
+//   scatter_table_f16[_counts]  float16, step 1: sums src rows (float32) into a hash table keyed by node
+//   apply_table_f16             float16, step 2: state[key] = half(float(state[key]) + sum), one rounding
+//   scatter_block_f16           float16, F = 1, no counts, a profile of at most BLOCK_MAX_EDGES edges: both steps
+//                               in one block's shared memory, no table from the network
 //
-//   scatter_add_f32           float32 state += src rows by index (atomics straight into the state)
-//   scatter_add_f32_counts    the same, and counts[index[e]] += 1 (counts zeroed by the network)
-//   scatter_table_f16         float16 path, step 1: sums src rows (float32) into a hash table keyed by node
-//   scatter_table_f16_counts  the same, and counts
-//   apply_table_f16           float16 path, step 2: state[key] = half(float(state[key]) + sum), one rounding
-//   scatter_block_f16         float16, F = 1, no counts, at most BLOCK_MAX_EDGES edges (the network's profile):
-//                             both steps in one block's shared memory, so no table from the network
-//
-// Each kernel but scatter_block_f16 is a grid-stride loop over (row, feature) elements, so any grid of at least
-// one block is correct; the launch parameters (plugin/kernels/aot.py aot_launch_params) only size it. The float32
-// kernels sum a warp's equal targets before one atomic, and with few nodes and many edges each (privatised) sum in
-// shared memory first: the launch parameters then give each block 4 N (F + counts) bytes of it. Rows whose index is
-// outside [0, num_nodes) are skipped and never written. Whatever the buffers hold (TensorRT may time a plugin on
-// inputs it made up), every kernel ends and stays inside them: a probe visits each slot at most once, and a key
-// is used as a node only inside [0, num_nodes). Self-contained on purpose (find_or_insert probes buckets of
-// 8 slots in a table of any capacity, here 2 E + 1, not scatter_add.cu's power-of-two tables): an
-// engine holds this PTX, so these kernels change only when the AOT plugins do, not whenever the Python
-// plugin's kernels are tuned.
+// Each kernel but scatter_block_f16 is a grid-stride loop over (row, feature) elements, so any grid of at least one
+// block is correct (aot.py aot_launch_params sizes it). Rows whose index is outside [0, num_nodes) are skipped and
+// never written; whatever the buffers hold, every kernel ends and stays inside them: a probe visits each slot at
+// most once, and a key is used as a node only inside [0, num_nodes). Self-contained on purpose (an engine holds
+// this PTX): these kernels change only when the AOT plugins do, not when scatter_add.cu is tuned.
 
 #include <cuda_fp16.h>
 
@@ -58,15 +48,12 @@ __device__ __forceinline__ i64 split_element(i64 i, int num_features, int& featu
 }
 
 // The table slot of `node`, inserting the node if absent; -1 when no slot holds it or is free. A node's home
-// slot is a multiplicative hash modulo the table's whole buckets of 8 keys (one 32-byte sector each), so
-// different nodes below that many get different homes. The home key is read first (a node already there, or
-// an empty home claimed, costs what one slot costs); past it the table is read a bucket per round trip: the
-// rest of the home bucket from the home slot round, then the next buckets in turn. A key read empty is
-// claimed with a compare-and-swap, which also reports a slot taken since the read. Every thread probes a
-// node's slots in the same order, so a node lands in one slot. The network's table (2 E + 1 slots of -1)
-// always has room in its whole buckets (at most E keys in 8 floor(C / 8) slots, E >= 4); smaller tables, or
-// keys not 32-byte aligned, are probed one slot at a time. A table without a free slot (made-up keys) drops
-// the row instead of probing forever: every slot is visited at most once.
+// slot is a multiplicative hash modulo the table's whole buckets of 8 keys (one 32-byte sector each). The home key
+// is read first; past it the table is read a bucket per round trip (the rest of the home bucket, then the next
+// buckets in turn), and a key read empty is claimed with a compare-and-swap, which also reports a slot taken
+// since the read. Every thread probes a node's slots in the same order, so a node lands in one slot. The
+// network's table (2 E + 1 slots of -1) always has room in its whole buckets; smaller tables, or keys not 32-byte
+// aligned, are probed one slot at a time. A table without a free slot drops the row: no slot is visited twice.
 __device__ __forceinline__ bool claim_slot(int* keys, unsigned slot, int node) {
     const int previous = atomicCAS(&keys[slot], EMPTY_KEY, node);
     return previous == EMPTY_KEY || previous == node;
@@ -112,23 +99,8 @@ __device__ __forceinline__ int find_or_insert(int* keys, int node, int capacity)
     return -1;
 }
 
-// Calls body(i, node, feature) for every element i = (edge, feature) of a [num_edges, num_features] src whose
-// target node = index[edge] lies in [0, node_limit); other rows are skipped.
-template <typename Body>
-__device__ __forceinline__ void for_each_targeted_element(const i64* __restrict__ index, i64 node_limit,
-                                                          int num_edges, int num_features, Body body) {
-    const i64 total = (i64)num_edges * num_features;
-    for (i64 i = first_element(); i < total; i += element_stride()) {
-        int feature;
-        const i64 edge = split_element(i, num_features, feature);
-        const i64 node = __ldg(index + edge);
-        if (node < 0 || node >= node_limit) continue;
-        body(i, node, feature);
-    }
-}
-
 // Lanes of the warp with the same key (match.any, sm_70+): each lane gets its group's sum of v; returns the
-// group's lanes. Every lane of the warp calls it; when no two keys are equal it costs one match and one vote.
+// group's lanes. Every lane of the warp calls it.
 __device__ __forceinline__ unsigned combine_warp_peers(long long key, float& v) {
     const int lane = threadIdx.x & 31;
     const unsigned peers = __match_any_sync(0xffffffffu, key);
@@ -163,9 +135,9 @@ __device__ __forceinline__ bool privatised(int num_nodes, int num_edges, int num
 
 // state_out[index[e], f] += src[e, f]; with counts_out, counts_out[index[e]] += 1 (once per edge). Where
 // neighbouring edges of a warp share a target (runs, hubs), the warp's equal targets are summed first and added
-// by one atomic. Privatised (few nodes): the
-// first min(gridDim, 2 x SMs) blocks sum their elements in shared memory, then add each nonzero sum (and count)
-// with one atomic, each block starting at its own node; the other blocks return at once.
+// by one atomic. Privatised (few nodes): the first min(gridDim, 2 x SMs) blocks sum their elements in shared
+// memory, then add each nonzero sum (and count) with one atomic, each block starting at its own node; the other
+// blocks return at once.
 __device__ __forceinline__ void scatter_rows_f32(const float* __restrict__ src, const i64* __restrict__ index,
                                                  int num_nodes, int num_edges, int num_features,
                                                  float* state_out, u64* counts_out) {
@@ -228,12 +200,17 @@ __device__ __forceinline__ void scatter_table_rows_f16(const __half* __restrict_
                                                        i64 node_limit, int num_edges, int num_features,
                                                        int capacity, int* keys_out, float* values_out,
                                                        u64* counts_out) {
-    for_each_targeted_element(index, node_limit, num_edges, num_features, [&](i64 i, i64 node, int feature) {
+    const i64 total = (i64)num_edges * num_features;
+    for (i64 i = first_element(); i < total; i += element_stride()) {
+        int feature;
+        const i64 edge = split_element(i, num_features, feature);
+        const i64 node = __ldg(index + edge);
+        if (node < 0 || node >= node_limit) continue;
         const int slot = find_or_insert(keys_out, (int)node, capacity);
-        if (slot < 0) return;  // a full table: the row is dropped
+        if (slot < 0) continue;  // a full table: the row is dropped
         atomicAdd(values_out + (i64)slot * num_features + feature, __half2float(src[i]));
         if (counts_out != nullptr && feature == 0) atomicAdd(counts_out + node, 1ull);
-    });
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
@@ -267,7 +244,7 @@ scatter_table_f16_counts(const __half* src, const i64* index, const int* keys_in
 }
 
 // state_out[keys[s], f] = half(float(state_out[keys[s], f]) + values[s, f]) for every filled slot s whose key
-// is a node of this state (in [0, num_nodes): other keys, made-up ones too, are skipped). Each node has at most one slot, so no two threads write one element.
+// is a node of this state (in [0, num_nodes)); a node has at most one slot, so no two threads write one element.
 // Sums still +0.0 are skipped, so a touched node whose sum is +0.0 keeps its value bit for bit.
 extern "C" __global__ void __launch_bounds__(AOT_THREADS_PER_BLOCK)
 apply_table_f16(const __half* state_in, const int* keys, const float* values,
@@ -286,13 +263,11 @@ apply_table_f16(const __half* state_in, const int* keys, const float* values,
     }
 }
 
-// scatter_block_f16: float16 rows of one feature, no counts, for a network whose profile allows at most
-// plugin/kernels/aot.py BLOCK_MAX_EDGES edges. Block 0 (the launch has one) claims each edge's node in a shared
-// table of AOT_BLOCK_SLOTS int32 keys (linear probing from a multiplicative hash), sums in float32 there and,
-// after one block barrier, rounds each claimed node's sum into the state once: one kernel, no fills, no table in
-// global memory (at most 1024 edges: one SM is faster than two fills and two kernels; plan.py's block_table, the
-// Python plugin's twin, measured it). A node that finds no slot (more than AOT_BLOCK_SLOTS distinct nodes, which
-// the profile rules out) is added straight into the state with a half atomic, one rounding per edge.
+// scatter_block_f16: float16 rows of one feature, no counts, for a network whose profile allows at most aot.py
+// BLOCK_MAX_EDGES edges. Block 0 (the launch has one) claims each edge's node in a shared table of AOT_BLOCK_SLOTS
+// int32 keys (linear probing from a multiplicative hash), sums in float32 there and, after one block barrier,
+// rounds each claimed node's sum into the state once. A node that finds no slot (more distinct nodes than the
+// profile allows) is added straight into the state with a half atomic, one rounding per edge.
 #define AOT_BLOCK_THREADS 1024     // plugin/kernels/aot.py BLOCK_THREADS
 #define AOT_BLOCK_SLOTS_LOG2 12    // plugin/kernels/aot.py BLOCK_SLOTS = 4096: 4 per edge at 1024 edges, 32 KiB
 #define AOT_BLOCK_SLOTS (1 << AOT_BLOCK_SLOTS_LOG2)
