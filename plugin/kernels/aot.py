@@ -53,7 +53,6 @@ class AotKernel:
     rows: str
     privatised: bool = False  # may sum in shared memory first (float32): aot_shared_bytes
     one_block: bool = False  # one block of BLOCK_THREADS, whatever the sizes (scatter_block_f16)
-    per_feature: bool = True  # one thread per (row, feature); False: per row (overwrite_claim)
 
 
 AOT_KERNELS: dict[str, AotKernel] = {
@@ -110,13 +109,13 @@ def aot_launch_params(kernel: AotKernel, sizes: Mapping[str, Any]) -> tuple[Any,
     sizes tensorrt.plugin expressions.
 
     grid_x = max(1, min(ceil(rows * F / THREADS_PER_BLOCK), MAX_BLOCKS)): one thread per (row, feature)
-    element (per row where the kernel is not per_feature) up to MAX_BLOCKS blocks (the kernels loop beyond),
-    and at least one block, so E = 0 still launches a valid (empty) grid; shared_mem = aot_shared_bytes. A
-    one-block kernel: (1, BLOCK_THREADS, 0) (its table is static shared memory).
+    element up to MAX_BLOCKS blocks (the kernels loop beyond), and at least one block, so E = 0 still launches
+    a valid (empty) grid; shared_mem = aot_shared_bytes. A one-block kernel: (1, BLOCK_THREADS, 0) (its table
+    is static shared memory).
     """
     if kernel.one_block:
         return 1, BLOCK_THREADS, 0
-    elements = sizes[kernel.rows] * sizes["num_features"] if kernel.per_feature else sizes[kernel.rows]
+    elements = sizes[kernel.rows] * sizes["num_features"]
     cdiv, low, high = _ops(elements)
     grid = high(low(cdiv(elements, THREADS_PER_BLOCK), MAX_BLOCKS), 1)
     return grid, THREADS_PER_BLOCK, aot_shared_bytes(kernel, sizes)
