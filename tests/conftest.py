@@ -119,23 +119,34 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """PyG's layers exported in the background (tests/onnx_pyg.py) while the tests before them run, where a test
-    that will run (selected, not skipped) uses them."""
-    if any("pyg_models" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("skip")
-           for item in session.items):
+    """Started in the background while the tests before them run, where a test that will run (selected, not
+    skipped) needs them: PyG's layers exported (tests/onnx_pyg.py), and the trt_bindings tests run on real
+    bindings with the plugin host (tests/test_real_bindings.py)."""
+    option = session.config.option
+    if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
+        return
+    running = [item for item in session.items if not item.get_closest_marker("skip")]
+    if any("pyg_models" in getattr(item, "fixturenames", ()) for item in running):
         from tests.onnx_pyg import start_pyg_export
 
         start_pyg_export()
+    for item in running:
+        start = getattr(getattr(item, "module", None), "start_trt_bindings_run", None)
+        if start is not None:
+            start(session.config)
 
 
 def pytest_sessionfinish(session):
-    """A background export no test waited for (tests/onnx_helpers.py) does not outlive the session."""
+    """A background export or run no test waited for does not outlive the session."""
     helpers = sys.modules.get("tests.onnx_helpers")
     if helpers is not None:
         helpers.stop_script_export()
     pyg = sys.modules.get("tests.onnx_pyg")
     if pyg is not None:
         pyg.stop_pyg_export()
+    real_bindings = sys.modules.get("tests.test_real_bindings")
+    if real_bindings is not None:
+        real_bindings.stop_trt_bindings_run()
 
 
 def pytest_terminal_summary(terminalreporter):
