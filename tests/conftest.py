@@ -136,6 +136,14 @@ def pytest_collection_finish(session):
             start(session.config)
 
 
+def pytest_runtest_setup(item):
+    """After the session's first ONNX export, the later ones reuse onnxscript's table of torchlib functions
+    (tests/onnx_helpers.share_torchlib_ops)."""
+    helpers = sys.modules.get("tests.onnx_helpers")
+    if helpers is not None:
+        helpers.share_torchlib_ops()
+
+
 def pytest_sessionfinish(session):
     """A background export or run no test waited for does not outlive the session."""
     helpers = sys.modules.get("tests.onnx_helpers")

@@ -32,6 +32,34 @@ needs_export = pytest.mark.skipif(EXPORT_MISSING is not None, reason=EXPORT_MISS
 
 _SESSION_FILES: dict[str, Path] = {}
 
+# torch.onnx.export(dynamo=True) builds its registry of torchlib functions on every call, from onnxscript's
+# get_torchlib_ops(), which re-parses the source of each of the ~500 functions (inspect.getsource, ast) to read
+# one field: 0.3 s of CPU per export, 13.8 s for the 45 exports of the ONNX tests. Its answer depends only on the
+# installed onnxscript (nothing here registers torchlib functions), so a session asks once.
+_TORCHLIB_APIS = "onnxscript._framework_apis.torch_"
+
+
+def share_torchlib_ops() -> None:
+    """Once onnxscript's torch APIs are imported (by the first export): every later get_torchlib_ops() of the
+    process returns a new list of the first call's entries, so each export still builds its own registry."""
+    modules = [module for name, module in list(sys.modules.items()) if name.startswith(_TORCHLIB_APIS)] \
+        if _TORCHLIB_APIS + "2_5" in sys.modules else []
+    originals = {getattr(module, "get_torchlib_ops", None) for module in modules} - {None}
+    if not originals or all(getattr(function, "shared", False) for function in originals):
+        return
+    (original,) = {function for function in originals if not getattr(function, "shared", False)}
+    table: list[Any] = []
+
+    def get_torchlib_ops() -> list[Any]:
+        if not table:
+            table.append(original())
+        return list(table[0])
+
+    get_torchlib_ops.shared = True  # type: ignore[attr-defined]
+    for module in modules:
+        if getattr(module, "get_torchlib_ops", None) is original:
+            module.get_torchlib_ops = get_torchlib_ops
+
 
 def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Callable[[Path], Any]) -> Path:
     """The file `write(path)` writes, once per test session for `key`: later calls get the same path."""

@@ -109,10 +109,13 @@ def pyg_feeds(name: str, seed: int = 0, sizes: dict[str, int] | None = None) -> 
 
 def export_all(out: Path) -> None:
     """Every model of PYG exported to out/<name>.onnx (seeded weights), N and E dynamic."""
+    import onnxscript._framework_apis.torch_2_5  # noqa: F401  (loaded by the first export anyway)
     import torch
 
     from export.export_onnx import quiet_exporter
+    from tests.onnx_helpers import share_torchlib_ops
 
+    share_torchlib_ops()  # 11 exports, one table of torchlib functions
     torch.manual_seed(0)
     modules = _modules()
     for name in PYG:
