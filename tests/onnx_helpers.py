@@ -37,17 +37,20 @@ _SESSION_FILES: dict[str, Path] = {}
 # one field: 0.3 s of CPU per export, 13.8 s for the 45 exports of the ONNX tests. Its answer depends only on the
 # installed onnxscript (nothing here registers torchlib functions), so a session asks once.
 _TORCHLIB_APIS = "onnxscript._framework_apis.torch_"
+_SHARED = False
 
 
 def share_torchlib_ops() -> None:
     """Once onnxscript's torch APIs are imported (by the first export): every later get_torchlib_ops() of the
     process returns a new list of the first call's entries, so each export still builds its own registry."""
-    modules = [module for name, module in list(sys.modules.items()) if name.startswith(_TORCHLIB_APIS)] \
-        if _TORCHLIB_APIS + "2_5" in sys.modules else []
-    originals = {getattr(module, "get_torchlib_ops", None) for module in modules} - {None}
-    if not originals or all(getattr(function, "shared", False) for function in originals):
+    if _SHARED or _TORCHLIB_APIS + "2_5" not in sys.modules:  # the function's home; torch_2_6.. import it
         return
-    (original,) = {function for function in originals if not getattr(function, "shared", False)}
+    globals()["_SHARED"] = True
+    modules = [module for name, module in list(sys.modules.items()) if name.startswith(_TORCHLIB_APIS)]
+    functions = {getattr(module, "get_torchlib_ops", None) for module in modules} - {None}
+    if len(functions) != 1:  # not the one function re-exported: another onnxscript, left as it is
+        return
+    (original,) = functions
     table: list[Any] = []
 
     def get_torchlib_ops() -> list[Any]:
@@ -55,7 +58,6 @@ def share_torchlib_ops() -> None:
             table.append(original())
         return list(table[0])
 
-    get_torchlib_ops.shared = True  # type: ignore[attr-defined]
     for module in modules:
         if getattr(module, "get_torchlib_ops", None) is original:
             module.get_torchlib_ops = get_torchlib_ops
