@@ -118,10 +118,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=stand_in_reason))
 
 
+_STARTED: list[ModuleType] = []  # test modules whose start_background ran (stop_background at the end)
+
+
 def pytest_collection_finish(session):
     """Started in the background while the tests before them run, where a test that will run (selected, not
-    skipped) needs them: PyG's layers exported (tests/onnx_pyg.py), and the trt_bindings tests run on real
-    bindings with the plugin host (tests/test_real_bindings.py)."""
+    skipped) needs them: PyG's layers exported (tests/onnx_pyg.py), and the start_background(config) of each
+    test module that has one and a test to run (tests/test_real_bindings.py: the trt_bindings run on real
+    bindings with the plugin host; tests/test_own_model_walk.py: the docs walk's export and dry run)."""
     option = session.config.option
     if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
         return
@@ -131,9 +135,10 @@ def pytest_collection_finish(session):
 
         start_pyg_export()
     for item in running:
-        start = getattr(getattr(item, "module", None), "start_trt_bindings_run", None)
-        if start is not None:
-            start(session.config)
+        module = getattr(item, "module", None)
+        if hasattr(module, "start_background") and module not in _STARTED:
+            _STARTED.append(module)
+            module.start_background(session.config)
 
 
 def pytest_runtest_setup(item):
@@ -152,9 +157,8 @@ def pytest_sessionfinish(session):
     pyg = sys.modules.get("tests.onnx_pyg")
     if pyg is not None:
         pyg.stop_pyg_export()
-    real_bindings = sys.modules.get("tests.test_real_bindings")
-    if real_bindings is not None:
-        real_bindings.stop_trt_bindings_run()
+    for module in _STARTED:
+        module.stop_background()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.background import lower_process
 from tests.onnx_helpers import ROOT, missing_reason
 
 F, OUT, HEADS = 3, 4, 2
@@ -142,6 +143,7 @@ def start_pyg_export() -> None:
     argv = [sys.executable, "-m", "tests.onnx_pyg", str(out)]
     with open(out / "export.log", "w") as log:  # a file, not a pipe: nothing blocks the export while no one reads
         _RUN.update(out=out, process=subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+    lower_process(_RUN["process"].pid)  # beside the tests, below them (tests/background.py)
 
 
 def pyg_path(name: str) -> Path:

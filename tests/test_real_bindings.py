@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.background import lower_this_thread
 from tests.plugin_host.host import host_library_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,7 @@ def binding_test_files() -> list[str]:
 def _run_releases(cache: Path, releases: list[str], basetemp: Path) -> None:
     from tests.plugin_host.build import HostBuildError, lay_out
 
+    lower_this_thread()  # beside the tests, below them; setup, g++ and the pytest inherit it (tests/background.py)
     files = binding_test_files()
     for release in releases:
         if _RUN.get("stopped"):
@@ -62,7 +64,7 @@ def _run_releases(cache: Path, releases: list[str], basetemp: Path) -> None:
         with _RUN["lock"]:
             if _RUN.get("stopped"):
                 return
-            # a session of its own: stopping it (stop_trt_bindings_run) ends its background exports too
+            # a session of its own: stopping it (stop_background) ends its background exports too
             process = _RUN["process"] = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                                          stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
@@ -81,7 +83,7 @@ def _kill(process: subprocess.Popen) -> None:
         pass
 
 
-def start_trt_bindings_run(config: pytest.Config) -> None:
+def start_background(config: pytest.Config) -> None:
     """Starts the layouts and their trt_bindings runs in a background thread, once per session (where this test
     would not skip for the matrix or for a host layout already under it)."""
     if "thread" in _RUN or IN_THE_MATRIX or host_library_path() is not None:
@@ -95,7 +97,7 @@ def start_trt_bindings_run(config: pytest.Config) -> None:
     _RUN["thread"].start()
 
 
-def stop_trt_bindings_run() -> None:
+def stop_background() -> None:
     """Ends a background run this test did not wait for and removes its folder (pytest_sessionfinish)."""
     if "thread" not in _RUN:
         return
@@ -114,7 +116,7 @@ def stop_trt_bindings_run() -> None:
 def test_trt_bindings_tests_pass_on_real_bindings_with_the_plugin_host(request):
     if host_library_path() is not None:
         pytest.skip("tensorrt here is a plugin host layout: the trt_bindings tests run on it directly")
-    start_trt_bindings_run(request.config)  # started at the end of collection already, unless run otherwise
+    start_background(request.config)  # started at the end of collection already, unless run otherwise
     _RUN["thread"].join(timeout=1800)
     assert not _RUN["thread"].is_alive(), "the trt_bindings run on real bindings did not end within 30 minutes"
     for release, result in _RUN["results"]:
