@@ -44,6 +44,16 @@ def run_main(*args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([SCRIPT, *args], status, stdout.getvalue(), stderr.getvalue())
 
 
+def run_main_fd(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """run_main, with stdout and stderr read from file descriptors 1 and 2 (capfd), as a child's pipes get them:
+    what a library writes there itself (ONNX Runtime's log) is in them too."""
+    capfd.readouterr()
+    with contextlib.chdir(ROOT):
+        status = cli.main(list(args))
+    captured = capfd.readouterr()
+    return subprocess.CompletedProcess([SCRIPT, *args], status, captured.out, captured.err)
+
+
 def assert_no_results(stdout: str) -> None:
     """Before an input error stdout holds at most the seed and the graph header, never a result."""
     assert stdout == "" or stdout.startswith("Setting seed to: ")
