@@ -1,12 +1,13 @@
-"""The priority of the work a test session runs beside its tests: the NVRTC compiles (tests/nvrtc_cubins.py),
-PyG's export (tests/onnx_pyg.py), the trt_bindings run on real bindings (tests/test_real_bindings.py) and the
-docs walk (tests/test_own_model_walk.py).
+"""The priority of the work a test session runs beside its tests and awaits late: PyG's export
+(tests/onnx_pyg.py, for test_onnx_pyg.py), the docs walk (tests/test_own_model_walk.py) and the trt_bindings run
+on real bindings (tests/test_real_bindings.py), about 50 s of CPU on a 2-core machine.
 
-The tests themselves run one after another in the main thread, so that thread decides when the session ends;
-the background work is awaited later, by a test that needs it. At nice +10 it takes the cores the main thread
-leaves (on a 2-core machine the second one, and both while the main thread waits), instead of an equal share of
-the main thread's core. Linux keeps a nice value per thread, and a process started from a thread inherits it.
-Elsewhere (or where the value cannot be changed) everything runs at the session's priority, as before.
+The tests run one after another in the main thread, and the NVRTC compiles (tests/nvrtc_cubins.py, 26 of 3-4 s)
+are awaited by the kernel tests, a third of the way through: those two decide when the session ends. At nice
++10 the late work takes the CPU they leave (all of it while the main thread waits) instead of an equal share:
+with the NVRTC threads at nice +10 too, the kernel tests of one run waited 67 s for their CUBINs. Linux keeps a
+nice value per thread, and a process started from a thread inherits it. Elsewhere (or where the value cannot be
+changed) everything runs at the session's priority, as before.
 """
 
 import os

@@ -121,6 +121,19 @@ def pytest_collection_modifyitems(config, items):
 _STARTED: list[ModuleType] = []  # test modules whose start_background ran (stop_background at the end)
 
 
+def pytest_configure(config):
+    """The folder of exported models this test command shares (tests/onnx_helpers.py, open_exports)."""
+    from tests.onnx_helpers import open_exports
+
+    open_exports()
+
+
+def pytest_unconfigure(config):
+    from tests.onnx_helpers import close_exports
+
+    close_exports()
+
+
 def pytest_collection_finish(session):
     """Started in the background while the tests before them run, where a test that will run (selected, not
     skipped) needs them: PyG's layers exported (tests/onnx_pyg.py), and the start_background(config) of each

@@ -24,7 +24,6 @@ import pytest
 
 from plugin.cuda_check import check
 from plugin.kernels.compile import SOURCE_PATH, compile_options, kernel_dtype, nvrtc_compile
-from tests.background import lower_this_thread
 
 FIXTURE = "cubin_for"
 _STORE = pytest.StashKey["CubinStore"]()
@@ -42,8 +41,7 @@ class CubinStore:
     def __init__(self, folder: Path | None, workers: int, compile=nvrtc_compile):
         self.folder = folder
         self._compile = compile  # (source path, options, target=...) -> (CUBIN, log): nvrtc_compile
-        # at a lower priority than the tests (tests/background.py): a test waits only for the CUBIN it asks for
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvrtc", initializer=lower_this_thread)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvrtc")
         self._futures: dict[tuple[int, np.dtype], Future[bytes]] = {}
         self._lock = threading.Lock()
         self.compiled: list[tuple[int, np.dtype]] = []  # what NVRTC compiled (not read from the cache), in order

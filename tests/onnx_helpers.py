@@ -5,8 +5,11 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,12 +66,69 @@ def share_torchlib_ops() -> None:
             module.get_torchlib_ops = get_torchlib_ops
 
 
+# The exports of one test command, shared by its pytest processes: the session started first owns a folder
+# (named in its environment by EXPORTS_ENV, which the pytest it starts for the trt_bindings run inherits:
+# tests/test_real_bindings.py) and removes it at its end. Each file there is linked in whole once written and
+# never replaced, so a session that found it and one that wrote it read the same bytes. The models are still
+# written by torch.onnx.export in this test command, never stored between runs.
+EXPORTS_ENV = "ALIASED_IO_TEST_EXPORTS"
+_EXPORTS: dict[str, Any] = {}
+
+
+def open_exports() -> None:
+    """Takes the folder of EXPORTS_ENV, or makes one and names it there (pytest_configure in tests/conftest.py)."""
+    folder = os.environ.get(EXPORTS_ENV)
+    if folder and Path(folder).is_dir():
+        _EXPORTS.update(folder=Path(folder), owner=False)
+    elif not folder:
+        _EXPORTS.update(folder=Path(tempfile.mkdtemp(prefix="onnx-exports-")), owner=True)
+        os.environ[EXPORTS_ENV] = str(_EXPORTS["folder"])
+
+
+def close_exports() -> None:
+    """Removes the folder this session made (pytest_unconfigure)."""
+    if _EXPORTS.get("owner"):
+        os.environ.pop(EXPORTS_ENV, None)
+        shutil.rmtree(_EXPORTS["folder"], ignore_errors=True)
+    _EXPORTS.clear()
+
+
+def _shared(key: str) -> Path | None:
+    """The command's export of `key` where another of its sessions wrote it, else None."""
+    path = _EXPORTS["folder"] / f"{key}.onnx" if "folder" in _EXPORTS else None
+    return path if path is not None and path.is_file() else None
+
+
+def _publish(key: str, path: Path) -> None:
+    """Links this session's export of `key` into the command's folder, unless one is there already."""
+    if "folder" not in _EXPORTS:
+        return
+    target = _EXPORTS["folder"] / f"{key}.onnx"
+    try:
+        os.link(path, target)
+    except FileExistsError:
+        pass
+    except OSError:  # another file system: a copy, linked into place whole
+        partial = target.with_name(f".{key}.{os.getpid()}")
+        shutil.copyfile(path, partial)
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            pass
+        finally:
+            partial.unlink()
+
+
 def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Callable[[Path], Any]) -> Path:
-    """The file `write(path)` writes, once per test session for `key`: later calls get the same path."""
+    """The file `write(path)` writes, once per test session for `key` (once per test command where another of
+    its sessions wrote it already): later calls get the same path."""
     if key not in _SESSION_FILES:
-        path = tmp_path_factory.mktemp(key) / "model.onnx"
-        write(path)
-        _SESSION_FILES[key] = path
+        shared = _shared(key)
+        if shared is None:
+            shared = tmp_path_factory.mktemp(key) / "model.onnx"
+            write(shared)
+            _publish(key, shared)
+        _SESSION_FILES[key] = shared
     return _SESSION_FILES[key]
 
 
@@ -116,11 +176,17 @@ def stop_script_export() -> None:
 
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
     """The sample network exported by `python3 -m export.export_onnx`, F = 3, C = 4; each (network, precision)
-    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one."""
-    start_script_export(tmp_path_factory)
-    if (network, precision) == SCRIPT_SAMPLE:
+    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one. A
+    session started by another (the trt_bindings run) takes them from the command's folder where they are, and
+    exports SCRIPT_SAMPLE by main too (tests/test_onnx_export.py checks the script's run in the first)."""
+    key = f"{network}_{precision}"
+    first_session = _EXPORTS.get("owner", True)
+    if first_session:
+        start_script_export(tmp_path_factory)
+    if (network, precision) == SCRIPT_SAMPLE and first_session:
         result, out = script_export(tmp_path_factory)
         assert result.returncode == 0, result.stderr
+        _publish(key, out)
         return out
 
     def write(path: Path) -> None:
@@ -131,7 +197,7 @@ def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precisi
             argv += ["--num_classes", str(NUM_CLASSES)]
         assert main(argv) == 0
 
-    return session_file(tmp_path_factory, f"{network}_{precision}", write)
+    return session_file(tmp_path_factory, key, write)
 
 
 def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: list[str],
