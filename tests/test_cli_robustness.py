@@ -153,9 +153,19 @@ def test_files_and_folders_the_user_may_not_read_or_write_are_one_line(guarded_f
 
 # --- Ctrl-C and a full disk ------------------------------------------------------------------------------------
 def test_ctrl_c_during_a_long_step_is_one_line_interrupted_and_exit_130():
-    process = subprocess.Popen([sys.executable, SCRIPT, "--random_graph", "20000000", "20000000", "--num_classes", "1",
-                                "--dry-run", "-v", "--seed", "1"], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+    # A session started with SIGINT ignored (a background job of a non-interactive shell: `pytest &`) passes
+    # that on through exec, and the script would then run to the end: the child gets the default, as from a
+    # terminal (a handled signal is reset to the default at exec).
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, SCRIPT, "--random_graph", "20000000", "20000000", "--num_classes",
+                                    "1", "--dry-run", "-v", "--seed", "1"], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     seen = b""
     while b"Drawing a random graph" not in seen:  # the progress line, written (without its end) when the step starts
         chunk = os.read(process.stderr.fileno(), 4096)
