@@ -6,18 +6,15 @@ engine), printing the bindings the page shows. The engine steps are tensorrt-mar
 """
 
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.background import lower_this_thread
+from tests.background import BackgroundJob
 from tests.onnx_helpers import EXPORT_MISSING, needs_export
 from tests.test_cpp_state import recent_program, run_program
 
@@ -42,75 +39,43 @@ def command(prefix: str) -> list[str]:
 
 
 # The walk (the page's export, then its dry run, each in a fresh process as the page runs them) starts in the
-# background when collection ends (tests/conftest.py: start_background), below the tests' priority
-# (tests/background.py); the `walked` fixture waits for it. "results" gets each step's CompletedProcess.
-_WALK: dict[str, Any] = {}
+# background when collection ends (tests/conftest.py: start_background); the `walked` fixture waits for it.
+_WALK: dict[str, BackgroundJob] = {}
 
 
-def _run(argv: list[str], folder: Path) -> subprocess.CompletedProcess | None:
-    with _WALK["lock"]:
-        if _WALK.get("stopped"):
-            return None
-        process = _WALK["process"] = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = process.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        stdout, stderr = process.communicate()
-    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
-
-
-def _walk(folder: Path) -> None:
-    lower_this_thread()
-    try:
-        (folder / "export_memory.py").write_text(blocks("python")[0])
-        exported = _WALK["exported"] = _run([sys.executable, "export_memory.py"], folder)
-        if exported is None or exported.returncode != 0:
-            return
-        words = _WALK["words"] = command("python3 aliased_io_plugin.py --onnx memory.onnx --plugin aot")
-        if "--dry-run" in words and "--save_outputs" in words:
-            _WALK["dry"] = _run([sys.executable, str(ROOT / "aliased_io_plugin.py"), *words[2:]], folder)
-    except BaseException as error:  # raised again by the fixture, in the test that waits
-        _WALK["error"] = error
-
-
-def start_background(config: pytest.Config) -> None:
-    """Starts the walk in a folder of its own, once per session (where the export can run)."""
-    if "thread" in _WALK or EXPORT_MISSING is not None:
+def _walk(job: BackgroundJob) -> None:
+    (job.folder / "export_memory.py").write_text(blocks("python")[0])
+    exported = job.results["exported"] = job.run([sys.executable, "export_memory.py"], cwd=job.folder)
+    if exported is None or exported.returncode != 0:
         return
-    folder = Path(tempfile.mkdtemp(prefix="own-model-walk-"))
-    _WALK.update(folder=folder, lock=threading.Lock(),
-                 thread=threading.Thread(target=_walk, args=(folder,), name="own-model-walk", daemon=True))
-    _WALK["thread"].start()
+    words = job.results["words"] = command("python3 aliased_io_plugin.py --onnx memory.onnx --plugin aot")
+    if "--dry-run" in words and "--save_outputs" in words:
+        job.results["dry"] = job.run([sys.executable, str(ROOT / "aliased_io_plugin.py"), *words[2:]], cwd=job.folder)
+
+
+def start_background(config: pytest.Config | None) -> None:
+    """Starts the walk in a folder of its own, once per session (where the export can run)."""
+    if "job" not in _WALK and EXPORT_MISSING is None:
+        _WALK["job"] = BackgroundJob("own-model-walk", _walk, Path(tempfile.mkdtemp(prefix="own-model-walk-")))
 
 
 def stop_background() -> None:
     """Ends a walk no test waited for, and removes its folder (pytest_sessionfinish)."""
-    if "thread" not in _WALK:
-        return
-    with _WALK["lock"]:
-        _WALK["stopped"] = True
-        process = _WALK.get("process")
-        if process is not None and process.poll() is None:
-            process.kill()
-    _WALK["thread"].join(timeout=60)
-    shutil.rmtree(_WALK["folder"], ignore_errors=True)
+    if "job" in _WALK:
+        _WALK["job"].stop()
 
 
 @pytest.fixture(scope="module")
 def walked() -> tuple[Path, subprocess.CompletedProcess]:
     """The folder where the page's export and dry run ran, and the dry run's result."""
     start_background(None)  # started at the end of collection already, unless run otherwise
-    _WALK["thread"].join(timeout=1200)
-    assert not _WALK["thread"].is_alive(), "the walk did not end within 20 minutes"
-    if "error" in _WALK:
-        raise _WALK["error"]
-    exported = _WALK["exported"]
+    job = _WALK["job"]
+    job.wait(timeout=1200)
+    exported = job.results["exported"]
     assert exported.returncode == 0, exported.stdout + exported.stderr
-    words = _WALK["words"]
+    words = job.results["words"]
     assert "--dry-run" in words and "--save_outputs" in words
-    return _WALK["folder"], _WALK["dry"]
+    return job.folder, job.results["dry"]
 
 
 def test_the_pages_dry_run_rewrites_the_model_and_proves_it_against_onnx_runtime(walked):

@@ -16,27 +16,23 @@ PLUGIN_HOST_MATRIX=1, so its own default run leaves them to the matrix)."""
 
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.background import lower_this_thread
+from tests.background import BackgroundJob
 from tests.plugin_host.host import host_library_path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEFT_TO_CI = "the trt_bindings tests on real bindings and the plugin host were left to CI's real-bindings matrix (.ci/run)"
 IN_THE_MATRIX = os.environ.get("PLUGIN_HOST_MATRIX") == "1"
 
-# The background run: "thread" runs _run_releases, which fills "results" with (release, outcome), an outcome
-# being a CompletedProcess or the HostBuildError that stopped the layout; "process" is the pytest running now.
-_RUN: dict[str, Any] = {}
+# The background run (tests/conftest.py calls start_background): results["runs"] gets (release, outcome), an
+# outcome being the trt_bindings run's CompletedProcess or the HostBuildError that stopped the layout.
+_RUN: dict[str, BackgroundJob] = {}
 
 
 def binding_test_files() -> list[str]:
@@ -45,69 +41,41 @@ def binding_test_files() -> list[str]:
                   if marker in path.read_text())
 
 
-def _run_releases(cache: Path, releases: list[str], basetemp: Path) -> None:
+def _run_releases(job: BackgroundJob, cache: Path, releases: list[str]) -> None:
     from tests.plugin_host.build import HostBuildError, lay_out
 
-    lower_this_thread()  # beside the tests, below them; setup, g++ and the pytest inherit it (tests/background.py)
+    runs = job.results["runs"] = []
     files = binding_test_files()
     for release in releases:
-        if _RUN.get("stopped"):
+        if job.stopped:
             return
         try:
             layout = lay_out(release, cache / release)
         except HostBuildError as error:
-            _RUN["results"].append((release, error))
+            runs.append((release, error))
             return
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(layout), str(ROOT)]))
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp / release}",
-                "-m", "trt_bindings", *files]
-        with _RUN["lock"]:
-            if _RUN.get("stopped"):
-                return
-            # a session of its own: stopping it (stop_background) ends its background exports too
-            process = _RUN["process"] = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                                         stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            stdout, stderr = process.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            stdout, stderr = process.communicate()
-        _RUN["results"].append((release, subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)))
-
-
-def _kill(process: subprocess.Popen) -> None:
-    """Kills the run's process group (the pytest and what it started)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        result = job.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          f"--basetemp={job.folder / release}", "-m", "trt_bindings", *files], cwd=ROOT, env=env)
+        if result is not None:
+            runs.append((release, result))
 
 
 def start_background(config: pytest.Config) -> None:
-    """Starts the layouts and their trt_bindings runs in a background thread, once per session (where this test
-    would not skip for the matrix or for a host layout already under it)."""
-    if "thread" in _RUN or IN_THE_MATRIX or host_library_path() is not None:
+    """Starts the layouts and their trt_bindings runs, once per session (where this test would not skip for the
+    matrix or for a host layout already under it), with a --basetemp of their own."""
+    if "job" in _RUN or IN_THE_MATRIX or host_library_path() is not None:
         return
     cache = Path(cache.mkdir("plugin-host")) if (cache := getattr(config, "cache", None)) else Path("/tmp/plugin-host")
-    basetemp = Path(tempfile.mkdtemp(prefix="trt-bindings-run-"))  # its own: never a folder of this session's
     releases = os.environ.get("PLUGIN_HOST_RELEASES", "11.4.0.106").split()
-    _RUN.update(results=[], lock=threading.Lock(), basetemp=basetemp,
-                thread=threading.Thread(target=_run_releases, args=(cache, releases, basetemp),
-                                        name="trt-bindings-run", daemon=True))
-    _RUN["thread"].start()
+    _RUN["job"] = BackgroundJob("trt-bindings-run", lambda job: _run_releases(job, cache, releases),
+                                Path(tempfile.mkdtemp(prefix="trt-bindings-run-")))
 
 
 def stop_background() -> None:
     """Ends a background run this test did not wait for and removes its folder (pytest_sessionfinish)."""
-    if "thread" not in _RUN:
-        return
-    with _RUN["lock"]:
-        _RUN["stopped"] = True
-        process = _RUN.get("process")
-        if process is not None and process.poll() is None:
-            _kill(process)
-    _RUN["thread"].join(timeout=60)
-    shutil.rmtree(_RUN["basetemp"], ignore_errors=True)
+    if "job" in _RUN:
+        _RUN["job"].stop()
 
 
 @pytest.mark.skipif(IN_THE_MATRIX,
@@ -117,9 +85,9 @@ def test_trt_bindings_tests_pass_on_real_bindings_with_the_plugin_host(request):
     if host_library_path() is not None:
         pytest.skip("tensorrt here is a plugin host layout: the trt_bindings tests run on it directly")
     start_background(request.config)  # started at the end of collection already, unless run otherwise
-    _RUN["thread"].join(timeout=1800)
-    assert not _RUN["thread"].is_alive(), "the trt_bindings run on real bindings did not end within 30 minutes"
-    for release, result in _RUN["results"]:
+    job = _RUN["job"]
+    job.wait(timeout=1800)
+    for release, result in job.results["runs"]:
         if not isinstance(result, subprocess.CompletedProcess):
             pytest.skip(f"{LEFT_TO_CI}: TensorRT {release}'s bindings with the plugin host cannot be laid out here "
                         f"({result})")
@@ -134,4 +102,4 @@ def test_trt_bindings_tests_pass_on_real_bindings_with_the_plugin_host(request):
             left_out = re.findall(r"no tensorrt\.plugin|needs tensorrt\.plugin|tensorrt >= 10\.16 is needed", skips)
             assert not left_out, f"TensorRT {release}: {skips}"  # none of them skipped for want of tensorrt.plugin
     releases = os.environ.get("PLUGIN_HOST_RELEASES", "11.4.0.106").split()
-    assert [release for release, _ in _RUN["results"]] == releases, _RUN["results"]
+    assert [release for release, _ in job.results["runs"]] == releases, job.results["runs"]
