@@ -136,9 +136,10 @@ def pytest_unconfigure(config):
 
 def pytest_collection_finish(session):
     """Started in the background while the tests before them run, where a test that will run (selected, not
-    skipped) needs them: PyG's layers exported (tests/onnx_pyg.py), and the start_background(config) of each
-    test module that has one and a test to run (tests/test_real_bindings.py: the trt_bindings run on real
-    bindings with the plugin host; tests/test_own_model_walk.py: the docs walk's export and dry run)."""
+    skipped) needs them: PyG's layers and the script's sample model exported (tests/onnx_pyg.py,
+    tests/onnx_helpers.py), and the start_background(config) of each test module that has one and a test to run
+    (tests/test_real_bindings.py: the trt_bindings run on real bindings with the plugin host;
+    tests/test_own_model_walk.py: the docs walk's export and dry run)."""
     option = session.config.option
     if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
         return
@@ -147,9 +148,12 @@ def pytest_collection_finish(session):
         from tests.onnx_pyg import start_pyg_export
 
         start_pyg_export()
-    for item in running:
-        module = getattr(item, "module", None)
-        if hasattr(module, "start_background") and module not in _STARTED:
+    modules = list({id(module): module for item in running if (module := getattr(item, "module", None))}.values())
+    from tests.onnx_helpers import start_background_exports
+
+    start_background_exports(modules)  # the script's export of the sample model (tests/onnx_helpers.py)
+    for module in modules:
+        if hasattr(module, "start_background"):
             _STARTED.append(module)
             module.start_background(session.config)
 

@@ -133,18 +133,24 @@ def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Call
 
 
 # The sample model `python3 -m export.export_onnx` writes in a fresh process (tests/test_onnx_export.py checks
-# that run): started in the background by the session's first sample_model call, so that on a 2-core machine
-# it overlaps the exports in this process, and awaited where it is needed.
+# that run): started in the background when collection ends (tests/conftest.py), where a test module to run uses
+# sample_model or script_export, else by the session's first sample_model call, so that on a 2-core machine it
+# overlaps the tests before, and awaited where it is needed.
 SCRIPT_SAMPLE = ("state", "fp16")
 _SCRIPT_RUN: dict[str, Any] = {}
 
 
-def start_script_export(tmp_path_factory: pytest.TempPathFactory) -> None:
+def start_script_export(tmp_path_factory: pytest.TempPathFactory | None) -> None:
     """Starts `python3 -m export.export_onnx --network state --precision fp16 --num_features 3 --out M.onnx` in
-    a fresh process (from the repository root), once per session; script_export waits for it."""
+    a fresh process (from the repository root), once per session, M.onnx alone in a folder (of tmp_path_factory,
+    or without one a temporary folder stop_script_export removes); script_export waits for it."""
     if "process" in _SCRIPT_RUN:
         return
-    out = tmp_path_factory.mktemp("script_state_fp16") / "model.onnx"
+    if tmp_path_factory is None:
+        folder = _SCRIPT_RUN["folder"] = Path(tempfile.mkdtemp(prefix="script_state_fp16-"))
+    else:
+        folder = tmp_path_factory.mktemp("script_state_fp16")
+    out = folder / "model.onnx"
     network, precision = SCRIPT_SAMPLE
     argv = [sys.executable, "-m", "export.export_onnx", "--network", network, "--precision", precision,
             "--num_features", str(NUM_FEATURES), "--out", str(out)]
@@ -167,11 +173,23 @@ def script_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.
 
 
 def stop_script_export() -> None:
-    """Ends the background export if no test waited for it (pytest_sessionfinish in tests/conftest.py)."""
+    """Ends the background export if no test waited for it, and removes a temporary folder of its
+    (pytest_sessionfinish in tests/conftest.py)."""
     process = _SCRIPT_RUN.get("process")
     if process is not None and "result" not in _SCRIPT_RUN:
         process.kill()
         process.communicate()
+    if "folder" in _SCRIPT_RUN:
+        shutil.rmtree(_SCRIPT_RUN["folder"], ignore_errors=True)
+
+
+def start_background_exports(modules: list[Any]) -> None:
+    """The script export started now where one of the test modules to run uses sample_model or script_export
+    (pytest_collection_finish), in the session that owns the command's exports (the first)."""
+    if EXPORT_MISSING is None and _EXPORTS.get("owner", True) and any(
+            getattr(module, name, None) in (sample_model, script_export)
+            for module in modules for name in ("sample_model", "script_export")):
+        start_script_export(None)
 
 
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
