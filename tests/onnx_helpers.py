@@ -5,8 +5,11 @@ requirements-test.txt), never stored: the tests check what the exporter of the i
 """
 
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,29 +35,122 @@ needs_export = pytest.mark.skipif(EXPORT_MISSING is not None, reason=EXPORT_MISS
 
 _SESSION_FILES: dict[str, Path] = {}
 
+# torch.onnx.export(dynamo=True) builds its registry of torchlib functions on every call, from onnxscript's
+# get_torchlib_ops(), which re-parses the source of each of the ~500 functions (inspect.getsource, ast) to read
+# one field: 0.3 s of CPU per export, 13.8 s for the 45 exports of the ONNX tests. Its answer depends only on the
+# installed onnxscript (nothing here registers torchlib functions), so a session asks once.
+_TORCHLIB_APIS = "onnxscript._framework_apis.torch_"
+_SHARED = False
+
+
+def share_torchlib_ops() -> None:
+    """Once onnxscript's torch APIs are imported (by the first export): every later get_torchlib_ops() of the
+    process returns a new list of the first call's entries, so each export still builds its own registry."""
+    if _SHARED or _TORCHLIB_APIS + "2_5" not in sys.modules:  # the function's home; torch_2_6.. import it
+        return
+    globals()["_SHARED"] = True
+    modules = [module for name, module in list(sys.modules.items()) if name.startswith(_TORCHLIB_APIS)]
+    functions = {getattr(module, "get_torchlib_ops", None) for module in modules} - {None}
+    if len(functions) != 1:  # not the one function re-exported: another onnxscript, left as it is
+        return
+    (original,) = functions
+    table: list[Any] = []
+
+    def get_torchlib_ops() -> list[Any]:
+        if not table:
+            table.append(original())
+        return list(table[0])
+
+    for module in modules:
+        if getattr(module, "get_torchlib_ops", None) is original:
+            module.get_torchlib_ops = get_torchlib_ops
+
+
+# The exports of one test command, shared by its pytest processes: the session started first owns a folder
+# (named in its environment by EXPORTS_ENV, which the pytest it starts for the trt_bindings run inherits:
+# tests/test_real_bindings.py) and removes it at its end. Each file there is linked in whole once written and
+# never replaced, so a session that found it and one that wrote it read the same bytes. The models are still
+# written by torch.onnx.export in this test command, never stored between runs.
+EXPORTS_ENV = "ALIASED_IO_TEST_EXPORTS"
+_EXPORTS: dict[str, Any] = {}
+
+
+def open_exports() -> None:
+    """Takes the folder of EXPORTS_ENV, or makes one and names it there (pytest_configure in tests/conftest.py)."""
+    folder = os.environ.get(EXPORTS_ENV)
+    if folder and Path(folder).is_dir():
+        _EXPORTS.update(folder=Path(folder), owner=False)
+    elif not folder:
+        _EXPORTS.update(folder=Path(tempfile.mkdtemp(prefix="onnx-exports-")), owner=True)
+        os.environ[EXPORTS_ENV] = str(_EXPORTS["folder"])
+
+
+def close_exports() -> None:
+    """Removes the folder this session made (pytest_unconfigure)."""
+    if _EXPORTS.get("owner"):
+        os.environ.pop(EXPORTS_ENV, None)
+        shutil.rmtree(_EXPORTS["folder"], ignore_errors=True)
+    _EXPORTS.clear()
+
+
+def _shared(key: str) -> Path | None:
+    """The command's export of `key` where another of its sessions wrote it, else None."""
+    path = _EXPORTS["folder"] / f"{key}.onnx" if "folder" in _EXPORTS else None
+    return path if path is not None and path.is_file() else None
+
+
+def _publish(key: str, path: Path) -> None:
+    """Links this session's export of `key` into the command's folder, unless one is there already."""
+    if "folder" not in _EXPORTS:
+        return
+    target = _EXPORTS["folder"] / f"{key}.onnx"
+    try:
+        os.link(path, target)
+    except FileExistsError:
+        pass
+    except OSError:  # another file system: a copy, linked into place whole
+        partial = target.with_name(f".{key}.{os.getpid()}")
+        shutil.copyfile(path, partial)
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            pass
+        finally:
+            partial.unlink()
+
 
 def session_file(tmp_path_factory: pytest.TempPathFactory, key: str, write: Callable[[Path], Any]) -> Path:
-    """The file `write(path)` writes, once per test session for `key`: later calls get the same path."""
+    """The file `write(path)` writes, once per test session for `key` (once per test command where another of
+    its sessions wrote it already): later calls get the same path."""
     if key not in _SESSION_FILES:
-        path = tmp_path_factory.mktemp(key) / "model.onnx"
-        write(path)
-        _SESSION_FILES[key] = path
+        shared = _shared(key)
+        if shared is None:
+            shared = tmp_path_factory.mktemp(key) / "model.onnx"
+            write(shared)
+            _publish(key, shared)
+        _SESSION_FILES[key] = shared
     return _SESSION_FILES[key]
 
 
 # The sample model `python3 -m export.export_onnx` writes in a fresh process (tests/test_onnx_export.py checks
-# that run): started in the background by the session's first sample_model call, so that on a 2-core machine
-# it overlaps the exports in this process, and awaited where it is needed.
+# that run): started in the background when collection ends (tests/conftest.py), where a test module to run uses
+# sample_model or script_export, else by the session's first sample_model call, so that on a 2-core machine it
+# overlaps the tests before, and awaited where it is needed.
 SCRIPT_SAMPLE = ("state", "fp16")
 _SCRIPT_RUN: dict[str, Any] = {}
 
 
-def start_script_export(tmp_path_factory: pytest.TempPathFactory) -> None:
+def start_script_export(tmp_path_factory: pytest.TempPathFactory | None) -> None:
     """Starts `python3 -m export.export_onnx --network state --precision fp16 --num_features 3 --out M.onnx` in
-    a fresh process (from the repository root), once per session; script_export waits for it."""
+    a fresh process (from the repository root), once per session, M.onnx alone in a folder (of tmp_path_factory,
+    or without one a temporary folder stop_script_export removes); script_export waits for it."""
     if "process" in _SCRIPT_RUN:
         return
-    out = tmp_path_factory.mktemp("script_state_fp16") / "model.onnx"
+    if tmp_path_factory is None:
+        folder = _SCRIPT_RUN["folder"] = Path(tempfile.mkdtemp(prefix="script_state_fp16-"))
+    else:
+        folder = tmp_path_factory.mktemp("script_state_fp16")
+    out = folder / "model.onnx"
     network, precision = SCRIPT_SAMPLE
     argv = [sys.executable, "-m", "export.export_onnx", "--network", network, "--precision", precision,
             "--num_features", str(NUM_FEATURES), "--out", str(out)]
@@ -77,20 +173,38 @@ def script_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.
 
 
 def stop_script_export() -> None:
-    """Ends the background export if no test waited for it (pytest_sessionfinish in tests/conftest.py)."""
+    """Ends the background export if no test waited for it, and removes a temporary folder of its
+    (pytest_sessionfinish in tests/conftest.py)."""
     process = _SCRIPT_RUN.get("process")
     if process is not None and "result" not in _SCRIPT_RUN:
         process.kill()
         process.communicate()
+    if "folder" in _SCRIPT_RUN:
+        shutil.rmtree(_SCRIPT_RUN["folder"], ignore_errors=True)
+
+
+def start_background_exports(modules: list[Any]) -> None:
+    """The script export started now where one of the test modules to run uses sample_model or script_export
+    (pytest_collection_finish), in the session that owns the command's exports (the first)."""
+    if EXPORT_MISSING is None and _EXPORTS.get("owner", True) and any(
+            getattr(module, name, None) in (sample_model, script_export)
+            for module in modules for name in ("sample_model", "script_export")):
+        start_script_export(None)
 
 
 def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precision: str) -> Path:
     """The sample network exported by `python3 -m export.export_onnx`, F = 3, C = 4; each (network, precision)
-    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one."""
-    start_script_export(tmp_path_factory)
-    if (network, precision) == SCRIPT_SAMPLE:
+    once per session: SCRIPT_SAMPLE by the script in a fresh process, the others by its main in this one. A
+    session started by another (the trt_bindings run) takes them from the command's folder where they are, and
+    exports SCRIPT_SAMPLE by main too (tests/test_onnx_export.py checks the script's run in the first)."""
+    key = f"{network}_{precision}"
+    first_session = _EXPORTS.get("owner", True)
+    if first_session:
+        start_script_export(tmp_path_factory)
+    if (network, precision) == SCRIPT_SAMPLE and first_session:
         result, out = script_export(tmp_path_factory)
         assert result.returncode == 0, result.stderr
+        _publish(key, out)
         return out
 
     def write(path: Path) -> None:
@@ -101,7 +215,7 @@ def sample_model(tmp_path_factory: pytest.TempPathFactory, network: str, precisi
             argv += ["--num_classes", str(NUM_CLASSES)]
         assert main(argv) == 0
 
-    return session_file(tmp_path_factory, f"{network}_{precision}", write)
+    return session_file(tmp_path_factory, key, write)
 
 
 def export_module(path: Path, module: Any, args: tuple[Any, ...], input_names: list[str],

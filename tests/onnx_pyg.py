@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.background import lower_process
 from tests.onnx_helpers import ROOT, missing_reason
 
 F, OUT, HEADS = 3, 4, 2
@@ -109,10 +110,13 @@ def pyg_feeds(name: str, seed: int = 0, sizes: dict[str, int] | None = None) -> 
 
 def export_all(out: Path) -> None:
     """Every model of PYG exported to out/<name>.onnx (seeded weights), N and E dynamic."""
+    import onnxscript._framework_apis.torch_2_5  # noqa: F401  (loaded by the first export anyway)
     import torch
 
     from export.export_onnx import quiet_exporter
+    from tests.onnx_helpers import share_torchlib_ops
 
+    share_torchlib_ops()  # 11 exports, one table of torchlib functions
     torch.manual_seed(0)
     modules = _modules()
     for name in PYG:
@@ -139,6 +143,7 @@ def start_pyg_export() -> None:
     argv = [sys.executable, "-m", "tests.onnx_pyg", str(out)]
     with open(out / "export.log", "w") as log:  # a file, not a pipe: nothing blocks the export while no one reads
         _RUN.update(out=out, process=subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+    lower_process(_RUN["process"].pid)  # beside the tests, below them (tests/background.py)
 
 
 def pyg_path(name: str) -> Path:

@@ -1,9 +1,14 @@
 """The command line: output lines, exit codes, --dry-run, --help, aliases, files and bad input.
 
-Most runs go through a subprocess, as a user would start the sample; the long list of bad inputs also runs
-in-process through main() (same code, much faster), and a subset of it through a subprocess.
+What is about the process goes through a subprocess, as a user starts the sample: the sample output, --help,
+the imports a run makes, exit 3 without TensorRT or numpy, a closed pipe, a subset of the bad inputs without
+--dry-run. The rest (outputs compared between runs, files, aliases, the long list of bad inputs) runs main()
+in this process through run_main, the same code with its stdout, stderr and exit status, without an
+interpreter's start (0.3 s of CPU each).
 """
 
+import contextlib
+import io
 import re
 import signal
 import subprocess
@@ -30,6 +35,25 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_main(*args: str) -> subprocess.CompletedProcess:
+    """main(args) in this process, from the folder run_cli runs in: its exit status and what it wrote to stdout
+    and stderr, as run_cli returns them. For tests that are not about the process (its imports, signals, exit)."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = cli.main(list(args))
+    return subprocess.CompletedProcess([SCRIPT, *args], status, stdout.getvalue(), stderr.getvalue())
+
+
+def run_main_fd(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """run_main, with stdout and stderr read from file descriptors 1 and 2 (capfd), as a child's pipes get them:
+    what a library writes there itself (ONNX Runtime's log) is in them too."""
+    capfd.readouterr()
+    with contextlib.chdir(ROOT):
+        status = cli.main(list(args))
+    captured = capfd.readouterr()
+    return subprocess.CompletedProcess([SCRIPT, *args], status, captured.out, captured.err)
+
+
 def assert_no_results(stdout: str) -> None:
     """Before an input error stdout holds at most the seed and the graph header, never a result."""
     assert stdout == "" or stdout.startswith("Setting seed to: ")
@@ -46,7 +70,8 @@ def assert_one_line_error(status: int, captured, message: str) -> None:
 
 
 def assert_one_line_error_from_subprocess(result: subprocess.CompletedProcess, message: str) -> None:
-    """The script exited 2 with nothing on stdout, one line on stderr that contains `message`, no traceback."""
+    """The script (run_cli, or main() through run_main) exited 2 with nothing on stdout, one line on stderr that
+    contains `message`, no traceback."""
     assert result.returncode == 2
     assert_no_results(result.stdout)
     assert result.stderr.count("\n") == 1 and message in result.stderr
@@ -82,10 +107,10 @@ def test_dry_run_prints_the_seed_sample_output():
 
 
 def test_seed_is_drawn_and_printed_when_absent_and_reproduces_the_run():
-    first = run_cli("--dry-run")
+    first = run_main("--dry-run")
     assert first.returncode == 0, first.stderr
     seed = re.match(r"Setting seed to: (\d+)\n", first.stdout).group(1)
-    again = run_cli("--dry-run", "--seed", seed)
+    again = run_main("--dry-run", "--seed", seed)
     assert again.stdout == first.stdout
 
 
@@ -93,14 +118,14 @@ def test_hyphenated_aliases_match_the_underscore_spellings(tmp_path):
     features = tmp_path / "features.npy"
     np.save(features, np.arange(1.0, 31.0))
     common = ["--seed", "3", "--random_graph", "30", "90"]
-    underscore = run_cli(*common, "--node_features_file", str(features), "--num_classes", "2", "--dry_run")
-    hyphen = run_cli(
+    underscore = run_main(*common, "--node_features_file", str(features), "--num_classes", "2", "--dry_run")
+    hyphen = run_main(
         "--seed", "3", "--random-graph", "30", "90", "--node-features-file", str(features), "--num-classes", "2",
         "--dry-run",
     )
     assert underscore.returncode == 0, underscore.stderr
     assert hyphen.stdout == underscore.stdout
-    string_form = run_cli("--node-features", "[[1,2],[3,4],[5,6],[7,8]]", "--seed", "1", "--dry-run")
+    string_form = run_main("--node-features", "[[1,2],[3,4],[5,6],[7,8]]", "--seed", "1", "--dry-run")
     assert string_form.returncode == 0, string_form.stderr
     assert printed_matrix(string_form.stdout).shape == (3, 4)
 
@@ -121,11 +146,9 @@ def test_help_lists_the_options_and_the_exit_codes():
 
 
 @pytest.mark.parametrize("columns", ["300", "100", "60"])
-def test_help_fits_100_columns_on_any_terminal(columns):
-    import os
-
-    result = subprocess.run([sys.executable, SCRIPT, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, COLUMNS=columns))
+def test_help_fits_100_columns_on_any_terminal(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)  # what argparse reads the width from (shutil.get_terminal_size)
+    result = run_main("--help")
     assert result.returncode == 0 and result.stdout.count("\n") > 40
     assert max(len(line) for line in result.stdout.splitlines()) <= 100
 
@@ -135,7 +158,7 @@ def test_features_with_several_columns_and_state_from_an_npz(tmp_path):
     features = np.arange(8.0).reshape(4, 2)
     state = np.full((4, 2), 0.25)
     np.savez(path, edges=np.array(SEED_EDGES), node_features=features, state=state)
-    result = run_cli("--graph", str(path), "--seed", "9", "--dry-run", "--num_classes", "4")
+    result = run_main("--graph", str(path), "--seed", "9", "--dry-run", "--num_classes", "4")
     assert result.returncode == 0, result.stderr
     expected = gnn_reference(features, SEED_EDGES, make_weights(9, 4, 2), state)["softmax"]
     np.testing.assert_allclose(printed_matrix(result.stdout), expected, atol=1e-6)
@@ -146,14 +169,14 @@ def test_edge_list_file_with_features_file(tmp_path):
     edges.write_text("# source target\n" + "\n".join(f"{s},{t}" for s, t in SEED_EDGES) + "\n")
     features = tmp_path / "features.npy"
     np.save(features, np.array(SEED_FEATURES))
-    from_file = run_cli("--graph", str(edges), "--node_features_file", str(features), "--seed", "4", "--dry-run")
-    from_strings = run_cli("--seed", "4", "--dry-run")
+    from_file = run_main("--graph", str(edges), "--node_features_file", str(features), "--seed", "4", "--dry-run")
+    from_strings = run_main("--seed", "4", "--dry-run")
     assert from_file.returncode == 0, from_file.stderr
     assert from_file.stdout == from_strings.stdout
 
 
 def test_large_random_graph_prints_a_summary_not_a_matrix():
-    result = run_cli("--random_graph", "2000", "20000", "--seed", "2", "--dry-run", "--verbose")
+    result = run_main("--random_graph", "2000", "20000", "--seed", "2", "--dry-run", "--verbose")
     assert result.returncode == 0, result.stderr
     assert "Adjacency matrix" not in result.stdout
     summary = [line for line in result.stdout.splitlines() if line.startswith("Graph: ")]
@@ -251,19 +274,19 @@ def test_corrupt_and_pickled_files_exit_2_with_the_samples_own_one_line(tmp_path
         (["--node_features_file", str(pickled)], "holds an array of Python objects (pickled), which the sample never loads"),
         (["--node_features_file", str(header)], "not a readable .npy file: the file is truncated or damaged"),
     ):
-        result = run_cli(*args, "--dry-run")
+        result = run_main(*args, "--dry-run")
         assert_one_line_error_from_subprocess(result, message)
         assert "allow_pickle" not in result.stderr and "Error" not in result.stderr  # no numpy words
         assert not result.stderr.rstrip().endswith("...")  # whole, not cut off
 
     with_features = tmp_path / "graph.npz"
     np.savez(with_features, edges=np.array(SEED_EDGES), node_features=np.ones(4))
-    result = run_cli("--graph", str(with_features), "--node_features", "[1,2,3,4]", "--dry-run")
+    result = run_main("--graph", str(with_features), "--node_features", "[1,2,3,4]", "--dry-run")
     assert result.returncode == 2 and "holds node_features already" in result.stderr
 
     wrong_dtype = tmp_path / "float_edges.npz"
     np.savez(wrong_dtype, edges=np.array(SEED_EDGES, dtype=np.float32), node_features=np.ones(4))
-    result = run_cli("--graph", str(wrong_dtype), "--dry-run")
+    result = run_main("--graph", str(wrong_dtype), "--dry-run")
     assert result.returncode == 2 and "node ids must be integers, got an array of dtype float32" in result.stderr
 
 
@@ -274,27 +297,27 @@ def test_graph_files_without_features_all_follow_one_rule_drawn_from_the_seed(tm
     text.write_bytes(b"\xef\xbb\xbf" + "\n".join(f"{s} {t}" for s, t in SEED_EDGES).encode())  # with a BOM
     archive = tmp_path / "edges.npz"
     np.savez(archive, edges=np.array(SEED_EDGES))
-    from_text = run_cli("--graph", str(text), "--seed", "6", "--dry-run")
-    from_archive = run_cli("--graph", str(archive), "--seed", "6", "--dry-run")
+    from_text = run_main("--graph", str(text), "--seed", "6", "--dry-run")
+    from_archive = run_main("--graph", str(archive), "--seed", "6", "--dry-run")
     assert from_text.returncode == 0, from_text.stderr
     assert from_text.stdout == from_archive.stdout
     assert "Node features: none given, so one per node is drawn from the seed, uniform in [0, 10)" in from_text.stdout
     features = np.random.default_rng((6, 1)).uniform(0.0, 10.0, size=(4, 1))
     expected = gnn_reference(features, SEED_EDGES, make_weights(6, 3, 1))["softmax"]
     np.testing.assert_allclose(printed_matrix(from_text.stdout), expected, atol=1e-6)
-    assert "Node features: none given" in run_cli("--random_graph", "20", "40", "--dry-run").stdout
-    assert "Node features" not in run_cli("--graph", str(text), "--node_features", "[1,2,3,4]", "--dry-run").stdout
+    assert "Node features: none given" in run_main("--random_graph", "20", "40", "--dry-run").stdout
+    assert "Node features" not in run_main("--graph", str(text), "--node_features", "[1,2,3,4]", "--dry-run").stdout
 
     too_few = tmp_path / "sparse.txt"
     too_few.write_text("0 1\n1 999999999999\n")  # N would be 1e12: refused before anything of size N
-    assert_one_line_error_from_subprocess(run_cli("--graph", str(too_few), "--dry-run"),
+    assert_one_line_error_from_subprocess(run_main("--graph", str(too_few), "--dry-run"),
                                           "2 edges with node ids up to 999999999999 cannot give each of")
     (tmp_path / "empty.txt").write_text("# no edges\n")
     np.savez(tmp_path / "empty.npz", edges=np.zeros((0, 2), np.int64))
     for no_edges in (tmp_path / "empty.txt", tmp_path / "empty.npz"):
-        assert_one_line_error_from_subprocess(run_cli("--graph", str(no_edges), "--dry-run"),
+        assert_one_line_error_from_subprocess(run_main("--graph", str(no_edges), "--dry-run"),
                                               "edges: there are none, so no node has an incoming edge")
-    assert "drawn from the seed" in run_cli("--help").stdout
+    assert "drawn from the seed" in run_main("--help").stdout
 
 
 def test_validation_report_lines_and_status():

@@ -1,6 +1,8 @@
 """The command line's engine options: --save_engine, --load_engine, --max_nodes, --max_edges, --steps,
 --batch_edges, --benchmark, --cuda_graph. Their checks run before TensorRT or CUDA is imported: bad values exit 2 with one
-line. --dry-run with --steps prints the reference of the final state. No TensorRT or GPU needed."""
+line. --dry-run with --steps prints the reference of the final state. No TensorRT or GPU needed. Runs about the
+process (imports, exit 3 without TensorRT, a subset of the bad values) go through a subprocess (run_cli), the
+others through main() in this process (run_main)."""
 
 import os
 
@@ -13,7 +15,13 @@ from graph import MAX_RANDOM_EDGES
 from common.limits import LARGE_FILE_BYTES, MAX_PROFILE_SIZE, MAX_STEPS
 
 from tests.conftest import full_tensorrt_missing_reason
-from tests.test_cli import SEED_FEATURES, assert_one_line_error, assert_one_line_error_from_subprocess, run_cli
+from tests.test_cli import (
+    SEED_FEATURES,
+    assert_one_line_error,
+    assert_one_line_error_from_subprocess,
+    run_cli,
+    run_main,
+)
 
 
 @pytest.fixture
@@ -93,7 +101,7 @@ def test_bad_engine_option_through_a_subprocess(files, index):
 
 
 def test_help_lists_the_engine_options():
-    result = run_cli("--help")
+    result = run_main("--help")
     assert result.returncode == 0
     for option in ("--save_engine", "--load_engine", "--max_nodes", "--max_edges", "--steps", "--batch_edges",
                    "--benchmark", "--cuda_graph"):
@@ -114,7 +122,7 @@ def printed_state(stdout: str) -> np.ndarray:
 
 
 def test_dry_run_with_steps_prints_the_reference_of_all_batches():
-    result = run_cli("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--node_features", "[1,10,100,1000]")
+    result = run_main("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--node_features", "[1,10,100,1000]")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert "the graph gives the 4 nodes, their features and the initial state (its own 6 edges are not used)" in result.stdout
@@ -131,7 +139,7 @@ def test_dry_run_with_steps_prints_the_reference_of_all_batches():
 
 
 def test_dry_run_mentions_engine_options_it_cannot_use(files):
-    result = run_cli("--dry-run", "--seed", "1", "--save_engine", os.path.join(files["folder"], "a.engine"), "--benchmark", "5")
+    result = run_main("--dry-run", "--seed", "1", "--save_engine", os.path.join(files["folder"], "a.engine"), "--benchmark", "5")
     assert result.returncode == 0, result.stderr
     assert "(--save_engine, --benchmark: no engine to act on in a dry run.)" in result.stdout
     assert not os.path.exists(os.path.join(files["folder"], "a.engine"))
@@ -139,14 +147,14 @@ def test_dry_run_mentions_engine_options_it_cannot_use(files):
 
 def test_dry_run_takes_cuda_graph_as_it_takes_steps_and_benchmark():
     """Checked the same (with --steps or --benchmark), then named among the options a dry run has no engine for."""
-    steps = run_cli("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--cuda_graph")
+    steps = run_main("--dry-run", "--seed", "4", "--steps", "3", "--batch_edges", "5", "--cuda_graph")
     assert steps.returncode == 0, steps.stderr
     assert "Final state X after 3 batches:" in steps.stdout
     assert "(--cuda_graph: no engine to act on in a dry run.)" in steps.stdout
-    benchmark = run_cli("--dry-run", "--seed", "1", "--benchmark", "5", "--cuda_graph")
+    benchmark = run_main("--dry-run", "--seed", "1", "--benchmark", "5", "--cuda_graph")
     assert benchmark.returncode == 0, benchmark.stderr
     assert "(--benchmark, --cuda_graph: no engine to act on in a dry run.)" in benchmark.stdout
-    alone = run_cli("--dry-run", "--seed", "1", "--cuda_graph")
+    alone = run_main("--dry-run", "--seed", "1", "--cuda_graph")
     assert_one_line_error_from_subprocess(alone, "--cuda_graph replays the executions of --steps K or --benchmark ITERS")
 
 
@@ -160,9 +168,9 @@ def test_progress_on_stderr_only_with_verbose_when_stderr_is_not_a_terminal(tmp_
     features = tmp_path / "features.npy"
     np.save(features, np.ones(LARGE_FILE_BYTES // 8 + 1))  # 64 MiB
     # The features describe far more nodes than the default edges reach: loading succeeds, validation fails.
-    quiet = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1")
+    quiet = run_main("--node_features_file", str(features), "--dry-run", "--seed", "1")
     assert quiet.returncode == 2 and quiet.stderr.count("\n") == 1  # the error line alone
-    verbose = run_cli("--node_features_file", str(features), "--dry-run", "--seed", "1", "-v")
+    verbose = run_main("--node_features_file", str(features), "--dry-run", "--seed", "1", "-v")
     assert verbose.returncode == 2
     lines = verbose.stderr.splitlines()
     assert lines[0].startswith(f"Reading --node_features_file {features} (64.0 MiB) ... done in ")

@@ -16,7 +16,7 @@ import pytest
 import aliased_io_plugin as cli
 from tests.import_check import heavy_modules_imported_by
 from tests.onnx_helpers import NUM_CLASSES, NUM_FEATURES, REWRITE_MISSING, needs_export, sample_model
-from tests.test_cli import ROOT, SCRIPT, assert_one_line_error, run_cli, run_cli_without
+from tests.test_cli import ROOT, SCRIPT, assert_one_line_error, run_cli, run_cli_without, run_main_fd
 from tests.test_network_onnx_parse import state_io_model
 
 # Four nodes with F = 3 features each, for the default edges (every node has an incoming edge).
@@ -34,13 +34,15 @@ def onnx_ops(path) -> list[str]:
 @needs_export
 @pytest.mark.parametrize("plugin", ["python", "aot"])
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_dry_run_rewrites_saves_and_runs_the_original_classifier_in_onnx_runtime(tmp_path_factory, tmp_path, plugin,
-                                                                               precision):
+def test_dry_run_rewrites_saves_and_runs_the_original_classifier_in_onnx_runtime(tmp_path_factory, tmp_path, capfd,
+                                                                               plugin, precision):
     """--dry-run --onnx M --save_onnx O on a CPU-only machine writes a model with the plugin node and no Scatter
-    node; the rewritten model in ONNX Runtime matches ONNX Runtime on the original and the float64 reference."""
+    node; the rewritten model in ONNX Runtime matches ONNX Runtime on the original and the float64 reference.
+    fp32 with the Python plugin through the script, the others through main() in this process (run_main_fd)."""
     model = sample_model(tmp_path_factory, "classifier", precision)
     out = tmp_path / "rewritten.onnx"
-    result = run_cli("--dry-run", *CLASSIFIER_ARGS, "--precision", precision, "--plugin", plugin, "--onnx", str(model),
+    run = run_cli if (precision, plugin) == ("fp32", "python") else lambda *args: run_main_fd(capfd, *args)
+    result = run("--dry-run", *CLASSIFIER_ARGS, "--precision", precision, "--plugin", plugin, "--onnx", str(model),
                      "--save_onnx", str(out), "--validate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == ""
@@ -63,14 +65,14 @@ def test_dry_run_rewrites_saves_and_runs_the_original_classifier_in_onnx_runtime
 
 
 @needs_export
-def test_dry_run_output_is_onnx_runtimes_and_matches_the_reference_printed_without_onnx(tmp_path_factory):
+def test_dry_run_output_is_onnx_runtimes_and_matches_the_reference_printed_without_onnx(tmp_path_factory, capfd):
     """The matrix a dry run prints with --onnx (the rewritten model in ONNX Runtime) is the float64 reference a
     plain dry run prints, to the printed digits."""
     from tests.test_cli import printed_matrix
 
     model = sample_model(tmp_path_factory, "classifier", "fp32")
-    with_onnx = run_cli("--dry-run", *CLASSIFIER_ARGS, "--onnx", str(model))
-    plain = run_cli("--dry-run", *CLASSIFIER_ARGS)
+    with_onnx = run_main_fd(capfd, "--dry-run", *CLASSIFIER_ARGS, "--onnx", str(model))
+    plain = run_main_fd(capfd, "--dry-run", *CLASSIFIER_ARGS)
     assert with_onnx.returncode == 0 and plain.returncode == 0, with_onnx.stderr + plain.stderr
     heading = f"Classifier output (ONNX Runtime, the rewritten {model}):\n"
     onnx_matrix = printed_matrix(with_onnx.stdout.replace(heading, "Classifier output:\n"))
@@ -80,14 +82,14 @@ def test_dry_run_output_is_onnx_runtimes_and_matches_the_reference_printed_witho
 
 @needs_export
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_dry_run_steps_runs_the_state_model_once_per_batch(tmp_path_factory, tmp_path, precision):
+def test_dry_run_steps_runs_the_state_model_once_per_batch(tmp_path_factory, tmp_path, capfd, precision):
     """--steps with the exported state-update model: ONNX Runtime runs the rewritten model once per batch with
     X_out fed back, and the final state lies within the rounding bound of the float64 reference of all batches
     and twice that of ONNX Runtime's on the original."""
     model = sample_model(tmp_path_factory, "state", precision)
     out = tmp_path / "state.onnx"
-    result = run_cli("--dry-run", *STEPS_ARGS, "--precision", precision, "--onnx", str(model), "--save_onnx", str(out),
-                     "--validate")
+    result = run_main_fd(capfd, "--dry-run", *STEPS_ARGS, "--precision", precision, "--onnx", str(model),
+                         "--save_onnx", str(out), "--validate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Final state X after 4 batches (ONNX Runtime, the rewritten {model}):" in result.stdout
     assert "Final state against the float64 reference of all 4 batches: largest absolute error" in result.stdout

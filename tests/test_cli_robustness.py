@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import unittest.mock
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from tests.test_cli import (
     assert_one_line_error,
     assert_one_line_error_from_subprocess,
     run_cli,
+    run_main,
 )
 from tests.onnx_helpers import NUM_CLASSES, NUM_FEATURES, needs_export, sample_model
 
@@ -39,10 +41,13 @@ def path_args(option: str, path: str) -> list[str]:
 
 
 # --- paths the operating system refuses ----------------------------------------------------------------------
-@pytest.mark.parametrize("option", PATH_OPTIONS)
-def test_a_name_longer_than_the_system_allows_is_one_line_for_every_path_option(option):
+# Every option in this process (run_main), one of them also through a subprocess (run_cli): the refusal is
+# the same code for all six, the process adds only the exit status and stderr as a user gets them.
+@pytest.mark.parametrize("option, run", [*((option, run_main) for option in PATH_OPTIONS), ("--graph", run_cli)],
+                         ids=[*PATH_OPTIONS, "--graph-subprocess"])
+def test_a_name_longer_than_the_system_allows_is_one_line_for_every_path_option(option, run):
     name = "a" * (os.pathconf("/", "PC_NAME_MAX") + 1)
-    result = run_cli(*path_args(option, name))
+    result = run(*path_args(option, name))
     assert_one_line_error_from_subprocess(result, f"{option} {'a' * 60}...")
     assert "the name is longer than this system allows" in result.stderr and f"({len(name)} characters)" in result.stderr
 
@@ -50,9 +55,19 @@ def test_a_name_longer_than_the_system_allows_is_one_line_for_every_path_option(
 @pytest.mark.parametrize("option", PATH_OPTIONS)
 @pytest.mark.parametrize("name", ["graph\nfile", "\x1b[31mred", "tab\there", " padded "])
 def test_control_characters_in_a_name_are_quoted_one_way_for_every_path_option(option, name):
-    result = run_cli(*path_args(option, f"missing_folder/{name}" if option.startswith("--save") else name))
+    result = run_main(*path_args(option, f"missing_folder/{name}" if option.startswith("--save") else name))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert repr(name)[1:-1] in result.stderr  # escaped as Python writes it, inside the quoted name
+    assert "\x1b" not in result.stderr and "\t" not in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--graph", "--save_engine"])
+def test_control_characters_in_a_name_reach_the_terminal_escaped_from_the_script(option):
+    """The same refusal through a subprocess, as the user's terminal gets it (one name of each kind at once)."""
+    name = "\x1b[31mred\ttab\nline"
+    result = run_cli(*path_args(option, f"missing_folder/{name}" if option.startswith("--save") else name))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert repr(name)[1:-1] in result.stderr and "Traceback" not in result.stderr
     assert "\x1b" not in result.stderr and "\t" not in result.stderr
 
 
@@ -138,9 +153,19 @@ def test_files_and_folders_the_user_may_not_read_or_write_are_one_line(guarded_f
 
 # --- Ctrl-C and a full disk ------------------------------------------------------------------------------------
 def test_ctrl_c_during_a_long_step_is_one_line_interrupted_and_exit_130():
-    process = subprocess.Popen([sys.executable, SCRIPT, "--random_graph", "20000000", "20000000", "--num_classes", "1",
-                                "--dry-run", "-v", "--seed", "1"], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+    # A session started with SIGINT ignored (a background job of a non-interactive shell: `pytest &`) passes
+    # that on through exec, and the script would then run to the end: the child gets the default, as from a
+    # terminal (a handled signal is reset to the default at exec).
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, SCRIPT, "--random_graph", "20000000", "20000000", "--num_classes",
+                                    "1", "--dry-run", "-v", "--seed", "1"], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     seen = b""
     while b"Drawing a random graph" not in seen:  # the progress line, written (without its end) when the step starts
         chunk = os.read(process.stderr.fileno(), 4096)
@@ -202,8 +227,9 @@ def test_save_engine_never_overwrites_an_input_the_script_or_a_non_regular_file(
     names = {"graph": graph, "link": tmp_path / "link.npz", "features": features, "script": SCRIPT,
              "fifo": tmp_path / "fifo", "tmp": tmp_path}
     before = graph.read_bytes(), features.read_bytes()
-    result = run_cli("--graph", str(graph), "--node_features_file", str(features), "--save_engine",
-                     target.format(**names), "--seed", "1")  # no --dry-run: refused before any work all the same
+    run = run_cli if target == "{graph}" else run_main  # one through the script, the others in this process
+    result = run("--graph", str(graph), "--node_features_file", str(features), "--save_engine",
+                 target.format(**names), "--seed", "1")  # no --dry-run: refused before any work all the same
     assert_one_line_error_from_subprocess(result, message.format(**names))
     assert result.stdout == "" and (graph.read_bytes(), features.read_bytes()) == before
 
@@ -433,8 +459,10 @@ def test_a_model_that_does_not_serialize_is_one_line():
 
 # --- --help ------------------------------------------------------------------------------------------------------
 def help_text(columns: int) -> str:
-    result = subprocess.run([sys.executable, SCRIPT, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, COLUMNS=str(columns)))
+    """--help for a terminal of `columns` (COLUMNS, which argparse reads in this process as in a child; the
+    script's own --help runs through a subprocess in tests/test_cli.py)."""
+    with unittest.mock.patch.dict(os.environ, COLUMNS=str(columns)):
+        result = run_main("--help")
     assert result.returncode == 0 and result.stderr == ""
     return result.stdout
 

@@ -8,12 +8,14 @@ engine), printing the bindings the page shows. The engine steps are tensorrt-mar
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.onnx_helpers import needs_export
+from tests.background import BackgroundJob
+from tests.onnx_helpers import EXPORT_MISSING, needs_export
 from tests.test_cpp_state import recent_program, run_program
 
 __all__ = ["recent_program"]
@@ -36,18 +38,44 @@ def command(prefix: str) -> list[str]:
     raise AssertionError(f"no command {prefix!r} on the page")
 
 
+# The walk (the page's export, then its dry run, each in a fresh process as the page runs them) starts in the
+# background when collection ends (tests/conftest.py: start_background); the `walked` fixture waits for it.
+_WALK: dict[str, BackgroundJob] = {}
+
+
+def _walk(job: BackgroundJob) -> None:
+    (job.folder / "export_memory.py").write_text(blocks("python")[0])
+    exported = job.results["exported"] = job.run([sys.executable, "export_memory.py"], cwd=job.folder)
+    if exported is None or exported.returncode != 0:
+        return
+    words = job.results["words"] = command("python3 aliased_io_plugin.py --onnx memory.onnx --plugin aot")
+    if "--dry-run" in words and "--save_outputs" in words:
+        job.results["dry"] = job.run([sys.executable, str(ROOT / "aliased_io_plugin.py"), *words[2:]], cwd=job.folder)
+
+
+def start_background(config: pytest.Config | None) -> None:
+    """Starts the walk in a folder of its own, once per session (where the export can run)."""
+    if "job" not in _WALK and EXPORT_MISSING is None:
+        _WALK["job"] = BackgroundJob("own-model-walk", _walk, Path(tempfile.mkdtemp(prefix="own-model-walk-")))
+
+
+def stop_background() -> None:
+    """Ends a walk no test waited for, and removes its folder (pytest_sessionfinish)."""
+    if "job" in _WALK:
+        _WALK["job"].stop()
+
+
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+def walked() -> tuple[Path, subprocess.CompletedProcess]:
     """The folder where the page's export and dry run ran, and the dry run's result."""
-    folder = tmp_path_factory.mktemp("walk")
-    (folder / "export_memory.py").write_text(blocks("python")[0])
-    exported = subprocess.run([sys.executable, "export_memory.py"], cwd=folder, capture_output=True, text=True)
+    start_background(None)  # started at the end of collection already, unless run otherwise
+    job = _WALK["job"]
+    job.wait(timeout=1200)
+    exported = job.results["exported"]
     assert exported.returncode == 0, exported.stdout + exported.stderr
-    words = command("python3 aliased_io_plugin.py --onnx memory.onnx --plugin aot")
+    words = job.results["words"]
     assert "--dry-run" in words and "--save_outputs" in words
-    dry = subprocess.run([sys.executable, str(ROOT / "aliased_io_plugin.py"), *words[2:]], cwd=folder,
-                         capture_output=True, text=True, timeout=600)
-    return folder, dry
+    return job.folder, job.results["dry"]
 
 
 def test_the_pages_dry_run_rewrites_the_model_and_proves_it_against_onnx_runtime(walked):
