@@ -22,7 +22,6 @@ host_us_per_call_interleaved) at N = 1e6: the Python plugin's launch (and Scatte
 tensorrt imports) beside torch's index_copy_.
 """
 
-import ctypes
 import sys
 from pathlib import Path
 
@@ -63,7 +62,7 @@ def methods(case: dict, functions: dict, dtype_name: str) -> dict:
     from cuda.bindings import driver
 
     from plugin.cuda_check import check
-    from plugin.kernels.aot import aot_argument_types, aot_arguments, aot_launch_params
+    from plugin.kernels.aot import aot_launch_params, packed_aot_arguments
     from plugin.kernels.overwrite import PreparedOverwrite, overwrite_kernel, overwrite_sizes
 
     state, batches = case["state"], case["batches"]
@@ -79,10 +78,8 @@ def methods(case: dict, functions: dict, dtype_name: str) -> dict:
     aot_calls = []  # per batch, prepared once, as TensorRT prepares an AOT launch
     for src, index in batches:
         pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        slots = [kind(v) for kind, v in zip(aot_argument_types(kernel), aot_arguments(kernel, pointers, sizes))]
-        array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-        aot_calls.append(((functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on, ctypes.addressof(array), 0),
-                          slots, array))
+        address, owner = packed_aot_arguments(kernel, pointers, sizes)
+        aot_calls.append(((functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on, address, 0), owner))
 
     def aot(i: int) -> None:
         result = driver.cuLaunchKernel(*aot_calls[i][0])

@@ -199,6 +199,16 @@ def aot_arguments(kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping
             + tuple(pointers[name] for name in kernel.outputs))
 
 
+def packed_aot_arguments(kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int]) -> tuple[int, Any]:
+    """(address, owner): aot_arguments packed once as cuLaunchKernel's kernelParams (an array of pointers to
+    ctypes values) and the object that keeps them alive while the address may be passed."""
+    import ctypes
+
+    slots = [kind(value) for kind, value in zip(aot_argument_types(kernel), aot_arguments(kernel, pointers, sizes))]
+    array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
+    return ctypes.addressof(array), (slots, array)
+
+
 def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int],
                       stream: int) -> None:
     """Launches `kernel` as TensorRT does for its AOT plugin: the grid of aot_launch_params(sizes), then
@@ -256,8 +266,6 @@ class PreparedAotLaunch:
 
     def __init__(self, functions: Mapping[str, Any], *, half: bool, pointers: Mapping[str, int], num_nodes: int,
                  num_edges: int, num_features: int, stream: int, max_edges: int | None = None) -> None:
-        import ctypes
-
         from cuda.bindings import driver
 
         sizes, fills, names = aot_scatter_add_steps(half=half, with_counts="counts" in pointers,
@@ -271,12 +279,9 @@ class PreparedAotLaunch:
         for name in names:
             kernel = AOT_KERNELS[name]
             grid, block, shared = aot_launch_params(kernel, sizes)
-            values = aot_arguments(kernel, pointers, sizes)
-            slots = [kind(value) for kind, value in zip(aot_argument_types(kernel), values)]
-            array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-            self._keep += [slots, array]
-            calls.append((driver.cuLaunchKernel, (functions[name], grid, 1, 1, block, 1, 1, shared, on,
-                                                  ctypes.addressof(array), 0)))
+            address, owner = packed_aot_arguments(kernel, pointers, sizes)
+            self._keep.append(owner)
+            calls.append((driver.cuLaunchKernel, (functions[name], grid, 1, 1, block, 1, 1, shared, on, address, 0)))
         self._calls = tuple(calls)
 
     def __call__(self) -> None:

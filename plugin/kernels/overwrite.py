@@ -8,7 +8,6 @@ launch per call. Every call is O(E F): nothing of size N, no workspace. docs/ove
 its cost.
 """
 
-import ctypes
 import functools
 import threading
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from plugin.kernels.aot import (
     aot_compile_options,
     aot_launch_params,
     declare_ptx_isa,
+    packed_aot_arguments,
 )
 
 OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
@@ -157,18 +157,15 @@ class PreparedOverwrite:
         self._driver = driver
         self._bound: tuple[int, ...] | None = None  # the pointers and stream the arguments below hold
         self._launch: tuple[Any, ...] = ()
-        self._keep: list[Any] = []  # the ctypes objects the packed arguments point into
+        self._keep: Any = None  # what the packed arguments point into
 
     def _bind(self, state: int, src: int, index: int, stream: int) -> None:
         if not (state and src and index):
             raise ValueError("state, src and index must be device addresses")
-        named = {"state": state, "src": src, "index": index}
-        slots = [kind(value) for kind, value in zip(aot_argument_types(self.kernel),
-                                                    aot_arguments(self.kernel, named, self.sizes))]
-        array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-        self._keep = [slots, array]
+        address, self._keep = packed_aot_arguments(self.kernel, {"state": state, "src": src, "index": index},
+                                                   self.sizes)
         self._launch = (self.function, self.grid, 1, 1, self.block, 1, 1, self.shared,
-                        self._driver.CUstream(int(stream)), ctypes.addressof(array), 0)
+                        self._driver.CUstream(int(stream)), address, 0)
         self._bound = (state, src, index, stream)
 
     def __call__(self, state: int, src: int, index: int, stream: int) -> None:
