@@ -1,7 +1,7 @@
 """Scatter-add (sums and counts) on the GPU: this repository's kernel against torch, PyG and a label-loop kernel.
 
     python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...]
-                                            [--variants] [--baseline DIR]
+                                            [--baseline DIR]
 
 Needs torch (and optionally torch_geometric, triton, matplotlib) on a CUDA machine. Per row: the median of
 CUDA-event timings after warm-up (benchmarks/gpu_timing.py), fresh random inputs (standard normal values,
@@ -14,8 +14,8 @@ reduce="sum") + bincount (into a new tensor, not added to the state); label-loop
 run: one float32 atomic per edge into N nodes with the same targets (the direct path, F = 1, no counts), and
 what share of ours it is. Prints a markdown table; with --out writes it (.md, .csv) and a plot.
 --sizes and --dtypes restrict the table to some rows (e.g. --sizes 1e6:1e7:1,1e4:1e6:1 --dtypes float32).
---variants times the kernel's variants at chosen sizes; --baseline DIR imports `plugin` from DIR (e.g. an
-older version's files) and times only its "auto" plan at those sizes, to compare versions in one run.
+--baseline DIR imports `plugin` from DIR (e.g. an older version's files) and times only its "auto" plan at
+BASELINE_SIZES, to compare versions in one run.
 """
 
 import argparse
@@ -72,7 +72,7 @@ def make_inputs(num_nodes, num_edges, num_features, dtype, sets):
     return state, inputs
 
 
-def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_others=True, variants=None):
+def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_others=True):
     import torch
 
     from plugin.kernels import scatter_add_workspace_size
@@ -115,10 +115,6 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         alternatives = [ours(state, src, index, counts, workspace, **kwargs) for src, index in inputs]
         row[f"other[{name}]_ms"] = time_gpu_ms(lambda i: alternatives[i](), sets=sets)
         row["others"] += f"{'; ' if row['others'] else ''}{fmt(row[f'other[{name}]_ms'])} {name}"
-    for name, kwargs in (variants or {}).items():
-        variant = [ours(state, src, index, counts, workspace, **kwargs) for src, index in inputs]
-        row[f"ours[{name}]_ms"] = time_gpu_ms(lambda i: variant[i](), sets=sets)
-        row[f"plan[{name}]"] = describe(variant[0]())
     if with_others:
         def torch_call(i):
             src, index = inputs[i]
@@ -230,16 +226,8 @@ def plot(rows, path: Path) -> None:
     figure.savefig(path, dpi=72)
 
 
-def _sliced(*widths: int) -> dict:
-    return {f"shared {w}": dict(algorithm="shared", max_slice_width=w) for w in widths}
-
-
-VARIANT_SIZES = [  # (N, E, F, dtype, {variant name: launch overrides}): the shared kernel's feature slices at F = 64
-    (10**3, 10**6, 64, "float32", _sliced(32, 16, 8, 4)),
-    (10**3, 10**7, 64, "float32", _sliced(32, 16, 8, 4)),
-    (10**4, 10**6, 64, "float32", _sliced(4)),
-    (10**3, 10**6, 64, "float16", _sliced(32, 16, 8)),
-]
+BASELINE_SIZES = [(10**3, 10**6, 64, "float32"), (10**3, 10**7, 64, "float32"), (10**4, 10**6, 64, "float32"),
+                  (10**3, 10**6, 64, "float16")]  # (N, E, F, dtype) of --baseline
 
 
 def parse_sizes(text: str) -> list[tuple[int, int, int]]:
@@ -265,9 +253,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
     parser.add_argument("--sizes", type=parse_sizes, help="only these rows, N:E:F comma-separated (1e6 allowed)")
     parser.add_argument("--dtypes", type=dtype_names, default="float32,float16", help="comma-separated: float32, float16")
-    parser.add_argument("--variants", action="store_true", help="time the kernel's variants at chosen sizes")
-    parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at the "
-                        "variant sizes only")
+    parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at "
+                        "BASELINE_SIZES only")
     args = parser.parse_args()
     require_torch_gpu("bench_scatter_add.py")
     import torch
@@ -278,18 +265,15 @@ def main() -> int:
     bandwidth = copy_bandwidth_bytes_per_s()
     print(f"{device_name()}: device-to-device copy {bandwidth / 1e12:.2f} TB/s (read + write)", flush=True)
 
-    if args.variants or args.baseline:
+    if args.baseline:
         import plugin.kernels
 
         print(f"plugin.kernels from {Path(plugin.kernels.__file__).parent}", flush=True)
-        for n, e, f, dtype, variants in VARIANT_SIZES:
-            row = bench_row(n, e, f, getattr(torch, dtype), bandwidth, with_others=False,
-                            variants=None if args.baseline else variants)
-            extra = "  ".join(f"{k}={fmt(v)} [{row.get('plan[' + k[5:-4] + ']', '')}]" for k, v in row.items()
-                              if k.startswith("ours[") and k.endswith("_ms"))
+        for n, e, f, dtype in BASELINE_SIZES:
+            row = bench_row(n, e, f, getattr(torch, dtype), bandwidth, with_others=False)
             print(f"{dtype} N={exp10(n)} E={exp10(e)} F={f}: floor {fmt(row['floor_ms'])} auto={fmt(row['ours_ms'])} "
-                  f"[{row['plan']}]  {extra}", flush=True)
-        print(f"variants took {time.time() - started:.0f} s", flush=True)
+                  f"[{row['plan']}]", flush=True)
+        print(f"baseline took {time.time() - started:.0f} s", flush=True)
         return 0
 
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)

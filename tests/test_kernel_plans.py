@@ -71,14 +71,18 @@ def test_few_nodes_many_edges_use_shared_memory(dtype):
     assert plan.scatter.shared_bytes == 4 * 1000 * 2 <= H200_LIKE.max_shared_per_block
 
 
-def test_rows_too_wide_for_shared_memory_use_global_atomics_unless_sliced_on_request():
+def test_rows_too_wide_for_shared_memory_use_global_atomics_and_shared_memory_holds_whole_rows_only():
     assert plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, with_counts=True).algorithm == "global"
     assert plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "direct"  # no counts
-    plan = plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
-    assert plan.algorithm == "shared" and plan.slice_width < 64 and plan.slice_width % 4 == 0
-    assert plan.scatter.grid[1] == -(-64 // plan.slice_width)
-    assert plan.slice_width * plan.scatter.grid[1] - 64 < 4 * plan.scatter.grid[1]  # slices of even width
+    with pytest.raises(ValueError, match="cannot hold 1000 nodes of 64 features"):
+        plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
+    # the most nodes of 64 features whose rows and counts fit beside the row queues
+    most = (H200_LIKE.max_shared_per_block - QUEUE_BYTES_PER_BLOCK) // (4 * 65)
+    plan = plan_for(most, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
+    assert plan.scatter.grid[1] == 1 and plan.scatter.shared_bytes == 4 * most * 65
     assert plan.scatter.shared_bytes + QUEUE_BYTES_PER_BLOCK <= H200_LIKE.max_shared_per_block
+    with pytest.raises(ValueError, match="cannot hold"):
+        plan_for(most + 1, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
 
 
 def test_many_nodes_use_global_atomics_and_fewer_edges_than_nodes_never_use_shared():

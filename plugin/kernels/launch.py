@@ -289,8 +289,7 @@ class PreparedScatterAdd:
 
     def __init__(self, *, num_nodes: int, num_edges: int, num_features: int, dtype: object, with_counts: bool,
                  with_skipped: bool = False, workspace_size: int = 0, algorithm: str = "auto",
-                 node_passes: int | None = None, paired: bool | None = None,
-                 max_slice_width: int | None = None) -> None:
+                 node_passes: int | None = None, paired: bool | None = None) -> None:
         self.dtype = kernel_dtype(dtype)
         _validate_sizes(num_nodes, num_edges, num_features)
         self.num_nodes, self.num_edges, self.num_features = int(num_nodes), int(num_edges), int(num_features)
@@ -300,7 +299,7 @@ class PreparedScatterAdd:
         if self.table is not None:  # also where another path will not use it: the same workspace everywhere
             _check_table_workspace(self.table.nbytes, 1, workspace_size)
         self.workspace_size = int(workspace_size)
-        self.options = (algorithm, node_passes, paired, max_slice_width)
+        self.options = (algorithm, node_passes, paired)
         self.backend = backend
         self.kernels = self.backend.kernels(self.dtype)
         self.context = self.backend.context_id()
@@ -491,7 +490,7 @@ class PreparedScatterAdd:
                     num_features)
             for node_lo, node_hi in plan.node_ranges:
                 if plan.algorithm == "shared":
-                    kernel(plan.scatter, *head, plan.lanes_log2, plan.slice_width, dest, counts, self._skipped)
+                    kernel(plan.scatter, *head, plan.lanes_log2, dest, counts, self._skipped)
                 elif plan.algorithm == "chunked":
                     kernel(plan.scatter, *head, plan.chunk_edges, dest, counts, self._skipped)
                 else:
@@ -616,7 +615,6 @@ def scatter_add_launch(
     algorithm: str = "auto",
     node_passes: int | None = None,
     paired: bool | None = None,
-    max_slice_width: int | None = None,
 ) -> LaunchPlan | None:
     """state[index[e], :] += src[e, :] for e < num_edges, in place on `stream`; counts[n] = #{e: index[e] = n}.
 
@@ -627,16 +625,16 @@ def scatter_add_launch(
     The paired path (counts, F = 1) sums in the counts buffer itself, so it needs counts 8-byte aligned, and the
     grid_table and split_table paths an 8-byte aligned workspace (cuMemAlloc and TensorRT give 256); else "auto"
     takes another path. `algorithm` (plan.py ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only),
-    `node_passes`, `paired` and `max_slice_width` override plan.py's choices for tests and benchmarks. Returns
+    `node_passes` and `paired` override plan.py's choices for tests and benchmarks. Returns
     the plan (None when E = 0). The work for each set of sizes and options is prepared once (a PreparedScatterAdd,
     kept per thread and checked against the current CUDA context).
     """
     key = (dtype, num_nodes, num_edges, num_features, not counts, not skipped, workspace_size, algorithm,
-           node_passes, paired, max_slice_width)
+           node_passes, paired)
     seam = backend
     local = seam.threads
     last_key, prepared = local.last
-    if key != last_key:  # a tuple comparison; the dict lookup would hash all 11 fields first
+    if key != last_key:  # a tuple comparison; the dict lookup would hash all 10 fields first
         prepared = local.launches.get(key)
         if prepared is not None:
             local.last = (key, prepared)
@@ -664,6 +662,6 @@ def scatter_add_launch(
         prepared = cache[key] = PreparedScatterAdd(
             num_nodes=num_nodes, num_edges=num_edges, num_features=num_features, dtype=resolved,
             with_counts=bool(counts), with_skipped=bool(skipped), workspace_size=workspace_size,
-            algorithm=algorithm, node_passes=node_passes, paired=paired, max_slice_width=max_slice_width)
+            algorithm=algorithm, node_passes=node_passes, paired=paired)
         local.last = (key, prepared)
     return prepared(state, src, index, counts, workspace, stream, skipped)

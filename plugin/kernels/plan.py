@@ -108,8 +108,8 @@ class DeviceInfo:
 class LaunchRequest:
     """Everything a plan depends on (hashable: the launcher caches plans on it). workspace: the bytes given;
     counts_aligned / workspace_aligned: counts at a multiple of PAIR_BYTES, the workspace of SLOT_ALIGNMENT;
-    cooperative: cooperative launches are possible. algorithm, node_passes, paired and max_slice_width
-    override "auto" (tests, benchmarks)."""
+    cooperative: cooperative launches are possible. algorithm, node_passes and paired override "auto" (tests,
+    benchmarks)."""
 
     num_nodes: int
     num_edges: int
@@ -124,7 +124,6 @@ class LaunchRequest:
     algorithm: str = "auto"
     node_passes: int | None = None
     paired: bool | None = None
-    max_slice_width: int | None = None
 
     @property
     def half(self) -> bool:
@@ -133,7 +132,7 @@ class LaunchRequest:
     @property
     def overridden(self) -> bool:
         """Whether an override other than the algorithm narrows "auto" to the atomics paths."""
-        return self.node_passes is not None or self.paired is not None or self.max_slice_width is not None
+        return self.node_passes is not None or self.paired is not None
 
 
 @dataclass(frozen=True)
@@ -214,7 +213,6 @@ class LaunchPlan:
     vec: int
     scatter: KernelLaunch
     lanes_log2: int = 0  # "shared" / "global": log2 of the lanes sharing a row
-    slice_width: int = 0  # "shared": features per block; else num_features
     node_ranges: tuple[tuple[int, int], ...] = ()  # one scatter launch per range of target nodes
     table: TableLayout | None = None  # float16 without pairs, on the atomics and chunked paths
     apply: KernelLaunch | None = None  # apply_table over `table`
@@ -360,21 +358,11 @@ def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_ad
     return 1
 
 
-def shared_slice_width(num_nodes: int, num_features: int, vec: int, device: DeviceInfo,
-                       max_slice_width: int | None = None) -> int:
-    """Features per block that fit in shared memory with all nodes (sums + counts), at most max_slice_width;
-    0 if not even VEC fit."""
-    if num_nodes <= 0:
-        return 0
-    budget = device.max_shared_per_block - QUEUE_BYTES_PER_BLOCK
-    floats_per_node = budget // (4 * num_nodes) - 1  # one word per node for counts
-    if max_slice_width is not None:
-        floats_per_node = min(floats_per_node, max_slice_width)
-    widest = min(num_features, floats_per_node - floats_per_node % vec)
-    if widest < vec:
-        return 0
-    even = _cdiv(num_features, _cdiv(num_features, widest))  # the same work for every slice
-    return _cdiv(even, vec) * vec
+def shared_holds(num_nodes: int, num_features: int, device: DeviceInfo) -> bool:
+    """Whether one block's shared memory holds whole rows of all nodes (float32 sums and a count each) beside the
+    row queues. Rows that do not fit take global atomics: feature slices of them measured 2-4x slower
+    (NOTES.md, "F = 64 with few nodes")."""
+    return num_nodes > 0 and 4 * num_nodes * (num_features + 1) + QUEUE_BYTES_PER_BLOCK <= device.max_shared_per_block
 
 
 def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, l2_bytes: int) -> int:
@@ -428,8 +416,8 @@ class Path:
         return self.workspace(dataclasses.replace(r, algorithm=self.name))
 
     def _one_plan(self, r: LaunchRequest, scatter: KernelLaunch, vec: int = 1, **fields: object) -> LaunchPlan:
-        return LaunchPlan(self.name, self.name, vec, scatter, slice_width=r.num_features,
-                          node_ranges=((0, r.num_nodes),), **fields)  # type: ignore[arg-type]
+        return LaunchPlan(self.name, self.name, vec, scatter, node_ranges=((0, r.num_nodes),),
+                          **fields)  # type: ignore[arg-type]
 
 
 def _table(r: LaunchRequest) -> TableLayout | None:
@@ -496,8 +484,8 @@ class Chunked(Path):
         table = _table(r)
         apply, apply_lanes_log2 = _apply_for(table, vec, r.num_features, d)
         return LaunchPlan("chunked", "chunked", vec, KernelLaunch(f"chunk_reduce_v{vec}", (blocks, slices), shared),
-                          slice_width=r.num_features, node_ranges=((0, r.num_nodes),), table=table,
-                          apply=apply, apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
+                          node_ranges=((0, r.num_nodes),), table=table, apply=apply,
+                          apply_lanes_log2=apply_lanes_log2, chunk_edges=chunk_edges)
 
 
 class BlockTable(Uncounted):
@@ -593,7 +581,7 @@ class Direct(Uncounted):
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
-        if not _auto_uncounted(r) or (shared_slice_width(r.num_nodes, r.num_features, r.vec, d) == r.num_features
+        if not _auto_uncounted(r) or (shared_holds(r.num_nodes, r.num_features, d)
                                       and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
             return False
         return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, d.l2_bytes) == 1
@@ -651,8 +639,7 @@ class Sorted(Path):
             fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, warps_per_block), slices))
         sort = SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes,
                         place_ranges, reduce, fixup)
-        return LaunchPlan("sorted", "sorted", vec, reduce, slice_width=r.num_features, node_ranges=((0, nodes),),
-                          sort=sort)
+        return LaunchPlan("sorted", "sorted", vec, reduce, node_ranges=((0, nodes),), sort=sort)
 
 
 def _pairs_possible(r: LaunchRequest) -> bool:
@@ -693,32 +680,29 @@ class Shared(Path):
     name, kernels = "shared", ("scatter_shared_v*", "scatter_shared_pairs")
     row = "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global)"
 
-    def width(self, r: LaunchRequest, d: DeviceInfo) -> int:
-        """Features per block, 0 where shared memory cannot hold the nodes (float16: or the table is hashed)."""
-        return 0 if _hashed(r) else shared_slice_width(r.num_nodes, r.num_features, r.vec, d, r.max_slice_width)
-
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        return None if self.width(r, d) else f"the shared-memory kernel cannot hold {r.num_nodes} nodes on this device"
+        """float16: only where the table has one slot per node."""
+        if _hashed(r) or not shared_holds(r.num_nodes, r.num_features, d):
+            return (f"the shared-memory kernel cannot hold {r.num_nodes} nodes of {r.num_features} features on this "
+                    "device")
+        return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         pairs_beat_shared = (_pairs_pay(r, d) and r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
                              and r.num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * r.num_nodes)
-        return (self.width(r, d) == r.num_features and r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes
-                and not pairs_beat_shared)
+        return r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes and not pairs_beat_shared
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
         block per SM, at most the resident blocks."""
         pairs = _paired(r, False)
-        slice_width = self.width(r, d)
-        slices = _cdiv(r.num_features, slice_width)
-        shared_bytes = 4 * r.num_nodes * (slice_width + 1)
-        most = max(1, d.sm_count * resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK) // slices)
+        shared_bytes = 4 * r.num_nodes * (r.num_features + 1)
+        most = max(1, d.sm_count * resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK))
         blocks = max(1, min(most, max(d.sm_count, _cdiv(r.num_edges, 4 * r.num_nodes))))
         kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{r.vec}"
-        plan = LaunchPlan("shared", "shared", r.vec, KernelLaunch(kernel, (blocks, slices), shared_bytes),
-                          lanes_log2=lanes_log2_for(slice_width // r.vec), slice_width=slice_width,
-                          node_ranges=((0, r.num_nodes),), paired=pairs)
+        plan = LaunchPlan("shared", "shared", r.vec, KernelLaunch(kernel, (blocks, 1), shared_bytes),
+                          lanes_log2=lanes_log2_for(r.num_features // r.vec), node_ranges=((0, r.num_nodes),),
+                          paired=pairs)
         return _fold_and_apply(r, d, plan)
 
 
@@ -747,8 +731,7 @@ class Global(Path):
             passes = max(1, min(passes, r.num_nodes))
         ranges = tuple((r.num_nodes * k // passes, r.num_nodes * (k + 1) // passes) for k in range(passes))
         plan = LaunchPlan("pairs" if pairs else "global", "hashed" if hashed else "global", r.vec,
-                          KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2, slice_width=r.num_features,
-                          node_ranges=ranges, paired=pairs)
+                          KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2, node_ranges=ranges, paired=pairs)
         return _fold_and_apply(r, d, plan)
 
 

@@ -218,14 +218,14 @@ __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 ba
     return queued;
 }
 
-// Adds the queued rows' chunks [first_feature, first_feature + chunks * VEC) of src: 2^lanes_log2 lanes share a
-// row, a chunk of VEC features each, and each lane loads ROWS_PER_LANE rows before its first atomic. For each
-// queued row and chunk, add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets
-// (count is the number of rows summed into values, 0 on chunks other than 0).
+// Adds the queued rows of src, `chunks` chunks of VEC features each: 2^lanes_log2 lanes share a row, a chunk
+// each, and each lane loads ROWS_PER_LANE rows before its first atomic. For each queued row and chunk,
+// add(slot, node, chunk, values, count) once per distinct slot after combine_equal_targets (count is the number
+// of rows summed into values, 0 on chunks other than 0).
 template <int VEC, typename Add>
 __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src, i64 base, int num_features,
-                                                int first_feature, int chunks, int lanes_log2, const RowQueue& queue,
-                                                int queued, Add add) {
+                                                int chunks, int lanes_log2, const RowQueue& queue, int queued,
+                                                Add add) {
     const int lane = threadIdx.x & 31;
     const int lanes = 1 << lanes_log2;
     const int rows_per_warp = 32 >> lanes_log2;
@@ -252,7 +252,7 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
                 slot[r] = chunk < chunks ? row_slot[r] : NO_SLOT;
                 count[r] = chunk == 0 ? 1u : 0u;
                 if (slot[r] != NO_SLOT) {
-                    load_chunk<VEC>(src + edge[r] * num_features + first_feature + (i64)chunk * VEC, v[r]);
+                    load_chunk<VEC>(src + edge[r] * num_features + (i64)chunk * VEC, v[r]);
                 } else {
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) v[r][k] = 0.0f;
@@ -300,47 +300,43 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
     for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
         const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, table_log2,
                                                count_skipped, skipped_here, queue);
-        add_queued_rows<VEC>(src, base, num_features, 0, chunks, lanes_log2, queue, queued, add);
+        add_queued_rows<VEC>(src, base, num_features, chunks, lanes_log2, queue, queued, add);
     }
     if (count_skipped) add_skipped(skipped, skipped_here);
 }
 
-// Few nodes, many edges: each block sums its share of the edges into shared memory (float32 sums of a slice of
-// slice_width features for all nodes, plus 32-bit counts), then adds every touched node's partial sums into dest
-// with one atomic per chunk. blockIdx.y picks the feature slice; only slice 0 writes counts and skipped. dest as
-// in scatter_rows_global without HASHED; PAIRED (VEC = 1, one slice): one atomic_add_pair per touched node.
+// Few nodes, many edges: each block sums its share of the edges into shared memory (float32 rows of all nodes,
+// plus 32-bit counts), then adds every touched node's sums into dest with one atomic per chunk. dest as in
+// scatter_rows_global without HASHED; PAIRED (VEC = 1): one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
-                                                    int slice_width, float* __restrict__ dest,
-                                                    u64* __restrict__ counts, u64* __restrict__ skipped) {
+                                                    float* __restrict__ dest, u64* __restrict__ counts,
+                                                    u64* __restrict__ skipped) {
     __shared__ RowQueue queues[WARPS_PER_BLOCK];
     RowQueue& queue = queues[threadIdx.x >> 5];
     extern __shared__ float shared_sums[];
-    unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + num_nodes * slice_width);
-    const int first_feature = blockIdx.y * slice_width;
-    const int width = min(slice_width, num_features - first_feature);
-    const int chunks = width / VEC;
-    const bool first_slice = blockIdx.y == 0;
+    unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + num_nodes * num_features);
+    const int chunks = num_features / VEC;
 
-    for (int i = threadIdx.x; i < num_nodes * (slice_width + 1); i += blockDim.x) shared_sums[i] = 0.0f;
+    for (int i = threadIdx.x; i < num_nodes * (num_features + 1); i += blockDim.x) shared_sums[i] = 0.0f;
     __syncthreads();
 
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
     unsigned skipped_here = 0;
     auto add = [&](int slot, int node, int chunk, const float (&v)[VEC], unsigned count) {
-        float* sums = shared_sums + slot * slice_width + chunk * VEC;
+        float* sums = shared_sums + slot * num_features + chunk * VEC;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) atomicAdd(sums + k, v[k]);
         if (count != 0) atomicAdd(shared_counts + slot, count);
     };
     for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
         const int queued = scan_window<false>(index, base, num_edges, num_nodes, 0, num_nodes, nullptr, 0,
-                                              skipped != nullptr && first_slice, skipped_here, queue);
-        add_queued_rows<VEC>(src, base, num_features, first_feature, chunks, lanes_log2, queue, queued, add);
+                                              skipped != nullptr, skipped_here, queue);
+        add_queued_rows<VEC>(src, base, num_features, chunks, lanes_log2, queue, queued, add);
     }
-    if (skipped != nullptr && first_slice) add_skipped(skipped, skipped_here);
+    if (skipped != nullptr) add_skipped(skipped, skipped_here);
     __syncthreads();
 
     for (int i = threadIdx.x; i < num_nodes * chunks; i += blockDim.x) {
@@ -350,12 +346,12 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
         if (count == 0) continue;
         float v[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] = shared_sums[node * slice_width + chunk * VEC + k];
+        for (int k = 0; k < VEC; ++k) v[k] = shared_sums[node * num_features + chunk * VEC + k];
         if constexpr (PAIRED) {
             atomic_add_pair(dest + 2 * (i64)node, v[0], count);
         } else {
-            atomic_add_chunk<VEC>(dest + (i64)node * num_features + first_feature + chunk * VEC, v);
-            if (first_slice && chunk == 0 && counts != nullptr) add_count(counts, node, count);
+            atomic_add_chunk<VEC>(dest + (i64)node * num_features + chunk * VEC, v);
+            if (chunk == 0 && counts != nullptr) add_count(counts, node, count);
         }
     }
 }
@@ -402,9 +398,9 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 #define SHARED_ENTRY_POINT(NAME, VEC, PAIRED)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
     NAME(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, int lanes_log2,  \
-         int slice_width, float* dest, u64* counts, u64* skipped) {                                              \
-        scatter_rows_shared<VEC, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,             \
-                                         slice_width, dest, counts, skipped);                                    \
+         float* dest, u64* counts, u64* skipped) {                                                               \
+        scatter_rows_shared<VEC, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest,       \
+                                         counts, skipped);                                                       \
     }
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                \
     GLOBAL_ENTRY_POINT(scatter_global_v##VEC, VEC, false, false)                                                 \
@@ -819,7 +815,8 @@ __device__ __forceinline__ void sort_fixup(const int2* __restrict__ sorted, cons
 // Chunked path (few nodes, many edges, wide rows): each block counting-sorts a chunk of at most 65536 edges by
 // target node in shared memory (cursor uint32 [N + 1], uint16 offsets [chunk_edges]), then each warp sums an eighth
 // of the sorted rows in registers and adds every run of equal nodes into dest with one vector atomic per lane.
-// dest as in scatter_rows_shared; blockIdx.y picks the feature slice; only slice 0 writes counts and skipped.
+// dest as in scatter_rows_global without HASHED; blockIdx.y picks a slice of 32 * VEC features (a warp's width);
+// only slice 0 writes counts and skipped.
 template <int VEC>
 __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                              i64 num_edges, int num_nodes, int num_features, int chunk_edges,
