@@ -21,6 +21,7 @@ from plugin.kernels.plan import (
     MAX_EDGES,
     OWNED_EDGES_PER_BLOCK,
     OWNED_MAX_EDGES,
+    OWNED_MAX_VALUES,
     OWNED_MAX_PROBES,
     OWNED_THREADS,
     PAIRED_MAX_EDGES,
@@ -321,8 +322,11 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
     (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
     (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
-    (np.float16, 10**6, 2**15, 4, "owned"),
-    (np.float16, 10**6, 2**15, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
+    (np.float16, 10**6, OWNED_MAX_EDGES, 3, "owned"),
+    (np.float16, 10**6, OWNED_MAX_EDGES + 1, 2, "hashed"),  # more edges: every owned block reads them all
+    (np.float16, 10**6, OWNED_MAX_VALUES // 4, 4, "owned"),
+    (np.float16, 10**6, OWNED_MAX_VALUES // 4 + 1, 4, "hashed"),  # more values than OWNED_MAX_VALUES
+    (np.float16, 10**6, 2**10, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
     (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
     (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
     (np.float16, 32769, 10**4, 1, "owned"),

@@ -63,10 +63,12 @@ CHUNK_EDGES = 32768
 # instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
 DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
-# owned (float16, no counts, hashed table): up to OWNED_MAX_EDGES edges of at most OWNED_MAX_FEATURES features, a
-# block of OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM.
+# owned (float16, no counts, hashed table): up to OWNED_MAX_EDGES edges and OWNED_MAX_VALUES values (E x F) of at
+# most OWNED_MAX_FEATURES features (every block reads all E targets: beyond, the hash table is faster), a block of
+# OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM.
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS
-OWNED_MAX_EDGES = 2**15
+OWNED_MAX_EDGES = 2**14
+OWNED_MAX_VALUES = 3 * 2**14
 OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
@@ -562,7 +564,7 @@ class Owned(Uncounted):
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
-                and r.num_features <= OWNED_MAX_FEATURES)
+                and r.num_edges * r.num_features <= OWNED_MAX_VALUES and r.num_features <= OWNED_MAX_FEATURES)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """A block per OWNED_EDGES_PER_BLOCK edges, at most one per SM, each with a table for its share."""
