@@ -77,7 +77,7 @@ def _include_dirs() -> tuple[str, ...]:
 
 def grid_sync_available() -> bool:
     """Whether cooperative_groups.h can be compiled here (it needs CCCL's <nv/target>): then the kernels
-    include the scatter variants that zero the counts themselves before a grid-wide barrier."""
+    include grid_table's, which meets at grid-wide barriers."""
     return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
 
 
