@@ -3,11 +3,11 @@
     python3 benchmarks/probe_small_updates.py [--out DIR] [--nodes 1000 ... 1e8] [--batches 10000 1000000]
                                               [--features 1 ...]
 
-F features per row (default 1), no counts, a new batch of B edges per step (8 rotating random batches) into one state of N nodes; CUDA
-events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_ and the Python plugin's
-kernel ("auto", and each candidate plan forced, some with a plan.py constant changed). bench_aot.py (with the
-AOT plugin) and bench_state_update.py time the shipped choices; this probe times the alternatives behind them
-(plugin/kernels/NOTES.md, "Small updates without counts").
+F features per row (default 1), no counts, a new batch of B edges per step (8 rotating random batches) into one
+state of N nodes; CUDA events after warm-up, median (benchmarks/gpu_timing.py). Rows: torch index_add_ and the
+Python plugin's kernel ("auto", and each candidate plan forced, some with a plan.py constant changed).
+bench_aot.py (with the AOT plugin) and bench_state_update.py time the shipped choices; this probe times the
+alternatives behind them (plugin/kernels/NOTES.md, "Small updates without counts").
 """
 
 import sys
@@ -71,7 +71,8 @@ def probe_row(dtype_name: str, batch: int, num_nodes: int, features: int) -> lis
                                                 **TIMING), "")]
     for label, algorithm, constants in variants(dtype_name, batch, num_nodes, features):
         def measure():
-            size = scatter_add_workspace_size(num_nodes, batch, features, dtype_name, with_counts=False, algorithm=algorithm)
+            size = scatter_add_workspace_size(num_nodes, batch, features, dtype_name, with_counts=False,
+                                              algorithm=algorithm)
             workspace = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
             steps = [ours(state, src, index, None, workspace if size else None, algorithm=algorithm)
                      for src, index in batches]
@@ -103,8 +104,8 @@ def main() -> int:
             for batch in (int(b) for b in args.batches):
                 for num_nodes in (int(n) for n in args.nodes):
                     for label, ms, plan in probe_row(dtype_name, batch, num_nodes, features):
-                        line = (f"| {dtype_name} | {features} | {batch:.0e} | {num_nodes:.0e} | {label} | {ms * 1e3:.1f} "
-                                f"| {plan} |")
+                        line = (f"| {dtype_name} | {features} | {batch:.0e} | {num_nodes:.0e} | {label} "
+                                f"| {ms * 1e3:.1f} | {plan} |")
                         lines.append(line)
                         print(line, flush=True)
     print_and_save("\n".join(lines), args.out, "probe_small_updates.md")

@@ -360,11 +360,16 @@ def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_ad
     return 1
 
 
+def shared_kernel_bytes(num_nodes: int, num_features: int) -> int:
+    """Dynamic shared memory of scatter_shared: whole float32 rows of all nodes and a 32-bit count each."""
+    return 4 * num_nodes * (num_features + 1)
+
+
 def shared_holds(num_nodes: int, num_features: int, device: DeviceInfo) -> bool:
-    """Whether one block's shared memory holds whole rows of all nodes (float32 sums and a count each) beside the
-    row queues. Rows that do not fit take global atomics: feature slices of them measured 2-4x slower
-    (NOTES.md, "F = 64 with few nodes")."""
-    return num_nodes > 0 and 4 * num_nodes * (num_features + 1) + QUEUE_BYTES_PER_BLOCK <= device.max_shared_per_block
+    """Whether one block's shared memory holds shared_kernel_bytes beside the row queues. Rows that do not fit
+    take global atomics: feature slices of them measured 2-4x slower (NOTES.md, "F = 64 with few nodes")."""
+    return (num_nodes > 0
+            and shared_kernel_bytes(num_nodes, num_features) + QUEUE_BYTES_PER_BLOCK <= device.max_shared_per_block)
 
 
 def node_ranges_for(num_nodes: int, num_edges: int, row_bytes: int, l2_bytes: int) -> int:
@@ -698,7 +703,7 @@ class Shared(Path):
         """About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
         block per SM, at most the resident blocks."""
         pairs = _paired(r, False)
-        shared_bytes = 4 * r.num_nodes * (r.num_features + 1)
+        shared_bytes = shared_kernel_bytes(r.num_nodes, r.num_features)
         most = max(1, d.sm_count * resident_blocks(d, shared_bytes + QUEUE_BYTES_PER_BLOCK))
         blocks = max(1, min(most, max(d.sm_count, _cdiv(r.num_edges, 4 * r.num_nodes))))
         kernel = "scatter_shared_pairs" if pairs else f"scatter_shared_v{r.vec}"
