@@ -1,7 +1,7 @@
 """Scatter-add (sums and counts) on the GPU: this repository's kernel against torch, PyG and a label-loop kernel.
 
     python3 benchmarks/bench_scatter_add.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...]
-                                            [--baseline DIR]
+                                            [--without-counts] [--baseline DIR]
 
 Needs torch (and optionally torch_geometric, triton, matplotlib) on a CUDA machine. Per row: the median of
 CUDA-event timings after warm-up (benchmarks/gpu_timing.py), fresh random inputs (standard normal values,
@@ -14,6 +14,7 @@ reduce="sum") + bincount (into a new tensor, not added to the state); label-loop
 run: one float32 atomic per edge into N nodes with the same targets (the direct path, F = 1, no counts), and
 what share of ours it is. Prints a markdown table; with --out writes it (.md, .csv) and a plot.
 --sizes and --dtypes restrict the table to some rows (e.g. --sizes 1e6:1e7:1,1e4:1e6:1 --dtypes float32).
+--without-counts times launches without counts (torch and PyG without bincount), as a step of a state update.
 --baseline DIR imports `plugin` from DIR (e.g. an older version's files) and times only its "auto" plan at
 BASELINE_SIZES, to compare versions in one run.
 """
@@ -45,8 +46,8 @@ QUICK_SIZES = [(10**3, 10**6, 1), (10**4, 10**6, 1), (10**6, 10**7, 1), (10**4, 
 SMALL_BYTES = 512 << 20  # inputs below this are rotated over several sets, so L2 does not keep them
 
 
-def floor_bytes(num_nodes: int, num_edges: int, num_features: int, itemsize: int) -> int:
-    return num_edges * (8 + num_features * itemsize) + num_nodes * (2 * num_features * itemsize + 8)
+def floor_bytes(num_nodes: int, num_edges: int, num_features: int, itemsize: int, with_counts: bool = True) -> int:
+    return num_edges * (8 + num_features * itemsize) + num_nodes * (2 * num_features * itemsize + 8 * with_counts)
 
 
 def issue_target(num_nodes: int, num_edges: int, num_features: int, best_other_ms: float, floor_ms: float) -> tuple[float, str]:
@@ -72,7 +73,7 @@ def make_inputs(num_nodes, num_edges, num_features, dtype, sets):
     return state, inputs
 
 
-def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_others=True):
+def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_others=True, with_counts=True):
     import torch
 
     from plugin.kernels import scatter_add_workspace_size
@@ -81,23 +82,25 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
     itemsize = torch.tensor([], dtype=dtype).element_size()
     sets = 4 if floor_bytes(num_nodes, num_edges, num_features, itemsize) < SMALL_BYTES else 1
     state, inputs = make_inputs(num_nodes, num_edges, num_features, dtype, sets)
-    counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64)
+    counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64) if with_counts else None
     dtype_name = "float32" if dtype == torch.float32 else "float16"
     # room for the sorted path too where rows are wide, so that it can be timed as another plan ("auto" decides
     # by the sizes, not by the workspace's size)
     wide = num_features >= SORT_MIN_FEATURES
-    size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name,
-                                      algorithm="sorted" if wide else "auto")
+    size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name, with_counts=with_counts,
+                                      algorithm="sorted" if wide and with_counts else "auto")
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
-    row = dict(dtype=dtype_name, N=num_nodes, E=num_edges, F=num_features)
-    row["floor_ms"] = floor_bytes(num_nodes, num_edges, num_features, itemsize) / bandwidth * 1e3
+    row = dict(dtype=dtype_name, N=num_nodes, E=num_edges, F=num_features, counts=with_counts)
+    row["floor_ms"] = floor_bytes(num_nodes, num_edges, num_features, itemsize, with_counts) / bandwidth * 1e3
 
     row["plan"] = describe(ours(state, *inputs[0], counts, workspace)())  # also compiles and loads the kernels
     launches = [ours(state, src, index, counts, workspace) for src, index in inputs]
     row["ours_ms"] = time_gpu_ms(lambda i: launches[i](), sets=sets)
     # The plans "auto" did not pick, where it had a choice: unpaired value and count atomics instead of
-    # pairs, one pass instead of node passes, global atomics instead of shared memory and back.
+    # pairs, one pass instead of node passes, global atomics (without counts: the direct kernel) instead of
+    # shared memory and back.
     others = {}
+    atomics = "direct" if not with_counts and dtype == torch.float32 else "global"
     if " pairs" in row["plan"]:
         others["unpaired"] = dict(paired=False)
     if " passes=" in row["plan"]:  # node passes (not the sorted path's place_passes=)
@@ -105,21 +108,28 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
     if row["plan"].startswith("chunked"):
         others["sorted"] = dict(algorithm="sorted")
     if row["plan"].startswith(("shared", "sorted", "chunked")):
-        others["global"] = dict(algorithm="global")
-    elif wide:  # "auto" chose atomics over sorting the edges
+        others[atomics] = dict(algorithm=atomics)
+    elif wide and with_counts:  # "auto" chose atomics over sorting the edges
         others["sorted"] = dict(algorithm="sorted")
+    elif not with_counts and row["plan"].startswith(atomics):
+        others["shared"] = dict(algorithm="shared")  # skipped where it cannot run
     elif " pairs" in row["plan"] and num_nodes <= 10**4:  # "auto" chose paired global atomics over shared memory
         others["shared"] = dict(algorithm="shared")
     row["others"] = ""
     for name, kwargs in (others if with_others else {}).items():
         alternatives = [ours(state, src, index, counts, workspace, **kwargs) for src, index in inputs]
-        row[f"other[{name}]_ms"] = time_gpu_ms(lambda i: alternatives[i](), sets=sets)
+        try:
+            row[f"other[{name}]_ms"] = time_gpu_ms(lambda i: alternatives[i](), sets=sets)
+        except ValueError as error:  # a forced plan that cannot run at these sizes
+            print(f"{name}: {error}", flush=True)
+            continue
         row["others"] += f"{'; ' if row['others'] else ''}{fmt(row[f'other[{name}]_ms'])} {name}"
     if with_others:
         def torch_call(i):
             src, index = inputs[i]
             state.index_add_(0, index, src)
-            torch.bincount(index, minlength=num_nodes)
+            if with_counts:
+                torch.bincount(index, minlength=num_nodes)
 
         row["torch_ms"] = time_gpu_ms(torch_call, sets=sets)
         try:
@@ -128,7 +138,8 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
             def pyg_call(i):
                 src, index = inputs[i]
                 scatter(src, index, 0, dim_size=num_nodes, reduce="sum")
-                torch.bincount(index, minlength=num_nodes)
+                if with_counts:
+                    torch.bincount(index, minlength=num_nodes)
 
             row["pyg_ms"] = time_gpu_ms(pyg_call, sets=sets)
         except ImportError:
@@ -253,6 +264,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a few float32 sizes only")
     parser.add_argument("--sizes", type=parse_sizes, help="only these rows, N:E:F comma-separated (1e6 allowed)")
     parser.add_argument("--dtypes", type=dtype_names, default="float32,float16", help="comma-separated: float32, float16")
+    parser.add_argument("--without-counts", action="store_true", help="launches without counts (torch and PyG "
+                        "without bincount)")
     parser.add_argument("--baseline", type=Path, help="import plugin from this folder; time its auto plan at "
                         "BASELINE_SIZES only")
     args = parser.parse_args()
@@ -281,14 +294,15 @@ def main() -> int:
     rows = []
     for dtype in dtypes:
         for n, e, f in sizes:
-            row = bench_row(n, e, f, dtype, bandwidth)
+            row = bench_row(n, e, f, dtype, bandwidth, with_counts=not args.without_counts)
             rows.append(row)
             print(f"{row['dtype']} N={exp10(n)} E={exp10(e)} F={f} [{row['plan']}]: ours {fmt(row['ours_ms'])} "
                   f"torch {fmt(row['torch_ms'])} PyG {fmt(row['pyg_ms'])} floor {fmt(row['floor_ms'])} "
                   f"others: {row['others'] or '-'}", flush=True)
     table = markdown(rows)
-    header = (f"{device_name()}, copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), torch {torch.__version__}; "
-              f"plans: " + "; ".join(f"{r['dtype']} {exp10(r['N'])}/{exp10(r['E'])}/{r['F']}: {r['plan']}" for r in rows))
+    header = (f"{device_name()}, copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), torch {torch.__version__}"
+              f"{', without counts' if args.without_counts else ''}; plans: "
+              + "; ".join(f"{r['dtype']} {exp10(r['N'])}/{exp10(r['E'])}/{r['F']}: {r['plan']}" for r in rows))
     print_and_save(header + "\n\n" + table, args.out, "bench_scatter_add.md")
     if args.out:
         with open(args.out / "bench_scatter_add.csv", "w", newline="") as handle:

@@ -76,6 +76,7 @@ def test_bench_breakdown_plan_option_takes_only_plan_py_integer_constants():
 
 
 BAD_ARGUMENTS = {  # one bad value per script, each of a kind its parser must refuse before the torch check
+    "benchmarks/auto_cells.py": (["--cells", "missing.csv"], "cannot read the cells: FileNotFoundError"),
     "benchmarks/bench_aot.py": (["--batches", "0"], "argument --batches: expected a positive integer, got '0'"),
     "benchmarks/bench_breakdown.py": (["--dtypes", "float64"], "argument --dtypes: expected float32 and/or float16"),
     "benchmarks/bench_engine_state.py": (["--steps", "-3"], "argument --steps: expected a positive integer, got '-3'"),
