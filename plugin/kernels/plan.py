@@ -27,23 +27,37 @@ SLOT_ALIGNMENT = 8  # the slot tables' 64-bit compare-and-swap: grid_table and s
 # The rules of "auto" (each path's `row` names the measurements that bracket them).
 # pairs (F = 1, counts, sm_90+): a float32 count is exact up to 2^24 edges; beyond, the pairs live in the
 # workspace and are folded after each chunk of PAIRED_MAX_EDGES. "auto" pairs where each chunk has at least one
-# edge per node, and over the shared kernel from PAIRS_OVER_SHARED_MIN_NODES nodes below
-# SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node.
+# edge per node, and over the shared kernel below SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32:
+# from PAIRS_OVER_SHARED_MIN_NODES nodes).
 PAIR_BYTES = 8
 PAIRED_MAX_EDGES = 2**24
 PAIRED_MIN_EDGES_PER_NODE = 1
 PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
-SHARED_MIN_EDGES_PER_NODE = 16  # shared: whole rows of all nodes fit in a block's shared memory
-# sorted (counts, rows of at least SORT_MIN_FEATURES, E >= max(N, SORT_MIN_EDGES); float16 E >= max(N / 16,
-# SORT_MIN_EDGES_HALF)): 32-bit positions; about SORT_TARGET_RANGES warp ranges of at least 32 positions; one
-# scan block up to SORT_ONE_TILE_NODES nodes, else tiles of SORT_TILE_NODES; tallies in shared memory for at
-# most SORT_PRIVATE_MAX_NODES nodes with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each, on
-# SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most SORT_MAX_PLACE_PASSES placing passes, each writing
-# half of L2.
+# shared (whole rows of all nodes in a block's shared memory): F = 1 from SHARED_MIN_EDGES_PER_NODE edges per
+# node; wider rows only in small blocks (N F <= SHARED_WIDE_MAX_VALUES with counts, whose atomics contend on few
+# nodes; SHARED_UNCOUNTED_MAX_VALUES without) and from SHARED_WIDE_MIN_EDGES_PER_VALUE x F edges per node.
+SHARED_MIN_EDGES_PER_NODE = 16
+SHARED_WIDE_MAX_VALUES = 12288
+SHARED_UNCOUNTED_MAX_VALUES = 2048
+SHARED_WIDE_MIN_EDGES_PER_VALUE = 128
+# sorted (counts, E >= SORT_MIN_EDGES, rows of at least SORT_MIN_FEATURES): from SORT_WIDE_FEATURES at any E;
+# from SORT_MID_FEATURES below SORT_MID_MAX_EDGES; narrower, float16 where E <= N (its table would be N F), and at
+# most CHUNK_MAX_NODES nodes from SORT_FEW_NODES_MIN_EDGES; but not float32 rows narrower than SORT_ANY_FEATURES
+# on more than SORT_MANY_NODES nodes with N / SORT_SPARSE_RATIO <= E < N. 32-bit positions; about SORT_TARGET_RANGES warp
+# ranges of at least 32 positions; one scan block up to SORT_ONE_TILE_NODES nodes, else tiles of SORT_TILE_NODES;
+# tallies in shared memory for at most SORT_PRIVATE_MAX_NODES nodes with at least SORT_PRIVATE_MIN_EDGES_PER_NODE
+# edges each, on SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most SORT_MAX_PLACE_PASSES placing passes, each
+# writing half of L2.
+SORT_MIN_EDGES = 1000
 SORT_MIN_FEATURES = 32
-SORT_MIN_EDGES = 2**19
-SORT_MIN_EDGES_HALF = 2**16
+SORT_MID_FEATURES = 48
+SORT_WIDE_FEATURES = 64
+SORT_ANY_FEATURES = 96
+SORT_MID_MAX_EDGES = 2**20
+SORT_FEW_NODES_MIN_EDGES = 2**19
+SORT_MANY_NODES = 2**17
+SORT_SPARSE_RATIO = 16
 SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
@@ -296,12 +310,18 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
 
 
 def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> bool:
-    """Whether "auto" sorts (given counts and the workspace): see SORT_MIN_FEATURES."""
-    if num_features < SORT_MIN_FEATURES:
+    """Whether "auto" sorts (given counts and the workspace): see SORT_MIN_EDGES."""
+    half = kernel_dtype(dtype) == np.float16
+    if num_features < SORT_MIN_FEATURES or num_edges < SORT_MIN_EDGES:
         return False
-    if kernel_dtype(dtype) == np.float16:
-        return num_edges >= max(num_nodes // 16, SORT_MIN_EDGES_HALF)
-    return num_edges >= max(num_nodes, SORT_MIN_EDGES)
+    if (not half and num_features < SORT_ANY_FEATURES and num_nodes > SORT_MANY_NODES
+            and num_nodes // SORT_SPARSE_RATIO <= num_edges < num_nodes):
+        return False
+    if num_features >= SORT_WIDE_FEATURES or (num_features >= SORT_MID_FEATURES and num_edges < SORT_MID_MAX_EDGES):
+        return True
+    if half and num_edges <= num_nodes:
+        return True
+    return num_nodes <= CHUNK_MAX_NODES and num_edges >= SORT_FEW_NODES_MIN_EDGES
 
 
 def grid_table_layout(num_nodes: int, num_edges: int) -> SlotTable:
@@ -588,7 +608,7 @@ class Direct(Uncounted):
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
-        if not _auto_uncounted(r) or (shared_holds(r.num_nodes, r.num_features, d)
+        if not _auto_uncounted(r) or (shared_holds(r.num_nodes, r.num_features, d) and _shared_rows_pay(r)
                                       and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
             return False
         return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, d.l2_bytes) == 1
@@ -616,9 +636,11 @@ class Sorted(Path):
         return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
 
     def workspace(self, r: LaunchRequest) -> int:
-        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, sorting_pays for some
-        N' <= N), or forced wherever it can run; else 0 (a launch without counts stays free of O(N) work)."""
-        if not r.with_counts or not (r.algorithm == self.name or sorting_pays(0, r.num_edges, r.num_features, r.dtype)):
+        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, F >= SORT_MIN_FEATURES,
+        E >= SORT_MIN_EDGES), or forced wherever it can run; else 0 (a launch without counts stays free of O(N)
+        work)."""
+        may_sort = r.num_features >= SORT_MIN_FEATURES and r.num_edges >= SORT_MIN_EDGES
+        if not r.with_counts or not (r.algorithm == self.name or may_sort):
             return 0
         layout = sort_layout(r.num_nodes, r.num_edges, r.num_features)
         return 0 if layout is None else layout.nbytes
@@ -670,6 +692,13 @@ def _paired(r: LaunchRequest, default: bool) -> bool:
     return r.paired if r.paired is not None else default
 
 
+def _shared_rows_pay(r: LaunchRequest) -> bool:
+    """Whether rows this wide pay for the shared kernel: F = 1, or small blocks with many edges per value."""
+    values = r.num_nodes * r.num_features
+    most = SHARED_WIDE_MAX_VALUES if r.with_counts else SHARED_UNCOUNTED_MAX_VALUES
+    return r.num_features == 1 or (values <= most and r.num_edges >= SHARED_WIDE_MIN_EDGES_PER_VALUE * values)
+
+
 def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> LaunchPlan:
     """The plan with float16's table and apply (none with pairs), or the pairs' fold."""
     table = None if plan.paired else _table(r)
@@ -695,9 +724,10 @@ class Shared(Path):
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        pairs_beat_shared = (_pairs_pay(r, d) and r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES
+        pairs_beat_shared = (_pairs_pay(r, d) and (r.half or r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES)
                              and r.num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * r.num_nodes)
-        return r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes and not pairs_beat_shared
+        return (r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes and _shared_rows_pay(r)
+                and not pairs_beat_shared)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """About 4 edges per node per block, so flushing a block's sums costs less than summing them; at least one
