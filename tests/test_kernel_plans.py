@@ -33,6 +33,8 @@ from plugin.kernels.plan import (
     SHARED_WIDE_MAX_VALUES,
     SHARED_WIDE_MIN_EDGES_PER_VALUE,
     SORT_ANY_FEATURES,
+    SORT_BAND_MAX_EDGES,
+    SORT_BAND_MIN_EDGES,
     SORT_FEW_NODES_MIN_EDGES,
     SORT_MANY_NODES,
     SORT_MAX_PLACE_PASSES,
@@ -40,7 +42,6 @@ from plugin.kernels.plan import (
     SORT_MID_MAX_EDGES,
     SORT_MIN_EDGES,
     SORT_MIN_FEATURES,
-    SORT_SPARSE_RATIO,
     SORT_WIDE_FEATURES,
     SORT_PRIVATE_BLOCKS_PER_SM,
     SORT_PRIVATE_MAX_NODES,
@@ -241,13 +242,14 @@ def test_atomics_where_sorting_is_not_possible_or_does_not_pay(nodes, edges, fea
 @pytest.mark.parametrize("dtype, nodes, edges, features, sorts", [
     (np.float32, 10**6, SORT_MIN_EDGES, SORT_WIDE_FEATURES, True),  # wide rows: at any E from SORT_MIN_EDGES
     (np.float32, 10**6, 10**6, SORT_WIDE_FEATURES, True),
-    # float32 on many nodes: not from N / SORT_SPARSE_RATIO up to N edges, unless the rows are wider still
-    (np.float32, SORT_MANY_NODES + 1, (SORT_MANY_NODES + 1) // SORT_SPARSE_RATIO - 1, SORT_WIDE_FEATURES, True),
-    (np.float32, SORT_MANY_NODES + 1, (SORT_MANY_NODES + 1) // SORT_SPARSE_RATIO, SORT_WIDE_FEATURES, False),
-    (np.float32, SORT_MANY_NODES + 1, SORT_MANY_NODES, SORT_WIDE_FEATURES, False),
-    (np.float32, SORT_MANY_NODES, SORT_MANY_NODES // SORT_SPARSE_RATIO, SORT_WIDE_FEATURES, True),
-    (np.float32, 10**6, 10**5, SORT_ANY_FEATURES, True),
-    (np.float16, 10**6, 10**5, SORT_WIDE_FEATURES, True),
+    # float32 on many nodes: not from SORT_BAND_MIN_EDGES below SORT_BAND_MAX_EDGES, unless the rows are wider still
+    (np.float32, SORT_MANY_NODES + 1, SORT_BAND_MIN_EDGES - 1, SORT_WIDE_FEATURES, True),
+    (np.float32, SORT_MANY_NODES + 1, SORT_BAND_MIN_EDGES, SORT_WIDE_FEATURES, False),
+    (np.float32, 10**6, SORT_BAND_MAX_EDGES - 1, SORT_WIDE_FEATURES, False),
+    (np.float32, 10**6, SORT_BAND_MAX_EDGES, SORT_WIDE_FEATURES, True),
+    (np.float32, SORT_MANY_NODES, SORT_BAND_MIN_EDGES, SORT_WIDE_FEATURES, True),
+    (np.float32, 10**6, SORT_BAND_MIN_EDGES, SORT_ANY_FEATURES, True),
+    (np.float16, 10**6, SORT_BAND_MIN_EDGES, SORT_WIDE_FEATURES, True),
     (np.float32, 10**4, SORT_MID_MAX_EDGES - 1, SORT_MID_FEATURES, True),
     (np.float32, 10**4, SORT_MID_MAX_EDGES, SORT_MID_FEATURES, False),  # the sort's atomics cost more there
     (np.float32, 10**4, SORT_MID_MAX_EDGES, SORT_WIDE_FEATURES, True),

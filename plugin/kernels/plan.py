@@ -44,11 +44,11 @@ SHARED_WIDE_MIN_EDGES_PER_VALUE = 128
 # sorted (counts, E >= SORT_MIN_EDGES, rows of at least SORT_MIN_FEATURES): from SORT_WIDE_FEATURES at any E;
 # from SORT_MID_FEATURES below SORT_MID_MAX_EDGES; narrower, float16 where E <= N (its table would be N F), and at
 # most CHUNK_MAX_NODES nodes from SORT_FEW_NODES_MIN_EDGES; but not float32 rows narrower than SORT_ANY_FEATURES
-# on more than SORT_MANY_NODES nodes with N / SORT_SPARSE_RATIO <= E < N. 32-bit positions; about SORT_TARGET_RANGES warp
-# ranges of at least 32 positions; one scan block up to SORT_ONE_TILE_NODES nodes, else tiles of SORT_TILE_NODES;
-# tallies in shared memory for at most SORT_PRIVATE_MAX_NODES nodes with at least SORT_PRIVATE_MIN_EDGES_PER_NODE
-# edges each, on SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most SORT_MAX_PLACE_PASSES placing passes, each
-# writing half of L2.
+# on more than SORT_MANY_NODES nodes from SORT_BAND_MIN_EDGES below SORT_BAND_MAX_EDGES. 32-bit positions; about
+# SORT_TARGET_RANGES warp ranges of at least 32 positions; one scan block up to SORT_ONE_TILE_NODES nodes, else
+# tiles of SORT_TILE_NODES; tallies in shared memory for at most SORT_PRIVATE_MAX_NODES nodes with at least
+# SORT_PRIVATE_MIN_EDGES_PER_NODE edges each, on SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most
+# SORT_MAX_PLACE_PASSES placing passes, each writing half of L2.
 SORT_MIN_EDGES = 1000
 SORT_MIN_FEATURES = 32
 SORT_MID_FEATURES = 48
@@ -57,7 +57,8 @@ SORT_ANY_FEATURES = 96
 SORT_MID_MAX_EDGES = 2**20
 SORT_FEW_NODES_MIN_EDGES = 2**19
 SORT_MANY_NODES = 2**17
-SORT_SPARSE_RATIO = 16
+SORT_BAND_MIN_EDGES = 2**17
+SORT_BAND_MAX_EDGES = 2**19
 SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
@@ -315,7 +316,7 @@ def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: objec
     if num_features < SORT_MIN_FEATURES or num_edges < SORT_MIN_EDGES:
         return False
     if (not half and num_features < SORT_ANY_FEATURES and num_nodes > SORT_MANY_NODES
-            and num_nodes // SORT_SPARSE_RATIO <= num_edges < num_nodes):
+            and SORT_BAND_MIN_EDGES <= num_edges < SORT_BAND_MAX_EDGES):
         return False
     if num_features >= SORT_WIDE_FEATURES or (num_features >= SORT_MID_FEATURES and num_edges < SORT_MID_MAX_EDGES):
         return True
@@ -623,7 +624,7 @@ class Sorted(Path):
     name = "sorted"
     kernels = ("sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place", "sort_reduce_v*",
                "sort_fixup_v*")
-    row = "BENCHMARKS.md kernel table, F = 64 rows (against global) and its breakdown"
+    row = "BENCHMARKS.md \"Auto's rules over F\" (benchmarks/auto_cells_h200.csv; against global) and the breakdown"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         if not r.with_counts or sort_layout(r.num_nodes, r.num_edges, r.num_features) is None or (
@@ -714,7 +715,7 @@ def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> Launch
 
 class Shared(Path):
     name, kernels = "shared", ("scatter_shared_v*", "scatter_shared_pairs")
-    row = "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global)"
+    row = "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global); F > 1: \"Auto's rules over F\""
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         """float16: only where the table has one slot per node."""
