@@ -43,12 +43,16 @@ def timed_paths(row: dict[str, str]) -> dict[str, float]:
     return paths
 
 
+def cell_of(row: dict[str, str]) -> tuple[str, int, int, int, bool]:
+    """(dtype, N, E, F, counts) of a CSV row (bench_scatter_add.py rows without a counts column had counts)."""
+    return row["dtype"], int(row["N"]), int(row["E"]), int(row["F"]), row.get("counts", "True") == "True"
+
+
 def read_cells(path: Path = CELLS) -> dict[tuple[str, int, int, int, bool], dict[str, float]]:
     cells: dict[tuple[str, int, int, int, bool], dict[str, float]] = {}
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
-            key = (row["dtype"], int(row["N"]), int(row["E"]), int(row["F"]), row["counts"] == "True")
-            cells.setdefault(key, {})[row["path"]] = float(row["ms"])
+            cells.setdefault(cell_of(row), {})[row["path"]] = float(row["ms"])
     return cells
 
 
@@ -80,8 +84,7 @@ def merge(cells: dict, path: Path) -> None:
     """Adds the rows of one bench_scatter_add.py CSV to cells."""
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
-            key = (row["dtype"], int(row["N"]), int(row["E"]), int(row["F"]), row.get("counts", "True") == "True")
-            cells.setdefault(key, {}).update(timed_paths(row))
+            cells.setdefault(cell_of(row), {}).update(timed_paths(row))
 
 
 def main() -> int:

@@ -310,10 +310,15 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
                       sorted_offset, head_offset, tail_offset, tail_offset + partial_bytes)
 
 
+def sorting_may_pay(num_edges: int, num_features: int) -> bool:
+    """Whether "auto" may sort at these sizes for some N (the floor every sorting rule shares)."""
+    return num_features >= SORT_MIN_FEATURES and num_edges >= SORT_MIN_EDGES
+
+
 def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> bool:
     """Whether "auto" sorts (given counts and the workspace): see SORT_MIN_EDGES."""
     half = kernel_dtype(dtype) == np.float16
-    if num_features < SORT_MIN_FEATURES or num_edges < SORT_MIN_EDGES:
+    if not sorting_may_pay(num_edges, num_features):
         return False
     if (not half and num_features < SORT_ANY_FEATURES and num_nodes > SORT_MANY_NODES
             and SORT_BAND_MIN_EDGES <= num_edges < SORT_BAND_MAX_EDGES):
@@ -637,11 +642,9 @@ class Sorted(Path):
         return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
 
     def workspace(self, r: LaunchRequest) -> int:
-        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, F >= SORT_MIN_FEATURES,
-        E >= SORT_MIN_EDGES), or forced wherever it can run; else 0 (a launch without counts stays free of O(N)
-        work)."""
-        may_sort = r.num_features >= SORT_MIN_FEATURES and r.num_edges >= SORT_MIN_EDGES
-        if not r.with_counts or not (r.algorithm == self.name or may_sort):
+        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, sorting_may_pay), or
+        forced wherever it can run; else 0 (a launch without counts stays free of O(N) work)."""
+        if not r.with_counts or not (r.algorithm == self.name or sorting_may_pay(r.num_edges, r.num_features)):
             return 0
         layout = sort_layout(r.num_nodes, r.num_edges, r.num_features)
         return 0 if layout is None else layout.nbytes
