@@ -81,5 +81,3 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
     assert [read(ctypes.c_uint64, i) for i in (0, 3, 4)] == [0x7E0000, 0xA0000 + 256, 0x5000]
     assert read(ctypes.c_int32, 1) == -5  # constants are written once and stay
 
-
-# The C layout of scatter_global_v*'s 13 parameters (pointers and i64 8 bytes, int 4), as cuFuncGetParamInfo

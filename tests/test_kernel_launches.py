@@ -44,17 +44,17 @@ def test_prepared_launch_with_counts_is_a_memset_and_a_launch_bound_once_per_poi
     assert plan.algorithm == "global" and driver.names() == ["cuMemsetD32Async", "cuLaunchKernel"]
     function, *launch_shape, stream, parameters, extra = driver.calls[1][1]
     assert function is launch.prepare_kernels(np.float32).functions["scatter_global_v1"] and extra == 0
-    assert launch_shape == [-(-10**4 // (8 * 32 * 4)), 1, 1, THREADS_PER_BLOCK, 1, 1, 0]
+    assert launch_shape == [-(-10**4 // (8 * 32)), 1, 1, THREADS_PER_BLOCK, 1, 1, 0]  # windows of 32 edges
     assert isinstance(stream, driver.CUstream) and int(stream) == 5
-    slots = argument_slots(parameters, 13)
-    assert slots[:3] == [SRC_PTR, INDEX_PTR, 10**4] and slots[6] == STATE_PTR and slots[9] == COUNTS_PTR
+    slots = argument_slots(parameters, 14)
+    assert slots[:3] == [SRC_PTR, INDEX_PTR, 10**4] and slots[6:8] == [1, STATE_PTR] and slots[10] == COUNTS_PTR
     calls_made = prepared._calls
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 5)
     assert prepared._calls is calls_made and driver.calls[2:] == driver.calls[:2]  # same pointers: nothing rebound
     prepared(STATE_PTR, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another stream
     assert int(driver.calls[5][1][8]) == 7
     prepared(STATE_PTR + 256, SRC_PTR, INDEX_PTR, COUNTS_PTR, 0, 7)  # another state buffer
-    assert argument_slots(parameters, 7)[6] == STATE_PTR + 256
+    assert argument_slots(parameters, 8)[7] == STATE_PTR + 256
 
 
 def test_prepared_launch_with_a_memset_passes_the_counts_address_and_word_count(recorded):

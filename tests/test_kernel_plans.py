@@ -47,6 +47,7 @@ from plugin.kernels.plan import (
     SORT_PRIVATE_MAX_NODES,
     SORT_PRIVATE_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    WINDOW_LOADS,
     KernelLaunch,
     SlotTable,
     chunk_shared_bytes,
@@ -125,6 +126,19 @@ def test_grids_stay_within_one_resident_wave():
     for nodes, edges, features in [(10**6, 10**8, 1), (10**6, 10**5, 64), (10, 10, 3)]:  # the direct kernel: below
         plan = plan_for(nodes, edges, features, np.dtype(np.float32), H200_LIKE, vec=1, algorithm="global")
         assert 1 <= plan.scatter.grid[0] * plan.scatter.grid[1] <= 8 * H200_LIKE.sm_count
+
+
+@pytest.mark.parametrize("edges", [1, 1000, 10**5, 101376, 101377, 10**6, 10**8])
+@pytest.mark.parametrize("features", [1, 128])
+def test_global_windows_spread_few_edges_over_warps_and_many_over_every_warp_of_one_wave(edges, features):
+    plan = plan_for(10**5, edges, features, np.dtype(np.float32), H200_LIKE, vec=4 if features > 1 else 1,
+                    algorithm="global")
+    warps, window = plan.scatter.grid[0] * THREADS_PER_BLOCK // 32, 32 * plan.window_loads
+    assert 1 <= plan.window_loads <= WINDOW_LOADS and plan.scatter.grid[0] <= 3 * H200_LIKE.sm_count
+    assert warps * window >= edges or plan.window_loads == WINDOW_LOADS  # a grid-stride loop beyond
+    assert (warps - 8) * window < edges  # no block without a window
+    if edges <= 32 * 3 * H200_LIKE.sm_count * 8:  # no more edges than one wave has warps x 32: one load each
+        assert plan.window_loads == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float16"])

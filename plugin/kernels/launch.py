@@ -494,8 +494,8 @@ class PreparedScatterAdd:
                 elif plan.algorithm == "chunked":
                     kernel(plan.scatter, *head, plan.chunk_edges, dest, counts, self._skipped)
                 else:
-                    kernel(plan.scatter, *head, plan.lanes_log2, dest, keys, table.table_log2 if table else 0,
-                           counts, self._skipped, node_lo, node_hi)
+                    kernel(plan.scatter, *head, plan.lanes_log2, plan.window_loads, dest, keys,
+                           table.table_log2 if table else 0, counts, self._skipped, node_lo, node_hi)
             if plan.fold is not None and plan.pair_chunks > 1:
                 kernel(plan.fold, (STATE, 0), dest, (COUNTS, 0), num_nodes, int(chunk == plan.pair_chunks - 1))
         if plan.fold is not None and plan.pair_chunks == 1:

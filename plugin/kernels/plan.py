@@ -16,7 +16,8 @@ import numpy as np
 from plugin.kernels.compile import kernel_dtype
 
 THREADS_PER_BLOCK = 256  # the kernels' __launch_bounds__ (scatter_add.cu)
-ROWS_PER_LANE = 4  # rows each lane loads before its atomics (scatter_add.cu)
+WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
+WINDOW_LOADS = 8  # scatter_add.cu: index loads per lane per window of the scatter kernels (the global one: at most)
 RESIDENT_BLOCKS_PER_SM = 3  # __launch_bounds__(256, 3) in scatter_add.cu: 3 blocks share an SM
 QUEUE_BYTES_PER_BLOCK = 8 * 3 * 4 * 256  # static shared memory of the scatter kernels (RowQueue per warp)
 MAX_EDGES = 2**32 - 1  # counts are added to the low 32-bit word of each int64 count
@@ -230,6 +231,7 @@ class LaunchPlan:
     vec: int
     scatter: KernelLaunch
     lanes_log2: int = 0  # "shared" / "global": log2 of the lanes sharing a row
+    window_loads: int = WINDOW_LOADS  # "global": a warp's windows hold 32 x window_loads edges
     node_ranges: tuple[tuple[int, int], ...] = ()  # one scatter launch per range of target nodes
     table: TableLayout | None = None  # float16 without pairs, on the atomics and chunked paths
     apply: KernelLaunch | None = None  # apply_table over `table`
@@ -266,6 +268,13 @@ def resident_blocks(device: DeviceInfo, shared_bytes: int = 0) -> int:
     """Blocks of THREADS_PER_BLOCK threads resident on one SM (2048 threads), fewer where each needs
     shared_bytes of shared memory (the driver reserves 1 KiB per block besides); at least 1."""
     return max(1, min(2048 // THREADS_PER_BLOCK, device.shared_per_sm // (shared_bytes + 1024)))
+
+
+def window_loads_for(num_edges: int, warps: int) -> int:
+    """The global kernel's index loads per lane per window: as many as spread the edges over all `warps` of its
+    grid, 1 to WINDOW_LOADS. Fewer edges than warps x 256 would leave warps idle and the rest adding long windows
+    one after another (BENCHMARKS.md, "The global kernel's windows")."""
+    return max(1, min(WINDOW_LOADS, _cdiv(num_edges, 32 * warps)))
 
 
 def warp_row_vec(vec: int, num_features: int) -> int:
@@ -761,9 +770,9 @@ class Global(Path):
     def plan(self, r: LaunchRequest, d: DeviceInfo, pairs: bool | None = None) -> LaunchPlan:
         pairs = _paired(r, _pairs_pay(r, d)) if pairs is None else pairs
         hashed = not pairs and _hashed(r)
-        lanes_log2 = lanes_log2_for(r.num_features // r.vec)
-        rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> lanes_log2) * ROWS_PER_LANE
-        blocks = max(1, min(_cdiv(r.num_edges, rows_per_block), d.sm_count * RESIDENT_BLOCKS_PER_SM))
+        most = d.sm_count * RESIDENT_BLOCKS_PER_SM
+        loads = window_loads_for(r.num_edges, most * WARPS_PER_BLOCK)
+        blocks = max(1, min(most, _cdiv(r.num_edges, WARPS_PER_BLOCK * 32 * loads)))
         kernel = "scatter_global_pairs" if pairs else f"scatter_hashed_v{r.vec}" if hashed else f"scatter_global_v{r.vec}"
         passes = 1
         if not hashed:
@@ -772,7 +781,8 @@ class Global(Path):
             passes = max(1, min(passes, r.num_nodes))
         ranges = tuple((r.num_nodes * k // passes, r.num_nodes * (k + 1) // passes) for k in range(passes))
         plan = LaunchPlan("pairs" if pairs else "global", "hashed" if hashed else "global", r.vec,
-                          KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2, node_ranges=ranges, paired=pairs)
+                          KernelLaunch(kernel, (blocks, 1)), lanes_log2=lanes_log2_for(r.num_features // r.vec),
+                          window_loads=loads, node_ranges=ranges, paired=pairs)
         return _fold_and_apply(r, d, plan)
 
 

@@ -33,7 +33,7 @@ typedef unsigned long long u64;
 #define THREADS_PER_BLOCK 256  // the launcher uses the same block size
 #define WARPS_PER_BLOCK (THREADS_PER_BLOCK / 32)
 #define MIN_BLOCKS_PER_SM 3     // caps registers at 80 per thread (no spills): 768 threads per SM
-#define WINDOW_LOADS 8          // index loads per lane per window
+#define WINDOW_LOADS 8          // index loads per lane per window (the global kernel: at most)
 #define WINDOW_ROWS (32 * WINDOW_LOADS)
 #define NO_SLOT (-1)  // an empty table slot, or a row this lane does not add (absent, skipped, merged away)
 
@@ -179,24 +179,25 @@ __device__ __forceinline__ void add_count(u64* counts, int node, unsigned count)
     atomicAdd(reinterpret_cast<unsigned*>(counts + node), count);
 }
 
-// Reads the targets of edges [base, base + WINDOW_ROWS), one coalesced load per lane and step, and queues,
+// Reads the targets of edges [base, base + 32 loads), one coalesced load per lane and step, and queues,
 // compacted with a ballot, those whose node lies in [node_lo, node_hi): slot = node, or (HASHED) the table slot of
 // node, inserted if new. Counts out-of-range targets into skipped_here when count_skipped. Returns how many edges
 // were queued (the same on all lanes).
 template <bool HASHED>
 __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 base, i64 num_edges, i64 num_nodes,
                                            i64 node_lo, i64 node_hi, int* __restrict__ keys, int table_log2,
-                                           bool count_skipped, unsigned& skipped_here, RowQueue& queue) {
+                                           int loads, bool count_skipped, unsigned& skipped_here, RowQueue& queue) {
     const int lane = threadIdx.x & 31;
     i64 node[WINDOW_LOADS];
 #pragma unroll
     for (int k = 0; k < WINDOW_LOADS; ++k) {
         const i64 edge = base + k * 32 + lane;
-        node[k] = edge < num_edges ? __ldcs(index + edge) : 0;
+        node[k] = k < loads && edge < num_edges ? __ldcs(index + edge) : 0;
     }
     int queued = 0;
 #pragma unroll
     for (int k = 0; k < WINDOW_LOADS; ++k) {
+        if (k == loads) break;  // warp-uniform
         const bool present = base + k * 32 + lane < num_edges;
         const bool in_range = present && node[k] >= 0 && node[k] < num_nodes;
         if (count_skipped && present && !in_range) ++skipped_here;
@@ -270,6 +271,7 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
 
 // Edges whose node lies in [node_lo, node_hi) (one launch per node range: plan.py node passes) are added into
 // dest (float32, num_features per slot); out-of-range targets are counted by the launch whose range starts at 0.
+// Each warp takes windows of 32 x window_loads edges (1 to WINDOW_LOADS: plan.py window_loads_for).
 //   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
 //                   node (keys unused).
 //   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's hashed table of 2^table_log2 slots.
@@ -278,12 +280,14 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
 template <int VEC, bool HASHED, bool PAIRED>
 __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
                                                     i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
-                                                    float* __restrict__ dest, int* __restrict__ keys, int table_log2,
+                                                    int window_loads, float* __restrict__ dest,
+                                                    int* __restrict__ keys, int table_log2,
                                                     u64* __restrict__ counts, u64* __restrict__ skipped, i64 node_lo,
                                                     i64 node_hi) {
     static_assert(!PAIRED || (VEC == 1 && !HASHED), "pairs hold one feature per node");
     __shared__ RowQueue queues[WARPS_PER_BLOCK];
     RowQueue& queue = queues[threadIdx.x >> 5];
+    const int loads = min(max(window_loads, 1), WINDOW_LOADS);
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 num_warps = ((i64)gridDim.x * blockDim.x) >> 5;
     const bool count_skipped = skipped != nullptr && node_lo == 0;
@@ -297,9 +301,9 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
             if (counts != nullptr && count != 0) add_count(counts, node, count);
         }
     };
-    for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
+    for (i64 base = warp * 32 * loads; base < num_edges; base += num_warps * 32 * loads) {
         const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, table_log2,
-                                               count_skipped, skipped_here, queue);
+                                               loads, count_skipped, skipped_here, queue);
         add_queued_rows<VEC>(src, base, num_features, chunks, lanes_log2, queue, queued, add);
     }
     if (count_skipped) add_skipped(skipped, skipped_here);
@@ -332,7 +336,7 @@ __device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__
         if (count != 0) atomicAdd(shared_counts + slot, count);
     };
     for (i64 base = warp * WINDOW_ROWS; base < num_edges; base += num_warps * WINDOW_ROWS) {
-        const int queued = scan_window<false>(index, base, num_edges, num_nodes, 0, num_nodes, nullptr, 0,
+        const int queued = scan_window<false>(index, base, num_edges, num_nodes, 0, num_nodes, nullptr, 0, WINDOW_LOADS,
                                               skipped != nullptr, skipped_here, queue);
         add_queued_rows<VEC>(src, base, num_features, chunks, lanes_log2, queue, queued, add);
     }
@@ -391,9 +395,11 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
 #define GLOBAL_ENTRY_POINT(NAME, VEC, HASHED, PAIRED)                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
     NAME(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,  \
-         float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo, i64 node_hi) {          \
+         int window_loads, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,       \
+         i64 node_hi) {                                                                                          \
         scatter_rows_global<VEC, HASHED, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,     \
-                                                 dest, keys, table_log2, counts, skipped, node_lo, node_hi);     \
+                                                 window_loads, dest, keys, table_log2, counts, skipped, node_lo, \
+                                                 node_hi);                                                       \
     }
 #define SHARED_ENTRY_POINT(NAME, VEC, PAIRED)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
