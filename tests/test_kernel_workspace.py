@@ -11,7 +11,7 @@ from plugin.kernels.plan import (
     GRID_TABLE_MAX_EDGES,
     PAIRED_MAX_EDGES,
     SORT_MAX_TILES,
-    SORT_MIN_EDGES,
+    SORT_SPARSE_MIN_VALUES,
     SORT_TARGET_RANGES,
     sort_layout,
     split_table_capacity,
@@ -24,7 +24,7 @@ def test_float32_needs_no_workspace_without_counts_or_for_narrow_rows():
     assert scatter_add_workspace_size(10**6, 10**7, 3, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 10**7, 1, np.float32) == 0
     assert scatter_add_workspace_size(10**6, 0, 1, np.float32) == 0
-    assert scatter_add_workspace_size(10**6, SORT_MIN_EDGES - 1, 64, np.float32) == 0  # too few edges to sort
+    assert scatter_add_workspace_size(10**6, SORT_SPARSE_MIN_VALUES // 64 - 1, 64, np.float32) == 0  # too few to sort
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -28,13 +28,14 @@ SLOT_ALIGNMENT = 8  # the slot tables' 64-bit compare-and-swap: grid_table and s
 # The rules of "auto" (each path's `row` names the measurements that bracket them).
 # pairs (F = 1, counts, sm_90+): a float32 count is exact up to 2^24 edges; beyond, the pairs live in the
 # workspace and are folded after each chunk of PAIRED_MAX_EDGES. "auto" pairs where each chunk has at least one
-# edge per node, and over the shared kernel below SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32:
-# from PAIRS_OVER_SHARED_MIN_NODES nodes).
+# edge per node, and over the shared kernel below SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32 on
+# fewer than SHARED_FEW_NODES nodes: SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE).
 PAIR_BYTES = 8
 PAIRED_MAX_EDGES = 2**24
 PAIRED_MIN_EDGES_PER_NODE = 1
-PAIRS_OVER_SHARED_MIN_NODES = 4096
 SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
+SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE = 96
+SHARED_FEW_NODES = 4096
 # shared (whole rows of all nodes in a block's shared memory): F = 1 from SHARED_MIN_EDGES_PER_NODE edges per
 # node; wider rows only in small blocks (N F <= SHARED_WIDE_MAX_VALUES with counts, whose atomics contend on few
 # nodes; SHARED_UNCOUNTED_MAX_VALUES without) and from SHARED_WIDE_MIN_EDGES_PER_VALUE x F edges per node.
@@ -42,24 +43,23 @@ SHARED_MIN_EDGES_PER_NODE = 16
 SHARED_WIDE_MAX_VALUES = 12288
 SHARED_UNCOUNTED_MAX_VALUES = 2048
 SHARED_WIDE_MIN_EDGES_PER_VALUE = 128
-# sorted (counts, E >= SORT_MIN_EDGES, rows of at least SORT_MIN_FEATURES): from SORT_WIDE_FEATURES at any E;
-# from SORT_MID_FEATURES below SORT_MID_MAX_EDGES; narrower, float16 where E <= N (its table would be N F), and at
-# most CHUNK_MAX_NODES nodes from SORT_FEW_NODES_MIN_EDGES; but not float32 rows narrower than SORT_ANY_FEATURES
-# on more than SORT_MANY_NODES nodes from SORT_BAND_MIN_EDGES below SORT_BAND_MAX_EDGES. 32-bit positions; about
+# sorted (counts, rows of at least SORT_MIN_FEATURES): on at most CHUNK_MAX_NODES nodes from SORT_FEW_NODES_MIN_VALUES
+# values (E x F); float16 with a table of at least SORT_SPARSE_MIN_TABLE values (N x F) from SORT_SPARSE_MIN_VALUES
+# values, up to SORT_SPARSE_MAX_EDGES_PER_NODE edges per node; else from SORT_MIN_EDGES edges with rows of
+# SORT_WIDE_FEATURES, or SORT_MID_FEATURES below SORT_MID_MAX_EDGES. 32-bit positions; about
 # SORT_TARGET_RANGES warp ranges of at least 32 positions; one scan block up to SORT_ONE_TILE_NODES nodes, else
 # tiles of SORT_TILE_NODES; tallies in shared memory for at most SORT_PRIVATE_MAX_NODES nodes with at least
 # SORT_PRIVATE_MIN_EDGES_PER_NODE edges each, on SORT_PRIVATE_BLOCKS_PER_SM blocks per SM; else at most
 # SORT_MAX_PLACE_PASSES placing passes, each writing half of L2.
-SORT_MIN_EDGES = 1000
 SORT_MIN_FEATURES = 32
+SORT_FEW_NODES_MIN_VALUES = 2**24
+SORT_SPARSE_MIN_TABLE = 2**22
+SORT_SPARSE_MIN_VALUES = 2**21
+SORT_SPARSE_MAX_EDGES_PER_NODE = 8
+SORT_MIN_EDGES = 2**19
 SORT_MID_FEATURES = 48
 SORT_WIDE_FEATURES = 64
-SORT_ANY_FEATURES = 96
 SORT_MID_MAX_EDGES = 2**20
-SORT_FEW_NODES_MIN_EDGES = 2**19
-SORT_MANY_NODES = 2**17
-SORT_BAND_MIN_EDGES = 2**17
-SORT_BAND_MAX_EDGES = 2**19
 SORT_MAX_EDGES = 2**31 - 1
 SORT_TARGET_RANGES = 4096
 SORT_MAX_TILES = 1024  # scatter_add.cu SORT_MAX_TILES: one block scans the tiles' sums
@@ -70,10 +70,12 @@ SORT_PRIVATE_MIN_EDGES_PER_NODE = 64
 SORT_PRIVATE_BLOCKS_PER_SM = 1
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 SORT_MAX_PLACE_PASSES = 4
-# chunked (rows of at least SORT_MIN_FEATURES, at most CHUNK_MAX_NODES nodes, at least CHUNK_MIN_EDGES edges):
+# chunked (rows of at least SORT_MIN_FEATURES, float16 without counts CHUNK_HALF_UNCOUNTED_MIN_FEATURES; at most
+# CHUNK_MAX_NODES nodes, at least CHUNK_MIN_EDGES edges):
 # each block sorts at most CHUNK_EDGES edges at a time (uint16 offsets in shared memory).
 CHUNK_MAX_NODES = 2048
 CHUNK_MIN_EDGES = 2**22
+CHUNK_HALF_UNCOUNTED_MIN_FEATURES = 64
 CHUNK_EDGES = 32768
 # direct (float32, no counts): at most DIRECT_BLOCKS_PER_SM blocks per SM (grid-stride beyond); the shared kernel
 # instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
@@ -320,23 +322,21 @@ def sort_layout(num_nodes: int, num_edges: int, num_features: int) -> SortLayout
 
 
 def sorting_may_pay(num_edges: int, num_features: int) -> bool:
-    """Whether "auto" may sort at these sizes for some N (the floor every sorting rule shares)."""
-    return num_features >= SORT_MIN_FEATURES and num_edges >= SORT_MIN_EDGES
+    """Whether "auto" may sort at these or smaller sizes for some N: the floor every sorting rule lies above."""
+    return num_features >= SORT_MIN_FEATURES and num_edges * num_features >= SORT_SPARSE_MIN_VALUES
 
 
 def sorting_pays(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> bool:
-    """Whether "auto" sorts (given counts and the workspace): see SORT_MIN_EDGES."""
-    half = kernel_dtype(dtype) == np.float16
+    """Whether "auto" sorts (given counts and the workspace): see SORT_MIN_FEATURES."""
     if not sorting_may_pay(num_edges, num_features):
         return False
-    if (not half and num_features < SORT_ANY_FEATURES and num_nodes > SORT_MANY_NODES
-            and SORT_BAND_MIN_EDGES <= num_edges < SORT_BAND_MAX_EDGES):
-        return False
-    if num_features >= SORT_WIDE_FEATURES or (num_features >= SORT_MID_FEATURES and num_edges < SORT_MID_MAX_EDGES):
+    if num_nodes <= CHUNK_MAX_NODES:
+        return num_edges * num_features >= SORT_FEW_NODES_MIN_VALUES
+    if (kernel_dtype(dtype) == np.float16 and num_nodes * num_features >= SORT_SPARSE_MIN_TABLE
+            and num_edges <= SORT_SPARSE_MAX_EDGES_PER_NODE * num_nodes):
         return True
-    if half and num_edges <= num_nodes:
-        return True
-    return num_nodes <= CHUNK_MAX_NODES and num_edges >= SORT_FEW_NODES_MIN_EDGES
+    return num_edges >= SORT_MIN_EDGES and (
+        num_features >= SORT_WIDE_FEATURES or (num_features >= SORT_MID_FEATURES and num_edges < SORT_MID_MAX_EDGES))
 
 
 def grid_table_layout(num_nodes: int, num_edges: int) -> SlotTable:
@@ -509,7 +509,8 @@ class Chunked(Path):
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        return (r.paired is None and r.num_features >= SORT_MIN_FEATURES and r.num_nodes <= CHUNK_MAX_NODES
+        least = CHUNK_HALF_UNCOUNTED_MIN_FEATURES if r.half and not r.with_counts else SORT_MIN_FEATURES
+        return (r.paired is None and r.num_features >= least and r.num_nodes <= CHUNK_MAX_NODES
                 and r.num_edges >= CHUNK_MIN_EDGES)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
@@ -737,8 +738,9 @@ class Shared(Path):
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        pairs_beat_shared = (_pairs_pay(r, d) and (r.half or r.num_nodes >= PAIRS_OVER_SHARED_MIN_NODES)
-                             and r.num_edges < SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE * r.num_nodes)
+        few = not r.half and r.num_nodes < SHARED_FEW_NODES
+        most = SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE if few else SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE
+        pairs_beat_shared = _pairs_pay(r, d) and r.num_edges < most * r.num_nodes
         return (r.num_edges >= SHARED_MIN_EDGES_PER_NODE * r.num_nodes and _shared_rows_pay(r)
                 and not pairs_beat_shared)
 
