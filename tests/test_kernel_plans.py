@@ -26,6 +26,7 @@ from plugin.kernels.plan import (
     OWNED_THREADS,
     PAIRED_MAX_EDGES,
     QUEUE_BYTES_PER_BLOCK,
+    RESIDENT_BLOCKS_PER_SM,
     SHARED_FEW_NODES,
     SHARED_MIN_EDGES_PER_NODE,
     SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE,
@@ -47,6 +48,7 @@ from plugin.kernels.plan import (
     SORT_PRIVATE_MAX_NODES,
     SORT_PRIVATE_MIN_EDGES_PER_NODE,
     THREADS_PER_BLOCK,
+    WARPS_PER_BLOCK,
     WINDOW_LOADS,
     KernelLaunch,
     SlotTable,
@@ -133,11 +135,12 @@ def test_grids_stay_within_one_resident_wave():
 def test_global_windows_spread_few_edges_over_warps_and_many_over_every_warp_of_one_wave(edges, features):
     plan = plan_for(10**5, edges, features, np.dtype(np.float32), H200_LIKE, vec=4 if features > 1 else 1,
                     algorithm="global")
-    warps, window = plan.scatter.grid[0] * THREADS_PER_BLOCK // 32, 32 * plan.window_loads
-    assert 1 <= plan.window_loads <= WINDOW_LOADS and plan.scatter.grid[0] <= 3 * H200_LIKE.sm_count
+    most = RESIDENT_BLOCKS_PER_SM * H200_LIKE.sm_count
+    warps, window = plan.scatter.grid[0] * WARPS_PER_BLOCK, 32 * plan.window_loads
+    assert 1 <= plan.window_loads <= WINDOW_LOADS and plan.scatter.grid[0] <= most
     assert warps * window >= edges or plan.window_loads == WINDOW_LOADS  # a grid-stride loop beyond
-    assert (warps - 8) * window < edges  # no block without a window
-    if edges <= 32 * 3 * H200_LIKE.sm_count * 8:  # no more edges than one wave has warps x 32: one load each
+    assert (warps - WARPS_PER_BLOCK) * window < edges  # no block without a window
+    if edges <= 32 * most * WARPS_PER_BLOCK:  # no more edges than one wave has warps x 32: one load each
         assert plan.window_loads == 1
 
 

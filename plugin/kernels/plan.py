@@ -426,7 +426,7 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
     apply_lanes_log2 = lanes_log2_for(num_features // vec)
     if table is None:
         return None, apply_lanes_log2
-    rows_per_block = (THREADS_PER_BLOCK // 32) * (32 >> apply_lanes_log2)
+    rows_per_block = WARPS_PER_BLOCK * (32 >> apply_lanes_log2)
     apply_blocks = max(1, min(_cdiv(table.capacity, rows_per_block), device.sm_count * RESIDENT_BLOCKS_PER_SM))
     return KernelLaunch(f"apply_table_v{vec}", (apply_blocks, 1)), apply_lanes_log2
 
@@ -675,11 +675,11 @@ class Sorted(Path):
         blocks = max(1, min(_cdiv(edges, SORT_EDGES_PER_THREAD * THREADS_PER_BLOCK), resident * d.sm_count))
         passes = 1 if private_nodes else max(1, min(SORT_MAX_PLACE_PASSES, _cdiv(8 * edges, d.l2_bytes // 2)))
         place_ranges = tuple((nodes * k // passes, nodes * (k + 1) // passes) for k in range(passes))
-        warps_per_block, slices = THREADS_PER_BLOCK // 32, _cdiv(r.num_features, 32 * vec)
-        reduce = KernelLaunch(f"sort_reduce_v{vec}", (_cdiv(layout.ranges, warps_per_block), slices))
+        slices = _cdiv(r.num_features, 32 * vec)
+        reduce = KernelLaunch(f"sort_reduce_v{vec}", (_cdiv(layout.ranges, WARPS_PER_BLOCK), slices))
         fixup = None
         if layout.ranges > 1:
-            fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, warps_per_block), slices))
+            fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, WARPS_PER_BLOCK), slices))
         sort = SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes,
                         place_ranges, reduce, fixup)
         return LaunchPlan("sorted", "sorted", vec, reduce, node_ranges=((0, nodes),), sort=sort)
