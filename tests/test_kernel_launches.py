@@ -243,11 +243,11 @@ def test_prepared_float16_grid_table_is_one_cooperative_launch_over_the_workspac
                                                  int(plan.slots.hashed), STATE_PTR, COUNTS_PTR]
         del driver.calls[:]
     # a workspace that is not 8-byte aligned gets another plan (its own prepared driver calls), and so does
-    # one too small for the grid table and the split table
-    assert prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace + 4, 5, skipped=COUNTS_PTR).algorithm == "owned"
+    # one too small for the grid table and the split table (the hash table: 1e4 edges exceed OWNED_MAX_EDGES)
+    assert prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace + 4, 5, skipped=COUNTS_PTR).algorithm == "hashed"
     small = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
                                       with_counts=False, workspace_size=8 * 2**15)
-    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "owned"
+    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "hashed"
     assert "cuLaunchCooperativeKernel" not in driver.names()
 
 
@@ -321,7 +321,7 @@ def test_prepared_float16_split_table_is_a_memset_and_two_launches_over_the_work
     assert table is not None and table.nbytes < 8 * split_table_capacity(10**4)
     small = launch.PreparedScatterAdd(num_nodes=10**8, num_edges=10**4, num_features=1, dtype=np.float16,
                                       with_counts=False, workspace_size=table.nbytes)
-    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "owned"
+    assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "hashed"  # beyond OWNED_MAX_EDGES
 
 
 # The chunked pairs path (F = 1 with counts, more than 2^24 edges): each chunk's scatter launch reads its own

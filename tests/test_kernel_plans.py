@@ -17,6 +17,7 @@ from plugin.kernels.plan import (
     CHUNK_MIN_EDGES,
     DIRECT_BLOCKS_PER_SM,
     GRID_TABLE_MAX_EDGES,
+    GRID_TABLE_MAX_EDGES_PER_NODE,
     GRID_TABLE_THREADS,
     MAX_EDGES,
     OWNED_EDGES_PER_BLOCK,
@@ -386,15 +387,15 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
     (np.float32, 10**4, 10**6, 1, "direct"),         # 100 edges per node: below the shared kernel's threshold
     (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
     (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
-    (np.float16, 10**8, 10**4, 1, "owned"),          # up to OWNED_MAX_EDGES: one launch, no workspace
-    (np.float16, 10**6, OWNED_MAX_EDGES, 3, "owned"),
-    (np.float16, 10**6, OWNED_MAX_EDGES + 1, 2, "hashed"),  # more edges: every owned block reads them all
+    (np.float16, 10**8, OWNED_MAX_EDGES, 1, "owned"),  # up to OWNED_MAX_EDGES: one launch, no workspace
+    (np.float16, 10**6, OWNED_MAX_EDGES, 2, "owned"),
+    (np.float16, 10**6, OWNED_MAX_EDGES + 1, 1, "hashed"),  # more edges: every owned block reads them all
     (np.float16, 10**6, OWNED_MAX_VALUES // 4, 4, "owned"),
     (np.float16, 10**6, OWNED_MAX_VALUES // 4 + 1, 4, "hashed"),  # more values than OWNED_MAX_VALUES
     (np.float16, 10**6, 2**10, 5, "hashed"),         # rows wider than OWNED_MAX_FEATURES: the table
     (np.float16, 10**4, 10**4, 1, "global"),         # the table with one slot per node is faster
-    (np.float16, 32768, 10**4, 1, "global"),         # still one slot per node (2^ceil(log2(2E)) = 32768)
-    (np.float16, 32769, 10**4, 1, "owned"),
+    (np.float16, 16384, OWNED_MAX_EDGES, 1, "global"),  # still one slot per node (2^ceil(log2(2E)) = 16384)
+    (np.float16, 16385, OWNED_MAX_EDGES, 1, "owned"),
     (np.float16, 10**7, 10**6, 1, "hashed"),         # (all without the slot tables' workspace: below)
     (np.float16, 10**6, 10**6, 1, "global"),         # one slot per node
     (np.float16, 1000, 10**6, 1, "shared"),
@@ -474,15 +475,20 @@ def test_float16_auto_takes_the_grid_table_only_where_it_may_launch_cooperativel
         assert algorithm(10**8, edges, 4) == "owned"
     assert algorithm(10**8, BLOCK_TABLE_MAX_EDGES + 1) == "grid_table"
     assert algorithm(1000, BLOCK_TABLE_MAX_EDGES + 1) == "grid_table"  # one slot per node: not hashed
+    # from GRID_TABLE_MAX_EDGES_PER_NODE edges per node its slots contend: split_table (measured faster)
+    assert algorithm(1000, GRID_TABLE_MAX_EDGES_PER_NODE * 1000 - 1) == "grid_table"
+    assert algorithm(1000, GRID_TABLE_MAX_EDGES_PER_NODE * 1000) == "split_table"
     assert algorithm(10**8, GRID_TABLE_MAX_EDGES) == "grid_table"
     # not without cooperative launches, the workspace for its table or its alignment (then split_table, or
-    # owned without that workspace either), for wider rows, more edges, float32, counts, or a grid that might
-    # not be resident (8 SMs hold 64 blocks of the plan's 79)
+    # without that workspace either owned up to OWNED_MAX_EDGES, else the hash table), for wider rows, more
+    # edges, float32, counts, or a grid that might not be resident (8 SMs hold 64 blocks of the plan's 79)
     assert algorithm(10**8, 10**4, cooperative=False) == "split_table"
-    assert algorithm(10**8, 10**4, workspace_aligned=False) == "owned"
+    assert algorithm(10**8, 10**4, workspace_aligned=False) == "hashed"
+    assert algorithm(10**8, OWNED_MAX_EDGES, workspace_aligned=False) == "owned"
     assert algorithm(10**8, 10**4, workspace=8 * 2**18 - 1) == "split_table"
-    assert algorithm(10**8, 10**4, workspace=0) == "owned"
-    assert algorithm(10**8, 10**4, features=2) == "owned"
+    assert algorithm(10**8, 10**4, workspace=0) == "hashed"
+    assert algorithm(10**8, OWNED_MAX_EDGES, workspace=0) == "owned"
+    assert algorithm(10**8, 10**4, features=2) == "hashed"
     assert algorithm(10**8, GRID_TABLE_MAX_EDGES + 1) == "split_table"
     assert algorithm(10**8, 10**4, dtype=np.dtype(np.float32)) == "direct"
     assert algorithm(10**8, 10**4, with_counts=True) == "hashed"
@@ -505,7 +511,7 @@ def test_the_grid_table_kernel_and_the_plan_agree_on_its_block_and_residency():
 # --- float16 split_table: a memset and two kernels over 64-bit slots (plan.py, scatter_add.cu) ---------------
 
 
-def test_float16_auto_takes_the_split_table_where_the_table_is_hashed_and_its_workspace_is_there():
+def test_float16_auto_takes_the_split_table_where_the_table_is_hashed_or_grid_table_would_contend():
     half = np.dtype(np.float16)
 
     def algorithm(nodes, edges, features=1, **options):
@@ -524,9 +530,14 @@ def test_float16_auto_takes_the_split_table_where_the_table_is_hashed_and_its_wo
     # the grid_table first where it may run; the one-slot table, wider rows, counts, float32 and a missing
     # workspace as before
     assert algorithm(10**8, 10**4, cooperative=True).algorithm == "grid_table"
+    # few nodes with many edges each, up to GRID_TABLE_MAX_EDGES: split_table, cooperative launches or not
+    for cooperative in (False, True):
+        assert algorithm(100, 10**4, cooperative=cooperative).algorithm == "split_table"
+        assert algorithm(1000, GRID_TABLE_MAX_EDGES, cooperative=cooperative).algorithm == "split_table"
+    assert algorithm(1000, GRID_TABLE_MAX_EDGES + 1).algorithm == "shared"
     assert algorithm(10**6, 10**6).algorithm == "global"
     assert algorithm(10**7, 10**6, 2).algorithm == "hashed"
-    assert algorithm(10**8, 10**4, 2).algorithm == "owned"
+    assert algorithm(10**8, 4096, 2).algorithm == "owned"
     assert algorithm(10**7, 10**6, with_counts=True).algorithm == "hashed"
     assert plan_for(10**7, 10**6, 1, np.dtype(np.float32), H200_LIKE, 1, workspace=ENOUGH).algorithm == "direct"
     assert algorithm(10**7, 10**6, workspace=8 * split_table_capacity(10**6) - 1).algorithm == "hashed"
@@ -607,10 +618,10 @@ def test_every_path_of_auto_is_chosen_somewhere_on_a_grid_of_sizes():
 KNOWN_MISSES = {
     ("float16", 10**2, 10**5, 8, True), ("float16", 10**3, 10**5, 2, False), ("float16", 10**3, 10**5, 2, True),
     ("float16", 10**3, 10**5, 128, True), ("float16", 10**3, 10**6, 4, False), ("float16", 10**3, 10**7, 4, False),
-    ("float16", 3 * 10**3, 10**5, 1, False), ("float16", 3 * 10**3, 10**7, 2, False),
-    ("float16", 4 * 10**3, 10**6, 1, True), ("float16", 10**4, 2 * 10**5, 128, True),
-    ("float16", 10**4, 10**7, 64, True), ("float16", 10**4, 10**7, 96, True), ("float16", 10**5, 10**7, 64, True),
-    ("float16", 10**5, 10**7, 96, True), ("float32", 10**3, 10**5, 1, False), ("float32", 10**3, 10**6, 8, True),
+    ("float16", 3 * 10**3, 10**7, 2, False), ("float16", 4 * 10**3, 10**6, 1, True),
+    ("float16", 10**4, 2 * 10**5, 128, True), ("float16", 10**4, 10**7, 64, True), ("float16", 10**4, 10**7, 96, True),
+    ("float16", 10**5, 10**7, 64, True), ("float16", 10**5, 10**7, 96, True), ("float16", 10**7, 3000, 4, False),
+    ("float32", 10**3, 10**5, 1, False), ("float32", 10**3, 10**6, 8, True),
     ("float32", 2 * 10**3, 4194304, 32, False), ("float32", 2 * 10**3, 10**7, 32, False),
     ("float32", 3 * 10**3, 3 * 10**4, 1, True), ("float32", 3 * 10**3, 10**7, 2, False),
     ("float32", 4 * 10**3, 3 * 10**4, 1, True),

@@ -85,8 +85,8 @@ SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
 # most OWNED_MAX_FEATURES features (every block reads all E targets: beyond, the hash table is faster), a block of
 # OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM.
 OWNED_THREADS = 1024  # scatter_add.cu OWNED_THREADS
-OWNED_MAX_EDGES = 2**14
-OWNED_MAX_VALUES = 3 * 2**14
+OWNED_MAX_EDGES = 2**13
+OWNED_MAX_VALUES = 2**14
 OWNED_EDGES_PER_BLOCK = 64
 OWNED_MAX_FEATURES = 4
 OWNED_MIN_CAPACITY = 64
@@ -97,16 +97,18 @@ BLOCK_TABLE_THREADS = 1024
 BLOCK_TABLE_MAX_EDGES = 1024
 BLOCK_TABLE_SLOTS_PER_EDGE = 4
 BLOCK_TABLE_MIN_LOG2 = 6
-# grid_table (float16, F = 1, no counts, kernels with cooperative groups): up to GRID_TABLE_MAX_EDGES edges, blocks
-# of GRID_TABLE_THREADS, at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM per SM; one slot per node up to
+# grid_table (float16, F = 1, no counts, kernels with cooperative groups): up to GRID_TABLE_MAX_EDGES edges and
+# below GRID_TABLE_MAX_EDGES_PER_NODE edges per node (beyond, its slots contend: split_table), blocks of
+# GRID_TABLE_THREADS, at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM per SM; one slot per node up to
 # GRID_TABLE_SLOTS_PER_EDGE x E rounded up to a power of two, else that many hashed slots.
 GRID_TABLE_THREADS = 128
 GRID_TABLE_MAX_EDGES = 2**15
+GRID_TABLE_MAX_EDGES_PER_NODE = 16
 GRID_TABLE_RESIDENT_BLOCKS_PER_SM = 8
 GRID_TABLE_SLOTS_PER_EDGE = 16
-# split_table (float16, F = 1, no counts, hashed table): SPLIT_TABLE_SLOTS_PER_EDGE x E slots rounded up to a
-# power of two while at most SPLIT_TABLE_MAX_SPARSE_SLOTS, else 2 x E; the scan on at most
-# SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM.
+# split_table (float16, F = 1, no counts, a hashed table, or up to GRID_TABLE_MAX_EDGES edges where grid_table does
+# not run): SPLIT_TABLE_SLOTS_PER_EDGE x E slots rounded up to a power of two while at most
+# SPLIT_TABLE_MAX_SPARSE_SLOTS, else 2 x E; the scan on at most SPLIT_TABLE_APPLY_BLOCKS_PER_SM blocks per SM.
 SPLIT_TABLE_SLOTS_PER_EDGE = 4
 SPLIT_TABLE_MAX_SPARSE_SLOTS = 2**21
 SPLIT_TABLE_APPLY_BLOCKS_PER_SM = 32
@@ -533,7 +535,7 @@ class Chunked(Path):
 
 class BlockTable(Uncounted):
     name, kernels = "block_table", ("scatter_block_table",)
-    row = "NOTES Issue 26, fifth session: B = 100-1024 (against owned, grid_table)"
+    row = "BENCHMARKS.md \"Small updates re-timed against the windows\", float16 F = 1, B <= 1024 (against grid_table)"
     float16_rows_of_one, max_edges = True, BLOCK_TABLE_MAX_EDGES  # one block's shared table
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
@@ -547,8 +549,7 @@ class BlockTable(Uncounted):
 
 class GridTable(Uncounted):
     name, kernels = "grid_table", ("scatter_grid_table",)
-    row = ("BENCHMARKS.md per-step tables, float16 B = 1e4; NOTES Issue 26, third session, few edges (against "
-           "split_table, owned)")
+    row = "BENCHMARKS.md \"Small updates re-timed against the windows\", float16 F = 1 (against split_table)"
     float16_rows_of_one, max_edges = True, GRID_TABLE_MAX_EDGES  # its workspace is sized for at most that many
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
@@ -561,7 +562,8 @@ class GridTable(Uncounted):
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """A grid of at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM blocks per SM (all resident)."""
         blocks = _cdiv(r.num_edges, GRID_TABLE_THREADS)
-        return _auto_uncounted(r) and blocks <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
+        return (_auto_uncounted(r) and blocks <= GRID_TABLE_RESIDENT_BLOCKS_PER_SM * d.sm_count
+                and r.num_edges < GRID_TABLE_MAX_EDGES_PER_NODE * r.num_nodes)
 
     def workspace(self, r: LaunchRequest) -> int:
         """8 bytes per slot for min(E, GRID_TABLE_MAX_EDGES) edges, whatever F, float16 without counts."""
@@ -576,19 +578,21 @@ class GridTable(Uncounted):
 
 class SplitTable(Uncounted):
     name, kernels = "split_table", ("scatter_split_table", "apply_split_table")
-    row = "BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; NOTES Issue 26, third session"
+    row = ("BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; \"Small updates re-timed against the "
+           "windows\", few nodes (against grid_table, shared)")
     float16_rows_of_one, max_edges, slot_table = True, SPLIT_TABLE_MAX_EDGES, True
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        return _auto_uncounted(r) and _hashed(r)
+        return _auto_uncounted(r) and (_hashed(r) or r.num_edges <= GRID_TABLE_MAX_EDGES)
 
     def workspace(self, r: LaunchRequest) -> int:
-        """8 bytes per slot, whatever F, float16 without counts: for the largest E whose float16 table is hashed at
-        these N (E < N / 2), or forced, any E up to SPLIT_TABLE_MAX_EDGES."""
+        """8 bytes per slot, whatever F, float16 without counts: for the largest E it pays for at these N (its float16
+        table hashed, E < N / 2, or at most GRID_TABLE_MAX_EDGES), or forced, any E up to SPLIT_TABLE_MAX_EDGES."""
         if r.with_counts or not r.half or r.num_edges == 0:
             return 0
+        hashed = (1 << max(0, (r.num_nodes - 1).bit_length() - 1)) // 2
         edges = (min(r.num_edges, SPLIT_TABLE_MAX_EDGES) if r.algorithm == self.name
-                 else min(r.num_edges, (1 << max(0, (r.num_nodes - 1).bit_length() - 1)) // 2))
+                 else min(r.num_edges, max(hashed, GRID_TABLE_MAX_EDGES)))
         return 8 * split_table_capacity(edges) if edges > 0 else 0
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
@@ -601,7 +605,7 @@ class SplitTable(Uncounted):
 
 class Owned(Uncounted):
     name, kernels = "owned", ("scatter_owned",)
-    row = "NOTES Small updates without counts: float16 B = 1e4, N >= 1e5 (against the hash table)"
+    row = "BENCHMARKS.md \"Small updates re-timed against the windows\": float16 F = 2-4 (against the hash table)"
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
@@ -617,7 +621,7 @@ class Owned(Uncounted):
 
 class Direct(Uncounted):
     name, kernels = "direct", ("scatter_direct_v*",)
-    row = "BENCHMARKS.md per-step tables, float32; NOTES Small updates without counts (against scatter_global)"
+    row = "BENCHMARKS.md \"Small updates re-timed against the windows\": float32 (against global)"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         return "the direct path adds float32 rows; float16 takes the table paths" if r.half else super().fits(r, d)
