@@ -30,6 +30,9 @@ from plugin.kernels.plan import (
     RESIDENT_BLOCKS_PER_SM,
     SHARED_FEW_NODES,
     SHARED_MIN_EDGES_PER_NODE,
+    SHARED_OVER_DIRECT_FEW_MIN_EDGES,
+    SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE,
+    SHARED_OVER_DIRECT_FEW_NODES,
     SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
     SHARED_UNCOUNTED_MAX_VALUES,
@@ -381,11 +384,20 @@ def test_forcing_shared_memory_for_too_many_nodes_is_refused():
 # --- argument checks before any CUDA call (no GPU here) -----------------------------------------------------
 
 # --- launches without counts -----------------------------------------------------------------------------
+FEW, FEW_LEAST = SHARED_OVER_DIRECT_FEW_NODES, SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE
+
+
 @pytest.mark.parametrize("dtype, nodes, edges, features, expected", [
     (np.float32, 10**6, 10**4, 1, "direct"),         # a small update of a large state
     (np.float32, 10**8, 10**6, 1, "direct"),
     (np.float32, 10**4, 10**6, 1, "direct"),         # 100 edges per node: below the shared kernel's threshold
     (np.float32, 1000, 10**6, 1, "shared"),          # 1000 edges per node: shared memory first
+    (np.float32, FEW, FEW_LEAST * FEW, 1, "shared"),  # few nodes: from FEW_LEAST edges per node ...
+    (np.float32, FEW, FEW_LEAST * FEW - 1, 1, "direct"),
+    (np.float32, FEW + 1, FEW_LEAST * (FEW + 1), 1, "direct"),  # ... on at most FEW nodes
+    (np.float32, 400, SHARED_OVER_DIRECT_FEW_MIN_EDGES, 1, "shared"),  # ... from 2^15 edges
+    (np.float32, 400, SHARED_OVER_DIRECT_FEW_MIN_EDGES - 1, 1, "direct"),
+    (np.float32, 1000, 10**5, 4, "direct"),          # ... of one feature
     (np.float32, 10**6, 10**7, 64, "global"),        # 256 MB of wide, reused rows: node passes
     (np.float16, 10**8, OWNED_MAX_EDGES, 1, "owned"),  # up to OWNED_MAX_EDGES: one launch, no workspace
     (np.float16, 10**6, OWNED_MAX_EDGES, 2, "owned"),
@@ -621,7 +633,7 @@ KNOWN_MISSES = {
     ("float16", 3 * 10**3, 10**7, 2, False), ("float16", 4 * 10**3, 10**6, 1, True),
     ("float16", 10**4, 2 * 10**5, 128, True), ("float16", 10**4, 10**7, 64, True), ("float16", 10**4, 10**7, 96, True),
     ("float16", 10**5, 10**7, 64, True), ("float16", 10**5, 10**7, 96, True), ("float16", 10**7, 3000, 4, False),
-    ("float32", 10**3, 10**5, 1, False), ("float32", 10**3, 10**6, 8, True),
+    ("float32", 10**3, 10**6, 8, True),
     ("float32", 2 * 10**3, 4194304, 32, False), ("float32", 2 * 10**3, 10**7, 32, False),
     ("float32", 3 * 10**3, 3 * 10**4, 1, True), ("float32", 3 * 10**3, 10**7, 2, False),
     ("float32", 4 * 10**3, 3 * 10**4, 1, True),

@@ -78,9 +78,13 @@ CHUNK_MIN_EDGES = 2**22
 CHUNK_HALF_UNCOUNTED_MIN_FEATURES = 64
 CHUNK_EDGES = 32768
 # direct (float32, no counts): at most DIRECT_BLOCKS_PER_SM blocks per SM (grid-stride beyond); the shared kernel
-# instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node.
+# instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node, for F = 1 on at most SHARED_OVER_DIRECT_FEW_NODES
+# nodes from SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE and SHARED_OVER_DIRECT_FEW_MIN_EDGES edges.
 DIRECT_BLOCKS_PER_SM = 32
 SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE = 256
+SHARED_OVER_DIRECT_FEW_NODES = 2048
+SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE = 64
+SHARED_OVER_DIRECT_FEW_MIN_EDGES = 2**15
 # owned (float16, no counts, hashed table): up to OWNED_MAX_EDGES edges and OWNED_MAX_VALUES values (E x F) of at
 # most OWNED_MAX_FEATURES features (every block reads all E targets: beyond, the hash table is faster), a block of
 # OWNED_THREADS per OWNED_EDGES_PER_BLOCK edges, at most one per SM.
@@ -628,8 +632,11 @@ class Direct(Uncounted):
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         """Not where the shared kernel (many edges per node) or node passes (a state far beyond L2) do better."""
+        few = (r.num_features == 1 and r.num_nodes <= SHARED_OVER_DIRECT_FEW_NODES
+               and r.num_edges >= SHARED_OVER_DIRECT_FEW_MIN_EDGES)
+        least = SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE if few else SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE
         if not _auto_uncounted(r) or (shared_holds(r.num_nodes, r.num_features, d) and _shared_rows_pay(r)
-                                      and r.num_edges >= SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE * r.num_nodes):
+                                      and r.num_edges >= least * r.num_nodes):
             return False
         return node_ranges_for(r.num_nodes, r.num_edges, 4 * r.num_features, d.l2_bytes) == 1
 
