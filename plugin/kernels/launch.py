@@ -26,8 +26,11 @@ from plugin.kernels.plan import (
     MAX_NODES,
     PAIR_BYTES,
     PAIRED_MAX_EDGES,
+    PATHS,
     SLOT_ALIGNMENT,
     DeviceInfo,
+    Direct,
+    GridTable,
     KernelLaunch,
     LaunchPlan,
     LaunchRequest,
@@ -37,14 +40,12 @@ from plugin.kernels.plan import (
     vector_width,
 )
 
-KERNEL_NAMES = tuple(
-    f"{kind}_v{vec}" for kind in ("scatter_global", "scatter_hashed", "scatter_shared", "apply_table") for vec in (1, 2, 4)
-) + ("scatter_global_pairs", "scatter_shared_pairs", "fold_pairs", "fold_pair_chunk") + (
-    "sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place") + tuple(
-    f"{kind}_v{vec}" for kind in ("sort_reduce", "sort_fixup", "chunk_reduce", "scatter_direct") for vec in (1, 2, 4)) + (
-    "scatter_owned", "scatter_split_table", "apply_split_table", "scatter_block_table")
-FLOAT32_ONLY = ("scatter_direct",)  # kernel names float16's module lacks
-COOPERATIVE_KERNEL_NAMES = ("scatter_grid_table",)  # compiled with cooperative groups only
+# The entry points of scatter_add.cu: the kernels of plan.PATHS, "_v*" standing for the vector widths 1, 2 and 4.
+COOPERATIVE_KERNEL_NAMES = GridTable.kernels  # compiled with cooperative groups only
+FLOAT32_ONLY = tuple(kernel.removesuffix("*") for kernel in Direct.kernels)  # name prefixes float16's module lacks
+KERNEL_NAMES = tuple(dict.fromkeys(
+    name for path in PATHS if path.kernels != COOPERATIVE_KERNEL_NAMES for kernel in path.kernels
+    for name in ([kernel[:-1] + str(vec) for vec in (1, 2, 4)] if kernel.endswith("*") else [kernel])))
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned")
 

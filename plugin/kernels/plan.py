@@ -438,10 +438,10 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
 
 
 class Path:
-    """One path of the kernel family: its kernels, the row that justifies it, and four rules. fits: None where
-    it can run (sizes, dtype, counts, the workspace given, the device), else why not; pays: "auto"'s rule;
-    workspace: the bytes it may need at these or smaller sizes (never shrinking: module docstring), all it may
-    need where r.algorithm forces it; plan: the launch."""
+    """One path of the kernel family: its kernels (the entry points the launcher loads; "_v*": widths 1, 2 and 4),
+    the row that justifies it, and four rules. fits: None where it can run (sizes, dtype, counts, the workspace
+    given, the device), else why not; pays: "auto"'s rule; workspace: the bytes it may need at these or smaller
+    sizes (never shrinking: module docstring), all it may need where r.algorithm forces it; plan: the launch."""
 
     name = ""
     kernels: tuple[str, ...] = ()
