@@ -44,7 +44,7 @@ from plugin.kernels.plan import (
 COOPERATIVE_KERNEL_NAMES = GridTable.kernels  # compiled with cooperative groups only
 FLOAT32_ONLY = tuple(kernel.removesuffix("*") for kernel in Direct.kernels)  # name prefixes float16's module lacks
 KERNEL_NAMES = tuple(dict.fromkeys(
-    name for path in PATHS if path.kernels != COOPERATIVE_KERNEL_NAMES for kernel in path.kernels
+    name for path in PATHS if not isinstance(path, GridTable) for kernel in path.kernels
     for name in ([kernel[:-1] + str(vec) for vec in (1, 2, 4)] if kernel.endswith("*") else [kernel])))
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned")
