@@ -113,7 +113,7 @@ def bench_row(num_nodes, num_edges, num_features, dtype, bandwidth, *, with_othe
         others["sorted"] = dict(algorithm="sorted")
     elif not with_counts and row["plan"].startswith(atomics):
         others["shared"] = dict(algorithm="shared")  # skipped where it cannot run
-    elif " pairs" in row["plan"] and num_nodes <= 10**4:  # "auto" chose paired global atomics over shared memory
+    elif row["plan"].startswith("global") and num_nodes <= 10**4:  # "auto" chose global atomics over shared memory
         others["shared"] = dict(algorithm="shared")
     row["others"] = ""
     for name, kwargs in (others if with_others else {}).items():
