@@ -15,6 +15,7 @@ from plugin.kernels.plan import (
     CHUNK_EDGES,
     CHUNK_MAX_NODES,
     CHUNK_MIN_EDGES,
+    CHUNK_WINDOWS,
     DIRECT_BLOCKS_PER_SM,
     GRID_TABLE_MAX_EDGES,
     GRID_TABLE_MAX_EDGES_PER_NODE,
@@ -35,7 +36,7 @@ from plugin.kernels.plan import (
     SHARED_OVER_DIRECT_FEW_NODES,
     SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE,
     SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE,
-    SHARED_UNCOUNTED_MAX_VALUES,
+    SHARED_UNCOUNTED_WINDOWS,
     SHARED_WIDE_MAX_VALUES,
     SHARED_WIDE_MIN_EDGES_PER_VALUE,
     SORT_FEW_NODES_MIN_VALUES,
@@ -92,7 +93,7 @@ def test_few_nodes_many_edges_use_shared_memory(dtype):
 
 def test_rows_too_wide_for_shared_memory_use_global_atomics_and_shared_memory_holds_whole_rows_only():
     assert plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, with_counts=True).algorithm == "global"
-    assert plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "direct"  # no counts
+    assert plan_for(1000, 10**5, 64, np.dtype(np.float32), H200_LIKE, vec=4).algorithm == "direct"  # no counts
     with pytest.raises(ValueError, match="cannot hold 1000 nodes of 64 features"):
         plan_for(1000, 10**6, 64, np.dtype(np.float32), H200_LIKE, vec=4, algorithm="shared")
     # the most nodes of 64 features whose rows and counts fit beside the row queues
@@ -291,16 +292,24 @@ def test_auto_sorts_by_features_edges_and_nodes_as_the_kernel_grid_measured(dtyp
 
 
 def test_wide_rows_take_the_shared_kernel_only_in_small_blocks_with_many_edges_per_value():
-    def algorithm(nodes, edges, features, **options):
-        return plan_for(nodes, edges, features, np.dtype(np.float32), H200_LIKE, 1, **options).algorithm
+    def algorithm(nodes, edges, features, dtype=np.float32, **options):
+        return plan_for(nodes, edges, features, np.dtype(dtype), H200_LIKE, 1, workspace=ENOUGH, **options).algorithm
 
-    for counts, atomics, values in ((True, "global", SHARED_WIDE_MAX_VALUES),
-                                    (False, "direct", SHARED_UNCOUNTED_MAX_VALUES)):  # no count atomics contend
-        most = values // 4
-        assert algorithm(most, SHARED_WIDE_MIN_EDGES_PER_VALUE * 4 * most, 4, with_counts=counts) == "shared"
-        assert algorithm(most, SHARED_WIDE_MIN_EDGES_PER_VALUE * 4 * most - 1, 4, with_counts=counts) == atomics
-        assert algorithm(most + 1, SHARED_WIDE_MIN_EDGES_PER_VALUE * 4 * (most + 1), 4, with_counts=counts) == atomics
-        assert algorithm(1000, 10**7, 16, with_counts=counts) == atomics  # 68 KB of sums: one block per SM
+    # (features, dtype, most values, least edges per value, the path below the bounds): with counts, then the
+    # windows without counts (float32 takes the direct kernel below them, float16 the global one)
+    cases = [(4, np.float32, SHARED_WIDE_MAX_VALUES, SHARED_WIDE_MIN_EDGES_PER_VALUE, "global", True)]
+    for features, half_only, most, least in SHARED_UNCOUNTED_WINDOWS:
+        dtype = np.float16 if half_only else np.float32
+        cases.append((features or 4, dtype, most, least, "global" if half_only else "direct", False))
+    for features, dtype, values, least, atomics, counts in cases:
+        most = values // features
+        assert algorithm(most, least * features * most, features, dtype, with_counts=counts) == "shared"
+        assert algorithm(most, least * features * most - 1, features, dtype, with_counts=counts) == atomics
+        assert algorithm(most + 1, least * features * (most + 1), features, dtype, with_counts=counts) == atomics
+    for counts in (True, False):
+        assert algorithm(1000, 10**7, 16, with_counts=counts) != "shared"  # 68 KB of sums: one block per SM
+    assert algorithm(1000, 10**7, 4, with_counts=False) == "direct"  # float16's window only
+    assert algorithm(1000, 10**7, 4, np.float16, with_counts=False) == "shared"
 
 
 def test_placing_runs_once_per_node_range_that_fits_half_of_l2_except_with_tallies_in_shared_memory():
@@ -340,6 +349,22 @@ def test_few_nodes_with_wide_rows_and_many_edges_sort_chunks_in_shared_memory(dt
                                    (1000, 10**7, SORT_MIN_FEATURES - 1)):
         assert plan_for(nodes, edges, features, np.dtype(dtype), H200_LIKE, 4, with_counts=True,
                            workspace=ENOUGH).algorithm != "chunked"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("window", CHUNK_WINDOWS)
+def test_fewer_edges_sort_chunks_in_shared_memory_inside_each_window_of_nodes_and_edges_per_node(dtype, window):
+    counts, most, features, per_node = window
+
+    def algorithm(nodes, edges, features=features):
+        return plan_for(nodes, edges, features, np.dtype(dtype), H200_LIKE, 4, with_counts=counts,
+                        workspace=ENOUGH).algorithm
+
+    assert per_node * most < CHUNK_MIN_EDGES and algorithm(most, per_node * most) == "chunked"
+    assert algorithm(most, per_node * most - 1) != "chunked"
+    assert algorithm(most + 1, per_node * (most + 1)) != "chunked"
+    assert algorithm(most, per_node * most, SORT_MIN_FEATURES - 1) != "chunked"
+    assert algorithm(10, 10**5, SORT_MIN_FEATURES) == "chunked"  # 10 nodes: every window's sizes
 
 
 def test_forcing_the_chunked_path_is_refused_beyond_its_shared_memory():
@@ -628,14 +653,15 @@ def test_every_path_of_auto_is_chosen_somewhere_on_a_grid_of_sizes():
 # Cells of benchmarks/auto_cells_h200.csv where "auto" is knowingly more than 10% slower than the fastest path
 # timed (BENCHMARKS.md, "Auto's rules over F", re-timed 2026-12-03): (dtype, N, E, F, counts).
 KNOWN_MISSES = {
-    ("float16", 10**2, 10**5, 8, True), ("float16", 10**3, 10**5, 2, False), ("float16", 10**3, 10**5, 2, True),
-    ("float16", 10**3, 10**5, 128, True), ("float16", 10**3, 10**6, 4, False), ("float16", 10**3, 10**7, 4, False),
-    ("float16", 3 * 10**3, 10**7, 2, False), ("float16", 4 * 10**3, 10**6, 1, True),
-    ("float16", 10**4, 2 * 10**5, 128, True), ("float16", 10**4, 10**7, 64, True), ("float16", 10**4, 10**7, 96, True),
-    ("float16", 10**5, 10**7, 64, True), ("float16", 10**5, 10**7, 96, True), ("float16", 10**7, 3000, 4, False),
-    ("float32", 10**3, 10**6, 8, True),
-    ("float32", 2 * 10**3, 4194304, 32, False), ("float32", 2 * 10**3, 10**7, 32, False),
-    ("float32", 3 * 10**3, 3 * 10**4, 1, True), ("float32", 3 * 10**3, 10**7, 2, False),
+    ("float16", 10**2, 10**5, 8, True), ("float16", 3 * 10**2, 3 * 10**4, 128, True),
+    ("float16", 3 * 10**2, 10**5, 128, True), ("float16", 3 * 10**2, 3 * 10**5, 128, True),
+    ("float16", 10**3, 10**5, 2, False), ("float16", 10**3, 10**5, 2, True), ("float16", 10**3, 10**5, 128, True),
+    ("float16", 10**3, 10**6, 8, True), ("float16", 10**3, 2 * 10**6, 128, True),
+    ("float16", 4 * 10**3, 10**6, 1, True), ("float16", 10**4, 2 * 10**5, 128, True),
+    ("float16", 10**4, 10**7, 64, True), ("float16", 10**4, 10**7, 96, True), ("float16", 10**5, 10**7, 64, True),
+    ("float16", 10**5, 10**7, 96, True), ("float16", 10**7, 3 * 10**3, 4, False),
+    ("float32", 3 * 10**2, 3 * 10**5, 128, True), ("float32", 5 * 10**2, 150000, 128, True),
+    ("float32", 10**3, 10**6, 8, True), ("float32", 3 * 10**3, 3 * 10**4, 1, True),
     ("float32", 4 * 10**3, 3 * 10**4, 1, True),
 }
 

@@ -37,12 +37,14 @@ SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE = 256
 SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE = 96
 SHARED_FEW_NODES = 4096
 # shared (whole rows of all nodes in a block's shared memory): F = 1 from SHARED_MIN_EDGES_PER_NODE edges per
-# node; wider rows only in small blocks (N F <= SHARED_WIDE_MAX_VALUES with counts, whose atomics contend on few
-# nodes; SHARED_UNCOUNTED_MAX_VALUES without) and from SHARED_WIDE_MIN_EDGES_PER_VALUE x F edges per node.
+# node; wider rows only in small blocks with many edges per value (N F values): with counts, whose atomics contend
+# on few nodes, up to SHARED_WIDE_MAX_VALUES from SHARED_WIDE_MIN_EDGES_PER_VALUE; without, inside one of
+# SHARED_UNCOUNTED_WINDOWS: (most features or None, float16 only, most values, least edges per value).
 SHARED_MIN_EDGES_PER_NODE = 16
 SHARED_WIDE_MAX_VALUES = 12288
-SHARED_UNCOUNTED_MAX_VALUES = 2048
 SHARED_WIDE_MIN_EDGES_PER_VALUE = 128
+SHARED_UNCOUNTED_WINDOWS = ((2, False, 2048, 128), (3, False, 12288, 320), (4, True, 4096, 200),
+                            (None, False, 2048, 160))
 # sorted (counts, rows of at least SORT_MIN_FEATURES): on at most CHUNK_MAX_NODES nodes from SORT_FEW_NODES_MIN_VALUES
 # values (E x F); float16 with a table of at least SORT_SPARSE_MIN_TABLE values (N x F) from SORT_SPARSE_MIN_VALUES
 # values, up to SORT_SPARSE_MAX_EDGES_PER_NODE edges per node; else from SORT_MIN_EDGES edges with rows of
@@ -70,12 +72,15 @@ SORT_PRIVATE_MIN_EDGES_PER_NODE = 64
 SORT_PRIVATE_BLOCKS_PER_SM = 1
 SORT_EDGES_PER_THREAD = 4  # scatter_add.cu: edges a thread of sort_count / sort_place reads per step
 SORT_MAX_PLACE_PASSES = 4
-# chunked (rows of at least SORT_MIN_FEATURES, float16 without counts CHUNK_HALF_UNCOUNTED_MIN_FEATURES; at most
-# CHUNK_MAX_NODES nodes, at least CHUNK_MIN_EDGES edges):
-# each block sorts at most CHUNK_EDGES edges at a time (uint16 offsets in shared memory).
+# chunked (at most CHUNK_MAX_NODES nodes, rows of at least SORT_MIN_FEATURES): from CHUNK_MIN_EDGES edges (without
+# counts from CHUNK_UNCOUNTED_MIN_FEATURES features, float16 CHUNK_HALF_UNCOUNTED_MIN_FEATURES), or inside one of
+# CHUNK_WINDOWS: (with counts, most nodes, least features, least edges per node). Each block sorts at most
+# CHUNK_EDGES edges at a time (uint16 offsets in shared memory).
 CHUNK_MAX_NODES = 2048
 CHUNK_MIN_EDGES = 2**22
+CHUNK_UNCOUNTED_MIN_FEATURES = 48
 CHUNK_HALF_UNCOUNTED_MIN_FEATURES = 64
+CHUNK_WINDOWS = ((True, 512, 32, 300), (False, 384, 32, 1000), (False, 2048, 64, 500))
 CHUNK_EDGES = 32768
 # direct (float32, no counts): at most DIRECT_BLOCKS_PER_SM blocks per SM (grid-stride beyond); the shared kernel
 # instead from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node, for F = 1 on at most SHARED_OVER_DIRECT_FEW_NODES
@@ -506,7 +511,8 @@ class Uncounted(Path):
 
 class Chunked(Path):
     name, kernels = "chunked", ("chunk_reduce_v*", "apply_table_v*")
-    row = "BENCHMARKS.md kernel table: N = 1e3, E >= 1e7, F = 64 (against sorted, global); NOTES Version 7"
+    row = ("BENCHMARKS.md kernel table: N = 1e3, E >= 1e7, F = 64 (against sorted, global); NOTES Version 7; "
+           "\"Narrow rows and few nodes\" (fewer edges)")
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         if r.num_nodes > CHUNK_MAX_NODES or _hashed(r):
@@ -515,9 +521,13 @@ class Chunked(Path):
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        least = CHUNK_HALF_UNCOUNTED_MIN_FEATURES if r.half and not r.with_counts else SORT_MIN_FEATURES
-        return (r.paired is None and r.num_features >= least and r.num_nodes <= CHUNK_MAX_NODES
-                and r.num_edges >= CHUNK_MIN_EDGES)
+        if r.paired is not None or r.num_nodes > CHUNK_MAX_NODES or r.num_features < SORT_MIN_FEATURES:
+            return False
+        least = (SORT_MIN_FEATURES if r.with_counts
+                 else CHUNK_HALF_UNCOUNTED_MIN_FEATURES if r.half else CHUNK_UNCOUNTED_MIN_FEATURES)
+        return (r.num_edges >= CHUNK_MIN_EDGES and r.num_features >= least) or any(
+            counts == r.with_counts and r.num_nodes <= most and r.num_features >= features
+            and r.num_edges >= per_node * r.num_nodes for counts, most, features, per_node in CHUNK_WINDOWS)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """The chunks fill whole waves of resident blocks: with S resident slots per feature slice and R = ceil(E /
@@ -720,8 +730,12 @@ def _paired(r: LaunchRequest, default: bool) -> bool:
 def _shared_rows_pay(r: LaunchRequest) -> bool:
     """Whether rows this wide pay for the shared kernel: F = 1, or small blocks with many edges per value."""
     values = r.num_nodes * r.num_features
-    most = SHARED_WIDE_MAX_VALUES if r.with_counts else SHARED_UNCOUNTED_MAX_VALUES
-    return r.num_features == 1 or (values <= most and r.num_edges >= SHARED_WIDE_MIN_EDGES_PER_VALUE * values)
+    if r.num_features == 1:
+        return True
+    if r.with_counts:
+        return values <= SHARED_WIDE_MAX_VALUES and r.num_edges >= SHARED_WIDE_MIN_EDGES_PER_VALUE * values
+    return any((features is None or r.num_features <= features) and (r.half or not half_only) and values <= most
+               and r.num_edges >= least * values for features, half_only, most, least in SHARED_UNCOUNTED_WINDOWS)
 
 
 def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> LaunchPlan:
@@ -739,7 +753,8 @@ def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> Launch
 
 class Shared(Path):
     name, kernels = "shared", ("scatter_shared_v*", "scatter_shared_pairs")
-    row = "BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global); F > 1: \"Auto's rules over F\""
+    row = ("BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global); F > 1: \"Auto's rules over F\", "
+           "\"Narrow rows and few nodes\"")
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         """float16: only where the table has one slot per node."""
