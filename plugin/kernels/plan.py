@@ -604,9 +604,9 @@ class SplitTable(Uncounted):
         table hashed, E < N / 2, or at most GRID_TABLE_MAX_EDGES), or forced, any E up to SPLIT_TABLE_MAX_EDGES."""
         if r.with_counts or not r.half or r.num_edges == 0:
             return 0
-        hashed = (1 << max(0, (r.num_nodes - 1).bit_length() - 1)) // 2
+        hashed_edges = (1 << max(0, (r.num_nodes - 1).bit_length() - 1)) // 2  # the most whose table is hashed
         edges = (min(r.num_edges, SPLIT_TABLE_MAX_EDGES) if r.algorithm == self.name
-                 else min(r.num_edges, max(hashed, GRID_TABLE_MAX_EDGES)))
+                 else min(r.num_edges, max(hashed_edges, GRID_TABLE_MAX_EDGES)))
         return 8 * split_table_capacity(edges) if edges > 0 else 0
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
