@@ -7,7 +7,7 @@ A cell is (dtype, N, E, F, counts) on one device; benchmarks/auto_cells_h200.csv
 of every path bench_scatter_add.py timed there (its "auto" plan and the plans it rejected, same run). --add merges
 bench_scatter_add.py CSVs into it (a path timed again keeps its latest time). Without --add it prints the cells
 where the path plan.py takes now is more than 10% slower than the fastest one timed, or was not timed. No GPU:
-the plans are made for the H200 (tests/kernel_fakes.py H200_LIKE), with the workspace workspace_size gives.
+the plans are made for the H200 (tests/support/kernel_fakes.py H200_LIKE), with the workspace workspace_size gives.
 """
 
 import csv
@@ -61,7 +61,7 @@ def auto_path(dtype: str, nodes: int, edges: int, features: int, counts: bool) -
 
     from plugin.kernels import scatter_add_workspace_size
     from plugin.kernels.plan import LaunchRequest, plan_launch
-    from tests.kernel_fakes import H200_LIKE
+    from tests.support.kernel_fakes import H200_LIKE
 
     workspace = scatter_add_workspace_size(nodes, edges, features, dtype, with_counts=counts)
     vec = next(v for v in (4, 2, 1) if features % v == 0)

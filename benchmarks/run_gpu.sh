@@ -6,12 +6,12 @@
 #   [ENQUEUE_ALSO_WITH=<other TensorRT bindings folder>] benchmarks/run_gpu.sh OUT_DIR [--quick]
 #
 # A bindings folder laid out by setup gets the plugin host (tests/plugin_host/build.py: here, or before carrying
-# it, where g++ and TensorRT's headers are) for tests/test_plugin_host_gpu.py, the registry tests and
+# it, where g++ and TensorRT's headers are) for tests/plugin/test_plugin_host_gpu.py, the registry tests and
 # bench_enqueue.py's rows through the bindings' C++ trampoline; without it they skip, saying so.
 #
-# Runs the GPU tests (tests/test_kernels_gpu.py, tests/test_small_updates_gpu.py, tests/test_plugin_gpu.py,
-# tests/test_aot_plugin_gpu.py, tests/test_cuda_graph_gpu.py, tests/test_plugin_host_gpu.py,
-# tests/test_kernel_fuzz_gpu.py, tests/test_overwrite_gpu.py; a failure is reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
+# Runs the GPU tests (tests/kernels/test_kernels_gpu.py, tests/kernels/test_small_updates_gpu.py, tests/plugin/test_plugin_gpu.py,
+# tests/plugin/test_aot_plugin_gpu.py, tests/network/test_cuda_graph_gpu.py, tests/plugin/test_plugin_host_gpu.py,
+# tests/kernels/test_kernel_fuzz_gpu.py, tests/kernels/test_overwrite_gpu.py; a failure is reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
 # bench_state_update.py, bench_aot.py and bench_overwrite.py (per-step device time, host time and one step at
 # a time beside torch, cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
 # bench_breakdown.py, each with --out, in ONE device call (each stage's seconds printed together at the end;
@@ -64,7 +64,7 @@ stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed toget
     stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
 }
 if want tests; then
-    gpu_tests="tests/test_kernels_gpu.py tests/test_small_updates_gpu.py tests/test_plugin_gpu.py tests/test_aot_plugin_gpu.py tests/test_cuda_graph_gpu.py tests/test_plugin_host_gpu.py tests/test_kernel_fuzz_gpu.py tests/test_overwrite_gpu.py"
+    gpu_tests="tests/kernels/test_kernels_gpu.py tests/kernels/test_small_updates_gpu.py tests/plugin/test_plugin_gpu.py tests/plugin/test_aot_plugin_gpu.py tests/network/test_cuda_graph_gpu.py tests/plugin/test_plugin_host_gpu.py tests/kernels/test_kernel_fuzz_gpu.py tests/kernels/test_overwrite_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?

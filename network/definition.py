@@ -214,7 +214,7 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
 
 KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu
 # plugin.kernels.aot.table_capacity: the float16 table has 2 E + 1 slots, computed from idx's shape here (shape
-# layers) and in onnx_path.rewrite (ONNX nodes; tests/test_onnx_rewrite.py checks their result)
+# layers) and in onnx_path.rewrite (ONNX nodes; tests/onnx/test_onnx_rewrite.py checks their result)
 TABLE_SCALE, TABLE_OFFSET = 2, 1
 
 

@@ -34,7 +34,7 @@ from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_D
 PLUGIN_DOMAIN = "aliased_io"
 PLUGIN_DOMAIN_VERSION = 1
 # The Python plugin: the creator's name, version and namespace (plugin/scatter_add_plugin.py PLUGIN_NAME,
-# PLUGIN_VERSION, PLUGIN_NAMESPACE; tests/test_onnx_rewrite.py checks they agree).
+# PLUGIN_VERSION, PLUGIN_NAMESPACE; tests/onnx/test_onnx_rewrite.py checks they agree).
 PLUGIN_OP = "ScatterAddInPlace"
 PLUGIN_VERSION = "1"
 PLUGIN_NAMESPACE = ""

@@ -21,7 +21,7 @@ any order, with an error that grows like sqrt(d) u in practice (d u at worst): |
 6e-5 for S = 20 and d = 10^4. atol = 1e-4 covers that, and still catches real mistakes: flooring a mean of
 2.5 to 2 (the seed's FLOOR_DIV) moves p by about 0.1. rtol = 2^-23 covers rounding the output to fp32.
 
-Checked by tests/test_reference_tolerances.py, which emulates both pipelines in numpy (fp16 summing in fp32,
+Checked by tests/reference/test_reference_tolerances.py, which emulates both pipelines in numpy (fp16 summing in fp32,
 as the kernel does) on graphs with S <= 20 and in-degrees up to a few thousand: fp32 errors stay below 1e-6,
 fp16 errors within 2u S + u (the bound plus the output's rounding), and FLOOR_DIV means, a missing state or
 swapped classes all fail.

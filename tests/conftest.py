@@ -29,7 +29,7 @@ from common.imports import import_tensorrt, is_full_tensorrt  # noqa: E402
 from common.versions import TENSORRT_FLOOR  # noqa: E402
 from tests.plugin_host.host import host_library_path  # noqa: E402
 
-pytest_plugins = ("tests.nvrtc_cubins",)  # the cubin_for fixture: NVRTC compiles in the background, cached
+pytest_plugins = ("tests.support.nvrtc_cubins",)  # the cubin_for fixture: NVRTC compiles in the background, cached
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,36 +122,36 @@ _STARTED: list[ModuleType] = []  # test modules whose start_background ran (stop
 
 
 def pytest_configure(config):
-    """The folder of exported models this test command shares (tests/onnx_helpers.py, open_exports)."""
-    from tests.onnx_helpers import open_exports
+    """The folder of exported models this test command shares (tests/support/onnx_helpers.py, open_exports)."""
+    from tests.support.onnx_helpers import open_exports
 
     open_exports()
 
 
 def pytest_unconfigure(config):
-    from tests.onnx_helpers import close_exports
+    from tests.support.onnx_helpers import close_exports
 
     close_exports()
 
 
 def pytest_collection_finish(session):
     """Started in the background while the tests before them run, where a test that will run (selected, not
-    skipped) needs them: PyG's layers and the script's sample model exported (tests/onnx_pyg.py,
-    tests/onnx_helpers.py), and the start_background(config) of each test module that has one and a test to run
-    (tests/test_real_bindings.py: the trt_bindings run on real bindings with the plugin host;
-    tests/test_own_model_walk.py: the docs walk's export and dry run)."""
+    skipped) needs them: PyG's layers and the script's sample model exported (tests/support/onnx_pyg.py,
+    tests/support/onnx_helpers.py), and the start_background(config) of each test module that has one and a test to run
+    (tests/plugin/test_real_bindings.py: the trt_bindings run on real bindings with the plugin host;
+    tests/cpp/test_own_model_walk.py: the docs walk's export and dry run)."""
     option = session.config.option
     if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
         return
     running = [item for item in session.items if not item.get_closest_marker("skip")]
     if any("pyg_models" in getattr(item, "fixturenames", ()) for item in running):
-        from tests.onnx_pyg import start_pyg_export
+        from tests.support.onnx_pyg import start_pyg_export
 
         start_pyg_export()
     modules = list({id(module): module for item in running if (module := getattr(item, "module", None))}.values())
-    from tests.onnx_helpers import start_background_exports
+    from tests.support.onnx_helpers import start_background_exports
 
-    start_background_exports(modules)  # the script's export of the sample model (tests/onnx_helpers.py)
+    start_background_exports(modules)  # the script's export of the sample model (tests/support/onnx_helpers.py)
     for module in modules:
         if hasattr(module, "start_background"):
             _STARTED.append(module)
@@ -161,17 +161,17 @@ def pytest_collection_finish(session):
 def pytest_runtest_setup(item):
     """After the session's first ONNX export, the later ones reuse onnxscript's table of torchlib functions
     (tests/onnx_helpers.share_torchlib_ops)."""
-    helpers = sys.modules.get("tests.onnx_helpers")
+    helpers = sys.modules.get("tests.support.onnx_helpers")
     if helpers is not None:
         helpers.share_torchlib_ops()
 
 
 def pytest_sessionfinish(session):
     """A background export or run no test waited for does not outlive the session."""
-    helpers = sys.modules.get("tests.onnx_helpers")
+    helpers = sys.modules.get("tests.support.onnx_helpers")
     if helpers is not None:
         helpers.stop_script_export()
-    pyg = sys.modules.get("tests.onnx_pyg")
+    pyg = sys.modules.get("tests.support.onnx_pyg")
     if pyg is not None:
         pyg.stop_pyg_export()
     for module in _STARTED:
