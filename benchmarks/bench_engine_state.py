@@ -57,7 +57,7 @@ def build_state_engine(trt, precision: str, max_nodes: int, batch_edges: int):
 
 
 def measure(trt, engine, num_nodes: int, batch_edges: int, steps: int, precision: str, seed: int) -> dict:
-    from network.execution import summarize
+    from network.timing import summarize
     from network.run import feature_dtype
     from network.steps import run_state_steps
     from reference.state import compare_state, expected_final_state, state_error_bound

@@ -13,7 +13,7 @@ from common.text import shown_path
 from network.benchmark import BenchmarkResult
 from network.definition import AOT_PLUGIN, INPUT_STATE, OUTPUT_STATE, PYTHON_PLUGIN, STATE_UPDATE
 from network.engine import EngineOrigin, EngineSignature
-from network.execution import TimingSummary, summarize
+from network.timing import TimingSummary, summarize
 from network.model_engine import ModelEngineRun
 from network.run import EngineRunResult
 from network.steps import StepsResult, StepsRun
@@ -133,7 +133,7 @@ def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_e
 def plugin_alias_line(compute_counts: bool, plugin: str = PYTHON_PLUGIN, loaded: bool = False) -> str:
     """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.definition.scatter_add_plugin_for:
     counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
-    network.definition.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
+    network.aot_layers.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
     if loaded:
         return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
     if plugin == AOT_PLUGIN:

@@ -1,12 +1,12 @@
 """--benchmark ITERS: time the engine's execution, then the scatter-add kernel alone on the same buffers.
 
-Both are timed the same way (network.execution.EventTimer: CUDA events on one stream right before and after the
+Both are timed the same way (network.timing.EventTimer: CUDA events on one stream right before and after the
 call) after the same number of warm-up calls. The engine: ITERS executions of the classifier engine with
 execute_async_v3 on the inputs X, src, idx, W. The kernel: ITERS launches of scatter_add_launch, the call the
 plugin's enqueue makes, with the same X, src, idx, a counts buffer and (float16) a workspace of its own.
 The kernel's share is its median over the engine's median. X keeps accumulating over all these calls (each one
 adds the edges again), which does not change what is timed. With --cuda_graph, each of the two calls is captured
-once after its warm-up and replayed (network.execution): the rows then time cuGraphLaunch of the captured work.
+once after its warm-up and replayed (network.timing): the rows then time cuGraphLaunch of the captured work.
 The host time of each engine call alone is reported too. Only benchmark_engine needs TensorRT and a GPU.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from network.definition import INPUT_INDEX, INPUT_SOURCE, INPUT_STATE
-from network.execution import TimingSummary, summarize
+from network.timing import TimingSummary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -54,7 +54,8 @@ def benchmark_engine(
 ) -> BenchmarkResult:
     """Times `iterations` executions of the classifier engine on `feeds` and as many kernel launches alone; with
     cuda_graph, replays of each captured once after its warm-up (EngineError if it cannot be captured)."""
-    from network.execution import EventTimer, ExecutionSession, engine_execution, warm_up
+    from network.execution import ExecutionSession
+    from network.timing import EventTimer, engine_execution, warm_up
     from plugin.device_array import DeviceArray
     from plugin.kernels import prepare_kernels, scatter_add_launch, scatter_add_workspace_size
 

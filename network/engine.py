@@ -41,12 +41,11 @@ from network.definition import (
     PYTHON_PLUGIN,
     STATE_INPUT_NAMES,
     STATE_UPDATE,
-    OnnxSource,
     aliasing_preview_features,
-    populate_from_onnx,
     populate_network,
     populate_state_network,
 )
+from network.onnx_parse import OnnxSource, populate_from_onnx
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from common.progress import progress
-from network.definition import OnnxSource, populate_from_onnx
+from network.onnx_parse import OnnxSource, populate_from_onnx
 from common.engine_description import EngineDescription, EngineTensor, check_engine_tensors
 from network.engine import (
     ShapeRange,
@@ -112,7 +112,8 @@ def _execute(trt: Any, engine: Any, feeds: Mapping[str, np.ndarray], states: Map
              fresh: Callable[[int], Mapping[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], Any, list[float]]:
     """The runs on one execution context (network.execution.ExecutionSession): the last run's outputs, what
     get_aliased_input_tensor reported, each run's engine time in ms."""
-    from network.execution import EventTimer, ExecutionSession, engine_output_names
+    from network.execution import ExecutionSession, engine_output_names
+    from network.timing import EventTimer
     from plugin.device_array import DeviceArray
 
     with contextlib.ExitStack() as resources:  # released in reverse: the timer, the session, the buffers

@@ -24,8 +24,8 @@ from network.definition import (
     INPUT_WEIGHTS,
     OUTPUT_SOFTMAX,
     PYTHON_PLUGIN,
-    OnnxSource,
 )
+from network.onnx_parse import OnnxSource
 from common.text import first_line
 from network.engine import EngineOrigin, ProfileBounds, prepare_engine, require_engine_dependencies, tensorrt_log_level
 from network.execution import engine_output_aliases

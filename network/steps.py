@@ -33,10 +33,10 @@ from network.definition import (
     OUTPUT_STATE,
     PYTHON_PLUGIN,
     STATE_UPDATE,
-    OnnxSource,
 )
+from network.onnx_parse import OnnxSource
 from network.engine import EngineOrigin, ProfileBounds, prepare_engine, require_engine_dependencies
-from network.execution import TimingSummary, summarize
+from network.timing import TimingSummary, summarize
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
@@ -98,7 +98,8 @@ def run_state_steps(
     one execution is captured into a CUDA graph (network.execution; EngineError if it cannot be) and each step
     replays it; the batches go into the same buffers either way. Needs TensorRT, cuda-python, a GPU.
     """
-    from network.execution import EventTimer, ExecutionSession, engine_execution, warm_up
+    from network.execution import ExecutionSession
+    from network.timing import EventTimer, engine_execution, warm_up
     from network.run import update_is_zero
     from plugin.device_array import DeviceArray
 

@@ -71,8 +71,8 @@ class OnnxModel:
                                               else "")
 
     def engine_source(self) -> Any:
-        """The rewritten model as network.definition.OnnxSource, for the engine build."""
-        from network.definition import OnnxSource
+        """The rewritten model as network.onnx_parse.OnnxSource, for the engine build."""
+        from network.onnx_parse import OnnxSource
 
         return OnnxSource(self.rewritten.model.SerializeToString(), self.path, self.rewritten.plugin)
 

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
-from network.definition import AOT_PLUGIN, KEYS_EMPTY, PYTHON_PLUGIN, TABLE_OFFSET, TABLE_SCALE
+from network.aot_layers import KEYS_EMPTY, TABLE_OFFSET, TABLE_SCALE
+from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
 from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE
 
 PLUGIN_DOMAIN = "aliased_io"
@@ -281,7 +282,7 @@ def plugin_nodes(build: Builder, plugin: str, state: Any, src: Any, idx: Any, ag
 
 
 def _aot_nodes(build: Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
-    """The AOT plugin nodes and the zero-filled tensors they alias (network/definition.py's fill layers, as ONNX
+    """The AOT plugin nodes and the zero-filled tensors they alias (network/aot_layers.py's fill layers, as ONNX
     nodes): counts [R, 1] int64 zeros (with counts); float16: keys [2E+1] int32 -1, values [2E+1, F] float32 0."""
     attrs = aot_attributes()
     tail = []

@@ -31,7 +31,7 @@ import numpy as np
 from common.errors import InputError
 from common.imports import import_module
 from common.text import first_line
-from network.definition import KEYS_EMPTY
+from network.aot_layers import KEYS_EMPTY
 from onnx_path.nodes import (
     AOT_APPLY_TABLE,
     AOT_OVERWRITE_ROWS,

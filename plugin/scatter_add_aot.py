@@ -3,7 +3,7 @@
 An engine built with these holds the PTX of plugin/kernels/scatter_add_aot.cu and symbolic launch parameters,
 and runs with no Python: deserialize it from C++, trtexec or a process that imports only tensorrt. TensorRT
 launches ONE kernel per AOT plugin, so whatever must exist before the atomics comes from the network as an
-input that the plugin aliases to an output (network/definition.py makes them with fill layers):
+input that the plugin aliases to an output (network/aot_layers.py makes them with fill layers):
 
     scatter_add         (state, src, index)                 -> state.aliased()                     float32
     scatter_add_counts  (state, src, index, counts)         -> state.aliased(), counts.aliased()   float32

@@ -1,4 +1,4 @@
-"""The tensors the AOT plugins alias (network.definition's fill layers), built with a real builder.
+"""The tensors the AOT plugins alias (network.aot_layers' fill layers), built with a real builder.
 
 On the `trt` fixture (TensorRT-RTX where the full TensorRT is missing): zeroed counts [N, 1] int64, keys
 [2E+1] int32 filled with -1 and values [2E+1, F] float32 zeros, shaped from X and idx by shape layers, mark as
@@ -14,7 +14,7 @@ NUM_FEATURES = 3
 
 
 def accumulation_network(trt, *, with_counts, half):
-    from network.definition import ShapeTensors, add_accumulation_inputs
+    from network.aot_layers import ShapeTensors, add_accumulation_inputs
 
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))

@@ -1,5 +1,5 @@
-"""--cuda_graph's order of work and its one-line errors (network.execution), without a GPU: plugin.cuda_graph's
-CapturedGraph is replaced by a recorder, so these tests check only what network.execution does around it (the
+"""--cuda_graph's order of work and its one-line errors (network.timing), without a GPU: plugin.cuda_graph's
+CapturedGraph is replaced by a recorder, so these tests check only what network.timing does around it (the
 warm-up before the capture, the replays, the error it turns a failed capture into). The capture itself is
 GPU-tested in tests/network/test_cuda_graph_gpu.py and tests/plugin/test_plugin_gpu.py; through TensorRT in tests/network/test_e2e_state.py."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import plugin.cuda_graph
 from common.errors import EngineError
-from network.execution import WITHOUT_GRAPH_HINT, capture, capture_failure_message, engine_execution, warm_up
+from network.timing import WITHOUT_GRAPH_HINT, capture, capture_failure_message, engine_execution, warm_up
 from plugin.cuda_check import CudaError
 
 

@@ -1,4 +1,4 @@
-"""network.definition.populate_from_onnx through polygraphy on TensorRT-RTX's ONNX parser and builder (the CPU
+"""network.onnx_parse.populate_from_onnx through polygraphy on TensorRT-RTX's ONNX parser and builder (the CPU
 stand-in, POLYGRAPHY_USE_TENSORRT_RTX=1): a plugin-free model with the sample's state-update tensors builds over
 the sample's profile with the aliasing preview feature, and a model the parser refuses is one line naming the
 node. The plugin nodes themselves need the full TensorRT (tests/onnx/test_e2e_onnx.py): TensorRT-RTX aborts the
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from network.definition import parser_error_line
+from network.onnx_parse import parser_error_line
 from tests.support.onnx_helpers import NUM_FEATURES, REWRITE_MISSING
 from tests.network.test_network_builder import run_on_tensorrt_rtx
 
@@ -20,7 +20,7 @@ PARSE_AND_BUILD = textwrap.dedent(
     import tensorrt_rtx_bindings
     sys.modules["tensorrt"] = tensorrt_rtx_bindings
     from common.errors import InputError
-    from network.definition import OnnxSource, populate_from_onnx
+    from network.onnx_parse import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, default_profile_bounds, sample_profile_shapes
 
     path, num_features = sys.argv[1], int(sys.argv[2])

@@ -1,4 +1,4 @@
-"""network.execution's timing statistics and their report (cli.engine_report, --benchmark's): plain Python, no GPU."""
+"""network.timing's statistics and their report (cli.engine_report, --benchmark's): plain Python, no GPU."""
 
 import random
 import statistics
@@ -7,7 +7,7 @@ import pytest
 
 from cli.engine_report import benchmark_lines, describe_summary, format_duration
 from network.benchmark import BenchmarkResult
-from network.execution import percentile, summarize
+from network.timing import percentile, summarize
 
 
 def test_percentile_is_nearest_rank():

@@ -102,7 +102,7 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
     at its input's address (Rewritten.aliases: TensorRT reports no alias for a plugin), against ONNX Runtime on
     the original model; an aliased output is read from its input's buffer, which now holds the new state."""
     from common.imports import import_tensorrt
-    from network.definition import OnnxSource, populate_from_onnx
+    from network.onnx_parse import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, deserialize_engine
     from network.execution import ExecutionSession
     from onnx_path.rewrite import model_io, rewrite_model

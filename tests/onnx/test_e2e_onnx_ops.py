@@ -40,7 +40,8 @@ def eager_steps(name: str, feeds: dict[str, np.ndarray], batches: list[dict[str,
 
 @pytest.mark.parametrize("name, precision", [("state", "fp32"), ("state", "fp16"), ("layers", "fp32")])
 def test_the_engine_of_the_exported_custom_op_updates_x_in_place_like_eager_torch(tmp_path_factory, name, precision):
-    from network.definition import PYTHON_PLUGIN, OnnxSource, populate_from_onnx
+    from network.definition import PYTHON_PLUGIN
+    from network.onnx_parse import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, deserialize_engine, require_engine_dependencies
     from network.execution import ExecutionSession
     from plugin.device_array import DeviceArray

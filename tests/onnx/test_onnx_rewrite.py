@@ -121,7 +121,7 @@ FILLS = {"counts_zero": "ConstantOfShape", "keys": "ConstantOfShape", "values": 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("network", NETWORKS)
 def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precision):
-    """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/definition.py
+    """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/aot_layers.py
     wires them; their zero-filled inputs are ConstantOfShape nodes; no Scatter* left; outputs kept."""
     from onnx_path.rewrite import load_model, model_io
 
