@@ -30,15 +30,12 @@ import numpy as np
 from common.errors import InputError
 from network.aot_layers import KEYS_EMPTY, TABLE_OFFSET, TABLE_SCALE
 from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
-from plugin.rules import COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE
+from plugin.rules import (COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE, PLUGIN_NAME,
+                          PLUGIN_NAMESPACE, PLUGIN_VERSION)
 
 PLUGIN_DOMAIN = "aliased_io"
 PLUGIN_DOMAIN_VERSION = 1
-# The Python plugin: the creator's name, version and namespace (plugin/scatter_add_plugin.py PLUGIN_NAME,
-# PLUGIN_VERSION, PLUGIN_NAMESPACE; tests/onnx/test_onnx_rewrite.py checks they agree).
-PLUGIN_OP = "ScatterAddInPlace"
-PLUGIN_VERSION = "1"
-PLUGIN_NAMESPACE = ""
+PLUGIN_OP = PLUGIN_NAME  # the Python plugin's node: op_type, plugin_version, plugin_namespace are its creator's
 VERSION_ATTRIBUTE = "plugin_version"
 NAMESPACE_ATTRIBUTE = "plugin_namespace"
 COUNTS_ATTRIBUTE = COMPUTE_COUNTS_FIELD  # INT: the parser makes it the creator's one INT32 field

@@ -1,5 +1,5 @@
-"""The scatter-add plugin's rules as plain functions: tensor positions, data types, formats, shapes, aliasing,
-and its one attribute, compute_counts.
+"""The scatter-add plugin's rules as plain functions: its name, tensor positions, data types, formats, shapes,
+and its fields, compute_counts and overwrite.
 
 The TensorRT plugin class (plugin.scatter_add_plugin) turns TensorRT's descriptors into numpy dtypes, shape
 tuples and booleans and asks these functions, so every rule runs and is tested without TensorRT.
@@ -27,6 +27,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+
+# The creator's name, version and namespace: what TensorRT's registry, a serialized engine and an ONNX node
+# (onnx_path/nodes.py: op_type, plugin_version, plugin_namespace) find the plugin by.
+PLUGIN_NAME = "ScatterAddInPlace"
+PLUGIN_VERSION = "1"
+PLUGIN_NAMESPACE = ""
 
 STATE, SOURCE, INDEX = 0, 1, 2
 NUM_INPUTS = 3
@@ -130,14 +136,6 @@ def output_shapes(num_nodes: Dim, num_features: Dim, one: Dim, *, compute_counts
     """
     shapes = [[num_nodes, num_features], [num_nodes, one]]
     return shapes[: num_outputs(compute_counts=compute_counts)]
-
-
-def aliased_input(output_index: int) -> int:
-    """The input that an output shares memory with: output 0 (aggregated) is input 0 (state); -1 for none.
-
-    The same with or without counts: aggregated is output 0 either way, and counts (output 1) has its own buffer.
-    """
-    return STATE if output_index == AGGREGATED else -1
 
 
 def check_field_names(names: Sequence[str]) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from common.imports import import_tensorrt
 from plugin import rules
+from plugin.rules import PLUGIN_NAME, PLUGIN_NAMESPACE, PLUGIN_VERSION
 
 if TYPE_CHECKING:  # descriptor types from tensorrt-stubs, for the method signatures below
     from tensorrt import DataType, Dims, DimsExprs, DynamicPluginTensorDesc, IExprBuilder, PluginTensorDesc
@@ -25,9 +26,6 @@ if TYPE_CHECKING:  # descriptor types from tensorrt-stubs, for the method signat
 # signatures that do not match TensorRT's calling contract (e.g. get_aliased_input without its argument).
 trt: Any = import_tensorrt()
 
-PLUGIN_NAME = "ScatterAddInPlace"
-PLUGIN_VERSION = "1"
-PLUGIN_NAMESPACE = ""
 
 _NUMPY_DTYPES: dict[Any, np.dtype] = {
     trt.float32: np.dtype(np.float32),
@@ -187,8 +185,9 @@ class ScatterAddPlugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuil
         return profile_workspace_size(inp, with_counts=self.compute_counts, overwrite=self.overwrite)
 
     def get_aliased_input(self, output_index: int) -> int:
-        """Output 0 is written into input 0's memory (needs PreviewFeature.ALIASED_PLUGIN_IO_10_03)."""
-        return rules.aliased_input(output_index)
+        """Output 0 (aggregated) is input 0's (the state's) memory; -1: counts, output 1, has a buffer of its own.
+        TensorRT asks only when the builder config enables PreviewFeature.ALIASED_PLUGIN_IO_10_03."""
+        return rules.STATE if output_index == rules.AGGREGATED else -1
 
     def get_valid_tactics(self) -> list[int]:
         return []

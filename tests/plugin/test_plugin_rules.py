@@ -129,11 +129,6 @@ def test_output_shapes():
     assert rules.output_shapes(7, 3, 1, compute_counts=False) == [[7, 3]]
 
 
-def test_only_output_0_aliases_input_0():
-    assert rules.aliased_input(0) == 0
-    assert [rules.aliased_input(i) for i in (1, 2, -1)] == [-1, -1, -1]
-
-
 # --- the compute_counts attribute and its plugin field -----------------------------------------------------
 
 
