@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from common.text import shown_path
 from network.benchmark import BenchmarkResult
-from network.definition import AOT_PLUGIN, INPUT_STATE, OUTPUT_STATE, PYTHON_PLUGIN, STATE_UPDATE
+from common.plugin_kind import PluginKind
+from network.definition import INPUT_STATE, OUTPUT_STATE, STATE_UPDATE
 from network.engine import EngineOrigin, EngineSignature
 from network.timing import TimingSummary, summarize
 from network.model_engine import ModelEngineRun
@@ -40,16 +41,16 @@ def describe_summary(summary: TimingSummary, *, p90: bool = True) -> str:
 
 
 
-def issued_by(cuda_graph: bool, plugin: str | None = PYTHON_PLUGIN) -> str:
+def issued_by(cuda_graph: bool, plugin: PluginKind | None = PluginKind.PYTHON) -> str:
     """What the host runs to issue one execution: the captured graph's launch, or TensorRT's enqueue with the
     scatter-add `plugin` (None: an engine file's, whichever it holds)."""
     if cuda_graph:
         return "cuGraphLaunch of the captured execution"
-    if plugin == PYTHON_PLUGIN:
-        return "execute_async_v3 with the Python plugin's enqueue"
-    if plugin == AOT_PLUGIN:
+    if plugin is None:
+        return "execute_async_v3 with the engine file's plugin"
+    if plugin.aot:
         return "execute_async_v3; the AOT plugin runs no Python"
-    return "execute_async_v3 with the engine file's plugin"
+    return "execute_async_v3 with the Python plugin's enqueue"
 
 
 def timed_call(cuda_graph: bool) -> str:
@@ -104,7 +105,7 @@ def aliasing_line(aliases: dict[str, str | None] | None, tensorrt_version: str =
 
 
 def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_edges: int,
-                       tensorrt_version: str = "?", plugin: str | None = PYTHON_PLUGIN) -> list[str]:
+                       tensorrt_version: str = "?", plugin: PluginKind | None = PluginKind.PYTHON) -> list[str]:
     """The lines --steps prints: what ran, aliasing as TensorRT reported it, X after step 1, timings (device and
     host). `plugin`: the scatter-add the engine was built with (None: loaded from a file)."""
     steps = len(run.step_ms)
@@ -130,13 +131,13 @@ def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_e
 
 
 
-def plugin_alias_line(compute_counts: bool, plugin: str = PYTHON_PLUGIN, loaded: bool = False) -> str:
+def plugin_alias_line(compute_counts: bool, plugin: PluginKind = PluginKind.PYTHON, loaded: bool = False) -> str:
     """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.definition.scatter_add_plugin_for:
-    counts in the classifier, compute_counts=0 in the state-update network; with plugin="aot",
+    counts in the classifier, compute_counts=0 in the state-update network; with PluginKind.AOT,
     network.aot_layers.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
     if loaded:
         return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
-    if plugin == AOT_PLUGIN:
+    if plugin.aot:
         counts = "; counts alias a zero tensor made by a fill layer" if compute_counts else "; no counts are computed"
         return ("AOT plugin (tensorrt.plugin, PTX in the engine, no Python at run time): aggregated aliases X "
                 f"(TensorDesc.aliased()){counts}")
@@ -176,7 +177,7 @@ def state_buffer_line(changed: bool, zero_update: bool, multi_output_plugin: boo
             f"caller's{claim})")
 
 
-def benchmark_lines(result: BenchmarkResult, plugin: str | None = PYTHON_PLUGIN) -> list[str]:
+def benchmark_lines(result: BenchmarkResult, plugin: PluginKind | None = PluginKind.PYTHON) -> list[str]:
     """The --benchmark report; `plugin`: the engine's scatter-add (None: loaded from a file)."""
     if result.cuda_graph:
         warmup = f"{result.warmup} warm-up executions and {result.warmup} warm-up replays"
@@ -212,7 +213,7 @@ def model_engine_lines(states: Mapping[str, str], aliases: Mapping[str, str | No
 
 def graph_run_lines(result: EngineRunResult) -> list[str]:
     """Everything a classifier run prints after its output: the engine, the aliasing, X in place, --benchmark."""
-    lines = [origin_line(result.origin), plugin_alias_line(True, result.plugin or PYTHON_PLUGIN, result.plugin is None),
+    lines = [origin_line(result.origin), plugin_alias_line(True, result.plugin or PluginKind.PYTHON, result.plugin is None),
              *engine_alias_lines(result.aliased_inputs, result.origin.tensorrt_version),
              state_buffer_line(result.state_changed_in_place, result.zero_update, result.multi_output_plugin)]
     if result.benchmark is not None:
@@ -223,7 +224,7 @@ def graph_run_lines(result: EngineRunResult) -> list[str]:
 def steps_lines(result: StepsResult, batch_edges: int) -> list[str]:
     """Everything --steps prints after the final state: the engine, the aliasing, the steps and their times."""
     num_nodes, num_features = result.final_state.shape
-    return [origin_line(result.origin), plugin_alias_line(False, result.plugin or PYTHON_PLUGIN, result.plugin is None),
+    return [origin_line(result.origin), plugin_alias_line(False, result.plugin or PluginKind.PYTHON, result.plugin is None),
             *steps_report_lines(result.run, num_nodes, num_features, batch_edges, result.origin.tensorrt_version,
                                 plugin=result.plugin)]
 

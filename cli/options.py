@@ -30,6 +30,7 @@ from common.paths import OutputFiles, check_outputs, readable_file
 from common.text import shown_path
 from common.text import excerpt
 from common.engine_description import description_path
+from common.plugin_kind import PLUGIN_NAMES, PluginKind
 from common.versions import CUDA12_REQUIREMENTS, POLYGRAPHY_FLOOR, TENSORRT_FLOOR
 
 PROG = "aliased_io_plugin.py"
@@ -63,7 +64,6 @@ MAX_SEED = 2**63 - 1
 
 DESCRIPTION_OUTPUT = "--save_engine's description"  # OutputFiles' key of the description beside the engine
 GRAPH_OPTIONS = ("node_features", "node_features_file", "edges", "graph", "random_graph")
-PYTHON_PLUGIN, AOT_PLUGIN = PLUGINS = ("python", "aot")  # network.definition's (a dry run imports no network/)
 
 _DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
 _HANGING = re.compile(r" *([0-9]+ +)?")  # a --help line's indent, and an exit status' number: wrapped under both
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--cuda_graph", "--cuda-graph", action="store_true",
                         help="with --steps or --benchmark: replay one execution captured in a CUDA graph, as "
                         "trtexec's --useCudaGraph")
-    engine.add_argument("--plugin", choices=PLUGINS,
+    engine.add_argument("--plugin", choices=PLUGIN_NAMES,
                         help="the scatter-add of a new engine: python (IPluginV3 in Python, the default) or aot "
                         "(PTX in the engine, no Python at run time; TensorRT >= 10.16)")
     onnx = parser.add_argument_group("from PyTorch through ONNX (docs/onnx.md)", ONNX)
@@ -338,7 +338,7 @@ class EngineOptions:
     steps: int | None = None
     batch_edges: int | None = None
     benchmark: int | None = None
-    plugin: str = PYTHON_PLUGIN
+    plugin: PluginKind = PluginKind.PYTHON  # --plugin, decided here once
     cuda_graph: bool = False
     onnx: str | None = None
     save_onnx: str | None = None
@@ -373,7 +373,7 @@ def parse_engine_options(options: argparse.Namespace) -> EngineOptions:
         steps=optional("steps", "--steps", MAX_STEPS),
         batch_edges=optional("batch_edges", "--batch_edges", MAX_RANDOM_EDGES),
         benchmark=optional("benchmark", "--benchmark", MAX_BENCHMARK_ITERATIONS),
-        plugin=getattr(options, "plugin", None) or PYTHON_PLUGIN,
+        plugin=PluginKind(getattr(options, "plugin", None) or PluginKind.PYTHON),
         cuda_graph=bool(getattr(options, "cuda_graph", False)),
         onnx=None if getattr(options, "onnx", None) is None else readable_file(options.onnx, "--onnx"),
         save_onnx=getattr(options, "save_onnx", None),
@@ -480,9 +480,9 @@ def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: s
     if plugin_given and parsed.load_engine is not None:
         raise InputError(f"--plugin {parsed.plugin} chooses the scatter-add of a new engine; an engine from "
                          "--load_engine holds the plugin it was built with")
-    if parsed.plugin == AOT_PLUGIN and parsed.benchmark is not None:
+    if parsed.plugin.aot and parsed.benchmark is not None:
         raise InputError("--benchmark times the Python plugin's kernel beside the engine; for --plugin aot run "
                          "benchmarks/bench_aot.py")
-    if parsed.plugin == AOT_PLUGIN and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
+    if parsed.plugin.aot and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
         raise InputError(f"--max_edges {parsed.max_edges:,} is more than --plugin aot --precision fp16 takes "
                          f"({MAX_AOT_HALF_EDGES:,}: its float32 table has 2 E + 1 slots, an int32 size)")

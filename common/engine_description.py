@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from common.errors import InputError
+from common.plugin_kind import PLUGIN_NAMES
 from common.text import shown_path
 
 FORMAT_NAME = "aliased_io_engine"
 FORMAT_VERSION = 1
 SUFFIX = ".desc"
-PLUGINS = ("python", "aot")
 DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
 """The dtypes a description may name: TensorRT's I/O types, by numpy's names (bfloat16 has no numpy type)."""
 UNNAMED_DIM = "?"
@@ -109,8 +109,8 @@ def check_description(description: EngineDescription, source: str) -> None:
     def fail(problem: str) -> NoReturn:
         raise InputError(f"{source}: {problem}")
 
-    if description.plugin not in PLUGINS:
-        fail(f"plugin {description.plugin!r}, expected one of {', '.join(PLUGINS)}")
+    if description.plugin not in PLUGIN_NAMES:
+        fail(f"plugin {description.plugin!r}, expected one of {', '.join(PLUGIN_NAMES)}")
     if not description.inputs or not description.outputs:
         fail("an engine has at least one input and one output")
     seen: set[str] = set()

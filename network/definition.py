@@ -32,6 +32,7 @@ Python plugin needs the full TensorRT (add_plugin_v3).
 from typing import TYPE_CHECKING, Any
 
 from common.errors import EngineError
+from common.plugin_kind import PluginKind
 from network.aot_layers import add_aot_scatter_add
 
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
@@ -44,9 +45,6 @@ OUTPUT_SOFTMAX = "softmax"
 OUTPUT_STATE = "X_out"
 INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX, INPUT_WEIGHTS)
 STATE_INPUT_NAMES = (INPUT_STATE, INPUT_SOURCE, INPUT_INDEX)
-PYTHON_PLUGIN = "python"  # ScatterAddPlugin: IPluginV3 in Python, needs Python at run time
-AOT_PLUGIN = "aot"  # tensorrt.plugin AOT plugins: PTX in the engine, no Python at run time
-PLUGINS = (PYTHON_PLUGIN, AOT_PLUGIN)
 
 CLASSIFIER = "classifier"  # inputs X, src, idx, W; output softmax (the sample's network)
 STATE_UPDATE = "state update"  # inputs X, src, idx; output X_out (the plugin's aggregated state; --steps)
@@ -142,28 +140,26 @@ def add_scatter_add_layer(
 
 
 def add_scatter_add(
-    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: str,
+    trt: Any, network: "INetworkDefinition", inputs: dict[str, "ITensor"], kind: str, plugin: PluginKind,
     max_edges: int | None = None,
 ) -> tuple["ITensor", "ITensor | None", Any]:
-    """The scatter-add for `kind` with the `plugin` implementation ("python" or "aot"): returns (aggregated,
-    counts or None, what must stay alive until the engine is built). `max_edges`: the profile's bound on E, which
-    the AOT float16 path may use (add_aot_scatter_add)."""
-    if plugin == PYTHON_PLUGIN:
-        layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
-        return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
-    if plugin == AOT_PLUGIN:
+    """The scatter-add for `kind` with the `plugin` --plugin chose: returns (aggregated, counts or None, what must
+    stay alive until the engine is built). `max_edges`: the profile's bound on E, which the AOT float16 path may
+    use (add_aot_scatter_add)."""
+    if plugin.aot:
         num_features = int(inputs[INPUT_STATE].shape[1])
         return add_aot_scatter_add(trt, network, inputs[INPUT_STATE], inputs[INPUT_SOURCE], inputs[INPUT_INDEX],
                                    num_features, with_counts=kind == CLASSIFIER, max_edges=max_edges)
-    raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
+    layer, python_plugin = add_scatter_add_layer(network, inputs, kind)
+    return layer.get_output(0), layer.get_output(1) if kind == CLASSIFIER else None, python_plugin
 
 
 def populate_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int, num_classes: int,
-                     plugin: str = PYTHON_PLUGIN) -> Any:
+                     plugin: PluginKind = PluginKind.PYTHON) -> Any:
     """Fills an empty strongly typed network with the whole graph; returns what must stay alive until the
     engine is built (the Python plugin object: add_plugin_v3 does not hold a Python reference).
 
-    Needs the full TensorRT (add_plugin_v3; with plugin="aot", add_plugin and tensorrt.plugin, 10.16+).
+    Needs the full TensorRT (add_plugin_v3; with PluginKind.AOT, add_plugin and tensorrt.plugin, 10.16+).
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, num_classes)
     aggregated, counts, keep_alive = add_scatter_add(trt, network, inputs, CLASSIFIER, plugin)
@@ -180,14 +176,14 @@ def mark_state_output(network: "INetworkDefinition", aggregated: "ITensor") -> "
 
 
 def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "DataType", num_features: int,
-                           plugin: str = PYTHON_PLUGIN, max_edges: int | None = None) -> Any:
+                           plugin: PluginKind = PluginKind.PYTHON, max_edges: int | None = None) -> Any:
     """Fills an empty strongly typed network with X, src, idx -> plugin -> "X_out"; returns the plugin object.
 
     For --steps: the plugin's aggregated output is an engine output, so the state it adds into persists after
     the execution. Whether TensorRT makes "X_out" share X's memory at the engine boundary is TensorRT's choice,
     reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
     aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
-    serialized: a loaded engine keeps it). With plugin="aot" the AOT plugins without counts (float16: the table
+    serialized: a loaded engine keeps it). With PluginKind.AOT the AOT plugins without counts (float16: the table
     is sized from E), so an execution is O(E*F) there too; `max_edges`, the profile's bound on E, may make the
     float16 one a single kernel (add_aot_scatter_add). Needs the full TensorRT; keep the returned object alive
     until the engine is built.

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from common.errors import EngineError, InputError, MissingDependencyError
 from common.imports import import_module, import_tensorrt, is_full_tensorrt
+from common.plugin_kind import PluginKind
 from common.progress import file_load_progress, progress
 from common.text import first_line, shown_path
 from common.versions import (
@@ -29,7 +30,6 @@ from common.versions import (
     installed_cuda_needs,
 )
 from network.definition import (
-    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_NAMES,
@@ -38,7 +38,6 @@ from network.definition import (
     INPUT_WEIGHTS,
     OUTPUT_SOFTMAX,
     OUTPUT_STATE,
-    PYTHON_PLUGIN,
     STATE_INPUT_NAMES,
     STATE_UPDATE,
     aliasing_preview_features,
@@ -183,9 +182,9 @@ def read_driver_version() -> int | None:
     return int(version) if status == driver.CUresult.CUDA_SUCCESS else None
 
 
-def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False) -> Any:
+def require_engine_dependencies(plugin: PluginKind = PluginKind.PYTHON, onnx: bool = False) -> Any:
     """The full TensorRT module, after checking its version (>= 10.4), polygraphy (>= 0.53.6), cuda-python, the
-    driver's CUDA version and a GPU, in that order and before any CUDA work (to build with plugin="aot", also
+    driver's CUDA version and a GPU, in that order and before any CUDA work (to build with PluginKind.AOT, also
     TensorRT >= 10.16 with tensorrt.plugin; with onnx, TensorRT's ONNX parser); MissingDependencyError (one
     line, exit 3) if not."""
     trt = import_tensorrt()
@@ -198,7 +197,7 @@ def require_engine_dependencies(plugin: str = PYTHON_PLUGIN, onnx: bool = False)
     if onnx and not hasattr(trt, "OnnxParser"):
         raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
                                      f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
-    if plugin == AOT_PLUGIN:
+    if plugin.aot:
         import_module("plugin.scatter_add_aot")  # MissingDependencyError before TensorRT 10.16
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
     require_cuda_device(getattr(trt, "__version__", None))
@@ -366,11 +365,11 @@ def prepare_engine(
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
     edges_source: str = "the graph",
-    plugin: str = PYTHON_PLUGIN,
+    plugin: PluginKind = PluginKind.PYTHON,
     onnx: OnnxSource | None = None,
 ) -> PreparedEngine:
     """Loads the engine from `load_engine` or builds one for `kind` (CLASSIFIER or STATE_UPDATE) with the
-    scatter-add `plugin` ("python" or "aot"), from TensorRT's network API or, given `onnx`, from that rewritten
+    scatter-add `plugin`, from TensorRT's network API or, given `onnx`, from that rewritten
     model (its bytes in .data, for the caller to save). InputError when the sizes do not fit the engine (loaded or
     requested)."""
     build_seconds: float | None = None

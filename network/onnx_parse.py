@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from common.errors import InputError
-from network.definition import AOT_PLUGIN, PLUGINS, PYTHON_PLUGIN
+from common.plugin_kind import PluginKind
 
 if TYPE_CHECKING:
     from tensorrt import INetworkDefinition
@@ -15,26 +15,24 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class OnnxSource:
     """A rewritten ONNX model (onnx_path.rewrite) to build the engine from instead of the network API: its
-    serialized bytes, the file it came from (for messages) and the plugin ("python" or "aot") its nodes use."""
+    serialized bytes, the file it came from (for messages) and the plugin its nodes use."""
 
     model_bytes: bytes
     path: str
-    plugin: str
+    plugin: PluginKind
 
 
-def register_plugin_creators(plugin: str) -> None:
-    """Registers the creator(s) TensorRT's ONNX parser looks the plugin nodes up by: ScatterAddPluginCreator for
-    "python"; for "aot" tensorrt.plugin's, which importing plugin.scatter_add_aot registers."""
-    if plugin == PYTHON_PLUGIN:
-        from plugin.scatter_add_plugin import register_scatter_add_creator
-
-        register_scatter_add_creator()
-    elif plugin == AOT_PLUGIN:
+def register_plugin_creators(plugin: PluginKind) -> None:
+    """Registers the creator(s) TensorRT's ONNX parser looks the plugin nodes up by: for the AOT plugins
+    tensorrt.plugin's, which importing plugin.scatter_add_aot registers; else ScatterAddPluginCreator."""
+    if plugin.aot:
         from plugin.scatter_add_aot import require_aot_creators
 
         require_aot_creators()
     else:
-        raise ValueError(f"unknown plugin {plugin!r}; expected one of {', '.join(PLUGINS)}")
+        from plugin.scatter_add_plugin import register_scatter_add_creator
+
+        register_scatter_add_creator()
 
 
 def parser_error_line(path: str, error: Any) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from common.errors import EngineError, InputError
+from common.plugin_kind import PluginKind
 from common.progress import progress
 from network.definition import (
     CLASSIFIER,
@@ -23,7 +24,6 @@ from network.definition import (
     INPUT_STATE,
     INPUT_WEIGHTS,
     OUTPUT_SOFTMAX,
-    PYTHON_PLUGIN,
 )
 from network.onnx_parse import OnnxSource
 from common.text import first_line
@@ -180,7 +180,7 @@ class EngineRunResult:
 
     softmax: np.ndarray
     origin: EngineOrigin
-    plugin: str | None
+    plugin: PluginKind | None
     aliased_inputs: dict[str, str | None] | None
     state_changed_in_place: bool
     zero_update: bool
@@ -199,7 +199,7 @@ def run_graph(
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
     benchmark_iterations: int | None = None,
-    plugin: str = PYTHON_PLUGIN,
+    plugin: PluginKind = PluginKind.PYTHON,
     cuda_graph: bool = False,
     onnx: OnnxSource | None = None,
 ) -> EngineRunResult:
@@ -209,11 +209,11 @@ def run_graph(
     its own. InputError when the graph does not fit the engine (precision, F, C, N or E) or a file is bad.
     `show_progress` reports the engine build and the run on stderr (common.progress). `benchmark_iterations` adds that
     many timed executions (and as many timed kernel launches) after the run (network.benchmark). `plugin`
-    ("python" or "aot") picks the scatter-add of a new engine; a loaded engine holds its own. `cuda_graph`: the
+    picks the scatter-add of a new engine; a loaded engine holds its own. `cuda_graph`: the
     benchmark replays one captured execution (and one captured kernel launch) instead of calling them. `onnx`:
     build the engine from that rewritten model instead of the network API.
     """
-    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
+    trt = require_engine_dependencies(plugin if load_engine is None else PluginKind.PYTHON, onnx=onnx is not None)
     feeds = make_engine_inputs(graph, weights, precision)
     num_nodes, num_features = feeds[INPUT_STATE].shape
     prepared = prepare_engine(
@@ -235,6 +235,6 @@ def run_graph(
         state_changed_in_place=not np.array_equal(outputs.state_before, outputs.state_after),
         zero_update=update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes),
         # the Python plugin and the float32 AOT plugin also output the counts; float16's apply_table has one output
-        multi_output_plugin=load_engine is not None or plugin == PYTHON_PLUGIN or precision == "fp32",
+        multi_output_plugin=load_engine is not None or not plugin.aot or precision == "fp32",
         benchmark=benchmark, engine_data=prepared.data,
     )

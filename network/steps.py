@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.errors import InputError
+from common.plugin_kind import PluginKind
 from common.progress import progress
 from network.definition import (
     INPUT_INDEX,
     INPUT_SOURCE,
     INPUT_STATE,
     OUTPUT_STATE,
-    PYTHON_PLUGIN,
     STATE_UPDATE,
 )
 from network.onnx_parse import OnnxSource
@@ -173,7 +173,7 @@ class StepsResult:
     final_state: np.ndarray
     run: StepsRun
     origin: EngineOrigin
-    plugin: str | None
+    plugin: PluginKind | None
     engine_data: bytes | None = None
 
 
@@ -186,7 +186,7 @@ def run_steps(
     load_engine: str | Path | None = None,
     profile: ProfileBounds | None = None,
     show_progress: bool = False,
-    plugin: str = PYTHON_PLUGIN,
+    plugin: PluginKind = PluginKind.PYTHON,
     cuda_graph: bool = False,
     onnx: OnnxSource | None = None,
 ) -> StepsResult:
@@ -195,12 +195,12 @@ def run_steps(
     The graph gives N, the node features and the initial state; `batches` (graph.portable_edge_batches)
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
     engine. Call check_state_range first (the state must not overflow the precision). `plugin`
-    ("python" or "aot") picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
+    picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
     captured after the warm-up (network.execution). `onnx`: build the engine from that rewritten model.
     """
     from network.run import feature_dtype, state_and_features
 
-    trt = require_engine_dependencies(plugin if load_engine is None else PYTHON_PLUGIN, onnx=onnx is not None)
+    trt = require_engine_dependencies(plugin if load_engine is None else PluginKind.PYTHON, onnx=onnx is not None)
     if not batches:
         raise InputError("--steps needs at least one batch")
     dtype = feature_dtype(precision)

@@ -94,7 +94,7 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     """--onnx: the model loaded, rewritten for --plugin and recognised as the sample's network or not;
     InputError naming the file and the problem (the node, for the rewrite). The sample's network must suit
     --steps (checked here, before the graph is read)."""
-    from network.definition import PYTHON_PLUGIN
+    from common.plugin_kind import PluginKind
     from onnx_path.rewrite import load_model, rewrite_model, sample_network
 
     assert engine.onnx is not None
@@ -112,7 +112,7 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     if rewritten.plugin != engine.plugin and getattr(options, "plugin", None) is not None:
         raise InputError(f"--plugin {engine.plugin}: --onnx {shown_path(path)} holds plugin nodes of the "
                          f"{rewritten.plugin} plugin already, which run only as that plugin: drop --plugin")
-    python_rewrite = rewritten.model if rewritten.plugin == PYTHON_PLUGIN else None  # the sample's check reads it
+    python_rewrite = rewritten.model if rewritten.plugin is PluginKind.PYTHON else None  # the sample's check reads it
     result = OnnxModel(path, model, rewritten, sample_network(model, python_rewrite), engine.own_inputs)
     if result.is_sample:
         check_network_kind(result, engine)

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
+from common.plugin_kind import PluginKind
 from network.aot_layers import KEYS_EMPTY, TABLE_OFFSET, TABLE_SCALE
-from network.definition import AOT_PLUGIN, PYTHON_PLUGIN
 from plugin.rules import (COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE, PLUGIN_NAME,
                           PLUGIN_NAMESPACE, PLUGIN_VERSION)
 
@@ -265,17 +265,15 @@ def _product(dims: Iterable[Any]) -> Any:
     return total
 
 
-def plugin_nodes(build: Builder, plugin: str, state: Any, src: Any, idx: Any, aggregated: Any,
+def plugin_nodes(build: Builder, plugin: PluginKind, state: Any, src: Any, idx: Any, aggregated: Any,
                  counts: Any | None) -> None:
-    """The `plugin` ("python" or "aot") node(s) adding src [E, F] into state [R, F] at idx [E] int64, writing the
-    existing tensors `aggregated` (state's memory) and `counts` (int64 [R, 1], or None for compute_counts=0)."""
-    if plugin == PYTHON_PLUGIN:
-        build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(counts is not None), name=PLUGIN_OP,
-                   domain=PLUGIN_DOMAIN, outputs=[aggregated] + ([counts] if counts is not None else []))
-    elif plugin == AOT_PLUGIN:
+    """The `plugin` node(s) adding src [E, F] into state [R, F] at idx [E] int64, writing the existing tensors
+    `aggregated` (state's memory) and `counts` (int64 [R, 1], or None for compute_counts=0)."""
+    if plugin.aot:
         _aot_nodes(build, state, src, idx, aggregated, counts)
     else:
-        raise ValueError(f"unknown plugin {plugin!r}")
+        build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(counts is not None), name=PLUGIN_OP,
+                   domain=PLUGIN_DOMAIN, outputs=[aggregated] + ([counts] if counts is not None else []))
 
 
 def _aot_nodes(build: Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
@@ -310,14 +308,12 @@ def _aot_nodes(build: Builder, x: Any, src: Any, idx: Any, aggregated: Any, coun
                domain=PLUGIN_DOMAIN, outputs=[aggregated])
 
 
-def overwrite_nodes(build: Builder, plugin: str, state: Any, src: Any, idx: Any, written: Any) -> None:
-    """The `plugin` ("python" or "aot") node writing rows src [E, F] into state [R, F] at idx [E] int64 (where an
-    index repeats, one of its edges wins), writing the existing tensor `written` (state's memory)."""
-    if plugin == PYTHON_PLUGIN:
-        build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(False, overwrite=True), name=PLUGIN_OP,
-                   domain=PLUGIN_DOMAIN, outputs=[written])
-    elif plugin == AOT_PLUGIN:
+def overwrite_nodes(build: Builder, plugin: PluginKind, state: Any, src: Any, idx: Any, written: Any) -> None:
+    """The `plugin` node writing rows src [E, F] into state [R, F] at idx [E] int64 (where an index repeats, one
+    of its edges wins), writing the existing tensor `written` (state's memory)."""
+    if plugin.aot:
         build.node(AOT_OVERWRITE_ROWS, [state, src, idx], None, aot_attributes(), name=AOT_OVERWRITE_ROWS,
                    domain=PLUGIN_DOMAIN, outputs=[written])
     else:
-        raise ValueError(f"unknown plugin {plugin!r}")
+        build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(False, overwrite=True), name=PLUGIN_OP,
+                   domain=PLUGIN_DOMAIN, outputs=[written])

@@ -48,9 +48,9 @@ import numpy as np
 
 from common.errors import InputError
 from common.imports import import_module
+from common.plugin_kind import PluginKind, plugin_kind
 from common.text import shown_path
 from network.definition import (
-    AOT_PLUGIN,
     CLASSIFIER,
     INPUT_INDEX,
     INPUT_SOURCE,
@@ -58,8 +58,6 @@ from network.definition import (
     INPUT_WEIGHTS,
     OUTPUT_SOFTMAX,
     OUTPUT_STATE,
-    PLUGINS,
-    PYTHON_PLUGIN,
     STATE_UPDATE,
 )
 from onnx_path.nodes import (
@@ -201,7 +199,7 @@ class Rewritten:
     reports no alias for a plugin) and how many rows each integer input that reaches a scatter's index indexes."""
 
     model: "onnx.ModelProto"
-    plugin: str
+    plugin: PluginKind
     scatters: tuple[ScatterRewrite, ...]
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
@@ -228,7 +226,7 @@ class Rewritten:
         return lines
 
 
-def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewritten:
+def rewrite_model(model: "onnx.ModelProto", plugin: PluginKind | str = PluginKind.PYTHON) -> Rewritten:
     """`model` with every scatter-add the plugin can do in place replaced by the `plugin` ("python" or "aot")
     node(s), the matching counts scatter by the plugin's counts output; plugin nodes already in the model
     (export/ops.py's) checked and kept (a Python plugin node becomes the AOT nodes for "aot"). The input model
@@ -237,8 +235,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     InputError (one line naming the node and the value) when the model has neither a scatter-add nor a plugin
     node (docs/onnx.md: such a model is refused, not run as it is), a scatter it cannot rewrite safely
     (onnx_path/patterns.py), or a graph it cannot read."""
-    if plugin not in PLUGINS:
-        raise InputError(f"plugin must be one of {', '.join(PLUGINS)}, got {plugin!r}")
+    kind = plugin_kind(plugin)
     gs, onnx = import_module("onnx_graphsurgeon"), import_module("onnx")
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
@@ -248,7 +245,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
     except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
         pass
     try:
-        return _rewrite(gs, onnx, source, model.ir_version, plugin)
+        return _rewrite(gs, onnx, source, model.ir_version, kind)
     except InputError:
         raise
     except Exception as error:  # an unexpected graph: one line (the CLI's exit 2), never a traceback
@@ -256,7 +253,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: str = PYTHON_PLUGIN) -> Rewr
                          "nothing was rewritten") from None
 
 
-def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plugin: str) -> Rewritten:
+def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plugin: PluginKind) -> Rewritten:
     graph = gs.import_onnx(source)
     for position, node in enumerate(graph.nodes):
         node.name = node.name or f"{node.op}_{position}"  # every message names a node
@@ -310,11 +307,11 @@ def _match(node: Any) -> Match:
                          f"({type(error).__name__}: {_first_line(error)}); not rewritten") from None
 
 
-def plugin_of_found(found: list[Any], plugin: str) -> str:
+def plugin_of_found(found: list[Any], plugin: PluginKind) -> PluginKind:
     """The plugin of a model that already holds plugin nodes: "aot" where one is an AOT node (they run only as
     the AOT plugin, and the model's other scatters then get AOT nodes too, so that one plugin serves the
     engine), else `plugin`."""
-    return AOT_PLUGIN if any(node.op in AOT_OPS for node in found) else plugin
+    return PluginKind.AOT if any(node.op in AOT_OPS for node in found) else plugin
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -346,7 +343,7 @@ def _onnx_type(dtype: Any) -> int:
 
 
 def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match | None, kind: str,
-             plugin: str) -> ScatterRewrite:
+             plugin: PluginKind) -> ScatterRewrite:
     """The plugin node(s) for one scatter-add (and its counts), wired to the scatters' own output tensors, which
     are detached from the scatter nodes (graph.cleanup removes those and their plumbing). A shared fill is
     cloned (ConstantOfShape of its shape and value); data of rank other than 2 is viewed as rows [R, -1]."""
@@ -394,14 +391,14 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites)
 
 
-def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: str) -> ScatterRewrite:
+def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: PluginKind) -> ScatterRewrite:
     """A plugin node already in the model (export/ops.py's translation table writes the Python plugin's): kept,
     in the plugins' domain; a Python plugin node becomes the AOT nodes for plugin "aot"."""
     outputs = list(node.outputs)
     nodes: tuple[str, ...] = (node.name,)
     if node.op == PLUGIN_OP:
         node.domain = PLUGIN_DOMAIN
-        if plugin != PYTHON_PLUGIN and len(node.inputs) == 3:
+        if plugin.aot and len(node.inputs) == 3:
             build = Builder(gs, names, node.name)
             node.outputs.clear()
             state, src, idx = node.inputs
@@ -536,7 +533,7 @@ def sample_network(model: "onnx.ModelProto", python_rewrite: "onnx.ModelProto | 
         return None
     if python_rewrite is None:
         try:
-            python_rewrite = rewrite_model(model, PYTHON_PLUGIN).model
+            python_rewrite = rewrite_model(model, PluginKind.PYTHON).model
         except InputError:
             return None
     return found if _sample_graph(python_rewrite, found) else None

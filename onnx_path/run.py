@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from cli.console import out
+from common.plugin_kind import PluginKind
 from onnx_path.inputs import (
     Shapes,
     check_made_inputs,
@@ -264,7 +265,7 @@ STEPS_HINT = ("give every run's inputs in --onnx_inputs FILE.json (a feed dict p
 DRY_RUN_HINT = " (or run with --dry-run: the inputs and ONNX Runtime need none of this)"
 
 
-def require_engine(plugin: str | None) -> None:
+def require_engine(plugin: PluginKind | None) -> None:
     """TensorRT and the rest of what the engine of `plugin` needs (None: a loaded engine's, which carries its
     kernels; network.engine.require_engine_dependencies), checked before the inputs are read or drawn:
     MissingDependencyError (one line, exit 3) with the --dry-run hint."""

@@ -20,11 +20,12 @@ PARSE_AND_BUILD = textwrap.dedent(
     import tensorrt_rtx_bindings
     sys.modules["tensorrt"] = tensorrt_rtx_bindings
     from common.errors import InputError
+    from common.plugin_kind import PluginKind
     from network.onnx_parse import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, default_profile_bounds, sample_profile_shapes
 
     path, num_features = sys.argv[1], int(sys.argv[2])
-    source = OnnxSource(open(path, "rb").read(), path, "python")
+    source = OnnxSource(open(path, "rb").read(), path, PluginKind.PYTHON)
     inputs = {}
 
     def populate(trt, network):

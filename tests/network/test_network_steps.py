@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
+from common.plugin_kind import PluginKind
 from graph import MAX_RANDOM_EDGES
 from network.definition import CLASSIFIER, STATE_UPDATE
 from network.engine import (
@@ -296,7 +297,7 @@ def test_report_says_how_each_step_was_issued_and_its_host_time():
 
 
 @pytest.mark.parametrize("plugin, issued", [
-    ("aot", "execute_async_v3; the AOT plugin runs no Python"),
+    (PluginKind.AOT, "execute_async_v3; the AOT plugin runs no Python"),
     (None, "execute_async_v3 with the engine file's plugin"),
 ])
 def test_host_time_line_names_the_plugin_that_enqueues(plugin, issued):

@@ -114,7 +114,7 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
     rewritten = rewrite_model(original, plugin)
     feeds = zoo_feeds(name)
     expected = run_onnxruntime(original, feeds).outputs
-    source = OnnxSource(rewritten.model.SerializeToString(), name, plugin)
+    source = OnnxSource(rewritten.model.SerializeToString(), name, rewritten.plugin)
     dynamic = {spec.name for spec in model_io(original)[0] if any(isinstance(dim, str) for dim in spec.shape)}
     shapes = {input_name: (array.shape,) * 3 for input_name, array in feeds.items() if input_name in dynamic}
     data, _ = build_engine_bytes(lambda trt, network: populate_from_onnx(trt, network, source), shapes)

@@ -40,16 +40,16 @@ def eager_steps(name: str, feeds: dict[str, np.ndarray], batches: list[dict[str,
 
 @pytest.mark.parametrize("name, precision", [("state", "fp32"), ("state", "fp16"), ("layers", "fp32")])
 def test_the_engine_of_the_exported_custom_op_updates_x_in_place_like_eager_torch(tmp_path_factory, name, precision):
-    from network.definition import PYTHON_PLUGIN
+    from common.plugin_kind import PluginKind
     from network.onnx_parse import OnnxSource, populate_from_onnx
     from network.engine import build_engine_bytes, deserialize_engine, require_engine_dependencies
     from network.execution import ExecutionSession
     from plugin.device_array import DeviceArray
     from reference.compare import compare
 
-    trt = require_engine_dependencies(PYTHON_PLUGIN, onnx=True)
+    trt = require_engine_dependencies(PluginKind.PYTHON, onnx=True)
     path = ops_model(tmp_path_factory, name, precision)
-    source = OnnxSource(path.read_bytes(), str(path), PYTHON_PLUGIN)
+    source = OnnxSource(path.read_bytes(), str(path), PluginKind.PYTHON)
     profile = {"X": ((1, NUM_FEATURES), (NODES, NUM_FEATURES), (2 * NODES, NUM_FEATURES)),
                "src": ((1, NUM_FEATURES), (EDGES, NUM_FEATURES), (2 * EDGES, NUM_FEATURES)),
                "idx": ((1,), (EDGES,), (2 * EDGES,))}

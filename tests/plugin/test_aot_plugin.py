@@ -140,7 +140,8 @@ def recorded_aot_plugins(monkeypatch, *, half, num_features, max_edges):
     from unittest import mock
 
     import plugin
-    from network.definition import AOT_PLUGIN, populate_state_network
+    from common.plugin_kind import PluginKind
+    from network.definition import populate_state_network
 
     names = ("SCATTER_ADD", "SCATTER_ADD_COUNTS", "SCATTER_TABLE", "SCATTER_TABLE_COUNTS", "APPLY_TABLE",
              "SCATTER_ADD_BLOCK")
@@ -160,7 +161,7 @@ def recorded_aot_plugins(monkeypatch, *, half, num_features, max_edges):
         return mock.MagicMock()
 
     network.add_plugin.side_effect = add_plugin
-    populate_state_network(trt, network, trt.float16 if half else trt.float32, num_features, AOT_PLUGIN,
+    populate_state_network(trt, network, trt.float16 if half else trt.float32, num_features, PluginKind.AOT,
                            max_edges=max_edges)
     return added
 
@@ -185,7 +186,8 @@ def test_aot_state_engine_is_populated_with_its_profiles_max_edges(monkeypatch, 
     from unittest import mock
 
     from network import engine
-    from network.definition import AOT_PLUGIN, STATE_UPDATE
+    from common.plugin_kind import PluginKind
+    from network.definition import STATE_UPDATE
 
     class Built(Exception):
         pass
@@ -198,9 +200,9 @@ def test_aot_state_engine_is_populated_with_its_profiles_max_edges(monkeypatch, 
     bounds = engine.ProfileBounds(nodes=engine.SizeRange(1, 100, 1000), edges=engine.SizeRange(1, 50, max_edges))
     with pytest.raises(Built) as built:
         engine.prepare_engine(mock.MagicMock(), kind=STATE_UPDATE, precision="fp16", num_nodes=100, num_edges=50,
-                              num_features=1, num_classes=0, profile=bounds, plugin=AOT_PLUGIN)
+                              num_features=1, num_classes=0, profile=bounds, plugin=PluginKind.AOT)
     populate = built.value.args[0]
-    assert populate.keywords["max_edges"] == max_edges and populate.keywords["plugin"] == AOT_PLUGIN
+    assert populate.keywords["max_edges"] == max_edges and populate.keywords["plugin"] is PluginKind.AOT
 
 
 def test_aot_table_capacity_is_more_than_twice_the_edges():

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from network.definition import PYTHON_PLUGIN, STATE_UPDATE
+from common.plugin_kind import PluginKind
+from network.definition import STATE_UPDATE
 from network.engine import EngineOrigin, EngineSignature, ProfileBounds, SizeRange
 from network.steps import StepsResult, StepsRun
 
@@ -15,5 +16,5 @@ def steps_result(final_state: np.ndarray, engine_data: bytes | None = None) -> S
     run = StepsRun(final_state=np.asarray(final_state, np.float32), step_ms=[0.01, 0.01], aliases=None,
                    first_step_changed_state=True, warmup_executions=2, host_ms=[0.005, 0.005])
     return StepsResult(final_state=np.asarray(final_state, np.float64), run=run,
-                       origin=EngineOrigin(signature, 0.5, tensorrt_version="10.16.1.11"), plugin=PYTHON_PLUGIN,
+                       origin=EngineOrigin(signature, 0.5, tensorrt_version="10.16.1.11"), plugin=PluginKind.PYTHON,
                        engine_data=engine_data)
