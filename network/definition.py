@@ -29,6 +29,7 @@ Functions take the tensorrt module as `trt` so the plugin-free part also builds 
 Python plugin needs the full TensorRT (add_plugin_v3).
 """
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from common.errors import EngineError
@@ -97,11 +98,17 @@ def add_network_inputs(
     return inputs
 
 
-def aliasing_preview_features(trt: Any) -> list[Any]:
-    """The builder config's preview features for a network with an aliased plugin: without
-    ALIASED_PLUGIN_IO_10_03 TensorRT ignores get_aliased_input and refuses the build ("Aliased I/O used by plugin
-    ... but PreviewFeature::kALIASED_PLUGIN_IO_10_03 not enabled"). network/engine.py passes them to the config."""
-    return [trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03]
+def builder_config(trt: Any, profile_shapes: Mapping[str, Sequence[tuple[int, ...]]]) -> Any:
+    """The builder config, as polygraphy's CreateConfig loader (network/engine.py builds with it): one optimization
+    profile, the (min, opt, max) shapes of each dynamic input, and the preview feature without which TensorRT
+    ignores get_aliased_input and refuses the build ("Aliased I/O used by plugin ... but
+    PreviewFeature::kALIASED_PLUGIN_IO_10_03 not enabled")."""
+    from polygraphy.backend.trt import CreateConfig, Profile
+
+    profile = Profile()
+    for name, (low, opt, high) in profile_shapes.items():
+        profile.add(name, min=low, opt=opt, max=high)
+    return CreateConfig(profiles=[profile], preview_features=[trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03])
 
 
 def scatter_add_plugin_for(kind: str) -> Any:

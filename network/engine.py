@@ -2,11 +2,11 @@
 through polygraphy, save and load, and what an engine is fixed to; prepare_engine is the stage's one entry.
 
 One engine serves every graph whose N and E lie within its profile and whose F, C and precision match. The
-build uses polygraphy's CreateNetwork(strongly_typed=True), CreateConfig with the optimization profile and
-PreviewFeature.ALIASED_PLUGIN_IO_10_03 (without it TensorRT ignores get_aliased_input), and
-engine_bytes_from_network. Deserializing needs the plugin creator registered first, in every process.
-TensorRT, polygraphy and CUDA are imported inside the functions that need them: the profile, the signature
-checks are plain Python (a dry run uses requested_profile_bounds).
+build uses polygraphy's CreateNetwork(strongly_typed=True), the builder config of network/definition.py (the
+optimization profile and PreviewFeature.ALIASED_PLUGIN_IO_10_03, without which TensorRT ignores
+get_aliased_input) and engine_bytes_from_network. Deserializing needs the plugin creator registered first, in
+every process. TensorRT, polygraphy and CUDA are imported inside the functions that need them: the profile, the
+signature checks are plain Python (a dry run uses requested_profile_bounds).
 """
 
 import contextlib
@@ -40,7 +40,7 @@ from network.definition import (
     OUTPUT_STATE,
     STATE_INPUT_NAMES,
     STATE_UPDATE,
-    aliasing_preview_features,
+    builder_config,
     populate_network,
     populate_state_network,
 )
@@ -240,21 +240,18 @@ def build_engine_bytes(
     """Builds a serialized engine from a strongly typed network; returns (engine bytes, build seconds).
 
     `populate(trt, network)` adds the layers and returns whatever must stay alive during the build (the
-    plugin object). The config enables the aliasing preview feature (definition.aliasing_preview_features)
-    and one optimization profile.
+    plugin object). The config is definition.builder_config's: the optimization profile of `profile_shapes` and
+    the aliasing preview feature.
     """
     trt = import_tensorrt()
     import_module("polygraphy")
-    from polygraphy.backend.trt import CreateConfig, CreateNetwork, Profile, engine_bytes_from_network
+    from polygraphy.backend.trt import CreateNetwork, engine_bytes_from_network
     from polygraphy.exception import PolygraphyException
 
     with tensorrt_log_level(verbose):
         builder, network = CreateNetwork(strongly_typed=True)()
         keep_alive = populate(trt, network)
-        profile = Profile()
-        for name, (low, opt, high) in profile_shapes.items():
-            profile.add(name, min=low, opt=opt, max=high)
-        config = CreateConfig(profiles=[profile], preview_features=aliasing_preview_features(trt))
+        config = builder_config(trt, profile_shapes)
         start = time.perf_counter()
         try:
             serialized = engine_bytes_from_network((builder, network), config=config)
