@@ -1,16 +1,14 @@
-"""Repeated executions, as --steps and --benchmark run them: an execution context bound to the caller's buffers
-on its own CUDA stream.
+"""How the engine executes: an execution context bound once to the caller's buffers, on its own CUDA stream.
+The single run (network/run.py), --steps, --benchmark and a model of one's own all execute through it: set the
+input shapes and tensor addresses once, then execute_async_v3 on the session's stream, as often as needed.
 
-The session. polygraphy's TrtRunner (network/run.py) serves the single run; --steps and --benchmark execute the
-same engine many times on the same buffers and time each execution, so they drive the execution context
-directly: set the input shapes and tensor addresses once, then execute_async_v3 on this session's stream.
-Engine outputs: the caller names the outputs it wants at an input's address (`outputs_at_inputs`; --steps
-binds its state output X_out at X, as NVIDIA's in-place sample quickly_deployable_plugins/qdp_runner.py
-does; a model of one's own, each output its rewrite says aliases an input), and an output that ICudaEngine.get_aliased_input_tensor names an input for is bound there too
-(TensorRT's rule for aliased engine I/O). Every other output gets its own buffer here; an output of a
-data-dependent shape, or one whose input differs in shape or dtype, is refused (EngineError). What
-get_aliased_input_tensor said is kept for the report (None where this TensorRT has no such method).
-
+Engine outputs: the caller names the outputs it wants at an input's address (`outputs_at_inputs`): --steps binds
+the state output X_out at the state input X (STATE_OUTPUT_AT_INPUT), as NVIDIA's in-place sample
+quickly_deployable_plugins/qdp_runner.py binds its output, since TensorRT reports no engine alias for a plugin's
+output; a model of one's own, each output its rewrite says aliases an input. An output that
+ICudaEngine.get_aliased_input_tensor names an input for is bound there too (TensorRT's rule for aliased engine
+I/O). Every other output gets its own buffer here; an output of a data-dependent shape, or one whose input
+differs in shape or dtype, is refused (EngineError). What get_aliased_input_tensor said is kept for the report.
 The session needs cuda-python and a GPU (imported inside it); network/timing.py times and captures its calls.
 """
 
@@ -20,11 +18,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.errors import EngineError
+from network.definition import INPUT_STATE, OUTPUT_STATE
 
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
     from plugin.device_array import DeviceArray
+
+
+# The state-update network's state output, bound at its state input's address: the engine's write of the
+# updated state lands in X, so nothing is copied back. The classifier has no state output (X feeds the mean).
+STATE_OUTPUT_AT_INPUT = {OUTPUT_STATE: INPUT_STATE}
 
 
 def engine_output_names(trt: Any, engine: "ICudaEngine") -> list[str]:
@@ -113,24 +117,23 @@ class ExecutionSession:
             for name, buffer in self.inputs.items():
                 if not self.context.set_input_shape(name, buffer.shape):
                     raise EngineError(f"TensorRT refused the shape {buffer.shape} for input {name!r}")
-                self._bind(name, buffer.ptr)
+                if not self.context.set_tensor_address(name, buffer.ptr):
+                    raise EngineError(f"TensorRT refused the address of tensor {name!r}")
             for name, alias in bindings.items():
                 dims = self.context.get_tensor_shape(name)
                 shape = tuple(int(dims[i]) for i in range(len(dims)))
                 dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
                 check_output_buffer(name, shape, dtype, alias, self.inputs.get(alias) if alias else None)
-                if alias is not None:
-                    self._bind(name, self.inputs[alias].ptr)
+                if alias is not None:  # e.g. the state output X_out at the state input X's address: in place
+                    bound = self.context.set_tensor_address(name, self.inputs[alias].ptr)
                 else:
                     self.outputs[name] = DeviceArray(shape, dtype)
-                    self._bind(name, self.outputs[name].ptr)
+                    bound = self.context.set_tensor_address(name, self.outputs[name].ptr)
+                if not bound:
+                    raise EngineError(f"TensorRT refused the address of tensor {name!r}")
         except BaseException:
             self.close()
             raise
-
-    def _bind(self, name: str, address: int) -> None:
-        if not self.context.set_tensor_address(name, address):
-            raise EngineError(f"TensorRT refused the address of tensor {name!r}")
 
     def execute(self) -> None:
         """Enqueues one execution on self.stream (returns before it finishes)."""

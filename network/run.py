@@ -1,10 +1,12 @@
-"""How the engine runs once: the input arrays from the graph, one inference with polygraphy's TrtRunner on
-buffers the caller owns, and what it observed; run_graph is the whole classifier run.
+"""How the engine runs once: the input arrays from the graph, one inference on buffers the caller owns, and what
+it observed; run_graph is the whole classifier run.
 
 For edges (s -> t), src row e is node_features[s] and idx[e] = t, so the plugin adds each source node's
 features into its target's row of X (plain numpy). The inputs are uploaded into DeviceArrays (cuda-python) and
-handed to TrtRunner as polygraphy DeviceViews, so TensorRT reads the caller's memory directly; after inference
-X's buffer is copied back to see whether the plugin's in-place write reached it (cli/engine_report.py says so).
+bound by an ExecutionSession (network/execution.py, as --steps and --benchmark bind them), so TensorRT reads
+and the plugin writes the caller's memory directly; after inference X's buffer is copied back to see whether
+the plugin's in-place write reached it (cli/engine_report.py says so). The classifier has no state output to
+bind at X: the plugin's aggregated output feeds the mean inside the engine.
 """
 
 from collections.abc import Mapping
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from common.errors import EngineError, InputError
+from common.errors import InputError
 from common.plugin_kind import PluginKind
 from common.progress import progress
 from network.definition import (
@@ -26,9 +28,7 @@ from network.definition import (
     OUTPUT_SOFTMAX,
 )
 from network.onnx_parse import OnnxSource
-from common.text import first_line
 from network.engine import EngineOrigin, ProfileBounds, prepare_engine, require_engine_dependencies, tensorrt_log_level
-from network.execution import engine_output_aliases
 if TYPE_CHECKING:
     from tensorrt import ICudaEngine
 
@@ -119,39 +119,35 @@ class EngineOutputs:
 
 
 def run_engine(trt: Any, engine: "ICudaEngine", feeds: Mapping[str, np.ndarray], *, verbose: bool = False) -> EngineOutputs:
-    """One inference: upload the feeds, run with TrtRunner, return softmax (float64) and X read back.
-    EngineError (one line) when polygraphy reports that TensorRT could not create the context or execute."""
-    from polygraphy import cuda as polygraphy_cuda
-    from polygraphy.backend.trt import TrtRunner
-    from polygraphy.datatype import DataType
-    from polygraphy.exception import PolygraphyException
-
+    """One inference: upload the feeds, execute once on an ExecutionSession bound to them, return softmax
+    (float64) and X read back. EngineError (one line) when TensorRT cannot create the context, take a shape or
+    an address, or execute; the buffers are freed either way."""
+    from network.execution import ExecutionSession
     from plugin.device_array import DeviceArray
 
     buffers: dict[str, DeviceArray] = {}
+    session: ExecutionSession | None = None
     try:
         for name, array in feeds.items():
             buffers[name] = DeviceArray.from_array(array)
-        views = {
-            name: polygraphy_cuda.DeviceView(buffer.ptr, buffer.shape, DataType.from_dtype(buffer.dtype))
-            for name, buffer in buffers.items()
-        }
-        try:
-            with tensorrt_log_level(verbose), TrtRunner(engine) as runner:
-                # Shapes and dtypes were checked against the engine before (network.engine.check_graph_fits).
-                outputs = runner.infer(views, check_inputs=False, copy_outputs_to_host=True)
-                softmax = np.array(outputs[OUTPUT_SOFTMAX], dtype=np.float64)
-        except PolygraphyException as error:
-            raise EngineError(f"TensorRT could not run the engine ({first_line(error)}); -v shows TensorRT's log") from None
+        # Shapes and dtypes were checked against the engine before (network.engine.check_graph_fits).
+        with tensorrt_log_level(verbose):
+            session = ExecutionSession(trt, engine, buffers)
+            session.execute()
+            session.synchronize()
+        softmax = np.array(session.outputs[OUTPUT_SOFTMAX].download(), dtype=np.float64)
         state_after = buffers[INPUT_STATE].download()
+        aliases = session.aliases
     finally:
+        if session is not None:
+            session.close()
         for buffer in buffers.values():
             buffer.free()
     return EngineOutputs(
         softmax=softmax,
         state_before=np.array(feeds[INPUT_STATE]),
         state_after=state_after,
-        aliased_inputs=engine_output_aliases(trt, engine),
+        aliased_inputs=aliases,
     )
 
 

@@ -12,7 +12,7 @@ inside the engine, the updated state ends in X, and nothing is copied back (a co
 O(N*F) per step, what in-place updates exist to avoid). If TensorRT runs the plugin on X's buffer, the update
 is in place; if it copied X first, its write of X_out lands in X. The report still says what
 ICudaEngine.get_aliased_input_tensor("X_out") answers (TensorRT >= 10.15). With --cuda_graph, one execution is
-captured after the warm-up and each step replays it (network.execution): the batches are uploaded into the same
+captured after the warm-up and each step replays it (network.timing): the batches are uploaded into the same
 buffers, whose addresses the graph holds. The float64 reference of the final state and its rounding bound are
 reference/state.py's; everything here except run_state_steps and run_steps is plain numpy.
 """
@@ -31,7 +31,6 @@ from network.definition import (
     INPUT_INDEX,
     INPUT_SOURCE,
     INPUT_STATE,
-    OUTPUT_STATE,
     STATE_UPDATE,
 )
 from network.onnx_parse import OnnxSource
@@ -95,10 +94,10 @@ def run_state_steps(
     initial_state [N, F] and features [N, F] in the engine's dtype; batches: equal-length int64 [B, 2] arrays.
     Before the timed steps, `warmup` executions add an all-zero src (X keeps its values) so that first-run costs
     (the plugin's kernel compilation at shape change) stay out of the timings. cuda_graph: after the warm-up,
-    one execution is captured into a CUDA graph (network.execution; EngineError if it cannot be) and each step
+    one execution is captured into a CUDA graph (network.timing; EngineError if it cannot be) and each step
     replays it; the batches go into the same buffers either way. Needs TensorRT, cuda-python, a GPU.
     """
-    from network.execution import ExecutionSession
+    from network.execution import STATE_OUTPUT_AT_INPUT, ExecutionSession
     from network.timing import EventTimer, engine_execution, warm_up
     from network.run import update_is_zero
     from plugin.device_array import DeviceArray
@@ -122,7 +121,7 @@ def run_state_steps(
     host_ms: list[float] = []
     first_changed: bool | None = None
     try:
-        session = ExecutionSession(trt, engine, buffers, outputs_at_inputs={OUTPUT_STATE: INPUT_STATE})
+        session = ExecutionSession(trt, engine, buffers, outputs_at_inputs=STATE_OUTPUT_AT_INPUT)
         timer = EventTimer()
         state = buffers[INPUT_STATE]
         stream = session.stream
@@ -196,7 +195,7 @@ def run_steps(
     are equal-length int64 [B, 2] edge arrays. `profile` bounds N and the edges per batch E = B of a new
     engine. Call check_state_range first (the state must not overflow the precision). `plugin`
     picks the scatter-add of a new engine. `cuda_graph`: each step replays one execution
-    captured after the warm-up (network.execution). `onnx`: build the engine from that rewritten model.
+    captured after the warm-up (network.timing). `onnx`: build the engine from that rewritten model.
     """
     from network.run import feature_dtype, state_and_features
 

@@ -104,7 +104,7 @@ def test_graph_beyond_the_engine_profile_is_an_input_error(tmp_path):
 
 
 def test_one_engine_runs_graphs_of_different_sizes_in_one_process():
-    """The same deserialized engine and TrtRunner path, fed two graphs whose N and E differ."""
+    """The same deserialized engine and run_engine path, fed two graphs whose N and E differ."""
     import numpy as np
 
     from common.imports import import_tensorrt

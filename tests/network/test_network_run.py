@@ -19,18 +19,17 @@ def test_run_graph_refuses_tensorrt_without_add_plugin_v3_before_any_work(trt):
     assert "\n" not in message
 
 
-def test_run_engine_turns_polygraphys_execution_error_into_one_line(monkeypatch):
-    """TrtRunner reports a failed context or execution with a PolygraphyException (G_LOGGER.critical); run_engine
-    turns it into an EngineError (exit 4, one line) and still frees its buffers. Stand-ins for the device
-    buffers and the runner: this checks the error mapping, not an execution."""
+def test_run_engine_frees_its_buffers_and_session_when_the_execution_fails(monkeypatch):
+    """run_engine executes on an ExecutionSession (network/execution.py); when TensorRT cannot enqueue, the
+    session's one-line EngineError (exit 4) reaches the caller and the session and every uploaded buffer are
+    released. Stand-ins for the device buffers and the session: this checks the clean-up, not an execution."""
     pytest.importorskip("polygraphy")
+    import network.execution
     import network.run
     import plugin.device_array
-    import polygraphy.backend.trt
     from common.errors import EngineError
-    from polygraphy.exception import PolygraphyException
 
-    freed = []
+    freed, closed, bound = [], [], []
 
     class HostArray:
         def __init__(self, array):
@@ -43,21 +42,21 @@ def test_run_engine_turns_polygraphys_execution_error_into_one_line(monkeypatch)
         def free(self):
             freed.append(self)
 
-    class FailingRunner:
-        def __init__(self, engine):
-            pass
+    class FailingSession:
+        def __init__(self, trt, engine, inputs, outputs_at_inputs=None):
+            bound.append(sorted(inputs))
+            self.outputs = {}
 
-        def __enter__(self):
-            raise PolygraphyException("Invalid Context. See error log for details.\nmore lines")
+        def execute(self):
+            raise EngineError("TensorRT could not enqueue the engine (execute_async_v3 returned False; see its log)")
 
-        def __exit__(self, *exc):
-            return False
+        def close(self):
+            closed.append(self)
 
     monkeypatch.setattr(plugin.device_array, "DeviceArray", HostArray)
-    monkeypatch.setattr(polygraphy.backend.trt, "TrtRunner", FailingRunner)
+    monkeypatch.setattr(network.execution, "ExecutionSession", FailingSession)
     feeds = {"X": np.zeros((2, 1), np.float32), "idx": np.zeros(2, np.int64)}
     with pytest.raises(EngineError) as raised:
         network.run.run_engine(None, None, feeds)
-    assert str(raised.value) == ("TensorRT could not run the engine (Invalid Context. See error log for details.); "
-                                 "-v shows TensorRT's log")
-    assert len(freed) == 2
+    assert str(raised.value).startswith("TensorRT could not enqueue the engine") and "\n" not in str(raised.value)
+    assert bound == [["X", "idx"]] and len(closed) == 1 and len(freed) == 2
