@@ -9,20 +9,16 @@
 # it, where g++ and TensorRT's headers are) for tests/plugin/test_plugin_host_gpu.py, the registry tests and
 # bench_enqueue.py's rows through the bindings' C++ trampoline; without it they skip, saying so.
 #
-# Runs the GPU tests (tests/kernels/test_kernels_gpu.py, tests/kernels/test_small_updates_gpu.py, tests/plugin/test_plugin_gpu.py,
-# tests/plugin/test_aot_plugin_gpu.py, tests/network/test_cuda_graph_gpu.py, tests/plugin/test_plugin_host_gpu.py,
-# tests/kernels/test_kernel_fuzz_gpu.py, tests/kernels/test_overwrite_gpu.py; a failure is reported on the last line and the benchmarks still run), then bench_enqueue.py (host time beside torch),
-# bench_state_update.py, bench_aot.py and bench_overwrite.py (per-step device time, host time and one step at
-# a time beside torch, cells at or below torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and
-# bench_breakdown.py, each with --out, in ONE device call (each stage's seconds printed together at the end;
-# on the H200, 2026-12-01: the GPU tests 237 s, fuzz test included, the steps part 333 s, the kernel part 51 s).
-# probe_small_updates.py (every candidate plan of the per-step rows) only with RUN_GPU_PROBES=1 (about a
-# minute more). Under OUT_DIR, 9 files (the device tool brings back 8 at most: run RUN_GPU_PART=steps and
-# kernel in separate calls there): gpu_tests.log (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png,
-# bench_enqueue.md, bench_state_update.md, bench_aot.md, bench_overwrite.md, bench_breakdown.md (and
-# probe_small_updates.md); with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with that
-# folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its table appended
-# to OUT_DIR/bench_enqueue.md.
+# Runs the GPU tests (the `gpu_tests` files below; a failure is reported on the last line and the benchmarks
+# still run), then bench_enqueue.py (host time beside torch), bench_state_update.py, bench_aot.py and
+# bench_overwrite.py (per-step device time, host time and one step at a time beside torch, cells at or below
+# torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and bench_breakdown.py, each with
+# --out, in ONE device call (each stage's seconds printed together at the end). Under OUT_DIR, 9 files (the
+# device tool brings back 8 at most: run RUN_GPU_PART=steps and kernel in separate calls there): gpu_tests.log
+# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
+# bench_aot.md, bench_overwrite.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with
+# that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its table
+# appended to OUT_DIR/bench_enqueue.md.
 #
 # On this workplace's device tool (one call, commands of at most 10 minutes; files back at most 8, so keep
 # OUT_DIR's count there): copy the tree into a git-ignored folder of the checkout with the bindings layouts
@@ -80,9 +76,6 @@ if want step-benches; then
     stage bench_state_update python3 benchmarks/bench_state_update.py $(size "--batches 10000" "") --out "$out"
     stage bench_aot python3 benchmarks/bench_aot.py $(size "--batches 10000" "") --out "$out"
     stage bench_overwrite python3 benchmarks/bench_overwrite.py $(size "--batches 10000 --nodes 1000 1000000 100000000" "") --out "$out"
-    if [ "${RUN_GPU_PROBES:-0}" = 1 ]; then
-        stage probe_small_updates python3 benchmarks/probe_small_updates.py $(size "--batches 10000" "") --out "$out"
-    fi
 fi
 if want kernel; then
     stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
