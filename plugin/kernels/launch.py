@@ -642,7 +642,7 @@ def scatter_add_launch(
     get_id = seam.fast_id
     if prepared is not None and get_id is not None:
         # The hot path, with current_context() and the pointer check of a PreparedScatterAdd call inlined: each
-        # Python call saved counts against what this entry adds to the launch (NOTES.md, "Host time, second pass")
+        # Python call saved counts against what this entry adds to the launch (bench_enqueue.py times it)
         result = get_id(None)
         if not result[0] and result[1] == prepared.context:
             pointers = (state, src, index, counts, workspace, skipped, stream)

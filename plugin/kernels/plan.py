@@ -1,10 +1,12 @@
 """How one scatter-add launch is laid out: which path, its kernels, grids and workspace. Plain Python, no CUDA.
 
 The kernel family is the table PATHS: each Path names when "auto" takes it (`pays`), what it needs to run at
-all (`fits`), the workspace bytes it needs (`workspace`), its kernels and the BENCHMARKS.md or NOTES.md row that
-justifies it (`row`). `plan_launch` runs the first path of AUTO that pays and fits within the workspace given, and
-`workspace_size` is the most any path that may run at a profile's sizes needs. Each path's workspace never
-shrinks as N, E or F grow, so a workspace sized for a profile's largest shapes serves every launch in it.
+all (`fits`), the workspace bytes it needs (`workspace`) and its kernels. What justifies each path is measured:
+on some cell of benchmarks/auto_cells_h200.csv where "auto" takes it, it is at least 10% ahead of every other path
+timed there (tests/kernels/test_kernel_plans.py checks it). `plan_launch` runs the first path of AUTO that pays
+and fits within the workspace given, and `workspace_size` is the most any path that may run at a profile's sizes
+needs. Each path's workspace never shrinks as N, E or F grow, so a workspace sized for a profile's largest
+shapes serves every launch in it.
 docs/kernel.md describes what each path's kernels do; the launcher (launch.py) only issues the driver calls.
 """
 
@@ -25,7 +27,7 @@ MAX_NODES = 2**31 - 1  # node ids are 32-bit in the kernels and the table
 TABLE_ALIGNMENT = 256
 SLOT_ALIGNMENT = 8  # the slot tables' 64-bit compare-and-swap: grid_table and split_table need it
 
-# The rules of "auto" (each path's `row` names the measurements that bracket them).
+# The rules of "auto" (benchmarks/auto_cells_h200.csv holds the measurements that bracket them).
 # pairs (F = 1, counts, sm_90+): a float32 count is exact up to 2^24 edges; beyond, the pairs live in the
 # workspace and are folded after each chunk of PAIRED_MAX_EDGES. "auto" pairs where each chunk has at least one
 # edge per node, and over the shared kernel below SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32 on
@@ -286,7 +288,7 @@ def resident_blocks(device: DeviceInfo, shared_bytes: int = 0) -> int:
 def window_loads_for(num_edges: int, warps: int) -> int:
     """The global kernel's index loads per lane per window: as many as spread the edges over all `warps` of its
     grid, 1 to WINDOW_LOADS. Fewer edges than warps x 256 would leave warps idle and the rest adding long windows
-    one after another (BENCHMARKS.md, "The global kernel's windows")."""
+    one after another."""
     return max(1, min(WINDOW_LOADS, _cdiv(num_edges, 32 * warps)))
 
 
@@ -413,7 +415,7 @@ def shared_kernel_bytes(num_nodes: int, num_features: int) -> int:
 
 def shared_holds(num_nodes: int, num_features: int, device: DeviceInfo) -> bool:
     """Whether one block's shared memory holds shared_kernel_bytes beside the row queues. Rows that do not fit
-    take global atomics: feature slices of them measured 2-4x slower (NOTES.md, "F = 64 with few nodes")."""
+    take global atomics (feature slices of them measured 2-4x slower)."""
     return (num_nodes > 0
             and shared_kernel_bytes(num_nodes, num_features) + QUEUE_BYTES_PER_BLOCK <= device.max_shared_per_block)
 
@@ -443,14 +445,13 @@ def _apply_for(table: TableLayout | None, vec: int, num_features: int,
 
 
 class Path:
-    """One path of the kernel family: its kernels (the entry points the launcher loads; "_v*": widths 1, 2 and 4),
-    the row that justifies it, and four rules. fits: None where it can run (sizes, dtype, counts, the workspace
-    given, the device), else why not; pays: "auto"'s rule; workspace: the bytes it may need at these or smaller
-    sizes (never shrinking: module docstring), all it may need where r.algorithm forces it; plan: the launch."""
+    """One path of the kernel family: its kernels (the entry points the launcher loads; "_v*": widths 1, 2 and 4)
+    and four rules. fits: None where it can run (sizes, dtype, counts, the workspace given, the device), else why
+    not; pays: "auto"'s rule; workspace: the bytes it may need at these or smaller sizes (never shrinking: module
+    docstring), all it may need where r.algorithm forces it; plan: the launch."""
 
     name = ""
     kernels: tuple[str, ...] = ()
-    row = ""
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         return None
@@ -511,8 +512,6 @@ class Uncounted(Path):
 
 class Chunked(Path):
     name, kernels = "chunked", ("chunk_reduce_v*", "apply_table_v*")
-    row = ("BENCHMARKS.md kernel table: N = 1e3, E >= 1e7, F = 64 (against sorted, global); NOTES Version 7; "
-           "\"Narrow rows and few nodes\" (fewer edges)")
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         if r.num_nodes > CHUNK_MAX_NODES or _hashed(r):
@@ -549,7 +548,6 @@ class Chunked(Path):
 
 class BlockTable(Uncounted):
     name, kernels = "block_table", ("scatter_block_table",)
-    row = "BENCHMARKS.md \"Small updates re-timed against the windows\", float16 F = 1, B <= 1024 (against grid_table)"
     float16_rows_of_one, max_edges = True, BLOCK_TABLE_MAX_EDGES  # one block's shared table
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
@@ -563,7 +561,6 @@ class BlockTable(Uncounted):
 
 class GridTable(Uncounted):
     name, kernels = "grid_table", ("scatter_grid_table",)
-    row = "BENCHMARKS.md \"Small updates re-timed against the windows\", float16 F = 1 (against split_table)"
     float16_rows_of_one, max_edges = True, GRID_TABLE_MAX_EDGES  # its workspace is sized for at most that many
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
@@ -592,8 +589,6 @@ class GridTable(Uncounted):
 
 class SplitTable(Uncounted):
     name, kernels = "split_table", ("scatter_split_table", "apply_split_table")
-    row = ("BENCHMARKS.md per-step tables, float16 B = 1e6, N >= 1e7; \"Small updates re-timed against the "
-           "windows\", few nodes (against grid_table, shared)")
     float16_rows_of_one, max_edges, slot_table = True, SPLIT_TABLE_MAX_EDGES, True
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
@@ -619,7 +614,6 @@ class SplitTable(Uncounted):
 
 class Owned(Uncounted):
     name, kernels = "owned", ("scatter_owned",)
-    row = "BENCHMARKS.md \"Small updates re-timed against the windows\": float16 F = 2-4 (against the hash table)"
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
         return (_auto_uncounted(r) and r.half and _hashed(r) and r.num_edges <= OWNED_MAX_EDGES
@@ -635,7 +629,6 @@ class Owned(Uncounted):
 
 class Direct(Uncounted):
     name, kernels = "direct", ("scatter_direct_v*",)
-    row = "BENCHMARKS.md \"Small updates re-timed against the windows\": float32 (against global)"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         return "the direct path adds float32 rows; float16 takes the table paths" if r.half else super().fits(r, d)
@@ -660,7 +653,6 @@ class Sorted(Path):
     name = "sorted"
     kernels = ("sort_count", "sort_tile_sums", "sort_scan_tiles", "sort_cursors", "sort_place", "sort_reduce_v*",
                "sort_fixup_v*")
-    row = "BENCHMARKS.md \"Auto's rules over F\" (benchmarks/auto_cells_h200.csv; against global) and the breakdown"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         if not r.with_counts or sort_layout(r.num_nodes, r.num_edges, r.num_features) is None or (
@@ -753,8 +745,6 @@ def _fold_and_apply(r: LaunchRequest, d: DeviceInfo, plan: LaunchPlan) -> Launch
 
 class Shared(Path):
     name, kernels = "shared", ("scatter_shared_v*", "scatter_shared_pairs")
-    row = ("BENCHMARKS.md kernel table, N = 1e3, F = 1 rows (against global); F > 1: \"Auto's rules over F\", "
-           "\"Narrow rows and few nodes\"")
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         """float16: only where the table has one slot per node."""
@@ -789,7 +779,6 @@ class Global(Path):
     slot per node), and, as Pairs, the (value, count) pairs."""
 
     name, kernels = "global", ("scatter_global_v*", "scatter_hashed_v*", "apply_table_v*")
-    row = "every row the others leave: float32 atomics, node passes, float16's table"
 
     def workspace(self, r: LaunchRequest) -> int:
         table = _table(r)
@@ -816,7 +805,6 @@ class Global(Path):
 
 class Pairs(Path):
     name, kernels = "pairs", ("scatter_global_pairs", "fold_pairs", "fold_pair_chunk")
-    row = "BENCHMARKS.md kernel table, F = 1 with counts (against unpaired)"
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
         return None if _pairs_possible(r) else "the paired path cannot run here"
