@@ -156,10 +156,10 @@ def launch_form_of(launch: Any, pointers: tuple[int, ...]) -> str:
 
 def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
     """(function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch."""
-    from plugin.kernels.launch import _MEMSET
+    from plugin.kernels.launch import MEMSET
 
     (sequence,) = launch._sequences.values()
-    (operation,) = [operation for operation in sequence.operations if operation[0] != _MEMSET]
+    (operation,) = [operation for operation in sequence.operations if operation[0] != MEMSET]
     _, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # _LaunchSequence's kernel shape
     return function, grid_x, grid_y, block, shared_bytes, arguments
 

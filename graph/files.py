@@ -230,16 +230,16 @@ def load_node_features_file(path: str | Path) -> np.ndarray:
     return loaded
 
 
-_EDGE_LIST_CHUNK = 16 * 2**20  # bytes parsed at a time (whole lines): bounds the temporaries at ~10x that
+EDGE_LIST_BLOCK_BYTES = 16 * 2**20  # bytes parsed at a time (whole lines): bounds the temporaries at ~10x that
 
 
 def parse_edge_list(data: bytes, source: str = "edge list", on_progress: Callable[[float], None] | None = None,
-                    *, with_lines: bool = False):
+                    *, with_lines: bool = False, block_bytes: int = EDGE_LIST_BLOCK_BYTES):
     """Parses edge-list text into int64 [E, 2]: one `source target` pair per line, separated by spaces, tabs
     and/or a comma; blank lines and everything after '#' on a line are ignored, and so is a UTF-8 byte order mark.
     With `with_lines`, returns (edges, the 1-based line of each edge).
 
-    The text is parsed in blocks of whole lines (_EDGE_LIST_CHUNK bytes), each vectorized like the string
+    The text is parsed in blocks of whole lines (about block_bytes each), each vectorized like the string
     parser, so the memory beyond the result stays bounded whatever the file size. Messages count lines from 1
     (as editors do) and edges from 0 (their row in the array), as every message about an edge does.
     """
@@ -248,10 +248,10 @@ def parse_edge_list(data: bytes, source: str = "edge list", on_progress: Callabl
     first_line = first_edge = 0
     while begin < len(data):
         stop = len(data)
-        if begin + _EDGE_LIST_CHUNK < len(data):
-            stop = data.rfind(b"\n", begin, begin + _EDGE_LIST_CHUNK) + 1
+        if begin + block_bytes < len(data):
+            stop = data.rfind(b"\n", begin, begin + block_bytes) + 1
             if stop <= begin:  # one line longer than a block: take it whole
-                stop = data.find(b"\n", begin + _EDGE_LIST_CHUNK) + 1 or len(data)
+                stop = data.find(b"\n", begin + block_bytes) + 1 or len(data)
         edges, lines = _parse_edge_lines(memoryview(data)[begin:stop], first_line, first_edge, source)
         blocks.append(edges)
         if with_lines:

@@ -31,7 +31,7 @@ BATCH_STREAM = 2
 FEATURE_STREAM = 3
 FEATURE_LEVELS = 40  # features take the values 0, 0.25, ..., 9.75
 FEATURE_STEP = 0.25
-_CHUNK = 1 << 20  # words computed per numpy call, so that temporaries stay at a few MB
+WORDS_PER_CALL = 1 << 20  # words computed per numpy call, so that temporaries stay at a few MB
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
@@ -52,12 +52,14 @@ def stream_key(seed: int, stream: int) -> int:
     return int(splitmix64(seed, np.array([stream]))[0])
 
 
-def words_below(seed: int, stream: int, start: int, count: int, bound: int) -> np.ndarray:
-    """int64 [count]: word(i) mod bound for i in [start, start + count) of `stream` under `seed`."""
+def words_below(seed: int, stream: int, start: int, count: int, bound: int, *,
+                words_per_call: int = WORDS_PER_CALL) -> np.ndarray:
+    """int64 [count]: word(i) mod bound for i in [start, start + count) of `stream` under `seed`, computed
+    words_per_call at a time (the same words whatever it is)."""
     key = stream_key(seed, stream)
     out = np.empty(count, dtype=np.int64)
-    for first in range(0, count, _CHUNK):
-        last = min(first + _CHUNK, count)
+    for first in range(0, count, words_per_call):
+        last = min(first + words_per_call, count)
         counters = np.arange(start + first, start + last, dtype=np.uint64)
         out[first:last] = splitmix64(key, counters) % np.uint64(bound)
     return out

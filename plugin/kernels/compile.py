@@ -141,3 +141,8 @@ def _compile_cached(arch: int, dtype: np.dtype) -> bytes:
 def compile_scatter_add(arch: int, dtype: object) -> bytes:
     """The CUBIN of scatter_add.cu for sm_<arch> and dtype (float32 or float16), compiled once per process."""
     return _compile_cached(int(arch), kernel_dtype(dtype))
+
+
+def forget_compiled() -> None:
+    """Forgets the CUBINs compile_scatter_add has made in this process: its next call per arch and dtype compiles."""
+    _compile_cached.cache_clear()

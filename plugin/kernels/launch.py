@@ -235,10 +235,10 @@ def _check_table_workspace(needed: int, workspace: int, workspace_size: int) -> 
 # from a pointer is (position, byte offset), e.g. the float16 table's values (WORKSPACE, values_offset).
 STATE, SRC, INDEX, COUNTS, WORKSPACE, SKIPPED, STREAM = range(7)
 _POSITION_NAMES = ("state", "src", "index", "counts", "workspace", "skipped", "stream")
-_MEMSET, _KERNEL, _COOPERATIVE = 0, 1, 2
+MEMSET, KERNEL, COOPERATIVE = 0, 1, 2  # the kinds of operation in a launch sequence (PreparedScatterAdd.bind)
 
 
-class _KernelArguments:
+class KernelArguments:
     """The arguments of one kernel launch, packed once into one buffer of 8-byte slots (little-endian: a 4-byte
     argument reads the low half of its slot), and `address`, the kernelParams array pointing at each slot.
     Constants are written once; pointer arguments, (position, offset), by `patch` when the pointers change."""
@@ -265,13 +265,13 @@ class _KernelArguments:
 
 
 class _LaunchSequence:
-    """The driver calls of one plan, in order: (_MEMSET, (position, offset), value, count) and kernel
+    """The driver calls of one plan, in order: (MEMSET, (position, offset), value, count) and kernel
     operations (PreparedScatterAdd._kernel)."""
 
     def __init__(self, plan: LaunchPlan | None, operations: list[tuple[Any, ...]]) -> None:
         self.plan = plan
         self.operations = operations
-        self.arguments = [op[5] for op in operations if op[0] != _MEMSET]
+        self.arguments = [op[5] for op in operations if op[0] != MEMSET]
 
 
 class PreparedScatterAdd:
@@ -320,6 +320,21 @@ class PreparedScatterAdd:
         self._not_capturing = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
         # the graphs are freed with this object (at exit the driver frees them; their context may be gone by then)
         weakref.finalize(self, _close_graphs, self._replays, raising=False).atexit = False
+
+    @property
+    def graph(self) -> Any:
+        """The executable CUDA graph replayed for the current pointers and stream; None before one is captured
+        (the first call with them), while they have none, or with graph_replay off."""
+        return None if self._replay is None else self._replay[0]
+
+    def bind(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
+             skipped: int = 0) -> tuple[tuple[Any, ...], ...]:
+        """Binds the launch to these pointers without issuing it and returns its operations in order, each
+        (MEMSET, (pointer position, byte offset), value, words) or (KERNEL or COOPERATIVE, function, grid x,
+        grid y, shared bytes, KernelArguments, kernel name, block size): what a fuzzer launches one by one."""
+        self._use_pointers((state, src, index, counts, workspace, skipped, stream))
+        assert self._sequence is not None
+        return tuple(self._sequence.operations)
 
     def __call__(self, state: int, src: int, index: int, counts: int, workspace: int, stream: int,
                  skipped: int = 0) -> LaunchPlan | None:
@@ -443,9 +458,9 @@ class PreparedScatterAdd:
         """The driver calls for one vector width, counts alignment and workspace alignment."""
         operations: list[tuple[Any, ...]] = []
         if self.with_counts:
-            operations.append((_MEMSET, (COUNTS, 0), 0, 2 * self.num_nodes))  # also the paired path's zero pairs
+            operations.append((MEMSET, (COUNTS, 0), 0, 2 * self.num_nodes))  # also the paired path's zero pairs
         if self.with_skipped:
-            operations.append((_MEMSET, (SKIPPED, 0), 0, 2))
+            operations.append((MEMSET, (SKIPPED, 0), 0, 2))
         if self.num_edges == 0:
             return _LaunchSequence(None, operations)
         request = LaunchRequest(self.num_nodes, self.num_edges, self.num_features, self.dtype, vec, self.with_counts,
@@ -460,10 +475,10 @@ class PreparedScatterAdd:
         return _LaunchSequence(plan, operations)
 
     def _kernel(self, operations: list[tuple[Any, ...]], launch: KernelLaunch, *values: Any,
-                kind: int = _KERNEL) -> None:
+                kind: int = KERNEL) -> None:
         """Appends a kernel operation: (kind, function, grid x, grid y, shared bytes, arguments, name, block)."""
         operations.append((kind, self.kernels.functions[launch.name], *launch.grid, launch.shared_bytes,
-                           _KernelArguments(values), launch.name, launch.block))
+                           KernelArguments(values), launch.name, launch.block))
 
     def _atomics_operations(self, plan: LaunchPlan, operations: list[tuple[Any, ...]]) -> None:
         """The shared, paired, global and chunked paths' kernels (float16: into the table, then apply_table)."""
@@ -479,10 +494,10 @@ class PreparedScatterAdd:
         keys: Any = (WORKSPACE, 0) if table is not None and table.hashed else 0  # one slot per node: no keys
         if table is not None:
             if keys:
-                operations.append((_MEMSET, keys, 0xFFFFFFFF, table.capacity))
-            operations.append((_MEMSET, dest, 0, table.capacity * num_features))
+                operations.append((MEMSET, keys, 0xFFFFFFFF, table.capacity))
+            operations.append((MEMSET, dest, 0, table.capacity * num_features))
         if plan.pair_chunks > 1:
-            operations.append((_MEMSET, dest, 0, 2 * num_nodes))
+            operations.append((MEMSET, dest, 0, 2 * num_nodes))
         counts: Any = 0 if plan.paired or not self.with_counts else (COUNTS, 0)
         for chunk in range(plan.pair_chunks):
             first = chunk * PAIRED_MAX_EDGES if plan.pair_chunks > 1 else 0
@@ -517,12 +532,12 @@ class PreparedScatterAdd:
             values = (*head, (WORKSPACE, 0), slots.capacity, int(slots.hashed), state, skipped)
         elif plan.algorithm == "split_table":  # a memset clears the slots (all ones: node -1), the scan applies them
             assert slots is not None
-            operations.append((_MEMSET, (WORKSPACE, 0), 0xFFFFFFFF, 2 * slots.capacity))
+            operations.append((MEMSET, (WORKSPACE, 0), 0xFFFFFFFF, 2 * slots.capacity))
             values = (*head, (WORKSPACE, 0), slots.capacity, skipped)
         else:
             assert plan.owned is not None
             values = (*head, self.num_features, plan.owned.capacity, plan.owned.probes, state, skipped)
-        self._kernel(operations, plan.scatter, *values, kind=_COOPERATIVE if plan.cooperative else _KERNEL)
+        self._kernel(operations, plan.scatter, *values, kind=COOPERATIVE if plan.cooperative else KERNEL)
         if slots is not None and slots.apply is not None:
             self._kernel(operations, slots.apply, (WORKSPACE, 0), slots.capacity, self.num_nodes, state)
 
@@ -555,7 +570,7 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
     stream = driver.CUstream(int(pointers[STREAM]))
     calls: list[tuple[Any, tuple[Any, ...], str]] = []
     for operation in operations:
-        if operation[0] == _MEMSET:
+        if operation[0] == MEMSET:
             _, (position, offset), value, count = operation
             what = f"cuMemsetD32Async of {count} words at the {_POSITION_NAMES[position]} (+{offset} bytes)"
             calls.append((driver.cuMemsetD32Async,
@@ -563,7 +578,7 @@ def bind_driver_calls(driver: Any, operations: list[tuple[Any, ...]],
             continue
         kind, function, grid_x, grid_y, shared_bytes, arguments, name, block = operation
         grid = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
-        if kind == _KERNEL:
+        if kind == KERNEL:
             calls.append((driver.cuLaunchKernel, (*grid, arguments.address, 0), f"cuLaunchKernel of {name}"))
         else:
             calls.append((driver.cuLaunchCooperativeKernel, (*grid, arguments.address),

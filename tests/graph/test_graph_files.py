@@ -56,18 +56,15 @@ def test_edge_list_comment_at_start_of_line_and_hash_only_file():
 
 
 @pytest.mark.parametrize("block_bytes", [1, 7, 64])
-def test_edge_lists_parse_in_blocks_of_whole_lines(monkeypatch, block_bytes):
-    import graph.files
-
+def test_edge_lists_parse_in_blocks_of_whole_lines(block_bytes):
     text = b"# header\n1 2\n3 4 # x\n55555555555 6\n\n7,8\n" * 3
     whole = parse_edge_list(text)
-    monkeypatch.setattr(graph.files, "_EDGE_LIST_CHUNK", block_bytes)
-    np.testing.assert_array_equal(parse_edge_list(text), whole)
+    np.testing.assert_array_equal(parse_edge_list(text, block_bytes=block_bytes), whole)
     assert whole.shape == (12, 2)
     with pytest.raises(InputError, match="line 19 has 3 values"):
-        parse_edge_list(text + b"1 2 3\n")
+        parse_edge_list(text + b"1 2 3\n", block_bytes=block_bytes)
     with pytest.raises(InputError, match=re.escape("line 18 (edge 11): 'x9' is not a node id")):
-        parse_edge_list(text[:-4] + b"x9 8\n")
+        parse_edge_list(text[:-4] + b"x9 8\n", block_bytes=block_bytes)
 
 
 @pytest.mark.parametrize(

@@ -49,12 +49,9 @@ def test_features_follow_the_documented_rule_and_are_exact_in_float16():
     np.testing.assert_array_equal(features.astype(np.float16).astype(np.float64), features)
 
 
-def test_chunking_does_not_change_the_words(monkeypatch):
-    import graph.portable_random as module
-
+def test_chunking_does_not_change_the_words():
     whole = words_below(3, BATCH_STREAM, 10, 1000, 97)
-    monkeypatch.setattr(module, "_CHUNK", 7)
-    np.testing.assert_array_equal(words_below(3, BATCH_STREAM, 10, 1000, 97), whole)
+    np.testing.assert_array_equal(words_below(3, BATCH_STREAM, 10, 1000, 97, words_per_call=7), whole)
 
 
 def test_batches_are_spread_and_new_each_step_and_differ_by_seed():

@@ -10,14 +10,14 @@ import pytest
 
 from plugin.kernels.aot import AOT_KERNELS, AOT_SOURCE_PATH, SIZE_NAMES
 
-_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(([^)]*)\)', re.DOTALL)
+KERNEL_SIGNATURE = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(([^)]*)\)', re.DOTALL)
 
 
 def kernel_parameters() -> dict[str, list[tuple[str, str]]]:
     """{kernel name: [(type, name), ...]} of every extern "C" kernel in scatter_add_aot.cu."""
     source = re.sub(r"//[^\n]*", "", AOT_SOURCE_PATH.read_text())
     kernels = {}
-    for name, parameters in _KERNEL.findall(source):
+    for name, parameters in KERNEL_SIGNATURE.findall(source):
         pairs = [re.fullmatch(r"(.+?)\s*(\w+)", parameter.strip()).groups() for parameter in parameters.split(",")]
         kernels[name] = [(kind.strip(), parameter) for kind, parameter in pairs]
     return kernels

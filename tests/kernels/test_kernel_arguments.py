@@ -65,9 +65,9 @@ def test_prepared_kernel_arguments_hold_each_value_and_patch_pointers_with_offse
     # pointer tuple; a null base stays null (an absent buffer, not a small address).
     import ctypes
 
-    from plugin.kernels.launch import COUNTS, SRC, WORKSPACE, _KernelArguments
+    from plugin.kernels.launch import COUNTS, SRC, WORKSPACE, KernelArguments
 
-    arguments = _KernelArguments(((SRC, 0), -5, 2**40 + 3, (WORKSPACE, 256), (COUNTS, 0), 0))
+    arguments = KernelArguments(((SRC, 0), -5, 2**40 + 3, (WORKSPACE, 256), (COUNTS, 0), 0))
     pointers = [ctypes.c_void_p.from_address(arguments.address + 8 * i).value for i in range(6)]
 
     def read(ctype, i):

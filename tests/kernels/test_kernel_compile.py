@@ -49,13 +49,13 @@ def test_compilation_is_cached_per_arch_and_dtype(monkeypatch):
     compiled = []
     monkeypatch.setattr(compile_module, "compile_cubin",
                         lambda arch, dtype: (compiled.append((arch, dtype)) or bytearray(b"sm_%d" % arch), ""))
-    compile_module._compile_cached.cache_clear()
+    compile_module.forget_compiled()
     try:
         assert compile_scatter_add(90, np.float32) is compile_scatter_add(90, "float32")
         assert compile_scatter_add(90, np.float16) is not compile_scatter_add(90, np.float32)
         assert compiled == [(90, np.float32), (90, np.float16)]
     finally:
-        compile_module._compile_cached.cache_clear()  # nothing recorded is left for the kernel tests
+        compile_module.forget_compiled()  # nothing recorded is left for the kernel tests
 
 
 def test_compile_error_carries_the_nvrtc_log():

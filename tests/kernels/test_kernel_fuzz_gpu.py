@@ -340,9 +340,9 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
     prepared.graph_replay = False
     pointers = (address["state"], address["src"], address["index"], address["counts"] if launch.counts else 0,
                 address["workspace"] if work else 0, address["skipped"], 0)
-    prepared._use_pointers(pointers)
-    assert prepared._sequence is not None
-    operations = [op for op in prepared._sequence.operations if op[0] != launcher._MEMSET]
+    state, src, index, counts, workspace, skipped, stream = pointers
+    operations = [op for op in prepared.bind(state, src, index, counts, workspace, stream, skipped)
+                  if op[0] != launcher.MEMSET]
     names = [op[6] for op in operations]
     missing = [name for name in launch.kernels if name not in names]
     assert not missing, f"{launch}: the launcher runs {names}, not {missing}"

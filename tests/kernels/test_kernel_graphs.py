@@ -43,7 +43,7 @@ def test_the_second_launch_with_the_same_pointers_captures_a_graph_and_later_one
     capture_stream = int(driver.calls[2][1][0])  # cuStreamBeginCapture's
     assert int(captured[8]) == capture_stream != 5  # captured on the launcher's own stream, not the caller's
     assert captured[:8] == direct[:8] and captured[9:] == direct[9:]  # the same kernel, shape and arguments
-    assert int(replayed[1]) == 5 and replayed[0] is prepared._replay[0]  # replayed on the caller's stream
+    assert int(replayed[1]) == 5 and replayed[0] is prepared.graph  # replayed on the caller's stream
     del driver.calls[:]
     prepared(*pointers)
     assert driver.names() == ["cuStreamIsCapturing", "cuGraphLaunch"]
@@ -70,7 +70,7 @@ def test_a_launch_into_a_stream_being_captured_issues_the_driver_calls_into_that
     assert int(driver.calls[1][1][8]) == 5
 
 
-def test_pointer_sets_in_rotation_each_replay_their_own_graph(replaying):
+def test_pointer_sets_in_rotation_each_replay_their_own_graph(replaying, monkeypatch):
     driver, launch = replaying
     prepared = one_kernel_launch(launch)
     batches = [(STATE_PTR, SRC_PTR + 4096 * k, INDEX_PTR + 8192 * k, 0, 0, 5) for k in range(3)]
@@ -78,12 +78,14 @@ def test_pointer_sets_in_rotation_each_replay_their_own_graph(replaying):
         for pointers in batches:
             prepared(*pointers)
     del driver.calls[:]
+    bound, bind = [], launch.bind_driver_calls
+    monkeypatch.setattr(launch, "bind_driver_calls", lambda *arguments: bound.append(arguments) or bind(*arguments))
     for pointers in batches:
         prepared(*pointers)
     launches = [arguments for name, arguments in driver.calls if name == "cuGraphLaunch"]
     assert driver.names().count("cuLaunchKernel") == 0 and len(launches) == 3
     assert len({int(executable) for executable, _ in launches}) == 3
-    assert prepared._bound is False  # switched by their graphs: no driver calls bound on the way
+    assert bound == []  # switched by their graphs: no driver calls bound on the way
     driver.capturing.add(5)
     for k in (1, 0):  # the caller captures: the driver calls, bound now to the right pointers
         del driver.calls[:]
@@ -125,8 +127,9 @@ def test_keyword_entry_replays_from_its_third_call_with_the_same_pointers(replay
     assert driver.names().count("cuLaunchKernel") == 2  # the first call's, and the one captured at the second
 
 
-def test_a_prepared_launchs_graphs_are_freed_with_it_and_the_finalizer_never_raises(replaying):
+def test_a_prepared_launchs_graphs_are_freed_with_it_and_the_finalizer_never_raises(replaying, monkeypatch):
     import gc
+    import sys
 
     driver, launch = replaying
     prepared = one_kernel_launch(launch)
@@ -140,8 +143,12 @@ def test_a_prepared_launchs_graphs_are_freed_with_it_and_the_finalizer_never_rai
     for _ in range(2):
         prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
     driver.statuses["cuGraphExecDestroy"] = [driver.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED]
-    launch._close_graphs(prepared._replays, raising=False)  # what the finalizer calls
-    assert prepared._replays == {}
+    del driver.calls[:]
+    raised = []
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)  # where an exception in a finalizer would go
+    del prepared
+    gc.collect()
+    assert driver.names() == ["cuGraphExecDestroy"] and raised == []
 
 
 # --- float16 grid_table: one cooperative launch (plan.py, scatter_add.cu scatter_grid_table) ------------------

@@ -110,10 +110,10 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
     try:
         assert what_ran(execute_and_check(launch)) == path
         prepared = launch_module.backend.threads.last[1]
-        assert prepared._replay is None  # first use of these pointers: the driver calls
+        assert prepared.graph is None  # first use of these pointers: the driver calls
         for _ in range(2):
             execute_and_check(launch)
-            assert prepared._replay is not None, "the launcher did not replay a graph of its own"
+            assert prepared.graph is not None, "the launcher did not replay a graph of its own"
         before = buffers["state"].download()
         with CapturedGraph(stream, launch) as graph:
             np.testing.assert_array_equal(buffers["state"].download(), before)  # captured, not run

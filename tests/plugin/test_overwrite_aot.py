@@ -18,7 +18,7 @@ from plugin.kernels.aot import (
     ptx_isa_version,
 )
 from plugin.kernels.overwrite import OVERWRITE_KERNELS, OVERWRITE_SOURCE_PATH, compile_overwrite_ptx, overwrite_kernel
-from tests.kernels.test_aot_kernel_signatures import _KERNEL
+from tests.kernels.test_aot_kernel_signatures import KERNEL_SIGNATURE
 from tests.plugin.test_aot_plugin import (  # noqa: F401 (fixtures)
     aot,
     aot_plugin_instance,
@@ -54,7 +54,7 @@ def test_overwrite_kernel_parameter_names_follow_the_description(name):
     """By name, in overwrite.cu: two int32 sizes in the wrong order pass the PTX type check above."""
     source = re.sub(r"//[^\n]*", "", OVERWRITE_SOURCE_PATH.read_text())
     kernels = {kernel: [p.strip().rsplit(None, 1)[-1].lstrip("*") for p in params.split(",")]
-               for kernel, params in _KERNEL.findall(source)}
+               for kernel, params in KERNEL_SIGNATURE.findall(source)}
     assert sorted(kernels) == sorted(OVERWRITE_KERNELS)
     kernel = OVERWRITE_KERNELS[name]
     expected = ([f"{n}_in" if n in kernel.outputs else n for n in kernel.inputs] + list(kernel.extra_args)

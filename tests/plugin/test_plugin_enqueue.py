@@ -29,16 +29,22 @@ class Recorder:
 
 
 @pytest.fixture
-def plugin_with_recorders(sap, monkeypatch):
-    """(make_plugin(compute_counts), launches, copies): plugins whose prepared launch and device copy record."""
+def plugin_with_recorders(trt, sap, monkeypatch):
+    """(make_plugin(compute_counts), launches, copies): plugins whose prepared launch (plugin.kernels'
+    PreparedScatterAdd, which on_shape_change makes) and device copy record."""
+    import plugin.kernels
+    from tests.plugin.test_plugin import tensor_desc
+
     copies = Recorder()
     monkeypatch.setattr(sap, "copy_device_async", copies)
     launches = Recorder()
+    monkeypatch.setattr(plugin.kernels, "PreparedScatterAdd", lambda **sizes: launches)
+    inputs = [tensor_desc(trt, trt.float32, dims).desc for dims in ([10, 3], [6, 3], [6])]  # N = 10, F = 3
 
     def make(compute_counts):
-        plugin = sap.ScatterAddPlugin(compute_counts=compute_counts)
-        plugin._launch, plugin._state_nbytes = launches, STATE_NBYTES  # what on_shape_change prepares
-        return plugin
+        made = sap.ScatterAddPlugin(compute_counts=compute_counts)
+        made.on_shape_change(inputs, inputs[:1])
+        return made
 
     return make, launches, copies
 
