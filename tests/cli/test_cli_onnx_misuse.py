@@ -70,8 +70,11 @@ def test_an_option_that_contradicts_a_model_of_ones_own_is_refused(tmp_path, cap
 
 
 def test_options_that_agree_with_the_model_are_taken(tmp_path, capsys):
-    status, captured = main(capsys, "--onnx", index_add_model(tmp_path / "own.onnx"), "--precision", "fp32")
-    assert status == 0, captured.err
+    model = index_add_model(tmp_path / "own.onnx")
+    status, captured = main(capsys, "--onnx", model, "--precision", "fp32")
+    assert status == 0 and captured.err == "", captured.err
+    assert any("state_out" in line and "float32" in line for line in captured.out.splitlines()), captured.out
+    assert captured.out == main(capsys, "--onnx", model)[1].out  # the run the option agrees with, unchanged
 
 
 def test_the_sample_network_on_inputs_of_its_own_keeps_its_class_count(tmp_path_factory, capsys):

@@ -91,7 +91,11 @@ def test_npy_files_round_trip_through_the_program_bit_for_bit(recent_program, tm
 def test_an_own_max_index_takes_any_row_from_zero_up(recent_program, tmp_path):
     inputs = dict(good_inputs(), idx2=np.array([12, 0, 4], np.int32))
     result = plan(recent_program, tmp_path, text=GOOD.replace("index idx2 10", "index idx2 own_max"), inputs=inputs)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0 and result.stderr == "", result.stdout + result.stderr
+    assert any(line.startswith("  input idx2 ") and "idx2.npy" in line for line in result.stdout.splitlines())
+    bounded = plan(recent_program, tmp_path, text=GOOD, inputs=inputs)  # row 12 where the description says 10 rows
+    assert_one_line(bounded, 2, "idx2.npy")
+    assert "12" in bounded.stderr and "10" in bounded.stderr
 
 
 def test_expected_compares_with_the_tolerance_and_a_failure_writes_nothing(recent_program, tmp_path):
