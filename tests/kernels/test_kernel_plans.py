@@ -687,3 +687,18 @@ def test_every_path_is_at_least_10_percent_ahead_of_every_other_timed_path_on_a_
         if path in times and others and min(others) >= SLOWER * times[path]:
             justified.setdefault(path, cell)
     assert set(AUTO) - set(justified) == set(), "no recorded cell where these paths are 10% ahead"
+
+
+def test_docs_kernel_md_names_only_constants_plan_py_has():
+    """docs/kernel.md names plan.py's bounds (`SORT_MIN_FEATURES`, `SORT_*`) instead of restating their values:
+    each name it gives in backticks is one of plan.py's, or the prefix of some."""
+    import re
+    from pathlib import Path
+
+    from plugin.kernels import plan
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "kernel.md").read_text()
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+\*?)`", text))
+    unknown = {name for name in named if not (any(key.startswith(name[:-1]) for key in vars(plan))
+                                              if name.endswith("*") else hasattr(plan, name))}
+    assert len(named) >= 20 and unknown == set(), unknown
