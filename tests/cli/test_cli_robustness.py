@@ -468,10 +468,12 @@ def help_text(columns: int) -> str:
 
 
 @pytest.mark.parametrize("columns", [40, 80, 100, 300])
-def test_help_fits_100_columns_and_names_each_heading_and_option_once(columns):
+def test_help_fits_100_columns_and_names_each_heading_and_option_once(columns, monkeypatch):
     """Properties, not text: every line within 100 columns, and within the terminal's from 80 columns up; each
-    heading (a line at column 0 ending in ':') once; each option of the parser listed once, with a
-    description; the usage names only options the parser has."""
+    heading (a line at column 0 ending in ':') once; each option of the parser listed once, under its first
+    spelling, with a description; the usage names only options the parser has."""
+    import argparse
+
     from cli.options import build_parser
 
     text = help_text(columns)
@@ -479,14 +481,26 @@ def test_help_fits_100_columns_and_names_each_heading_and_option_once(columns):
     assert max(len(line) for line in lines) <= (min(columns, 100) if columns >= 80 else 100)
     headings = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
     assert len(headings) == len(set(headings)) >= 4, headings
-    parser = build_parser()
-    formatter = parser._get_formatter()
-    for action in parser._actions:
-        shown = formatter._format_action_invocation(action)  # "--graph FILE", "-v, --verbose"
-        listed = [line for line in lines if line == f"  {shown}" or line.startswith(f"  {shown}  ")]
-        assert len(listed) == 1, (shown, listed)
-        assert action.help and action.help.strip(), shown
-    known = {name for action in parser._actions for name in action.option_strings}
+    actions, init = [], argparse.Action.__init__  # the parser's options, as build_parser makes them
+    monkeypatch.setattr(argparse.Action, "__init__", lambda self, *a, **k: (init(self, *a, **k), actions.append(self)))
+    build_parser()
+    monkeypatch.undo()
+    assert len(actions) >= 20
+    def lists(line: str, action: argparse.Action) -> bool:  # "  --graph FILE  ...", "  -v, --verbose", "  --x {a,b}"
+        first = action.option_strings[0]
+        rest = line[2 + len(first):] if line.startswith(f"  {first}") else None
+        if rest is None or rest[:1] not in ("", " ", ","):
+            return False
+        word = rest.split()[0] if rest.strip() else ""
+        metavars = action.metavar if isinstance(action.metavar, tuple) else (action.metavar, action.dest.upper())
+        return rest == "" or rest.startswith(("  ", ", ")) or word[:1] == "{" or word in metavars
+
+    for action in actions:
+        first = action.option_strings[0]  # "--graph" of "--graph FILE", "-v" of "-v, --verbose"
+        listed = [line for line in lines if lists(line, action)]
+        assert len(listed) == 1, (first, listed)
+        assert action.help and action.help.strip(), first
+    known = {name for action in actions for name in action.option_strings}
     usage = text.split("\n\n", 1)[0]
     assert {word.strip("[]|") for word in usage.split() if word.strip("[]|").startswith("-")} <= known
 
