@@ -42,7 +42,16 @@ def test_the_ops_are_registered_with_their_mutation():
     assert len(schema.returns) == 0
     functional = torch.ops.aliased_io.scatter_add.default._schema
     assert not any(argument.alias_info for argument in functional.arguments) and len(functional.returns) == 1
-    assert torch._C._dispatch_has_kernel_for_dispatch_key("aliased_io::scatter_add_", "Functionalize")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def step(state, src, index):
+        torch.ops.aliased_io.scatter_add_(state, src, index)
+        return state
+
+    traced = make_fx(torch.func.functionalize(step))(torch.zeros(4, 2), torch.ones(3, 2), torch.tensor([0, 1, 1]))
+    calls = [node.target for node in traced.graph.nodes if node.op == "call_function"]
+    assert torch.ops.aliased_io.scatter_add.default in calls  # the Functionalize kernel: the functional form
+    assert torch.ops.aliased_io.scatter_add_.default not in calls
     assert list(ops.custom_translation_table) == [torch.ops.aliased_io.scatter_add.default]
 
 
