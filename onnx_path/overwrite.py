@@ -74,7 +74,10 @@ def probe_model(model: Any, found: list[Overwrite]) -> Any:
 
 def written_rows(op: str, indices: np.ndarray) -> np.ndarray:
     """The row each update of an overwrite writes: ScatterND's [E, 1] indices, or column 0 of ScatterElements'
-    expanded [E, ...] indices (the inputs' check keeps them within the rows: onnx_path.inputs)."""
+    expanded [E, ...] indices (the inputs' check keeps them within the rows: onnx_path.inputs). An empty batch
+    (E = 0, or no columns) writes no row."""
+    if indices.size == 0:
+        return np.zeros(0, dtype=np.int64)
     return indices.reshape(indices.shape[0], -1)[:, 0].astype(np.int64)
 
 

@@ -299,6 +299,21 @@ def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_fact
 
 
 @needs_export
+@pytest.mark.parametrize("name", ["index_copy_", "scatter_rows"])
+def test_an_empty_batch_of_overwrites_validates_and_leaves_the_state_as_it_was(tmp_path_factory, tmp_path, capsys,
+                                                                                name):
+    """No rows to write (idx [0], rows [0, F]): the dry run's --validate compares the state, unchanged, with ONNX
+    Runtime (exit 0), for ScatterND's [0, 1] indices and ScatterElements' expanded [0, F] alike."""
+    feeds = zoo_feeds(name, 0, {**SIZES, "K": 0})
+    assert feeds["idx"].shape == (0,) and feeds["src"].shape == (0, 3)
+    status, printed, out = dry_run(tmp_path, capsys, zoo_path(tmp_path_factory, name), feeds)
+    assert status == 0, printed
+    assert "Validation against reference successful!" in printed
+    np.testing.assert_allclose(printed_output(printed, "Output X_out float32 [9, 3]:"), feeds["X"], atol=1e-6)
+    assert out.exists()
+
+
+@needs_export
 def test_steps_with_repeated_indices_keep_the_rule_and_leave_earlier_repeats_uncompared(tmp_path_factory, capsys):
     """--steps 4 on inputs made from the seed (50 indices into 40 rows: they repeat): the overwritten state fed
     back, both states in place; rows left from an earlier run's repeated index are named and not compared."""
