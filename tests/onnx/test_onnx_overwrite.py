@@ -395,6 +395,18 @@ def test_a_float16_overwrite_with_repeated_indices_passes_the_dry_run_validation
                                sequential(feeds["X"], feeds["src"], feeds["idx"]), atol=1e-3)
 
 
+def test_a_float16_overwrite_near_the_largest_float16_is_taken_it_adds_nothing(tmp_path, capsys):
+    """State and rows of 60000 (their sum would be beyond 65504, but an overwrite writes, never adds): the dry run
+    runs and validates, every written row 60000 and the others as they were."""
+    feeds = {"X": np.full((4, 3), -60000, np.float16), "src": np.full((3, 3), 60000, np.float16),
+             "idx": np.array([0, 2, 0], np.int64)}
+    status, printed, out = dry_run(tmp_path, capsys, float16_copy_model(tmp_path / "copy16.onnx"), feeds)
+    assert status == 0, printed
+    assert "Validation against reference successful!" in printed and out.exists()
+    heading = next(line for line in printed.splitlines() if line.startswith("Output X_out float"))
+    np.testing.assert_array_equal(printed_output(printed, heading), sequential(feeds["X"], feeds["src"], feeds["idx"]))
+
+
 def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
     from onnx import TensorProto, helper
 
