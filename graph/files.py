@@ -56,7 +56,8 @@ def why_unreadable(error: BaseException) -> str:
         return "not in NumPy's format (neither a .npy file nor a zip archive of them)"
     if isinstance(error, zipfile.BadZipFile):
         return "not a zip archive, or a damaged one"
-    if isinstance(error, (EOFError, zlib.error)) or "EOF" in str(error) or "could only read" in str(error):
+    if isinstance(error, (EOFError, zlib.error, tokenize.TokenError)) or "EOF" in str(error) or \
+            "could only read" in str(error):  # TokenError: a header Python's tokenizer cannot end (worded by version)
         return "the file is truncated or damaged"
     if isinstance(error, NotImplementedError):
         return "an archive compressed with a method Python cannot read; save it with numpy.savez"

@@ -206,6 +206,7 @@ def test_node_features_file(tmp_path):
          "not a readable .npy file: the file is damaged or not in NumPy's format"),
         ("archive.npz", _npz_bytes(node_features=np.ones(3)), "an .npz archive; expected a .npy file"),
         ("unclosed_header.npy", b"\x93NUMPY\x01\x00\x20\x00{'descr': '<f8', 'shape': (3,\n", "the file is truncated or damaged"),
+        ("unterminated_header.npy", b"\x93NUMPY\x01\x00\x0f\x00{'descr': '<f8\n", "the file is truncated or damaged"),
         ("pickled.npy", None, "not a readable .npy file: it holds an array of Python objects (pickled), which the sample never loads"),
     ],
 )
@@ -219,6 +220,21 @@ def test_unreadable_node_features_files(tmp_path, name, content, message):
         load_node_features_file(path)
     assert message.format(path=path) in str(error.value)
     assert_sample_words_only(str(error.value))
+
+
+@pytest.mark.parametrize("error", [
+    ("EOF in multi-line statement", (2, 0)),  # Python 3.10 and 3.11, for both headers above
+    ("unexpected EOF in multi-line statement", (1, 0)),  # 3.12 and 3.13, the unclosed header
+    ("unterminated string literal (detected at line 1)", (1, 11)),  # 3.12 and 3.13, the unterminated one
+])
+def test_a_header_the_tokenizer_cannot_end_is_truncated_or_damaged_in_every_python(error):
+    """numpy reads a version 1.0 .npy header that literal_eval refuses through tokenize, whose TokenError is worded
+    by Python's version (each as its interpreter raises it): the same specific words in each."""
+    import tokenize
+
+    from graph.files import why_unreadable
+
+    assert why_unreadable(tokenize.TokenError(*error)) == "the file is truncated or damaged"
 
 
 def assert_sample_words_only(message: str) -> None:
