@@ -192,14 +192,34 @@ def check_onnx_inputs(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], ind
             raise InputError(f"{source}: {spec.name}{list(position)} = {float(array[position])} is not finite")
     shapes = {name: tuple(array.shape) for name, array in feeds.items()}
     for name, bound in index_bounds.items():
-        _check_index(name, feeds[name], *index_rows(name, bound, shapes, feeds[name]), source)
+        for row, part in index_slices(bound, shapes[name]):
+            values = feeds[name] if row is None else feeds[name][row]
+            rows, what = index_rows(name, part, shapes, values)
+            _check_index(name, values, rows, what, source, row, part)
 
 
-def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str) -> None:
-    outside = (index < 0) | (index >= rows)
+def index_slices(bound: Any, shape: tuple[int, ...]) -> list[tuple[int | None, Any]]:
+    """(row, its IndexBound) for each row of an index input whose rows index different tensors (edge_index [2, E]
+    of a heterogeneous graph: row 0 the sources' rows, row 1 the targets'), else [(None, bound)] for all of it."""
+    if not getattr(bound, "rows_bounded", lambda: [])() or not shape:
+        return [(None, bound)]
+    return [(row, bound.of_row(row)) for row in range(shape[0])]
+
+
+def _lowest(bound: Any, rows: int) -> int:
+    """The least value in range: -rows where the model wraps negative values into the rows itself, else 0."""
+    return -rows if getattr(bound, "wrapped", lambda: False)() else 0
+
+
+def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str, row: int | None = None,
+                 bound: Any = None) -> None:
+    low = _lowest(bound, rows)
+    outside = (index < low) | (index >= rows)
     if outside.any():
-        position = tuple(int(i) for i in np.argwhere(outside)[0])
-        raise InputError(f"{source}: {name}{list(position)} = {int(index[position])} is outside [0, {rows}), {what}")
+        position = ([] if row is None else [row]) + [int(i) for i in np.argwhere(outside)[0]]
+        value = int(index[tuple(position[0 if row is None else 1:])])
+        wraps = " (the model wraps a negative value into them)" if low else ""
+        raise InputError(f"{source}: {name}{position} = {value} is outside [{low}, {rows}), {what}{wraps}")
 
 
 GIVE_IT = "give it in --onnx_inputs FILE.npz"
@@ -221,12 +241,13 @@ def check_made_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]
                              f"than the {MAX_INPUT_ELEMENTS:,} made from the seed: {hint}")
         kind = None if spec.dtype is None else np.dtype(spec.dtype).kind
         if kind in ("i", "u") and spec.name in index_bounds:
-            rows, _ = index_rows(spec.name, index_bounds[spec.name], shapes)
-            if rows < 1 and elements:
-                part = index_bounds[spec.name].smallest(dict(shapes))
-                state = f"{part.input} [{', '.join(map(str, shapes[part.input]))}]" if part.input else "its state"
-                raise InputError(f"input {spec.name} [{', '.join(map(str, shape))}] indexes the rows of {state}, which "
-                                 "has none, so no index can be made up for it")
+            for _, bound in index_slices(index_bounds[spec.name], shape):
+                rows, _ = index_rows(spec.name, bound, shapes)
+                if rows < 1 and elements:
+                    part = bound.smallest(dict(shapes))
+                    state = f"{part.input} [{', '.join(map(str, shapes[part.input]))}]" if part.input else "its state"
+                    raise InputError(f"input {spec.name} [{', '.join(map(str, shape))}] indexes the rows of {state}, "
+                                     "which has none, so no index can be made up for it")
         elif kind != "f" or np.dtype(spec.dtype).name not in DRAWN_FLOATS:
             why = ("an integer input that is no scatter's index as it is (one computed into an index, e.g. at + 1, "
                    "has no range the model tells)" if kind in ("i", "u") else
@@ -261,6 +282,10 @@ def make_onnx_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]]
         shape = tuple(shapes[spec.name])
         if np.dtype(spec.dtype).kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
+        elif index_slices(index_bounds[spec.name], shape)[0][0] is not None:  # each row in its own range
+            bounds = index_slices(index_bounds[spec.name], shape)
+            feeds[spec.name] = np.stack([rng.integers(0, max(index_rows(spec.name, bound, shapes)[0], 1), shape[1:])
+                                         for _, bound in bounds]).astype(spec.dtype)
         else:
             rows, _ = index_rows(spec.name, index_bounds[spec.name], shapes)
             if distinct_values(index_bounds[spec.name], shape, rows):
@@ -287,8 +312,13 @@ def inputs_lines(specs: Iterable[Any], feeds: Mapping[str, np.ndarray], index_bo
         array = feeds[spec.name]
         how = ""
         if spec.name in index_bounds:
-            rows, what = index_rows(spec.name, index_bounds[spec.name], shapes, array)
-            how = f": indices in [0, {rows}), {what}"
+            ranges = []
+            for row, bound in index_slices(index_bounds[spec.name], array.shape):
+                rows, what = index_rows(spec.name, bound, shapes, array if row is None else array[row])
+                low = _lowest(bound, rows) if source is not None else 0
+                wraps = " (the model wraps a negative value into them)" if low else ""
+                ranges.append(f"{'indices' if row is None else f'row {row}'} in [{low}, {rows}), {what}{wraps}")
+            how = ": " + "; ".join(ranges)
             if source is None and distinct_values(index_bounds[spec.name], array.shape, rows):
                 how += ", without repeats (a row overwrite's index)"
         elif source is None:

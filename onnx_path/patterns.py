@@ -877,3 +877,114 @@ def index_sources(idx: Any, graph_inputs: list[Any]) -> Any:
         pending.extend(part for position, part in enumerate(node.inputs)
                        if (positions is None or position in positions) and part is not None)
     return None
+
+
+def _row_taken(node: Any, tensor: Any) -> int | None:
+    """The row (along axis 0) of its input that `node` takes into `tensor`: Gather by a constant scalar or
+    one-element index on axis 0, Slice of one row on axis 0 (step 1), or an output of Split on axis 0 into rows of
+    one; None otherwise (edge_index[0] and edge_index[1] as the exporter writes them)."""
+    size = (getattr(node.inputs[0], "shape", None) or [None])[0]
+    rows = int(size) if known(size) else None
+
+    def normal(row: int) -> int | None:
+        return row if row >= 0 else None if rows is None else row + rows
+
+    if node.op == "Gather":
+        index = constant(node.inputs[1])
+        axis, source_rank = int(node.attrs.get("axis", 0)), rank(node.inputs[0])
+        if index is None or index.size != 1 or not (axis == 0 or (source_rank and axis == -source_rank)):
+            return None
+        return normal(int(index.flat[0]))
+    if node.op == "Slice":
+        parts = [constant(part) for part in node.inputs[1:5]]
+        if any(part is None or part.size != 1 for part in parts) or len(parts) < 2:
+            return None
+        start, end = (int(part.flat[0]) for part in parts[:2])  # type: ignore[union-attr]
+        axis = int(parts[2].flat[0]) if len(parts) > 2 else 0  # type: ignore[union-attr]
+        step = int(parts[3].flat[0]) if len(parts) > 3 else 1  # type: ignore[union-attr]
+        first = normal(start)
+        return first if axis == 0 and step == 1 and first is not None and normal(end) == first + 1 else None
+    if node.op == "Split" and int(node.attrs.get("axis", 0)) == 0:
+        sizes = constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+        pieces = len(node.outputs)
+        if (sizes is not None and np.all(sizes == 1)) or (sizes is None and rows is not None and rows == pieces):
+            return next(position for position, output in enumerate(node.outputs) if output is tensor)
+    return None
+
+
+def _wrap_of(node: Any) -> tuple[Any, Any] | None:
+    """(x, R) where a Where node is the model's own wrap of negative indices, Where(Less(x, 0), Add(x, R), x) or
+    Where(GreaterOrEqual(x, 0), x, Add(x, R)) (torch.where(i < 0, i + n, i)); else None."""
+    if node.op != "Where" or len(node.inputs) != 3:
+        return None
+    condition, kept = producer(node.inputs[0], "Less", "GreaterOrEqual"), None
+    if condition is None or len(condition.inputs) != 2:
+        return None
+    zero = constant(condition.inputs[1])
+    if zero is None or zero.size != 1 or int(zero.flat[0]) != 0:
+        return None
+    x = condition.inputs[0]
+    kept, added = (node.inputs[2], node.inputs[1]) if condition.op == "Less" else (node.inputs[1], node.inputs[2])
+    add = producer(added, "Add")
+    if kept is not x or add is None or len(add.inputs) != 2 or not any(part is x for part in add.inputs):
+        return None
+    return x, next(part for part in add.inputs if part is not x)
+
+
+def index_paths(idx: Any, source: Any) -> list[tuple[int | None, Any]]:
+    """Each way the values of integer graph input `source` reach the index `idx` (what index_sources follows):
+    (the row of `source` taken on the way, _row_taken, or None for all of it; the R of the model's own wrap of
+    negative values on the way, _wrap_of, or None)."""
+    found: list[tuple[int | None, Any]] = []
+    pending: list[tuple[Any, Any, int]] = [(idx, None, 0)]
+    while pending and len(found) < 64:
+        tensor, wrap, depth = pending.pop()
+        node = producer(tensor, "Where", *SELECTING_OPS)
+        if node is None or depth > 64:
+            continue
+        wrapped = _wrap_of(node)
+        if wrapped is not None:
+            if wrapped[0] is source:
+                found.append((None, wrapped[1]))
+            else:
+                pending.append((wrapped[0], wrapped[1], depth + 1))
+            continue
+        positions = SELECTING_OPS[node.op]
+        for position, part in enumerate(node.inputs):
+            if part is None or (positions is not None and position not in positions):
+                continue
+            if part is source:
+                found.append((_row_taken(node, tensor), wrap))
+            else:
+                pending.append((part, wrap, depth + 1))
+    return found
+
+
+def wraps_to_rows(wrap: Any, state: Any, graph_inputs: list[Any]) -> bool:
+    """Whether the R of a wrap (index_paths) is the row count of `state` (a constant of as many, or T's first
+    dimension where T has the state's rows): then every value in [-rows, rows) reaches the scatter in range."""
+    for _ in range(16):
+        step = producer(wrap, "Squeeze", "Reshape", "Cast", "Identity")
+        if step is None:
+            break
+        wrap = step.inputs[0]
+    rows = rows_source(state, graph_inputs)
+    values = constant(wrap)
+    if values is not None:
+        return values.size == 1 and rows == ("rows", int(values.flat[0]), 0)
+    owner = leading_dim_of(wrap)
+    return owner is not None and rows is not None and rows_source(owner, graph_inputs) == rows
+
+
+def gathered_rows(node: Any) -> bool:
+    """Whether `node` reads rows of its input 0 at the values of its input 1: Gather on axis 0 (index_select), or
+    GatherND of [..., 1] indices without batch dimensions (X[idx])."""
+    if len(node.inputs) != 2:
+        return False
+    if node.op == "Gather":
+        axis, data_rank = int(node.attrs.get("axis", 0)), rank(node.inputs[0])
+        return axis == 0 or (data_rank is not None and axis == -data_rank)
+    if node.op == "GatherND" and int(node.attrs.get("batch_dims", 0)) == 0:
+        found = dims(node.inputs[1])
+        return found is not None and len(found) > 0 and found[-1] == 1
+    return False

@@ -84,6 +84,8 @@ from onnx_path.patterns import (
     dtype,
     fill_is_shared,
     fill_value,
+    gathered_rows,
+    index_paths,
     index_sources,
     is_counts,
     is_plugin,
@@ -96,6 +98,7 @@ from onnx_path.patterns import (
     refuse_other_readers,
     rows_from_max_of,
     rows_source,
+    wraps_to_rows,
 )
 from onnx_path.runtime import short_line as _first_line
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
@@ -167,9 +170,34 @@ class IndexBound:
     rows: int | None = None
     input: str | None = None
     axis: int = 0
-    also: tuple["IndexBound", ...] = ()  # the rows of the other states the same input indexes
+    also: tuple["IndexBound", ...] = ()  # the rows of the other states (or rows of an input) the same input indexes
     own_max: bool = False  # the rows are the index's own largest value + 1 (PyG's batch vector): in range if >= 0
     distinct: bool = False  # it indexes a row overwrite: values made up for it do not repeat (onnx_path.inputs)
+    row: int | None = None  # the row of the input (axis 0) this bounds, as edge_index[0] indexes the sources'
+    # rows and edge_index[1] the targets' (a heterogeneous graph's node types differ); None: all of it
+    wraps: bool = False  # the model maps a negative value v to v + rows itself (torch.where(i < 0, i + n, i))
+
+    def parts(self) -> list["IndexBound"]:
+        """Each state's (or row's) bound, `also` empty."""
+        return [dataclasses.replace(self, also=()), *self.also]
+
+    def rows_bounded(self) -> list[int]:
+        """The rows of the input that have bounds of their own (`row`), in order; [] where every bound is the
+        whole input's."""
+        return sorted({part.row for part in self.parts() if part.row is not None})
+
+    def of_row(self, row: int | None) -> "IndexBound":
+        """The bound of row `row` of the input: the parts of that row and of the whole input (all parts where
+        none is the row's own, or for row None)."""
+        parts = self.parts()
+        chosen = [part for part in parts if part.row in (row, None)] if row is not None else parts
+        if not any(part.row == row for part in chosen):
+            chosen = parts
+        return dataclasses.replace(chosen[0], also=tuple(chosen[1:]))
+
+    def wrapped(self) -> bool:
+        """Whether every part wraps negative values itself: then values in [-rows, rows) are in range."""
+        return all(part.wraps for part in self.parts())
 
     def size(self, shapes: dict[str, tuple[int, ...]]) -> int | None:
         """The number of rows for these input shapes (by name): the fewest of every state it indexes; None
@@ -179,7 +207,7 @@ class IndexBound:
 
     def smallest(self, shapes: dict[str, tuple[int, ...]]) -> "IndexBound | None":
         """The bound of the state with the fewest rows (its `also` empty); None where one is unknown."""
-        parts = [dataclasses.replace(self, also=()), *self.also]
+        parts = self.parts()
         sizes = [part._own_size(shapes) for part in parts]
         if any(size is None for size in sizes):
             return None
@@ -432,21 +460,42 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
             continue
         if node.op == AOT_OVERWRITE_ROWS or node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
             overwritten.add(source.name)
-        rows = rows_source(state, inputs)
         if rows_from_max_of(state, inputs) is source:
             bounds[source.name] = IndexBound(own_max=True)
             continue
-        bound = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
-                 else IndexBound(input=str(rows[1]), axis=int(rows[2]))
-                 if rows is not None and rows[0] == "input" else IndexBound())
-        known = bounds.get(source.name)
-        if known is None:
-            bounds[source.name] = bound
-        elif known.own_max:
-            continue
-        elif bound != dataclasses.replace(known, also=()) and bound not in known.also:  # one index, several states
-            bounds[source.name] = dataclasses.replace(known, also=(*known.also, bound))
+        _add_bound(bounds, source, idx, state, inputs)
+    for node in graph.nodes:  # the rows a scatter's index input also gathers (edge_index[0]: the sources' rows)
+        if gathered_rows(node):
+            source = index_sources(node.inputs[1], inputs)
+            rows = rows_source(node.inputs[0], inputs)
+            if source is not None and source.name in bounds and rows is not None and rows[0] in ("rows", "input"):
+                _add_bound(bounds, source, node.inputs[1], node.inputs[0], inputs)
+    for name, bound in bounds.items():  # rows of one input that all index the same rows: one bound for all of it
+        parts = bound.parts()
+        if len({dataclasses.replace(part, row=None) for part in parts}) == 1:
+            bounds[name] = dataclasses.replace(parts[0], row=None)
     return {name: dataclasses.replace(bound, distinct=name in overwritten) for name, bound in bounds.items()}
+
+
+def _add_bound(bounds: dict[str, IndexBound], source: Any, idx: Any, state: Any, inputs: list[Any]) -> None:
+    """Records that the values of integer input `source` reach `idx`, an index into the rows of `state`: the
+    rows of the row of `source` taken on the way (index_paths), wrapped where the model wraps negative values
+    into the state's rows itself."""
+    rows = rows_source(state, inputs)
+    paths = index_paths(idx, source)
+    taken = {row for row, _ in paths}
+    wraps = bool(paths) and all(wrap is not None and wraps_to_rows(wrap, state, inputs) for _, wrap in paths)
+    bound = (IndexBound(rows=int(rows[1])) if rows is not None and rows[0] == "rows"
+             else IndexBound(input=str(rows[1]), axis=int(rows[2]))
+             if rows is not None and rows[0] == "input" else IndexBound())
+    bound = dataclasses.replace(bound, row=taken.pop() if len(taken) == 1 else None, wraps=wraps)
+    known = bounds.get(source.name)
+    if known is None:
+        bounds[source.name] = bound
+    elif known.own_max:
+        return
+    elif bound not in known.parts():  # one index, several states (or rows)
+        bounds[source.name] = dataclasses.replace(known, also=(*known.also, bound))
 
 
 def _refuse_nested_scatters(onnx: Any, model: "onnx.ModelProto") -> None:

@@ -315,3 +315,64 @@ def test_a_model_calling_the_in_place_custom_op_passes_the_dry_run_round_trip(tm
     assert f"Output X_out against ONNX Runtime (the original {model}, its plugin nodes by their CPU reference, same " \
            "inputs): largest absolute error" in captured.out
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
+def torch_eager(name: str, feeds: dict) -> dict:
+    """Model `name` of tests/support/onnx_models.py run by torch on copies of `feeds`: {output name: array}."""
+    import torch
+
+    spec = zoo()[name]
+    with torch.no_grad():
+        outputs = spec.module()(*(torch.from_numpy(np.array(feeds[input_name])) for input_name in spec.inputs))
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return {output: value.numpy() for output, value in zip(spec.outputs, outputs)}
+
+
+@needs_export
+def test_a_model_that_wraps_negative_indices_itself_takes_them_as_torch_does(tmp_path_factory, tmp_path, capsys):
+    """torch.where(idx < 0, idx + X.shape[0], idx) before the scatter: the index the scatter receives is in range
+    for idx in [-N, N), so such idx are taken and the output is torch eager's; idx < -N is refused in one line
+    naming the value."""
+    model = str(zoo_path(tmp_path_factory, "wrap_negative"))
+    feeds = zoo_feeds("wrap_negative", 3)
+    feeds["idx"][:4] = [-1, -9, 8, -1]  # N = 9
+    status = cli.main(["--dry-run", "--seed", "1", "--onnx", model, "--onnx_inputs", npz(tmp_path, **feeds),
+                       "--validate"])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "idx int64 [23]: indices in [-9, 9), the rows of X it indexes" in printed
+    assert "Validation against reference successful!" in printed
+    np.testing.assert_allclose(printed_output(printed, "Output X_out float32 [9, 3]:"),
+                               torch_eager("wrap_negative", feeds)["X_out"], atol=1e-5)
+    feeds["idx"][5] = -10
+    out = tmp_path / "out.onnx"
+    status = cli.main(["--dry-run", "--onnx", model, "--onnx_inputs", npz(tmp_path, **feeds), "--save_onnx", str(out)])
+    assert_one_line_error(status, capsys.readouterr(), "idx[5] = -10 is outside [-9, 9)")
+    assert not out.exists()
+
+
+@needs_export
+def test_each_row_of_an_edge_index_has_the_bound_of_the_rows_it_indexes(tmp_path_factory, tmp_path, capsys):
+    """edge_index [2, E] of two node types (PyG's to_hetero): row 0 gathers U's 50 rows, row 1 adds into X's 70.
+    Made from the seed, each row is drawn in its own rows and the run matches torch eager on them; given, a row 0
+    value of 55 is refused (one line naming it) and row 1 takes values up to 69."""
+    model = str(zoo_path(tmp_path_factory, "two_node_types"))
+    saved = tmp_path / "run"
+    status = cli.main(["--dry-run", "--seed", "4", "--onnx", model, "--onnx_shapes", "U:50x3,X:70x3,edge_index:2x400",
+                       "--validate", "--save_outputs", str(saved)])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "edge_index int64 [2, 400]: row 0 in [0, 50), the rows of U it indexes; row 1 in [0, 70), the rows of X " \
+           "it indexes" in printed
+    made = {name: np.load(saved / "inputs" / "step_0" / f"{name}.npy") for name in ("U", "X", "edge_index")}
+    assert made["edge_index"][0].max() < 50 <= made["edge_index"][1].max() < 70
+    np.testing.assert_allclose(np.load(saved / "outputs" / "X_out.npy"), torch_eager("two_node_types", made)["X_out"],
+                               atol=1e-5)
+    given = {**made, "edge_index": made["edge_index"].copy()}
+    given["edge_index"][1, 0] = 69
+    status = cli.main(["--dry-run", "--onnx", model, "--onnx_inputs", npz(tmp_path, **given), "--validate"])
+    assert status == 0, capsys.readouterr().out
+    capsys.readouterr()
+    given["edge_index"][0, 7] = 55
+    status = cli.main(["--dry-run", "--onnx", model, "--onnx_inputs", npz(tmp_path, **given), "--validate"])
+    assert_one_line_error(status, capsys.readouterr(), "edge_index[0, 7] = 55 is outside [0, 50)")

@@ -186,6 +186,14 @@ def _modules() -> dict[str, Callable[[], Any]]:
         def forward(self, X, src, idx):
             return X.scatter(0, idx[:, None], src)
 
+    class WrapNegative(torch.nn.Module):  # the model maps a negative index to a row from the end itself
+        def forward(self, X, src, idx):
+            return X.index_add(0, torch.where(idx < 0, idx + X.shape[0], idx), src)
+
+    class TwoNodeTypes(torch.nn.Module):  # a heterogeneous graph's messages (PyG's to_hetero): edge_index [2, E]
+        def forward(self, U, X, edge_index):  # row 0 gathers U's rows (users), row 1 adds into X's (items)
+            return X.index_add(0, edge_index[1], U[edge_index[0]])
+
     class NoScatter(torch.nn.Module):
         def forward(self, X, src, idx):
             return X + 1
@@ -199,7 +207,8 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "index_copy": IndexCopy, "index_copy_": IndexCopyInPlace, "index_put_": IndexPutInPlace,
             "set_rows": SetRows, "scatter_rows": ScatterRows, "copy_and_add": CopyAndAdd,
             "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
-            "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow}
+            "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow, "wrap_negative": WrapNegative,
+            "two_node_types": TwoNodeTypes}
 
 
 STATE = {"X": (("N", F), "float32"), "src": (("E", F), "float32"), "idx": (("E",), "int64")}
@@ -230,6 +239,9 @@ def _zoo() -> dict[str, ZooModel]:
         "float64": ZooModel(modules["float64"], {"X": (("N", F), "float64"), "src": (("E", F), "float64"),
                                                  "idx": (("E",), "int64")}, ("X_out",), {"idx": "N"}),
         "legacy": ZooModel(modules["legacy"], STATE, ("X_out",), {"idx": "N"}, dynamo=False),
+        "two_node_types": ZooModel(modules["two_node_types"], {
+            "U": (("B", F), "float32"), "X": (("N", F), "float32"), "edge_index": ((2, "E"), "int64")}, ("X_out",),
+            {"edge_index": "N"}),  # the seeded rows of both in [0, N): N < B
     })
     rows = {"X": (("N", F), "float32"), "src": (("K", F), "float32"), "idx": (("K",), "int64")}
     state.update({name: ZooModel(modules[name], rows, ("X_out",), {"idx": "N"}, unique=("idx",))
