@@ -738,13 +738,36 @@ def data_kind(match: Match, graph: Any) -> str:
     writer = producer(base, *SCATTER_OPS)
     if writer is not None:
         raise InputError(f"node {node.name} ({node.op}): its data {data.name} is the output of {writer.name} ({writer.op}): "
-                         "two scatter-adds into one tensor; concatenate their src and idx (torch.cat) into one")
+                         f"{two_updates(writer, node)}")
     if base in graph.inputs:
         return INPUT
     if constant(base) is not None:
         raise InputError(f"node {node.name} ({node.op}): its data {data.name} is a constant of different values; adding "
                          "into it in place would change the model's weights")
     return COMPUTED
+
+
+def two_updates(first: Any, second: Any, chained: bool = True) -> str:
+    """What two scatters that update one tensor are (`chained`: the second updates the first's output; else both
+    read the tensor), and what can be done instead: the plugin updates a tensor in place once. Two adds become one
+    (torch.cat of their src and idx); two overwrites become one only where no row is in both (the plugin keeps an
+    undefined one of a row's edges, not the later); an overwrite and an add cannot be one scatter."""
+    kinds = [reduction(first), reduction(second)]
+    once = "the plugin updates a tensor in place once"
+    if not chained:
+        return (f"two scatters update one tensor, each into a result of its own; {once}, and in place one would "
+                "change what the other reads")
+    if kinds == [ADD, ADD]:
+        return "two scatter-adds into one tensor; concatenate their src and idx (torch.cat) into one"
+    if kinds == [OVERWRITE, OVERWRITE]:
+        return (f"two row overwrites of one tensor; {once}: one index_copy_ of both indices and rows (torch.cat) "
+                "does the same only where no row is in both (of a row written twice the plugin keeps either, "
+                "undefined which)")
+    if set(kinds) == {ADD, OVERWRITE}:
+        order = "an overwrite then an add" if kinds[0] == OVERWRITE else "an add then an overwrite"
+        return (f"{order} of one tensor; {once}, adding or overwriting, and no one scatter does both: split the "
+                "model in two, each updating the state in place, run one after the other")
+    return f"two scatters update one tensor ({first.name} with reduction {kinds[0]!r}); {once}"
 
 
 def fill_is_shared(match: Match, graph: Any) -> bool:

@@ -98,6 +98,7 @@ from onnx_path.patterns import (
     refuse_other_readers,
     rows_from_max_of,
     rows_source,
+    two_updates,
     wraps_to_rows,
 )
 from onnx_path.runtime import short_line as _first_line
@@ -360,9 +361,9 @@ def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match |
     for match in states:
         first = into.setdefault(id(match.data), match)
         if first is not match and fill_value(match.data) is None:
-            raise InputError(f"node {match.node.name} ({match.node.op}): {first.node.name} adds into its data "
-                             f"{match.data.name} too: two scatter-adds into one tensor; concatenate their src and idx "
-                             "(torch.cat) into one")
+            raise InputError(f"node {match.node.name} ({match.node.op}): {first.node.name} "
+                             f"{'writes rows of' if first.overwrites else 'adds into'} its data {match.data.name} too: "
+                             f"{two_updates(first.node, match.node, chained=False)}")
     return [(match, paired.get(id(match.node))) for match in states]
 
 

@@ -197,6 +197,26 @@ def test_an_overwrite_that_cannot_go_in_place_is_refused_in_one_line_exit_2(tmp_
     assert not out.exists()
 
 
+@needs_export
+@pytest.mark.parametrize("name, concatenate", [("copy_copy", True), ("copy_then_add", False),
+                                                ("add_then_copy", False)])
+def test_two_updates_of_one_state_with_an_overwrite_are_refused_as_overwrites(tmp_path_factory, tmp_path, capsys,
+                                                                            name, concatenate):
+    """Two index_copy_, or an index_copy_ and an index_add_ either way, into one state: one line, exit 2, naming
+    the second node and what it updates; the line speaks of overwrites, not of two scatter-adds, and advises
+    concatenating only where that can do the same (two overwrites), never for an overwrite and an add."""
+    out = tmp_path / "out.onnx"
+    model = zoo_model(tmp_path_factory, name)
+    second = [node.name for node in model.graph.node if node.op_type == "ScatterND"][1]
+    status = cli.main(["--dry-run", "--onnx", str(zoo_path(tmp_path_factory, name)), "--onnx_inputs",
+                       npz(tmp_path, **zoo_feeds(name)), "--save_onnx", str(out)])
+    captured = capsys.readouterr()
+    assert_one_line_error(status, captured, f"node {second} (ScatterND)")
+    assert "overwrite" in captured.err and "two scatter-adds" not in captured.err
+    assert ("torch.cat" in captured.err) == concatenate
+    assert not out.exists()
+
+
 # --- the dry run's --validate -------------------------------------------------------------------------------------
 def dry_run(tmp_path, capsys, model, feeds, *extra):
     out = tmp_path / "rewritten.onnx"

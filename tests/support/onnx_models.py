@@ -186,6 +186,16 @@ def _modules() -> dict[str, Callable[[], Any]]:
         def forward(self, X, src, idx):
             return X.scatter(0, idx[:, None], src)
 
+    class TwoUpdates(torch.nn.Module):  # two in-place updates of one state, each an add or an overwrite
+        def __init__(self, first: str, second: str) -> None:
+            super().__init__()
+            self.first, self.second = first, second
+
+        def forward(self, X, src, idx, src_2, idx_2):
+            getattr(X, self.first)(0, idx, src)
+            getattr(X, self.second)(0, idx_2, src_2)
+            return X
+
     class WrapNegative(torch.nn.Module):  # the model maps a negative index to a row from the end itself
         def forward(self, X, src, idx):
             return X.index_add(0, torch.where(idx < 0, idx + X.shape[0], idx), src)
@@ -208,7 +218,9 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "set_rows": SetRows, "scatter_rows": ScatterRows, "copy_and_add": CopyAndAdd,
             "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
             "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow, "wrap_negative": WrapNegative,
-            "two_node_types": TwoNodeTypes}
+            "two_node_types": TwoNodeTypes, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
+            "copy_then_add": lambda: TwoUpdates("index_copy_", "index_add_"),
+            "add_then_copy": lambda: TwoUpdates("index_add_", "index_copy_")}
 
 
 STATE = {"X": (("N", F), "float32"), "src": (("E", F), "float32"), "idx": (("E",), "int64")}
@@ -244,6 +256,9 @@ def _zoo() -> dict[str, ZooModel]:
             {"edge_index": "N"}),  # the seeded rows of both in [0, N): N < B
     })
     rows = {"X": (("N", F), "float32"), "src": (("K", F), "float32"), "idx": (("K",), "int64")}
+    state.update({name: ZooModel(modules[name], {**rows, "src_2": (("K", F), "float32"), "idx_2": (("K",), "int64")},
+                                 ("X_out",), {"idx": "N", "idx_2": "N"}, unique=("idx", "idx_2"))
+                  for name in ("copy_copy", "copy_then_add", "add_then_copy")})
     state.update({name: ZooModel(modules[name], rows, ("X_out",), {"idx": "N"}, unique=("idx",))
                   for name in ("index_copy", "index_copy_", "index_put_copy", "index_put_", "set_rows", "scatter_rows",
                                "copy_into_zeros", "copy_second")})
