@@ -42,6 +42,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,6 +152,8 @@ class ScatterRewrite:
     counts: str | None
     plugin_nodes: tuple[str, ...]  # the plugin node(s), in order
     overwrite: bool = False  # rows written (reduction none: one edge wins at a repeated index), not added
+    edge_rows: tuple[str, int, str, int] | None = None  # (input, axis) of the source's rows and (input, axis) of
+    # the index's length, where graph inputs' dimensions give them: equal in every run (check_edge_rows)
 
 
 @dataclass(frozen=True)
@@ -378,6 +381,11 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
     cloned (ConstantOfShape of its shape and value); data of rank other than 2 is viewed as rows [R, -1]."""
     build = Builder(gs, names, state.node.name)
     data, src, idx = state.data, state.updates, state.index
+    source_rows, index_length = rows_source(src, list(graph.inputs)), rows_source(idx, list(graph.inputs))
+    edge_rows = None
+    if source_rows is not None and index_length is not None and source_rows[0] == index_length[0] == "input" \
+            and source_rows != index_length:
+        edge_rows = (str(source_rows[1]), int(source_rows[2]), str(index_length[1]), int(index_length[2]))
     if kind == FILL and fill_is_shared(state, graph):
         value = np.array([fill_value(data)], dtype=np.dtype(data.dtype))
         data = build.filled(build.shape(data), value, "fill", list(data.shape) if data.shape else None)
@@ -417,7 +425,33 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         node=state.node.name, form=state.form, state=state.data.name, kind=kind, source=state.updates.name,
         index=idx.name, output=aggregated.name, counts_node=counts.node.name if counts else None,
         counts=counts_out.name if counts_out is not None else None,
-        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites)
+        plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites,
+        edge_rows=edge_rows)
+
+
+def check_edge_rows(rewritten: Rewritten, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """InputError, from the input shapes alone, where a scatter's source rows and index values differ in number
+    (ScatterRewrite.edge_rows): ONNX's scatters, and the plugin, take one row per index value (ONNX Runtime and
+    TensorRT refuse others), where torch's scatter_add takes the first rows of a longer source."""
+    for scatter in rewritten.scatters:
+        if scatter.edge_rows is None:
+            continue
+        src, src_axis, idx, idx_axis = scatter.edge_rows
+        if len(shapes.get(src, ())) <= src_axis or len(shapes.get(idx, ())) <= idx_axis:
+            continue
+        rows, values = shapes[src][src_axis], shapes[idx][idx_axis]
+        if rows == values:
+            continue
+        op = "ScatterElements" if scatter.form in ("scatter_add", "scatter") else "ScatterND"
+        torch = (f"; torch's {scatter.form} takes the first {values} rows of a longer source: slice it in the model "
+                 f"({scatter.source}[:{scatter.index}.shape[0]])") if rows > values and op == "ScatterElements" else ""
+        def shown(tensor: str, name: str) -> str:
+            dims = f"{name} [{', '.join(map(str, shapes[name]))}]"
+            return dims if tensor == name else f"{tensor} (of input {dims})"
+
+        raise InputError(f"node {scatter.node} ({op}): its source {shown(scatter.source, src)} has {rows} rows and its "
+                         f"index {shown(scatter.index, idx)} {values} values; ONNX's {op}, as the plugin, takes one "
+                         f"row per index value (ONNX Runtime and TensorRT refuse others){torch}")
 
 
 def _keep(gs: Any, graph: Any, names: NameSource, node: Any, plugin: PluginKind) -> ScatterRewrite:

@@ -10,7 +10,8 @@ import pytest
 
 import aliased_io_plugin as cli
 from tests.support.issue_models import index_add_model
-from tests.support.onnx_helpers import REWRITE_MISSING
+from tests.support.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.support.onnx_models import zoo_path
 from tests.cli.test_cli import assert_one_line_error
 
 pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
@@ -375,3 +376,32 @@ def test_an_output_that_links_to_a_python_file_is_refused_and_the_source_kept(tm
     assert_one_line_error(status, captured, f"--save_onnx {link}")
     assert str(source) in captured.err
     assert source.read_text() == "print('mine')\n"
+
+
+# --- issue 50's odd models ----------------------------------------------------------------------------------------
+@needs_export
+def test_a_source_longer_than_its_index_is_one_line_before_any_run(tmp_path_factory, tmp_path, capsys):
+    """X.scatter_add(0, idx[:, None].expand(-1, F), src) with src of 9 rows and idx of 5 values (torch adds the
+    first 5; the exported ScatterElements, which ONNX Runtime refuses, takes one row per value): exit 2, one line
+    naming both lengths, from the inputs' shapes before any run, nothing written. As many rows as values: torch's
+    result."""
+    from tests.cli.test_cli_onnx_any import printed_output, torch_eager
+
+    model = str(zoo_path(tmp_path_factory, "longer_source"))
+    rng = np.random.default_rng(2)
+    feeds = {"X": rng.standard_normal((6, 3)).astype(np.float32), "src": rng.standard_normal((9, 3)).astype(np.float32),
+             "idx": np.array([1, 3, 4, 1, 0])}
+    out = tmp_path / "out.onnx"
+    status, captured = main(capsys, "--onnx", model, "--onnx_inputs", npz(tmp_path / "long.npz", **feeds), "--validate",
+                            "--save_onnx", str(out))
+    assert_one_line_error(status, captured, "node node_scatter_add (ScatterElements)")  # the model's node, not the
+    assert "src [9, 3]" in captured.err and "idx [5]" in captured.err  # plugin's
+    assert "Inputs from" not in captured.out and not out.exists()
+    status, captured = main(capsys, "--onnx", model, "--onnx_shapes", "src:9x3,idx:5")
+    assert_one_line_error(status, captured, "node node_scatter_add (ScatterElements)")
+    assert "src [9, 3]" in captured.err and "Inputs made" not in captured.out
+    feeds["src"] = feeds["src"][:5]
+    status, captured = main(capsys, "--onnx", model, "--onnx_inputs", npz(tmp_path / "same.npz", **feeds), "--validate")
+    assert status == 0, captured.out + captured.err
+    np.testing.assert_allclose(printed_output(captured.out, "Output X_out float32 [6, 3]:"),
+                               torch_eager("longer_source", feeds)["X_out"], atol=1e-5)

@@ -196,6 +196,10 @@ def _modules() -> dict[str, Callable[[], Any]]:
             getattr(X, self.second)(0, idx_2, src_2)
             return X
 
+    class LongerSource(torch.nn.Module):  # src may have more rows than idx values: torch adds the first ones
+        def forward(self, X, src, idx):
+            return X.scatter_add(0, idx[:, None].expand(-1, X.shape[1]), src)
+
     class WrapNegative(torch.nn.Module):  # the model maps a negative index to a row from the end itself
         def forward(self, X, src, idx):
             return X.index_add(0, torch.where(idx < 0, idx + X.shape[0], idx), src)
@@ -218,7 +222,7 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "set_rows": SetRows, "scatter_rows": ScatterRows, "copy_and_add": CopyAndAdd,
             "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
             "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow, "wrap_negative": WrapNegative,
-            "two_node_types": TwoNodeTypes, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
+            "two_node_types": TwoNodeTypes, "longer_source": LongerSource, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
             "copy_then_add": lambda: TwoUpdates("index_copy_", "index_add_"),
             "add_then_copy": lambda: TwoUpdates("index_add_", "index_copy_")}
 
@@ -251,6 +255,8 @@ def _zoo() -> dict[str, ZooModel]:
         "float64": ZooModel(modules["float64"], {"X": (("N", F), "float64"), "src": (("E", F), "float64"),
                                                  "idx": (("E",), "int64")}, ("X_out",), {"idx": "N"}),
         "legacy": ZooModel(modules["legacy"], STATE, ("X_out",), {"idx": "N"}, dynamo=False),
+        "longer_source": ZooModel(modules["longer_source"], {**STATE, "src": (("B", F), "float32")}, ("X_out",),
+                                  {"idx": "N"}),  # B > E in the export's example
         "two_node_types": ZooModel(modules["two_node_types"], {
             "U": (("B", F), "float32"), "X": (("N", F), "float32"), "edge_index": ((2, "E"), "int64")}, ("X_out",),
             {"edge_index": "N"}),  # the seeded rows of both in [0, N): N < B
