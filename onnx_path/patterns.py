@@ -455,9 +455,15 @@ def _expanded_covers_rows(node: Any, expand: Any, index: Any, data: Any, updates
 def scatter_index(node: Any) -> Any:
     """The 1-D idx of an exported index_add / scatter_add (see the module docstring); InputError otherwise, and
     for a narrow index (a scatter_add whose index covers fewer columns than its updates). A 1-D scatter's index
-    is its indices themselves (through index_base)."""
+    is its indices themselves (through index_base). Constant indices of those shapes are a constant idx
+    (constant_index)."""
     data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
     width_rank = rank(updates) or 2
+    values = constant(indices)
+    if values is not None:
+        found = constant_index(node, values)
+        if found is not None:
+            return found
     if is_one_dimensional(node):
         index = index_base(indices) if node.op == "ScatterElements" else _column_of(indices, 2)
     elif node.op == "ScatterND":
@@ -488,6 +494,49 @@ def scatter_index(node: Any) -> Any:
         raise InputError(f"node {node.name} ({node.op}): its indices {indices.name} ({made_by(indices)}) are not "
                          f"{wanted} of a 1-D index; that index shape is not rewritten")
     return index
+
+
+def constant_index(node: Any, values: np.ndarray) -> Any:
+    """The 1-D idx (a graphsurgeon Constant) of a scatter whose indices are constants of the exported shapes
+    (torch.tensor([...]) as the index, the Unsqueeze folded by the exporter): ScatterND's [E, 1], ScatterElements'
+    [E] of a 1-D scatter or [E, ...] repeating each row's value over every column of its updates; None for other
+    shapes. Negative values count from the end where the data's rows are a number; InputError for a value outside
+    them, or a negative one into rows only the inputs tell."""
+    from common.imports import import_module
+
+    data, indices, updates = node.inputs[0], node.inputs[1], node.inputs[2]
+    if not np.issubdtype(values.dtype, np.integer) or values.ndim < 1:
+        return None
+    if node.op == "ScatterND":
+        if values.ndim != 2 or values.shape[1] != 1:
+            return None
+    elif not is_one_dimensional(node):
+        width = dims(updates)
+        if width is None or values.ndim != len(width) or any(
+                not (isinstance(dim, int) and dim == size) for dim, size in zip(width[1:], values.shape[1:])):
+            return None
+        if values.size and not np.all(values == values.reshape(values.shape[0], -1)[:, :1].reshape(
+                (values.shape[0],) + (1,) * (values.ndim - 1))):
+            return None
+    elif values.ndim != 1:
+        return None
+    index = values.reshape(values.shape[0], -1)[:, 0].astype(np.int64) if values.size else \
+        np.zeros(values.shape[0], np.int64)
+    rows = (dims(data) or [None])[0]
+    negative = index < 0
+    if negative.any() and not known(rows):
+        raise InputError(f"node {node.name} ({node.op}): its constant indices {indices.name} hold "
+                         f"{int(index[negative][0])}, a row from the end of its data {data.name}, whose rows only the "
+                         "inputs tell; the plugin takes rows from 0: write the index non-negative")
+    if known(rows):
+        index = np.where(negative, index + rows, index)
+        outside = (index < 0) | (index >= rows)
+        if outside.any():
+            position = int(np.flatnonzero(outside)[0])
+            raise InputError(f"node {node.name} ({node.op}): its constant index {indices.name}[{position}] = "
+                             f"{int(values.reshape(values.shape[0], -1)[position, 0])} is outside the {rows} rows of "
+                             f"its data {data.name}")
+    return import_module("onnx_graphsurgeon").Constant(f"{indices.name}_index", index)
 
 
 def is_one_dimensional(node: Any) -> bool:

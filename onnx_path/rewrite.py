@@ -84,6 +84,8 @@ from onnx_path.patterns import (
     data_kind,
     dtype,
     fill_is_shared,
+    constant,
+    dims,
     fill_value,
     gathered_rows,
     index_paths,
@@ -153,7 +155,9 @@ class ScatterRewrite:
     plugin_nodes: tuple[str, ...]  # the plugin node(s), in order
     overwrite: bool = False  # rows written (reduction none: one edge wins at a repeated index), not added
     edge_rows: tuple[str, int, str, int] | None = None  # (input, axis) of the source's rows and (input, axis) of
-    # the index's length, where graph inputs' dimensions give them: equal in every run (check_edge_rows)
+    # the index's length, where graph inputs' dimensions give them: equal in every run (check_scatter_rows)
+    reach: tuple[int, str, int] | None = None  # a constant index's largest value + 1 and the (input, axis) of the
+    # rows it indexes, where only the inputs tell them (check_scatter_rows)
 
 
 @dataclass(frozen=True)
@@ -386,6 +390,15 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
     if source_rows is not None and index_length is not None and source_rows[0] == index_length[0] == "input" \
             and source_rows != index_length:
         edge_rows = (str(source_rows[1]), int(source_rows[2]), str(index_length[1]), int(index_length[2]))
+    reach = None
+    values = constant(idx)
+    if values is not None and values.size and not isinstance((dims(data) or [None])[0], int):
+        rows = rows_source(data, list(graph.inputs))
+        if rows is None or rows[0] != "input":
+            raise InputError(f"node {state.node.name} ({state.node.op}): its constant index reaches row "
+                             f"{int(values.max())} of its data {data.name}, whose rows the model does not tell, so "
+                             "it cannot be checked; give the index as an input")
+        reach = (int(values.max()) + 1, str(rows[1]), int(rows[2]))
     if kind == FILL and fill_is_shared(state, graph):
         value = np.array([fill_value(data)], dtype=np.dtype(data.dtype))
         data = build.filled(build.shape(data), value, "fill", list(data.shape) if data.shape else None)
@@ -426,14 +439,21 @@ def _replace(gs: Any, graph: Any, names: NameSource, state: Match, counts: Match
         index=idx.name, output=aggregated.name, counts_node=counts.node.name if counts else None,
         counts=counts_out.name if counts_out is not None else None,
         plugin_nodes=tuple(node.name for node in build.nodes if node.domain == PLUGIN_DOMAIN), overwrite=state.overwrites,
-        edge_rows=edge_rows)
+        edge_rows=edge_rows, reach=reach)
 
 
-def check_edge_rows(rewritten: Rewritten, shapes: Mapping[str, tuple[int, ...]]) -> None:
+def check_scatter_rows(rewritten: Rewritten, shapes: Mapping[str, tuple[int, ...]]) -> None:
     """InputError, from the input shapes alone, where a scatter's source rows and index values differ in number
     (ScatterRewrite.edge_rows): ONNX's scatters, and the plugin, take one row per index value (ONNX Runtime and
-    TensorRT refuse others), where torch's scatter_add takes the first rows of a longer source."""
+    TensorRT refuse others), where torch's scatter_add takes the first rows of a longer source; or where a constant
+    index reaches beyond the rows of its data (ScatterRewrite.reach)."""
     for scatter in rewritten.scatters:
+        if scatter.reach is not None and len(shapes.get(scatter.reach[1], ())) > scatter.reach[2]:
+            needed, name, axis = scatter.reach
+            if shapes[name][axis] < needed:
+                raise InputError(f"node {scatter.node}: its constant index reaches row {needed - 1}, "
+                                 f"beyond the {shapes[name][axis]} rows of {scatter.state} (input {name} "
+                                 f"[{', '.join(map(str, shapes[name]))}])")
         if scatter.edge_rows is None:
             continue
         src, src_axis, idx, idx_axis = scatter.edge_rows

@@ -298,9 +298,9 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
 
     def before_work(shapes: Mapping[str, tuple[int, ...]]) -> None:
         from onnx_path.engine_file import check_tensor_names
-        from onnx_path.rewrite import check_edge_rows
+        from onnx_path.rewrite import check_scatter_rows
 
-        check_edge_rows(model.rewritten, shapes)
+        check_scatter_rows(model.rewritten, shapes)
         check_tensor_names(settings.engine, inputs, outputs)
         hold_rewritten(model, settings.engine)
 

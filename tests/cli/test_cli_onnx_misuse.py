@@ -405,3 +405,24 @@ def test_a_source_longer_than_its_index_is_one_line_before_any_run(tmp_path_fact
     assert status == 0, captured.out + captured.err
     np.testing.assert_allclose(printed_output(captured.out, "Output X_out float32 [6, 3]:"),
                                torch_eager("longer_source", feeds)["X_out"], atol=1e-5)
+
+
+@needs_export
+@pytest.mark.parametrize("name", ["constant_index", "constant_scatter_index"])
+def test_a_constant_index_is_taken_and_checked_against_the_rows(tmp_path_factory, tmp_path, capsys, name):
+    """X.index_add(0, torch.tensor([0, 2, 0]), src) (ScatterND of constant [3, 1] indices) and its scatter_add form
+    (ScatterElements of constant [3, F]): rewritten in place, torch eager's result; into 2 rows, row 2 is beyond
+    them: one line naming it, from the shapes before any run."""
+    from tests.cli.test_cli_onnx_any import printed_output, torch_eager
+    from tests.support.onnx_models import zoo_feeds
+
+    model = str(zoo_path(tmp_path_factory, name))
+    feeds = zoo_feeds(name, 1)
+    status, captured = main(capsys, "--onnx", model, "--onnx_inputs", npz(tmp_path / "in.npz", **feeds), "--validate")
+    assert status == 0, captured.out + captured.err
+    assert "-> " in captured.out and "(python plugin, in place)" in captured.out
+    np.testing.assert_allclose(printed_output(captured.out, "Output X_out float32 [9, 3]:"),
+                               torch_eager(name, feeds)["X_out"], atol=1e-5)
+    status, captured = main(capsys, "--onnx", model, "--onnx_shapes", "X:2x3")
+    assert_one_line_error(status, captured, "row 2")
+    assert "X [2, 3]" in captured.err and "Inputs made" not in captured.out

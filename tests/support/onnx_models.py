@@ -200,6 +200,14 @@ def _modules() -> dict[str, Callable[[], Any]]:
         def forward(self, X, src, idx):
             return X.scatter_add(0, idx[:, None].expand(-1, X.shape[1]), src)
 
+    class ConstantIndex(torch.nn.Module):  # the index a constant of the model (the exporter folds its Unsqueeze)
+        def forward(self, X, src):
+            return X.index_add(0, torch.tensor([0, 2, 0]), src)
+
+    class ConstantScatterIndex(torch.nn.Module):
+        def forward(self, X, src):
+            return X.scatter_add(0, torch.tensor([0, 2, 0])[:, None].expand(-1, X.shape[1]), src)
+
     class WrapNegative(torch.nn.Module):  # the model maps a negative index to a row from the end itself
         def forward(self, X, src, idx):
             return X.index_add(0, torch.where(idx < 0, idx + X.shape[0], idx), src)
@@ -222,7 +230,8 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "set_rows": SetRows, "scatter_rows": ScatterRows, "copy_and_add": CopyAndAdd,
             "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
             "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow, "wrap_negative": WrapNegative,
-            "two_node_types": TwoNodeTypes, "longer_source": LongerSource, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
+            "two_node_types": TwoNodeTypes, "constant_index": ConstantIndex,
+            "constant_scatter_index": ConstantScatterIndex, "longer_source": LongerSource, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
             "copy_then_add": lambda: TwoUpdates("index_copy_", "index_add_"),
             "add_then_copy": lambda: TwoUpdates("index_add_", "index_copy_")}
 
@@ -257,6 +266,8 @@ def _zoo() -> dict[str, ZooModel]:
         "legacy": ZooModel(modules["legacy"], STATE, ("X_out",), {"idx": "N"}, dynamo=False),
         "longer_source": ZooModel(modules["longer_source"], {**STATE, "src": (("B", F), "float32")}, ("X_out",),
                                   {"idx": "N"}),  # B > E in the export's example
+        **{name: ZooModel(modules[name], {"X": (("N", F), "float32"), "src": ((3, F), "float32")}, ("X_out",))
+           for name in ("constant_index", "constant_scatter_index")},
         "two_node_types": ZooModel(modules["two_node_types"], {
             "U": (("B", F), "float32"), "X": (("N", F), "float32"), "edge_index": ((2, "E"), "int64")}, ("X_out",),
             {"edge_index": "N"}),  # the seeded rows of both in [0, N): N < B
