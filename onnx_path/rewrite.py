@@ -304,6 +304,14 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
             raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so "
                              f"nothing to rewrite in place; node {scatter.node} ({scatter.op}, reduction "
                              f"{scatter.reduction!r}) stays with TensorRT (build the model as it is, e.g. with trtexec)")
+        replaced = _replaced_by_updates(graph)
+        if replaced is not None:
+            output, updates, unread = replaced
+            raise InputError(f"the model has no ScatterND or ScatterElements node, so nothing to rewrite in place: its "
+                             f"output {output} is Identity({updates}) and its input {unread} is read by nothing, as "
+                             "the exporter's optimizer writes a scatter whose constant index covers every row of a "
+                             "state of fixed size (onnxscript issue #3049; an index_add then loses the state's "
+                             f"values): give the index as an input of the model, or export {unread}'s rows as dynamic")
         raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add): it has no "
                          "ScatterND or ScatterElements node, so nothing to rewrite in place: "
                          "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
@@ -330,6 +338,23 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
     assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
     return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
+
+
+def _replaced_by_updates(graph: Any) -> tuple[str, str, str] | None:
+    """(output, input U, input S) where a graph output is Identity(U) of float input U and float input S of the
+    same type and shape is read by nothing but Shape nodes: what the exporter's optimizer leaves of a scatter of
+    U's rows into S at a constant index that covers every row (onnxscript issue #3049)."""
+    unread = [tensor for tensor in graph.inputs if dtype(tensor) in FEATURE_DTYPES
+              and all(reader.op == "Shape" for reader in tensor.outputs)]
+    for output in graph.outputs:
+        node = output.inputs[0] if output.inputs else None
+        if node is None or node.op != "Identity" or node.inputs[0] not in graph.inputs:
+            continue
+        updates = node.inputs[0]
+        for state in unread:
+            if state is not updates and dtype(state) == dtype(updates) and state.shape == updates.shape:
+                return output.name, updates.name, state.name
+    return None
 
 
 def _match(node: Any) -> Match:

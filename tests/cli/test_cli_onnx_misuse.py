@@ -11,7 +11,7 @@ import pytest
 import aliased_io_plugin as cli
 from tests.support.issue_models import index_add_model
 from tests.support.onnx_helpers import REWRITE_MISSING, needs_export
-from tests.support.onnx_models import zoo_path
+from tests.support.onnx_models import zoo_model, zoo_path
 from tests.cli.test_cli import assert_one_line_error
 
 pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
@@ -426,3 +426,15 @@ def test_a_constant_index_is_taken_and_checked_against_the_rows(tmp_path_factory
     status, captured = main(capsys, "--onnx", model, "--onnx_shapes", "X:2x3")
     assert_one_line_error(status, captured, "row 2")
     assert "X [2, 3]" in captured.err and "Inputs made" not in captured.out
+
+
+@needs_export
+def test_a_scatter_the_exporters_optimizer_removed_is_told_so(tmp_path_factory, capsys):
+    """X.index_add_(0, torch.arange(4), src) into a fixed [4, F] X: onnxscript's optimizer leaves X_out =
+    Identity(src) and X unread (issue #3049). One line that names that output, input and the issue, and does not
+    tell a model that returned its state to return it."""
+    model = zoo_model(tmp_path_factory, "every_row_constant")
+    assert [node.op_type for node in model.graph.node] == ["Identity"]
+    status, captured = main(capsys, "--onnx", str(zoo_path(tmp_path_factory, "every_row_constant")))
+    assert_one_line_error(status, captured, "X_out")
+    assert "#3049" in captured.err and "return the updated state" not in captured.err

@@ -208,6 +208,11 @@ def _modules() -> dict[str, Callable[[], Any]]:
         def forward(self, X, src):
             return X.scatter_add(0, torch.tensor([0, 2, 0])[:, None].expand(-1, X.shape[1]), src)
 
+    class EveryRowConstant(torch.nn.Module):  # a constant index over every row of a fixed-size state: the
+        def forward(self, X, src):  # exporter's optimizer writes Identity(src) (onnxscript issue #3049)
+            X.index_add_(0, torch.arange(X.shape[0]), src)
+            return X
+
     class WrapNegative(torch.nn.Module):  # the model maps a negative index to a row from the end itself
         def forward(self, X, src, idx):
             return X.index_add(0, torch.where(idx < 0, idx + X.shape[0], idx), src)
@@ -231,7 +236,7 @@ def _modules() -> dict[str, Callable[[], Any]]:
             "copy_then_layers": CopyThenLayers, "copy_into_zeros": CopyIntoZeros, "copy_second": CopySecondConsumer, "copy_into_output": CopyIntoOutput,
             "copy_axis1": CopyAxis1, "copy_narrow": CopyNarrow, "wrap_negative": WrapNegative,
             "two_node_types": TwoNodeTypes, "constant_index": ConstantIndex,
-            "constant_scatter_index": ConstantScatterIndex, "longer_source": LongerSource, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
+            "constant_scatter_index": ConstantScatterIndex, "every_row_constant": EveryRowConstant, "longer_source": LongerSource, "copy_copy": lambda: TwoUpdates("index_copy_", "index_copy_"),
             "copy_then_add": lambda: TwoUpdates("index_copy_", "index_add_"),
             "add_then_copy": lambda: TwoUpdates("index_add_", "index_copy_")}
 
@@ -268,6 +273,8 @@ def _zoo() -> dict[str, ZooModel]:
                                   {"idx": "N"}),  # B > E in the export's example
         **{name: ZooModel(modules[name], {"X": (("N", F), "float32"), "src": ((3, F), "float32")}, ("X_out",))
            for name in ("constant_index", "constant_scatter_index")},
+        "every_row_constant": ZooModel(modules["every_row_constant"], {"X": ((4, F), "float32"),
+                                                                       "src": ((4, F), "float32")}, ("X_out",)),
         "two_node_types": ZooModel(modules["two_node_types"], {
             "U": (("B", F), "float32"), "X": (("N", F), "float32"), "edge_index": ((2, "E"), "int64")}, ("X_out",),
             {"edge_index": "N"}),  # the seeded rows of both in [0, N): N < B
