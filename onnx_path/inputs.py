@@ -6,7 +6,9 @@ numpy only (polygraphy to read its JSON).
 
 Made from the seed: floats standard normal; an integer input that indexes a scatter (Rewritten.index_bounds)
 uniform over the rows it indexes. Any other input has no value that could be made up, so it must come from
---onnx_inputs. Every index, given or made, lies in [0, rows): the plugin adds row idx[e] and checks nothing.
+--onnx_inputs. Every index, given or made, lies in [0, rows) of what it indexes (each row of a [2, E] edge index
+in its own rows; given, [-rows, rows) where the model wraps negative values itself): the plugin adds row idx[e]
+and checks nothing.
 """
 
 from collections.abc import Callable, Iterable, Mapping

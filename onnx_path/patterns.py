@@ -11,6 +11,7 @@ A scatter-add (torch.onnx.export(dynamo=True) of torch 2.13 writes these; docs/o
                   the shapes the model records or computes (dims, shape_value: Concat of Shape slices of any
                   tensor, symbolic dimensions); without the Expand only where src has one column
     1-D           data [N], updates [E] (counts, degrees): ScatterElements with any index, ScatterND as above
+A constant index (torch.tensor([...]): the exporter folds the Unsqueeze into the constant) is a constant idx.
 A row overwrite is the same without a reduction (index_copy, index_put without accumulate, X[idx] = rows: the
 ScatterND; scatter(0, idx[:, None].expand_as(src), src): the ScatterElements), Match.reduction OVERWRITE: the
 plugin's overwrite mode (where an index repeats, one of its edges wins, undefined which: as in ONNX).
@@ -21,7 +22,7 @@ is cloned when something else reads it; or a tensor another node makes for this 
 (Reshape...) of a tensor is judged as that tensor. Left to TensorRT (left_reason): ScatterElements with min, max
 or mul. Refused: ScatterND with another reduction, another axis, include_self=False, a narrow index
 (fewer columns than src: torch adds only those), an Expand not proved to cover every column, data read by another
-node or that is also a graph output, two scatter-adds into one tensor, a non-uniform constant, a dtype the
+node or that is also a graph output, two updates of one tensor, a non-uniform constant, a dtype the
 plugin lacks, the legacy exporter's pattern, an index not built as above.
 """
 
