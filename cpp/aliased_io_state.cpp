@@ -963,6 +963,28 @@ void refuseOthers(std::string const& folder, Arrays const& known, std::string co
     check(!error, kEXIT_BAD_INPUT, "cannot list " + folder + ": " + error.message());
 }
 
+//! A step_ folder of `folder` other than step_0 to step_<count - 1> is refused: the steps are numbered from 0 without
+//! a gap, and a step after a gap (or a misnamed one) is not left unread.
+void refuseStepGaps(std::string const& folder, int64_t count)
+{
+    std::error_code error;
+    for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error))
+    {
+        std::string const name = entry->path().filename().string();
+        if (name.rfind("step_", 0) != 0 || !fs::is_directory(entry->path()))
+        {
+            continue;
+        }
+        std::string const number = name.substr(5);
+        bool const counted = !number.empty() && number.size() < 8
+            && number.find_first_not_of("0123456789") == std::string::npos && (number == "0" || number[0] != '0')
+            && std::stoll(number) < count;
+        check(counted, kEXIT_BAD_INPUT, "--inputs " + folder + ": " + name + " is not one of step_0 to step_"
+                + std::to_string(count - 1) + ": the step_ folders are numbered from 0 without a gap");
+    }
+    check(!error, kEXIT_BAD_INPUT, "cannot list " + folder + ": " + error.message());
+}
+
 //! The inputs of one step from `folder`: every input (`states`), or the inputs that are no state.
 Arrays readSet(aliased_io::EngineDescription const& d, std::string const& folder, bool states, Sizes& sizes)
 {
@@ -1060,6 +1082,7 @@ ModelInputs readInputs(Options const& o, aliased_io::EngineDescription const& d)
         {
             ++count;
         }
+        refuseStepGaps(o.inputs, count);
         in.steps = o.stepsGiven ? o.steps : count;
         check(in.steps <= count, kEXIT_BAD_INPUT, "--steps " + std::to_string(in.steps) + ", but --inputs " + o.inputs
                 + " holds the inputs of " + std::to_string(count) + " step(s) (step_0 to step_"

@@ -258,6 +258,7 @@ def test_each_bad_input_file_is_exit_2_and_one_line(recent_program, tmp_path, ca
     ("an index outside in step_1", "step_1/idx.npy: element 0 is 8, outside [0, 8)"),
     ("a file beside the step folders", "{folder}/rows.npy lies beside the step_ folders: put each step's inputs in "
                                        "its step_K folder"),
+    ("a gap before step_5", "step_5"),  # step_0, step_1, step_5: not 2 steps with step_5 left unread
 ])
 def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, case, message):
     inputs = good_inputs()
@@ -271,6 +272,8 @@ def test_each_bad_step_folder_is_exit_2_and_one_line(recent_program, tmp_path, c
         (folder / "step_1/rows.npy").unlink()
     elif case == "a file beside the step folders":
         np.save(folder / "rows.npy", inputs["rows"])
+    elif case == "a gap before step_5":
+        folder_of(folder / "step_5", later)
     elif case == "another shape in step_1":
         np.save(folder / "step_1/idx.npy", np.zeros(4, np.int64))
     else:
