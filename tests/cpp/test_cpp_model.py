@@ -117,6 +117,17 @@ def test_expected_compares_with_the_tolerance_and_a_failure_writes_nothing(recen
     assert "Validation against reference failed!" in result.stdout and not out.exists()
 
 
+def test_expected_takes_its_tolerance_from_the_expected_output_so_an_infinite_one_fails(recent_program, tmp_path):
+    """An output blown up to inf must not widen its own tolerance (onnx_path/run.py compare_output's rule)."""
+    inputs = good_inputs()
+    expected = folder_of(tmp_path / "expected", {"S_out": inputs["S"], "T_out": inputs["T"], "total": np.float32(1.0)})
+    blown = dict(inputs, S=inputs["S"].copy())
+    blown["S"][2, 1] = np.inf  # --plan's S_out is S: the state after zero executions
+    result = plan(recent_program, tmp_path, f"--expected={expected}", inputs=blown)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Validation against reference failed!" in result.stdout
+
+
 @pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISSING or "")
 def test_the_files_of_a_python_dry_run_are_read_step_by_step(recent_program, tmp_path):
     """--dry-run --onnx M --save_outputs D writes D/inputs/step_K: the program reads each step's set, the states

@@ -73,6 +73,7 @@ BAD_DESCRIPTIONS = [
     (edited("alias S_out S", "alias S_out Q"), "'S_out' must be an output and 'Q' an input"),
     (edited("alias T_out T", "alias T_out S"), "so it cannot share its memory"),
     (edited("alias T_out T", "alias total S"), "so it cannot share its memory"),
+    (edited("output T_out float16 [M,2]", "output T_out float32 [M,2]"), "so it cannot share its memory"),  # dtype only
     (edited("output total float32 []", "output S2 float32 [N,4]") + "alias S2 S\n",
      "two outputs are written into input S's memory"),
     (GOOD + "alias S_out S\n", "output S_out has two aliases"),
