@@ -352,3 +352,30 @@ def test_each_chunk_of_2_to_the_24_edges_launches_at_its_own_src_and_index_offse
                                                  min(PAIRED_MAX_EDGES, edges - first)], chunk
     assert [argument_slots(parameters, 5) for parameters in folds] == [
         [STATE_PTR, WORKSPACE_PTR, COUNTS_PTR, nodes, last] for last in (0, 0, 1)]
+
+
+def test_a_prepared_overwrite_rebinds_its_arguments_for_new_pointers_and_a_new_stream(recorded, monkeypatch):
+    """PreparedOverwrite (the Python plugin's overwrite) packs its arguments once per pointer set and stream: the
+    same call again launches the same arguments; a new state, src or index buffer or a new stream is launched
+    with it, never with the previous call's (a stale pointer writes another buffer's rows)."""
+    from plugin.kernels import overwrite
+
+    driver, _ = recorded
+    function = driver.CUfunction(0x2000)
+    monkeypatch.setattr(overwrite, "prepare_overwrite_kernels", lambda: {"overwrite_rows_f32": function,
+                                                                         "overwrite_rows_f16": function})
+    prepared = overwrite.PreparedOverwrite(num_nodes=100, num_edges=10, num_features=4, dtype=np.float32)
+
+    def launched(*pointers_and_stream):
+        prepared(*pointers_and_stream)
+        name, arguments = driver.calls[-1]
+        assert name == "cuLaunchKernel" and arguments[0] is function
+        return argument_slots(arguments[9], 3) + [int(arguments[8])]
+
+    assert launched(STATE_PTR, SRC_PTR, INDEX_PTR, 5) == [STATE_PTR, SRC_PTR, INDEX_PTR, 5]
+    assert launched(STATE_PTR, SRC_PTR, INDEX_PTR, 5) == [STATE_PTR, SRC_PTR, INDEX_PTR, 5]
+    assert launched(STATE_PTR, SRC_PTR, INDEX_PTR, 7) == [STATE_PTR, SRC_PTR, INDEX_PTR, 7]
+    assert launched(STATE_PTR + 256, SRC_PTR, INDEX_PTR, 7) == [STATE_PTR + 256, SRC_PTR, INDEX_PTR, 7]
+    assert launched(STATE_PTR + 256, SRC_PTR + 512, INDEX_PTR + 64, 7) == [STATE_PTR + 256, SRC_PTR + 512,
+                                                                           INDEX_PTR + 64, 7]
+    assert driver.names() == ["cuLaunchKernel"] * 5
