@@ -503,3 +503,68 @@ def test_the_python_overwrite_node_creates_an_overwriting_plugin_through_the_rea
                                                    trt.TensorRTPhase.BUILD)
     assert isinstance(plugin, ScatterAddPlugin) and plugin.overwrite is True and plugin.compute_counts is False
     assert plugin.num_outputs == len(node.output) == 1 and plugin.get_aliased_input(0) == 0
+
+
+# --- which rows --validate compares (onnx_path/overwrite.py), on a recorded original ---------------------------
+def oracle_of_copy(states):
+    """OverwriteOracle of X_out = ScatterND(X, Unsqueeze(idx, 1), src) (index_copy), its original 'run' by a
+    stand-in for ONNX Runtime that keeps the FIRST edge of a repeated index (ONNX leaves which one undefined)."""
+    from onnx import TensorProto, helper
+
+    from onnx_path.overwrite import PROBE_SUFFIX, OverwriteOracle
+
+    value = helper.make_tensor_value_info
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["idx", "axes"], ["column"]),
+             helper.make_node("ScatterND", ["X", "column", "src"], ["X_out"], name="copy")]
+    graph = helper.make_graph(nodes, "copy", [value("X", TensorProto.FLOAT, [4, 3]), value("src", TensorProto.FLOAT, ["E", 3]),
+                                              value("idx", TensorProto.INT64, ["E"])],
+                              [value("X_out", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+    def run_probe(probe):
+        assert {output.name for output in probe.graph.output} >= {"column" + PROBE_SUFFIX, "src" + PROBE_SUFFIX}
+
+        def run(feeds):
+            out = np.array(feeds["X"], copy=True)
+            for edge in reversed(range(len(feeds["idx"]))):
+                out[feeds["idx"][edge]] = feeds["src"][edge]
+            return {"X_out": out, "column" + PROBE_SUFFIX: feeds["idx"][:, None], "src" + PROBE_SUFFIX: feeds["src"]}
+        return run
+
+    return OverwriteOracle(model, run_probe, states)
+
+
+def validated(oracle, actual, expected):
+    from onnx_path.overwrite import compared
+    from onnx_path.run import compare_output
+
+    return compared("Output X_out", "X_out", actual, expected, np.float32, oracle, compare_output)[1].ok
+
+
+def test_a_row_written_at_an_index_repeated_twice_is_checked_by_the_rule_not_against_onnx_runtime():
+    """Row 2 written by two edges: ONNX Runtime kept the first, the plugin the second; both are right (a row
+    repeated exactly twice is a repeated index, not a row written once). Another value there fails."""
+    oracle = oracle_of_copy({})
+    feeds = {"X": np.zeros((4, 3), np.float32), "src": np.arange(9, dtype=np.float32).reshape(3, 3) + 1,
+             "idx": np.array([2, 2, 0])}
+    expected = oracle.run(feeds)["X_out"]
+    plugin = sequential(feeds["X"], feeds["src"], feeds["idx"])  # the last edge wins
+    assert not np.array_equal(plugin[2], expected[2])
+    assert validated(oracle, plugin, expected)
+    plugin[2] += 5.0
+    assert not validated(oracle, plugin, expected)
+
+
+def test_a_row_left_undefined_is_compared_again_once_a_later_run_writes_it_once():
+    """--steps with X fed back: run 1 writes row 2 at a repeated index (undefined, not compared after), run 2
+    writes it from one edge: ONNX defines it again, so an engine off by 5.0 there fails."""
+    oracle = oracle_of_copy({"X_out": "X"})
+    src = np.arange(9, dtype=np.float32).reshape(3, 3) + 1
+    first = oracle.run({"X": np.zeros((4, 3), np.float32), "src": src, "idx": np.array([2, 2, 0])})["X_out"]
+    feeds = {"X": first, "src": src[:1] * 10, "idx": np.array([2])}
+    expected = oracle.run(feeds)["X_out"]
+    plugin = sequential(feeds["X"], feeds["src"], feeds["idx"])
+    assert validated(oracle, plugin, expected)
+    plugin[2] += 5.0
+    assert not validated(oracle, plugin, expected)
