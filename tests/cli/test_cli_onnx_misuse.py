@@ -47,6 +47,21 @@ def test_a_float16_state_that_would_overflow_is_refused_before_the_run(tmp_path,
     assert "Output state_out" not in captured.out and not out.exists()
 
 
+def test_a_float16_state_that_would_overflow_in_a_later_run_is_refused_before_the_first(tmp_path, capsys):
+    """--steps 4: the state reaches 80000 at run 3 (20000 + 3 x 20000) and comes back to 50000 at run 4, so
+    only the check of every run's rows (not the first run's, nor the final output's) sees the engine's inf."""
+    from polygraphy.json import save_json
+
+    model = index_add_model(tmp_path / "fp16.onnx", dtype="float16")
+    state = np.full((2, 2), 20000, np.float16)
+    runs = [{"state": state, "src": np.full((1, 2), value, np.float16), "idx": np.array([0])}
+            for value in (20000, 20000, 20000, -30000)]
+    save_json(runs, str(tmp_path / "runs.json"))
+    status, captured = main(capsys, "--onnx", model, "--onnx_inputs", str(tmp_path / "runs.json"), "--steps", "4",
+                            "--validate")
+    assert_one_line_error(status, captured, "65504")
+
+
 def test_a_float16_output_beyond_its_range_is_refused_not_printed():
     from onnx_path.run import as_output_dtype
     from common.errors import InputError
