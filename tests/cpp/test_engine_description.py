@@ -359,6 +359,48 @@ def test_the_description_of_a_models_engine_is_held_and_written_with_it(tmp_path
     assert not engine.exists()  # the engine's bytes come from the engine run only
 
 
+def pool_model(tmp_path) -> str:
+    """pooled = zeros [max(batch) + 1, 3].index_add(0, batch, x) (global_add_pool(x, batch) without `size`, as
+    the exporter writes it): its index bounds its own rows (own_max)."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    value = helper.make_tensor_value_info
+    nodes = [helper.make_node("ReduceMax", ["batch"], ["largest"], keepdims=1),
+             helper.make_node("Add", ["largest", "one"], ["graphs"]),
+             helper.make_node("Concat", ["graphs", "width"], ["shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["shape"], ["zeros"],
+                              value=helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0])),
+             helper.make_node("Unsqueeze", ["batch", "axes"], ["column"]),
+             helper.make_node("ScatterND", ["zeros", "column", "x"], ["pooled"], name="pool", reduction="add")]
+    graph = helper.make_graph(nodes, "pool", [value("x", TensorProto.FLOAT, ["N", 3]), value("batch", TensorProto.INT64, ["N"])],
+                              [value("pooled", TensorProto.FLOAT, ["B", 3])],
+                              [numpy_helper.from_array(np.array([1], np.int64), "one"),
+                               numpy_helper.from_array(np.array([3], np.int64), "width"),
+                               numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    path = tmp_path / "pool.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return str(path)
+
+
+@needs_rewrite
+def test_the_held_description_keeps_an_index_that_bounds_its_own_rows(tmp_path, capsys, monkeypatch):
+    """A batch vector (own_max: global_add_pool without `size`) stays in E.desc, so that --load_engine and
+    cpp/ check it (a negative entry is refused) instead of taking any value."""
+    from onnx_path import run as onnx_run
+    from onnx_path.engine_file import hold_description
+    from cli.options import parse_arguments
+
+    monkeypatch.setattr(onnx_run, "require_engine", lambda plugin: None)
+    engine = tmp_path / "pool.engine"
+    plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", pool_model(tmp_path),
+                                            "--onnx_shapes", "x:6x3", "--save_engine", str(engine)]))
+    capsys.readouterr()
+    hold_description(plan, [("x", True, "float32", (-1, 3)), ("batch", True, "int64", (-1,)),
+                            ("pooled", False, "float32", (-1, 3))], ["x", "batch"])
+    plan.engine.outputs.write()
+    assert read_description(f"{engine}.desc").index_rows == {"batch": IndexRows(own_max=True)}
+
+
 # --- the real engine path (TensorRT and a GPU) -------------------------------------------------------------------
 
 
