@@ -650,7 +650,8 @@ def rows_source(tensor: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | 
 
 
 def _shape_rows(shape: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | None:
-    """The first entry of a shape tensor: a constant, Shape(T) (T's rows) or Concat(first dim of T, ...)."""
+    """The first entry of a shape tensor: a constant, Shape(T) (T's rows), Shape(T, start=k) (T's dimension k,
+    never its rows) or Concat(first dim of T, ...)."""
     values = constant(shape)
     if values is not None and values.size:
         return ("rows", int(values.reshape(-1)[0]), 0)
@@ -661,7 +662,11 @@ def _shape_rows(shape: Any, graph_inputs: list[Any]) -> tuple[str, Any, int] | N
         start = int(node.attrs.get("start", 0))
         if start == 0:
             return rows_source(node.inputs[0], graph_inputs)
-        return None
+        found = shape_value(shape)
+        if found and known(found[0]):
+            return ("rows", int(found[0]), 0)
+        owner, size = node.inputs[0], rank(node.inputs[0])
+        return ("input", owner.name, start % size) if owner in graph_inputs and size and -size <= start < size else None
     first = node.inputs[0] if node.inputs else None
     values = constant(first)
     if values is not None and values.size:

@@ -316,3 +316,30 @@ def test_a_one_dimensional_index_add_into_a_graph_input_goes_in_place_as_rows(co
         assert result.aliases == {"w_out": "w"}
         round_trip(model, result.model, {"w": np.arange(5, dtype=np.float32), "weights": np.full(8, 0.5, np.float32),
                                          "idx": np.array([0, 1, 1, 3, 3, 3, 0, 1])})
+
+
+@pytest.mark.parametrize("w_dims", [[8, 3, 4], ["N", "M", 4]])
+def test_a_fill_shaped_like_the_tail_of_a_tensor_bounds_its_index_by_that_dimension_not_the_rows(w_dims):
+    """out = zeros(W.shape[1:]).index_add(0, idx, src) with W [8, 3, 4]: idx indexes 3 rows (W's dimension 1),
+    never W's 8: inputs made up for it stay below 3 (a bound of 8 would make the engine write past the state),
+    and a given 3 is refused."""
+    from onnx import TensorProto, helper
+
+    from onnx_path.inputs import check_onnx_inputs, make_onnx_inputs
+    from onnx_path.rewrite import model_io, rewrite_model
+
+    node = helper.make_node
+    nodes = [node("Shape", ["W"], ["tail"], start=1),
+             node("ConstantOfShape", ["tail"], ["zeros"], value=helper.make_tensor("z", TensorProto.FLOAT, [1], [0.0])),
+             node("Unsqueeze", ["idx", "axes"], ["column"]),
+             node("ScatterND", ["zeros", "column", "src"], ["out"], name="add", reduction="add")]
+    model = make(nodes, [info("W", TensorProto.FLOAT, w_dims), info("src", TensorProto.FLOAT, ["E", 4]),
+                         info("idx", TensorProto.INT64, ["E"])],
+                 [info("out", TensorProto.FLOAT, [None, 4])], [const("axes", np.array([1], np.int64))])
+    result = rewrite_model(model)
+    specs, _ = model_io(result.model)
+    made = make_onnx_inputs(specs, {"W": (8, 3, 4), "src": (50, 4), "idx": (50,)}, result.index_bounds, seed=1)
+    assert made["idx"].min() >= 0 and made["idx"].max() == 2  # 50 draws from 3 rows
+    round_trip(model, result.model, made)
+    with pytest.raises(InputError, match="3"):
+        check_onnx_inputs(specs, dict(made, idx=np.full(50, 3)), result.index_bounds, "the inputs")
