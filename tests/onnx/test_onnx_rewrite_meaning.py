@@ -54,16 +54,17 @@ def feeds(rows=6, edges=11, seed=0, **more):
     return arrays
 
 
-def state_and_counts(counts_value=1.0, counts_index="idx"):
-    """X.index_add_(0, idx, src) and counts = zeros [N, 1].index_add(0, `counts_index`, full((E, 1),
-    counts_value)); outputs X_out and counts (ScatterND, as torch 2.13's exporter writes index_add)."""
+def state_and_counts(counts_value=1.0, counts_index="idx", state_reduction="add", counts_rows="X"):
+    """X.index_add_(0, idx, src) (X.index_copy_ for state_reduction "none") and counts = zeros [R, 1].index_add(0,
+    `counts_index`, full((E, 1), counts_value)), R the rows of `counts_rows`; outputs X_out and counts (ScatterND,
+    as torch 2.13's exporter writes index_add)."""
     from onnx import TensorProto, helper
 
     from onnx.helper import make_node as node
 
     nodes = [node("Unsqueeze", ["idx", "axes"], ["column"]),
-             node("ScatterND", ["X", "column", "src"], ["X_out"], name="state_add", reduction="add"),
-             node("Shape", ["X"], ["rows"], start=0, end=1),
+             node("ScatterND", ["X", "column", "src"], ["X_out"], name="state_add", reduction=state_reduction),
+             node("Shape", [counts_rows], ["rows"], start=0, end=1),
              node("Concat", ["rows", "one"], ["counts_shape"], axis=0),
              node("ConstantOfShape", ["counts_shape"], ["zeros"],
                   value=helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0])),
@@ -76,7 +77,10 @@ def state_and_counts(counts_value=1.0, counts_index="idx"):
               info("idx", TensorProto.INT64, ["E"])]
     if counts_index != "idx":
         inputs.append(info(counts_index, TensorProto.INT64, ["E"]))
-    return make(nodes, inputs, [info("X_out", TensorProto.FLOAT, ["N", F]), info("counts", TensorProto.FLOAT, ["N", 1])],
+    if counts_rows != "X":
+        inputs.append(info(counts_rows, TensorProto.FLOAT, ["M", F]))
+    counts_dims = ["N" if counts_rows == "X" else "M", 1]
+    return make(nodes, inputs, [info("X_out", TensorProto.FLOAT, ["N", F]), info("counts", TensorProto.FLOAT, counts_dims)],
                 [const("axes", np.array([1], np.int64)), const("one", np.array([1], np.int64)),
                  const("value", np.array(counts_value, np.float32))])
 
@@ -111,6 +115,29 @@ def test_counts_of_another_index_are_not_the_states_counts():
     result = rewrite_model(model)
     assert [scatter.counts_node for scatter in result.scatters] == [None, None]
     round_trip(model, result.model, feeds(other="index"))
+
+
+def test_a_degree_beside_an_overwrite_of_the_same_index_is_not_its_counts():
+    """Catches: ones into zeros of idx paired with X.index_copy_(0, idx, src) (an overwrite has no counts
+    output: the degree would be a tensor nothing makes). Each scatter gets its own node; the round trip
+    agrees (distinct indices: the overwrite is defined)."""
+    from onnx_path.rewrite import rewrite_model
+
+    model = state_and_counts(state_reduction="none")
+    result = rewrite_model(model)
+    assert [scatter.counts_node for scatter in result.scatters] == [None, None]
+    round_trip(model, result.model, dict(feeds(edges=5), idx=np.array([4, 0, 2, 1, 3])))
+
+
+def test_counts_of_the_same_index_into_another_tensors_rows_are_not_the_states_counts():
+    """Catches: counts = zeros [M, 1] of Y's rows paired with X [N]'s scatter of the same index (the plugin's
+    counts have X's rows: [4, 1] where the model makes [6, 1])."""
+    from onnx_path.rewrite import rewrite_model
+
+    model = state_and_counts(counts_rows="Y")
+    result = rewrite_model(model)
+    assert [scatter.counts_node for scatter in result.scatters] == [None, None]
+    round_trip(model, result.model, dict(feeds(rows=4), Y=np.zeros((6, F), np.float32)))
 
 
 @pytest.mark.parametrize("values", [[0.0, 5.0, 0.0], [5.0, 5.0, 5.0]])
