@@ -370,3 +370,32 @@ def test_a_fill_shaped_like_the_tail_of_a_tensor_bounds_its_index_by_that_dimens
     round_trip(model, result.model, made)
     with pytest.raises(InputError, match="3"):
         check_onnx_inputs(specs, dict(made, idx=np.full(50, 3)), result.index_bounds, "the inputs")
+
+
+@pytest.mark.parametrize("plugin", ["python", "aot"])
+def test_a_fill_that_is_also_a_graph_output_is_not_the_buffer_the_plugin_writes(plugin):
+    """Catches: zeros returned by the model AND added into taken as the plugin's in-place state (the engine's
+    zeros output would hold the sums). The plugin writes into a fresh fill: no buffer a plugin node writes in
+    place (NODE_ALIASES) is a graph output, and the round trip agrees."""
+    from onnx import TensorProto, helper
+
+    from onnx_path.nodes import NODE_ALIASES
+    from onnx_path.rewrite import rewrite_model
+
+    node = helper.make_node
+    nodes = [node("Shape", ["X"], ["rows"], start=0, end=1),
+             node("Concat", ["rows", "width"], ["zeros_shape"], axis=0),
+             node("ConstantOfShape", ["zeros_shape"], ["zeros"],
+                  value=helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0])),
+             node("Unsqueeze", ["idx", "axes"], ["column"]),
+             node("ScatterND", ["zeros", "column", "src"], ["out"], name="aggregate", reduction="add")]
+    model = make(nodes, [info("X", TensorProto.FLOAT, ["N", F]), info("src", TensorProto.FLOAT, ["E", F]),
+                         info("idx", TensorProto.INT64, ["E"])],
+                 [info("out", TensorProto.FLOAT, ["N", F]), info("zeros", TensorProto.FLOAT, ["N", F])],
+                 [const("axes", np.array([1], np.int64)), const("width", np.array([F], np.int64))])
+    result = rewrite_model(model, plugin)
+    outputs = {value.name for value in result.model.graph.output}
+    written = [node.input[into] for node in result.model.graph.node if node.domain == "aliased_io"
+               for into in NODE_ALIASES[node.op_type].values()]
+    assert written and not outputs & set(written)
+    round_trip(model, result.model, feeds())
