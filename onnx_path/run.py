@@ -43,6 +43,7 @@ from cli.report import format_matrix, steps_note, unused_in_dry_run, verdict
 from common.errors import InputError
 from common.progress import shows_progress
 from common.text import shown_path
+from reference.gnn import scatter_add_rows
 
 RELATIVE_TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
 """An output element passes when |actual - ONNX Runtime's| <= this times the output's largest magnitude (other
@@ -217,7 +218,8 @@ def check_float16_updates(model: OnnxModel, runs: list[Mapping[str, np.ndarray]]
             src, idx = feeds[scatter.source].astype(np.float64), feeds[scatter.index]
             if src.shape != (idx.shape[0], state.shape[1]):
                 break
-            np.add.at(magnitude, np.clip(idx, 0, state.shape[0] - 1), np.abs(src))
+            magnitude = scatter_add_rows(np.abs(src), None, np.clip(idx, 0, state.shape[0] - 1), state.shape[0],
+                                         start=magnitude)
         else:
             if magnitude.size and magnitude.max() > FLOAT16_LARGEST:
                 row = int(np.unravel_index(int(np.argmax(magnitude)), magnitude.shape)[0])

@@ -8,14 +8,14 @@ REWRITTEN model with a CPU reference of the plugin nodes, so that a wrong rewrit
     RewrittenSession(model).run(feeds)               the same for many runs
     float32_copy(model) -> onnx.ModelProto           every float16 tensor, attribute and Cast made float32
 
-The rewritten model runs in stages: the nodes that need no plugin output run in one ONNX Runtime session,
-then the plugin nodes whose inputs are all known, then the nodes that needed them, and so on. The plugin
-nodes are computed from their definition alone (onnx_path/nodes.py), never from how the rewrite matched
-them: rows src[e] added into state[idx[e]] (np.add.at, in float64, rounded once to the state's dtype), counts
-the edges per row; an overwrite writes row src[e] into state[idx[e]] (where an index repeats, the plugin keeps
-one of its edges, which one undefined; this reference keeps the last); an index outside the state's rows is an
-InputError naming the node and the value. The saved
-model is never changed for this; docs/onnx.md says why this beats a custom op or a model-local function.
+The rewritten model runs in stages: the nodes that need no plugin output run in one ONNX Runtime session, then the
+plugin nodes whose inputs are all known, then the nodes that needed them, and so on. The plugin nodes are computed
+from their definition alone (onnx_path/nodes.py), never from how the rewrite matched them: rows src[e] added into
+state[idx[e]] (reference.gnn.scatter_add_rows, in float64, rounded once to the state's dtype), counts the edges per
+row; an overwrite writes row src[e] into state[idx[e]] (where an index repeats, the plugin keeps one of its edges,
+which one undefined; this reference keeps the last); an index outside the state's rows is an InputError naming the
+node and the value. The saved model is never changed for this; docs/onnx.md says why this beats a custom op or a
+model-local function.
 ONNX Runtime's CPU provider lacks float16 ScatterND/ScatterElements with reduction add (and other float16
 kernels), so a float16 model runs as float32_copy(model) on its feeds cast to float32 (float32_copy is then
 True and the outputs are float32): compare at float16 tolerances.
@@ -46,7 +46,7 @@ from onnx_path.nodes import (
 )
 from onnx_path.patterns import SCATTER_OPS
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
-from reference.gnn import last_edges
+from reference.gnn import last_edges, scatter_add_rows
 
 if TYPE_CHECKING:
     import onnx
@@ -366,9 +366,8 @@ def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         rows, slot = np.unique(idx, return_inverse=True)
         if rows.size > keys.shape[0]:
             raise InputError(f"{name}: {rows.size} distinct rows do not fit a table of {keys.shape[0]} slots")
-        table_keys, sums = keys.copy(), np.zeros(values.shape, np.float64)
+        table_keys, sums = keys.copy(), scatter_add_rows(src, None, slot.reshape(-1), keys.shape[0])
         table_keys[:rows.size] = rows
-        np.add.at(sums, slot, src.astype(np.float64))
         outputs = [table_keys, sums.astype(np.float32)]
         if op == AOT_SCATTER_TABLE_COUNTS:
             rows_total = inputs[4].shape[0]
@@ -379,8 +378,7 @@ def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         _check_state(name, state)
         used = keys != KEYS_EMPTY
         _check_range(name, "key", keys[used], state.shape[0], np.flatnonzero(used))
-        total = state.astype(np.float64)
-        np.add.at(total, keys[used], values[used].astype(np.float64))
+        total = scatter_add_rows(values[used], None, keys[used], state.shape[0], start=state)
         return [total.astype(state.dtype)]
     raise InputError(f"{name}: not a plugin node of this sample")
 
@@ -418,8 +416,7 @@ def _scatter_add(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray)
     """state with row src[e] added into row idx[e] (float64 sums, rounded once), and the edges per row."""
     _check_rows(name, state, src, idx)
     counts = _edge_counts(name, idx, state.shape[0])
-    total = state.astype(np.float64)
-    np.add.at(total, idx, src.astype(np.float64))
+    total = scatter_add_rows(src, None, idx, state.shape[0], start=state)
     return total.astype(state.dtype), counts
 
 

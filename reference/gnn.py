@@ -8,16 +8,25 @@ def make_weights(seed: int, num_classes: int, num_features: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((num_classes, num_features))
 
 
-def scatter_add_rows(features: np.ndarray, source: np.ndarray, target: np.ndarray, num_rows: int) -> np.ndarray:
-    """float64 [num_rows, F]: row r is the sum of features[source[i]] over all edges i with target[i] == r.
+def scatter_add_rows(features: np.ndarray, source: np.ndarray | None, target: np.ndarray, num_rows: int,
+                     start: np.ndarray | None = None) -> np.ndarray:
+    """float64 [num_rows, F]: row r is start[r] (zeros where start is None) plus features[source[i]] (features[i]
+    where source is None) for every edge i with target[i] == r, added one at a time in edge order. The sample's
+    one float64 scatter-add: the network's reference, the state's bounds and the plugin nodes' CPU reference
+    (onnx_path.runtime) all call it. target must lie in [0, num_rows).
 
-    One np.bincount per feature column: O(E * F) in compiled loops (np.add.at is many times slower), with
-    one [E] temporary at a time.
+    One np.bincount per feature column: O(E * F) in compiled loops, several times faster than np.add.at into
+    `start` and equal to it bit for bit (both add in the same order, start first); one [E] temporary at a time.
     """
+    if start is not None:
+        target = np.concatenate([np.arange(num_rows), target])
     sums = np.empty((num_rows, features.shape[1]), dtype=np.float64)
     for feature in range(features.shape[1]):
         column = np.ascontiguousarray(features[:, feature])
-        sums[:, feature] = np.bincount(target, weights=column[source], minlength=num_rows)
+        weights = column if source is None else column[source]
+        if start is not None:
+            weights = np.concatenate([np.asarray(start[:, feature], dtype=np.float64), weights])
+        sums[:, feature] = np.bincount(target, weights=weights, minlength=num_rows)
     return sums
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference import TOLERANCES, compare, gnn_reference, make_weights
+from reference import TOLERANCES, compare, gnn_reference, make_weights, scatter_add_rows
 
 SEED_FEATURES = [1.0, 3.0, 5.0, 7.0]
 SEED_EDGES = [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]]
@@ -122,6 +122,27 @@ def test_flat_features_equal_single_column_features():
     column = gnn_reference(np.array(SEED_FEATURES)[:, None], np.array(SEED_EDGES), np.ones((2, 1)))
     for key in flat:
         np.testing.assert_array_equal(flat[key], column[key])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("num_rows, num_edges, num_features", [(5, 0, 3), (7, 40, 1), (300, 5000, 4)])
+def test_scatter_add_rows_equals_np_add_at_bit_for_bit(dtype, num_rows, num_edges, num_features):
+    """The one float64 scatter-add (the reference's and the plugin nodes' CPU reference's) adds in edge order, as
+    np.add.at does: the same sums bit for bit, from zeros, from a start state, and through a gather by source."""
+    rng = np.random.default_rng(num_edges)
+    state = rng.standard_normal((num_rows, num_features)).astype(dtype)
+    src = (rng.standard_normal((num_edges, num_features)) * 1e3).astype(dtype)
+    idx = rng.integers(0, num_rows, num_edges)
+    from_zero = np.zeros((num_rows, num_features))
+    np.add.at(from_zero, idx, src.astype(np.float64))
+    from_state = state.astype(np.float64)
+    np.add.at(from_state, idx, src.astype(np.float64))
+    assert np.array_equal(scatter_add_rows(src, None, idx, num_rows), from_zero)
+    assert np.array_equal(scatter_add_rows(src, None, idx, num_rows, start=state), from_state)
+    order = rng.permutation(num_edges)
+    gathered = np.zeros((num_rows, num_features))
+    np.add.at(gathered, idx, src[order].astype(np.float64))
+    assert np.array_equal(scatter_add_rows(src, order, idx, num_rows), gathered)
 
 
 def test_compare_passes_within_and_fails_beyond_the_tolerance():
