@@ -16,9 +16,10 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnx_path.args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
+from cli.onnx_shapes import parse_onnx_shapes
 from common.errors import InputError, OutputError
 from common.limits import (
+    DEFAULT_DYNAMIC_DIM,
     MAX_AOT_HALF_EDGES,
     MAX_BENCHMARK_ITERATIONS,
     MAX_INPUT_CHARS,

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from onnx_path.args import DEFAULT_DYNAMIC_DIM
 from common.errors import InputError, MissingDependencyError
+from common.limits import DEFAULT_DYNAMIC_DIM
 from common.text import shown_path
 
 INPUTS_STREAM = 2

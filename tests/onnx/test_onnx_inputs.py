@@ -5,7 +5,8 @@ states, the comparison with ONNX Runtime, the engine bindings of outputs aliasin
 import numpy as np
 import pytest
 
-from onnx_path.args import DEFAULT_DYNAMIC_DIM, parse_onnx_shapes
+from cli.onnx_shapes import parse_onnx_shapes
+from common.limits import DEFAULT_DYNAMIC_DIM
 from onnx_path.inputs import (
     check_onnx_inputs,
     input_shapes,

@@ -1,13 +1,12 @@
 """--onnx_shapes NAME:D0xD1,...: the shapes of a model's inputs, parsed before any work (standard library
-only, as cli.options). polygraphy's --input-shapes NAME:[D0,D1] form is taken too."""
+only, as cli.options). polygraphy's --input-shapes NAME:[D0,D1] form is taken too. A dynamic dimension that no
+shape fixes is common.limits.DEFAULT_DYNAMIC_DIM (onnx_path.inputs)."""
 
 import re
 
 from common.errors import InputError
 from common.text import excerpt
 
-DEFAULT_DYNAMIC_DIM = 16
-"""The size of a dynamic dimension that --onnx_shapes does not fix (one size per dimension name)."""
 MAX_DIM = 2**31 - 1
 
 # NAME:D0xD1x... or NAME:[D0,D1,...]; items separated by commas or spaces (a name may hold ':', as in "x:0")
