@@ -13,8 +13,9 @@ The story of a run, one function each:
 5. validation: the engine's output against the float64 reference (--validate).
 6. outputs:    --save_onnx and --save_engine, checked in step 1, are written last and only when the run
                succeeded (common.paths), so a failed run leaves nothing behind.
---onnx MODEL.onnx: onnx_path.model rewrites the model's scatter-adds into the plugin and the engine is built from it
-(--dry-run: ONNX Runtime runs it); any model but the sample's network runs on inputs of its own (onnx_path.run).
+--onnx MODEL.onnx: the model's scatter-adds are rewritten into the plugin (cli.onnx_model, the library onnx_path) and
+the engine is built from it (cli.onnx_sample; --dry-run: ONNX Runtime runs it); any model but the sample's network
+runs on inputs of its own (cli.own_model, cli.own_run).
 """
 
 import argparse
@@ -40,13 +41,13 @@ from common.errors import CudaError, EngineError, InputError, MissingDependencyE
 from common.progress import shows_progress
 
 if TYPE_CHECKING:
-    from onnx_path.run import ModelPlan
+    from cli.own_model import ModelPlan
 
 try:  # numpy is the one package every run needs, --dry-run included: without it, one line and exit 3 (main)
     import numpy as np
 
     from cli.inputs import Prepared, prepare, read_graph
-    from onnx_path.model import plan_onnx, read_onnx_model
+    from cli.onnx_model import read_onnx_model
     from cli.report import format_matrix, state_label, steps_note, unused_in_dry_run, validation_report, verdict
     from graph import describe_graph
 
@@ -62,9 +63,9 @@ _error = functools.partial(error_line, PROG)  # one line on stderr; returns the 
 
 def dry_run(options: argparse.Namespace, prepared: "Prepared") -> int:
     """--dry-run: prints the float64 reference instead of building and running an engine (with --onnx, what
-    ONNX Runtime gives for the rewritten model: onnx_path.run)."""
+    ONNX Runtime gives for the rewritten model: cli.onnx_sample)."""
     if prepared.onnx is not None:
-        from onnx_path.run import dry_run_sample
+        from cli.onnx_sample import dry_run_sample
 
         return validate(options, prepared, dry_run_sample(options, prepared))
     if prepared.steps is not None:
@@ -125,7 +126,7 @@ def validate(options: argparse.Namespace, prepared: "Prepared", actual: "np.ndar
     if not options.validate:
         return EXIT_OK
     if prepared.onnx is not None:
-        from onnx_path.model import validate_against_onnxruntime
+        from cli.onnx_sample import validate_against_onnxruntime
 
         lines, status = validate_against_onnxruntime(prepared, actual, options.precision)
     elif prepared.steps is not None:
@@ -152,18 +153,18 @@ def write_outputs(prepared: "Prepared | ModelPlan", status: int) -> int:
 
 def read_inputs(options: argparse.Namespace) -> "Prepared | ModelPlan":
     """Step 2: the seed and the graph, each printed as soon as it is known, then the weights and the reference;
-    for a model of the user's own (--onnx), its inputs instead of a graph (onnx_path.run.ModelPlan)."""
+    for a model of the user's own (--onnx), its inputs instead of a graph (cli.own_model.ModelPlan)."""
     settings = check_options(options)
     _print(f"Setting seed to: {settings.seed}")
     _print(flush=True)
     if settings.engine.description is not None:  # --load_engine of a model's engine: its description, its inputs
-        from onnx_path.engine_file import plan_loaded_engine
+        from cli.own_model import plan_loaded_engine
 
         return plan_loaded_engine(options, settings)
     # --onnx: the model read and rewritten before the graph, so that a bad one stops first
     onnx_model = None if settings.engine.onnx is None else read_onnx_model(options, settings.engine)
     if onnx_model is not None and not onnx_model.is_sample:  # a model of the user's own: its inputs, no graph
-        from onnx_path.run import plan_model
+        from cli.own_model import plan_model
 
         return plan_model(options, settings, onnx_model)
     if settings.engine.save_outputs is not None:
@@ -176,7 +177,11 @@ def read_inputs(options: argparse.Namespace) -> "Prepared | ModelPlan":
         _print(graph_input.features_note)
     _print(flush=True)
     prepared = prepare(options, settings, graph_input, show_progress)
-    return prepared if onnx_model is None else plan_onnx(onnx_model, options, settings, prepared)
+    if onnx_model is None:
+        return prepared
+    from cli.onnx_sample import plan_onnx
+
+    return plan_onnx(onnx_model, options, settings, prepared)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,8 +208,8 @@ def _run(argv: list[str] | None) -> int:
             return _error(NUMPY_MISSING, EXIT_MISSING_DEPENDENCY)
         prepared = read_inputs(parsed)  # 2. graph, weights, reference (or a model's own inputs)
         options = parsed
-        if not isinstance(prepared, Prepared):  # 3-5 for a model of the user's own (onnx_path.run)
-            from onnx_path.run import run_model
+        if not isinstance(prepared, Prepared):  # 3-5 for a model of the user's own (cli.own_run)
+            from cli.own_run import run_model
 
             status = run_model(options, prepared)
         elif options.dry_run:

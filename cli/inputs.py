@@ -72,7 +72,7 @@ class Prepared:
     engine: EngineOptions = EngineOptions()
     profile: Any = None  # network.engine.ProfileBounds from --max_nodes/--max_edges, else None (the default)
     steps: StepsPlan | None = None
-    onnx: Any = None  # onnx_path.model.OnnxModel with --onnx (the sample's network)
+    onnx: Any = None  # onnx_path.read.OnnxModel with --onnx (the sample's network)
 
 
 def _size(path: str) -> str:

@@ -1,5 +1,5 @@
 """What aliased_io_plugin.py prints besides the graph: the [C, N] output, the --validate verdict, the
---steps note. numpy only."""
+--steps note, what a dry run did not do. numpy only."""
 
 from typing import Any
 
@@ -8,6 +8,9 @@ import numpy as np
 from cli.options import EXIT_OK, EXIT_VALIDATION_FAILED
 from graph import Graph
 from reference import compare
+
+DRY_RUN_LINE = ("Dry run: ONNX Runtime ran the rewritten model, the plugin node by its CPU reference; no engine was "
+                "built.")
 
 
 def format_matrix(matrix: np.ndarray) -> str:

@@ -133,8 +133,8 @@ class OverwriteOracle:
 
 
 def overwrite_oracle(model: Any, states: Mapping[str, str]) -> OverwriteOracle | None:
-    """The OverwriteOracle of a onnx_path.model.OnnxModel's original, or None where no scatter overwrites rows."""
-    from onnx_path.model import original_run
+    """The OverwriteOracle of a onnx_path.read.OnnxModel's original, or None where no scatter overwrites rows."""
+    from onnx_path.run import original_run
 
     if not overwrites(model.original):
         return None
@@ -169,7 +169,7 @@ class NotCompared:
 
 def compared(label: str, name: str, actual: np.ndarray, expected: np.ndarray, dtype: Any,
              oracle: OverwriteOracle | None, compare: Callable[[np.ndarray, np.ndarray, Any], Any]) -> tuple[str, Any]:
-    """(label, comparison) of one output against ONNX Runtime's, `compare` (onnx_path.run.compare_output) over the
+    """(label, comparison) of one output against ONNX Runtime's, `compare` (onnx_path.compare.compare_output) over the
     rows ONNX defines where an overwrite wrote a repeated index (the module docstring), the label saying so."""
     record: RowRecord | None = oracle.records.get(name) if oracle is not None else None
     if oracle is not None and record is None:

@@ -223,7 +223,8 @@ def test_help_names_the_onnx_options():
 def test_validation_against_onnx_runtime_doubles_the_tolerance_and_needs_both_comparisons():
     """The engine passes against ONNX Runtime within twice the float64 reference's tolerance (each lies within
     it of the exact result) and must also pass against the float64 reference itself."""
-    from onnx_path.model import OnnxModel, classifier_validation, steps_validation
+    from cli.onnx_sample import classifier_validation, steps_validation
+    from onnx_path.read import OnnxModel
     from reference import TOLERANCES
 
     model = OnnxModel("m.onnx", SimpleNamespace(graph=SimpleNamespace(node=[])), None, None)  # no plugin node

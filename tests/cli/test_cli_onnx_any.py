@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import aliased_io_plugin as cli
-from onnx_path.run import DRY_RUN_LINE
+from cli.report import DRY_RUN_LINE
 from tests.support.onnx_helpers import REWRITE_MISSING, needs_export, ops_inputs, ops_model
 from tests.support.onnx_models import ACCEPTED, REFUSED, zoo, zoo_feeds, zoo_path
 from tests.cli.test_cli import assert_one_line_error

@@ -276,7 +276,7 @@ def test_the_steps_hint_names_a_file_of_several_runs(tmp_path, capsys):
 
 
 def test_nan_and_inf_are_compared_element_by_element():
-    from onnx_path.run import compare_output
+    from onnx_path.compare import compare_output
 
     same = compare_output(np.array([1.0, np.nan, np.inf]), np.array([1.0, np.nan, np.inf]), np.float32)
     assert same.ok and np.isfinite(same.tolerance)
@@ -306,7 +306,7 @@ def test_a_missing_engine_dependency_is_reported_before_inputs_are_read_or_made(
 
     import network.engine
 
-    onnx_run = importlib.import_module("onnx_path.run")
+    own_model = importlib.import_module("cli.own_model")
     from common.errors import MissingDependencyError
 
     def missing(*args, **kwargs):
@@ -316,7 +316,7 @@ def test_a_missing_engine_dependency_is_reported_before_inputs_are_read_or_made(
         raise AssertionError("inputs were read or made before the dependency was checked")
 
     monkeypatch.setattr(network.engine, "require_engine_dependencies", missing)
-    monkeypatch.setattr(onnx_run, "make_onnx_inputs", heavy)
+    monkeypatch.setattr(own_model, "make_onnx_inputs", heavy)
     monkeypatch.setattr(np.lib.format, "read_array", heavy)
     model = index_add_model(tmp_path / "own.onnx")
     value = "state:5x2" if given == "--onnx_shapes" else npz(tmp_path / "in.npz", **own_inputs())
@@ -352,7 +352,7 @@ def test_polygraphys_log_is_folded_into_the_one_line(tmp_path, capsys):
 # --- the surviving mutations ---------------------------------------------------------------------------------------------
 def test_the_tolerance_is_the_expected_outputs_never_the_actual_ones():
     """A blown-up output must not widen its own tolerance."""
-    from onnx_path.run import RELATIVE_TOLERANCE, compare_output
+    from onnx_path.compare import RELATIVE_TOLERANCE, compare_output
 
     expected = np.array([[1.0, -2.0], [0.5, 0.0]])
     blown = expected * 1000

@@ -337,11 +337,11 @@ def test_the_description_of_a_models_engine_is_held_and_written_with_it(tmp_path
     """What run_model holds for --save_engine after the engine run (its tensors as TensorRT reports them; here as
     they would be): E.desc with the rewrite's aliases, the model's dimension names, the index rows and the
     run's profile, written by the run's OutputFiles. TensorRT's presence, checked while planning, is stood in for."""
-    from onnx_path import run as onnx_run
-    from onnx_path.engine_file import hold_description
+    from cli import own_model as planning
+    from cli.own_run import hold_description
     from cli.options import parse_arguments
 
-    monkeypatch.setattr(onnx_run, "require_engine", lambda plugin: None)
+    monkeypatch.setattr(planning, "require_engine", lambda plugin: None)
 
     engine = tmp_path / "own.engine"
     plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", own_model(tmp_path),

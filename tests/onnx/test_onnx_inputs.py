@@ -13,7 +13,7 @@ from onnx_path.inputs import (
     make_onnx_inputs,
     run_in_steps,
 )
-from onnx_path.run import compare_output
+from onnx_path.compare import compare_output
 from common.errors import EngineError, InputError
 from onnx_path.rewrite import IndexBound, TensorSpec
 

@@ -1,0 +1,85 @@
+"""--onnx with the sample's own network in a run of aliased_io_plugin.py: the model checked against the run
+(onnx_path.check) and what the rewrite did printed; with --dry-run the rewritten model run in ONNX Runtime, the
+plugin nodes by their CPU reference, instead of an engine (onnx_path.run); --validate against ONNX Runtime running
+the original model and against the float64 reference (onnx_path.compare), worded here."""
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from cli.console import out
+from cli.onnx_model import hold_rewritten
+from cli.report import DRY_RUN_LINE, format_matrix, state_label, steps_note, unused_in_dry_run, verdict
+from onnx_path.check import check_against_run
+from onnx_path.compare import classifier_comparisons, state_comparisons
+from onnx_path.describe import model_lines
+from onnx_path.read import OnnxModel
+from onnx_path.run import original_run, rewritten_run, sample_output
+
+
+def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> Any:
+    """The run's cli.inputs.Prepared with the model (its `onnx`), after the sample's network is checked against
+    the run; holds the rewritten model for --save_onnx (written once the run has succeeded: engine.outputs)
+    and prints what the rewrite did."""
+    engine = settings.engine
+    check_against_run(model, precision=options.precision, num_features=prepared.graph.num_features,
+                      num_classes=settings.num_classes)
+    hold_rewritten(model, engine)
+    out("\n".join(model_lines(model)))
+    out(flush=True)
+    return dataclasses.replace(prepared, onnx=model)
+
+
+def dry_run_sample(options: Any, prepared: Any) -> np.ndarray:
+    """--dry-run --onnx with the sample's network: the rewritten model in ONNX Runtime (the plugin node by its
+    CPU reference) instead of an engine, printed and returned (for --validate, as an engine's output)."""
+    model = prepared.onnx
+    output = sample_output(rewritten_run(model), prepared.graph, prepared.weights, options.precision,
+                           None if prepared.steps is None else prepared.steps.batches)
+    if prepared.steps is not None:
+        out(steps_note(prepared.graph, prepared.steps.batches))
+        out()
+        out(f"Final state X after {len(prepared.steps.batches):,} batches (ONNX Runtime, the rewritten {model.path}):")
+    else:
+        out(f"Classifier output (ONNX Runtime, the rewritten {model.path}):")
+    out(format_matrix(output))
+    out()
+    out(DRY_RUN_LINE, *unused_in_dry_run(prepared.engine), sep="\n")
+    return output
+
+
+def against_onnxruntime(model: OnnxModel) -> str:
+    """How the comparison with ONNX Runtime is named in the --validate --onnx report."""
+    return f"Against ONNX Runtime ({model.original_name()}, same inputs, twice the reference's tolerance)"
+
+
+def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
+                          precision: str) -> tuple[list[str], int]:
+    """--validate --onnx: the softmax against ONNX Runtime's (twice the tolerance: both lie within it of the
+    exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
+    versus_onnxruntime, versus_reference = classifier_comparisons(actual, onnxruntime, reference, precision)
+    return verdict((against_onnxruntime(model), versus_onnxruntime), ("Against the float64 reference", versus_reference))
+
+
+def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,
+                     bound: np.ndarray, steps: int) -> tuple[list[str], int]:
+    """--validate --onnx --steps: the final state against ONNX Runtime's (twice the rounding bound) and against
+    the float64 reference of all batches (the bound)."""
+    versus_onnxruntime, versus_reference = state_comparisons(actual, onnxruntime, reference, bound)
+    return verdict((against_onnxruntime(model), versus_onnxruntime), (state_label(steps), versus_reference))
+
+
+def validate_against_onnxruntime(prepared: Any, actual: np.ndarray, precision: str) -> tuple[list[str], int]:
+    """--validate --onnx with the sample's network: the softmax (or with --steps the final state) of an engine,
+    or in a dry run of the rewritten model, against ONNX Runtime running the original model on the same inputs
+    and against the float64 reference."""
+    model = prepared.onnx
+    onnxruntime = sample_output(original_run(model), prepared.graph, prepared.weights, precision,
+                                None if prepared.steps is None else prepared.steps.batches)
+    if prepared.steps is not None:
+        assert prepared.steps.final_state is not None and prepared.steps.bound is not None
+        return steps_validation(model, actual, onnxruntime, prepared.steps.final_state, prepared.steps.bound,
+                                len(prepared.steps.batches))
+    assert prepared.reference is not None
+    return classifier_validation(model, actual, onnxruntime, prepared.reference["softmax"], precision)
