@@ -3,13 +3,15 @@
 plugin nodes by their CPU reference, instead of an engine (onnx_path.run); --validate against ONNX Runtime running
 the original model and against the float64 reference (onnx_path.compare), worded here."""
 
+import argparse
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from cli.console import out
+from cli.inputs import Prepared
 from cli.onnx_model import hold_rewritten
+from cli.options import Settings
 from cli.report import DRY_RUN_LINE, format_matrix, state_label, steps_note, unused_in_dry_run, verdict
 from onnx_path.check import check_against_run
 from onnx_path.compare import classifier_comparisons, state_comparisons
@@ -18,8 +20,8 @@ from onnx_path.read import OnnxModel
 from onnx_path.run import original_run, rewritten_run, sample_output
 
 
-def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> Any:
-    """The run's cli.inputs.Prepared with the model (its `onnx`), after the sample's network is checked against
+def plan_onnx(model: OnnxModel, options: argparse.Namespace, settings: Settings, prepared: Prepared) -> Prepared:
+    """The run's Prepared with the model (its `onnx`), after the sample's network is checked against
     the run; holds the rewritten model for --save_onnx (written once the run has succeeded: engine.outputs)
     and prints what the rewrite did."""
     engine = settings.engine
@@ -31,7 +33,7 @@ def plan_onnx(model: OnnxModel, options: Any, settings: Any, prepared: Any) -> A
     return dataclasses.replace(prepared, onnx=model)
 
 
-def dry_run_sample(options: Any, prepared: Any) -> np.ndarray:
+def dry_run_sample(options: argparse.Namespace, prepared: Prepared) -> np.ndarray:
     """--dry-run --onnx with the sample's network: the rewritten model in ONNX Runtime (the plugin node by its
     CPU reference) instead of an engine, printed and returned (for --validate, as an engine's output)."""
     model = prepared.onnx
@@ -70,7 +72,7 @@ def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarr
     return verdict((against_onnxruntime(model), versus_onnxruntime), (state_label(steps), versus_reference))
 
 
-def validate_against_onnxruntime(prepared: Any, actual: np.ndarray, precision: str) -> tuple[list[str], int]:
+def validate_against_onnxruntime(prepared: Prepared, actual: np.ndarray, precision: str) -> tuple[list[str], int]:
     """--validate --onnx with the sample's network: the softmax (or with --steps the final state) of an engine,
     or in a dry run of the rewritten model, against ONNX Runtime running the original model on the same inputs
     and against the float64 reference."""

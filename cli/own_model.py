@@ -5,6 +5,7 @@ description: the options checked against it, then its inputs, read from --onnx_i
 that cli.own_run runs. --steps K runs it K times, the states (outputs aliasing an input) kept and every other
 input fresh from the seed."""
 
+import argparse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ import numpy as np
 
 from cli.console import out
 from cli.onnx_model import hold_rewritten
-from cli.options import GRAPH_OPTIONS, EngineOptions, Settings
+from cli.options import GRAPH_OPTIONS, EngineOptions, Settings, given_options
 from common.engine_description import binding_lines, check_name
 from common.errors import InputError
 from common.plugin_kind import PluginKind
@@ -91,7 +92,7 @@ def drawn_again(inputs: Iterable[Any], states: Mapping[str, str]) -> list[str]:
     return [spec.name for spec in inputs if spec.name not in kept]
 
 
-def check_model_options(options: Any, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
+def check_model_options(options: argparse.Namespace, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
     """InputError for an option that serves only the sample's network: the graph options, --batch_edges, the
     profile (the engine's is the run's shapes), --benchmark and --cuda_graph; and for --steps on a model with no
     state (no output of `shown` aliases an input); `why` says why the sample's options do not apply."""
@@ -113,11 +114,10 @@ def check_model_options(options: Any, engine: EngineOptions, shown: str, why: st
 PRECISION_DTYPES = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
 
 
-def check_sample_options(options: Any, model: OnnxModel, shown: str) -> None:
+def check_sample_options(options: argparse.Namespace, model: OnnxModel, shown: str) -> None:
     """InputError for --precision or --num_classes, where given, that contradict the model: its floats are of
     their own dtype and its classes (if any) of its own count; the sample's network run on inputs of its own is
     held to its precision and C, as on a graph."""
-    from cli.options import given_options
     from network.definition import CLASSIFIER
     from onnx_path.rewrite import model_io
 
@@ -171,7 +171,7 @@ def require_engine(plugin: PluginKind | None) -> None:
         raise MissingDependencyError(f"{error}{DRY_RUN_HINT}") from None
 
 
-def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
+def plan_model(options: argparse.Namespace, settings: Settings, model: OnnxModel) -> ModelPlan:
     """Step 2 for a model of one's own: what the options, the model and the input names, dtypes and shapes
     decide checked first (an .npz's from its headers), then (without --dry-run) the engine's dependencies, and
     only then the inputs read or made from the seed and their values checked; the lines saying what the
@@ -195,7 +195,7 @@ def plan_model(options: Any, settings: Settings, model: OnnxModel) -> ModelPlan:
                        lambda: require_engine(model.rewritten.plugin), model=model)
 
 
-def plan_loaded_engine(options: Any, settings: Settings) -> ModelPlan:
+def plan_loaded_engine(options: argparse.Namespace, settings: Settings) -> ModelPlan:
     """Step 2 for --load_engine E of a model of one's own: the description E.desc read and checked, the inputs
     (--onnx_inputs, or made from the seed by the description's shapes and index rows) checked against it and
     its profile, before TensorRT is touched; a ModelPlan without a model."""
@@ -216,7 +216,7 @@ def plan_loaded_engine(options: Any, settings: Settings) -> ModelPlan:
                        lambda: require_engine(None), loaded=loaded, default_shapes={name: opt for name, (_, opt, _) in description.profile.items()})
 
 
-def plan_inputs(options: Any, settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
+def plan_inputs(options: argparse.Namespace, settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
                 bounds: Mapping[str, Any], head: list[str], before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
                 require: Callable[[], None], model: OnnxModel | None = None, loaded: LoadedEngine | None = None,
                 default_shapes: Mapping[str, tuple[int, ...]] | None = None) -> ModelPlan:

@@ -7,6 +7,7 @@ back: onnx_path.compare), so that a wrong rewrite fails on any machine. --save_o
 description and --save_outputs are held (engine.outputs) and written only after the run passed, by the entry
 script."""
 
+import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from onnx_path.overwrite import compared, overwrite_oracle
 from onnx_path.run import as_output_dtype, original_run, rewritten_run
 
 
-def run_model(options: Any, plan: ModelPlan) -> int:
+def run_model(options: argparse.Namespace, plan: ModelPlan) -> int:
     """Steps 3 to 5 for a model of one's own: the engine (or in a dry run the rewritten model in ONNX Runtime)
     run once or --steps K times, its outputs, --validate against ONNX Runtime on the original."""
     if options.dry_run and plan.model is None:

@@ -1,2 +1,7 @@
-"""The ONNX path: an exported model read, its scatters rewritten into the in-place plugin nodes, run in ONNX
-Runtime (dry runs, --validate), and a model of one's own planned and run. TensorRT stays in network/."""
+"""The ONNX path as a library, stage by stage: read (onnx_path.read: an exported model loaded, rewritten,
+recognised), check (onnx_path.check, onnx_path.inputs: the model against a run, its inputs), rewrite
+(onnx_path.rewrite over patterns, nodes and overwrite: scatters into the in-place plugin's nodes), run
+(onnx_path.run over onnx_path.runtime: ONNX Runtime on the CPU), compare (onnx_path.compare) and describe
+(onnx_path.describe: what the rewrite did, an engine's description, the .npy files of a run). Results are
+returned and bad input raised as InputError; the command line (cli/) words and prints them, and nothing here
+imports it. TensorRT stays in network/."""
