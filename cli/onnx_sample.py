@@ -61,7 +61,8 @@ def classifier_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.
     """--validate --onnx: the softmax against ONNX Runtime's (twice the tolerance: both lie within it of the
     exact result) and against the float64 reference; the seed's verdict line first, then one line each."""
     versus_onnxruntime, versus_reference = classifier_comparisons(actual, onnxruntime, reference, precision)
-    return verdict((against_onnxruntime(model), versus_onnxruntime), ("Against the float64 reference", versus_reference))
+    return verdict((against_onnxruntime(model), versus_onnxruntime),
+                   ("Against the float64 reference", versus_reference))
 
 
 def steps_validation(model: OnnxModel, actual: np.ndarray, onnxruntime: np.ndarray, reference: np.ndarray,

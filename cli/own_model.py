@@ -16,7 +16,7 @@ from cli.console import out
 from cli.onnx_model import hold_rewritten
 from cli.options import GRAPH_OPTIONS, EngineOptions, Settings, given_options
 from common.engine_description import binding_lines, check_name
-from common.errors import InputError
+from common.errors import InputError, MissingDependencyError
 from common.plugin_kind import PluginKind
 from common.text import shown_path
 from onnx_path.check import check_float16_updates, check_later_runs, check_profile
@@ -92,7 +92,8 @@ def drawn_again(inputs: Iterable[Any], states: Mapping[str, str]) -> list[str]:
     return [spec.name for spec in inputs if spec.name not in kept]
 
 
-def check_model_options(options: argparse.Namespace, engine: EngineOptions, shown: str, why: str, aliases: Mapping[str, str]) -> None:
+def check_model_options(options: argparse.Namespace, engine: EngineOptions, shown: str, why: str,
+                        aliases: Mapping[str, str]) -> None:
     """InputError for an option that serves only the sample's network: the graph options, --batch_edges, the
     profile (the engine's is the run's shapes), --benchmark and --cuda_graph; and for --steps on a model with no
     state (no output of `shown` aliases an input); `why` says why the sample's options do not apply."""
@@ -159,7 +160,6 @@ def require_engine(plugin: PluginKind | None) -> None:
     """TensorRT and the rest of what the engine of `plugin` needs (None: a loaded engine's, which carries its
     kernels; network.engine.require_engine_dependencies), checked before the inputs are read or drawn:
     MissingDependencyError (one line, exit 3) with the --dry-run hint."""
-    from common.errors import MissingDependencyError
     from network.engine import require_engine_dependencies
 
     try:
@@ -191,8 +191,8 @@ def plan_model(options: argparse.Namespace, settings: Settings, model: OnnxModel
         check_tensor_names(settings.engine, inputs, outputs)
         hold_rewritten(model, settings.engine)
 
-    return plan_inputs(options, settings, inputs, outputs, model.rewritten.index_bounds, model_lines(model), before_work,
-                       lambda: require_engine(model.rewritten.plugin), model=model)
+    return plan_inputs(options, settings, inputs, outputs, model.rewritten.index_bounds, model_lines(model),
+                       before_work, lambda: require_engine(model.rewritten.plugin), model=model)
 
 
 def plan_loaded_engine(options: argparse.Namespace, settings: Settings) -> ModelPlan:
@@ -213,11 +213,13 @@ def plan_loaded_engine(options: argparse.Namespace, settings: Settings) -> Model
             *binding_lines(description)]
     return plan_inputs(options, settings, loaded.inputs, loaded.outputs, loaded.index_bounds, head,
                        lambda shapes: check_profile(description, shapes, description_file),
-                       lambda: require_engine(None), loaded=loaded, default_shapes={name: opt for name, (_, opt, _) in description.profile.items()})
+                       lambda: require_engine(None), loaded=loaded,
+                       default_shapes={name: opt for name, (_, opt, _) in description.profile.items()})
 
 
 def plan_inputs(options: argparse.Namespace, settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
-                bounds: Mapping[str, Any], head: list[str], before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
+                bounds: Mapping[str, Any], head: list[str],
+                before_work: Callable[[Mapping[str, tuple[int, ...]]], None],
                 require: Callable[[], None], model: OnnxModel | None = None, loaded: LoadedEngine | None = None,
                 default_shapes: Mapping[str, tuple[int, ...]] | None = None) -> ModelPlan:
     """The plan's inputs for the model or the loaded engine (`inputs`, `outputs`: their TensorSpecs; a loaded

@@ -94,7 +94,8 @@ def model_engine_description(rewritten: Any, tensors: list[Any], shapes: Mapping
     rows = {name: IndexRows(bound.rows, bound.input, bound.axis, bound.own_max)
             for name, bound in rewritten.index_bounds.items()
             if bound.rows is not None or bound.input is not None or bound.own_max}
-    return format_description(describe_built_engine(rewritten.plugin, tensors, shapes, rewritten.aliases, rows, profile))
+    description = describe_built_engine(rewritten.plugin, tensors, shapes, rewritten.aliases, rows, profile)
+    return format_description(description)
 
 
 def npy_bytes(array: np.ndarray) -> bytes:
