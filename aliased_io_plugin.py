@@ -47,7 +47,6 @@ try:  # numpy is the one package every run needs, --dry-run included: without it
     import numpy as np
 
     from cli.inputs import Prepared, prepare, read_graph
-    from cli.onnx_model import read_onnx_model
     from cli.report import format_matrix, state_label, steps_note, unused_in_dry_run, validation_report, verdict
     from graph import describe_graph
 
@@ -161,8 +160,11 @@ def read_inputs(options: argparse.Namespace) -> "Prepared | ModelPlan":
         from cli.own_model import plan_loaded_engine
 
         return plan_loaded_engine(options, settings)
-    # --onnx: the model read and rewritten before the graph, so that a bad one stops first
-    onnx_model = None if settings.engine.onnx is None else read_onnx_model(options, settings.engine)
+    onnx_model = None
+    if settings.engine.onnx is not None:  # the model read and rewritten before the graph, so a bad one stops first
+        from cli.onnx_model import read_onnx_model
+
+        onnx_model = read_onnx_model(options, settings.engine)
     if onnx_model is not None and not onnx_model.is_sample:  # a model of the user's own: its inputs, no graph
         from cli.own_model import plan_model
 
