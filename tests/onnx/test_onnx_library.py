@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
+from common.plugin_kind import PluginKind
 from onnx_path.compare import compare_output
 from onnx_path.describe import model_lines
 from onnx_path.read import read_model
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.skipif(REWRITE_MISSING is not None, reason=REWRITE_MISS
 
 
 def test_a_model_read_runs_rewritten_and_original_to_the_same_state(tmp_path):
-    model = read_model(state_io_model(tmp_path / "own.onnx", scatter=True, state="state"), "python")
+    model = read_model(state_io_model(tmp_path / "own.onnx", scatter=True, state="state"), PluginKind.PYTHON)
     assert not model.is_sample and dict(model.rewritten.aliases) == {"X_out": "state"}
     assert model_lines(model)[0] == (f"ONNX model {tmp_path / 'own.onnx'}: a model of your own (not the sample's "
                                      "network), rewritten for the python plugin:")
@@ -34,5 +35,5 @@ def test_a_model_read_runs_rewritten_and_original_to_the_same_state(tmp_path):
 def test_the_library_names_the_file_and_leaves_the_option_to_the_command_line(tmp_path):
     missing = tmp_path / "absent.onnx"
     with pytest.raises(InputError) as raised:
-        read_model(str(missing), "python")
+        read_model(str(missing), PluginKind.PYTHON)
     assert str(raised.value) == f"{missing}: file not found"
