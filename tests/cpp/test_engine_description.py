@@ -386,11 +386,11 @@ def pool_model(tmp_path) -> str:
 def test_the_held_description_keeps_an_index_that_bounds_its_own_rows(tmp_path, capsys, monkeypatch):
     """A batch vector (own_max: global_add_pool without `size`) stays in E.desc, so that --load_engine and
     cpp/ check it (a negative entry is refused) instead of taking any value."""
-    from onnx_path import run as onnx_run
-    from onnx_path.engine_file import hold_description
+    from cli import own_model as planning
+    from cli.own_run import hold_description
     from cli.options import parse_arguments
 
-    monkeypatch.setattr(onnx_run, "require_engine", lambda plugin: None)
+    monkeypatch.setattr(planning, "require_engine", lambda plugin: None)
     engine = tmp_path / "pool.engine"
     plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", pool_model(tmp_path),
                                             "--onnx_shapes", "x:6x3", "--save_engine", str(engine)]))

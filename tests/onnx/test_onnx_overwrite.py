@@ -536,8 +536,8 @@ def oracle_of_copy(states):
 
 
 def validated(oracle, actual, expected):
+    from onnx_path.compare import compare_output
     from onnx_path.overwrite import compared
-    from onnx_path.run import compare_output
 
     return compared("Output X_out", "X_out", actual, expected, np.float32, oracle, compare_output)[1].ok
 
