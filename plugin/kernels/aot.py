@@ -200,25 +200,29 @@ def aot_arguments(kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping
 
 
 def packed_aot_arguments(kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int]) -> tuple[int, Any]:
-    """(address, owner): aot_arguments packed once as cuLaunchKernel's kernelParams (an array of pointers to
-    ctypes values) and the object that keeps them alive while the address may be passed."""
-    import ctypes
+    """(address, owner): aot_arguments packed once as cuLaunchKernel's kernelParams by the one AOT launcher
+    (inplace.launch.pack_arguments) and the object that keeps them alive while the address may be passed."""
+    from inplace.launch import pack_arguments
 
-    slots = [kind(value) for kind, value in zip(aot_argument_types(kernel), aot_arguments(kernel, pointers, sizes))]
-    array = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(slot) for slot in slots))
-    return ctypes.addressof(array), (slots, array)
+    return pack_arguments(aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel))
+
+
+def prepared_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int],
+                        stream: int) -> Any:
+    """`kernel` prepared as TensorRT prepares its AOT plugin's launch (inplace.launch.PreparedKernel): the grid
+    of aot_launch_params(sizes), then aot_arguments."""
+    from inplace.launch import PreparedKernel
+
+    check_aot_sizes(sizes)
+    grid, block, shared = aot_launch_params(kernel, sizes)
+    return PreparedKernel(function, (grid, 1, 1), (block, 1, 1), shared, aot_arguments(kernel, pointers, sizes),
+                          aot_argument_types(kernel), stream, kernel.name)
 
 
 def launch_aot_kernel(function: Any, kernel: AotKernel, pointers: Mapping[str, int], sizes: Mapping[str, int],
                       stream: int) -> None:
-    """Launches `kernel` as TensorRT does for its AOT plugin: the grid of aot_launch_params(sizes), then
-    aot_arguments."""
-    from cuda.bindings import driver
-
-    check_aot_sizes(sizes)
-    grid, block, shared = aot_launch_params(kernel, sizes)
-    check(driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, shared, stream,
-                                (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
+    """Launches `kernel` once as TensorRT does for its AOT plugin (prepared_aot_kernel)."""
+    prepared_aot_kernel(function, kernel, pointers, sizes, stream)()
 
 
 def aot_takes_one_block(*, half: bool, with_counts: bool, num_features: int, max_edges: int | None) -> bool:
@@ -275,17 +279,12 @@ class PreparedAotLaunch:
         calls: list[tuple[Any, tuple[Any, ...]]] = [
             (driver.cuMemsetD32Async, (driver.CUdeviceptr(pointers[tensor]), value, words, on))
             for tensor, value, words in fills]
-        self._keep: list[Any] = []
         for name in names:
-            kernel = AOT_KERNELS[name]
-            grid, block, shared = aot_launch_params(kernel, sizes)
-            address, owner = packed_aot_arguments(kernel, pointers, sizes)
-            self._keep.append(owner)
-            calls.append((driver.cuLaunchKernel, (functions[name], grid, 1, 1, block, 1, 1, shared, on, address, 0)))
+            calls.append((prepared_aot_kernel(functions[name], AOT_KERNELS[name], pointers, sizes, stream), ()))
         self._calls = tuple(calls)
 
     def __call__(self) -> None:
         for call, arguments in self._calls:
             result = call(*arguments)
-            if result[0]:
+            if result is not None and result[0]:
                 check(result)
