@@ -171,6 +171,46 @@ def compile_aot_ptx() -> bytes:
     return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
 
 
+FAMILY_PTX_ISA = {75: (8, 0), 90: (8, 1)}  # sm_90's vector float atomics need PTX ISA 8.1 (CUDA 12.1 drivers)
+
+
+@functools.cache
+def aot_target_arch() -> int:
+    """The virtual architecture of the kernel family's AOT PTX: 90 where the GPU the engine is built on is a Hopper
+    or newer (its vector atomics; newer GPUs compile compute_90 PTX too), else PTX_ARCH. TensorRT builds an engine
+    for the GPU it builds on; without a GPU (CPU tests) PTX_ARCH."""
+    try:
+        from cuda.bindings import driver
+
+        if int(driver.cuInit(0)[0]) != 0:
+            return PTX_ARCH
+        status, device = driver.cuDeviceGet(0)
+        if int(status) != 0:
+            return PTX_ARCH
+        attribute = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+        status, major = driver.cuDeviceGetAttribute(attribute, device)
+        return 90 if int(status) == 0 and int(major) >= 9 else PTX_ARCH
+    except Exception:  # no driver library at all
+        return PTX_ARCH
+
+
+@functools.cache
+def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
+    """The PTX of one AOT entry point of scatter_add.cu (the Python plugin's kernel family; SCATTER_AOT_ONLY: that
+    entry point alone) for `dtype` ("float32" or "float16") and compute_<arch> (75 or 90), its ISA declared
+    FAMILY_PTX_ISA[arch], without the trailing NUL. NvrtcError carries the log on failure."""
+    from plugin.kernels.compile import SOURCE_PATH, nvrtc_compile, nvrtc_options
+
+    if arch not in FAMILY_PTX_ISA or dtype not in ("float32", "float16"):
+        raise ValueError(f"the family's AOT PTX is for compute_75 or compute_90 and float32 or float16, got "
+                         f"compute_{arch}, {dtype}")
+    defines = (f"-DSCATTER_HALF={int(dtype == 'float16')}", "-DSCATTER_GRID_SYNC=0", "-DSCATTER_AOT_ONLY=1",
+               f"-DAOT_KERNEL_{kernel}=1")
+    ptx, _ = nvrtc_compile(SOURCE_PATH, nvrtc_options(f"compute_{arch}", defines), ptx=True,
+                           target=f" ({kernel}, compute_{arch}, {dtype})")
+    return declare_ptx_isa(ptx.rstrip(b"\0"), FAMILY_PTX_ISA[arch])
+
+
 def aot_argument_types(kernel: AotKernel) -> tuple[Any, ...]:
     """ctypes of the kernel's parameters in TensorRT's order: pointers, int32 extra arguments, pointers."""
     import ctypes

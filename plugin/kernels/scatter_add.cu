@@ -7,6 +7,7 @@
 //                     per touched node, (value, count) pairs, shared memory or registers) and round each node into
 //                     the half state once (docs/kernel.md "float16 accumulation": the scheme and its error bound).
 //   -DSCATTER_GRID_SYNC=1 where cooperative_groups.h compiles: grid_table's kernel.
+//   -DSCATTER_AOT_ONLY=1 the AOT plugins' PTX (plugin/kernels/aot.py): the entry points named aot_* at the end alone.
 //
 // Index values outside [0, num_nodes) are never written; each such row adds 1 to *skipped when given. Every kernel
 // ends and stays inside its buffers whatever they hold (an index, a table, a workspace of made-up bytes): a probe
@@ -15,6 +16,11 @@
 // 32-bit word (the launcher requires num_edges < 2^32). Loops that shuffle or vote are warp-uniform.
 
 #include <cuda_fp16.h>
+#if SCATTER_AOT_ONLY  // the AOT plugins' PTX: their entry points alone (the others: templates never instantiated)
+#define PLUGIN_KERNEL template <int = 0> __global__ void
+#else
+#define PLUGIN_KERNEL extern "C" __global__ void
+#endif
 #if SCATTER_GRID_SYNC
 #include <cooperative_groups.h>
 #endif
@@ -156,20 +162,20 @@ __device__ __forceinline__ void add_skipped(u64* skipped, unsigned skipped_here)
     if ((threadIdx.x & 31) == 0 && skipped_here != 0) atomicAdd(skipped, (u64)skipped_here);
 }
 
-// The table slot of `node`: linear probing from a multiplicative hash, inserting the node if absent; NO_SLOT when
-// none of the 2^table_log2 slots holds it or is free. The launcher's table (cleared, at least twice the distinct
-// nodes) always has room; one without a free slot (made-up keys) drops the row instead of probing forever.
-__device__ __forceinline__ int find_or_insert(int* keys, int node, int table_log2) {
-    const unsigned mask = (1u << table_log2) - 1u;
-    unsigned slot = table_log2 == 0 ? 0u : ((unsigned)node * 2654435761u) >> (32 - table_log2);
-    for (unsigned probe = 0; probe <= mask; ++probe) {
+// The table slot of `node`: linear probing from a multiplicative hash scaled to [0, capacity) (for a power of two
+// 2^k, its top k bits), inserting the node if absent; NO_SLOT when none of the `capacity` slots holds it or is
+// free. The launcher's table (cleared, at least twice the distinct nodes) always has room; one without a free slot
+// (made-up keys) drops the row instead of probing forever.
+__device__ __forceinline__ int find_or_insert(int* keys, int node, unsigned capacity) {
+    unsigned slot = (unsigned)(((u64)((unsigned)node * 2654435761u) * capacity) >> 32);
+    for (unsigned probe = 0; probe < capacity; ++probe) {
         const int key = *((volatile int*)&keys[slot]);
         if (key == node) return (int)slot;
         if (key == NO_SLOT) {
             const int previous = atomicCAS(&keys[slot], NO_SLOT, node);
             if (previous == NO_SLOT || previous == node) return (int)slot;
         }
-        slot = (slot + 1u) & mask;
+        slot = slot + 1u == capacity ? 0u : slot + 1u;
     }
     return NO_SLOT;
 }
@@ -185,7 +191,7 @@ __device__ __forceinline__ void add_count(u64* counts, int node, unsigned count)
 // were queued (the same on all lanes).
 template <bool HASHED>
 __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 base, i64 num_edges, i64 num_nodes,
-                                           i64 node_lo, i64 node_hi, int* __restrict__ keys, int table_log2,
+                                           i64 node_lo, i64 node_hi, int* __restrict__ keys, unsigned capacity,
                                            int loads, bool count_skipped, unsigned& skipped_here, RowQueue& queue) {
     const int lane = threadIdx.x & 31;
     i64 node[WINDOW_LOADS];
@@ -204,7 +210,7 @@ __device__ __forceinline__ int scan_window(const i64* __restrict__ index, i64 ba
         const bool active = in_range && node[k] >= node_lo && node[k] < node_hi;
         int slot = (int)node[k];
         if constexpr (HASHED) {
-            if (active) slot = find_or_insert(keys, slot, table_log2);
+            if (active) slot = find_or_insert(keys, slot, capacity);
         }
         const unsigned active_lanes = __ballot_sync(FULL_MASK, active);
         if (active) {
@@ -274,18 +280,18 @@ __device__ __forceinline__ void add_queued_rows(const scalar_t* __restrict__ src
 // Each warp takes windows of 32 x window_loads edges (1 to WINDOW_LOADS: plan.py window_loads_for).
 //   HASHED = false: slot = node. dest is the float32 state, or the float16 path's table with one slot per
 //                   node (keys unused).
-//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's hashed table of 2^table_log2 slots.
+//   HASHED = true:  slot = find_or_insert(keys, node): the float16 path's hashed table of `capacity` slots.
 //   PAIRED = true:  (VEC = 1, slot = node) dest is the counts buffer holding (value, count) float32 pairs:
 //                   one atomic_add_pair per slot; counts unused (fold_pairs writes them).
 template <int VEC, bool HASHED, bool PAIRED>
-__device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__ src, const i64* __restrict__ index,
+__device__ __forceinline__ void scatter_rows_global(RowQueue* queues, const scalar_t* __restrict__ src,
+                                                    const i64* __restrict__ index,
                                                     i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,
                                                     int window_loads, float* __restrict__ dest,
-                                                    int* __restrict__ keys, int table_log2,
+                                                    int* __restrict__ keys, unsigned capacity,
                                                     u64* __restrict__ counts, u64* __restrict__ skipped, i64 node_lo,
                                                     i64 node_hi) {
     static_assert(!PAIRED || (VEC == 1 && !HASHED), "pairs hold one feature per node");
-    __shared__ RowQueue queues[WARPS_PER_BLOCK];
     RowQueue& queue = queues[threadIdx.x >> 5];
     const int loads = min(max(window_loads, 1), WINDOW_LOADS);
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -302,7 +308,7 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
         }
     };
     for (i64 base = warp * 32 * loads; base < num_edges; base += num_warps * 32 * loads) {
-        const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, table_log2,
+        const int queued = scan_window<HASHED>(index, base, num_edges, num_nodes, node_lo, node_hi, keys, capacity,
                                                loads, count_skipped, skipped_here, queue);
         add_queued_rows<VEC>(src, base, num_features, chunks, lanes_log2, queue, queued, add);
     }
@@ -313,11 +319,11 @@ __device__ __forceinline__ void scatter_rows_global(const scalar_t* __restrict__
 // plus 32-bit counts), then adds every touched node's sums into dest with one atomic per chunk. dest as in
 // scatter_rows_global without HASHED; PAIRED (VEC = 1): one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
-__device__ __forceinline__ void scatter_rows_shared(const scalar_t* __restrict__ src, const i64* __restrict__ index,
+__device__ __forceinline__ void scatter_rows_shared(RowQueue* queues, const scalar_t* __restrict__ src,
+                                                    const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
                                                     float* __restrict__ dest, u64* __restrict__ counts,
                                                     u64* __restrict__ skipped) {
-    __shared__ RowQueue queues[WARPS_PER_BLOCK];
     RowQueue& queue = queues[threadIdx.x >> 5];
     extern __shared__ float shared_sums[];
     unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + num_nodes * num_features);
@@ -389,30 +395,37 @@ __device__ __forceinline__ void apply_table(scalar_t* __restrict__ state, const 
     }
 }
 
+// The slots of a hashed table of 2^table_log2 slots (0 for a log2 no 32-bit capacity holds).
+__device__ __forceinline__ unsigned table_capacity(int table_log2) {
+    return (unsigned)table_log2 < 32u ? 1u << table_log2 : 0u;
+}
+
 // Entry points with C names (instantiated per vector width by ENTRY_POINTS, at the end). The paired path's
 // take the arguments of scatter_global_v1 / scatter_shared_v1 with dest = the counts buffer, zeroed, as (value,
 // count) float32 pairs and counts unused; fold_pairs follows them.
 #define GLOBAL_ENTRY_POINT(NAME, VEC, HASHED, PAIRED)                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                        \
     NAME(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, int lanes_log2,  \
          int window_loads, float* dest, int* keys, int table_log2, u64* counts, u64* skipped, i64 node_lo,       \
          i64 node_hi) {                                                                                          \
-        scatter_rows_global<VEC, HASHED, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2,     \
-                                                 window_loads, dest, keys, table_log2, counts, skipped, node_lo, \
-                                                 node_hi);                                                       \
+        __shared__ RowQueue queues[WARPS_PER_BLOCK];                                                             \
+        scatter_rows_global<VEC, HASHED, PAIRED>(queues, src, index, num_edges, num_nodes, num_features,         \
+                                                 lanes_log2, window_loads, dest, keys,                           \
+                                                 table_capacity(table_log2), counts, skipped, node_lo, node_hi); \
     }
 #define SHARED_ENTRY_POINT(NAME, VEC, PAIRED)                                                                    \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)                                                           \
     NAME(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, int lanes_log2,  \
          float* dest, u64* counts, u64* skipped) {                                                               \
-        scatter_rows_shared<VEC, PAIRED>(src, index, num_edges, num_nodes, num_features, lanes_log2, dest,       \
-                                         counts, skipped);                                                       \
+        __shared__ RowQueue queues[WARPS_PER_BLOCK];                                                             \
+        scatter_rows_shared<VEC, PAIRED>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,     \
+                                         dest, counts, skipped);                                                 \
     }
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                \
     GLOBAL_ENTRY_POINT(scatter_global_v##VEC, VEC, false, false)                                                 \
     GLOBAL_ENTRY_POINT(scatter_hashed_v##VEC, VEC, true, false)                                                  \
     SHARED_ENTRY_POINT(scatter_shared_v##VEC, VEC, false)                                                        \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                           \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)                                        \
     apply_table_v##VEC(scalar_t* state, const int* keys, const float* values, i64 capacity, int num_features,    \
                        int lanes_log2, i64 num_nodes) {                                                          \
         apply_table<VEC>(state, keys, values, capacity, num_features, lanes_log2, num_nodes);                    \
@@ -424,7 +437,7 @@ SHARED_ENTRY_POINT(scatter_shared_pairs, 1, true)
 // Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value in
 // the low word); it becomes the int64 count (exact: the launcher pairs at most 2^24 edges per launch, plan.py
 // PAIRED_MAX_EDGES), and state[node] += value, rounded once (nodes without edges keep their value bit for bit).
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes) {
     const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (node >= num_nodes) return;
@@ -438,7 +451,7 @@ fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes
 // Paired path beyond 2^24 edges, after each chunk of at most 2^24, a thread per node: the pairs live in the workspace
 // (float2 per node, zeroed by the launcher). The chunk's count is added into the int64 count and zeroed; the value
 // keeps summing in float32 over all chunks and is rounded into the state once after the last.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* __restrict__ counts, i64 num_nodes,
                 int last) {
     const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -492,7 +505,7 @@ __device__ __forceinline__ void step_targets(const i64* __restrict__ index, i64 
 // counts[n] (int64, zeroed by the launcher) = in-degree of n; out-of-range targets add to *skipped.
 // private_nodes > 0: a block counts its edges in shared memory (private_nodes = N words) and adds each
 // nonzero tally once (few nodes: many edges per node would contend on global atomics).
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __restrict__ counts,
            u64* __restrict__ skipped, int private_nodes) {
     extern __shared__ unsigned tally[];
@@ -577,7 +590,7 @@ __device__ __forceinline__ unsigned sum_counts(const u64* __restrict__ counts, i
 }
 
 // tile_sums[t] = sum of the in-degrees of tile t (tile_nodes nodes per tile, one block per tile).
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, unsigned* __restrict__ tile_sums) {
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
@@ -587,7 +600,7 @@ sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, un
 }
 
 // One block: tile_sums becomes its exclusive scan; cursor[num_nodes] = the number of valid edges.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __restrict__ cursor, i64 num_nodes) {
     unsigned carry = 0;
     for (int base = 0; base < num_tiles; base += blockDim.x) {
@@ -604,7 +617,7 @@ sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __res
 // cursor[n] = number of valid edges into nodes 0..n (the end of node n's sorted range). Each warp sums a contiguous
 // eighth of the tile's nodes, the block scans the eight sums, then the warp writes its nodes' inclusive scan from
 // its start. One block (one tile) needs no tile sums: it starts from 0 and writes cursor[num_nodes] itself.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
              unsigned* __restrict__ cursor) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -635,7 +648,7 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
 // counts down to the range's start) and sorted[p] = (e, n). private_nodes > 0: a block first tallies its edges per
 // node in shared memory and takes each node's positions with one atomic. One launch per node range keeps the part
 // of `sorted` it writes in L2 until complete, where the scattered 8-byte writes merge.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
 sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
            int2* __restrict__ sorted, int private_nodes, i64 node_lo, i64 node_hi) {
     extern __shared__ unsigned next[];
@@ -893,18 +906,18 @@ __device__ __forceinline__ void chunk_reduce(const scalar_t* __restrict__ src, c
 }
 
 #define SORT_ENTRY_POINTS(VEC)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)                                                           \
     sort_reduce_v##VEC(const scalar_t* src, const int2* sorted, const unsigned* cursor, i64 num_nodes,           \
                        int num_features, int span, scalar_t* state, float* head, float* tail, i64 num_edges) {   \
         sort_reduce<VEC>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail, num_edges);      \
     }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)                                                           \
     sort_fixup_v##VEC(const int2* sorted, const unsigned* cursor, i64 num_nodes, int num_features, int span,     \
                       i64 num_ranges, scalar_t* state, const float* head, const float* tail) {                   \
         sort_fixup<VEC>(sorted, cursor, num_nodes, num_features, span, num_ranges, state, head, tail);           \
     }
 #define CHUNK_ENTRY_POINT(VEC)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)                                                           \
     chunk_reduce_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features,   \
                         int chunk_edges, float* dest, u64* counts, u64* skipped) {                               \
         chunk_reduce<VEC>(src, index, num_edges, num_nodes, num_features, chunk_edges, dest, counts, skipped);   \
@@ -1022,7 +1035,7 @@ __device__ __forceinline__ void scatter_direct(const scalar_t* __restrict__ src,
 }
 
 #define DIRECT_ENTRY_POINT(VEC)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)                                              \
+    PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)                                                           \
     scatter_direct_v##VEC(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int num_features, \
                           float* dest, u64* skipped) {                                                           \
         scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, skipped);                      \
@@ -1115,7 +1128,7 @@ __device__ __forceinline__ float sum_over_peers(unsigned peers, float v) {
 // block reads all E targets, so a target it does not own costs a range check, a two-instruction hash and a vote
 // per warp; only the owned edges' src values are read. For F = 1 a warp whose neighbouring lanes share a target
 // sums its equal targets first (match.any). Block 0 counts the out-of-range targets into *skipped when given.
-extern "C" __global__ void __launch_bounds__(OWNED_THREADS)
+PLUGIN_KERNEL __launch_bounds__(OWNED_THREADS)
 scatter_owned(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
               int num_features, int capacity, int probes, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
     const unsigned owners = gridDim.x, me = blockIdx.x;
@@ -1199,14 +1212,20 @@ __device__ __forceinline__ int claim_or_add(u64* slots, unsigned capacity, bool 
 
 // split_table (float16, F = 1): the launcher's memset clears `capacity` hashed slots, scatter_split_table claims or
 // adds a thread per edge, and apply_split_table rounds each claimed node's sum into the state once.
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-scatter_split_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
-                    u64* __restrict__ slots, int capacity, u64* __restrict__ skipped) {
+__device__ __forceinline__ void scatter_split_table_body(const scalar_t* __restrict__ src,
+                                                         const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                                                         u64* __restrict__ slots, int capacity,
+                                                         u64* __restrict__ skipped) {
     const i64 edge = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 node = edge < num_edges ? __ldg(index + edge) : 0;
     const bool ok = edge < num_edges && (u64)node < (u64)num_nodes;
     if (ok) claim_or_add(slots, (unsigned)capacity, true, (int)node, to_float(src[edge]));
     if (skipped != nullptr) add_skipped(skipped, edge < num_edges && !ok ? 1u : 0u);
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+scatter_split_table(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, u64* slots, int capacity,
+                    u64* skipped) {
+    scatter_split_table_body(src, index, num_edges, num_nodes, slots, capacity, skipped);
 }
 
 // The float32 sum of a node (claimed in a slot table) added into its state element with one rounding; a node
@@ -1215,21 +1234,26 @@ __device__ __forceinline__ void round_into_state(unsigned node, unsigned sum_bit
     if ((i64)node < num_nodes && sum_bits != 0u) store_scalar(state + node, to_float(state[node]) + __uint_as_float(sum_bits));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-apply_split_table(const u64* __restrict__ slots, int capacity, i64 num_nodes, scalar_t* __restrict__ state) {
+__device__ __forceinline__ void apply_split_table_body(const u64* __restrict__ slots, int capacity, i64 num_nodes,
+                                                       scalar_t* __restrict__ state) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < capacity; i += (i64)gridDim.x * blockDim.x) {
         const u64 slot = slots[i];
         round_into_state((unsigned)slot, (unsigned)(slot >> 32), num_nodes, state);
     }
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+apply_split_table(const u64* slots, int capacity, i64 num_nodes, scalar_t* state) {
+    apply_split_table_body(slots, capacity, num_nodes, state);
 }
 
 // block_table (float16, F = 1, at most plan.py BLOCK_TABLE_MAX_EDGES edges): one block sums the whole batch in
 // shared memory, 2^capacity_log2 int32 keys then as many float32 sums, each edge's node claimed by linear probing
 // from a multiplicative hash; after one block barrier it rounds each claimed node's sum into the state once.
 #define BLOCK_TABLE_THREADS 1024  // plan.py BLOCK_TABLE_THREADS
-extern "C" __global__ void __launch_bounds__(BLOCK_TABLE_THREADS)
-scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
-                    int capacity_log2, scalar_t* __restrict__ state, u64* __restrict__ skipped) {
+__device__ __forceinline__ void scatter_block_table_body(const scalar_t* __restrict__ src,
+                                                         const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                                                         int capacity_log2, scalar_t* __restrict__ state,
+                                                         u64* __restrict__ skipped) {
     extern __shared__ int block_keys[];  // [capacity] keys (-1: empty), then [capacity] float32 sums
     const unsigned capacity = 1u << capacity_log2, mask = capacity - 1u;
     float* sums = reinterpret_cast<float*>(block_keys + capacity);
@@ -1262,6 +1286,11 @@ scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ in
         round_into_state((unsigned)block_keys[s], __float_as_uint(sums[s]), num_nodes, state);
     }
 }
+PLUGIN_KERNEL __launch_bounds__(BLOCK_TABLE_THREADS)
+scatter_block_table(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int capacity_log2,
+                    scalar_t* state, u64* skipped) {
+    scatter_block_table_body(src, index, num_edges, num_nodes, capacity_log2, state, skipped);
+}
 
 #if SCATTER_GRID_SYNC
 // grid_table (float16, F = 1, a cooperative launch of a thread per edge, no memset): the grid clears the
@@ -1269,7 +1298,7 @@ scatter_block_table(const scalar_t* __restrict__ src, const i64* __restrict__ in
 // claiming thread loads the node's state at once and, after a second barrier, rounds the node's sum into it.
 #define GRID_TABLE_THREADS 128            // plan.py GRID_TABLE_THREADS
 #define GRID_TABLE_BLOCKS_PER_SM 8        // plan.py GRID_TABLE_RESIDENT_BLOCKS_PER_SM
-extern "C" __global__ void __launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)
+PLUGIN_KERNEL __launch_bounds__(GRID_TABLE_THREADS, GRID_TABLE_BLOCKS_PER_SM)
 scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
                    u64* __restrict__ slots, int capacity, int hashed, scalar_t* __restrict__ state,
                    u64* __restrict__ skipped) {
@@ -1290,3 +1319,198 @@ scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ ind
     }
 }
 #endif
+
+// ---------------------------------------------------------------------------------------------------------
+// AOT entry points (plugin/scatter_add_op.py describes their plugins, chains and launches): the paths above as
+// TensorRT's AOT plugins launch them, ONE kernel per plugin with (input pointers..., int32 extra arguments...,
+// output pointers...); an aliased output's pointer is its input's, so a kernel writes through its output pointers.
+// No workspace: tables and counts are scratch tensors the network makes and fills (keys -1, sums and counts 0).
+// TensorRT makes no opt-in to more than 48 KiB of dynamic shared memory, and a kernel uses shared memory only where
+// its launch gave enough (%dynamic_smem_size): it stays in bounds whatever the launch and the tensors hold. Decided
+// here from the extra arguments and pointers: the vector width (F and alignment, plan.py vector_width) and a hashed
+// table or one slot per node (capacity C < N); `shared` (the shared-memory kernel instead of global atomics or the
+// direct kernel) comes from scatter_add_op.py's launch expressions of the sizes.
+
+#if SCATTER_AOT_ONLY
+// One plugin's PTX holds its kernel alone: -DAOT_KERNEL_<name>=1 compiles entry point <name>, -DAOT_ALL_KERNELS=1 all.
+
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+    unsigned bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+
+// The widest of 4, 2, 1 dividing num_features with every row chunk of both arrays aligned (plan.py vector_width).
+__device__ __forceinline__ int aot_vector_width(int num_features, const void* a, int a_item, const void* b,
+                                                int b_item) {
+    for (int vec = 4; vec > 1; vec >>= 1) {
+        if (num_features % vec == 0 && (u64)a % (u64)(a_item * vec) == 0 && (u64)b % (u64)(b_item * vec) == 0) {
+            return vec;
+        }
+    }
+    return 1;
+}
+
+// plan.py lanes_log2_for: log2 of the power of two >= chunks, at most 5 (a warp).
+__device__ __forceinline__ int aot_lanes_log2(int chunks) { return chunks <= 1 ? 0 : min(5, 32 - __clz(chunks - 1)); }
+
+// plan.py window_loads_for over this grid's warps.
+__device__ __forceinline__ int aot_window_loads(i64 num_edges) {
+    const i64 lanes = (i64)gridDim.x * THREADS_PER_BLOCK;
+    return (int)max((i64)1, min((i64)WINDOW_LOADS, (num_edges + lanes - 1) / lanes));
+}
+
+// Whether the shared-memory kernel runs: asked for, and its N (F + 1) words of dynamic shared memory given.
+__device__ __forceinline__ bool aot_in_shared(int shared, int num_nodes, int num_features) {
+    return shared != 0 && num_nodes >= 0 && (u64)num_nodes * ((u64)num_features + 1u) * 4u <= dynamic_smem_bytes();
+}
+
+// src rows into dest (float32 rows of N nodes, or of a table of `capacity` slots hashed by `keys`): the
+// shared-memory kernel (dest with one row per node), global atomics, or (direct, float32 without counts) the
+// direct kernel, at vector width VEC.
+template <int VEC>
+__device__ __forceinline__ void aot_scatter_rows(RowQueue* queues, const scalar_t* src, const i64* index,
+                                                 int num_nodes, int num_edges, int num_features, bool in_shared,
+                                                 bool direct, float* dest, int* keys, unsigned capacity,
+                                                 u64* counts) {
+    const int lanes_log2 = aot_lanes_log2(num_features / VEC);
+    if (in_shared) {
+        scatter_rows_shared<VEC, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2, dest,
+                                        counts, nullptr);
+    } else if (keys != nullptr) {
+        scatter_rows_global<VEC, true, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,
+                                              aot_window_loads(num_edges), dest, keys, capacity, counts, nullptr, 0,
+                                              num_nodes);
+#if !SCATTER_HALF
+    } else if (direct) {
+        scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, nullptr);
+#endif
+    } else {
+        scatter_rows_global<VEC, false, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,
+                                               aot_window_loads(num_edges), dest, nullptr, 0u, counts, nullptr, 0,
+                                               num_nodes);
+    }
+}
+
+// aot_scatter_rows at the vector width of the rows and dest.
+__device__ __forceinline__ void aot_scatter_any_width(const scalar_t* src, const i64* index, int num_nodes,
+                                                      int num_edges, int num_features, int shared, bool direct,
+                                                      float* dest, int* keys, unsigned capacity, u64* counts) {
+    __shared__ RowQueue queues[WARPS_PER_BLOCK];
+    if (num_features < 1) return;
+    const bool in_shared = keys == nullptr && aot_in_shared(shared, num_nodes, num_features);
+    const int vec = aot_vector_width(num_features, src, sizeof(scalar_t), dest, sizeof(float));
+    if (vec == 4) {
+        aot_scatter_rows<4>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
+                            capacity, counts);
+    } else if (vec == 2) {
+        aot_scatter_rows<2>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
+                            capacity, counts);
+    } else {
+        aot_scatter_rows<1>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
+                            capacity, counts);
+    }
+}
+
+#if !SCATTER_HALF
+// float32: state[index[e]] += src[e] (shared memory, else the direct kernel).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_state(const float* state_in, const float* src, const i64* index,
+                  int num_nodes, int num_edges, int num_features, int shared,
+                  float* state_out) {
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, true, state_out, nullptr, 0u,
+                          nullptr);
+}
+#endif
+
+// float32 with counts (zeroed by the network): shared memory, else global atomics.
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_state_counts(const float* state_in, const float* src, const i64* index, const i64* counts_in,
+                         int num_nodes, int num_edges, int num_features, int shared,
+                         float* state_out, u64* counts_out) {
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, state_out, nullptr, 0u,
+                          counts_out);
+}
+#endif
+#else
+// float16, step 1: float32 sums of src rows in the table (keys -1 and values 0 from the network): one slot per node
+// where capacity >= N, else `capacity` slots hashed by keys (which then has `capacity` entries).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_table(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
+                  int num_nodes, int num_edges, int num_features, int capacity, int shared,
+                  int* keys_out, float* values_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, values_out,
+                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_table_counts(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
+                         const i64* counts_in,
+                         int num_nodes, int num_edges, int num_features, int capacity, int shared,
+                         int* keys_out, float* values_out, u64* counts_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, values_out,
+                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
+}
+#endif
+
+// float16, step 2: each node's float32 sum rounded into the state once (apply_table).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_apply_table)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_apply_table(const scalar_t* state_in, const int* keys, const float* values,
+                int num_nodes, int num_features, int capacity,
+                scalar_t* state_out) {
+    if (num_features < 1) return;
+    const int* slot_keys = capacity < num_nodes ? keys : nullptr;
+    const int vec = aot_vector_width(num_features, state_out, sizeof(scalar_t), values, sizeof(float));
+    const int lanes_log2 = aot_lanes_log2(num_features / vec);
+    if (vec == 4) {
+        apply_table<4>(state_out, slot_keys, values, capacity, num_features, lanes_log2, num_nodes);
+    } else if (vec == 2) {
+        apply_table<2>(state_out, slot_keys, values, capacity, num_features, lanes_log2, num_nodes);
+    } else {
+        apply_table<1>(state_out, slot_keys, values, capacity, num_features, lanes_log2, num_nodes);
+    }
+}
+#endif
+
+// float16, F = 1, no counts, at most plan.py BLOCK_TABLE_MAX_EDGES edges: scatter_block_table with the table of
+// block_table_log2(E) slots, or the largest the launch's dynamic shared memory holds (one block of 1024 threads).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_block_table)
+extern "C" __global__ void __launch_bounds__(BLOCK_TABLE_THREADS)
+aot_block_table(const scalar_t* state_in, const scalar_t* src, const i64* index,
+                int num_nodes, int num_edges,
+                scalar_t* state_out) {
+    int log2 = max(6, 32 - __clz(max(4 * min(num_edges, 1 << 28), 1) - 1));
+    while (log2 > 0 && (8u << log2) > dynamic_smem_bytes()) --log2;
+    if ((8u << log2) > dynamic_smem_bytes()) return;
+    scatter_block_table_body(src, index, num_edges, num_nodes, log2, state_out, nullptr);
+}
+#endif
+
+// float16, F = 1, no counts: split_table's two kernels over `capacity` 64-bit slots (all ones from the network).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_split_table)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_split_table(const scalar_t* src, const i64* index, const u64* slots_in,
+                int num_nodes, int num_edges, int capacity,
+                u64* slots_out) {
+    scatter_split_table_body(src, index, num_edges, num_nodes, slots_out, capacity, nullptr);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_apply_split_table)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_apply_split_table(const scalar_t* state_in, const u64* slots,
+                      int num_nodes, int capacity,
+                      scalar_t* state_out) {
+    apply_split_table_body(slots, capacity, num_nodes, state_out);
+}
+#endif
+#endif
+#endif  // SCATTER_AOT_ONLY

@@ -2,8 +2,10 @@
 
 TensorRT may time a plugin on inputs it made up while it builds, and an engine runs on whatever its inputs hold.
 Each kernel of scatter_add_aot.cu is launched as TensorRT launches it (plugin.kernels.aot launch_aot_kernel: its
-grid and argument order), each kernel of scatter_add.cu as the launcher does (PreparedScatterAdd's own driver
-calls for one case of sizes and options, the memsets left out), on buffers refilled before every launch with:
+grid and argument order), and so is each AOT entry point of scatter_add.cu, step by step of its chain in
+plugin/scatter_add_op.py (inplace.launch; the scratch tensors made up too); each other kernel of scatter_add.cu as
+the launcher does (PreparedScatterAdd's own driver calls for one case of sizes and options, the memsets left out),
+on buffers refilled before every launch with:
   random    random bytes in every buffer;
   extreme   indices that are negative, huge or wrap to a node in 32 bits, NaN / Inf / -0 features, and 32-bit
             table and workspace words without an empty key (-1): full tables, cursors and offsets far out;
@@ -64,6 +66,7 @@ def entry_points(path: Path) -> set[str]:
     """The extern "C" kernels of a .cu file, those stamped out by macros (#define M(VEC) ... M(1) M(2), nested
     ones too) expanded and both sides of every #if: what NVRTC may export, read without compiling."""
     text = re.sub(r"//[^\n]*", "", path.read_text()).replace("\\\n", " ")
+    text = text.replace("PLUGIN_KERNEL", 'extern "C" __global__ void')  # scatter_add.cu: the Python plugin's kernels
     macros = {name: ([p.strip() for p in params.split(",")], body) for name, params, body in _DEFINE.findall(text)}
     plain = _DEFINE.sub("", text)
 
@@ -102,6 +105,33 @@ class AotLaunch:
     nodes: int
     edges: int
     features: int
+
+
+@dataclass(frozen=True)
+class FamilyLaunch:
+    """One chain of plugin/scatter_add_op.py (its aot_* kernels of scatter_add.cu), each step launched as TensorRT
+    launches its AOT plugin (inplace.launch) for these sizes, the scratch tensors made-up like every other buffer."""
+
+    dtype: str
+    chain: str  # a name of FAMILY_CHAINS
+    nodes: int
+    edges: int
+    features: int
+
+
+def family_chains() -> dict[str, Any]:
+    from plugin import scatter_add_op as op
+
+    return {"state": op.state_chain(False), "state_counts": op.state_chain(True), "table": op.table_chain(False),
+            "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain()}
+
+
+def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
+    return tuple(step.kernel({}).name for step in family_chains()[launch.chain].steps)
+
+
+def _family(dtype: str, chains: tuple[str, ...], shapes: tuple[tuple[int, int, int], ...]) -> tuple[FamilyLaunch, ...]:
+    return tuple(FamilyLaunch(dtype, chain, *shape) for chain in chains for shape in shapes)
 
 
 def _widths(dtype: str, nodes: int, edges: int, kinds: tuple[str, ...], **options: Any) -> tuple[PluginLaunch, ...]:
@@ -156,7 +186,10 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
 
 
 GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)
-CASES: dict[str, tuple[PluginLaunch | AotLaunch, ...]] = {
+# the AOT family's shapes: shared memory (few nodes, many edges each), global atomics or the direct kernel at
+# widths 1, 2 and 4 (F = 3, 2, 64), a hashed table (N > 4 E), E = 0
+FAMILY_SHAPES = ((8, 4096, 1), (1000, 5000, 3), (100, 2000, 64), (10**5, 1000, 2), (5, 0, 2))
+CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     "float32-global": _widths("float32", 1000, 5000, ("scatter_global",), **GLOBAL),
     "float32-shared": _shared("float32"),
     "float32-pairs": _pairs("float32"),
@@ -183,12 +216,19 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch, ...]] = {
     # one block, one feature: within its profile (1024 edges), and beyond its 4096 slots (the half-atomic overflow)
     "aot-float16-block": tuple(AotLaunch("scatter_block_f16", nodes, edges, 1)
                                for nodes, edges in ((1000, 1024), (10**5, 10**4), (5, 0))),
+    # the kernel family's AOT entry points (plugin/scatter_add_op.py), launched as TensorRT launches them
+    "family-float32": _family("float32", ("state", "state_counts"), FAMILY_SHAPES),
+    "family-float16-table": _family("float16", ("table", "table_counts"), FAMILY_SHAPES),
+    # one feature: split_table's slots; one block within its 1024 edges and beyond (a full table drops rows)
+    "family-float16-small": _family("float16", ("split",), ((10**6, 10000, 1), (1000, 2000, 1), (5, 0, 1)))
+    + _family("float16", ("block",), ((10**6, 1024, 1), (1000, 5000, 1), (5, 0, 1))),
 }
 
 
 def case_kernels(case: str) -> set[str]:
-    return {kernel for launch in CASES[case] for kernel in (launch.kernels if isinstance(launch, PluginLaunch)
-                                                            else (launch.kernel,))}
+    return {kernel for launch in CASES[case] for kernel in (
+        launch.kernels if isinstance(launch, PluginLaunch)
+        else family_kernels(launch) if isinstance(launch, FamilyLaunch) else (launch.kernel,))}
 
 
 # --- made-up buffer contents ------------------------------------------------------------------------------------
@@ -274,6 +314,15 @@ class CudaDevice:
             self.aot = load_aot_functions((self.artifacts / "scatter_add_aot.ptx").read_bytes())[1]
         launch_aot_kernel(self.aot[name], AOT_KERNELS[name], pointers, sizes, 0)
 
+    def launch_family(self, step: Any, kernel: Any, dtypes: dict[str, str], pointers: dict[str, int],
+                      sizes: dict[str, int]) -> None:
+        from inplace.launch import PreparedKernel, evaluate_launch, load_function, step_arguments
+
+        grid, block, shared, _ = evaluate_launch(kernel, sizes)
+        values, types = step_arguments(step, kernel, pointers, sizes)
+        function = load_function(kernel.source.ptx(kernel.name, dtypes), kernel.name)
+        PreparedKernel(function, grid, block, shared, values, types, 0, kernel.name)()
+
     def finish(self, name: str) -> None:
         from plugin.cuda_check import check
 
@@ -313,6 +362,15 @@ class DryDevice:
         aot_launch_params(kernel, sizes), aot_extra_args(kernel, sizes)
         assert all(pointers[tensor] for tensor in kernel.inputs + kernel.outputs)
         self.launches.append(name)
+
+    def launch_family(self, step: Any, kernel: Any, dtypes: dict[str, str], pointers: dict[str, int],
+                      sizes: dict[str, int]) -> None:
+        from inplace.launch import evaluate_launch, step_arguments
+
+        evaluate_launch(kernel, sizes)
+        values, _ = step_arguments(step, kernel, pointers, sizes)
+        assert all(values[:len(step.inputs)]) and all(values[len(values) - len(step.outputs):])
+        self.launches.append(kernel.name)
 
     def finish(self, name: str) -> None:
         pass
@@ -383,6 +441,31 @@ def _aot_launch(launch: AotLaunch, device: Any, say: Callable[[str], None], rng:
         say(f"ENDED {launch.kernel} {pattern}")
 
 
+def _family_launch(launch: FamilyLaunch, device: Any, say: Callable[[str], None], rng: np.random.Generator) -> None:
+    from inplace.launch import scratch_bytes
+
+    chain = family_chains()[launch.chain]
+    dtype = np.dtype(launch.dtype)
+    nodes, edges, features = launch.nodes, launch.edges, launch.features
+    sizes = {"N": nodes, "E": edges, "F": features}
+    nbytes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize,
+              "index": 8 * edges, **scratch_bytes(chain, sizes)}
+    kinds = {"state": dtype.name, "src": dtype.name, "index": "index", "values": "float32"}
+    dtypes = {"state": dtype.name, "src": dtype.name}
+    address = {name: device.alloc(size) for name, size in nbytes.items()}
+    for step in chain.steps:
+        kernel = step.kernel(dtypes)
+        for pattern in PATTERNS:
+            for name in dict.fromkeys(step.inputs + step.outputs):
+                if nbytes[name]:
+                    device.fill(address[name], nbytes[name],
+                                pattern_bytes(pattern, kinds.get(name, "words"), nbytes[name], nodes, edges, rng))
+            say(f"LAUNCH {kernel.name} {pattern} {launch}")
+            device.launch_family(step, kernel, dtypes, address, sizes)
+            device.finish(kernel.name)
+            say(f"ENDED {kernel.name} {pattern}")
+
+
 def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
     """Launches every kernel a case names on each pattern (the buffers refilled before each launch)."""
     from plugin.kernels import launch as launcher
@@ -397,6 +480,8 @@ def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
         try:
             if isinstance(launch, AotLaunch):
                 _aot_launch(launch, device, say, rng)
+            elif isinstance(launch, FamilyLaunch):
+                _family_launch(launch, device, say, rng)
             else:
                 _plugin_launch(launch, device, say, rng)
         except BaseException:
@@ -416,6 +501,12 @@ def child_main(case: str, artifacts: Path) -> int:
         return (artifacts / f"scatter_add_{np.dtype(dtype).name}.cubin").read_bytes()  # type: ignore[call-overload]
 
     launcher.compile_scatter_add = cubin
+    from plugin.kernels import aot
+
+    def family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
+        return (artifacts / f"family_{kernel}_{dtype}.ptx").read_bytes()
+
+    aot.compile_family_ptx = family_ptx  # type: ignore[assignment]
     device = CudaDevice(artifacts)
     try:
         run_case(case, device, lambda line: print(line, flush=True))
@@ -430,7 +521,7 @@ def child_main(case: str, artifacts: Path) -> int:
 def test_the_launcher_names_every_kernel_of_scatter_add_cu():
     from plugin.kernels.launch import COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES
 
-    found = entry_points(SOURCE_PATH)
+    found = {name for name in entry_points(SOURCE_PATH) if not name.startswith("aot_")}  # the AOT plugins' own
     assert {"scatter_global_v4", "scatter_grid_table", "fold_pairs", "scatter_direct_v4"} <= found
     assert found == set(KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES)
     assert entry_points(AOT_SOURCE_PATH) == set(AOT_KERNELS)
@@ -570,6 +661,12 @@ def fuzz_runs(request, tmp_path_factory):
     for dtype in ("float32", "float16"):
         (folder / f"scatter_add_{dtype}.cubin").write_bytes(compile_scatter_add(arch, dtype))
     (folder / "scatter_add_aot.ptx").write_bytes(compile_aot_ptx())
+    from plugin.kernels.aot import aot_target_arch, compile_family_ptx
+
+    for launch in {launch for launches in CASES.values() for launch in launches if isinstance(launch, FamilyLaunch)}:
+        for kernel in family_kernels(launch):
+            (folder / f"family_{kernel}_{launch.dtype}.ptx").write_bytes(
+                compile_family_ptx(kernel, launch.dtype, aot_target_arch()))
     selected = {(item.callspec.params["mode"], item.callspec.params["case"]) for item in request.session.items
                 if getattr(item, "originalname", "") == "test_kernels_end_inside_their_buffers_on_made_up_inputs"}
     return FuzzRuns(folder, selected)

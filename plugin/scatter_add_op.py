@@ -1,0 +1,290 @@
+"""The in-place scatter-add described once as TensorRT's AOT plugins run it (inplace/spec.py InplaceOp), on the
+Python plugin's kernel family: every step launches an AOT entry point of plugin/kernels/scatter_add.cu (aot_*),
+a thin wrapper of the same device code the Python plugin's plan (plan.py) launches, so both plugins run one
+implementation of each path.
+
+    scatter_add_op(with_counts)   state[index[e]] += src[e] in place (and counts = in-degrees, a new tensor)
+
+Chains (one is chosen per engine from what the build knows, `choose`; each made once, so a choice is the same
+object as its entry of `chains`):
+    float32          one step: aot_scatter_state[_counts] (shared-memory kernel, else the direct kernel, or
+                     with counts global atomics)
+    float16 table    keys -1 [K] and values 0 [C, F] made by the network, C = min(N, 4E) slots (one per node where
+                     C = N, else hashed: K = C), then aot_scatter_table[_counts] (shared memory or global atomics into
+                     the table) and aot_apply_table (one rounding per node)
+    float16 split    F = 1, no counts, a hashed table at every E of the profile or at most 2^15 edges: slots -1
+                     [S] (64-bit), aot_split_table, aot_apply_split_table
+    float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
+
+What each run's sizes decide is decided by the launch: `shared` (the shared-memory kernel, an extra argument),
+its grid and its shared memory are expressions of N, E and F that hold plan.py's rules (see _shared_rule), and the
+kernel itself takes the vector width from F and the pointers' alignment and a hashed table where C < N.
+Grids are sized for SM_COUNT SMs (an H100 or H200); on another GPU the kernels still cover every element
+(grid-stride loops), the grids fit it less well.
+"""
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inplace.spec import (
+    BuildFacts,
+    Chain,
+    Expr,
+    InplaceOp,
+    Kernel,
+    Launch,
+    Scratch,
+    Step,
+    TensorInput,
+    TensorOutput,
+    cdiv,
+    expr,
+    maximum,
+    minimum,
+    size,
+)
+from plugin.kernels import plan
+
+NAMESPACE = "aliased_io"
+SM_COUNT = 132  # H100 SXM and H200: the grids' caps below are resident blocks of this many SMs
+THREADS = plan.THREADS_PER_BLOCK
+# The shared-memory kernel's rows: 24 KiB of dynamic shared memory beside its 24 KiB of row queues
+# (plan.QUEUE_BYTES_PER_BLOCK), the 48 KiB a launch gets without an opt-in (TensorRT's AOT launch makes none).
+SHARED_MAX_WORDS = (48 * 1024 - plan.QUEUE_BYTES_PER_BLOCK) // 4
+TABLE_SLOTS_PER_EDGE = 4  # the float16 table: min(N, 4 E) slots (plan.table_layout: min(N, 2-4 E))
+BLOCK_TABLE_BYTES = 8 << 12  # aot_block_table's table for plan.BLOCK_TABLE_MAX_EDGES edges (4096 slots)
+
+N, E, F = size("N"), size("E"), size("F")
+
+
+@dataclass(frozen=True)
+class Cond:
+    """A condition on the sizes as two expressions, `yes` (1 where it holds, else 0) and `no` (its negation):
+    Expr has no subtraction, so a negation is built alongside rather than as 1 - yes."""
+
+    yes: Expr
+    no: Expr
+
+    def __and__(self, other: "Cond") -> "Cond":
+        return Cond(self.yes * other.yes, minimum(self.no + other.no, 1))
+
+    def __or__(self, other: "Cond") -> "Cond":
+        return Cond(minimum(self.yes + other.yes, 1), self.no * other.no)
+
+
+def at_least(a: Expr | int, b: Expr | int) -> Cond:
+    """a >= b for non-negative sizes: (a + 1) // (b + 1) is at least 1 exactly then (never a division by zero)."""
+    return Cond(minimum((expr(a) + 1) // (expr(b) + 1), 1), minimum((expr(b) + 1) // (expr(a) + 2), 1))
+
+
+def at_most(a: Expr | int, b: Expr | int) -> Cond:
+    return at_least(b, a)
+
+
+def choose_by(cond: Cond, yes: Expr | int, no: Expr | int) -> Expr:
+    """`yes` where cond holds, else `no` (both non-negative)."""
+    return cond.yes * expr(yes) + cond.no * expr(no)
+
+
+def _shared_rule(dtype: str, with_counts: bool) -> Cond:
+    """Where the shared-memory kernel runs (plan.py Shared and Direct, restricted to what 48 KiB holds): its
+    rows fit (N (F + 1) <= SHARED_MAX_WORDS) and
+      float32 without counts, F = 1: from SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE edges per node, or on at most
+        SHARED_OVER_DIRECT_FEW_NODES nodes from SHARED_OVER_DIRECT_FEW_MIN_EDGES edges and
+        SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE per node (BENCHMARKS.md "Small updates re-timed against the
+        windows", direct against shared);
+      with counts: from SHARED_MIN_EDGES_PER_NODE edges per node, F = 1 or SHARED_WIDE_MIN_EDGES_PER_VALUE edges
+        per value (the kernel table's N = 1e3, F = 1 rows, "Auto's rules over F");
+      float16 without counts, F = 1: from SHARED_MIN_EDGES_PER_NODE edges per node (the kernel table, N = 1e3).
+    Wider rows without counts keep global atomics or the direct kernel (plan.py's windows need more than 48 KiB
+    at the sizes where they pay)."""
+    fits = at_most(N * (F + 1), SHARED_MAX_WORDS)
+    one_feature = at_most(F, 1)
+    if dtype == "float32" and not with_counts:
+        many = at_least(E, N * plan.SHARED_OVER_DIRECT_MIN_EDGES_PER_NODE)
+        few = (at_most(N, plan.SHARED_OVER_DIRECT_FEW_NODES) & at_least(E, plan.SHARED_OVER_DIRECT_FEW_MIN_EDGES)
+               & at_least(E, N * plan.SHARED_OVER_DIRECT_FEW_MIN_EDGES_PER_NODE))
+        return fits & one_feature & (many | few)
+    dense = at_least(E, N * plan.SHARED_MIN_EDGES_PER_NODE)
+    if with_counts:
+        return fits & dense & (one_feature | at_least(E, N * F * plan.SHARED_WIDE_MIN_EDGES_PER_VALUE))
+    return fits & dense & one_feature
+
+
+def _grid(x: Expr) -> tuple[Expr, Expr, Expr]:
+    return maximum(x, 1), expr(1), expr(1)
+
+
+def global_blocks() -> Expr:
+    """plan.py Global: a block per 256 edges up to RESIDENT_BLOCKS_PER_SM per SM (the kernel sizes its windows)."""
+    return minimum(cdiv(E, THREADS), plan.RESIDENT_BLOCKS_PER_SM * SM_COUNT)
+
+
+def direct_blocks() -> Expr:
+    """plan.py Direct: a thread per (edge, chunk of at most 4 features) up to DIRECT_BLOCKS_PER_SM per SM (E F
+    itself could pass int32; F is capped at 32, where the cap on blocks is reached from 2^15 edges anyway)."""
+    return minimum(cdiv(E, THREADS) * minimum(F, 32), plan.DIRECT_BLOCKS_PER_SM * SM_COUNT)
+
+
+def shared_blocks() -> Expr:
+    """plan.py Shared: about 4 edges per node per block, at least one block per SM, at most 4 per SM (each resident
+    beside its 24 KiB of queues and at most 24 KiB of rows)."""
+    return minimum(maximum(cdiv(E, maximum(N, 1) * 4), SM_COUNT), 4 * SM_COUNT)
+
+
+def table_capacity() -> Expr:
+    """C: the float16 table's slots, one per node where N <= 4 E, else 4 E hashed."""
+    return minimum(N, E * TABLE_SLOTS_PER_EDGE)
+
+
+def table_keys() -> Expr:
+    """K: the table's keys, C where it is hashed (C < N), else none."""
+    return table_capacity() * at_least(N, table_capacity() + 1).yes
+
+
+def split_capacity() -> Expr:
+    """S: split_table's slots, 4 E up to 2^21, then 2^21 up to 2^20 edges, then 2 E (plan.split_table_capacity's
+    sizes without its rounding to a power of two)."""
+    return maximum(minimum(E * plan.SPLIT_TABLE_SLOTS_PER_EDGE, plan.SPLIT_TABLE_MAX_SPARSE_SLOTS), E * 2)
+
+
+class FamilyPtx:
+    """The PTX of one aot_* entry point of scatter_add.cu for the step's dtype (its state's, else its src's),
+    compiled by NVRTC for the build's target (plugin.kernels.aot compile_family_ptx, aot_target_arch)."""
+
+    def ptx(self, kernel: str, dtypes: Mapping[str, str]) -> bytes:
+        from plugin.kernels.aot import aot_target_arch, compile_family_ptx
+
+        dtype = dtypes.get("state") or dtypes["src"]
+        return compile_family_ptx(kernel, dtype, aot_target_arch())
+
+
+PTX = FamilyPtx()
+
+
+def _kernel(name: str, grid: Expr, extra: tuple[Expr, ...], shared: Expr | int = 0,
+            threads: int = THREADS) -> Kernel:
+    return Kernel(name, PTX, Launch(_grid(grid), (threads, 1, 1), extra, expr(shared)))
+
+
+def _one(kernel: Kernel) -> Any:
+    return lambda dtypes: kernel
+
+
+def _plugin(name: str) -> str:
+    return f"{NAMESPACE}::{name}"
+
+
+@functools.cache
+def state_chain(with_counts: bool) -> Chain:
+    """float32: one kernel adds the rows into the state."""
+    shared = _shared_rule("float32", with_counts)
+    blocks = choose_by(shared, shared_blocks(), global_blocks() if with_counts else direct_blocks())
+    name = "aot_scatter_state_counts" if with_counts else "aot_scatter_state"
+    kernel = _kernel(name, blocks, (N, E, F, shared.yes), shared.yes * N * (F + 1) * 4)
+    counts = ("counts",) if with_counts else ()
+    step = Step(_plugin("add_rows_counts" if with_counts else "add_rows"), ("state", "src", "index", *counts),
+                ("state", *counts), _one(kernel))
+    return Chain((step,), _counts_scratch(with_counts))
+
+
+@functools.cache
+def table_chain(with_counts: bool) -> Chain:
+    """float16: sums in a float32 table of C slots (scratch), then one rounding per node into the state."""
+    shared = _shared_rule("float16", with_counts)
+    capacity = table_capacity()
+    name = "aot_scatter_table_counts" if with_counts else "aot_scatter_table"
+    scatter = _kernel(name, choose_by(shared, shared_blocks(), global_blocks()), (N, E, F, capacity, shared.yes),
+                      shared.yes * N * (F + 1) * 4)
+    apply = _kernel("aot_apply_table", minimum(cdiv(capacity * minimum(F, 32), THREADS),
+                                               plan.RESIDENT_BLOCKS_PER_SM * SM_COUNT), (N, F, capacity))
+    counts = ("counts",) if with_counts else ()
+    steps = (Step(_plugin("add_into_table_counts" if with_counts else "add_into_table"),
+                  ("src", "index", "keys", "values", *counts), ("keys", "values", *counts), _one(scatter)),
+             Step(_plugin("round_table"), ("state", "keys", "values"), ("state",), _one(apply)))
+    scratch = (Scratch("keys", "int32", (table_keys(),), -1), Scratch("values", "float32", (capacity, F), 0))
+    return Chain(steps, scratch + _counts_scratch(with_counts))
+
+
+@functools.cache
+def split_chain() -> Chain:
+    """float16, F = 1, no counts: (node, sum) slots claimed per edge, then each node rounded once."""
+    slots = split_capacity()
+    scatter = _kernel("aot_split_table", cdiv(E, THREADS), (N, E, slots))
+    apply = _kernel("aot_apply_split_table", minimum(cdiv(slots, THREADS),
+                                                     plan.SPLIT_TABLE_APPLY_BLOCKS_PER_SM * SM_COUNT), (N, slots))
+    steps = (Step(_plugin("add_into_slots"), ("src", "index", "slots"), ("slots",), _one(scatter)),
+             Step(_plugin("round_slots"), ("state", "slots"), ("state",), _one(apply)))
+    return Chain(steps, (Scratch("slots", "int64", (slots,), -1),))
+
+
+@functools.cache
+def block_chain() -> Chain:
+    """float16, F = 1, no counts, at most BLOCK_TABLE_MAX_EDGES edges: one block, its table in shared memory."""
+    block = _kernel("aot_block_table", expr(1), (N, E),
+                    minimum(maximum(E * 64, 512), BLOCK_TABLE_BYTES), plan.BLOCK_TABLE_THREADS)
+    return Chain((Step(_plugin("add_block"), ("state", "src", "index"), ("state",), _one(block)),))
+
+
+def _counts_scratch(with_counts: bool) -> tuple[Scratch, ...]:
+    return (Scratch("counts", "int64", (N, expr(1)), 0),) if with_counts else ()
+
+
+def _known(facts: BuildFacts, name: str) -> int | None:
+    """A size's build-time bound: its constant, else the profile's maximum, else None."""
+    return facts.constants.get(name, facts.maxima.get(name))
+
+
+def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
+    """float32: the state chain. float16 with counts: the table. float16 without counts, rows of one feature
+    (F a build-time constant): at most BLOCK_TABLE_MAX_EDGES edges in the profile, one block (BENCHMARKS.md "Small
+    updates re-timed against the windows": block_table 3.9-4.2 us against grid_table's 6.0-6.4); split_table
+    where its table is hashed at every E of the profile (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the
+    per-step tables, float16 B = 1e6, N >= 1e7, and the small-update rows); else the table."""
+    if facts.dtypes["state"] == "float32":
+        return state_chain(with_counts)
+    if with_counts or facts.constants.get("F") != 1:
+        return table_chain(with_counts)
+    edges, nodes = _known(facts, "E"), facts.constants.get("N")
+    if edges is not None and edges <= plan.BLOCK_TABLE_MAX_EDGES:
+        return block_chain()
+    if edges is not None and (edges <= plan.GRID_TABLE_MAX_EDGES
+                              or (nodes is not None and nodes > TABLE_SLOTS_PER_EDGE * edges)):
+        return split_chain()
+    return table_chain(with_counts)
+
+
+def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tuple[Any, ...]:
+    """float64 numpy: the state with every in-range edge's row added (out-of-range indices skipped), and the
+    in-degrees [N, 1] int64 with counts."""
+    state = np.asarray(state, dtype=np.float64).copy()
+    index = np.asarray(index, dtype=np.int64)
+    keep = (index >= 0) & (index < state.shape[0])
+    np.add.at(state, index[keep], np.asarray(src, dtype=np.float64)[keep])
+    if not with_counts:
+        return (state,)
+    counts = np.bincount(index[keep], minlength=state.shape[0]).astype(np.int64).reshape(-1, 1)
+    return state, counts
+
+
+def scatter_add_op(with_counts: bool) -> InplaceOp:
+    """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
+    chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
+    if not with_counts:
+        chains += (split_chain(), block_chain())
+    returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()
+    return InplaceOp(
+        namespace=NAMESPACE, name="scatter_add_counts_" if with_counts else "scatter_add_",
+        inputs=(TensorInput("state", ("float32", "float16"), 2), TensorInput("src", ("float32", "float16"), 2),
+                TensorInput("index", ("int64",), 1)),
+        mutates=("state",), sizes={"N": ("state", 0), "F": ("state", 1), "E": ("index", 0)}, chains=chains,
+        returns=returns, reference=lambda state, src, index: reference(state, src, index, with_counts),
+        choose=lambda facts: choose_chain(facts, with_counts))
+
+
+SCATTER_ADD = scatter_add_op(False)
+SCATTER_ADD_COUNTS = scatter_add_op(True)

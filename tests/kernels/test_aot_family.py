@@ -1,0 +1,139 @@
+"""plugin/scatter_add_op.py without a GPU: every step's kernel is an aot_* entry point of scatter_add.cu whose
+parameters are (input pointers..., int32 extra arguments..., output pointers...) in the step's order, every launch
+is one TensorRT can make at any size (grid >= 1, int32 extras, at most 48 KiB of shared memory), the size rules
+agree with plan.py's, and each build picks the chain BENCHMARKS.md's rows justify. Reads the source; no NVRTC."""
+
+import itertools
+import re
+
+import pytest
+
+from inplace.launch import evaluate_launch, scratch_bytes
+from inplace.spec import BuildFacts, size
+from plugin.kernels.compile import SOURCE_PATH
+from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
+from plugin.scatter_add_op import (
+    SCATTER_ADD,
+    SCATTER_ADD_COUNTS,
+    _shared_rule,
+    at_least,
+    at_most,
+    block_chain,
+    choose_chain,
+    split_capacity,
+    split_chain,
+    state_chain,
+    table_capacity,
+    table_chain,
+)
+
+_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(aot_\w+)\(([^)]*)\)', re.DOTALL)
+# the extra arguments' parameter names by the expression they are given
+EXTRA_NAMES = {size("N"): "num_nodes", size("E"): "num_edges", size("F"): "num_features",
+               table_capacity(): "capacity", split_capacity(): "capacity"}
+CHAINS = {"state": state_chain(False), "state_counts": state_chain(True), "table": table_chain(False),
+          "table_counts": table_chain(True), "split": split_chain(), "block": block_chain()}
+DTYPES = {"state": "float32", "state_counts": "float32"}
+STEPS = [(name, step) for name, chain in CHAINS.items() for step in chain.steps]
+
+
+def aot_parameters() -> dict[str, list[tuple[str, str]]]:
+    """{aot_* kernel: [(type, name), ...]} of scatter_add.cu."""
+    source = re.sub(r"//[^\n]*", "", SOURCE_PATH.read_text())
+    return {name: [re.fullmatch(r"(.+?)\s*(\w+)", p.strip()).groups() for p in params.split(",")]  # type: ignore[union-attr]
+            for name, params in _KERNEL.findall(source)}
+
+
+def test_every_aot_entry_point_is_a_step_of_some_chain():
+    used = {step.kernel({}).name for _, step in STEPS}
+    assert used == set(aot_parameters())
+
+
+@pytest.mark.parametrize("chain,step", STEPS, ids=[f"{name}:{step.plugin}" for name, step in STEPS])
+def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order(chain, step):
+    kernel = step.kernel({})
+    parameters = aot_parameters()[kernel.name]
+    inputs, extras = len(step.inputs), len(kernel.launch.extra_args)
+    tensors_in, extra, tensors_out = parameters[:inputs], parameters[inputs:inputs + extras], parameters[inputs + extras:]
+    assert [re.sub(r"_in$", "", p) for _, p in tensors_in] == list(step.inputs)
+    assert [re.sub(r"_out$", "", p) for _, p in tensors_out] == list(step.outputs)
+    assert all(kind.endswith("*") for kind, _ in tensors_in + tensors_out)
+    assert all(kind == "int" for kind, _ in extra)
+    expected = [EXTRA_NAMES.get(arg, "shared") for arg in kernel.launch.extra_args]
+    assert [p for _, p in extra] == expected
+    assert [p[:-3] for _, p in tensors_in if p.endswith("_in")] == [o for o in step.outputs if o in step.inputs]
+
+
+SIZES = [(n, e, f) for n in (0, 1, 10, 1000, 3071, 10**4, 10**6, 10**8) for e in (0, 1, 100, 10**4, 10**6, 10**8)
+         for f in (1, 2, 3, 64, 256)]
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_every_launch_is_one_tensorrt_can_make_at_any_size(name):
+    chain = CHAINS[name]
+    for n, e, f in SIZES:
+        if name in ("split", "block") and f != 1 or name == "block" and e > 1024:
+            continue
+        sizes = {"N": n, "E": e, "F": f}
+        for step in chain.steps:
+            grid, block, shared, extras = evaluate_launch(step.kernel({}), sizes)  # raises where TensorRT could not
+            assert grid[0] <= 2**31 - 1 and block[0] in (256, 1024)
+        scratch_bytes(chain, sizes)
+
+
+def test_conditions_are_comparisons():
+    for a, b in itertools.product(range(0, 40, 3), range(0, 40, 7)):
+        assert at_least(a, b).yes.evaluate({}) == int(a >= b) and at_least(a, b).no.evaluate({}) == int(a < b)
+        both, either = at_least(a, 9) & at_most(b, 20), at_least(a, 9) | at_most(b, 20)
+        assert (both.yes.evaluate({}), both.no.evaluate({})) == (int(a >= 9 and b <= 20), int(not (a >= 9 and b <= 20)))
+        assert (either.yes.evaluate({}), either.no.evaluate({})) == (int(a >= 9 or b <= 20), int(a < 9 and b > 20))
+
+
+H100 = DeviceInfo(arch=90, sm_count=132, max_shared_per_block=227 * 1024, shared_per_sm=228 * 1024, l2_bytes=50 << 20)
+
+
+@pytest.mark.parametrize("dtype,counts", [("float32", False), ("float32", True), ("float16", False), ("float16", True)])
+def test_the_shared_kernel_runs_where_plan_py_takes_it_and_48_kib_hold_it(dtype, counts):
+    """Where N (F + 1) <= 6144 and plan.py takes the shared kernel, the AOT launch takes it too; where plan.py
+    takes another path the AOT launch does not. plan.py without pairs (no AOT chain has them) and, for the float16
+    table chain, without the paths of their own chains (split_table, block_table)."""
+    import numpy as np
+
+    rule = _shared_rule(dtype, counts)
+    for n, e, f in [(n, e, f) for n in (10, 100, 1000, 3000) for e in (10**3, 10**4, 10**5, 10**6, 10**7)
+                    for f in (1, 2)]:
+        request = LaunchRequest(n, e, f, np.dtype(dtype), 1, counts, workspace=1 << 40, counts_aligned=False,
+                                node_passes=1 if dtype == "float16" and not counts else None)
+        path = plan_launch(request, H100).algorithm
+        shared = rule.yes.evaluate({"N": n, "E": e, "F": f})
+        if n * (f + 1) <= 6144 and (f == 1 or counts):
+            assert shared == (path == "shared"), (n, e, f, path)
+        elif shared:
+            assert path == "shared", (n, e, f, path)
+
+
+def test_the_table_has_one_slot_per_node_up_to_4_slots_per_edge_and_keys_only_where_hashed():
+    chain = table_chain(False)
+    assert scratch_bytes(chain, {"N": 1000, "E": 10**6, "F": 2}) == {"keys": 0, "values": 1000 * 2 * 4}
+    assert scratch_bytes(chain, {"N": 10**8, "E": 10**4, "F": 1}) == {"keys": 4 * 4 * 10**4, "values": 4 * 4 * 10**4}
+    assert scratch_bytes(split_chain(), {"N": 10**8, "E": 10**6, "F": 1}) == {"slots": 8 * 2**21}
+
+
+@pytest.mark.parametrize("facts,chain", [
+    (BuildFacts({"state": "float32"}), "state"),
+    (BuildFacts({"state": "float16"}, {"F": 64}, {"E": 10**6}), "table"),
+    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 1000}), "block"),
+    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**3}, {"E": 10**4}), "split"),
+    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**7}, {"E": 10**6}), "split"),
+    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 10**6}), "table"),
+    (BuildFacts({"state": "float16"}, {"F": 1}), "table"),
+])
+def test_each_build_takes_the_chain_its_sizes_pay_for(facts, chain):
+    assert choose_chain(facts, False) == CHAINS[chain]
+    assert SCATTER_ADD.chain_for(facts) == CHAINS[chain]
+
+
+def test_with_counts_float16_takes_the_table_with_counts():
+    facts = BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 100})
+    assert SCATTER_ADD_COUNTS.chain_for(facts) == CHAINS["table_counts"]
+    assert SCATTER_ADD_COUNTS.output_names() == ("state", "counts")
