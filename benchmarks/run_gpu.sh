@@ -12,12 +12,14 @@
 # Runs the GPU tests (the `gpu_tests` files below; a failure is reported on the last line and the benchmarks
 # still run), then bench_enqueue.py (host time beside torch), bench_state_update.py, bench_aot.py and
 # bench_overwrite.py (per-step device time, host time and one step at a time beside torch, cells at or below
-# torch counted), bench_scatter_add.py (the kernel table beside torch and PyG) and bench_breakdown.py, each with
-# --out, in ONE device call (each stage's seconds printed together at the end). Under OUT_DIR, 9 files (the
-# device tool brings back 8 at most: run RUN_GPU_PART=steps and kernel in separate calls there): gpu_tests.log
-# (the tests' output), bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md,
-# bench_aot.md, bench_overwrite.md, bench_breakdown.md; with ENQUEUE_ALSO_WITH, bench_enqueue.py once more with
-# that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT 10.4's bindings), its table
+# torch counted), bench_scatter_add.py (the kernel table beside torch and PyG), bench_aot_cells.py (the AOT
+# chains on the kernel table's cells and per step) and bench_breakdown.py, each with --out, in ONE device call
+# (each stage's seconds printed together at the end). Under OUT_DIR, 11 files (the device tool brings back 8 at
+# most: run RUN_GPU_PART=steps and kernel in separate calls there): gpu_tests.log (the tests' output),
+# bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
+# bench_overwrite.md, bench_aot_cells.md, aot_cells.csv, bench_breakdown.md; with ENQUEUE_ALSO_WITH,
+# bench_enqueue.py once more with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT
+# 10.4's bindings), its table
 # appended to OUT_DIR/bench_enqueue.md.
 #
 # On this workplace's device tool (one call, commands of at most 10 minutes; files back at most 8, so keep
@@ -60,7 +62,7 @@ stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed toget
     stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
 }
 if want tests; then
-    gpu_tests="tests/kernels/test_kernels_gpu.py tests/kernels/test_small_updates_gpu.py tests/plugin/test_plugin_gpu.py tests/plugin/test_aot_plugin_gpu.py tests/network/test_cuda_graph_gpu.py tests/plugin/test_plugin_host_gpu.py tests/kernels/test_kernel_fuzz_gpu.py tests/kernels/test_overwrite_gpu.py"
+    gpu_tests="tests/kernels/test_kernels_gpu.py tests/kernels/test_small_updates_gpu.py tests/plugin/test_plugin_gpu.py tests/plugin/test_aot_plugin_gpu.py tests/network/test_cuda_graph_gpu.py tests/plugin/test_plugin_host_gpu.py tests/kernels/test_kernel_fuzz_gpu.py tests/kernels/test_overwrite_gpu.py tests/kernels/test_aot_family_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?
@@ -79,6 +81,7 @@ if want step-benches; then
 fi
 if want kernel; then
     stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
+    stage bench_aot_cells python3 benchmarks/bench_aot_cells.py $(size --quick "") --out "$out"
     stage bench_breakdown python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out"
 fi
 printf '%srun_gpu.sh: all stages %s s\n' "$stages" "$SECONDS"

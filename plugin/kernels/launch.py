@@ -542,12 +542,16 @@ class PreparedScatterAdd:
             self._kernel(operations, slots.apply, (WORKSPACE, 0), slots.capacity, self.num_nodes, state)
 
     def _sort_operations(self, plan: LaunchPlan, operations: list[tuple[Any, ...]]) -> None:
-        """The sorted path's kernels, after the memsets of counts and skipped (scatter_add.cu, "Sorted path")."""
+        """The sorted path's kernels, after the memsets of counts (or of the workspace's in-degrees) and skipped
+        (scatter_add.cu, "Sorted path")."""
         kernel = functools.partial(self._kernel, operations)
         sort = plan.sort
         assert sort is not None
         layout, nodes, edges, features = sort.layout, self.num_nodes, self.num_edges, self.num_features
         cursor, tile_sums, counts = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (COUNTS, 0)
+        if sort.counts_offset is not None:  # no counts asked for: the in-degrees the sort needs, in the workspace
+            counts = (WORKSPACE, sort.counts_offset)
+            operations.append((_MEMSET, counts, 0, 2 * nodes))
         pairs, head, tail = ((WORKSPACE, at) for at in (layout.sorted_offset, layout.head_offset, layout.tail_offset))
         kernel(sort.count, (INDEX, 0), edges, nodes, counts, self._skipped, sort.private_nodes)
         if layout.tiles > 1:  # else sort_cursors scans the one tile alone

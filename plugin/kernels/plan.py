@@ -234,6 +234,7 @@ class SortPlan:
     place_ranges: tuple[tuple[int, int], ...]  # one sort_place launch per range of nodes
     reduce: KernelLaunch
     fixup: KernelLaunch | None  # None when one warp range holds every edge
+    counts_offset: int | None = None  # without counts (float16): the in-degrees in the workspace, at this offset
 
 
 @dataclass(frozen=True)
@@ -655,22 +656,32 @@ class Sorted(Path):
                "sort_fixup_v*")
 
     def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        if not r.with_counts or sort_layout(r.num_nodes, r.num_edges, r.num_features) is None or (
+        """With counts, or float16 without: then the in-degrees live in the workspace (SortPlan.counts_offset)."""
+        if (not r.with_counts and not r.half) or sort_layout(r.num_nodes, r.num_edges, r.num_features) is None or (
                 r.workspace < self.need(r)):
-            return (f"the sorted path needs counts and a workspace of sort_layout bytes (got counts={r.with_counts}, "
-                    f"workspace={r.workspace}, {r.num_nodes} nodes, {r.num_edges} edges)")
+            return (f"the sorted path needs counts (float32) and a workspace of sort_layout bytes (got "
+                    f"counts={r.with_counts}, workspace={r.workspace}, {r.num_nodes} nodes, {r.num_edges} edges)")
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
+        """sorting_pays; without counts (float16) only where the table it skips, N F float32 values, holds at
+        least SORT_SPARSE_MIN_TABLE (BENCHMARKS.md "float16 wide rows without counts")."""
+        if not r.with_counts and r.num_nodes * r.num_features < SORT_SPARSE_MIN_TABLE:
+            return False
         return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
 
     def workspace(self, r: LaunchRequest) -> int:
-        """sort_layout's bytes where "auto" may sort at these or smaller sizes (counts, sorting_may_pay), or
-        forced wherever it can run; else 0 (a launch without counts stays free of O(N) work)."""
-        if not r.with_counts or not (r.algorithm == self.name or sorting_may_pay(r.num_edges, r.num_features)):
+        """sort_layout's bytes (float16 without counts: and 8 N for the in-degrees) where "auto" may sort at these
+        or smaller sizes (sorting_may_pay; without counts where N F reaches SORT_SPARSE_MIN_TABLE), or forced
+        wherever it can run; else 0 (a launch without counts stays free of O(N) work where it has no table)."""
+        uncounted_may_pay = r.half and r.num_nodes * r.num_features >= SORT_SPARSE_MIN_TABLE
+        may_pay = sorting_may_pay(r.num_edges, r.num_features) and (r.with_counts or uncounted_may_pay)
+        if (not r.with_counts and not r.half) or not (r.algorithm == self.name or may_pay):
             return 0
         layout = sort_layout(r.num_nodes, r.num_edges, r.num_features)
-        return 0 if layout is None else layout.nbytes
+        if layout is None:
+            return 0
+        return layout.nbytes if r.with_counts else layout.nbytes + _aligned(8 * r.num_nodes)
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         """As many sort_count / sort_place blocks as are resident (their atomics wait on the L2: the more in
@@ -694,7 +705,7 @@ class Sorted(Path):
         if layout.ranges > 1:
             fixup = KernelLaunch(f"sort_fixup_v{vec}", (_cdiv(layout.ranges - 1, WARPS_PER_BLOCK), slices))
         sort = SortPlan(layout, KernelLaunch("sort_count", (blocks, 1), 4 * private_nodes), private_nodes,
-                        place_ranges, reduce, fixup)
+                        place_ranges, reduce, fixup, None if r.with_counts else layout.nbytes)
         return LaunchPlan("sorted", "sorted", vec, reduce, node_ranges=((0, nodes),), sort=sort)
 
 

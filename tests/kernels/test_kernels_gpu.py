@@ -273,6 +273,20 @@ def test_chunked_path_loops_over_more_chunks_than_blocks_and_takes_all_edges_int
     assert np.array_equal(counts[:, 0], assert_within_bound(out, state, src[:10**6], index[:10**6], dtype))
 
 
+@pytest.mark.parametrize("nodes, edges, features", [(10**6, 10**6, 64), (10**5, 300_000, 64), (3, 1, 33)])
+def test_float16_sorted_without_counts_keeps_its_in_degrees_in_the_workspace(nodes, edges, features):
+    """float16 wide rows without counts sort where sorting pays (plan.py Sorted): the in-degrees live in the
+    workspace; the counts memory stays untouched; hot nodes and out-of-range ids as in the hub test."""
+    state, src, index = random_inputs(nodes, edges, features, np.float16)
+    index[RNG.random(edges) < 0.01] = -1
+    forced = {} if nodes == 10**6 else {"algorithm": "sorted"}
+    out, counts, skipped, guards_intact, counts_untouched, plan = launch_with_guards(
+        state, src, index, with_counts=False, **forced)
+    assert plan.sort is not None and plan.sort.counts_offset is not None and plan.table is None
+    assert counts is None and counts_untouched and guards_intact and skipped == int((index < 0).sum())
+    assert_within_bound(out, state, src, index, np.float16)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_without_counts_the_state_is_still_right_and_counts_memory_untouched(dtype):
     state, src, index = random_inputs(5000, 500_000, 2, dtype)

@@ -1,0 +1,246 @@
+"""The AOT plugins on the kernel family, cell by cell: the kernel table's sizes and the per-step table.
+
+    python3 benchmarks/bench_aot_cells.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...] [--no-steps]
+
+For each cell of bench_scatter_add.py's table (both dtypes, with and without counts): the AOT chain an engine
+built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
+maximum), launched with inplace/launch.py exactly as TensorRT launches AOT plugins (the network's scratch fills
+as memsets, then each step's aot_* kernel with its launch expressions evaluated); beside it the Python plugin's
+plan (scatter_add_launch, its own memsets included) and torch (state.index_add_(0, index, src), plus
+torch.bincount(index, minlength=N) with counts). Then the per-step table of bench_aot.py's cells (F = 1, no counts,
+a new batch of B edges per step into N nodes) for the same three. Device time: CUDA events after warm-up, median
+of many runs (benchmarks/gpu_timing.py), fresh random inputs (standard normal values, uniform targets) rotating
+over several sets where they would stay in L2. Each AOT cell is checked once against float64 (torch) where
+E F <= 2^25. Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV
+(aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms).
+"""
+
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.arguments import ArgumentParser, dtype_names  # noqa: E402
+from benchmarks.bench_scatter_add import FULL_SIZES, QUICK_SIZES, SMALL_BYTES, floor_bytes, parse_sizes  # noqa: E402
+from benchmarks.gpu_timing import device_name, ours, print_and_save, require_torch_gpu, time_gpu_ms  # noqa: E402
+
+STEP_NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
+STEP_BATCHES = [10**4, 10**6]
+STEP_SETS = 8
+CHECK_MAX_VALUES = 2**25
+CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms", "torch_ms")
+
+
+def chain_name(chain: Any) -> str:
+    """The chain's steps' kernels, e.g. 'aot_scatter_table+aot_apply_table'."""
+    return "+".join(step.kernel({}).name.removeprefix("aot_") for step in chain.steps)
+
+
+class AotCell:
+    """The AOT chain for one cell's profile, prepared per input set as TensorRT prepares its plugins' launches."""
+
+    def __init__(self, state: Any, inputs: list[tuple[Any, Any]], with_counts: bool) -> None:
+        import torch
+
+        from inplace.launch import PreparedChain, scratch_bytes
+        from inplace.spec import BuildFacts
+        from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+
+        num_nodes, num_features = state.shape
+        num_edges = inputs[0][1].shape[0]
+        dtype = "float32" if state.dtype == torch.float32 else "float16"
+        self.op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+        self.chain = self.op.chain_for(BuildFacts({"state": dtype, "src": dtype}, {"N": num_nodes, "F": num_features},
+                                                  {"E": num_edges}))
+        self.sizes = {"N": num_nodes, "E": num_edges, "F": num_features}
+        self.scratch = {name: torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
+                        for name, nbytes in scratch_bytes(self.chain, self.sizes).items()}
+        stream = torch.cuda.current_stream().cuda_stream
+        self.launches = []
+        for src, index in inputs:
+            pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr(),
+                        **{name: tensor.data_ptr() for name, tensor in self.scratch.items()}}
+            self.launches.append(PreparedChain(self.op, self.chain, {"state": dtype, "src": dtype}, pointers,
+                                               self.sizes, stream))
+        self.shared = any(kernel.launch.extra_args and len(kernel.launch.extra_args) >= 4
+                          and kernel.launch.extra_args[-1].evaluate(self.sizes) == 1
+                          for kernel in self.launches[0].kernels if kernel.name.startswith("aot_scatter"))
+
+    def __call__(self, i: int) -> None:
+        self.launches[i]()
+
+    def describe(self) -> str:
+        return chain_name(self.chain) + (" shared" if self.shared else "")
+
+    def counts(self) -> Any:
+        return self.scratch["counts"].view(__import__("torch").int64)[: self.sizes["N"]]
+
+
+def check_cell(state: Any, src: Any, index: Any, with_counts: bool) -> str:
+    """Runs the AOT chain once on a copy of the state and returns the relative error against float64 (and
+    whether the counts are exact)."""
+    import torch
+
+    copy = state.clone()
+    cell = AotCell(copy, [(src, index)], with_counts)
+    cell(0)
+    torch.cuda.synchronize()
+    expected = state.double().index_add_(0, index, src.double())
+    error = ((copy.double() - expected).norm() / expected.norm().clamp_min(1e-30)).item()
+    if with_counts and not torch.equal(cell.counts().view(-1), torch.bincount(index, minlength=state.shape[0])):
+        raise AssertionError(f"AOT counts differ from torch.bincount at N={state.shape[0]}, E={len(index)}")
+    bound = 1e-5 if state.dtype == torch.float32 else 2e-3
+    if not error <= bound:
+        raise AssertionError(f"AOT relative error {error:.3g} > {bound} at N={state.shape[0]}, E={len(index)}")
+    return f"{error:.1e}"
+
+
+def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str, with_counts: bool) -> dict:
+    import torch
+
+    from benchmarks.bench_scatter_add import make_inputs
+    from plugin.kernels import scatter_add_workspace_size
+    from plugin.kernels.plan import describe
+
+    dtype = getattr(torch, dtype_name)
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    sets = 4 if floor_bytes(num_nodes, num_edges, num_features, itemsize) < SMALL_BYTES else 1
+    state, inputs = make_inputs(num_nodes, num_edges, num_features, dtype, sets)
+    row: dict[str, Any] = dict(dtype=dtype_name, N=num_nodes, E=num_edges, F=num_features, counts=with_counts)
+    row["check"] = (check_cell(state, *inputs[0], with_counts) if num_edges * num_features <= CHECK_MAX_VALUES
+                    else "")
+    aot = AotCell(state, inputs, with_counts)
+    row["aot_plan"] = aot.describe()
+    row["aot_ms"] = time_gpu_ms(aot, sets=sets)
+    del aot
+    counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64) if with_counts else None
+    size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name, with_counts=with_counts)
+    workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
+    row["python_plan"] = describe(ours(state, *inputs[0], counts, workspace)())
+    launches = [ours(state, src, index, counts, workspace) for src, index in inputs]
+    row["python_ms"] = time_gpu_ms(lambda i: launches[i](), sets=sets)
+    del launches, workspace
+
+    def torch_call(i: int) -> None:
+        src, index = inputs[i]
+        state.index_add_(0, index, src)
+        if with_counts:
+            torch.bincount(index, minlength=num_nodes)
+
+    row["torch_ms"] = time_gpu_ms(torch_call, sets=sets)
+    del state, inputs, counts
+    torch.cuda.empty_cache()
+    return row
+
+
+def step_row(num_nodes: int, batch: int, dtype_name: str) -> dict:
+    """One step of B edges into N nodes (F = 1, no counts), as bench_aot.py's cells."""
+    import torch
+
+    from plugin.kernels import scatter_add_workspace_size
+
+    dtype = getattr(torch, dtype_name)
+    state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
+    batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
+                torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(STEP_SETS)]
+    aot = AotCell(state, batches, False)
+    size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
+    workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
+    python = [ours(state, src, index, None, workspace) for src, index in batches]
+    timing = dict(sets=STEP_SETS, min_reps=50, max_reps=200)
+    row = dict(dtype=dtype_name, N=num_nodes, B=batch, aot_plan=aot.describe())
+    row["aot_ms"] = time_gpu_ms(aot, **timing)
+    row["python_ms"] = time_gpu_ms(lambda i: python[i](), **timing)
+    row["torch_ms"] = time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **timing)
+    del state, batches, aot, python, workspace
+    torch.cuda.empty_cache()
+    return row
+
+
+def exp10(n: int) -> str:
+    return f"{n:.0e}".replace("e+0", "e")
+
+
+def cells_table(rows: list[dict], device: str) -> list[str]:
+    lines = [f"{device}: the kernel table's cells, device ms (median); AOT = the family's AOT chain via "
+             "inplace/launch.py, Python = scatter_add_launch's plan, torch = index_add_ (+ bincount with counts)", "",
+             "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | AOT / Python | "
+             "AOT / torch | AOT check |", "|" + " --- |" * 13]
+    for r in rows:
+        lines.append(f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | {'yes' if r['counts'] else 'no'} "
+                     f"| {r['aot_plan']} | {r['aot_ms']:.4f} | {r['python_plan']} | {r['python_ms']:.4f} | "
+                     f"{r['torch_ms']:.4f} | {r['aot_ms'] / r['python_ms']:.2f} | {r['aot_ms'] / r['torch_ms']:.2f} | "
+                     f"{r['check']} |")
+    within = sum(r["aot_ms"] <= 1.25 * r["python_ms"] for r in rows)
+    below = sum(r["aot_ms"] <= r["torch_ms"] for r in rows)
+    lines += ["", f"AOT within 1.25x of the Python plugin's plan: {within} of {len(rows)}; at or below torch: "
+              f"{below} of {len(rows)}"]
+    return lines
+
+
+def steps_table(rows: list[dict], device: str) -> list[str]:
+    nodes = sorted({r["N"] for r in rows})
+    lines = [f"{device}: per step, device us (median), F = 1, no counts, a new batch of B edges per step", "",
+             "| dtype | B | method | " + " | ".join(f"N = {exp10(n)}" for n in nodes) + " |",
+             "|" + " --- |" * (3 + len(nodes))]
+    for dtype in ("float32", "float16"):
+        for batch in sorted({r["B"] for r in rows}):
+            selected = [r for r in rows if r["dtype"] == dtype and r["B"] == batch]
+            if not selected:
+                continue
+            for key, label in (("aot", "AOT chain"), ("python", "Python plugin's plan"), ("torch", "torch index_add_")):
+                cells = " | ".join(f"{r[key + '_ms'] * 1e3:.1f}" for r in selected)
+                lines.append(f"| {dtype} | {exp10(batch)} | {label} | {cells} |")
+            lines.append(f"| {dtype} | {exp10(batch)} | AOT chain taken | "
+                         + " | ".join(r["aot_plan"] for r in selected) + " |")
+    return lines
+
+
+def main() -> int:
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, help="folder for bench_aot_cells.md and aot_cells.csv")
+    parser.add_argument("--quick", action="store_true", help="bench_scatter_add.py's quick sizes, B = 1e4 steps")
+    parser.add_argument("--sizes", type=parse_sizes, help="N:E:F,... instead of the kernel table's sizes")
+    parser.add_argument("--dtypes", type=dtype_names, default=["float32", "float16"])
+    parser.add_argument("--no-steps", action="store_true", help="leave out the per-step table")
+    args = parser.parse_args()
+    require_torch_gpu("bench_aot_cells.py")
+    import torch
+
+    torch.zeros(1, device="cuda")  # the primary context, shared with the driver API
+    device = device_name()
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    rows = []
+    with torch.cuda.stream(torch.cuda.Stream()):
+        for dtype in args.dtypes:
+            for with_counts in (False, True):
+                for num_nodes, num_edges, num_features in sizes:
+                    row = cell_row(num_nodes, num_edges, num_features, dtype, with_counts)
+                    rows.append(row)
+                    print(f"{dtype} {num_nodes}/{num_edges}/{num_features} counts={with_counts}: AOT "
+                          f"{row['aot_ms']:.4f} ({row['aot_plan']}), Python {row['python_ms']:.4f} "
+                          f"({row['python_plan']}), torch {row['torch_ms']:.4f}", file=sys.stderr, flush=True)
+        steps = []
+        if not args.no_steps:
+            for dtype in args.dtypes:
+                for batch in ([10**4] if args.quick else STEP_BATCHES):
+                    for num_nodes in STEP_NODES:
+                        steps.append(step_row(num_nodes, batch, dtype))
+    text = cells_table(rows, device)
+    if steps:
+        text += [""] + steps_table(steps, device)
+    print_and_save("\n".join(text), args.out, "bench_aot_cells.md")
+    if args.out:
+        with open(args.out / "aot_cells.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(CSV_COLUMNS)
+            for r in rows:
+                writer.writerow([device, r["dtype"], r["N"], r["E"], r["F"], int(r["counts"]),
+                                 f"{r['aot_ms']:.5f}", f"{r['python_ms']:.5f}", f"{r['torch_ms']:.5f}"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
