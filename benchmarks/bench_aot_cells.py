@@ -75,7 +75,9 @@ class AotCell:
         return chain_name(self.chain) + (" shared" if self.shared else "")
 
     def counts(self) -> Any:
-        return self.scratch["counts"].view(__import__("torch").int64)[: self.sizes["N"]]
+        import torch
+
+        return self.scratch["counts"].view(torch.int64)[: self.sizes["N"]]
 
 
 def check_cell(state: Any, src: Any, index: Any, with_counts: bool) -> str:
