@@ -28,15 +28,20 @@ INT32_MAX = 2**31 - 1
 ITEMSIZE = {"float32": 4, "float16": 2, "int32": 4, "int64": 8}
 
 
-def evaluate_launch(kernel: Kernel, sizes: Mapping[str, int]) -> tuple[tuple[int, int, int], tuple[int, int, int],
-                                                                          int, tuple[int, ...]]:
+def evaluate_launch(kernel: Kernel, sizes: Mapping[str, int], dtypes: Mapping[str, str] | None = None
+                    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int, tuple[int, ...]]:
     """(grid, block, shared bytes, extra arguments) of `kernel` for int sizes; ValueError where TensorRT could
     not launch it: an extra argument outside int32, a grid dimension below 1, shared memory beyond the 48 KiB
-    of a launch without an opt-in."""
+    of a launch without an opt-in. Shared memory: the launch's, or more where the source states the kernel
+    needs more for these dtypes (`shared_bytes(dtypes)`: Triton decides it when it compiles), as the AOT
+    registration launches it."""
     launch = kernel.launch
     grid = tuple(int(dim.evaluate(sizes)) for dim in launch.grid)
     extra = tuple(int(arg.evaluate(sizes)) for arg in launch.extra_args)
     shared = int(launch.shared_mem.evaluate(sizes))
+    stated = getattr(kernel.source, "shared_bytes", None)
+    if stated is not None and dtypes is not None:
+        shared = max(shared, int(stated(dtypes)))
     if any(dim < 1 for dim in grid):
         raise ValueError(f"{kernel.name}: grid {grid} for sizes {dict(sizes)} has a dimension below 1")
     for value in extra:
@@ -163,7 +168,7 @@ class PreparedChain:
         self.kernels: list[Kernel] = []
         for step in chain.steps:
             kernel = step_kernel(step, dtypes, (tactics or {}).get(step.plugin, 0))
-            grid, block, shared, _ = evaluate_launch(kernel, sizes)
+            grid, block, shared, _ = evaluate_launch(kernel, sizes, dtypes)
             values, types = step_arguments(step, kernel, pointers, sizes)
             function = load_function(kernel.source.ptx(kernel.name, dtypes), kernel.name)
             self.calls.append(PreparedKernel(function, grid, block, shared, values, types, stream, kernel.name))

@@ -70,3 +70,13 @@ def test_scratch_fills_and_sizes():
     chain = Chain((STEP,), (Scratch("keys", "int32", (minimum(size("N"), size("E") * 4),), -1),
                             Scratch("values", "float32", (minimum(size("N"), size("E") * 4), size("F")))))
     assert scratch_bytes(chain, {"N": 10**6, "E": 10, "F": 3}) == {"keys": 160, "values": 480}
+
+
+def test_a_source_that_states_more_shared_memory_gets_it():
+    class Stated(NoPtx):
+        def shared_bytes(self, dtypes: object) -> int:
+            return 16
+
+    stated = Kernel("t", Stated(), Launch((expr(1), expr(1), expr(1)), (32, 1, 1)))  # type: ignore[arg-type]
+    assert evaluate_launch(stated, {}, {"x": "float32"})[2] == 16
+    assert evaluate_launch(kernel(shared=64), {"N": 1, "E": 1}, {})[2] == 64
