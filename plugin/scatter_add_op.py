@@ -7,18 +7,21 @@ implementation of each path.
 
 Chains (one is chosen per engine from what the build knows, `choose`; each made once, so a choice is the same
 object as its entry of `chains`):
-    float32          one step: aot_scatter_state[_counts] (shared-memory kernel, else the direct kernel, or
-                     with counts global atomics)
+    float32          one step: aot_scatter_state[_counts] (chunked or shared-memory kernel, else the direct
+                     kernel, or with counts global atomics)
     float16 table    keys -1 [K] and values 0 [C, F] made by the network, C = min(N, 4E) slots (one per node where
-                     C = N, else hashed: K = C), then aot_scatter_table[_counts] (shared memory or global atomics into
-                     the table) and aot_apply_table (one rounding per node)
+                     C = N, else hashed: K = C), then aot_scatter_table[_counts] (chunked, shared memory or global
+                     atomics into the table) and aot_apply_table (one rounding per node)
     float16 split    F = 1, no counts, a hashed table at every E of the profile or at most 2^15 edges: slots -1
                      [S] (64-bit), aot_split_table, aot_apply_split_table
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
+    pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype: (value, count) pairs summed
+                     in the counts (aot_scatter_pairs: shared memory or global atomics), aot_fold_pairs
 
-What each run's sizes decide is decided by the launch: `shared` (the shared-memory kernel, an extra argument),
-its grid and its shared memory are expressions of N, E and F that hold plan.py's rules (see _shared_rule), and the
-kernel itself takes the vector width from F and the pointers' alignment and a hashed table where C < N.
+What each run's sizes decide is decided by the launch: a scatter kernel's `mode` (global atomics or the direct
+kernel, the shared-memory kernel, or chunk_reduce: an extra argument), its grid and its dynamic shared memory are
+expressions of N, E and F that hold plan.py's rules (_shared_rule, _chunked_rule), and the kernel itself takes the
+vector width from F and the pointers' alignment and a hashed table where C < N.
 Grids are sized for SM_COUNT SMs (an H100 or H200); on another GPU the kernels still cover every element
 (grid-stride loops), the grids fit it less well.
 """
@@ -54,7 +57,12 @@ SM_COUNT = 132  # H100 SXM and H200: the grids' caps below are resident blocks o
 THREADS = plan.THREADS_PER_BLOCK
 # The shared-memory kernel's rows: 24 KiB of dynamic shared memory beside its 24 KiB of row queues
 # (plan.QUEUE_BYTES_PER_BLOCK), the 48 KiB a launch gets without an opt-in (TensorRT's AOT launch makes none).
-SHARED_MAX_WORDS = (48 * 1024 - plan.QUEUE_BYTES_PER_BLOCK) // 4
+NO_OPT_IN_SHARED_BYTES = 48 * 1024
+QUEUE_BYTES = plan.QUEUE_BYTES_PER_BLOCK  # the scatter kernels' row queues, in dynamic shared memory here
+SHARED_MAX_WORDS = (NO_OPT_IN_SHARED_BYTES - QUEUE_BYTES) // 4
+CHUNK_GRID_EDGES = 20480  # chunk_reduce's chunks in 48 KiB beside the cursors of at most CHUNK_MAX_NODES nodes
+CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the grid's y (wider rows, or a narrower
+                            # width than the kernel finds, fall back to global atomics)
 TABLE_SLOTS_PER_EDGE = 4  # the float16 table: min(N, 4 E) slots (plan.table_layout: min(N, 2-4 E))
 BLOCK_TABLE_BYTES = 8 << 12  # aot_block_table's table for plan.BLOCK_TABLE_MAX_EDGES edges (4096 slots)
 
@@ -75,6 +83,9 @@ class Cond:
     def __or__(self, other: "Cond") -> "Cond":
         return Cond(minimum(self.yes + other.yes, 1), self.no * other.no)
 
+    def __invert__(self) -> "Cond":
+        return Cond(self.no, self.yes)
+
 
 def at_least(a: Expr | int, b: Expr | int) -> Cond:
     """a >= b for non-negative sizes: (a + 1) // (b + 1) is at least 1 exactly then (never a division by zero)."""
@@ -83,11 +94,6 @@ def at_least(a: Expr | int, b: Expr | int) -> Cond:
 
 def at_most(a: Expr | int, b: Expr | int) -> Cond:
     return at_least(b, a)
-
-
-def choose_by(cond: Cond, yes: Expr | int, no: Expr | int) -> Expr:
-    """`yes` where cond holds, else `no` (both non-negative)."""
-    return cond.yes * expr(yes) + cond.no * expr(no)
 
 
 def _shared_rule(dtype: str, with_counts: bool) -> Cond:
@@ -113,6 +119,47 @@ def _shared_rule(dtype: str, with_counts: bool) -> Cond:
     if with_counts:
         return fits & dense & (one_feature | at_least(E, N * F * plan.SHARED_WIDE_MIN_EDGES_PER_VALUE))
     return fits & dense & one_feature
+
+
+def _chunked_rule(dtype: str, with_counts: bool) -> Cond:
+    """Where chunk_reduce runs (plan.py Chunked: its rows sorted per chunk in shared memory): at most
+    CHUNK_MAX_NODES nodes, rows of at least SORT_MIN_FEATURES, from CHUNK_MIN_EDGES edges with rows of at least
+    the least features (SORT_MIN_FEATURES with counts, else CHUNK_HALF_UNCOUNTED_MIN_FEATURES float16 and
+    CHUNK_UNCOUNTED_MIN_FEATURES float32), or inside one of CHUNK_WINDOWS (BENCHMARKS.md kernel table N = 1e3,
+    F = 64; "Narrow rows and few nodes")."""
+    least = (plan.SORT_MIN_FEATURES if with_counts else plan.CHUNK_HALF_UNCOUNTED_MIN_FEATURES if dtype == "float16"
+             else plan.CHUNK_UNCOUNTED_MIN_FEATURES)
+    rule = at_least(E, plan.CHUNK_MIN_EDGES) & at_least(F, least)
+    for counts, most, features, per_node in plan.CHUNK_WINDOWS:
+        if counts == with_counts:
+            rule = rule | (at_most(N, most) & at_least(F, features) & at_least(E, N * per_node))
+    return at_most(N, plan.CHUNK_MAX_NODES) & at_least(F, plan.SORT_MIN_FEATURES) & rule
+
+
+def _modes(dtype: str, with_counts: bool) -> tuple[Cond, Cond]:
+    """(shared, chunked) of a scatter kernel: chunked where it pays, else shared where it pays (never both)."""
+    chunked = _chunked_rule(dtype, with_counts)
+    return _shared_rule(dtype, with_counts) & ~chunked, chunked
+
+
+def chunked_blocks() -> Expr:
+    """A block per CHUNK_GRID_EDGES edges (its chunks fill most of 48 KiB), at most 4 per SM (each holds 48 KiB)."""
+    return minimum(cdiv(E, CHUNK_GRID_EDGES), 4 * SM_COUNT)
+
+
+def _scatter_kernel(name: str, dtype: str, with_counts: bool, direct: bool, extra: tuple[Expr, ...]) -> Kernel:
+    """A scatter step's kernel: its mode (AOT_ATOMICS 0, AOT_SHARED 1, AOT_CHUNKED 2 in scatter_add.cu) the last
+    extra argument; grid, block and dynamic shared memory (the row queues and the mode's own) by the mode."""
+    shared, chunked = _modes(dtype, with_counts)
+    atomics = ~shared & ~chunked
+    x = (shared.yes * maximum(shared_blocks(), 1) + chunked.yes * maximum(chunked_blocks(), 1)
+         + atomics.yes * maximum(direct_blocks() if direct else global_blocks(), 1))
+    grid = (x, chunked.yes * maximum(cdiv(F, CHUNK_SLICE_FEATURES), 1) + chunked.no, expr(1))
+    queues = 0 if direct else QUEUE_BYTES
+    smem = (shared.yes * (N * (F + 1) * 4 + QUEUE_BYTES) + chunked.yes * NO_OPT_IN_SHARED_BYTES
+            + atomics.yes * queues)
+    mode = shared.yes + chunked.yes * 2
+    return Kernel(name, PTX, Launch(grid, (THREADS, 1, 1), (*extra, mode), smem))
 
 
 def _grid(x: Expr) -> tuple[Expr, Expr, Expr]:
@@ -182,10 +229,8 @@ def _plugin(name: str) -> str:
 @functools.cache
 def state_chain(with_counts: bool) -> Chain:
     """float32: one kernel adds the rows into the state."""
-    shared = _shared_rule("float32", with_counts)
-    blocks = choose_by(shared, shared_blocks(), global_blocks() if with_counts else direct_blocks())
     name = "aot_scatter_state_counts" if with_counts else "aot_scatter_state"
-    kernel = _kernel(name, blocks, (N, E, F, shared.yes), shared.yes * N * (F + 1) * 4)
+    kernel = _scatter_kernel(name, "float32", with_counts, not with_counts, (N, E, F))
     counts = ("counts",) if with_counts else ()
     step = Step(_plugin("add_rows_counts" if with_counts else "add_rows"), ("state", "src", "index", *counts),
                 ("state", *counts), _one(kernel))
@@ -195,11 +240,9 @@ def state_chain(with_counts: bool) -> Chain:
 @functools.cache
 def table_chain(with_counts: bool) -> Chain:
     """float16: sums in a float32 table of C slots (scratch), then one rounding per node into the state."""
-    shared = _shared_rule("float16", with_counts)
     capacity = table_capacity()
     name = "aot_scatter_table_counts" if with_counts else "aot_scatter_table"
-    scatter = _kernel(name, choose_by(shared, shared_blocks(), global_blocks()), (N, E, F, capacity, shared.yes),
-                      shared.yes * N * (F + 1) * 4)
+    scatter = _scatter_kernel(name, "float16", with_counts, False, (N, E, F, capacity))
     apply = _kernel("aot_apply_table", minimum(cdiv(capacity * minimum(F, 32), THREADS),
                                                plan.RESIDENT_BLOCKS_PER_SM * SM_COUNT), (N, F, capacity))
     counts = ("counts",) if with_counts else ()
@@ -208,6 +251,37 @@ def table_chain(with_counts: bool) -> Chain:
              Step(_plugin("round_table"), ("state", "keys", "values"), ("state",), _one(apply)))
     scratch = (Scratch("keys", "int32", (table_keys(),), -1), Scratch("values", "float32", (capacity, F), 0))
     return Chain(steps, scratch + _counts_scratch(with_counts))
+
+
+@functools.cache
+def pairs_chain() -> Chain:
+    """F = 1 with counts, either dtype, at most PAIRED_MAX_EDGES edges: (value, count) float32 pairs summed in the
+    counts, the shared-memory kernel from SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32 on fewer
+    than SHARED_FEW_NODES nodes: SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE; plan.py Shared and Pairs), then
+    each node folded: its count made an int64, its value rounded into the state once."""
+    fits = at_most(N * 2, SHARED_MAX_WORDS)
+    many = at_least(E, N * plan.SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE)
+    return _pairs_chain(fits & many)
+
+
+@functools.cache
+def pairs_chain_float32() -> Chain:
+    """pairs_chain with float32's bound on few nodes."""
+    fits = at_most(N * 2, SHARED_MAX_WORDS)
+    few = at_most(N, plan.SHARED_FEW_NODES - 1)
+    least = (few & at_least(E, N * plan.SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE)) | (
+        ~few & at_least(E, N * plan.SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE))
+    return _pairs_chain(fits & least)
+
+
+def _pairs_chain(shared: Cond) -> Chain:
+    x = shared.yes * maximum(shared_blocks(), 1) + shared.no * maximum(global_blocks(), 1)
+    scatter = Kernel("aot_scatter_pairs", PTX, Launch((x, expr(1), expr(1)), (THREADS, 1, 1), (N, E, shared.yes),
+                                                      shared.yes * N * 8 + QUEUE_BYTES))
+    fold = _kernel("aot_fold_pairs", cdiv(N, THREADS), (N,))
+    steps = (Step(_plugin("add_pairs"), ("src", "index", "counts"), ("counts",), _one(scatter)),
+             Step(_plugin("fold_pairs"), ("state", "counts"), ("state", "counts"), _one(fold)))
+    return Chain(steps, _counts_scratch(True))
 
 
 @functools.cache
@@ -240,16 +314,21 @@ def _known(facts: BuildFacts, name: str) -> int | None:
 
 
 def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
-    """float32: the state chain. float16 with counts: the table. float16 without counts, rows of one feature
-    (F a build-time constant): at most BLOCK_TABLE_MAX_EDGES edges in the profile, one block (BENCHMARKS.md "Small
+    """With counts and rows of one feature (F and N build-time constants) where E_max lies from N to
+    PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired). Else
+    float32: the state chain. float16 with counts: the table. float16 without counts, rows of one feature: at most BLOCK_TABLE_MAX_EDGES edges in the profile, one block (BENCHMARKS.md "Small
     updates re-timed against the windows": block_table 3.9-4.2 us against grid_table's 6.0-6.4); split_table
     where its table is hashed at every E of the profile (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the
     per-step tables, float16 B = 1e6, N >= 1e7, and the small-update rows); else the table."""
-    if facts.dtypes["state"] == "float32":
+    edges, nodes = _known(facts, "E"), facts.constants.get("N")
+    float32 = facts.dtypes["state"] == "float32"
+    if (with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None
+            and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges <= plan.PAIRED_MAX_EDGES):
+        return pairs_chain_float32() if float32 else pairs_chain()
+    if float32:
         return state_chain(with_counts)
     if with_counts or facts.constants.get("F") != 1:
         return table_chain(with_counts)
-    edges, nodes = _known(facts, "E"), facts.constants.get("N")
     if edges is not None and edges <= plan.BLOCK_TABLE_MAX_EDGES:
         return block_chain()
     if edges is not None and (edges <= plan.GRID_TABLE_MAX_EDGES
@@ -274,8 +353,7 @@ def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tu
 def scatter_add_op(with_counts: bool) -> InplaceOp:
     """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
     chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
-    if not with_counts:
-        chains += (split_chain(), block_chain())
+    chains += (pairs_chain(), pairs_chain_float32()) if with_counts else (split_chain(), block_chain())
     returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()
     return InplaceOp(
         namespace=NAMESPACE, name="scatter_add_counts_" if with_counts else "scatter_add_",

@@ -315,17 +315,17 @@ __device__ __forceinline__ void scatter_rows_global(RowQueue* queues, const scal
     if (count_skipped) add_skipped(skipped, skipped_here);
 }
 
-// Few nodes, many edges: each block sums its share of the edges into shared memory (float32 rows of all nodes,
-// plus 32-bit counts), then adds every touched node's sums into dest with one atomic per chunk. dest as in
+// Few nodes, many edges: each block sums its share of the edges into shared memory (shared_sums: float32 rows of
+// all nodes, plus 32-bit counts), then adds every touched node's sums into dest with one atomic per chunk. dest as in
 // scatter_rows_global without HASHED; PAIRED (VEC = 1): one atomic_add_pair per touched node.
 template <int VEC, bool PAIRED>
-__device__ __forceinline__ void scatter_rows_shared(RowQueue* queues, const scalar_t* __restrict__ src,
+__device__ __forceinline__ void scatter_rows_shared(RowQueue* queues, float* shared_sums,
+                                                    const scalar_t* __restrict__ src,
                                                     const i64* __restrict__ index,
                                                     i64 num_edges, int num_nodes, int num_features, int lanes_log2,
                                                     float* __restrict__ dest, u64* __restrict__ counts,
                                                     u64* __restrict__ skipped) {
     RowQueue& queue = queues[threadIdx.x >> 5];
-    extern __shared__ float shared_sums[];
     unsigned* shared_counts = reinterpret_cast<unsigned*>(shared_sums + num_nodes * num_features);
     const int chunks = num_features / VEC;
 
@@ -418,8 +418,9 @@ __device__ __forceinline__ unsigned table_capacity(int table_log2) {
     NAME(const scalar_t* src, const i64* index, i64 num_edges, int num_nodes, int num_features, int lanes_log2,  \
          float* dest, u64* counts, u64* skipped) {                                                               \
         __shared__ RowQueue queues[WARPS_PER_BLOCK];                                                             \
-        scatter_rows_shared<VEC, PAIRED>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,     \
-                                         dest, counts, skipped);                                                 \
+        extern __shared__ float shared_rows[];                                                                   \
+        scatter_rows_shared<VEC, PAIRED>(queues, shared_rows, src, index, num_edges, num_nodes, num_features,    \
+                                         lanes_log2, dest, counts, skipped);                                     \
     }
 #define SCATTER_ENTRY_POINTS(VEC)                                                                                \
     GLOBAL_ENTRY_POINT(scatter_global_v##VEC, VEC, false, false)                                                 \
@@ -437,8 +438,8 @@ SHARED_ENTRY_POINT(scatter_shared_pairs, 1, true)
 // Paired path, last step, a thread per node: counts[node] holds the node's (value, count) float32 pair (value in
 // the low word); it becomes the int64 count (exact: the launcher pairs at most 2^24 edges per launch, plan.py
 // PAIRED_MAX_EDGES), and state[node] += value, rounded once (nodes without edges keep their value bit for bit).
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes) {
+__device__ __forceinline__ void fold_pairs_body(scalar_t* __restrict__ state, u64* __restrict__ counts,
+                                                i64 num_nodes) {
     const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (node >= num_nodes) return;
     const u64 pair = counts[node];
@@ -446,6 +447,10 @@ fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes
     const float count = __uint_as_float((unsigned)(pair >> 32));
     counts[node] = (u64)count;
     if (count != 0.0f) store_scalar(state + node, to_float(state[node]) + value);
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes) {
+    fold_pairs_body(state, counts, num_nodes);
 }
 
 // Paired path beyond 2^24 edges, after each chunk of at most 2^24, a thread per node: the pairs live in the workspace
@@ -1328,8 +1333,9 @@ scatter_grid_table(const scalar_t* __restrict__ src, const i64* __restrict__ ind
 // TensorRT makes no opt-in to more than 48 KiB of dynamic shared memory, and a kernel uses shared memory only where
 // its launch gave enough (%dynamic_smem_size): it stays in bounds whatever the launch and the tensors hold. Decided
 // here from the extra arguments and pointers: the vector width (F and alignment, plan.py vector_width) and a hashed
-// table or one slot per node (capacity C < N); `shared` (the shared-memory kernel instead of global atomics or the
-// direct kernel) comes from scatter_add_op.py's launch expressions of the sizes.
+// table or one slot per node (capacity C < N); `mode` (AOT_ATOMICS, AOT_SHARED, AOT_CHUNKED) comes from
+// scatter_add_op.py's launch expressions of the sizes. The row queues live in dynamic shared memory, so a launch
+// of the direct kernel asks for none.
 
 #if SCATTER_AOT_ONLY
 // One plugin's PTX holds its kernel alone: -DAOT_KERNEL_<name>=1 compiles entry point <name>, -DAOT_ALL_KERNELS=1 all.
@@ -1360,31 +1366,67 @@ __device__ __forceinline__ int aot_window_loads(i64 num_edges) {
     return (int)max((i64)1, min((i64)WINDOW_LOADS, (num_edges + lanes - 1) / lanes));
 }
 
-// Whether the shared-memory kernel runs: asked for, and its N (F + 1) words of dynamic shared memory given.
-__device__ __forceinline__ bool aot_in_shared(int shared, int num_nodes, int num_features) {
-    return shared != 0 && num_nodes >= 0 && (u64)num_nodes * ((u64)num_features + 1u) * 4u <= dynamic_smem_bytes();
+#define AOT_QUEUE_BYTES (WARPS_PER_BLOCK * (unsigned)sizeof(RowQueue))  // plan.py QUEUE_BYTES_PER_BLOCK
+#define AOT_ATOMICS 0  // modes (scatter_add_op.py): global atomics (float32 without counts: the direct kernel)
+#define AOT_SHARED 1   // the shared-memory kernel: row queues, then N (F + 1) words, in dynamic shared memory
+#define AOT_CHUNKED 2  // chunk_reduce: N + 1 cursors and a chunk's uint16 order in dynamic shared memory
+
+// chunk_reduce at the narrowest width dividing VEC whose 32 lanes cover the row (plan.py warp_row_vec), each block
+// sorting chunks as large as its shared memory holds (at most a fair share of the edges, a multiple of 32). False
+// where it cannot run: one node per slot needed, more feature slices than the grid's y, or too little memory.
+template <int VEC>
+__device__ __forceinline__ bool aot_chunked(const scalar_t* src, const i64* index, int num_nodes, int num_edges,
+                                            int num_features, float* dest, u64* counts, unsigned given) {
+    constexpr int WIDTH = VEC;
+    const int vec = 32 >= num_features ? 1 : (VEC >= 2 && 64 >= num_features) ? 2 : WIDTH;
+    const int slices = (num_features + 32 * vec - 1) / (32 * vec);
+    const u64 cursor_bytes = 4ull * ((u64)num_nodes + 1u);
+    if (num_nodes < 1 || (unsigned)slices > gridDim.y || cursor_bytes + 64u > given) return false;
+    if ((int)blockIdx.y >= slices) return true;
+    const i64 fair = 32 * (((i64)num_edges + 32ll * gridDim.x - 1) / (32ll * gridDim.x));
+    const int chunk = (int)max((i64)32, min(fair, (i64)(((given - cursor_bytes) / 2u) & ~31ull)));
+    if (vec == 1) {
+        chunk_reduce<1>(src, index, num_edges, num_nodes, num_features, chunk, dest, counts, nullptr);
+    } else if (vec == 2) {
+        chunk_reduce<(VEC >= 2 ? 2 : 1)>(src, index, num_edges, num_nodes, num_features, chunk, dest, counts, nullptr);
+    } else {
+        chunk_reduce<VEC>(src, index, num_edges, num_nodes, num_features, chunk, dest, counts, nullptr);
+    }
+    return true;
 }
 
-// src rows into dest (float32 rows of N nodes, or of a table of `capacity` slots hashed by `keys`): the
-// shared-memory kernel (dest with one row per node), global atomics, or (direct, float32 without counts) the
-// direct kernel, at vector width VEC.
+// src rows into dest (float32 rows of N nodes, or of a table of `capacity` slots hashed by `keys`) in `mode`, where
+// the launch's dynamic shared memory holds what the mode needs, else global atomics (or, float32 without counts,
+// `direct`: the direct kernel, which needs none); a launch that gave too little for any adds nothing.
 template <int VEC>
-__device__ __forceinline__ void aot_scatter_rows(RowQueue* queues, const scalar_t* src, const i64* index,
-                                                 int num_nodes, int num_edges, int num_features, bool in_shared,
-                                                 bool direct, float* dest, int* keys, unsigned capacity,
-                                                 u64* counts) {
+__device__ __forceinline__ void aot_scatter_rows(const scalar_t* src, const i64* index, int num_nodes, int num_edges,
+                                                 int num_features, int mode, bool direct, float* dest, int* keys,
+                                                 unsigned capacity, u64* counts) {
+    extern __shared__ __align__(16) unsigned char aot_shared[];
+    RowQueue* queues = reinterpret_cast<RowQueue*>(aot_shared);
+    const unsigned given = dynamic_smem_bytes();
+    const bool dense = keys == nullptr;
+    if (mode == AOT_CHUNKED && dense
+        && aot_chunked<VEC>(src, index, num_nodes, num_edges, num_features, dest, counts, given)) {
+        return;
+    }
+    if (blockIdx.y != 0) return;  // a chunked launch's other feature slices
     const int lanes_log2 = aot_lanes_log2(num_features / VEC);
-    if (in_shared) {
-        scatter_rows_shared<VEC, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2, dest,
-                                        counts, nullptr);
-    } else if (keys != nullptr) {
-        scatter_rows_global<VEC, true, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,
-                                              aot_window_loads(num_edges), dest, keys, capacity, counts, nullptr, 0,
-                                              num_nodes);
+    const u64 rows_bytes = 4ull * (u64)max(num_nodes, 0) * ((u64)num_features + 1u);
+    if (mode == AOT_SHARED && dense && AOT_QUEUE_BYTES + rows_bytes <= given) {
+        float* rows = reinterpret_cast<float*>(aot_shared + AOT_QUEUE_BYTES);
+        scatter_rows_shared<VEC, false>(queues, rows, src, index, num_edges, num_nodes, num_features, lanes_log2,
+                                        dest, counts, nullptr);
 #if !SCATTER_HALF
     } else if (direct) {
         scatter_direct<VEC>(src, index, num_edges, num_nodes, num_features, dest, nullptr);
 #endif
+    } else if (given < AOT_QUEUE_BYTES) {
+        return;
+    } else if (!dense) {
+        scatter_rows_global<VEC, true, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,
+                                              aot_window_loads(num_edges), dest, keys, capacity, counts, nullptr, 0,
+                                              num_nodes);
     } else {
         scatter_rows_global<VEC, false, false>(queues, src, index, num_edges, num_nodes, num_features, lanes_log2,
                                                aot_window_loads(num_edges), dest, nullptr, 0u, counts, nullptr, 0,
@@ -1394,43 +1436,75 @@ __device__ __forceinline__ void aot_scatter_rows(RowQueue* queues, const scalar_
 
 // aot_scatter_rows at the vector width of the rows and dest.
 __device__ __forceinline__ void aot_scatter_any_width(const scalar_t* src, const i64* index, int num_nodes,
-                                                      int num_edges, int num_features, int shared, bool direct,
+                                                      int num_edges, int num_features, int mode, bool direct,
                                                       float* dest, int* keys, unsigned capacity, u64* counts) {
-    __shared__ RowQueue queues[WARPS_PER_BLOCK];
     if (num_features < 1) return;
-    const bool in_shared = keys == nullptr && aot_in_shared(shared, num_nodes, num_features);
     const int vec = aot_vector_width(num_features, src, sizeof(scalar_t), dest, sizeof(float));
     if (vec == 4) {
-        aot_scatter_rows<4>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
-                            capacity, counts);
+        aot_scatter_rows<4>(src, index, num_nodes, num_edges, num_features, mode, direct, dest, keys, capacity,
+                            counts);
     } else if (vec == 2) {
-        aot_scatter_rows<2>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
-                            capacity, counts);
+        aot_scatter_rows<2>(src, index, num_nodes, num_edges, num_features, mode, direct, dest, keys, capacity,
+                            counts);
     } else {
-        aot_scatter_rows<1>(queues, src, index, num_nodes, num_edges, num_features, in_shared, direct, dest, keys,
-                            capacity, counts);
+        aot_scatter_rows<1>(src, index, num_nodes, num_edges, num_features, mode, direct, dest, keys, capacity,
+                            counts);
     }
 }
 
+// F = 1 with counts (both dtypes), at most plan.py PAIRED_MAX_EDGES edges: (value, count) float32 pairs summed in
+// the counts (zeroed by the network, 8-byte aligned as TensorRT's tensors are), by the shared-memory kernel where
+// `mode` is AOT_SHARED and the launch gave its memory, else global atomics; then aot_fold_pairs.
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_pairs)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_pairs(const scalar_t* src, const i64* index, const i64* counts_in,
+                  int num_nodes, int num_edges, int mode,
+                  u64* counts_out) {
+    extern __shared__ __align__(16) unsigned char aot_shared[];
+    RowQueue* queues = reinterpret_cast<RowQueue*>(aot_shared);
+    const unsigned given = dynamic_smem_bytes();
+    float* pairs = reinterpret_cast<float*>(counts_out);
+    if (((u64)counts_out & 7ull) != 0ull || given < AOT_QUEUE_BYTES) return;
+    if (mode == AOT_SHARED && num_nodes >= 0 && AOT_QUEUE_BYTES + 8ull * (u64)num_nodes <= given) {
+        float* rows = reinterpret_cast<float*>(aot_shared + AOT_QUEUE_BYTES);
+        scatter_rows_shared<1, true>(queues, rows, src, index, num_edges, num_nodes, 1, 0, pairs, nullptr, nullptr);
+    } else {
+        scatter_rows_global<1, false, true>(queues, src, index, num_edges, num_nodes, 1, 0,
+                                            aot_window_loads(num_edges), pairs, nullptr, 0u, nullptr, nullptr, 0,
+                                            num_nodes);
+    }
+}
+#endif
+
+// Each node's pair: the count into the int64 count, the value rounded into the state once (fold_pairs).
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_fold_pairs)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_fold_pairs(const scalar_t* state_in, const i64* counts_in,
+               int num_nodes,
+               scalar_t* state_out, u64* counts_out) {
+    fold_pairs_body(state_out, counts_out, num_nodes);
+}
+#endif
+
 #if !SCATTER_HALF
-// float32: state[index[e]] += src[e] (shared memory, else the direct kernel).
+// float32: state[index[e]] += src[e] (shared memory, chunked, else the direct kernel).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
 aot_scatter_state(const float* state_in, const float* src, const i64* index,
-                  int num_nodes, int num_edges, int num_features, int shared,
+                  int num_nodes, int num_edges, int num_features, int mode,
                   float* state_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, true, state_out, nullptr, 0u,
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, true, state_out, nullptr, 0u,
                           nullptr);
 }
 #endif
 
-// float32 with counts (zeroed by the network): shared memory, else global atomics.
+// float32 with counts (zeroed by the network): shared memory, chunked, else global atomics.
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
 aot_scatter_state_counts(const float* state_in, const float* src, const i64* index, const i64* counts_in,
-                         int num_nodes, int num_edges, int num_features, int shared,
+                         int num_nodes, int num_edges, int num_features, int mode,
                          float* state_out, u64* counts_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, state_out, nullptr, 0u,
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, state_out, nullptr, 0u,
                           counts_out);
 }
 #endif
@@ -1440,10 +1514,10 @@ aot_scatter_state_counts(const float* state_in, const float* src, const i64* ind
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
 aot_scatter_table(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
-                  int num_nodes, int num_edges, int num_features, int capacity, int shared,
+                  int num_nodes, int num_edges, int num_features, int capacity, int mode,
                   int* keys_out, float* values_out) {
     const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, values_out,
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
 }
 #endif
@@ -1452,10 +1526,10 @@ aot_scatter_table(const scalar_t* src, const i64* index, const int* keys_in, con
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
 aot_scatter_table_counts(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
                          const i64* counts_in,
-                         int num_nodes, int num_edges, int num_features, int capacity, int shared,
+                         int num_nodes, int num_edges, int num_features, int capacity, int mode,
                          int* keys_out, float* values_out, u64* counts_out) {
     const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, shared, false, values_out,
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
 }
 #endif

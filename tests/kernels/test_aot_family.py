@@ -15,11 +15,13 @@ from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
 from plugin.scatter_add_op import (
     SCATTER_ADD,
     SCATTER_ADD_COUNTS,
-    _shared_rule,
+    _modes,
     at_least,
     at_most,
     block_chain,
     choose_chain,
+    pairs_chain,
+    pairs_chain_float32,
     split_capacity,
     split_chain,
     state_chain,
@@ -32,7 +34,8 @@ _KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\
 EXTRA_NAMES = {size("N"): "num_nodes", size("E"): "num_edges", size("F"): "num_features",
                table_capacity(): "capacity", split_capacity(): "capacity"}
 CHAINS = {"state": state_chain(False), "state_counts": state_chain(True), "table": table_chain(False),
-          "table_counts": table_chain(True), "split": split_chain(), "block": block_chain()}
+          "table_counts": table_chain(True), "split": split_chain(), "block": block_chain(), "pairs": pairs_chain(),
+          "pairs_float32": pairs_chain_float32()}
 DTYPES = {"state": "float32", "state_counts": "float32"}
 STEPS = [(name, step) for name, chain in CHAINS.items() for step in chain.steps]
 
@@ -59,7 +62,7 @@ def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order
     assert [re.sub(r"_out$", "", p) for _, p in tensors_out] == list(step.outputs)
     assert all(kind.endswith("*") for kind, _ in tensors_in + tensors_out)
     assert all(kind == "int" for kind, _ in extra)
-    expected = [EXTRA_NAMES.get(arg, "shared") for arg in kernel.launch.extra_args]
+    expected = [EXTRA_NAMES.get(arg, "mode") for arg in kernel.launch.extra_args]
     assert [p for _, p in extra] == expected
     assert [p[:-3] for _, p in tensors_in if p.endswith("_in")] == [o for o in step.outputs if o in step.inputs]
 
@@ -72,7 +75,7 @@ SIZES = [(n, e, f) for n in (0, 1, 10, 1000, 3071, 10**4, 10**6, 10**8) for e in
 def test_every_launch_is_one_tensorrt_can_make_at_any_size(name):
     chain = CHAINS[name]
     for n, e, f in SIZES:
-        if name in ("split", "block") and f != 1 or name == "block" and e > 1024:
+        if name in ("split", "block", "pairs", "pairs_float32") and f != 1 or name == "block" and e > 1024:
             continue
         sizes = {"N": n, "E": e, "F": f}
         for step in chain.steps:
@@ -93,22 +96,23 @@ H100 = DeviceInfo(arch=90, sm_count=132, max_shared_per_block=227 * 1024, shared
 
 
 @pytest.mark.parametrize("dtype,counts", [("float32", False), ("float32", True), ("float16", False), ("float16", True)])
-def test_the_shared_kernel_runs_where_plan_py_takes_it_and_48_kib_hold_it(dtype, counts):
-    """Where N (F + 1) <= 6144 and plan.py takes the shared kernel, the AOT launch takes it too; where plan.py
-    takes another path the AOT launch does not. plan.py without pairs (no AOT chain has them) and, for the float16
-    table chain, without the paths of their own chains (split_table, block_table)."""
+def test_the_modes_run_where_plan_py_takes_their_paths(dtype, counts):
+    """Where plan.py takes chunked, the AOT launch runs chunk_reduce; where N (F + 1) <= 6144 and plan.py takes the
+    shared kernel, the shared mode; elsewhere neither. plan.py without pairs and the sorted path (no AOT chain has
+    them) and, for the float16 table chain, without the paths of their own chains (split_table, block_table)."""
     import numpy as np
 
-    rule = _shared_rule(dtype, counts)
-    for n, e, f in [(n, e, f) for n in (10, 100, 1000, 3000) for e in (10**3, 10**4, 10**5, 10**6, 10**7)
-                    for f in (1, 2)]:
-        request = LaunchRequest(n, e, f, np.dtype(dtype), 1, counts, workspace=1 << 40, counts_aligned=False,
+    shared, chunked = _modes(dtype, counts)
+    for n, e, f in [(n, e, f) for n in (10, 100, 384, 1000, 2048, 3000) for e in (10**3, 10**4, 10**5, 10**6, 10**7)
+                    for f in (1, 2, 32, 48, 64)]:
+        request = LaunchRequest(n, e, f, np.dtype(dtype), 1, counts, workspace=0, counts_aligned=False,
                                 node_passes=1 if dtype == "float16" and not counts else None)
         path = plan_launch(request, H100).algorithm
-        shared = rule.yes.evaluate({"N": n, "E": e, "F": f})
+        sizes = {"N": n, "E": e, "F": f}
+        assert chunked.yes.evaluate(sizes) == (path == "chunked"), (n, e, f, path)
         if n * (f + 1) <= 6144 and (f == 1 or counts):
-            assert shared == (path == "shared"), (n, e, f, path)
-        elif shared:
+            assert shared.yes.evaluate(sizes) == (path == "shared"), (n, e, f, path)
+        elif shared.yes.evaluate(sizes):
             assert path == "shared", (n, e, f, path)
 
 
@@ -133,7 +137,28 @@ def test_each_build_takes_the_chain_its_sizes_pay_for(facts, chain):
     assert SCATTER_ADD.chain_for(facts) == CHAINS[chain]
 
 
-def test_with_counts_float16_takes_the_table_with_counts():
+def test_with_counts_rows_of_one_feature_take_the_pairs_from_one_edge_per_node_to_2_to_the_24():
     facts = BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 100})
     assert SCATTER_ADD_COUNTS.chain_for(facts) == CHAINS["table_counts"]
+    assert choose_chain(BuildFacts({"state": "float16"}, {"F": 1, "N": 10**4}, {"E": 10**6}), True) == CHAINS["pairs"]
+    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 1, "N": 10**6}, {"E": 2**24}), True) == CHAINS[
+        "pairs_float32"]
+    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 1, "N": 10**6}, {"E": 2**24 + 1}), True) == CHAINS[
+        "state_counts"]
+    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 2, "N": 10**3}, {"E": 10**6}), True) == CHAINS[
+        "state_counts"]
     assert SCATTER_ADD_COUNTS.output_names() == ("state", "counts")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_pairs_take_shared_memory_where_plan_py_does(dtype):
+    import numpy as np
+
+    chain = pairs_chain_float32() if dtype == "float32" else pairs_chain()
+    mode = chain.steps[0].kernel({}).launch.extra_args[-1]
+    for n, e in [(n, e) for n in (10, 100, 1000, 3000, 5000) for e in (10**4, 10**5, 10**6, 10**7) if e >= n]:
+        path = plan_launch(LaunchRequest(n, e, 1, np.dtype(dtype), 1, True, workspace=1 << 40), H100)
+        if 2 * n <= 6144:
+            assert mode.evaluate({"N": n, "E": e}) == (path.algorithm == "shared"), (n, e, path.algorithm)
+        else:  # more than 48 KiB holds: global atomics (plan.py's shared kernel opts in to more)
+            assert mode.evaluate({"N": n, "E": e}) == 0

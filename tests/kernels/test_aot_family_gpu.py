@@ -16,7 +16,16 @@ import pytest
 
 from inplace.launch import PreparedChain, scratch_bytes
 from plugin.device_array import DeviceArray
-from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS, block_chain, split_chain, state_chain, table_chain
+from plugin.scatter_add_op import (
+    SCATTER_ADD,
+    SCATTER_ADD_COUNTS,
+    block_chain,
+    pairs_chain,
+    pairs_chain_float32,
+    split_chain,
+    state_chain,
+    table_chain,
+)
 from tests.kernels.test_kernels_gpu import assert_within_bound, reference
 from tests.plugin.test_aot_plugin_gpu import random_indices
 
@@ -24,9 +33,11 @@ pytestmark = pytest.mark.gpu
 
 RNG = np.random.default_rng()
 GUARD_ROWS = 64
-SIZES = [  # (N, E, F): shared memory, direct / global at widths 4, 2, 1, a hashed table, E = 0, hot rows
+SIZES = [  # (N, E, F): shared memory, direct / global at widths 4, 2, 1, a hashed table, E = 0, hot rows,
+    # chunk_reduce (100 / 1000 nodes, F = 64), and rows of 33 features (chunked falls back to global atomics)
     (1, 0, 1), (1000, 0, 3), (7, 1000, 3), (1000, 10**5, 1), (3000, 10**5, 1), (100, 10**5, 2),
     (1000, 10**4, 64), (10**5, 10**6, 3), (10**6, 2 * 10**5, 64), (10**6, 10**6, 1), (10**6, 10**4, 2),
+    (100, 10**5, 64), (1000, 10**6, 64), (300, 3 * 10**5, 33),
 ]
 
 
@@ -97,6 +108,14 @@ def _run_and_check(chain, op, num_nodes, num_edges, num_features, dtype, **optio
     return out
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (7, 1000), (1000, 10**4), (1000, 10**6), (10**4, 10**6),
+                                                 (10**6, 10**6)])
+def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
+    chain = pairs_chain_float32() if dtype == np.float32 else pairs_chain()
+    _run_and_check(chain, SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
+
+
 @pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (7, 1000), (1000, 10**4), (10**6, 10**4), (10**8, 32768)])
 def test_aot_split_table_matches_float64(num_nodes, num_edges):
     _run_and_check(split_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
@@ -107,12 +126,12 @@ def test_aot_block_table_matches_float64(num_nodes, num_edges):
     _run_and_check(block_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
 
 
-@pytest.mark.parametrize("chain", ["state", "table", "split", "block"])
+@pytest.mark.parametrize("chain", ["state", "table", "split", "block", "pairs"])
 def test_a_second_run_starts_from_clean_scratch(chain):
     made = {"state": state_chain(False), "table": table_chain(True), "split": split_chain(),
-            "block": block_chain()}[chain]
+            "block": block_chain(), "pairs": pairs_chain()}[chain]
     dtype = np.float32 if chain == "state" else np.float16
-    op = SCATTER_ADD_COUNTS if chain == "table" else SCATTER_ADD
+    op = SCATTER_ADD_COUNTS if chain in ("table", "pairs") else SCATTER_ADD
     before, out, counts, src, index = run_chain(made, op, 1000, 1000, 1, dtype, runs=2)
     check(before, out, counts, src, index, dtype)
 
@@ -135,8 +154,8 @@ def test_every_kernels_ptx_parameters_are_pointers_then_int32_then_pointers(dtyp
     each extra argument, .u64 for each output, in that order."""
     from plugin.kernels.aot import aot_target_arch, compile_family_ptx
 
-    chains = [state_chain(False), state_chain(True)] if dtype == "float32" else [
-        table_chain(False), table_chain(True), split_chain(), block_chain()]
+    chains = [state_chain(False), state_chain(True), pairs_chain_float32()] if dtype == "float32" else [
+        table_chain(False), table_chain(True), split_chain(), block_chain(), pairs_chain()]
     for chain in chains:
         for step in chain.steps:
             kernel = step.kernel({"state": dtype, "src": dtype})

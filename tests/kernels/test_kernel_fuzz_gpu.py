@@ -123,7 +123,8 @@ def family_chains() -> dict[str, Any]:
     from plugin import scatter_add_op as op
 
     return {"state": op.state_chain(False), "state_counts": op.state_chain(True), "table": op.table_chain(False),
-            "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain()}
+            "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain(),
+            "pairs": op.pairs_chain(), "pairs_float32": op.pairs_chain_float32()}
 
 
 def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
@@ -187,8 +188,8 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
 
 GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)
 # the AOT family's shapes: shared memory (few nodes, many edges each), global atomics or the direct kernel at
-# widths 1, 2 and 4 (F = 3, 2, 64), a hashed table (N > 4 E), E = 0
-FAMILY_SHAPES = ((8, 4096, 1), (1000, 5000, 3), (100, 2000, 64), (10**5, 1000, 2), (5, 0, 2))
+# widths 1, 2 and 4 (F = 3, 2, 64), a hashed table (N > 4 E), chunk_reduce (100 nodes, 1000 edges each), E = 0
+FAMILY_SHAPES = ((8, 4096, 1), (1000, 5000, 3), (100, 2000, 64), (10**5, 1000, 2), (100, 10**5, 64), (5, 0, 2))
 CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     "float32-global": _widths("float32", 1000, 5000, ("scatter_global",), **GLOBAL),
     "float32-shared": _shared("float32"),
@@ -222,6 +223,9 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     # one feature: split_table's slots; one block within its 1024 edges and beyond (a full table drops rows)
     "family-float16-small": _family("float16", ("split",), ((10**6, 10000, 1), (1000, 2000, 1), (5, 0, 1)))
     + _family("float16", ("block",), ((10**6, 1024, 1), (1000, 5000, 1), (5, 0, 1))),
+    # (value, count) pairs in the counts: global atomics and shared memory (100 nodes), E = 0
+    "family-pairs": _family("float32", ("pairs_float32",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1)))
+    + _family("float16", ("pairs",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1))),
 }
 
 
