@@ -34,8 +34,14 @@ CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms"
 
 
 def chain_name(chain: Any) -> str:
-    """The chain's steps' kernels, e.g. 'aot_scatter_table+aot_apply_table'."""
-    return "+".join(step.kernel({}).name.removeprefix("aot_") for step in chain.steps)
+    """The chain's steps' kernels, e.g. 'scatter_table+apply_table'; the sorted chain as 'sorted, P place'."""
+    names = [step.kernel({}).name.removeprefix("aot_") for step in chain.steps]
+    if names[0] == "sort_count":
+        return f"sorted, {names.count('sort_place')} place"
+    return "+".join(names)
+
+
+MODES = {0: "", 1: " shared", 2: " chunked"}  # scatter_add.cu AOT_ATOMICS, AOT_SHARED, AOT_CHUNKED
 
 
 class AotCell:
@@ -64,15 +70,14 @@ class AotCell:
                         **{name: tensor.data_ptr() for name, tensor in self.scratch.items()}}
             self.launches.append(PreparedChain(self.op, self.chain, {"state": dtype, "src": dtype}, pointers,
                                                self.sizes, stream))
-        self.shared = any(kernel.launch.extra_args and len(kernel.launch.extra_args) >= 4
-                          and kernel.launch.extra_args[-1].evaluate(self.sizes) == 1
-                          for kernel in self.launches[0].kernels if kernel.name.startswith("aot_scatter"))
+        self.mode = max((kernel.launch.extra_args[-1].evaluate(self.sizes) for kernel in self.launches[0].kernels
+                         if kernel.name.startswith("aot_scatter")), default=0)
 
     def __call__(self, i: int) -> None:
         self.launches[i]()
 
     def describe(self) -> str:
-        return chain_name(self.chain) + (" shared" if self.shared else "")
+        return chain_name(self.chain) + MODES[self.mode]
 
     def counts(self) -> Any:
         import torch

@@ -17,6 +17,9 @@ object as its entry of `chains`):
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
     pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype: (value, count) pairs summed
                      in the counts (aot_scatter_pairs: shared memory or global atomics), aot_fold_pairs
+    sorted           wide rows where sorting pays (plan.py Sorted), either dtype, with or without counts: the
+                     edges counting-sorted by node in scratch tensors, then summed per node in registers
+                     (aot_sort_count, _tile_sums, _scan_tiles, _cursors, _place per node range, _reduce, _fixup)
 
 What each run's sizes decide is decided by the launch: a scatter kernel's `mode` (global atomics or the direct
 kernel, the shared-memory kernel, or chunk_reduce: an extra argument), its grid and its dynamic shared memory are
@@ -60,6 +63,7 @@ THREADS = plan.THREADS_PER_BLOCK
 NO_OPT_IN_SHARED_BYTES = 48 * 1024
 QUEUE_BYTES = plan.QUEUE_BYTES_PER_BLOCK  # the scatter kernels' row queues, in dynamic shared memory here
 SHARED_MAX_WORDS = (NO_OPT_IN_SHARED_BYTES - QUEUE_BYTES) // 4
+L2_BYTES = 50 << 20  # an H100's L2 (an H200's: 60 MB): the sorted chain's placing passes
 CHUNK_GRID_EDGES = 20480  # chunk_reduce's chunks in 48 KiB beside the cursors of at most CHUNK_MAX_NODES nodes
 CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the grid's y (wider rows, or a narrower
                             # width than the kernel finds, fall back to global atomics)
@@ -284,6 +288,79 @@ def _pairs_chain(shared: Cond) -> Chain:
     return Chain(steps, _counts_scratch(True))
 
 
+def sort_tiles() -> Expr:
+    """plan.sort_layout's scan tiles: one up to SORT_ONE_TILE_NODES nodes, else min(SORT_MAX_TILES, N / SORT_TILE_NODES)."""
+    many = at_least(N, plan.SORT_ONE_TILE_NODES + 1)
+    return many.no + many.yes * minimum(cdiv(N, plan.SORT_TILE_NODES), plan.SORT_MAX_TILES)
+
+
+def sort_span() -> Expr:
+    """plan.sort_layout's warp range: SORT_TARGET_RANGES ranges of whole warps of positions."""
+    return cdiv(cdiv(E, plan.SORT_TARGET_RANGES), 32) * 32
+
+
+def sort_partials() -> Expr:
+    """Rows of the head and tail partial sums: one per warp range, at most min(E / 32, SORT_TARGET_RANGES)."""
+    return maximum(minimum(cdiv(E, 32), plan.SORT_TARGET_RANGES), 1)
+
+
+def sorted_chain(with_counts: bool, place_passes: int = 1) -> Chain:
+    """_sorted_chain, made once per (with_counts, place_passes)."""
+    return _sorted_chain(bool(with_counts), int(place_passes))
+
+
+@functools.cache
+def _sorted_chain(with_counts: bool, place_passes: int) -> Chain:
+    """Wide rows with many edges (plan.py Sorted): the edges counting-sorted by node in scratch tensors, then each
+    warp sums its range of sorted rows in registers and writes each node once (no atomics on the state; float16
+    rounds each node once). Steps: count (in-degrees, in shared memory where N <= SORT_PRIVATE_MAX_NODES with at
+    least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan, the cursors,
+    `place_passes` placing passes over node ranges (each keeps its part of the sorted pairs in L2), the reduce and
+    the fixup of nodes that straddle warp ranges. The in-degrees are the op's counts with counts, else scratch."""
+    private = at_most(N, plan.SORT_PRIVATE_MAX_NODES) & at_least(E, N * plan.SORT_PRIVATE_MIN_EDGES_PER_NODE)
+    private_nodes = N * private.yes
+    steps_blocks = cdiv(E, plan.SORT_EDGES_PER_THREAD * THREADS)
+    blocks = (private.yes * minimum(steps_blocks, plan.SORT_PRIVATE_BLOCKS_PER_SM * SM_COUNT)
+              + private.no * minimum(steps_blocks, (2048 // THREADS) * SM_COUNT))
+    smem = private_nodes * 4
+    tiles, tile_nodes = sort_tiles(), cdiv(N, sort_tiles())
+    span, ranges = sort_span(), cdiv(E, maximum(sort_span(), 32))
+    slices = maximum(cdiv(F, 32), 1)
+    count = Kernel("aot_sort_count", PTX, Launch(_grid(blocks), (THREADS, 1, 1), (N, E, private_nodes), smem))
+    steps = [Step(_plugin("sort_count"), ("index", "counts"), ("counts",), _one(count)),
+             Step(_plugin("sort_tile_sums"), ("counts", "tile_sums"), ("tile_sums",),
+                  _one(_kernel("aot_sort_tile_sums", tiles, (N, tile_nodes)))),
+             Step(_plugin("sort_scan_tiles"), ("tile_sums", "cursor"), ("tile_sums", "cursor"),
+                  _one(_kernel("aot_sort_scan_tiles", expr(1), (N, tiles)))),
+             Step(_plugin("sort_cursors"), ("counts", "tile_sums", "cursor"), ("cursor",),
+                  _one(_kernel("aot_sort_cursors", tiles, (N, tile_nodes))))]
+    for k in range(place_passes):
+        place = Kernel("aot_sort_place", PTX, Launch(_grid(blocks), (THREADS, 1, 1),
+                                                     (N, E, private_nodes, N * k // place_passes,
+                                                      N * (k + 1) // place_passes), smem))
+        steps.append(Step(_plugin("sort_place"), ("index", "cursor", "sorted"), ("cursor", "sorted"), _one(place)))
+    reduce = Kernel("aot_sort_reduce", PTX, Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)),
+                                                   (THREADS, 1, 1), (N, E, F, span)))
+    fixup = Kernel("aot_sort_fixup", PTX, Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)),
+                                                 (THREADS, 1, 1), (N, F, span, ranges)))
+    steps += [Step(_plugin("sort_reduce"), ("src", "sorted", "cursor", "state", "head", "tail"),
+                   ("state", "head", "tail"), _one(reduce)),
+              Step(_plugin("sort_fixup"), ("sorted", "cursor", "state", "head", "tail"), ("state",), _one(fixup))]
+    scratch = (Scratch("counts", "int64", (N, expr(1)), 0), Scratch("tile_sums", "int32", (expr(plan.SORT_MAX_TILES),), 0),
+               Scratch("cursor", "int32", (N + 1,), 0), Scratch("sorted", "int32", (E, expr(2)), 0),
+               Scratch("head", "float32", (sort_partials(), F), 0), Scratch("tail", "float32", (sort_partials(), F), 0))
+    return Chain(tuple(steps), scratch)
+
+
+def sort_place_passes(edges: int, nodes: int) -> int:
+    """plan.py Sorted's placing passes for the profile's most edges: one where tallies may live in shared memory,
+    else enough that each writes at most half of an H100's or H200's L2 (50 MB) of pairs, at most
+    SORT_MAX_PLACE_PASSES."""
+    if nodes <= plan.SORT_PRIVATE_MAX_NODES:
+        return 1
+    return max(1, min(plan.SORT_MAX_PLACE_PASSES, -(-8 * edges // (L2_BYTES // 2))))
+
+
 @functools.cache
 def split_chain() -> Chain:
     """float16, F = 1, no counts: (node, sum) slots claimed per edge, then each node rounded once."""
@@ -313,6 +390,27 @@ def _known(facts: BuildFacts, name: str) -> int | None:
     return facts.constants.get(name, facts.maxima.get(name))
 
 
+def _sorts(facts: BuildFacts, with_counts: bool) -> bool:
+    """Whether the build takes the sorted chain (N, F constant, E_max known): where plan.py sorts at E_max and
+    its chunked path (the state and table chains' chunked mode) does not pay; without counts float16 where the
+    table it skips holds at least SORT_SPARSE_MIN_TABLE values, and float32 where plan.py would stream the edges
+    through node passes (its state far beyond L2, node_ranges_for)."""
+    import numpy as np
+
+    nodes, features, edges = facts.constants["N"], facts.constants["F"], _known(facts, "E")
+    assert edges is not None
+    dtype = facts.dtypes["state"]
+    sizes = {"N": nodes, "E": edges, "F": features}
+    if not plan.sorting_pays(nodes, edges, features, np.dtype(dtype)) or _chunked_rule(dtype, with_counts).yes.evaluate(
+            sizes):
+        return False
+    if with_counts:
+        return True
+    if dtype == "float16":
+        return nodes * features >= plan.SORT_SPARSE_MIN_TABLE
+    return plan.node_ranges_for(nodes, edges, 4 * features, L2_BYTES) > 1
+
+
 def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     """With counts and rows of one feature (F and N build-time constants) where E_max lies from N to
     PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired). Else
@@ -325,9 +423,12 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     if (with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None
             and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges <= plan.PAIRED_MAX_EDGES):
         return pairs_chain_float32() if float32 else pairs_chain()
+    features = facts.constants.get("F")
+    if edges is not None and nodes is not None and features is not None and _sorts(facts, with_counts):
+        return sorted_chain(with_counts, sort_place_passes(edges, nodes))
     if float32:
         return state_chain(with_counts)
-    if with_counts or facts.constants.get("F") != 1:
+    if with_counts or features != 1:
         return table_chain(with_counts)
     if edges is not None and edges <= plan.BLOCK_TABLE_MAX_EDGES:
         return block_chain()
@@ -354,6 +455,7 @@ def scatter_add_op(with_counts: bool) -> InplaceOp:
     """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
     chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
     chains += (pairs_chain(), pairs_chain_float32()) if with_counts else (split_chain(), block_chain())
+    chains += tuple(sorted_chain(with_counts, passes) for passes in range(1, plan.SORT_MAX_PLACE_PASSES + 1))
     returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()
     return InplaceOp(
         namespace=NAMESPACE, name="scatter_add_counts_" if with_counts else "scatter_add_",

@@ -510,9 +510,9 @@ __device__ __forceinline__ void step_targets(const i64* __restrict__ index, i64 
 // counts[n] (int64, zeroed by the launcher) = in-degree of n; out-of-range targets add to *skipped.
 // private_nodes > 0: a block counts its edges in shared memory (private_nodes = N words) and adds each
 // nonzero tally once (few nodes: many edges per node would contend on global atomics).
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __restrict__ counts,
-           u64* __restrict__ skipped, int private_nodes) {
+__device__ __forceinline__ void sort_count_body(const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                                                u64* __restrict__ counts, u64* __restrict__ skipped,
+                                                int private_nodes) {
     extern __shared__ unsigned tally[];
     i64 first, last;
     block_edges(num_edges, first, last);
@@ -540,6 +540,11 @@ sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __r
             if (tally[n] != 0u) add_count(counts, n, tally[n]);
         }
     }
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+sort_count(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, u64* __restrict__ counts,
+           u64* __restrict__ skipped, int private_nodes) {
+    sort_count_body(index, num_edges, num_nodes, counts, skipped, private_nodes);
 }
 
 // Inclusive scan of one value per lane across the warp (every lane of the warp calls it).
@@ -595,18 +600,22 @@ __device__ __forceinline__ unsigned sum_counts(const u64* __restrict__ counts, i
 }
 
 // tile_sums[t] = sum of the in-degrees of tile t (tile_nodes nodes per tile, one block per tile).
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, unsigned* __restrict__ tile_sums) {
+__device__ __forceinline__ void sort_tile_sums_body(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes,
+                                                    unsigned* __restrict__ tile_sums) {
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
     unsigned total;
     block_inclusive_scan(sum_counts(counts, first + threadIdx.x, last, blockDim.x), total);
     if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
 }
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+sort_tile_sums(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, unsigned* __restrict__ tile_sums) {
+    sort_tile_sums_body(counts, num_nodes, tile_nodes, tile_sums);
+}
 
 // One block: tile_sums becomes its exclusive scan; cursor[num_nodes] = the number of valid edges.
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __restrict__ cursor, i64 num_nodes) {
+__device__ __forceinline__ void sort_scan_tiles_body(unsigned* __restrict__ tile_sums, int num_tiles,
+                                                     unsigned* __restrict__ cursor, i64 num_nodes) {
     unsigned carry = 0;
     for (int base = 0; base < num_tiles; base += blockDim.x) {
         const int t = base + threadIdx.x;
@@ -618,13 +627,17 @@ sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __res
     }
     if (threadIdx.x == 0) cursor[num_nodes] = carry;
 }
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+sort_scan_tiles(unsigned* __restrict__ tile_sums, int num_tiles, unsigned* __restrict__ cursor, i64 num_nodes) {
+    sort_scan_tiles_body(tile_sums, num_tiles, cursor, num_nodes);
+}
 
 // cursor[n] = number of valid edges into nodes 0..n (the end of node n's sorted range). Each warp sums a contiguous
 // eighth of the tile's nodes, the block scans the eight sums, then the warp writes its nodes' inclusive scan from
 // its start. One block (one tile) needs no tile sums: it starts from 0 and writes cursor[num_nodes] itself.
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
-             unsigned* __restrict__ cursor) {
+__device__ __forceinline__ void sort_cursors_body(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes,
+                                                  const unsigned* __restrict__ tile_sums,
+                                                  unsigned* __restrict__ cursor) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const i64 first = (i64)blockIdx.x * tile_nodes;
     const i64 last = min(first + tile_nodes, num_nodes);
@@ -648,14 +661,19 @@ sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, cons
     }
     if (gridDim.x == 1 && threadIdx.x == 0) cursor[num_nodes] = total;
 }
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+sort_cursors(const u64* __restrict__ counts, i64 num_nodes, i64 tile_nodes, const unsigned* __restrict__ tile_sums,
+             unsigned* __restrict__ cursor) {
+    sort_cursors_body(counts, num_nodes, tile_nodes, tile_sums, cursor);
+}
 
 // Each valid edge e whose node n lies in [node_lo, node_hi) takes a position p in its node's range (cursor[n]
 // counts down to the range's start) and sorted[p] = (e, n). private_nodes > 0: a block first tallies its edges per
 // node in shared memory and takes each node's positions with one atomic. One launch per node range keeps the part
 // of `sorted` it writes in L2 until complete, where the scattered 8-byte writes merge.
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
-           int2* __restrict__ sorted, int private_nodes, i64 node_lo, i64 node_hi) {
+__device__ __forceinline__ void sort_place_body(const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                                                unsigned* __restrict__ cursor, int2* __restrict__ sorted,
+                                                int private_nodes, i64 node_lo, i64 node_hi) {
     extern __shared__ unsigned next[];
     i64 first, last;
     block_edges(num_edges, first, last);
@@ -695,6 +713,11 @@ sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned
             }
         }
     }
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+sort_place(const i64* __restrict__ index, i64 num_edges, i64 num_nodes, unsigned* __restrict__ cursor,
+           int2* __restrict__ sorted, int private_nodes, i64 node_lo, i64 node_hi) {
+    sort_place_body(index, num_edges, num_nodes, cursor, sorted, private_nodes, node_lo, node_hi);
 }
 
 // VEC state elements as floats, and back (one rounding for float16).
@@ -1483,6 +1506,107 @@ aot_fold_pairs(const scalar_t* state_in, const i64* counts_in,
                int num_nodes,
                scalar_t* state_out, u64* counts_out) {
     fold_pairs_body(state_out, counts_out, num_nodes);
+}
+#endif
+
+// The sorted path as a chain (both dtypes; scatter_add_op.py sorted_chain): its kernels with the network's scratch
+// (counts, zeroed; cursors, tile sums, sorted pairs and partial sums, whatever they hold) in place of the workspace.
+// Tallies in shared memory only where the launch gave N words of it (else in global memory).
+__device__ __forceinline__ int aot_private_nodes(int private_nodes, int num_nodes) {
+    return private_nodes > 0 && private_nodes == num_nodes && 4ull * (u64)private_nodes <= dynamic_smem_bytes()
+               ? private_nodes : 0;
+}
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_count)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_count(const i64* index, const i64* counts_in,
+               int num_nodes, int num_edges, int private_nodes,
+               u64* counts_out) {
+    sort_count_body(index, num_edges, num_nodes, counts_out, nullptr, aot_private_nodes(private_nodes, num_nodes));
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_tile_sums)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_tile_sums(const i64* counts, const unsigned* tile_sums_in,
+                   int num_nodes, int tile_nodes,
+                   unsigned* tile_sums_out) {
+    if (blockIdx.x >= SORT_MAX_TILES) return;
+    sort_tile_sums_body(reinterpret_cast<const u64*>(counts), num_nodes, tile_nodes, tile_sums_out);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_scan_tiles)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_scan_tiles(const unsigned* tile_sums_in, const unsigned* cursor_in,
+                    int num_nodes, int num_tiles,
+                    unsigned* tile_sums_out, unsigned* cursor_out) {
+    sort_scan_tiles_body(tile_sums_out, min(num_tiles, SORT_MAX_TILES), cursor_out, num_nodes);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_cursors)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_cursors(const i64* counts, const unsigned* tile_sums, const unsigned* cursor_in,
+                 int num_nodes, int tile_nodes,
+                 unsigned* cursor_out) {
+    if (blockIdx.x >= SORT_MAX_TILES) return;
+    sort_cursors_body(reinterpret_cast<const u64*>(counts), num_nodes, tile_nodes, tile_sums, cursor_out);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_place)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_place(const i64* index, const unsigned* cursor_in, const int2* sorted_in,
+               int num_nodes, int num_edges, int private_nodes, int node_lo, int node_hi,
+               unsigned* cursor_out, int2* sorted_out) {
+    sort_place_body(index, num_edges, num_nodes, cursor_out, sorted_out, aot_private_nodes(private_nodes, num_nodes),
+                    node_lo, node_hi);
+}
+#endif
+
+// A warp's row at the narrowest width dividing the aligned width whose 32 lanes cover it (plan.py warp_row_vec);
+// blocks of feature slices beyond the row's return (the grid's y has one per 32 features).
+__device__ __forceinline__ int aot_row_vec(int num_features, const void* a, int a_item, const void* b, int b_item) {
+    const int vec = aot_vector_width(num_features, a, a_item, b, b_item);
+    return 32 >= num_features ? 1 : (vec >= 2 && 64 >= num_features) ? 2 : vec;
+}
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_reduce)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_reduce(const scalar_t* src, const int2* sorted, const unsigned* cursor, const scalar_t* state_in,
+                const float* head_in, const float* tail_in,
+                int num_nodes, int num_edges, int num_features, int span,
+                scalar_t* state_out, float* head_out, float* tail_out) {
+    if (num_features < 1 || span < 1) return;
+    const int vec = aot_row_vec(num_features, src, sizeof(scalar_t), state_out, sizeof(scalar_t));
+    if ((int)blockIdx.y >= (num_features + 32 * vec - 1) / (32 * vec)) return;
+    if (vec == 4) {
+        sort_reduce<4>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
+    } else if (vec == 2) {
+        sort_reduce<2>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
+    } else {
+        sort_reduce<1>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
+    }
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_fixup)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_fixup(const int2* sorted, const unsigned* cursor, const scalar_t* state_in, const float* head,
+               const float* tail,
+               int num_nodes, int num_features, int span, int num_ranges,
+               scalar_t* state_out) {
+    if (num_features < 1 || span < 1) return;
+    const int vec = aot_row_vec(num_features, state_out, sizeof(scalar_t), state_out, sizeof(scalar_t));
+    if ((int)blockIdx.y >= (num_features + 32 * vec - 1) / (32 * vec)) return;
+    if (vec == 4) {
+        sort_fixup<4>(sorted, cursor, num_nodes, num_features, span, num_ranges, state_out, head, tail);
+    } else if (vec == 2) {
+        sort_fixup<2>(sorted, cursor, num_nodes, num_features, span, num_ranges, state_out, head, tail);
+    } else {
+        sort_fixup<1>(sorted, cursor, num_nodes, num_features, span, num_ranges, state_out, head, tail);
+    }
 }
 #endif
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from inplace.launch import evaluate_launch, scratch_bytes
-from inplace.spec import BuildFacts, size
+from inplace.spec import BuildFacts, cdiv, maximum, size
 from plugin.kernels.compile import SOURCE_PATH
 from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
 from plugin.scatter_add_op import (
@@ -22,6 +22,9 @@ from plugin.scatter_add_op import (
     choose_chain,
     pairs_chain,
     pairs_chain_float32,
+    sort_span,
+    sort_tiles,
+    sorted_chain,
     split_capacity,
     split_chain,
     state_chain,
@@ -32,10 +35,13 @@ from plugin.scatter_add_op import (
 _KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(aot_\w+)\(([^)]*)\)', re.DOTALL)
 # the extra arguments' parameter names by the expression they are given
 EXTRA_NAMES = {size("N"): "num_nodes", size("E"): "num_edges", size("F"): "num_features",
-               table_capacity(): "capacity", split_capacity(): "capacity"}
+               table_capacity(): "capacity", split_capacity(): "capacity", sort_tiles(): "num_tiles",
+               cdiv(size("N"), sort_tiles()): "tile_nodes", sort_span(): "span",
+               cdiv(size("E"), maximum(sort_span(), 32)): "num_ranges"}
 CHAINS = {"state": state_chain(False), "state_counts": state_chain(True), "table": table_chain(False),
           "table_counts": table_chain(True), "split": split_chain(), "block": block_chain(), "pairs": pairs_chain(),
-          "pairs_float32": pairs_chain_float32()}
+          "pairs_float32": pairs_chain_float32(), "sorted": sorted_chain(False), "sorted_counts": sorted_chain(True),
+          "sorted_4": sorted_chain(True, 4)}
 DTYPES = {"state": "float32", "state_counts": "float32"}
 STEPS = [(name, step) for name, chain in CHAINS.items() for step in chain.steps]
 
@@ -62,8 +68,11 @@ def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order
     assert [re.sub(r"_out$", "", p) for _, p in tensors_out] == list(step.outputs)
     assert all(kind.endswith("*") for kind, _ in tensors_in + tensors_out)
     assert all(kind == "int" for kind, _ in extra)
-    expected = [EXTRA_NAMES.get(arg, "mode") for arg in kernel.launch.extra_args]
-    assert [p for _, p in extra] == expected
+    names = [p for _, p in extra]
+    # sizes by name; a scatter kernel's mode last; the sort's own (private_nodes, node_lo, node_hi) by position
+    expected = [EXTRA_NAMES.get(arg, name if kernel.name.startswith("aot_sort") else "mode")
+                for arg, name in zip(kernel.launch.extra_args, names)]
+    assert names == expected
     assert [p[:-3] for _, p in tensors_in if p.endswith("_in")] == [o for o in step.outputs if o in step.inputs]
 
 
@@ -131,6 +140,8 @@ def test_the_table_has_one_slot_per_node_up_to_4_slots_per_edge_and_keys_only_wh
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**7}, {"E": 10**6}), "split"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 10**6}), "table"),
     (BuildFacts({"state": "float16"}, {"F": 1}), "table"),
+    (BuildFacts({"state": "float16"}, {"F": 64, "N": 10**6}, {"E": 10**6}), "sorted"),
+    (BuildFacts({"state": "float32"}, {"F": 64, "N": 10**6}, {"E": 10**6}), "state"),
 ])
 def test_each_build_takes_the_chain_its_sizes_pay_for(facts, chain):
     assert choose_chain(facts, False) == CHAINS[chain]
@@ -162,3 +173,17 @@ def test_the_pairs_take_shared_memory_where_plan_py_does(dtype):
             assert mode.evaluate({"N": n, "E": e}) == (path.algorithm == "shared"), (n, e, path.algorithm)
         else:  # more than 48 KiB holds: global atomics (plan.py's shared kernel opts in to more)
             assert mode.evaluate({"N": n, "E": e}) == 0
+
+
+def test_wide_rows_sort_where_plan_py_does_and_chunked_keeps_few_nodes():
+    def chain(dtype, nodes, edges, counts):
+        return choose_chain(BuildFacts({"state": dtype}, {"F": 64, "N": nodes}, {"E": edges}), counts)
+
+    assert chain("float32", 10**6, 10**7, True) == sorted_chain(True, 4)  # 80 MB of pairs: 4 placing passes
+    assert chain("float32", 10**6, 10**6, True) == sorted_chain(True, 1)
+    assert chain("float32", 10**6, 10**7, False) == sorted_chain(False, 4)  # node passes in plan.py
+    assert chain("float32", 10**6, 10**6, False) == state_chain(False)  # the direct kernel in plan.py
+    assert chain("float16", 10**6, 10**5, False) == sorted_chain(False, 1)
+    assert chain("float16", 10**3, 10**6, True) == sorted_chain(True, 1)  # tallies in shared memory
+    assert chain("float16", 10**3, 10**7, True) == table_chain(True)  # chunked
+    assert chain("float32", 10**4, 10**5, True) == state_chain(True)

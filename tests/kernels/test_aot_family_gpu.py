@@ -22,6 +22,7 @@ from plugin.scatter_add_op import (
     block_chain,
     pairs_chain,
     pairs_chain_float32,
+    sorted_chain,
     split_chain,
     state_chain,
     table_chain,
@@ -116,6 +117,22 @@ def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
     _run_and_check(chain, SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
 
 
+@pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("num_nodes,num_edges,num_features,passes", [
+    (1000, 300_000, 64, 1),   # tallies in shared memory
+    (10**5, 300_000, 64, 4),  # tallies in global memory, four placing passes
+    (10**6, 10**6, 64, 1),    # 489 scan tiles
+    (7, 100_000, 5, 1),       # few nodes, each straddling many warp ranges
+    (1000, 50_000, 200, 2),   # two feature slices per row
+    (3, 1, 33, 1),            # one edge, one warp range, no fixup
+    (1, 0, 64, 1),
+])
+def test_aot_sorted_chain_matches_float64(num_nodes, num_edges, num_features, passes, dtype, with_counts):
+    _run_and_check(sorted_chain(with_counts, passes), SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD, num_nodes,
+                   num_edges, num_features, dtype)
+
+
 @pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (7, 1000), (1000, 10**4), (10**6, 10**4), (10**8, 32768)])
 def test_aot_split_table_matches_float64(num_nodes, num_edges):
     _run_and_check(split_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
@@ -126,13 +143,14 @@ def test_aot_block_table_matches_float64(num_nodes, num_edges):
     _run_and_check(block_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
 
 
-@pytest.mark.parametrize("chain", ["state", "table", "split", "block", "pairs"])
+@pytest.mark.parametrize("chain", ["state", "table", "split", "block", "pairs", "sorted"])
 def test_a_second_run_starts_from_clean_scratch(chain):
     made = {"state": state_chain(False), "table": table_chain(True), "split": split_chain(),
-            "block": block_chain(), "pairs": pairs_chain()}[chain]
+            "block": block_chain(), "pairs": pairs_chain(), "sorted": sorted_chain(True, 2)}[chain]
     dtype = np.float32 if chain == "state" else np.float16
-    op = SCATTER_ADD_COUNTS if chain in ("table", "pairs") else SCATTER_ADD
-    before, out, counts, src, index = run_chain(made, op, 1000, 1000, 1, dtype, runs=2)
+    op = SCATTER_ADD_COUNTS if chain in ("table", "pairs", "sorted") else SCATTER_ADD
+    features = 40 if chain == "sorted" else 1
+    before, out, counts, src, index = run_chain(made, op, 1000, 1000, features, dtype, runs=2)
     check(before, out, counts, src, index, dtype)
 
 
@@ -154,8 +172,9 @@ def test_every_kernels_ptx_parameters_are_pointers_then_int32_then_pointers(dtyp
     each extra argument, .u64 for each output, in that order."""
     from plugin.kernels.aot import aot_target_arch, compile_family_ptx
 
-    chains = [state_chain(False), state_chain(True), pairs_chain_float32()] if dtype == "float32" else [
-        table_chain(False), table_chain(True), split_chain(), block_chain(), pairs_chain()]
+    chains = [state_chain(False), state_chain(True), pairs_chain_float32(), sorted_chain(True, 2)] if (
+        dtype == "float32") else [table_chain(False), table_chain(True), split_chain(), block_chain(), pairs_chain(),
+                                  sorted_chain(False, 1)]
     for chain in chains:
         for step in chain.steps:
             kernel = step.kernel({"state": dtype, "src": dtype})

@@ -124,7 +124,8 @@ def family_chains() -> dict[str, Any]:
 
     return {"state": op.state_chain(False), "state_counts": op.state_chain(True), "table": op.table_chain(False),
             "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain(),
-            "pairs": op.pairs_chain(), "pairs_float32": op.pairs_chain_float32()}
+            "pairs": op.pairs_chain(), "pairs_float32": op.pairs_chain_float32(), "sorted": op.sorted_chain(False),
+            "sorted_counts": op.sorted_chain(True), "sorted_4": op.sorted_chain(True, 4)}
 
 
 def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
@@ -226,6 +227,9 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     # (value, count) pairs in the counts: global atomics and shared memory (100 nodes), E = 0
     "family-pairs": _family("float32", ("pairs_float32",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1)))
     + _family("float16", ("pairs",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1))),
+    # the sorted chain: ten scan tiles, tallies in shared memory (100 nodes), rows of 33 and 128, four placing passes
+    "family-sorted": _family("float32", ("sorted_counts",), ((20000, 10000, 8), (100, 10000, 128), (5, 0, 33)))
+    + _family("float16", ("sorted", "sorted_4"), ((20000, 10000, 64), (1000, 50000, 33))),
 }
 
 
