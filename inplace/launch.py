@@ -81,6 +81,13 @@ class PreparedKernel:
                  values: Sequence[int], types: Sequence[Any], stream: int, name: str = "kernel") -> None:
         from cuda.bindings import driver
 
+        from plugin.cuda_check import check
+
+        static = check(driver.cuFuncGetAttribute(
+            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
+        if shared + int(static) > NO_OPT_IN_SHARED_BYTES:  # the launch would fail: say why
+            raise ValueError(f"{name}: {shared} bytes of dynamic and {static} of static shared memory; a launch "
+                             f"without an opt-in gets {NO_OPT_IN_SHARED_BYTES}")
         self.name = name
         address, self._owner = pack_arguments(values, types)
         self._launch = driver.cuLaunchKernel

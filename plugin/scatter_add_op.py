@@ -58,11 +58,11 @@ from plugin.kernels import plan
 NAMESPACE = "aliased_io"
 SM_COUNT = 132  # H100 SXM and H200: the grids' caps below are resident blocks of this many SMs
 THREADS = plan.THREADS_PER_BLOCK
-# The shared-memory kernel's rows: 24 KiB of dynamic shared memory beside its 24 KiB of row queues
-# (plan.QUEUE_BYTES_PER_BLOCK), the 48 KiB a launch gets without an opt-in (TensorRT's AOT launch makes none).
-NO_OPT_IN_SHARED_BYTES = 48 * 1024
+# Dynamic shared memory a launch may ask for: the 48 KiB of a launch without an opt-in (TensorRT's AOT launch makes
+# none) less what the kernels hold statically (a block scan's sums: under 1 KiB), which the same 48 KiB must hold.
+DYNAMIC_SHARED_BYTES = 48 * 1024 - 1024
 QUEUE_BYTES = plan.QUEUE_BYTES_PER_BLOCK  # the scatter kernels' row queues, in dynamic shared memory here
-SHARED_MAX_WORDS = (NO_OPT_IN_SHARED_BYTES - QUEUE_BYTES) // 4
+SHARED_MAX_WORDS = (DYNAMIC_SHARED_BYTES - QUEUE_BYTES) // 4
 L2_BYTES = 50 << 20  # an H100's L2 (an H200's: 60 MB): the sorted chain's placing passes
 CHUNK_GRID_EDGES = 20480  # chunk_reduce's chunks in 48 KiB beside the cursors of at most CHUNK_MAX_NODES nodes
 CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the grid's y (wider rows, or a narrower
@@ -160,7 +160,7 @@ def _scatter_kernel(name: str, dtype: str, with_counts: bool, direct: bool, extr
          + atomics.yes * maximum(direct_blocks() if direct else global_blocks(), 1))
     grid = (x, chunked.yes * maximum(cdiv(F, CHUNK_SLICE_FEATURES), 1) + chunked.no, expr(1))
     queues = 0 if direct else QUEUE_BYTES
-    smem = (shared.yes * (N * (F + 1) * 4 + QUEUE_BYTES) + chunked.yes * NO_OPT_IN_SHARED_BYTES
+    smem = (shared.yes * (N * (F + 1) * 4 + QUEUE_BYTES) + chunked.yes * DYNAMIC_SHARED_BYTES
             + atomics.yes * queues)
     mode = shared.yes + chunked.yes * 2
     return Kernel(name, PTX, Launch(grid, (THREADS, 1, 1), (*extra, mode), smem))
@@ -182,8 +182,8 @@ def direct_blocks() -> Expr:
 
 
 def shared_blocks() -> Expr:
-    """plan.py Shared: about 4 edges per node per block, at least one block per SM, at most 4 per SM (each resident
-    beside its 24 KiB of queues and at most 24 KiB of rows)."""
+    """plan.py Shared: about 4 edges per node per block, at least one block per SM, at most 4 per SM (each holds at
+    most 47 KiB of queues and rows)."""
     return minimum(maximum(cdiv(E, maximum(N, 1) * 4), SM_COUNT), 4 * SM_COUNT)
 
 
@@ -313,11 +313,12 @@ def sorted_chain(with_counts: bool, place_passes: int = 1) -> Chain:
 def _sorted_chain(with_counts: bool, place_passes: int) -> Chain:
     """Wide rows with many edges (plan.py Sorted): the edges counting-sorted by node in scratch tensors, then each
     warp sums its range of sorted rows in registers and writes each node once (no atomics on the state; float16
-    rounds each node once). Steps: count (in-degrees, in shared memory where N <= SORT_PRIVATE_MAX_NODES with at
-    least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan, the cursors,
+    rounds each node once). Steps: count (in-degrees, in shared memory where N <= SORT_PRIVATE_MAX_NODES (and 47
+    KiB hold them) with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan, the cursors,
     `place_passes` placing passes over node ranges (each keeps its part of the sorted pairs in L2), the reduce and
     the fixup of nodes that straddle warp ranges. The in-degrees are the op's counts with counts, else scratch."""
-    private = at_most(N, plan.SORT_PRIVATE_MAX_NODES) & at_least(E, N * plan.SORT_PRIVATE_MIN_EDGES_PER_NODE)
+    private = (at_most(N, min(plan.SORT_PRIVATE_MAX_NODES, DYNAMIC_SHARED_BYTES // 4))
+               & at_least(E, N * plan.SORT_PRIVATE_MIN_EDGES_PER_NODE))
     private_nodes = N * private.yes
     steps_blocks = cdiv(E, plan.SORT_EDGES_PER_THREAD * THREADS)
     blocks = (private.yes * minimum(steps_blocks, plan.SORT_PRIVATE_BLOCKS_PER_SM * SM_COUNT)

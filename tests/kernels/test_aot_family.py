@@ -15,6 +15,7 @@ from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
 from plugin.scatter_add_op import (
     SCATTER_ADD,
     SCATTER_ADD_COUNTS,
+    SHARED_MAX_WORDS,
     _modes,
     at_least,
     at_most,
@@ -106,7 +107,7 @@ H100 = DeviceInfo(arch=90, sm_count=132, max_shared_per_block=227 * 1024, shared
 
 @pytest.mark.parametrize("dtype,counts", [("float32", False), ("float32", True), ("float16", False), ("float16", True)])
 def test_the_modes_run_where_plan_py_takes_their_paths(dtype, counts):
-    """Where plan.py takes chunked, the AOT launch runs chunk_reduce; where N (F + 1) <= 6144 and plan.py takes the
+    """Where plan.py takes chunked, the AOT launch runs chunk_reduce; where N (F + 1) <= 5888 and plan.py takes the
     shared kernel, the shared mode; elsewhere neither. plan.py without pairs and the sorted path (no AOT chain has
     them) and, for the float16 table chain, without the paths of their own chains (split_table, block_table)."""
     import numpy as np
@@ -119,7 +120,7 @@ def test_the_modes_run_where_plan_py_takes_their_paths(dtype, counts):
         path = plan_launch(request, H100).algorithm
         sizes = {"N": n, "E": e, "F": f}
         assert chunked.yes.evaluate(sizes) == (path == "chunked"), (n, e, f, path)
-        if n * (f + 1) <= 6144 and (f == 1 or counts):
+        if n * (f + 1) <= SHARED_MAX_WORDS and (f == 1 or counts):
             assert shared.yes.evaluate(sizes) == (path == "shared"), (n, e, f, path)
         elif shared.yes.evaluate(sizes):
             assert path == "shared", (n, e, f, path)
@@ -169,7 +170,7 @@ def test_the_pairs_take_shared_memory_where_plan_py_does(dtype):
     mode = chain.steps[0].kernel({}).launch.extra_args[-1]
     for n, e in [(n, e) for n in (10, 100, 1000, 3000, 5000) for e in (10**4, 10**5, 10**6, 10**7) if e >= n]:
         path = plan_launch(LaunchRequest(n, e, 1, np.dtype(dtype), 1, True, workspace=1 << 40), H100)
-        if 2 * n <= 6144:
+        if 2 * n <= SHARED_MAX_WORDS:
             assert mode.evaluate({"N": n, "E": e}) == (path.algorithm == "shared"), (n, e, path.algorithm)
         else:  # more than 48 KiB holds: global atomics (plan.py's shared kernel opts in to more)
             assert mode.evaluate({"N": n, "E": e}) == 0

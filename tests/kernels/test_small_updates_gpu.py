@@ -249,7 +249,7 @@ def run_prepared_aot_launch(monkeypatch, nodes, edges, features, dtype, with_cou
     """The AOT kernels launched as bench_aot.py launches them (plugin.kernels.aot.PreparedAotLaunch: arguments
     packed once), through test_aot_plugin_gpu's guarded buffers and checks."""
     from plugin.kernels.aot import PreparedAotLaunch, load_aot_functions
-    from tests import test_aot_plugin_gpu as aot_tests
+    from tests.plugin import test_aot_plugin_gpu as aot_tests
 
     def prepared_once(functions, **arguments):
         PreparedAotLaunch(functions, **arguments)()
