@@ -19,8 +19,7 @@
 # bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
 # bench_overwrite.md, bench_aot_cells.md, aot_cells.csv, bench_breakdown.md; with ENQUEUE_ALSO_WITH,
 # bench_enqueue.py once more with that folder as PYTHONPATH (the host-time table's second column, e.g. TensorRT
-# 10.4's bindings), its table
-# appended to OUT_DIR/bench_enqueue.md.
+# 10.4's bindings), its table appended to OUT_DIR/bench_enqueue.md.
 #
 # On this workplace's device tool (one call, commands of at most 10 minutes; files back at most 8, so keep
 # OUT_DIR's count there): copy the tree into a git-ignored folder of the checkout with the bindings layouts

@@ -664,17 +664,18 @@ class Sorted(Path):
         return None
 
     def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        """sorting_pays; without counts (float16) only where the table it skips, N F float32 values, holds at
-        least SORT_SPARSE_MIN_TABLE (BENCHMARKS.md "float16 wide rows without counts")."""
-        if not r.with_counts and r.num_nodes * r.num_features < SORT_SPARSE_MIN_TABLE:
+        """sorting_pays, without counts too (float16: instead of a table of N F float32 values) beyond
+        CHUNK_MAX_NODES nodes, where the chunked path's rules differ with and without counts (BENCHMARKS.md "The
+        AOT chains on the kernel family": the float16 F = 64 cells with and without counts)."""
+        if not r.with_counts and r.num_nodes <= CHUNK_MAX_NODES:
             return False
         return r.paired is None and sorting_pays(r.num_nodes, r.num_edges, r.num_features, r.dtype)
 
     def workspace(self, r: LaunchRequest) -> int:
         """sort_layout's bytes (float16 without counts: and 8 N for the in-degrees) where "auto" may sort at these
-        or smaller sizes (sorting_may_pay; without counts where N F reaches SORT_SPARSE_MIN_TABLE), or forced
+        or smaller sizes (sorting_may_pay; without counts beyond CHUNK_MAX_NODES nodes), or forced
         wherever it can run; else 0 (a launch without counts stays free of O(N) work where it has no table)."""
-        uncounted_may_pay = r.half and r.num_nodes * r.num_features >= SORT_SPARSE_MIN_TABLE
+        uncounted_may_pay = r.half and r.num_nodes > CHUNK_MAX_NODES
         may_pay = sorting_may_pay(r.num_edges, r.num_features) and (r.with_counts or uncounted_may_pay)
         if (not r.with_counts and not r.half) or not (r.algorithm == self.name or may_pay):
             return 0

@@ -705,14 +705,14 @@ def test_docs_kernel_md_names_only_constants_plan_py_has():
 
 
 def test_float16_wide_rows_without_counts_sort_where_sorting_pays_instead_of_a_table_of_n_f_values():
-    """Issue 48 item 3: the same plan with counts and without, the in-degrees in the workspace (after the sort's
-    own layout); rows whose table would be small (N F < SORT_SPARSE_MIN_TABLE) and float32 keep their paths."""
-    from plugin.kernels.plan import SORT_SPARSE_MIN_TABLE, sort_layout
+    """Issue 48 item 3: the same plan with counts and without beyond CHUNK_MAX_NODES nodes, the in-degrees in the
+    workspace (after the sort's own layout); at most CHUNK_MAX_NODES nodes and float32 keep their paths."""
+    from plugin.kernels.plan import CHUNK_MAX_NODES, sort_layout
 
     def plan(nodes, edges, features, dtype=np.float16, counts=False):
         return plan_for(nodes, edges, features, np.dtype(dtype), H200_LIKE, 4, with_counts=counts, workspace=ENOUGH)
 
-    for nodes, edges in ((10**6, 10**6), (10**6, 10**7), (2 * 10**5, 10**6)):
+    for nodes, edges in ((10**6, 10**6), (10**6, 10**7), (2 * 10**5, 10**6), (10**4, 10**6)):
         without, with_counts = plan(nodes, edges, 64), plan(nodes, edges, 64, counts=True)
         assert without.algorithm == with_counts.algorithm == "sorted" and without.table is None
         layout = sort_layout(nodes, edges, 64)
@@ -720,5 +720,5 @@ def test_float16_wide_rows_without_counts_sort_where_sorting_pays_instead_of_a_t
         assert with_counts.sort is not None and with_counts.sort.counts_offset is None
         need = scatter_add_workspace_size(nodes, edges, 64, "float16", with_counts=False)
         assert need >= layout.nbytes + 8 * nodes
-    assert plan(10**4, 10**6, 64).algorithm != "sorted" and 10**4 * 64 < SORT_SPARSE_MIN_TABLE
+    assert plan(CHUNK_MAX_NODES, 10**7, 48).algorithm != "sorted"
     assert plan(10**6, 10**6, 64, np.float32).algorithm != "sorted"
