@@ -193,13 +193,16 @@ class Step:
     """One AOT plugin (id "<namespace>::<plugin>"): reads `inputs`, writes `outputs` (each named like one of
     `inputs` is that input's memory; any other is a TensorOutput of the operation). `kernel` maps the dtypes of
     the step's tensors to the kernel that runs (one per dtype variant); `tactics` are alternative kernels for
-    the same dtypes, timed by TensorRT when it builds (tensorrt.plugin autotune; tactic 0 is `kernel`'s)."""
+    the same dtypes, timed by TensorRT when it builds (tensorrt.plugin autotune; tactic 0 is `kernel`'s).
+    `reference` (numpy, the step's inputs -> its outputs) lets the ONNX Runtime proof run a chain of several
+    steps; a chain of one step is proved with the operation's own reference."""
 
     plugin: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     kernel: Callable[[Mapping[str, str]], Kernel]
     tactics: Callable[[Mapping[str, str]], tuple[Kernel, ...]] = lambda dtypes: ()
+    reference: Callable[..., tuple[Any, ...]] | None = None  # numpy, inputs -> outputs; a chain of several steps
 
     def aliases(self) -> dict[str, str]:
         """{output: the input whose memory it is}."""

@@ -1,0 +1,152 @@
+"""The in-place ops of this process: one `register(op, eager)` per op, from which every stage finds it.
+
+    register(op, eager=None) -> op     checks the description (one line per misuse); where torch is installed,
+                                       defines torch.ops.<namespace>.<name> (inplace.torch_op) running `eager`
+    registered() / find(domain, op_type)         the ops, and the op whose ONNX custom node this is
+    find_step(domain, op_type)         (op, chain, step) of an AOT plugin node the rewrite wrote
+    import_model_ops(model)            imports the modules an exported model names (MODULES_KEY in its
+                                       metadata_props, written by inplace.torch_op.export_onnx) so that their
+                                       ops are registered before the model is read
+    node_outputs(node, inputs, eager)  a custom node's or a step node's outputs on the CPU: the op's torch
+                                       implementation (eager, where torch is installed) or its numpy reference
+"""
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inplace.checks import InplaceOpError, check_new_values, check_op, op_id
+from inplace.spec import Chain, InplaceOp, Step
+
+MODULES_KEY = "aliased_io.inplace_modules"
+
+
+@dataclass(frozen=True)
+class Registered:
+    op: InplaceOp
+    eager: Callable[..., Any] | None
+    module: str
+
+
+_OPS: dict[str, Registered] = {}
+
+
+def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str | None = None) -> InplaceOp:
+    """Registers `op` (checked: InplaceOpError, one line) with its eager implementation (a function of the inputs
+    that writes the mutated ones in place and returns the returned tensors, or None), under `module` (the module
+    that registers it when imported: default eager's or the reference's). Where torch is installed the torch op
+    is defined too. Registering the same op again is a no-op."""
+    check_op(op)
+    key = op_id(op)
+    if key in _OPS:
+        if _OPS[key].op is op:
+            return op
+        raise InplaceOpError(f"{key}: registered already by {_OPS[key].module}")
+    owner = module or getattr(eager, "__module__", None) or getattr(op.reference, "__module__", None) or ""
+    _OPS[key] = Registered(op, eager, owner)
+    if eager is not None and importlib.util.find_spec("torch") is not None:
+        from inplace.torch_op import define_torch_op
+
+        define_torch_op(op, eager)
+    return op
+
+
+def registered() -> list[Registered]:
+    return list(_OPS.values())
+
+
+def find(domain: str, op_type: str) -> Registered | None:
+    """The op whose custom node (domain = namespace, op_type = name) this is."""
+    return _OPS.get(f"{domain}::{op_type}")
+
+
+def find_step(domain: str | None, op_type: str) -> tuple[InplaceOp, Chain, Step] | None:
+    """(op, chain, step) of the AOT plugin node of one step (domain = namespace, op_type = the step's plugin)."""
+    for entry in _OPS.values():
+        if entry.op.namespace != domain:
+            continue
+        for chain in entry.op.chains:
+            for step in chain.steps:
+                if step.plugin == op_type:
+                    return entry.op, chain, step
+    return None
+
+
+def computed_here(domain: str | None, op_type: str) -> bool:
+    """Whether a node is a registered op's custom node or one of its step nodes (computed on the CPU by
+    node_outputs where ONNX Runtime runs a model)."""
+    return find(domain or "", op_type) is not None or find_step(domain, op_type) is not None
+
+
+def import_model_ops(model: Any) -> list[str]:
+    """Imports the modules the model's metadata names (MODULES_KEY, comma-separated), registering their ops;
+    returns the module names. InplaceOpError (one line) for a module that cannot be found."""
+    names = [entry.value for entry in model.metadata_props if entry.key == MODULES_KEY]
+    modules = [name.strip() for value in names for name in value.split(",") if name.strip()]
+    for name in modules:
+        if importlib.util.find_spec(name.split(".")[0]) is None or importlib.util.find_spec(name) is None:
+            raise InplaceOpError(f"the model's in-place ops are registered by module {name} (its metadata "
+                                 f"{MODULES_KEY}), which is not importable: run from the folder that holds it or "
+                                 "put it on PYTHONPATH")
+        importlib.import_module(name)
+    return modules
+
+
+def unknown_custom_nodes(model: Any, known_domains: Sequence[str]) -> list[Any]:
+    """The model's nodes of a custom domain that is neither one of `known_domains` nor a registered op's."""
+    return [node for node in model.graph.node if node.domain not in ("", "ai.onnx", *known_domains)
+            and not computed_here(node.domain, node.op_type)]
+
+
+def node_outputs(node: Any, inputs: Sequence[np.ndarray], eager: bool = True) -> list[np.ndarray]:
+    """The outputs of a registered op's custom node (the op's torch implementation where torch is installed and
+    `eager`, else its numpy reference) or of one of its step nodes (the op's reference for a chain of one step,
+    else the step's own), for input arrays in the node's order; each output in its tensor's dtype."""
+    entry = find(node.domain, node.op_type)
+    if entry is not None:
+        op = entry.op
+        values = dict(zip((tensor.name for tensor in op.inputs), inputs))
+        if eager and entry.eager is not None and importlib.util.find_spec("torch") is not None:
+            from inplace.torch_op import run_eager
+
+            return run_eager(op, values)
+        return run_reference(op, values)
+    found = find_step(node.domain, node.op_type)
+    if found is None:
+        raise InplaceOpError(f"node {node.name or node.op_type}: {node.domain}::{node.op_type} is no registered "
+                             "in-place op")
+    op, chain, step = found
+    values = dict(zip(step.inputs, inputs))
+    if len(chain.steps) == 1:
+        outputs = dict(zip(op.output_names(), run_reference(op, {t.name: values[t.name] for t in op.inputs})))
+        return [outputs[name] for name in step.outputs]
+    if step.reference is None:
+        raise InplaceOpError(f"{op_id(op)}: step {step.plugin} of a chain of {len(chain.steps)} steps has no "
+                             "reference; give Step.reference for the ONNX Runtime proof")
+    results = step.reference(*inputs)
+    return [np.asarray(value).astype(values[name].dtype if name in values else np.asarray(value).dtype)
+            for name, value in zip(step.outputs, results)]
+
+
+def run_reference(op: InplaceOp, values: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """op.reference on copies of the inputs (float64 results rounded once to each output's dtype)."""
+    if op.reference is None:
+        raise InplaceOpError(f"{op_id(op)}: has no reference; give InplaceOp.reference (numpy) for the ONNX Runtime "
+                             "proof")
+    arrays = {name: np.array(value, copy=True) for name, value in values.items()}
+    results = tuple(op.reference(*(arrays[tensor.name] for tensor in op.inputs)))
+    check_new_values(op, values, results, "the reference")
+    outputs = []
+    for position, value in enumerate(results):
+        if position < len(op.mutates):
+            dtype = values[op.mutates[position]].dtype
+        else:
+            declared = op.returns[position - len(op.mutates)].dtype
+            like = declared.removeprefix("like:")
+            dtype = values[like].dtype if like in values else np.dtype(declared)
+        outputs.append(np.asarray(value).astype(dtype))
+    return outputs
