@@ -55,6 +55,14 @@ def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str
     return op
 
 
+def register_aot_plugins() -> list[str]:
+    """Registers every registered op's AOT plugins with tensorrt.plugin (inplace.aot.register_aot_op), as TensorRT's
+    ONNX parser needs before it parses their nodes; returns the plugin ids."""
+    from inplace.aot import register_aot_op
+
+    return [plugin_id for entry in _OPS.values() for plugin_id in register_aot_op(entry.op)]
+
+
 def registered() -> list[Registered]:
     return list(_OPS.values())
 
@@ -100,6 +108,17 @@ def unknown_custom_nodes(model: Any, known_domains: Sequence[str]) -> list[Any]:
     """The model's nodes of a custom domain that is neither one of `known_domains` nor a registered op's."""
     return [node for node in model.graph.node if node.domain not in ("", "ai.onnx", *known_domains)
             and not computed_here(node.domain, node.op_type)]
+
+
+def computed_by(model: Any) -> str:
+    """How node_outputs computes the model's custom nodes of registered ops ("" where it has none): their torch
+    implementation (torch eager) where torch is installed, else their numpy reference."""
+    nodes = sorted({f"{node.domain}::{node.op_type}" for node in model.graph.node
+                    if find(node.domain, node.op_type) is not None})
+    if not nodes:
+        return ""
+    eager = importlib.util.find_spec("torch") is not None and all(_OPS[name].eager is not None for name in nodes)
+    return f"its {', '.join(nodes)} node(s) by " + ("torch eager (CPU)" if eager else "the op's numpy reference")
 
 
 def node_outputs(node: Any, inputs: Sequence[np.ndarray], eager: bool = True) -> list[np.ndarray]:

@@ -26,9 +26,11 @@ def register_plugin_creators(plugin: PluginKind) -> None:
     """Registers the creator(s) TensorRT's ONNX parser looks the plugin nodes up by: for the AOT plugins
     tensorrt.plugin's, which importing plugin.scatter_add_aot registers; else ScatterAddPluginCreator."""
     if plugin.aot:
+        from inplace.registry import register_aot_plugins
         from plugin.scatter_add_aot import require_aot_creators
 
         require_aot_creators()
+        register_aot_plugins()  # the AOT plugins of in-place ops of one's own (inplace.registry)
     else:
         from plugin.scatter_add_plugin import register_scatter_add_creator
 

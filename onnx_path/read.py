@@ -48,12 +48,19 @@ class OnnxModel:
     def holds_plugin_nodes(self) -> bool:
         """Whether the original model already holds plugin nodes (torch.ops.aliased_io.scatter_add_ exported
         through export.ops), which ONNX Runtime has no kernel for."""
+        from inplace.registry import computed_here
         from onnx_path.nodes import is_plugin_node
 
-        return any(is_plugin_node(node.domain, node.op_type) for node in self.original.graph.node)
+        return any(is_plugin_node(node.domain, node.op_type) or computed_here(node.domain, node.op_type)
+                   for node in self.original.graph.node)
 
     def original_name(self) -> str:
         """How the original model is named where ONNX Runtime's run of it is compared."""
+        from inplace.registry import computed_by
+
+        own = computed_by(self.original)  # in-place ops of one's own: by torch eager where torch is installed
+        if own:
+            return f"the original {self.path}, {own}"
         return f"the original {self.path}" + (", its plugin nodes by their CPU reference" if self.holds_plugin_nodes
                                               else "")
 

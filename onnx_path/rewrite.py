@@ -104,6 +104,8 @@ from onnx_path.patterns import (
     two_updates,
     wraps_to_rows,
 )
+from inplace.onnx import CallRewrite, call_aliases, mutated_pairs, rewrite_calls
+from inplace.registry import MODULES_KEY, import_model_ops
 from onnx_path.runtime import short_line as _first_line
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
@@ -240,6 +242,7 @@ class Rewritten:
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
     left: tuple[LeftScatter, ...] = ()
+    calls: tuple[CallRewrite, ...] = ()  # the in-place ops of one's own rewritten (inplace.onnx)
 
     def summary(self) -> list[str]:
         """One line per replaced scatter-add (or plugin node found), for the CLI's report."""
@@ -255,6 +258,7 @@ class Rewritten:
             rule = "; one edge of a repeated index wins, undefined which" if scatter.overwrite else ""
             lines.append(f"{scatter.node} ({scatter.form}{into}{counts}) -> "
                          f"{' + '.join(scatter.plugin_nodes)} ({self.plugin} plugin, in place{rule})")
+        lines += [call.line() for call in self.calls]
         for output, source in self.aliases.items():
             lines.append(f"output {output} is input {source}'s memory (bind it at {source}'s address)")
         for left in self.left:
@@ -276,6 +280,7 @@ def rewrite_model(model: "onnx.ModelProto", plugin: PluginKind | str = PluginKin
     source = onnx.ModelProto()
     source.CopyFrom(model)  # graphsurgeon's graph shares parts of the proto (its opset list) with the model
     _refuse_nested_scatters(onnx, source)
+    import_model_ops(source)  # the modules that register the model's in-place ops of one's own, if it names any
     try:  # the dtypes and shapes the model does not record (value_info), where ONNX's inference finds them
         source = onnx.shape_inference.infer_shapes(source)
     except Exception:  # a model inference cannot take (e.g. over 2 GiB): the records alone
@@ -295,10 +300,11 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
         node.name = node.name or f"{node.op}_{position}"  # every message names a node
     scatters = [node for node in graph.nodes if node.op in SCATTER_OPS]
     found = [node for node in graph.nodes if is_plugin(node) or (node.op == PLUGIN_OP and node.domain in ("", None))]
+    own = mutated_pairs(graph)  # in-place ops of the user's own (inplace.registry), each its custom node
     left = tuple(LeftScatter(node.name, node.op, str(node.attrs.get("reduction")), why)
                  for node in scatters for why in [left_reason(node)] if why is not None)
     scatters = [node for node in scatters if left_reason(node) is None]
-    if not scatters and not found:
+    if not scatters and not found and not own:
         if left:
             scatter = left[0]
             raise InputError("the model has no scatter-add (ScatterND or ScatterElements with reduction add), so "
@@ -317,12 +323,13 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
                          "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
                          "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
                          "scatter with torch.onnx.export(..., dynamo=True)")
-    plugin = plugin_of_found(found, plugin)
+    plugin = AOT_PLUGIN if own else plugin_of_found(found, plugin)  # an op of one's own runs as AOT plugins
     states = _scatter_adds(graph, [_match(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
         check_dtypes(state)
     names = NameSource(graph)
+    calls = tuple(rewrite_calls(gs, graph, names))
     results = [_replace(gs, graph, names, state, counts, kind, plugin)
                for (state, counts), kind in zip(states, kinds)]
     for node in found:  # a plugin node written by export/ops.py adds into its input 0 in place, as a rewrite does
@@ -337,7 +344,10 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
     stray = [node.name for node in rewritten.graph.node if node.op_type in SCATTER_OPS and node.name not in stays]
     assert not stray, f"Scatter nodes left after the rewrite: {stray}"
     check_plugin_nodes(rewritten)
-    return Rewritten(rewritten, plugin, tuple(results), plugin_aliases(graph), _index_bounds(graph), left)
+    if not any(entry.key == MODULES_KEY for entry in rewritten.metadata_props):
+        rewritten.metadata_props.extend(entry for entry in source.metadata_props if entry.key == MODULES_KEY)
+    aliases = plugin_aliases(graph) | call_aliases(graph, own)
+    return Rewritten(rewritten, plugin, tuple(results), aliases, _index_bounds(graph), left, calls)
 
 
 def _replaced_by_updates(graph: Any) -> tuple[str, str, str] | None:

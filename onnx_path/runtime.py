@@ -31,6 +31,7 @@ import numpy as np
 from common.errors import InputError
 from common.imports import import_module
 from common.text import first_line
+from inplace.registry import computed_here, node_outputs
 from network.aot_layers import KEYS_EMPTY
 from onnx_path.nodes import (
     AOT_APPLY_TABLE,
@@ -279,7 +280,7 @@ class RewrittenSession:
         levels: dict[int, tuple[list[int], list[int]]] = {}
         for position, node in enumerate(nodes):
             here = max((level.get(name, 0) for name in reads[position]), default=0)
-            plugin = is_plugin_node(node.domain, node.op_type)
+            plugin = is_plugin_node(node.domain, node.op_type) or computed_here(node.domain, node.op_type)
             here += int(plugin)
             levels.setdefault(here, ([], []))[0 if plugin else 1].append(position)
             level.update((name, here) for name in node.output if name)
@@ -346,6 +347,8 @@ def run_rewritten(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> 
 # --- the plugin nodes on the CPU ------------------------------------------------------------------------------------
 def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs of one plugin node (a NodeProto of onnx_path/nodes.py's format) for its input arrays."""
+    if computed_here(node.domain, node.op_type):  # an in-place op of one's own, or a step of its chain
+        return node_outputs(node, inputs)
     name = f"node {node.name or node.op_type} ({node.op_type})"
     op = node.op_type
     if is_overwrite_node(node) or op == AOT_OVERWRITE_ROWS:
