@@ -140,7 +140,8 @@ def step_kernels(op: InplaceOp, chain: Chain, step: Step) -> list[tuple[dict[str
     """(dtypes, kernel) for every dtype combination of the step's inputs its `kernel` takes (a combination it
     refuses with KeyError or ValueError is one the step does not run)."""
     found = []
-    for dtypes in dtype_choices(op, step.inputs, chain):
+    tensors = (*step.inputs, *(name for name in step.outputs if name not in step.inputs))
+    for dtypes in dtype_choices(op, tensors, chain):
         try:
             kernel = step.kernel(dtypes)
         except (KeyError, ValueError):
