@@ -178,7 +178,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
     trtp.register(plugin_id, lazy_register=lazy)(describe)
 
     outputs_parameter = inspect.Parameter("outputs", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                          annotation=tuple.__class_getitem__((trtp.TensorDesc, ...)))
+                                          annotation=tuple.__class_getitem__((trtp.TensorDesc,)))
     tactic_parameter = inspect.Parameter("tactic", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int)
 
     def aot_impl(*arguments: Any) -> Any:
@@ -209,7 +209,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
         autotune.__signature__ = _signature(  # type: ignore[attr-defined]
             trtp, step.inputs, list[trtp.AutoTuneCombination],
             (inspect.Parameter("outputs", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                               annotation=tuple.__class_getitem__((trtp.TensorDesc, ...))),))
+                               annotation=tuple.__class_getitem__((trtp.TensorDesc,))),))
         autotune.__name__ = f"{step.plugin}_autotune"
         trtp.autotune(plugin_id)(autotune)
 
