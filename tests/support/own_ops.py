@@ -95,7 +95,8 @@ def _exported(name: str, folder: str) -> Path:
     args = tuple(torch.from_numpy(inputs[tensor.name].copy()) for tensor in example.op.inputs)
     with quiet_exporter():
         return export_onnx(torch_module(name), args, Path(folder) / f"{name}.onnx", [example.op],
-                           dynamic_shapes=dynamic_shapes(name), input_names=list(inputs),
+                           dynamic_shapes=(tuple(dynamic_shapes(name)[tensor.name] for tensor in example.op.inputs),),
+                           input_names=list(inputs),
                            output_names=list(example.outputs))
 
 
