@@ -4,9 +4,9 @@ pointers, int32 extra arguments, output pointers, each aliased output's pointer 
 on one state equals torch eager; made-up indices (negative, beyond the rows) keep every kernel inside its buffers.
 Run under compute-sanitizer memcheck too (docs/own_inplace_op.md has the command).
 
-Where triton is not installed (a GPU machine may lack it), the Triton kernels' PTX is read from
-$OWN_OP_PTX_DIR/<kernel>-<dtypes>.ptx, written on a machine with triton by `python3 -m
-tests.inplace.test_own_op_gpu DIR` (the same triton.compile; the engine would carry the same PTX)."""
+The Triton kernels' PTX is read from $OWN_OP_PTX_DIR/<kernel>-<dtypes>.ptx where that is set (a GPU machine
+may lack triton, or hold another release), written on a machine with requirements-triton.txt by `python3 -m
+tests.inplace.test_own_op_gpu DIR` (the same triton.compile an engine build runs); else compiled here."""
 
 import importlib.util
 import os
@@ -32,10 +32,11 @@ def ptx_file(kernel, dtypes):
 
 def ptx_of(kernel, dtypes):
     folder = os.environ.get(PTX_DIR)
-    if getattr(kernel.source, "fn", None) is not None and importlib.util.find_spec("triton") is None:
-        if folder is None or not (Path(folder) / ptx_file(kernel, dtypes)).exists():
+    if getattr(kernel.source, "fn", None) is not None:
+        if folder is not None and (Path(folder) / ptx_file(kernel, dtypes)).exists():
+            return (Path(folder) / ptx_file(kernel, dtypes)).read_bytes()
+        if importlib.util.find_spec("triton") is None:
             pytest.skip(f"triton is not installed and ${PTX_DIR} holds no {ptx_file(kernel, dtypes)}")
-        return (Path(folder) / ptx_file(kernel, dtypes)).read_bytes()
     return kernel.source.ptx(kernel.name, dtypes)
 
 
