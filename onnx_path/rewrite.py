@@ -323,7 +323,7 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
                          "torch.onnx.export keeps only what forward returns, so an update of a tensor it does not "
                          "return is dropped (return the updated state); X.index_add_(0, idx, src) exports as a "
                          "scatter with torch.onnx.export(..., dynamo=True)")
-    plugin = AOT_PLUGIN if own else plugin_of_found(found, plugin)  # an op of one's own runs as AOT plugins
+    plugin = PluginKind.AOT if own else plugin_of_found(found, plugin)  # an op of one's own runs as AOT plugins
     states = _scatter_adds(graph, [_match(node) for node in scatters])
     kinds = [data_kind(state, graph) for state, _ in states]
     for state, _ in states:
