@@ -8,6 +8,9 @@ and what to do, before any kernel, torch export or TensorRT work.
     check_call(op, values)          a call's tensors: dtypes the kernel takes, ranks, no view as a mutated argument
     check_new_values(op, ...)       what an implementation or reference returned for the mutated inputs: their shape
     step_size_sources(op, chain, step)   where a step finds each size: {size: (tensor, axis)} among its own inputs
+
+A returned tensor named like a scratch tensor is that scratch tensor after the chain (the network makes and fills
+it; a step writes it in place): e.g. counts the network zeroes, which the scatter step adds into.
 """
 
 import itertools
@@ -154,10 +157,15 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
     where = f"chain {number}"
     inputs = [tensor.name for tensor in op.inputs]
     returns = {out.name for out in op.returns}
+    returned = {out.name: out for out in op.returns}
     for scratch in chain.scratch:
         _identifier(op, "scratch tensor", scratch.name)
-        if scratch.name in inputs or scratch.name in returns:
-            _fail(op, f"{where}: scratch tensor {scratch.name} has the name of an input or a returned tensor")
+        if scratch.name in inputs:
+            _fail(op, f"{where}: scratch tensor {scratch.name} has the name of an input")
+        out = returned.get(scratch.name)
+        if out is not None and (out.dtype != scratch.dtype or out.shape != scratch.shape):
+            _fail(op, f"{where}: scratch tensor {scratch.name} is returned, so it has the returned tensor's dtype and "
+                      f"shape ({out.dtype}, not {scratch.dtype}, or another shape)")
         if scratch.dtype not in DTYPES:
             _fail(op, f"{where}: scratch tensor {scratch.name} has dtype {scratch.dtype!r}; give one of {list(DTYPES)}")
         _check_expressions(op, f"{where}: the shape of scratch tensor {scratch.name}", scratch.shape)

@@ -114,3 +114,14 @@ def test_registering_another_op_under_a_registered_name_is_refused():
     assert register(ring.OP) is ring.OP  # the same op again: nothing happens
     with pytest.raises(InplaceOpError, match="registered already by inplace.examples.ring"):
         register(dataclasses.replace(ring.OP, reference=None))
+
+
+def test_a_returned_tensor_may_be_a_scratch_tensor_of_its_dtype_and_shape():
+    from inplace.spec import Scratch
+
+    kernel = Kernel("k", NoSource(), launch())
+    step = Step("update", ("state", "idx", "rows", "total"), ("state", "total"), lambda dtypes: kernel)
+    total = Scratch("total", "float32", (size("B"),))
+    check_op(op(chains=(Chain(steps=(step,), scratch=(total,)),)))
+    other = Scratch("total", "int64", (size("B"),))
+    refused(op(chains=(Chain(steps=(step,), scratch=(other,)),)), "scratch tensor total is returned")
