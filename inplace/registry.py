@@ -13,8 +13,8 @@
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,20 +26,39 @@ MODULES_KEY = "aliased_io.inplace_modules"
 
 
 @dataclass(frozen=True)
+class CustomNode:
+    """The ONNX node the export writes for a call: its op_type (default: the op's name) and fixed attributes (an
+    existing plugin's node format, e.g. the project's ScatterAddInPlace); its domain is the op's namespace."""
+
+    op_type: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Registered:
+    """A registered op: its eager implementation, the module that registers it, the custom node its export writes,
+    its functional form's name and an op-specific call check (check(values, eager): one-line errors of its own,
+    `eager` False where the tensors are fake and hold no values)."""
+
     op: InplaceOp
     eager: Callable[..., Any] | None
     module: str
+    node: CustomNode
+    functional: str
+    check: Callable[[Mapping[str, Any], bool], None] | None = None
 
 
 _OPS: dict[str, Registered] = {}
 
 
-def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str | None = None) -> InplaceOp:
+def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str | None = None, *,
+             node: CustomNode | None = None, functional: str | None = None,
+             check: Callable[[Mapping[str, Any], bool], None] | None = None) -> InplaceOp:
     """Registers `op` (checked: InplaceOpError, one line) with its eager implementation (a function of the inputs
     that writes the mutated ones in place and returns the returned tensors, or None), under `module` (the module
     that registers it when imported: default eager's or the reference's). Where torch is installed the torch op
-    is defined too. Registering the same op again is a no-op."""
+    is defined too. `node`, `functional` and `check`: Registered's (defaults: op_type op.name, no attributes,
+    "<name without its trailing _>_functional", none). Registering the same op again is a no-op."""
     check_op(op)
     key = op_id(op)
     if key in _OPS:
@@ -47,11 +66,13 @@ def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str
             return op
         raise InplaceOpError(f"{key}: registered already by {_OPS[key].module}")
     owner = module or getattr(eager, "__module__", None) or getattr(op.reference, "__module__", None) or ""
-    _OPS[key] = Registered(op, eager, owner)
+    entry = Registered(op, eager, owner, node or CustomNode(op.name), functional or f"{op.name.rstrip('_')}_functional",
+                       check)
+    _OPS[key] = entry
     if eager is not None and importlib.util.find_spec("torch") is not None:
         from inplace.torch_op import define_torch_op
 
-        define_torch_op(op, eager)
+        define_torch_op(entry)
     return op
 
 
@@ -67,9 +88,18 @@ def registered() -> list[Registered]:
     return list(_OPS.values())
 
 
-def find(domain: str, op_type: str) -> Registered | None:
-    """The op whose custom node (domain = namespace, op_type = name) this is."""
-    return _OPS.get(f"{domain}::{op_type}")
+def find(domain: str | None, op_type: str) -> Registered | None:
+    """The op whose custom node (domain = namespace, op_type = its CustomNode's) this is."""
+    return next((entry for entry in _OPS.values() if entry.op.namespace == (domain or "")
+                 and entry.node.op_type == op_type), None)
+
+
+def entry_of(op: InplaceOp) -> Registered:
+    """The registration of `op`; InplaceOpError where it was never registered."""
+    entry = _OPS.get(op_id(op))
+    if entry is None or entry.op is not op:
+        raise InplaceOpError(f"{op_id(op)}: not registered; register it first (inplace.registry.register)")
+    return entry
 
 
 def find_step(domain: str | None, op_type: str) -> tuple[InplaceOp, Chain, Step] | None:
@@ -113,11 +143,12 @@ def unknown_custom_nodes(model: Any, known_domains: Sequence[str]) -> list[Any]:
 def computed_by(model: Any) -> str:
     """How node_outputs computes the model's custom nodes of registered ops ("" where it has none): their torch
     implementation (torch eager) where torch is installed, else their numpy reference."""
-    nodes = sorted({f"{node.domain}::{node.op_type}" for node in model.graph.node
-                    if find(node.domain, node.op_type) is not None})
+    entries = {op_id(entry.op): entry for node in model.graph.node for entry in [find(node.domain, node.op_type)]
+               if entry is not None}
+    nodes = sorted(entries)
     if not nodes:
         return ""
-    eager = importlib.util.find_spec("torch") is not None and all(_OPS[name].eager is not None for name in nodes)
+    eager = importlib.util.find_spec("torch") is not None and all(entry.eager is not None for entry in entries.values())
     return f"its {', '.join(nodes)} node(s) by " + ("torch eager (CPU)" if eager else "the op's numpy reference")
 
 
@@ -132,7 +163,7 @@ def node_outputs(node: Any, inputs: Sequence[np.ndarray], eager: bool = True) ->
         if eager and entry.eager is not None and importlib.util.find_spec("torch") is not None:
             from inplace.torch_op import run_eager
 
-            return run_eager(op, values)
+            return run_eager(entry, values)
         return run_reference(op, values)
     found = find_step(node.domain, node.op_type)
     if found is None:

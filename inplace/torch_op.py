@@ -1,17 +1,19 @@
 """The torch side of an InplaceOp: the custom op (its schema's mutated arguments), its functional form, the
 functionalization that makes torch.export record the update, and the translation to ONE custom ONNX node.
 
-    define_torch_op(op, eager)       torch.ops.<namespace>.<name>: mutates op.mutates in place (schema Tensor(a!)),
+    define_torch_op(entry)           torch.ops.<namespace>.<name>: mutates op.mutates in place (schema Tensor(a!)),
                                      returns op.returns (None where it returns nothing); eager runs the user's
-                                     implementation; torch.ops.<namespace>.<name>_functional returns the mutated
-                                     inputs' new values, then op.returns
+                                     implementation (inplace.registry.register calls this); the functional form
+                                     (default <name>_functional) returns the mutated inputs' new values, then
+                                     op.returns
     translation_table(ops)           {functional op: onnxscript function} for torch.onnx.export's
-                                     custom_translation_table: one node, domain op.namespace, op_type op.name,
+                                     custom_translation_table: one node, domain op.namespace, op_type the
+                                     registration's CustomNode's (default op.name, with its fixed attributes),
                                      inputs op.inputs, outputs the new values, then the returned tensors
     export_onnx(module, args, path, ops, ...)   torch.onnx.export(dynamo=True) with that table, the update
                                      checked to be in the model (check_updates_exported), the modules that
                                      register the ops written into the model's metadata (inplace.registry)
-    run_eager(op, values)            the torch implementation on numpy arrays (the --validate oracle)
+    run_eager(entry, values)         the torch implementation on numpy arrays (the --validate oracle)
 
 Why a Functionalize kernel (torch 2.13, onnxscript 0.7.2): torch.export functionalizes the program, and a mutating
 custom op without one becomes auto_functionalized_v2(op, ...), which the ONNX exporter cannot translate. This
@@ -29,17 +31,12 @@ import numpy as np
 import torch
 
 from inplace.checks import InplaceOpError, check_call, check_new_values, op_id
-from inplace.registry import MODULES_KEY, Registered, find, registered
+from inplace.registry import MODULES_KEY, Registered, entry_of, registered
 from inplace.spec import INTS, InplaceOp
 
 _LIBRARIES: dict[str, Any] = {}  # namespace -> torch.library.Library (kept: a registration lives as long as it)
 ONNX_TYPES = {"float32": "tensor(float)", "float16": "tensor(float16)", "int32": "tensor(int32)",
               "int64": "tensor(int64)"}
-
-
-def functional_name(op: InplaceOp) -> str:
-    """The functional form's name: scatter_add_ -> scatter_add_functional, ema -> ema_functional."""
-    return f"{op.name.rstrip('_')}_functional"
 
 
 def _schema(op: InplaceOp, mutating: bool) -> str:
@@ -93,28 +90,34 @@ def _result(items: Sequence[torch.Tensor]) -> Any:
     return None if not items else items[0] if len(items) == 1 else tuple(items)
 
 
-def define_torch_op(op: InplaceOp, eager: Callable[..., Any]) -> Any:
-    """Defines torch.ops.<namespace>.<name> (in place, running `eager`) and its functional form; returns the
-    in-place op's OpOverloadPacket. Once per op."""
+def define_torch_op(entry: Registered) -> Any:
+    """Defines torch.ops.<namespace>.<name> (in place, running entry.eager) and its functional form
+    (entry.functional); returns the in-place op's OpOverloadPacket. Once per op (inplace.registry.register)."""
+    op, eager, extra_check = entry.op, entry.eager, entry.check
+    assert eager is not None
     namespace = op.namespace
     library = _LIBRARIES.get(namespace)
     if library is None:
         library = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
-    functional = functional_name(op)
+    functional = entry.functional
     names = [tensor.name for tensor in op.inputs]
     library.define(f"{op.name}{_schema(op, True)}")
     library.define(f"{functional}{_schema(op, False)}")
     packet = getattr(getattr(torch.ops, namespace), op.name)
     functional_packet = getattr(getattr(torch.ops, namespace), functional)
 
-    def values_of(args: Sequence[Any]) -> dict[str, Any]:
+    def values_of(args: Sequence[Any], eager: bool) -> dict[str, Any]:
+        """The arguments by name, checked: the op's own check first (its messages), then check_call."""
         if len(args) != len(names):
             raise InplaceOpError(f"{op_id(op)} takes {len(names)} tensors ({', '.join(names)}), got {len(args)}")
-        return dict(zip(names, args))
+        values = dict(zip(names, args))
+        if extra_check is not None:
+            extra_check(values, eager)
+        check_call(op, values)
+        return values
 
     def run(*args: torch.Tensor) -> Any:
-        values = values_of(args)
-        check_call(op, values)
+        values_of(args, True)
         returned = eager(*args)
         returned = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
         if len(returned) != len(op.returns):
@@ -123,21 +126,18 @@ def define_torch_op(op: InplaceOp, eager: Callable[..., Any]) -> Any:
         return _result(returned)
 
     def fake(*args: torch.Tensor) -> Any:
-        values = values_of(args)
-        check_call(op, values)
+        values = values_of(args, False)
         return _result(_new_returns(op, values))
 
     def run_functional(*args: torch.Tensor) -> Any:
-        values = values_of(args)
-        check_call(op, values)
+        values_of(args, True)
         copies = [arg.clone() if name in op.mutates else arg for name, arg in zip(names, args)]
         returned = packet(*copies)
         returned = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
         return _result([copies[names.index(name)] for name in op.mutates] + list(returned))
 
     def fake_functional(*args: torch.Tensor) -> Any:
-        values = values_of(args)
-        check_call(op, values)
+        values = values_of(args, False)
         return _result([torch.empty_like(values[name]) for name in op.mutates] + _new_returns(op, values))
 
     def functionalize(*args: torch.Tensor) -> Any:
@@ -171,9 +171,12 @@ def define_torch_op(op: InplaceOp, eager: Callable[..., Any]) -> Any:
     return packet
 
 
-def _onnx_schema(op: InplaceOp) -> Any:
-    """The custom node's ONNX schema, for onnxscript to write the node with (never registered with onnx)."""
+def _onnx_schema(op: InplaceOp, op_type: str, attributes: Mapping[str, Any]) -> Any:
+    """The custom node's ONNX schema, for onnxscript to write the node with (never registered with onnx): the
+    op's inputs and outputs, and the node's fixed attributes (str, int or float)."""
     from onnx.defs import OpSchema
+
+    kinds = {str: OpSchema.AttrType.STRING, int: OpSchema.AttrType.INT, float: OpSchema.AttrType.FLOAT}
 
     def types(dtypes: Iterable[str]) -> list[str]:
         return [ONNX_TYPES[dtype] for dtype in dtypes]
@@ -188,17 +191,20 @@ def _onnx_schema(op: InplaceOp) -> Any:
             constraints.append((f"T_{out.name}", types([out.dtype]), f"the dtype of {out.name}"))
             outputs.append(OpSchema.FormalParameter(out.name, f"T_{out.name}"))
     inputs = [OpSchema.FormalParameter(tensor.name, f"T_{tensor.name}") for tensor in op.inputs]
-    return OpSchema(op.name, op.namespace, 1, inputs=inputs, outputs=outputs, type_constraints=constraints)
+    return OpSchema(op_type, op.namespace, 1, inputs=inputs, outputs=outputs, type_constraints=constraints,
+                    attributes=[OpSchema.Attribute(name, kinds[type(value)], name) for name, value in attributes.items()])
 
 
-def translation(op: InplaceOp) -> Callable[..., Any]:
-    """The onnxscript function writing one custom node (domain op.namespace, op_type op.name) for a call of the
-    functional form: inputs op.inputs, outputs the mutated inputs' new values, then op.returns."""
+def translation(entry: Registered) -> Callable[..., Any]:
+    """The onnxscript function writing one custom node (domain op.namespace, op_type and attributes entry.node's)
+    for a call of the functional form: inputs op.inputs, outputs the mutated inputs' new values, then op.returns."""
+    op = entry.op
+
     def write(*args: Any) -> Any:
         from onnxscript.values import Op, Opset
 
-        node = Op(Opset(op.namespace, 1), op.name, _onnx_schema(op))
-        return node(*args)
+        node = Op(Opset(op.namespace, 1), entry.node.op_type, _onnx_schema(op, entry.node.op_type, entry.node.attributes))
+        return node(*args, **entry.node.attributes)
 
     write.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(tensor.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for tensor in op.inputs])
@@ -208,8 +214,9 @@ def translation(op: InplaceOp) -> Callable[..., Any]:
 
 def translation_table(ops: Iterable[InplaceOp] | None = None) -> dict[Any, Callable[..., Any]]:
     """custom_translation_table entries of `ops` (default: every registered op)."""
-    chosen = [entry.op for entry in registered()] if ops is None else list(ops)
-    return {getattr(getattr(torch.ops, op.namespace), functional_name(op)).default: translation(op) for op in chosen}
+    chosen = registered() if ops is None else [entry_of(op) for op in ops]
+    return {getattr(getattr(torch.ops, entry.op.namespace), entry.functional).default: translation(entry)
+            for entry in chosen}
 
 
 def check_updates_exported(program: Any, ops: Iterable[InplaceOp]) -> None:
@@ -218,9 +225,10 @@ def check_updates_exported(program: Any, ops: Iterable[InplaceOp]) -> None:
     state in TensorRT)."""
     graph = program.model_proto.graph
     for op in ops:
-        target = getattr(getattr(torch.ops, op.namespace), functional_name(op)).default
+        entry = entry_of(op)
+        target = getattr(getattr(torch.ops, op.namespace), entry.functional).default
         calls = [node for node in program.exported_program.graph.nodes if node.target is target]
-        written = [node for node in graph.node if (node.domain, node.op_type) == (op.namespace, op.name)]
+        written = [node for node in graph.node if (node.domain, node.op_type) == (op.namespace, entry.node.op_type)]
         if len(written) < len(calls):
             raise InplaceOpError(f"{op_id(op)}: {len(calls) - len(written)} of its {len(calls)} calls are not in the "
                                  f"ONNX model: torch.onnx.export keeps only what forward returns; return the updated "
@@ -240,23 +248,20 @@ def export_onnx(module: torch.nn.Module, args: tuple[Any, ...], path: str | Path
     assert program is not None
     check_updates_exported(program, ops)
     model = program.model_proto
-    modules = sorted({entry.module for op in ops for entry in [find(op.namespace, op.name)] if entry is not None})
+    modules = sorted({entry_of(op).module for op in ops})
     if modules:
         model.metadata_props.add(key=MODULES_KEY, value=",".join(modules))
     onnx.save(model, str(path))
     return Path(path)
 
 
-def run_eager(op: InplaceOp, values: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+def run_eager(entry: Registered, values: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """The op's torch implementation on copies of numpy arrays (CPU): the mutated inputs' new values, then the
     returned tensors, as numpy arrays."""
+    op = entry.op
     tensors = {name: torch.from_numpy(np.array(value, copy=True)) for name, value in values.items()}
     packet = getattr(getattr(torch.ops, op.namespace), op.name)
     with torch.no_grad():
         returned = packet(*(tensors[tensor.name] for tensor in op.inputs))
     returned = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
     return [tensors[name].numpy() for name in op.mutates] + [value.numpy() for value in returned]
-
-
-def registered_entry(op: InplaceOp) -> Registered | None:
-    return find(op.namespace, op.name)

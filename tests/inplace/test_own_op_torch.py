@@ -95,3 +95,41 @@ def test_an_export_that_drops_the_update_is_refused_in_one_line(tmp_path):
                                                               r"ONNX model: .*return the updated state"):
         export_onnx(ReturnsRows().eval(), args, tmp_path / "dropped.onnx", [EXAMPLES["ema"].op])
     assert not (tmp_path / "dropped.onnx").exists()
+
+
+def test_a_registration_may_name_the_node_the_functional_form_and_check_calls_itself(tmp_path):
+    """An op exported as an existing plugin's node (its op_type and fixed attributes), with a functional form of
+    its own name and a call check of its own messages (what the project's scatter_add_ needs)."""
+    import dataclasses
+
+    import onnx
+
+    import inplace.examples.accumulate as accumulate
+    from export.export_onnx import quiet_exporter
+    from inplace.registry import CustomNode, find, register
+    from inplace.torch_op import export_onnx
+
+    def check(values, eager):
+        if values["state"].shape[1] != values["delta"].shape[1]:
+            raise InplaceOpError("renamed::norms_: delta must have the state's features")
+
+    op = register(dataclasses.replace(accumulate.OP, namespace="renamed", name="norms_"),
+                  eager=accumulate.accumulate_rows_, functional="norms", check=check,
+                  node=CustomNode("NormsPlugin", {"plugin_version": "1", "mode": 2}))
+    assert find("renamed", "NormsPlugin").op is op and find("renamed", "norms_") is None
+    inputs = example_inputs("accumulate")
+    args = [torch.from_numpy(inputs[name]) for name in ("state", "idx", "delta")]
+    with pytest.raises(InplaceOpError, match=r"^renamed::norms_: delta must have the state's features$"):
+        torch.ops.renamed.norms_(args[0], args[1], args[2][:, :2])
+    assert len(torch.ops.renamed.norms(*args)) == 2  # the functional form: new state, norms
+
+    class Model(torch.nn.Module):
+        def forward(self, state, idx, delta):
+            return state, torch.ops.renamed.norms_(state, idx, delta)
+
+    with quiet_exporter():
+        path = export_onnx(Model().eval(), tuple(args), tmp_path / "renamed.onnx", [op])
+    nodes = [node for node in onnx.load(str(path)).graph.node if node.domain == "renamed"]
+    assert [node.op_type for node in nodes] == ["NormsPlugin"]
+    assert {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute} == {"plugin_version": b"1",
+                                                                                         "mode": 2}
