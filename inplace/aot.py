@@ -2,7 +2,7 @@
 and one aot_impl per Step of every chain (and an autotune function where a Step offers tactics).
 
     register_aot_op(op) -> plugin ids          checks the description (inplace.checks), then registers each
-                                               "<op.namespace>::<step.plugin>" once per process
+                                               "<op.namespace>::<plugin name>" once per process
 
 The register function declares, for each tensor a step writes, `input.aliased()` where it writes one of its inputs
 (TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the returned
@@ -20,7 +20,8 @@ from typing import Any
 from common.errors import MissingDependencyError
 from common.imports import import_tensorrt
 from common.versions import AOT_TENSORRT_FLOOR
-from inplace.checks import check_op, op_id, step_kernels, step_size_sources
+from inplace.checks import check_op, op_id, plugin_name, step_kernels, step_size_sources
+from inplace.checks import plugin_id as step_plugin_id
 from inplace.ptx import check_entry_parameters
 from inplace.spec import Chain, Expr, InplaceOp, Kernel, Step, expr, maximum
 
@@ -91,7 +92,7 @@ def register_aot_op(op: InplaceOp) -> list[str]:
     ids = []
     for chain in op.chains:
         for step in chain.steps:
-            plugin_id = f"{op.namespace}::{step.plugin}"
+            plugin_id = step_plugin_id(op, step)
             ids.append(plugin_id)
             if _REGISTERED.get(plugin_id) is step:
                 continue
@@ -174,7 +175,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
 
     output_type = trtp.TensorDesc if single else tuple.__class_getitem__((trtp.TensorDesc,) * len(step.outputs))
     describe.__signature__ = _signature(trtp, step.inputs, output_type)  # type: ignore[attr-defined]
-    describe.__name__ = f"{step.plugin}_desc"
+    describe.__name__ = f"{plugin_name(step)}_desc"
     trtp.register(plugin_id, lazy_register=lazy)(describe)
 
     outputs_parameter = inspect.Parameter("outputs", inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -194,7 +195,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
     aot_impl.__signature__ = _signature(  # type: ignore[attr-defined]
         trtp, step.inputs, tuple[str | bytes, str | bytes, trtp.KernelLaunchParams, trtp.SymIntExprs],
         (outputs_parameter, tactic_parameter))
-    aot_impl.__name__ = f"{step.plugin}_aot"
+    aot_impl.__name__ = f"{plugin_name(step)}_aot"
     trtp.aot_impl(plugin_id)(aot_impl)
 
     if any(step.tactics(dtypes) for dtypes, _ in step_kernels(op, chain, step)):
@@ -210,7 +211,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
             trtp, step.inputs, list[trtp.AutoTuneCombination],
             (inspect.Parameter("outputs", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                annotation=tuple.__class_getitem__((trtp.TensorDesc,))),))
-        autotune.__name__ = f"{step.plugin}_autotune"
+        autotune.__name__ = f"{plugin_name(step)}_autotune"
         trtp.autotune(plugin_id)(autotune)
 
 

@@ -29,6 +29,16 @@ def op_id(op: InplaceOp) -> str:
     return f"{op.namespace}::{op.name}"
 
 
+def plugin_name(step: Step) -> str:
+    """The step's plugin name (its ONNX node's op_type, TensorRT's creator name): Step.plugin, given either as the
+    name or as the plugin id "<namespace>::<name>" (the namespace is the op's: check_op refuses another)."""
+    return step.plugin.rpartition("::")[2]
+
+
+def plugin_id(op: InplaceOp, step: Step) -> str:
+    return f"{op.namespace}::{plugin_name(step)}"
+
+
 def _fail(op: InplaceOp, message: str) -> None:
     raise InplaceOpError(f"{op_id(op)}: {message}")
 
@@ -173,10 +183,14 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
     written: set[str] = set()
     if not chain.steps:
         _fail(op, f"{where} has no step")
-    plugins = [step.plugin for step in chain.steps]
+    plugins = [plugin_name(step) for step in chain.steps]
     for step in chain.steps:
-        _identifier(op, "step plugin", step.plugin)
-        label = f"{where}, step {step.plugin}"
+        namespace, _, name = step.plugin.rpartition("::")
+        if namespace and namespace != op.namespace:
+            _fail(op, f"{where}: step plugin {step.plugin!r} is in namespace {namespace!r}; a step's plugin is in the "
+                      f"op's namespace {op.namespace!r}")
+        _identifier(op, "step plugin", name)
+        label = f"{where}, step {name}"
         for name in step.inputs:
             if name not in known:
                 _fail(op, f"{label} reads {name!r}, which is neither an input, a scratch tensor nor written by an "

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
+from inplace.checks import plugin_name
 from inplace.registry import find
 from inplace.spec import BuildFacts, InplaceOp
 
@@ -160,11 +161,11 @@ def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> 
                 written.append(results[name])
             else:
                 like = values.get(name)
-                written.append(gs.Variable(names(f"{node.name}/{step.plugin}_{name}"),
+                written.append(gs.Variable(names(f"{node.name}/{plugin_name(step)}_{name}"),
                                            dtype=None if like is None else like.dtype,
                                            shape=None if like is None else like.shape))
-        plugin = build.node(step.plugin, [values[name] for name in step.inputs], None, step_attributes(op),
-                            name=step.plugin, domain=op.namespace, outputs=written)
+        plugin = build.node(plugin_name(step), [values[name] for name in step.inputs], None, step_attributes(op),
+                            name=plugin_name(step), domain=op.namespace, outputs=written)
         values.update(zip(step.outputs, written))
         plugin_nodes.append(plugin.name)
     graph.nodes.extend(build.nodes)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from inplace.checks import InplaceOpError, check_new_values, check_op, op_id
+from inplace.checks import InplaceOpError, check_new_values, check_op, op_id, plugin_name
 from inplace.spec import Chain, InplaceOp, Step
 
 MODULES_KEY = "aliased_io.inplace_modules"
@@ -109,7 +109,7 @@ def find_step(domain: str | None, op_type: str) -> tuple[InplaceOp, Chain, Step]
             continue
         for chain in entry.op.chains:
             for step in chain.steps:
-                if step.plugin == op_type:
+                if plugin_name(step) == op_type:
                     return entry.op, chain, step
     return None
 
@@ -175,7 +175,7 @@ def node_outputs(node: Any, inputs: Sequence[np.ndarray], eager: bool = True) ->
         outputs = dict(zip(op.output_names(), run_reference(op, {t.name: values[t.name] for t in op.inputs})))
         return [outputs[name] for name in step.outputs]
     if step.reference is None:
-        raise InplaceOpError(f"{op_id(op)}: step {step.plugin} of a chain of {len(chain.steps)} steps has no "
+        raise InplaceOpError(f"{op_id(op)}: step {plugin_name(step)} of a chain of {len(chain.steps)} steps has no "
                              "reference; give Step.reference for the ONNX Runtime proof")
     results = step.reference(*inputs)
     return [np.asarray(value).astype(values[name].dtype if name in values else np.asarray(value).dtype)

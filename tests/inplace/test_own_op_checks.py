@@ -125,3 +125,15 @@ def test_a_returned_tensor_may_be_a_scratch_tensor_of_its_dtype_and_shape():
     check_op(op(chains=(Chain(steps=(step,), scratch=(total,)),)))
     other = Scratch("total", "int64", (size("B"),))
     refused(op(chains=(Chain(steps=(step,), scratch=(other,)),)), "scratch tensor total is returned")
+
+
+def test_a_step_may_name_its_plugin_by_id_in_the_ops_namespace_only():
+    from inplace.checks import plugin_id, plugin_name
+
+    kernel = Kernel("k", NoSource(), launch(size("N"), size("B")))
+    step = Step("mine::update", ("state", "idx", "rows"), ("state", "total"), lambda dtypes: kernel)
+    description = op(step=step)
+    check_op(description)
+    assert (plugin_name(step), plugin_id(description, step)) == ("update", "mine::update")
+    other = Step("theirs::update", ("state", "idx", "rows"), ("state", "total"), lambda dtypes: kernel)
+    refused(op(step=other), "step plugin 'theirs::update' is in namespace 'theirs'")
