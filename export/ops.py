@@ -8,33 +8,29 @@ torch's convention for an in-place op (it names the argument it writes in mutate
 becomes TensorRT's (the plugin's output 0 is input 0's memory): the exported model holds the sample's plugin
 node, ScatterAddInPlace(X, src, idx) in domain aliased_io, written by the translation with no pattern matching.
 
-How the export gets there (torch 2.13, onnxscript 0.7.2): torch.export functionalizes the program, and a
-mutating custom op with no Functionalize kernel becomes auto_functionalized_v2(op, ...), which the ONNX
-exporter cannot translate (it fails converting the op argument; a table entry for the op or the HOP is never
-reached). So scatter_add_ has a Functionalize kernel: it records the functional form aliased_io::scatter_add
-(state, src, index) -> Tensor and makes its result the state's new value (torch.export records an input
-mutation), and the table maps that functional op to the plugin node. The exporter adds no output for the
-mutated input and inserts no copy: the model's outputs are what forward returns, so return the state (or
-something computed from it), or the update is not in the model; check_updates_exported(program) says so.
+The op goes through the in-place facility (inplace/, docs/own_inplace_op.md) as a user's own op does: its
+description SCATTER_ADD, its torch op, functional form aliased_io::scatter_add (state, src, index) -> Tensor,
+Functionalize kernel (why: inplace/torch_op.py) and translation are inplace.torch_op's; only its node format
+(the Python plugin's ScatterAddInPlace with its attributes), its argument checks and their messages, and
+check_updates_exported's reader rule are its own. The exporter adds no output for the mutated input and inserts
+no copy: the model's outputs are what forward returns, so return the state (or something computed from it), or
+the update is not in the model; check_updates_exported(program) says so.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 # The plugin node's format, the one the rewrite writes (numpy only: no onnx, no TensorRT).
-from onnx_path.nodes import (
-    COUNTS_ATTRIBUTE,
-    NAMESPACE_ATTRIBUTE,
-    PLUGIN_DOMAIN,
-    PLUGIN_DOMAIN_VERSION,
-    PLUGIN_OP,
-    VERSION_ATTRIBUTE,
-    plugin_attributes,
-)
+from inplace.registry import CustomNode, Registered
+from inplace.spec import InplaceOp, TensorInput
+from inplace.torch_op import define_torch_op, translation_table_of
+from onnx_path.nodes import PLUGIN_DOMAIN, PLUGIN_OP, plugin_attributes
 from onnx_path.patterns import SHAPE_ONLY_OPS
 
 OP_NAMESPACE = "aliased_io"  # torch.ops.aliased_io.*
+OP_NAME = f"{OP_NAMESPACE}::scatter_add_"
 FEATURE_DTYPES = (torch.float32, torch.float16)
 
 
@@ -63,14 +59,6 @@ def check_arguments(op: str, state: torch.Tensor, src: torch.Tensor, index: torc
                  lambda: f"{op}: src has {src.shape[0]} rows and index {index.shape[0]} entries; they must agree")
 
 
-@torch.library.custom_op(f"{OP_NAMESPACE}::scatter_add_", mutates_args=("state",))
-def scatter_add_(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
-    """Adds row src[e] into state[index[e]] for every e, in place (repeated indices add up); returns None."""
-    check_arguments("aliased_io::scatter_add_", state, src, index)
-    check_index_range("aliased_io::scatter_add_", state, index)
-    state.index_add_(0, index, src)
-
-
 def check_index_range(op: str, state: torch.Tensor, index: torch.Tensor) -> None:
     """RuntimeError (one line, as torch's index_add_ says it) for an index outside [0, N): the plugin adds row
     index[e] unchecked. Eager only (the fake kernels of an export have no values)."""
@@ -81,90 +69,31 @@ def check_index_range(op: str, state: torch.Tensor, index: torch.Tensor) -> None
                            f"{state.shape[0]} rows of state")
 
 
-@scatter_add_.register_fake
-def _scatter_add__fake(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
-    check_arguments("aliased_io::scatter_add_", state, src, index)
+def _check(values: Mapping[str, Any], eager: bool) -> None:
+    """scatter_add_'s own checks, with its messages: the arguments (check_arguments), and in eager torch the
+    indices against the state's rows (fake tensors of an export have no values)."""
+    check_arguments(OP_NAME, values["state"], values["src"], values["index"])
+    if eager:
+        check_index_range(OP_NAME, values["state"], values["index"])
 
 
-@torch.library.custom_op(f"{OP_NAMESPACE}::scatter_add", mutates_args=())
-def scatter_add(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """The functional form of scatter_add_ (a new tensor: state with the src rows added): what functionalization
-    records for scatter_add_, and what the table translates."""
-    check_arguments("aliased_io::scatter_add", state, src, index)
-    check_index_range("aliased_io::scatter_add", state, index)
-    return state.index_add(0, index, src)
+def _add_rows(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
+    """The eager implementation: torch's own index_add_ (repeated indices add up)."""
+    state.index_add_(0, index, src)
 
 
-@scatter_add.register_fake
-def _scatter_add_fake(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    check_arguments("aliased_io::scatter_add", state, src, index)
-    return torch.empty_like(state)
-
-
-def _functionalize_scatter_add_(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
-    """scatter_add_ under functionalization (torch.export): state's new value is scatter_add(state, src, index)."""
-    from torch._subclasses.functional_tensor import CppFunctionalizeAPI
-
-    api = CppFunctionalizeAPI()
-    unwrapped = api.unwrap_tensors((state, src, index))
-    with api.redispatch_to_next():
-        updated = scatter_add(*unwrapped)
-    api.replace(state, updated)
-    api.commit_update(state)
-    api.sync(state)
-
-
-def _refuse_tracing(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
-    """scatter_add_ under torch.jit.trace, which the legacy exporter (torch.onnx.export(..., dynamo=False))
-    runs: the trace would not record the update, and the model written would return the state unchanged."""
-    raise RuntimeError("aliased_io::scatter_add_ cannot be traced: torch.jit.trace (and torch.onnx.export(..., "
-                       "dynamo=False)) would drop the update; export with torch.onnx.export(..., dynamo=True, "
-                       "custom_translation_table=export.ops.custom_translation_table)")
-
-
-def _autograd_scatter_add_(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> None:
-    """scatter_add_ at the autograd key, where grad mode is the caller's: a leaf that requires grad is refused
-    as torch's own in-place ops refuse it (RuntimeError), then the op runs below autograd."""
-    if torch.is_grad_enabled() and isinstance(state, torch.Tensor) and state.requires_grad and state.is_leaf:
-        raise RuntimeError("aliased_io::scatter_add_: a leaf tensor that requires grad is being used in an in-place "
-                           "operation (update it under torch.no_grad(), or add into a tensor of its own)")
-    with torch._C._AutoDispatchBelowAutograd():
-        torch.ops.aliased_io.scatter_add_(state, src, index)
-
-
-_LIBRARY = torch.library.Library(OP_NAMESPACE, "FRAGMENT")  # kept: the registration lives as long as it does
-_LIBRARY.impl("scatter_add_", _functionalize_scatter_add_, "Functionalize")
-_LIBRARY.impl("scatter_add_", _refuse_tracing, "Tracer")
-_LIBRARY.impl("scatter_add_", _autograd_scatter_add_, "Autograd")
-
-
-def _plugin_schema() -> Any:
-    """The plugin node's ONNX schema, for onnxscript to write the node with (never registered with onnx: the
-    checker checks no schema in a custom domain, and TensorRT's parser reads none)."""
-    from onnx.defs import OpSchema
-
-    def parameter(name: str, type_str: str) -> Any:
-        return OpSchema.FormalParameter(name, type_str)
-
-    return OpSchema(PLUGIN_OP, PLUGIN_DOMAIN, PLUGIN_DOMAIN_VERSION,
-                    inputs=[parameter("state", "T"), parameter("src", "T"), parameter("idx", "tensor(int64)")],
-                    outputs=[parameter("aggregated", "T")],
-                    type_constraints=[("T", ["tensor(float)", "tensor(float16)"], "the state's dtype")],
-                    attributes=[OpSchema.Attribute(VERSION_ATTRIBUTE, OpSchema.AttrType.STRING, "creator version"),
-                                OpSchema.Attribute(NAMESPACE_ATTRIBUTE, OpSchema.AttrType.STRING, "creator namespace"),
-                                OpSchema.Attribute(COUNTS_ATTRIBUTE, OpSchema.AttrType.INT, "0: no counts output")])
-
-
-def scatter_add_plugin_node(state: Any, src: Any, index: Any) -> Any:
-    """The translation of aliased_io::scatter_add: one ScatterAddInPlace node (state, src, index) -> the updated
-    state, compute_counts=0; the exporter declares domain aliased_io (version 1) in the model's opset_import."""
-    from onnxscript.values import Op, Opset
-
-    plugin = Op(Opset(PLUGIN_DOMAIN, PLUGIN_DOMAIN_VERSION), PLUGIN_OP, _plugin_schema())
-    return plugin(state, src, index, **plugin_attributes(compute_counts=False))
-
-
-custom_translation_table = {torch.ops.aliased_io.scatter_add.default: scatter_add_plugin_node}
+SCATTER_ADD = InplaceOp(
+    namespace=OP_NAMESPACE, name="scatter_add_",
+    inputs=(TensorInput("state", ("float32", "float16"), 2), TensorInput("src", ("float32", "float16"), 2),
+            TensorInput("index", ("int64",), 1)),
+    mutates=("state",), sizes={"N": ("state", 0), "F": ("state", 1), "E": ("index", 0)},
+    chains=(),  # the AOT chains come from plugin/scatter_add_op.py (issue 48); --onnx rewrites the node meanwhile
+)
+REGISTRATION = Registered(SCATTER_ADD, _add_rows, __name__,
+                          CustomNode(PLUGIN_OP, plugin_attributes(compute_counts=False)),  # the Python plugin's node
+                          functional="scatter_add", check=_check)
+define_torch_op(REGISTRATION)  # torch.ops.aliased_io.scatter_add_ and .scatter_add, made as any in-place op's
+custom_translation_table = translation_table_of([REGISTRATION])
 
 
 def check_updates_exported(program: Any) -> None:

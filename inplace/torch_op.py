@@ -158,11 +158,25 @@ def define_torch_op(entry: Registered) -> Any:
         return _result(list(api.wrap_tensors(tuple(returned)))) if returned else None
 
     def refuse_tracing(*args: torch.Tensor) -> Any:
-        raise InplaceOpError(f"{op_id(op)} cannot be traced: torch.jit.trace (and torch.onnx.export(..., "
-                             "dynamo=False)) would drop the update; export with torch.onnx.export(..., dynamo=True) "
-                             "through inplace.torch_op.export_onnx")
+        raise RuntimeError(f"{op_id(op)} cannot be traced: torch.jit.trace (and torch.onnx.export(..., "
+                           "dynamo=False)) would drop the update; export with torch.onnx.export(..., dynamo=True) "
+                           "through inplace.torch_op.export_onnx")
+
+    def refuse_grad_leaf(*args: torch.Tensor) -> Any:
+        """At the autograd key, where grad mode is the caller's: a mutated leaf that requires grad is refused as
+        torch's own in-place ops refuse it (RuntimeError); the op then runs below autograd."""
+        if torch.is_grad_enabled():
+            for name in op.mutates:
+                value = args[names.index(name)] if len(args) == len(names) else None
+                if isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
+                    raise RuntimeError(f"{op_id(op)}: a leaf tensor that requires grad is being used in an in-place "
+                                       f"operation ({name}: update it under torch.no_grad(), or pass a tensor of its "
+                                       "own)")
+        with torch._C._AutoDispatchBelowAutograd():
+            return packet(*args)
 
     library.impl(op.name, run, "CompositeExplicitAutograd")
+    library.impl(op.name, refuse_grad_leaf, "Autograd")
     library.impl(functional, run_functional, "CompositeExplicitAutograd")
     library.impl(op.name, functionalize, "Functionalize")
     library.impl(op.name, refuse_tracing, "Tracer")
@@ -214,9 +228,13 @@ def translation(entry: Registered) -> Callable[..., Any]:
 
 def translation_table(ops: Iterable[InplaceOp] | None = None) -> dict[Any, Callable[..., Any]]:
     """custom_translation_table entries of `ops` (default: every registered op)."""
-    chosen = registered() if ops is None else [entry_of(op) for op in ops]
+    return translation_table_of(registered() if ops is None else [entry_of(op) for op in ops])
+
+
+def translation_table_of(entries: Iterable[Registered]) -> dict[Any, Callable[..., Any]]:
+    """{functional op: its translation} of registrations whose torch ops define_torch_op made."""
     return {getattr(getattr(torch.ops, entry.op.namespace), entry.functional).default: translation(entry)
-            for entry in chosen}
+            for entry in entries}
 
 
 def check_updates_exported(program: Any, ops: Iterable[InplaceOp]) -> None:
