@@ -89,8 +89,8 @@ def aot_call(torch, op, tensors, stream):
     for step in chain.steps:
         dtypes = {name: str(outputs[name].dtype).removeprefix("torch.") for name in (*step.inputs, *step.outputs)}
         kernel = step.kernel(dtypes)
-        grid, block, _, _ = evaluate_launch(kernel, sizes)
-        shared = int(shared_memory(kernel, dtypes).evaluate(sizes))
+        grid, block, shared, _ = evaluate_launch(kernel, sizes, dtypes)
+        assert shared == shared_memory(kernel, dtypes).evaluate(sizes)  # what the engine's aot_impl launches with
         values, types = step_arguments(step, kernel, pointers, sizes)
         for name in step.outputs:  # an aliased output's pointer is its input's
             if name in step.inputs:
