@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 # The plugin node's format, the one the rewrite writes (numpy only: no onnx, no TensorRT).
-from inplace.registry import CustomNode, Registered
+from inplace.entries import CustomNode, Registered
 from inplace.spec import InplaceOp, TensorInput
 from inplace.torch_op import define_torch_op, translation_table_of
 from onnx_path.nodes import PLUGIN_DOMAIN, PLUGIN_OP, plugin_attributes

@@ -14,42 +14,15 @@
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from inplace.checks import InplaceOpError, check_new_values, check_op, op_id, plugin_name
+from inplace.entries import MODULES_KEY, OPS, CustomNode, Registered, entry_of, registered
 from inplace.spec import Chain, InplaceOp, Step
 
-MODULES_KEY = "aliased_io.inplace_modules"
-
-
-@dataclass(frozen=True)
-class CustomNode:
-    """The ONNX node the export writes for a call: its op_type (default: the op's name) and fixed attributes (an
-    existing plugin's node format, e.g. the project's ScatterAddInPlace); its domain is the op's namespace."""
-
-    op_type: str
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Registered:
-    """A registered op: its eager implementation, the module that registers it, the custom node its export writes,
-    its functional form's name and an op-specific call check (check(values, eager): one-line errors of its own,
-    `eager` False where the tensors are fake and hold no values)."""
-
-    op: InplaceOp
-    eager: Callable[..., Any] | None
-    module: str
-    node: CustomNode
-    functional: str
-    check: Callable[[Mapping[str, Any], bool], None] | None = None
-
-
-_OPS: dict[str, Registered] = {}
-
+__all__ = ["MODULES_KEY", "CustomNode", "Registered", "entry_of", "registered"]  # inplace.entries', re-exported
 
 def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str | None = None, *,
              node: CustomNode | None = None, functional: str | None = None,
@@ -61,14 +34,14 @@ def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str
     "<name without its trailing _>_functional", none). Registering the same op again is a no-op."""
     check_op(op)
     key = op_id(op)
-    if key in _OPS:
-        if _OPS[key].op is op:
+    if key in OPS:
+        if OPS[key].op is op:
             return op
-        raise InplaceOpError(f"{key}: registered already by {_OPS[key].module}")
+        raise InplaceOpError(f"{key}: registered already by {OPS[key].module}")
     owner = module or getattr(eager, "__module__", None) or getattr(op.reference, "__module__", None) or ""
     entry = Registered(op, eager, owner, node or CustomNode(op.name), functional or f"{op.name.rstrip('_')}_functional",
                        check)
-    _OPS[key] = entry
+    OPS[key] = entry
     if eager is not None and importlib.util.find_spec("torch") is not None:
         from inplace.torch_op import define_torch_op
 
@@ -81,30 +54,18 @@ def register_aot_plugins() -> list[str]:
     ONNX parser needs before it parses their nodes; returns the plugin ids."""
     from inplace.aot import register_aot_op
 
-    return [plugin_id for entry in _OPS.values() for plugin_id in register_aot_op(entry.op)]
-
-
-def registered() -> list[Registered]:
-    return list(_OPS.values())
+    return [plugin_id for entry in OPS.values() for plugin_id in register_aot_op(entry.op)]
 
 
 def find(domain: str | None, op_type: str) -> Registered | None:
     """The op whose custom node (domain = namespace, op_type = its CustomNode's) this is."""
-    return next((entry for entry in _OPS.values() if entry.op.namespace == (domain or "")
+    return next((entry for entry in OPS.values() if entry.op.namespace == (domain or "")
                  and entry.node.op_type == op_type), None)
-
-
-def entry_of(op: InplaceOp) -> Registered:
-    """The registration of `op`; InplaceOpError where it was never registered."""
-    entry = _OPS.get(op_id(op))
-    if entry is None or entry.op is not op:
-        raise InplaceOpError(f"{op_id(op)}: not registered; register it first (inplace.registry.register)")
-    return entry
 
 
 def find_step(domain: str | None, op_type: str) -> tuple[InplaceOp, Chain, Step] | None:
     """(op, chain, step) of the AOT plugin node of one step (domain = namespace, op_type = the step's plugin)."""
-    for entry in _OPS.values():
+    for entry in OPS.values():
         if entry.op.namespace != domain:
             continue
         for chain in entry.op.chains:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from inplace.checks import InplaceOpError, check_call, check_new_values, op_id
-from inplace.registry import MODULES_KEY, Registered, entry_of, registered
+from inplace.entries import MODULES_KEY, Registered, entry_of, registered
 from inplace.spec import INTS, InplaceOp
 
 _LIBRARIES: dict[str, Any] = {}  # namespace -> torch.library.Library (kept: a registration lives as long as it)

@@ -104,7 +104,7 @@ from onnx_path.patterns import (
     two_updates,
     wraps_to_rows,
 )
-from inplace.onnx import CallRewrite, call_aliases, mutated_pairs, rewrite_calls
+from onnx_path.own_ops import CallRewrite, call_aliases, mutated_pairs, rewrite_calls
 from inplace.registry import MODULES_KEY, import_model_ops
 from onnx_path.runtime import short_line as _first_line
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
@@ -242,7 +242,7 @@ class Rewritten:
     aliases: dict[str, str]
     index_bounds: dict[str, IndexBound]
     left: tuple[LeftScatter, ...] = ()
-    calls: tuple[CallRewrite, ...] = ()  # the in-place ops of one's own rewritten (inplace.onnx)
+    calls: tuple[CallRewrite, ...] = ()  # the in-place ops of one's own rewritten (onnx_path.own_ops)
 
     def summary(self) -> list[str]:
         """One line per replaced scatter-add (or plugin node found), for the CLI's report."""

@@ -69,7 +69,7 @@ def test_a_wrong_reference_fails_the_validation(tmp_path, tmp_path_factory, caps
         return (new,)
 
     entry = registry.find("examples", "ema_rows_")
-    monkeypatch.setitem(registry._OPS, "examples::ema_rows_",
+    monkeypatch.setitem(registry.OPS, "examples::ema_rows_",
                         dataclasses.replace(entry, op=dataclasses.replace(ema.OP, reference=wrong)))
     status, _ = dry_run(tmp_path, exported_model("ema", tmp_path_factory), "ema")
     out = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The ONNX side of an in-place op of one's own: its ONE custom node (domain op.namespace, op_type op.name, written
+"""The ONNX side of an in-place op of one's own (inplace/): its ONE custom node (domain op.namespace, op_type op.name, written
 by the export: inplace.torch_op) rewritten into what TensorRT builds, the chain of AOT plugin nodes.
 
     rewrite_calls(gs, graph, names) -> [CallRewrite]    every registered op's custom node in the graph replaced by
