@@ -87,7 +87,7 @@ SCATTER_ADD = InplaceOp(
     inputs=(TensorInput("state", ("float32", "float16"), 2), TensorInput("src", ("float32", "float16"), 2),
             TensorInput("index", ("int64",), 1)),
     mutates=("state",), sizes={"N": ("state", 0), "F": ("state", 1), "E": ("index", 0)},
-    chains=(),  # the AOT chains come from plugin/scatter_add_op.py (issue 48); --onnx rewrites the node meanwhile
+    chains=(),  # torch side only: --onnx turns its ScatterAddInPlace node into the plugins itself (onnx_path)
 )
 REGISTRATION = Registered(SCATTER_ADD, _add_rows, __name__,
                           CustomNode(PLUGIN_OP, plugin_attributes(compute_counts=False)),  # the Python plugin's node
