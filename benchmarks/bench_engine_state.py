@@ -38,7 +38,7 @@ NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 def device_name() -> str:
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     properties = check(runtime.cudaGetDeviceProperties(0))
     name = properties.name

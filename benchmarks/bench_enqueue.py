@@ -167,7 +167,7 @@ def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
 def bare_launches(driver: Any, launch: Any) -> dict[str, Callable[[], Any]]:
     """The kernel of a prepared launch (bound to its pointers, its arguments packed) launched straight through
     cuda.bindings' cuLaunchKernel and cuLaunchKernelEx with a CUlaunchConfig made once, and through ctypes."""
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     def row(function: Any, arguments: tuple[Any, ...], keep: Any) -> Callable[[], Any]:
         check(function(*arguments), call=f"{function.__name__} (bare launch row)")  # once: a failing form is no row

@@ -61,7 +61,7 @@ def methods(case: dict, functions: dict, dtype_name: str) -> dict:
     import torch
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
     from plugin.kernels.aot import aot_launch_params, packed_aot_arguments
     from plugin.kernels.overwrite import PreparedOverwrite, overwrite_kernel, overwrite_sizes
 

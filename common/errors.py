@@ -16,7 +16,7 @@ class EngineError(RuntimeError):
 
 class CudaError(RuntimeError):
     """A CUDA driver, runtime or NVRTC call failed; `name` is the error's enum name (e.g. CUDA_ERROR_OUT_OF_MEMORY).
-    Raised by plugin.cuda_check.check; the CLI prints it as one line and exits with status 4."""
+    Raised by common.cuda_check.check; the CLI prints it as one line and exits with status 4."""
 
     def __init__(self, message: str, name: str = "") -> None:
         super().__init__(message)

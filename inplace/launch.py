@@ -81,7 +81,7 @@ class PreparedKernel:
                  values: Sequence[int], types: Sequence[Any], stream: int, name: str = "kernel") -> None:
         from cuda.bindings import driver
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         static = check(driver.cuFuncGetAttribute(
             driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
@@ -96,7 +96,7 @@ class PreparedKernel:
     def __call__(self) -> None:
         result = self._launch(*self._arguments)
         if result[0]:
-            from plugin.cuda_check import check
+            from common.cuda_check import check
 
             check(result, call=f"cuLaunchKernel of {self.name}")
 
@@ -110,10 +110,9 @@ def load_function(ptx: bytes, name: str) -> Any:
     if none is) with cuModuleLoadData, as TensorRT loads an engine's PTX; each PTX is loaded once per context."""
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
-    from plugin.kernels.launch import current_context
+    from common.cuda_check import check, current_context_id
 
-    key = (current_context(), ptx)
+    key = (current_context_id(driver), ptx)
     with _modules_lock:
         module = _modules.get(key)
         if module is None:
@@ -197,6 +196,6 @@ class _Memset:
     def __call__(self) -> None:
         result = self._call(*self._arguments)
         if result[0]:
-            from plugin.cuda_check import check
+            from common.cuda_check import check
 
             check(result, call="cuMemsetD32Async of a scratch tensor")

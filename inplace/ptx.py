@@ -79,8 +79,8 @@ class CudaSource:
 
 @functools.cache
 def _cuda_ptx(path: Path, defines: tuple[str, ...]) -> bytes:
-    from plugin.kernels.aot import PTX_ARCH, declare_ptx_isa
-    from plugin.kernels.compile import nvrtc_compile, nvrtc_options
+    from common.nvrtc import PTX_ARCH, declare_ptx_isa
+    from common.nvrtc import nvrtc_compile, nvrtc_options
 
     ptx, _ = nvrtc_compile(path, nvrtc_options(f"compute_{PTX_ARCH}", defines), ptx=True)
     return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA)

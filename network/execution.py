@@ -100,7 +100,7 @@ class ExecutionSession:
                  outputs_at_inputs: Mapping[str, str] | None = None) -> None:
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
         from plugin.device_array import DeviceArray
 
         self.inputs = dict(inputs)
@@ -143,7 +143,7 @@ class ExecutionSession:
     def synchronize(self) -> None:
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         check(runtime.cudaStreamSynchronize(self.stream))
 
@@ -151,7 +151,7 @@ class ExecutionSession:
         """Waits for the stream, frees the buffers this session allocated and the stream; inputs stay the caller's."""
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         if self.stream:
             check(runtime.cudaStreamSynchronize(self.stream))

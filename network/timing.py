@@ -80,7 +80,7 @@ class EventTimer:
     def __init__(self) -> None:
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         self._start: Any = check(runtime.cudaEventCreate())
         self._end: Any = check(runtime.cudaEventCreate())
@@ -94,7 +94,7 @@ class EventTimer:
         without the event records)."""
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         check(runtime.cudaEventRecord(self._start, stream))
         start = time.perf_counter_ns()
@@ -107,7 +107,7 @@ class EventTimer:
     def close(self) -> None:
         from cuda.bindings import runtime
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         for event in (self._start, self._end):
             if event is not None:
@@ -131,7 +131,7 @@ def engine_execution(trt: Any) -> str:
 def capture(stream: int, call: Callable[[], Any], what: str) -> "CapturedGraph":
     """call() captured on `stream` (created by the caller, not 0) and instantiated; EngineError naming `what` and
     the CUDA error when the capture fails. Run call() at least once before (see the module docstring)."""
-    from plugin.cuda_check import CudaError
+    from common.cuda_check import CudaError
     from plugin.cuda_graph import CapturedGraph
 
     try:

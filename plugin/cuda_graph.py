@@ -15,7 +15,7 @@ caller (the legacy default stream 0 cannot be captured).
 from collections.abc import Callable
 from typing import Any
 
-from plugin.cuda_check import check
+from common.cuda_check import check
 
 
 class CapturedGraph:

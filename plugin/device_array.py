@@ -7,7 +7,7 @@ stream right after.
 
 import numpy as np
 
-from plugin.cuda_check import check
+from common.cuda_check import check
 
 
 class DeviceArray:

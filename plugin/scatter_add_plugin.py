@@ -277,7 +277,7 @@ def copy_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
         return
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     check(driver.cuMemcpyDtoDAsync(driver.CUdeviceptr(dst), driver.CUdeviceptr(src), nbytes, driver.CUstream(stream)))
 

@@ -13,7 +13,7 @@ cuda-python's driver API. Importing this package needs no GPU; cuda-python is im
 plan.py documents which kernel runs when; docs/kernel.md and BENCHMARKS.md the rest.
 """
 
-from plugin.cuda_check import CudaError, NvrtcError
+from common.cuda_check import CudaError, NvrtcError
 from plugin.kernels.compile import compile_scatter_add
 from plugin.kernels.host import scatter_add_numpy
 from plugin.kernels.launch import PreparedScatterAdd, prepare_kernels, scatter_add_launch

@@ -11,17 +11,15 @@ that one engine loads on every GPU and driver TensorRT 10.16 and 11.x run on; do
 """
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plugin.cuda_check import check
+from common.cuda_check import check
+from common.nvrtc import PTX_ARCH, PTX_ISA_VERSION, declare_ptx_isa
 
 AOT_SOURCE_PATH = Path(__file__).with_name("scatter_add_aot.cu")
-PTX_ARCH = 75  # compute_75: the oldest virtual architecture NVRTC 13 accepts; runs on sm_75 and newer
-PTX_ISA_VERSION = (8, 0)  # CUDA 12.0: the oldest driver generation TensorRT 10.16 and 11.x run with
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
 # float32 sums in shared memory first where N (F + counts) <= PRIVATE_MAX_FLOATS (40 KiB: under the 48 KiB a
@@ -36,7 +34,6 @@ BLOCK_THREADS = 1024
 BLOCK_SLOTS = 4096
 BLOCK_MAX_EDGES = 1024
 
-_VERSION_LINE = re.compile(rb"^\.version (\d+)\.(\d+)", re.MULTILINE)
 SIZE_NAMES = ("num_nodes", "num_edges", "num_features", "capacity")
 
 
@@ -137,35 +134,16 @@ def check_aot_sizes(sizes: Mapping[str, int]) -> None:
 
 def aot_compile_options() -> list[bytes]:
     """NVRTC options: PTX for compute_<PTX_ARCH>, C++17, cuda_fp16.h's folder."""
-    from plugin.kernels.compile import nvrtc_options
+    from common.nvrtc import nvrtc_options
 
     return nvrtc_options(f"compute_{PTX_ARCH}")
-
-
-def ptx_isa_version(ptx: bytes) -> tuple[int, int]:
-    """The (major, minor) of the PTX's `.version` directive; ValueError if it has none."""
-    match = _VERSION_LINE.search(ptx)
-    if match is None:
-        raise ValueError("no .version directive in the PTX")
-    return int(match.group(1)), int(match.group(2))
-
-
-def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
-    """The PTX with its `.version` directive lowered to `version` (kept when already that or older).
-
-    The rest of the text is unchanged. Lowering is sound only for code that needs nothing newer: the driver's
-    JIT rejects an instruction the declared ISA lacks, which the GPU test would show.
-    """
-    if ptx_isa_version(ptx) <= version:
-        return ptx
-    return _VERSION_LINE.sub(f".version {version[0]}.{version[1]}".encode(), ptx, count=1)
 
 
 @functools.cache
 def compile_aot_ptx() -> bytes:
     """The PTX text of scatter_add_aot.cu (all six kernels; without nvrtcGetPTX's trailing NUL, as NVIDIA's
     samples hand it over), compiled once with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
-    from plugin.kernels.compile import nvrtc_compile
+    from common.nvrtc import nvrtc_compile
 
     ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
     return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
@@ -199,7 +177,8 @@ def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
     """The PTX of one AOT entry point of scatter_add.cu (the Python plugin's kernel family; SCATTER_AOT_ONLY: that
     entry point alone) for `dtype` ("float32" or "float16") and compute_<arch> (75 or 90), its ISA declared
     FAMILY_PTX_ISA[arch], without the trailing NUL. NvrtcError carries the log on failure."""
-    from plugin.kernels.compile import SOURCE_PATH, nvrtc_compile, nvrtc_options
+    from common.nvrtc import nvrtc_compile, nvrtc_options
+    from plugin.kernels.compile import SOURCE_PATH
 
     if arch not in FAMILY_PTX_ISA or dtype not in ("float32", "float16"):
         raise ValueError(f"the family's AOT PTX is for compute_75 or compute_90 and float32 or float16, got "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plugin.cuda_check import NvrtcError, check
+from common.nvrtc import grid_sync_available, nvrtc_compile, nvrtc_options
 
 SOURCE_PATH = Path(__file__).with_name("scatter_add.cu")
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
@@ -25,14 +25,6 @@ def kernel_dtype(dtype: object) -> np.dtype:
     if resolved not in SUPPORTED_DTYPES:
         raise ValueError(f"unsupported dtype {resolved}: the scatter-add kernel takes float32 or float16")
     return resolved
-
-
-@functools.cache
-def nvrtc_supported_archs() -> tuple[int, ...]:
-    """The architectures (75, 80, ..., 120) this NVRTC compiles for, from nvrtcGetSupportedArchs."""
-    from cuda.bindings import nvrtc
-
-    return tuple(int(arch) for arch in check(nvrtc.nvrtcGetSupportedArchs()))
 
 
 def pick_arch(device_arch: int, supported: tuple[int, ...]) -> int:
@@ -52,42 +44,6 @@ def pick_arch(device_arch: int, supported: tuple[int, ...]) -> int:
     return max(same_major)
 
 
-@functools.cache
-def _include_dirs() -> tuple[str, ...]:
-    """Where cuda_fp16.h lives (the nvidia-cuda-runtime wheel's headers, else a system CUDA toolkit), and CCCL's
-    headers if present (nvidia-cuda-cccl or a toolkit), which cooperative_groups.h needs."""
-    dirs = []
-    try:
-        from cuda import pathfinder
-
-        for library in ("cudart", "cccl"):
-            try:
-                found = pathfinder.find_nvidia_header_directory(library)
-            except Exception:  # an unknown library name in an older cuda-pathfinder, or a broken install
-                found = None
-            if found:
-                dirs.append(str(found))
-    except ImportError:
-        pass
-    toolkit = Path("/usr/local/cuda/include")
-    if (toolkit / "cuda_fp16.h").exists():
-        dirs.append(str(toolkit))
-    return tuple(dict.fromkeys(dirs))
-
-
-def grid_sync_available() -> bool:
-    """Whether cooperative_groups.h can be compiled here (it needs CCCL's <nv/target>): then the kernels
-    include grid_table's, which meets at grid-wide barriers."""
-    return any((Path(folder) / "nv" / "target").exists() for folder in _include_dirs())
-
-
-def nvrtc_options(architecture: str, defines: tuple[str, ...] = ()) -> list[bytes]:
-    """NVRTC options for a kernel file: the architecture (sm_90: a CUBIN, compute_75: PTX), `defines` (-DNAME=VALUE)."""
-    options = [f"--gpu-architecture={architecture}", "--std=c++17", *defines, "--restrict"]
-    options += [f"--include-path={path}" for path in _include_dirs()]
-    return [option.encode() for option in options]
-
-
 def cubin_options(arch: int, defines: tuple[str, ...] = ()) -> list[bytes]:
     """NVRTC options for a CUBIN for sm_<arch> (nvrtc_options)."""
     return nvrtc_options(f"sm_{arch}", defines)
@@ -100,31 +56,6 @@ def compile_options(arch: int, dtype: np.dtype, extra: tuple[str, ...] = ()) -> 
     grid_sync = 1 if grid_sync_available() else 0
     return cubin_options(arch, (f"-DSCATTER_HALF={half}", f"-DSCATTER_GRID_SYNC={grid_sync}")) + \
         [option.encode() for option in extra]
-
-
-def nvrtc_compile(source_path: Path, options: list[bytes], *, ptx: bool = False, target: str = "") -> tuple[bytes, str]:
-    """Compiles source_path with NVRTC; returns (CUBIN, or PTX with ptx=True, compiler log). NvrtcError carries
-    the log on failure, its message naming the file and `target` (e.g. " for sm_90, float32")."""
-    from cuda.bindings import nvrtc
-
-    program = check(nvrtc.nvrtcCreateProgram(source_path.read_bytes(), source_path.name.encode(), 0, [], []))
-    try:
-        (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        # NVRTC writes into the buffers it is given: they must be writable and the caller's own. Never b" " * n:
-        # for n = 1 that is the interpreter's shared one-byte b" ", and the NUL written into it would turn every
-        # later b" " of the process into b"\0".
-        log_buffer = bytearray(check(nvrtc.nvrtcGetProgramLogSize(program)))
-        check(nvrtc.nvrtcGetProgramLog(program, log_buffer))
-        log = bytes(log_buffer).rstrip(b"\0 ").decode(errors="replace")
-        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise NvrtcError(f"NVRTC could not compile {source_path.name}{target}: {status.name}\n{log}", status.name)
-        get_size, get_output = (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx else (nvrtc.nvrtcGetCUBINSize,
-                                                                                       nvrtc.nvrtcGetCUBIN)
-        output = bytearray(check(get_size(program)))
-        check(get_output(program, output))
-        return bytes(output), log
-    finally:
-        check(nvrtc.nvrtcDestroyProgram(program))
 
 
 def compile_cubin(arch: int, dtype: object, extra_options: tuple[str, ...] = ()) -> tuple[bytes, str]:

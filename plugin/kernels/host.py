@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from plugin.cuda_check import check
+from common.cuda_check import check
 from plugin.device_array import DeviceArray
 from plugin.kernels.compile import kernel_dtype
 from plugin.kernels.launch import current_context, scatter_add_launch

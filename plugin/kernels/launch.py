@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from plugin.cuda_check import CudaError, check
+from common.cuda_check import CudaError, check, current_context_id
 from plugin.cuda_graph import CapturedGraph
-from plugin.kernels.compile import compile_scatter_add, grid_sync_available, kernel_dtype, nvrtc_supported_archs, pick_arch
+from common.nvrtc import grid_sync_available, nvrtc_supported_archs
+from plugin.kernels.compile import compile_scatter_add, kernel_dtype, pick_arch
 from plugin.kernels.plan import (
     MAX_EDGES,
     MAX_NODES,
@@ -88,7 +89,6 @@ class Backend:
         self._driver = driver
         # driver.cuCtxGetId once cuCtxGetId(NULL) was seen to give the current context's id: one call tells it
         self.fast_id: Any = None
-        self._ready = False
         self._loaded: dict[tuple[int, str], LoadedKernels] = {}
         self._lock = threading.Lock()
         self.threads = _PerThread()
@@ -116,21 +116,7 @@ class Backend:
             if not result[0]:  # CUDA_SUCCESS is 0
                 return result[1]
         driver = self.driver
-        if not self._ready:
-            try:
-                result = driver.cuInit(0)
-            except Exception as error:  # cuda-python raises (rather than returning a status) when libcuda is missing
-                from common.errors import MissingDependencyError
-
-                raise MissingDependencyError(f"no CUDA driver here ({error}); the kernel needs an NVIDIA GPU") from None
-            check(result)
-            self._ready = True
-        context = check(driver.cuCtxGetCurrent())
-        if int(context) == 0:
-            device = check(driver.cuDeviceGet(0))
-            context = check(driver.cuDevicePrimaryCtxRetain(device))
-            check(driver.cuCtxSetCurrent(context))
-        context_id = int(check(driver.cuCtxGetId(context)))
+        context_id = current_context_id(driver)
         status, null_id = driver.cuCtxGetId(None)
         self.fast_id = driver.cuCtxGetId if int(status) == 0 and int(null_id) == context_id else None
         return context_id
@@ -551,7 +537,7 @@ class PreparedScatterAdd:
         cursor, tile_sums, counts = (WORKSPACE, 0), (WORKSPACE, layout.tile_sums_offset), (COUNTS, 0)
         if sort.counts_offset is not None:  # no counts asked for: the in-degrees the sort needs, in the workspace
             counts = (WORKSPACE, sort.counts_offset)
-            operations.append((_MEMSET, counts, 0, 2 * nodes))
+            operations.append((MEMSET, counts, 0, 2 * nodes))
         pairs, head, tail = ((WORKSPACE, at) for at in (layout.sorted_offset, layout.head_offset, layout.tail_offset))
         kernel(sort.count, (INDEX, 0), edges, nodes, counts, self._skipped, sort.private_nodes)
         if layout.tiles > 1:  # else sort_cursors scans the one tile alone

@@ -16,16 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from plugin.cuda_check import check
+from common.cuda_check import check
+from common.nvrtc import PTX_ISA_VERSION, declare_ptx_isa
 from plugin.kernels.aot import (
-    PTX_ISA_VERSION,
     THREADS_PER_BLOCK,
     AotKernel,
     aot_arguments,
     aot_argument_types,
     aot_compile_options,
     aot_launch_params,
-    declare_ptx_isa,
     packed_aot_arguments,
 )
 
@@ -77,7 +76,7 @@ def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, i
 @functools.cache
 def compile_overwrite_ptx() -> bytes:
     """The PTX text of overwrite.cu (compute_75, PTX ISA 8.0, no trailing NUL) that the AOT plugin embeds."""
-    from plugin.kernels.compile import nvrtc_compile
+    from common.nvrtc import nvrtc_compile
 
     ptx, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, aot_compile_options(), ptx=True)
     return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
@@ -86,7 +85,8 @@ def compile_overwrite_ptx() -> bytes:
 @functools.cache
 def compile_overwrite_cubin(arch: int) -> bytes:
     """The CUBIN of overwrite.cu for sm_<arch> (the Python plugin's), compiled once per process."""
-    from plugin.kernels.compile import cubin_options, nvrtc_compile
+    from common.nvrtc import nvrtc_compile
+    from plugin.kernels.compile import cubin_options
 
     cubin, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, cubin_options(arch), target=f" for sm_{arch}")
     return cubin
@@ -112,7 +112,8 @@ _load_lock = threading.Lock()
 
 def prepare_overwrite_kernels() -> dict[str, Any]:
     """The CUBIN's functions in the current context, compiled and loaded once per context (outside enqueue)."""
-    from plugin.kernels.compile import nvrtc_supported_archs, pick_arch
+    from common.nvrtc import nvrtc_supported_archs
+    from plugin.kernels.compile import pick_arch
     from plugin.kernels.launch import current_context, read_device_info
 
     context = current_context()

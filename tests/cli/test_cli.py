@@ -395,7 +395,7 @@ def test_engine_failure_is_one_line_and_exit_4(monkeypatch, capsys, steps):
 def test_a_failed_cuda_call_is_one_line_and_exit_4(monkeypatch, capsys):
     """A CUDA error on the way (out of device memory, a launch refused) names the call and exits 4, no traceback."""
     import network.steps
-    from plugin.cuda_check import CudaError
+    from common.cuda_check import CudaError
 
     def out_of_memory(*args, **kwargs):
         raise CudaError("CUDA_ERROR_OUT_OF_MEMORY: out of memory (in cuMemAlloc)", "CUDA_ERROR_OUT_OF_MEMORY")

@@ -4,16 +4,10 @@ picked for a device, the dtypes refused, and CUDA / NVRTC errors wrapped with th
 import numpy as np
 import pytest
 
-from plugin.cuda_check import CudaError, NvrtcError, check
+from common.cuda_check import CudaError, NvrtcError, check
 from plugin.kernels import compile_scatter_add
-from plugin.kernels.compile import (
-    MIN_ARCH,
-    compile_cubin,
-    grid_sync_available,
-    kernel_dtype,
-    nvrtc_supported_archs,
-    pick_arch,
-)
+from common.nvrtc import grid_sync_available, nvrtc_supported_archs
+from plugin.kernels.compile import MIN_ARCH, compile_cubin, kernel_dtype, pick_arch
 from plugin.kernels.launch import COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES, kernel_names
 
 DTYPES = [np.float32, np.float16]
@@ -69,7 +63,7 @@ def test_compile_error_carries_the_nvrtc_log():
 NVRTC_THEN_COMPILE = """
 import sys
 from pathlib import Path
-from plugin.kernels.compile import nvrtc_compile
+from common.nvrtc import nvrtc_compile
 output, log = nvrtc_compile(Path(sys.argv[1]), [], ptx=True)
 namespace = {"__name__": "compiled_after_nvrtc"}  # compiled now, as bench_enqueue.py imports the plugin host late
 exec(compile("def spec(name, low, high):\\n    return f'profile {name} {low} {high}'\\n", "late.py", "exec"), namespace)

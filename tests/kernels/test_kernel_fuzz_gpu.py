@@ -298,7 +298,7 @@ class CudaDevice:
 
     def fill(self, pointer: int, nbytes: int, first: np.ndarray) -> None:
         """`first` at the start of the buffer, then repeated to its end by doubling device-to-device copies."""
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         check(self.driver.cuMemcpyHtoD(pointer, first.ctypes.data, len(first)))
         done = len(first)
@@ -309,7 +309,7 @@ class CudaDevice:
 
     def launch(self, operation: tuple[Any, ...], pointers: tuple[int, ...]) -> None:
         """One kernel operation of a PreparedScatterAdd, issued as its launch issues it."""
-        from plugin.cuda_check import check
+        from common.cuda_check import check
         from plugin.kernels.launch import bind_driver_calls
 
         for call, arguments, what in bind_driver_calls(self.driver, [operation], pointers):
@@ -332,7 +332,7 @@ class CudaDevice:
         PreparedKernel(function, grid, block, shared, values, types, 0, kernel.name)()
 
     def finish(self, name: str) -> None:
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         check(self.driver.cuCtxSynchronize(), call=f"cuCtxSynchronize after {name}")
 
@@ -660,7 +660,8 @@ def fuzz_runs(request, tmp_path_factory):
     """The kernels compiled once for this GPU (both dtypes' CUBINs, the AOT PTX) for the children to load, and
     the (mode, case) pairs this session runs."""
     from plugin.kernels.aot import compile_aot_ptx
-    from plugin.kernels.compile import compile_scatter_add, nvrtc_supported_archs, pick_arch
+    from common.nvrtc import nvrtc_supported_archs
+    from plugin.kernels.compile import compile_scatter_add, pick_arch
     from plugin.kernels.launch import current_context, read_device_info
 
     current_context()

@@ -4,7 +4,7 @@ memsets and kernels, their grids and arguments, the fallbacks, and the keyword e
 import numpy as np
 import pytest
 
-from plugin.cuda_check import CudaError
+from common.cuda_check import CudaError
 from plugin.kernels import scatter_add_launch, scatter_add_workspace_size
 from plugin.kernels.plan import (
     PAIRED_MAX_EDGES,
@@ -104,6 +104,23 @@ def test_prepared_sorted_launch_zeroes_the_counts_then_sorts_sums_and_fixes_up_i
     names = [next(n for n, f in functions.items() if f is call[1][0]) for call in driver.calls[1:]]
     assert names == ["sort_count", "sort_cursors", "sort_place", "sort_reduce_v2", "sort_fixup_v2"]
     assert driver.calls[1][1][7] == 4 * 1000  # the tallies' shared memory
+
+
+def test_prepared_sorted_launch_without_counts_zeroes_the_in_degrees_in_the_workspace(recorded):
+    """float16 wide rows without counts sort where sorting pays: the in-degrees the sort needs live in the
+    workspace (SortPlan.counts_offset), zeroed by a memset there before sort_count reads them."""
+    driver, launch = recorded
+    nodes, edges, features, workspace = 10**6, 10**6, 64, 0x7F4000000000
+    size = scatter_add_workspace_size(nodes, edges, features, np.float16, with_counts=False)
+    prepared = launch.PreparedScatterAdd(num_nodes=nodes, num_edges=edges, num_features=features, dtype=np.float16,
+                                         with_counts=False, workspace_size=size)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5)
+    assert plan.algorithm == "sorted" and plan.sort is not None and plan.sort.counts_offset is not None
+    names = driver.names()
+    assert names[0] == "cuMemsetD32Async" and names[1:] == ["cuLaunchKernel"] * (len(names) - 1)
+    address, value, words, _ = driver.calls[0][1]
+    assert (int(address), value, words) == (workspace + plan.sort.counts_offset, 0, 2 * nodes)
+    assert argument_slots(driver.calls[1][1][9], 4)[3] == workspace + plan.sort.counts_offset  # sort_count's counts
 
 
 def test_prepared_chunked_launch_is_one_kernel_after_the_memsets_and_before_float16s_apply(recorded):

@@ -150,7 +150,7 @@ def launch_with_guards(state, src, index, *, with_counts=True, poison=0x7F, node
     the guards are intact, whether counts memory stayed untouched (without counts), the launch plan)."""
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     nodes, features = state.shape
     guard = 4096
@@ -443,7 +443,7 @@ def test_every_kernel_takes_as_many_parameters_as_its_launch_passes():
 def test_scatter_kernels_static_shared_memory_matches_the_plan():
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
     from plugin.kernels.launch import prepare_kernels
     from plugin.kernels.plan import QUEUE_BYTES_PER_BLOCK
 
@@ -471,7 +471,7 @@ def test_same_inputs_twice_agree_within_rounding(nodes, edges, features, dtype):
 def test_kernels_are_loaded_per_context():
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
     from plugin.kernels.launch import current_context, prepare_kernels
 
     first = prepare_kernels(np.float32)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugin.cuda_check import NvrtcError
+from common.cuda_check import NvrtcError
 from tests.support.nvrtc_cubins import CubinStore, store_for
 
 ROOT = Path(__file__).resolve().parents[2]

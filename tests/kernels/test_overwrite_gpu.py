@@ -82,7 +82,7 @@ def run(path, state, src, index, functions=None, misaligned=False, grid=None):
     (the kernel then copies 2- or 4-byte words); `grid` (aot) launches that many blocks instead."""
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     num_nodes, num_features = state.shape
     poison = np.full((GUARD_ROWS, num_features), 0x5A5A, np.uint16 if state.dtype == np.float16 else np.uint32)
@@ -234,7 +234,7 @@ def test_the_plugins_enqueue_overwrites_in_place_and_inside_a_callers_graph(trt)
     against the rule."""
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
     from plugin.cuda_graph import CapturedGraph
     from plugin.scatter_add_plugin import ScatterAddPlugin
     from tests.plugin.test_plugin_gpu import plugin_descs, workspace_for

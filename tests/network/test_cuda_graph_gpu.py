@@ -7,7 +7,7 @@ into the same buffers before each execution: every execution must add its edges 
 import numpy as np
 import pytest
 
-from plugin.cuda_check import check
+from common.cuda_check import check
 from plugin.cuda_graph import CapturedGraph
 from plugin.device_array import DeviceArray
 from plugin.kernels import scatter_add_launch, scatter_add_workspace_size

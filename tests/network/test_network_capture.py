@@ -8,7 +8,7 @@ import pytest
 import plugin.cuda_graph
 from common.errors import EngineError
 from network.timing import WITHOUT_GRAPH_HINT, capture, capture_failure_message, engine_execution, warm_up
-from plugin.cuda_check import CudaError
+from common.cuda_check import CudaError
 
 
 class RecordingGraph:

@@ -14,14 +14,13 @@ import re
 
 import pytest
 
+from common.nvrtc import PTX_ARCH, PTX_ISA_VERSION, declare_ptx_isa, ptx_isa_version
 from plugin.kernels.aot import (
     AOT_KERNELS,
     BLOCK_MAX_EDGES,
     BLOCK_THREADS,
     MAX_BLOCKS,
     PRIVATE_MAX_FLOATS,
-    PTX_ARCH,
-    PTX_ISA_VERSION,
     THREADS_PER_BLOCK,
     aot_extra_args,
     aot_launch_params,
@@ -30,8 +29,6 @@ from plugin.kernels.aot import (
     aot_takes_one_block,
     check_aot_sizes,
     compile_aot_ptx,
-    declare_ptx_isa,
-    ptx_isa_version,
     table_capacity,
 )
 

@@ -8,15 +8,8 @@ import re
 
 import pytest
 
-from plugin.kernels.aot import (
-    MAX_BLOCKS,
-    PTX_ARCH,
-    PTX_ISA_VERSION,
-    THREADS_PER_BLOCK,
-    aot_extra_args,
-    aot_launch_params,
-    ptx_isa_version,
-)
+from common.nvrtc import PTX_ARCH, PTX_ISA_VERSION, ptx_isa_version
+from plugin.kernels.aot import MAX_BLOCKS, THREADS_PER_BLOCK, aot_extra_args, aot_launch_params
 from plugin.kernels.overwrite import OVERWRITE_KERNELS, OVERWRITE_SOURCE_PATH, compile_overwrite_ptx, overwrite_kernel
 from tests.kernels.test_aot_kernel_signatures import KERNEL_SIGNATURE
 from tests.plugin.test_aot_plugin import (  # noqa: F401 (fixtures)

@@ -25,7 +25,7 @@ def sap(trt):
 def cuda_runtime():
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     check(runtime.cudaFree(0))  # makes the device's primary context current, as TensorRT's runtime does
     return runtime
@@ -33,7 +33,7 @@ def cuda_runtime():
 
 @pytest.fixture
 def stream(cuda_runtime):
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     handle = check(cuda_runtime.cudaStreamCreate())  # a blocking stream, like the one polygraphy gives TensorRT
     yield int(handle)
@@ -106,7 +106,7 @@ def run_enqueue(trt, sap, stream, precision, num_nodes, num_edges, num_features,
     from plugin.cuda_graph import CapturedGraph
     from plugin.device_array import DeviceArray
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     runtime = importlib.import_module("cuda.bindings.runtime")
     dtype = np.dtype(DTYPES[precision])

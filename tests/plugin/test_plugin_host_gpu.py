@@ -52,7 +52,7 @@ def sap(host):
 def stream(host):
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     check(runtime.cudaFree(0))  # the primary context current on this thread, as TensorRT's runtime makes it
     handle = check(runtime.cudaStreamCreate())
@@ -63,7 +63,7 @@ def stream(host):
 def synchronize(stream):
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     check(runtime.cudaStreamSynchronize(stream))
 
@@ -229,7 +229,7 @@ def release(host, engine, contexts, updates):
 def new_stream():
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     return int(check(runtime.cudaStreamCreate()))
 
@@ -237,7 +237,7 @@ def new_stream():
 def destroy_stream(handle):
     from cuda.bindings import runtime
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
 
     check(runtime.cudaStreamDestroy(handle))
 
@@ -365,7 +365,7 @@ def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream,
                                                          num_edges, num_features):
     from cuda.bindings import driver
 
-    from plugin.cuda_check import check
+    from common.cuda_check import check
     from plugin.device_array import DeviceArray
     from plugin.kernels.aot import table_capacity
 

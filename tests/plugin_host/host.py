@@ -186,7 +186,7 @@ class PluginHost:
         the graph will not be capturable." """
         from cuda.bindings import driver
 
-        from plugin.cuda_check import check
+        from common.cuda_check import check
 
         handle = driver.CUstream(stream)
         modes = {"global": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL,

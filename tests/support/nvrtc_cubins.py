@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugin.cuda_check import check
-from plugin.kernels.compile import SOURCE_PATH, compile_options, kernel_dtype, nvrtc_compile
+from common.cuda_check import check
+from common.nvrtc import nvrtc_compile
+from plugin.kernels.compile import SOURCE_PATH, compile_options, kernel_dtype
 
 FIXTURE = "cubin_for"
 _STORE = pytest.StashKey["CubinStore"]()

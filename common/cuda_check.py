@@ -57,3 +57,22 @@ def _caller_source() -> str:
     info = inspect.getframeinfo(caller)
     line = info.code_context[0].strip() if info.code_context else ""
     return f"{line} at {info.filename.rsplit('/', 1)[-1]}:{info.lineno}"
+
+
+def current_context_id(driver: Any) -> int:
+    """A process-unique id of the current CUDA context (cuCtxGetId: unlike the handle, never reused after a context
+    is destroyed); if no context is current, device 0's primary context is made current first. MissingDependencyError
+    where cuda-python finds no driver library (it raises rather than returning a status)."""
+    try:
+        result = driver.cuInit(0)
+    except Exception as error:
+        from common.errors import MissingDependencyError
+
+        raise MissingDependencyError(f"no CUDA driver here ({error}); the kernel needs an NVIDIA GPU") from None
+    check(result)
+    context = check(driver.cuCtxGetCurrent())
+    if int(context) == 0:
+        device = check(driver.cuDeviceGet(0))
+        context = check(driver.cuDevicePrimaryCtxRetain(device))
+        check(driver.cuCtxSetCurrent(context))
+    return int(check(driver.cuCtxGetId(context)))
