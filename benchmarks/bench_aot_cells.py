@@ -1,6 +1,7 @@
 """The AOT plugins on the kernel family, cell by cell: the kernel table's sizes and the per-step table.
 
-    python3 benchmarks/bench_aot_cells.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...] [--no-steps]
+    python3 benchmarks/bench_aot_cells.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...]
+                                          [--counts yes|no|both] [--tactics] [--no-steps]
 
 For each cell of bench_scatter_add.py's table (both dtypes, with and without counts): the AOT chain an engine
 built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
@@ -12,7 +13,9 @@ a new batch of B edges per step into N nodes) for the same three. Device time: C
 of many runs (benchmarks/gpu_timing.py), fresh random inputs (standard normal values, uniform targets) rotating
 over several sets where they would stay in L2. Each AOT cell is checked once against float64 (torch) where
 E F <= 2^25. Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV
-(aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms).
+(aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms). --tactics also times the AOT chain
+with each tactic of its scatter step forced (what TensorRT's autotuning compares when it builds; tactic 0 is the
+rule's choice) and prints that table (bench_aot_tactics.md).
 """
 
 import csv
@@ -42,12 +45,18 @@ def chain_name(chain: Any) -> str:
 
 
 MODES = {0: "", 1: " shared", 2: " chunked"}  # scatter_add.cu AOT_ATOMICS, AOT_SHARED, AOT_CHUNKED
+MODE_KERNELS = ("aot_scatter_state", "aot_scatter_table", "aot_scatter_pairs")  # their last extra argument: the mode
+
+
+def tactic_step(chain: Any) -> Any:
+    """The chain's step that offers tactics (its scatter step), or None."""
+    return next((step for step in chain.steps if step.tactics({})), None)
 
 
 class AotCell:
     """The AOT chain for one cell's profile, prepared per input set as TensorRT prepares its plugins' launches."""
 
-    def __init__(self, state: Any, inputs: list[tuple[Any, Any]], with_counts: bool) -> None:
+    def __init__(self, state: Any, inputs: list[tuple[Any, Any]], with_counts: bool, tactic: int = 0) -> None:
         import torch
 
         from inplace.launch import PreparedChain, scratch_bytes
@@ -64,14 +73,16 @@ class AotCell:
         self.scratch = {name: torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
                         for name, nbytes in scratch_bytes(self.chain, self.sizes).items()}
         stream = torch.cuda.current_stream().cuda_stream
+        step = tactic_step(self.chain)
+        tactics = {step.plugin: tactic} if step is not None and tactic else None
         self.launches = []
         for src, index in inputs:
             pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr(),
                         **{name: tensor.data_ptr() for name, tensor in self.scratch.items()}}
             self.launches.append(PreparedChain(self.op, self.chain, {"state": dtype, "src": dtype}, pointers,
-                                               self.sizes, stream))
+                                               self.sizes, stream, tactics))
         self.mode = max((kernel.launch.extra_args[-1].evaluate(self.sizes) for kernel in self.launches[0].kernels
-                         if kernel.name.startswith("aot_scatter")), default=0)
+                         if kernel.name.startswith(MODE_KERNELS)), default=0)
 
     def __call__(self, i: int) -> None:
         self.launches[i]()
@@ -104,7 +115,8 @@ def check_cell(state: Any, src: Any, index: Any, with_counts: bool) -> str:
     return f"{error:.1e}"
 
 
-def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str, with_counts: bool) -> dict:
+def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str, with_counts: bool,
+             tactics: bool = False) -> dict:
     import torch
 
     from benchmarks.bench_scatter_add import make_inputs
@@ -121,7 +133,13 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
     aot = AotCell(state, inputs, with_counts)
     row["aot_plan"] = aot.describe()
     row["aot_ms"] = time_gpu_ms(aot, sets=sets)
+    step = tactic_step(aot.chain)
     del aot
+    row["tactic_ms"] = []
+    for tactic in range(1, len(step.tactics({})) + 1) if tactics and step is not None else ():
+        forced = AotCell(state, inputs, with_counts, tactic)
+        row["tactic_ms"].append(time_gpu_ms(forced, sets=sets))
+        del forced
     counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64) if with_counts else None
     size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name, with_counts=with_counts)
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
@@ -187,6 +205,24 @@ def cells_table(rows: list[dict], device: str) -> list[str]:
     return lines
 
 
+def tactics_table(rows: list[dict], device: str) -> list[str]:
+    """The cells whose chain has a step with tactics: its time under each (plugin/scatter_add_op.py
+    SCATTER_TACTICS), the rule's choice first."""
+    from plugin.scatter_add_op import SCATTER_TACTICS
+
+    lines = [f"{device}: the AOT chain with its scatter step's tactics forced, device ms (median)", "",
+             "| dtype | N | E | F | counts | AOT chain | 0: rule | " + " | ".join(
+                 f"{k}: {name}" for k, name in enumerate(SCATTER_TACTICS, 1)) + " | best |",
+             "|" + " --- |" * (7 + len(SCATTER_TACTICS))]
+    for r in rows:
+        if r["tactic_ms"]:
+            times = [r["aot_ms"], *r["tactic_ms"]]
+            lines.append(f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | "
+                         f"{'yes' if r['counts'] else 'no'} | {r['aot_plan']} | "
+                         + " | ".join(f"{t:.4f}" for t in times) + f" | {times.index(min(times))} |")
+    return lines
+
+
 def steps_table(rows: list[dict], device: str) -> list[str]:
     nodes = sorted({r["N"] for r in rows})
     lines = [f"{device}: per step, device us (median), F = 1, no counts, a new batch of B edges per step", "",
@@ -211,6 +247,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="bench_scatter_add.py's quick sizes, B = 1e4 steps")
     parser.add_argument("--sizes", type=parse_sizes, help="N:E:F,... instead of the kernel table's sizes")
     parser.add_argument("--dtypes", type=dtype_names, default=["float32", "float16"])
+    parser.add_argument("--counts", choices=("yes", "no", "both"), default="both", help="cells with counts, "
+                        "without, or both")
+    parser.add_argument("--tactics", action="store_true", help="also time each tactic of the scatter steps")
     parser.add_argument("--no-steps", action="store_true", help="leave out the per-step table")
     args = parser.parse_args()
     require_torch_gpu("bench_aot_cells.py")
@@ -222,13 +261,15 @@ def main() -> int:
     rows = []
     with torch.cuda.stream(torch.cuda.Stream()):
         for dtype in args.dtypes:
-            for with_counts in (False, True):
+            for with_counts in {"no": (False,), "yes": (True,), "both": (False, True)}[args.counts]:
                 for num_nodes, num_edges, num_features in sizes:
-                    row = cell_row(num_nodes, num_edges, num_features, dtype, with_counts)
+                    row = cell_row(num_nodes, num_edges, num_features, dtype, with_counts, args.tactics)
                     rows.append(row)
                     print(f"{dtype} {num_nodes}/{num_edges}/{num_features} counts={with_counts}: AOT "
                           f"{row['aot_ms']:.4f} ({row['aot_plan']}), Python {row['python_ms']:.4f} "
-                          f"({row['python_plan']}), torch {row['torch_ms']:.4f}", file=sys.stderr, flush=True)
+                          f"({row['python_plan']}), torch {row['torch_ms']:.4f}"
+                          + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"], 1)),
+                          file=sys.stderr, flush=True)
         steps = []
         if not args.no_steps:
             for dtype in args.dtypes:
@@ -236,6 +277,8 @@ def main() -> int:
                     for num_nodes in STEP_NODES:
                         steps.append(step_row(num_nodes, batch, dtype))
     text = cells_table(rows, device)
+    if args.tactics:
+        text += [""] + tactics_table(rows, device)
     if steps:
         text += [""] + steps_table(steps, device)
     print_and_save("\n".join(text), args.out, "bench_aot_cells.md")

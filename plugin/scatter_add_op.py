@@ -6,7 +6,7 @@ implementation of each path.
     scatter_add_op(with_counts)   state[index[e]] += src[e] in place (and counts = in-degrees, a new tensor)
 
 Chains (one is chosen per engine from what the build knows, `choose`; each made once, so a choice is the same
-object as its entry of `chains`):
+object as its entry of `chains`; a plugin is one Step object in every chain that holds it, `_step`):
     float32          one step: aot_scatter_state[_counts] (chunked or shared-memory kernel, else the direct
                      kernel, or with counts global atomics)
     float16 table    keys -1 [K] and values 0 [C, F] made by the network, C = min(N, 4E) slots (one per node where
@@ -17,14 +17,21 @@ object as its entry of `chains`):
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
     pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype: (value, count) pairs summed
                      in the counts (aot_scatter_pairs: shared memory or global atomics), aot_fold_pairs
+    pair chunks      the same beyond 2^24 edges (up to PAIR_MAX_CHUNKS chunks): pairs 0 [N, 2] made by the
+                     network, per chunk of 2^24 edges aot_scatter_pair_chunk and aot_fold_pair_chunk
     sorted           wide rows where sorting pays (plan.py Sorted), either dtype, with or without counts: the
                      edges counting-sorted by node in scratch tensors, then summed per node in registers
-                     (aot_sort_count, _tile_sums, _scan_tiles, _cursors, _place per node range, _reduce, _fixup)
+                     (aot_sort_count, _tile_sums, _scan_tiles, _cursors, _place per node range, _reduce (rows of
+                     more than 64 features: _reduce_wide), _fixup)
 
 What each run's sizes decide is decided by the launch: a scatter kernel's `mode` (global atomics or the direct
 kernel, the shared-memory kernel, or chunk_reduce: an extra argument), its grid and its dynamic shared memory are
 expressions of N, E and F that hold plan.py's rules (_shared_rule, _chunked_rule), and the kernel itself takes the
-vector width from F and the pointers' alignment and a hashed table where C < N.
+vector width from F and the pointers' alignment and a hashed table where C < N. What only a measurement can
+decide is a tactic: each scatter step offers global atomics and chunk_reduce forced (SCATTER_TACTICS), which
+TensorRT times at the profile's sizes when it builds; tactic 0 is the rule's choice.
+A step's launch reads only the sizes its own inputs carry (inplace/checks.py): where a kernel needs N or E that
+its tensors do not give, the step reads the state or the index as well (a pointer the kernel leaves alone).
 Grids are sized for SM_COUNT SMs (an H100 or H200); on another GPU the kernels still cover every element
 (grid-stride loops), the grids fit it less well.
 """
@@ -64,10 +71,11 @@ DYNAMIC_SHARED_BYTES = 48 * 1024 - 1024
 QUEUE_BYTES = plan.QUEUE_BYTES_PER_BLOCK  # the scatter kernels' row queues, in dynamic shared memory here
 SHARED_MAX_WORDS = (DYNAMIC_SHARED_BYTES - QUEUE_BYTES) // 4
 L2_BYTES = 50 << 20  # an H100's L2 (an H200's: 60 MB): the sorted chain's placing passes
-CHUNK_GRID_EDGES = 20480  # chunk_reduce's chunks in 48 KiB beside the cursors of at most CHUNK_MAX_NODES nodes
+CHUNK_MIN_EDGES_PER_BLOCK = 32  # chunk_reduce's chunks are whole warps of edges (plan.py Chunked: chunk_edges)
 CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the grid's y (wider rows, or a narrower
                             # width than the kernel finds, fall back to global atomics)
 TABLE_SLOTS_PER_EDGE = 4  # the float16 table: min(N, 4 E) slots (plan.table_layout: min(N, 2-4 E))
+PAIR_MAX_CHUNKS = 8  # pair_chunks_chain: up to 2^27 edges (beyond: global atomics into the state or the table)
 BLOCK_TABLE_BYTES = 8 << 12  # aot_block_table's table for plan.BLOCK_TABLE_MAX_EDGES edges (4096 slots)
 
 N, E, F = size("N"), size("E"), size("F")
@@ -147,14 +155,24 @@ def _modes(dtype: str, with_counts: bool) -> tuple[Cond, Cond]:
 
 
 def chunked_blocks() -> Expr:
-    """A block per CHUNK_GRID_EDGES edges (its chunks fill most of 48 KiB), at most 4 per SM (each holds 48 KiB)."""
-    return minimum(cdiv(E, CHUNK_GRID_EDGES), 4 * SM_COUNT)
+    """plan.py Chunked: a grid that fills every resident slot (RESIDENT_BLOCKS_PER_SM per SM, shared among the
+    feature slices of the grid's y), each block with at least CHUNK_MIN_EDGES_PER_BLOCK edges; the kernel splits
+    the edges into equal rounds of chunks as large as its 47 KiB hold (scatter_add.cu aot_chunked)."""
+    slots = maximum(expr(plan.RESIDENT_BLOCKS_PER_SM * SM_COUNT) // maximum(cdiv(F, CHUNK_SLICE_FEATURES), 1), 1)
+    return minimum(cdiv(E, CHUNK_MIN_EDGES_PER_BLOCK), slots)
 
 
-def _scatter_kernel(name: str, dtype: str, with_counts: bool, direct: bool, extra: tuple[Expr, ...]) -> Kernel:
-    """A scatter step's kernel: its mode (AOT_ATOMICS 0, AOT_SHARED 1, AOT_CHUNKED 2 in scatter_add.cu) the last
-    extra argument; grid, block and dynamic shared memory (the row queues and the mode's own) by the mode."""
+def _scatter_launch(dtype: str, with_counts: bool, direct: bool, extra: tuple[Expr, ...],
+                    mode: str = "plan") -> Launch:
+    """A scatter kernel's launch: its mode (AOT_ATOMICS 0, AOT_SHARED 1, AOT_CHUNKED 2 in scatter_add.cu) the last
+    extra argument, grid, block and dynamic shared memory (the row queues and the mode's own) by the mode: the
+    plan's choice for the sizes (`mode` "plan"), or one forced ("atomics", "chunked": a tactic; the kernel runs
+    global atomics where chunk_reduce cannot run)."""
     shared, chunked = _modes(dtype, with_counts)
+    if mode == "atomics":
+        shared, chunked = Cond(expr(0), expr(1)), Cond(expr(0), expr(1))
+    elif mode == "chunked":
+        shared, chunked = Cond(expr(0), expr(1)), Cond(expr(1), expr(0))
     atomics = ~shared & ~chunked
     x = (shared.yes * maximum(shared_blocks(), 1) + chunked.yes * maximum(chunked_blocks(), 1)
          + atomics.yes * maximum(direct_blocks() if direct else global_blocks(), 1))
@@ -162,8 +180,20 @@ def _scatter_kernel(name: str, dtype: str, with_counts: bool, direct: bool, extr
     queues = 0 if direct else QUEUE_BYTES
     smem = (shared.yes * (N * (F + 1) * 4 + QUEUE_BYTES) + chunked.yes * DYNAMIC_SHARED_BYTES
             + atomics.yes * queues)
-    mode = shared.yes + chunked.yes * 2
-    return Kernel(name, PTX, Launch(grid, (THREADS, 1, 1), (*extra, mode), smem))
+    return Launch(grid, (THREADS, 1, 1), (*extra, shared.yes + chunked.yes * 2), smem)
+
+
+SCATTER_TACTICS = ("atomics", "chunked")  # tactics 1 and 2 of every scatter step (tactic 0: the plan's mode)
+
+
+def _scatter_kernels(name: str, dtype: str, with_counts: bool, direct: bool,
+                     extra: tuple[Expr, ...]) -> tuple[Kernel, tuple[Kernel, ...]]:
+    """(the plan's kernel, its tactics): the same entry point with each mode of SCATTER_TACTICS forced, which
+    TensorRT times at the profile's sizes where a measurement must choose (chunk_reduce against global atomics
+    around plan.py's CHUNK_* bounds); tactic 0 follows plan.py's rules at every run's sizes."""
+    plan_kernel = Kernel(name, PTX, _scatter_launch(dtype, with_counts, direct, extra))
+    return plan_kernel, tuple(Kernel(name, PTX, _scatter_launch(dtype, with_counts, direct, extra, mode))
+                              for mode in SCATTER_TACTICS)
 
 
 def _grid(x: Expr) -> tuple[Expr, Expr, Expr]:
@@ -204,17 +234,21 @@ def split_capacity() -> Expr:
 
 
 class FamilyPtx:
-    """The PTX of one aot_* entry point of scatter_add.cu for the step's dtype (its state's, else its src's),
-    compiled by NVRTC for the build's target (plugin.kernels.aot compile_family_ptx, aot_target_arch)."""
+    """The PTX of one aot_* entry point of scatter_add.cu for the step's dtype (its state's, else its src's; a
+    step reading neither, e.g. the sort's counting, has no floating-point data: float32's), compiled by NVRTC
+    for the build's target (plugin.kernels.aot compile_family_ptx, aot_target_arch)."""
 
     def ptx(self, kernel: str, dtypes: Mapping[str, str]) -> bytes:
         from plugin.kernels.aot import aot_target_arch, compile_family_ptx
 
-        dtype = dtypes.get("state") or dtypes["src"]
-        return compile_family_ptx(kernel, dtype, aot_target_arch())
+        return compile_family_ptx(kernel, _dtype(dtypes), aot_target_arch())
 
 
 PTX = FamilyPtx()
+
+
+def _dtype(dtypes: Mapping[str, str]) -> str:
+    return dtypes.get("state") or dtypes.get("src") or "float32"
 
 
 def _kernel(name: str, grid: Expr, extra: tuple[Expr, ...], shared: Expr | int = 0,
@@ -222,70 +256,106 @@ def _kernel(name: str, grid: Expr, extra: tuple[Expr, ...], shared: Expr | int =
     return Kernel(name, PTX, Launch(_grid(grid), (threads, 1, 1), extra, expr(shared)))
 
 
-def _one(kernel: Kernel) -> Any:
-    return lambda dtypes: kernel
+_STEPS: dict[str, tuple[Step, tuple[Any, ...]]] = {}
 
 
-def _plugin(name: str) -> str:
-    return f"{NAMESPACE}::{name}"
+def _step(name: str, inputs: tuple[str, ...], outputs: tuple[str, ...], kernel: Kernel,
+          float32: Kernel | None = None, tactics: tuple[Kernel, ...] = ()) -> Step:
+    """The one Step of plugin `name` (a plugin id is registered for one step: every chain that holds it holds the
+    same object, whichever op or chain asks first). `float32`: its kernel for float32 tensors where that differs;
+    `tactics`: the kernels TensorRT may time against it (tactic k = tactics[k - 1]). AssertionError where the
+    same name is defined twice differently."""
+    definition = (inputs, outputs, kernel, float32, tactics)
+    made = _STEPS.get(name)
+    if made is not None:
+        assert made[1] == definition, f"plugin {name} defined twice differently"
+        return made[0]
+    step = Step(f"{NAMESPACE}::{name}", inputs, outputs,
+                lambda dtypes: float32 if float32 is not None and _dtype(dtypes) == "float32" else kernel,
+                lambda dtypes: tactics)
+    _STEPS[name] = (step, definition)
+    return step
 
 
 @functools.cache
 def state_chain(with_counts: bool) -> Chain:
     """float32: one kernel adds the rows into the state."""
     name = "aot_scatter_state_counts" if with_counts else "aot_scatter_state"
-    kernel = _scatter_kernel(name, "float32", with_counts, not with_counts, (N, E, F))
+    kernel, tactics = _scatter_kernels(name, "float32", with_counts, not with_counts, (N, E, F))
     counts = ("counts",) if with_counts else ()
-    step = Step(_plugin("add_rows_counts" if with_counts else "add_rows"), ("state", "src", "index", *counts),
-                ("state", *counts), _one(kernel))
+    step = _step("add_rows_counts" if with_counts else "add_rows", ("state", "src", "index", *counts),
+                 ("state", *counts), kernel, tactics=tactics)
     return Chain((step,), _counts_scratch(with_counts))
 
 
 @functools.cache
 def table_chain(with_counts: bool) -> Chain:
-    """float16: sums in a float32 table of C slots (scratch), then one rounding per node into the state."""
+    """float16: sums in a float32 table of C slots (scratch), then one rounding per node into the state. The
+    scatter step reads the state (for N) and the rounding the index (for E) without touching them: a step's
+    launch reads only the sizes of its own inputs."""
     capacity = table_capacity()
     name = "aot_scatter_table_counts" if with_counts else "aot_scatter_table"
-    scatter = _scatter_kernel(name, "float16", with_counts, False, (N, E, F, capacity))
+    scatter, tactics = _scatter_kernels(name, "float16", with_counts, False, (N, E, F, capacity))
     apply = _kernel("aot_apply_table", minimum(cdiv(capacity * minimum(F, 32), THREADS),
                                                plan.RESIDENT_BLOCKS_PER_SM * SM_COUNT), (N, F, capacity))
     counts = ("counts",) if with_counts else ()
-    steps = (Step(_plugin("add_into_table_counts" if with_counts else "add_into_table"),
-                  ("src", "index", "keys", "values", *counts), ("keys", "values", *counts), _one(scatter)),
-             Step(_plugin("round_table"), ("state", "keys", "values"), ("state",), _one(apply)))
+    steps = (_step("add_into_table_counts" if with_counts else "add_into_table",
+                   ("state", "src", "index", "keys", "values", *counts), ("keys", "values", *counts), scatter,
+                   tactics=tactics),
+             _step("round_table", ("state", "index", "keys", "values"), ("state",), apply))
     scratch = (Scratch("keys", "int32", (table_keys(),), -1), Scratch("values", "float32", (capacity, F), 0))
     return Chain(steps, scratch + _counts_scratch(with_counts))
+
+
+def _pairs_shared(dtype: str) -> Cond:
+    """Where the pairs take the shared-memory kernel: plan.py Shared and Pairs, from
+    SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32 on fewer than SHARED_FEW_NODES nodes:
+    SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE), where 48 KiB hold the pairs."""
+    fits = at_most(N * 2, SHARED_MAX_WORDS)
+    many = at_least(E, N * plan.SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE)
+    if dtype == "float16":
+        return fits & many
+    few = at_most(N, plan.SHARED_FEW_NODES - 1)
+    return fits & ((few & at_least(E, N * plan.SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE)) | (~few & many))
+
+
+def _pairs_kernel(dtype: str) -> Kernel:
+    shared = _pairs_shared(dtype)
+    x = shared.yes * maximum(shared_blocks(), 1) + shared.no * maximum(global_blocks(), 1)
+    return Kernel("aot_scatter_pairs", PTX, Launch((x, expr(1), expr(1)), (THREADS, 1, 1), (N, E, shared.yes),
+                                                   shared.yes * N * 8 + QUEUE_BYTES))
 
 
 @functools.cache
 def pairs_chain() -> Chain:
     """F = 1 with counts, either dtype, at most PAIRED_MAX_EDGES edges: (value, count) float32 pairs summed in the
-    counts, the shared-memory kernel from SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE edges per node (float32 on fewer
-    than SHARED_FEW_NODES nodes: SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE; plan.py Shared and Pairs), then
-    each node folded: its count made an int64, its value rounded into the state once."""
-    fits = at_most(N * 2, SHARED_MAX_WORDS)
-    many = at_least(E, N * plan.SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE)
-    return _pairs_chain(fits & many)
+    counts (shared memory or global atomics, _pairs_shared by the dtype), then each node folded: its count made
+    an int64, its value rounded into the state once."""
+    fold = _kernel("aot_fold_pairs", cdiv(N, THREADS), (N,))
+    steps = (_step("add_pairs", ("src", "index", "counts"), ("counts",), _pairs_kernel("float16"),
+                   float32=_pairs_kernel("float32")),
+             _step("fold_pairs", ("state", "counts"), ("state", "counts"), fold))
+    return Chain(steps, _counts_scratch(True))
 
 
 @functools.cache
-def pairs_chain_float32() -> Chain:
-    """pairs_chain with float32's bound on few nodes."""
-    fits = at_most(N * 2, SHARED_MAX_WORDS)
-    few = at_most(N, plan.SHARED_FEW_NODES - 1)
-    least = (few & at_least(E, N * plan.SHARED_OVER_FLOAT32_PAIRS_MIN_EDGES_PER_NODE)) | (
-        ~few & at_least(E, N * plan.SHARED_OVER_PAIRS_MIN_EDGES_PER_NODE))
-    return _pairs_chain(fits & least)
-
-
-def _pairs_chain(shared: Cond) -> Chain:
-    x = shared.yes * maximum(shared_blocks(), 1) + shared.no * maximum(global_blocks(), 1)
-    scatter = Kernel("aot_scatter_pairs", PTX, Launch((x, expr(1), expr(1)), (THREADS, 1, 1), (N, E, shared.yes),
-                                                      shared.yes * N * 8 + QUEUE_BYTES))
-    fold = _kernel("aot_fold_pairs", cdiv(N, THREADS), (N,))
-    steps = (Step(_plugin("add_pairs"), ("src", "index", "counts"), ("counts",), _one(scatter)),
-             Step(_plugin("fold_pairs"), ("state", "counts"), ("state", "counts"), _one(fold)))
-    return Chain(steps, _counts_scratch(True))
+def pair_chunks_chain(chunks: int) -> Chain:
+    """F = 1 with counts beyond PAIRED_MAX_EDGES edges (plan.py Pairs' chunks): the pairs in a scratch tensor
+    [N, 2], and per chunk of PAIRED_MAX_EDGES edges (`chunks` for the profile's most edges) global atomics of
+    its pairs, then a fold of each node's count into its int64 count (exact: a float32 count is exact up to
+    2^24); each value keeps summing in float32 and is rounded into the state once, by the fold of the last chunk
+    that holds edges (a chunk beyond a run's E does nothing). Each chunk's steps are plugins of their own (their
+    first edge is a constant of the launch)."""
+    steps = []
+    for k in range(chunks):
+        first = expr(k * plan.PAIRED_MAX_EDGES)
+        scatter = Kernel("aot_scatter_pair_chunk", PTX, Launch(_grid(global_blocks()), (THREADS, 1, 1),
+                                                               (N, E, first), expr(QUEUE_BYTES)))
+        fold = _kernel("aot_fold_pair_chunk", cdiv(N, THREADS), (N, E, first))
+        steps += [_step(f"add_pair_chunk_{k}", ("src", "index", "pairs"), ("pairs",), scatter),
+                  _step(f"fold_pair_chunk_{k}", ("state", "index", "pairs", "counts"), ("state", "pairs", "counts"),
+                        fold)]
+    return Chain(tuple(steps), (Scratch("pairs", "float32", (N, expr(2)), 0),) + _counts_scratch(True))
 
 
 def sort_tiles() -> Expr:
@@ -304,19 +374,25 @@ def sort_partials() -> Expr:
     return maximum(minimum(cdiv(E, 32), plan.SORT_TARGET_RANGES), 1)
 
 
-def sorted_chain(with_counts: bool, place_passes: int = 1) -> Chain:
-    """_sorted_chain, made once per (with_counts, place_passes)."""
-    return _sorted_chain(bool(with_counts), int(place_passes))
+SORT_NARROW_MAX_FEATURES = 64  # rows up to 64 features: widths 1 and 2 (plan.py warp_row_vec), aot_sort_reduce
+
+
+def sorted_chain(with_counts: bool, place_passes: int = 1, wide: bool = False) -> Chain:
+    """_sorted_chain, made once per (with_counts, place_passes, wide): `wide` for rows of more than
+    SORT_NARROW_MAX_FEATURES features (the reduce kernel that holds width 4 too: 78-80 registers against 64,
+    scatter_add.cu aot_sort_reduce_body)."""
+    return _sorted_chain(bool(with_counts), int(place_passes), bool(wide))
 
 
 @functools.cache
-def _sorted_chain(with_counts: bool, place_passes: int) -> Chain:
+def _sorted_chain(with_counts: bool, place_passes: int, wide: bool) -> Chain:
     """Wide rows with many edges (plan.py Sorted): the edges counting-sorted by node in scratch tensors, then each
     warp sums its range of sorted rows in registers and writes each node once (no atomics on the state; float16
     rounds each node once). Steps: count (in-degrees, in shared memory where N <= SORT_PRIVATE_MAX_NODES (and 47
-    KiB hold them) with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan, the cursors,
-    `place_passes` placing passes over node ranges (each keeps its part of the sorted pairs in L2), the reduce and
-    the fixup of nodes that straddle warp ranges. The in-degrees are the op's counts with counts, else scratch."""
+    KiB hold them) with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan,
+    the cursors, `place_passes` placing passes over node ranges (each keeps its part of the sorted pairs in L2; a
+    plugin each, sort_place_K_of_P), the reduce and the fixup of nodes that straddle warp ranges. The in-degrees
+    are the op's counts with counts, else scratch; the scan and the placing read them only for N."""
     private = (at_most(N, min(plan.SORT_PRIVATE_MAX_NODES, DYNAMIC_SHARED_BYTES // 4))
                & at_least(E, N * plan.SORT_PRIVATE_MIN_EDGES_PER_NODE))
     private_nodes = N * private.yes
@@ -328,25 +404,27 @@ def _sorted_chain(with_counts: bool, place_passes: int) -> Chain:
     span, ranges = sort_span(), cdiv(E, maximum(sort_span(), 32))
     slices = maximum(cdiv(F, 32), 1)
     count = Kernel("aot_sort_count", PTX, Launch(_grid(blocks), (THREADS, 1, 1), (N, E, private_nodes), smem))
-    steps = [Step(_plugin("sort_count"), ("index", "counts"), ("counts",), _one(count)),
-             Step(_plugin("sort_tile_sums"), ("counts", "tile_sums"), ("tile_sums",),
-                  _one(_kernel("aot_sort_tile_sums", tiles, (N, tile_nodes)))),
-             Step(_plugin("sort_scan_tiles"), ("tile_sums", "cursor"), ("tile_sums", "cursor"),
-                  _one(_kernel("aot_sort_scan_tiles", expr(1), (N, tiles)))),
-             Step(_plugin("sort_cursors"), ("counts", "tile_sums", "cursor"), ("cursor",),
-                  _one(_kernel("aot_sort_cursors", tiles, (N, tile_nodes))))]
+    steps = [_step("sort_count", ("index", "counts"), ("counts",), count),
+             _step("sort_tile_sums", ("counts", "tile_sums"), ("tile_sums",),
+                   _kernel("aot_sort_tile_sums", tiles, (N, tile_nodes))),
+             _step("sort_scan_tiles", ("counts", "tile_sums", "cursor"), ("tile_sums", "cursor"),
+                   _kernel("aot_sort_scan_tiles", expr(1), (N, tiles))),
+             _step("sort_cursors", ("counts", "tile_sums", "cursor"), ("cursor",),
+                   _kernel("aot_sort_cursors", tiles, (N, tile_nodes)))]
     for k in range(place_passes):
         place = Kernel("aot_sort_place", PTX, Launch(_grid(blocks), (THREADS, 1, 1),
                                                      (N, E, private_nodes, N * k // place_passes,
                                                       N * (k + 1) // place_passes), smem))
-        steps.append(Step(_plugin("sort_place"), ("index", "cursor", "sorted"), ("cursor", "sorted"), _one(place)))
-    reduce = Kernel("aot_sort_reduce", PTX, Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)),
-                                                   (THREADS, 1, 1), (N, E, F, span)))
+        name = "sort_place" if place_passes == 1 else f"sort_place_{k + 1}_of_{place_passes}"
+        steps.append(_step(name, ("index", "counts", "cursor", "sorted"), ("cursor", "sorted"), place))
+    reduce = Kernel("aot_sort_reduce_wide" if wide else "aot_sort_reduce", PTX,
+                    Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)), (THREADS, 1, 1),
+                           (N, E, F, span)))
     fixup = Kernel("aot_sort_fixup", PTX, Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)),
                                                  (THREADS, 1, 1), (N, F, span, ranges)))
-    steps += [Step(_plugin("sort_reduce"), ("src", "sorted", "cursor", "state", "head", "tail"),
-                   ("state", "head", "tail"), _one(reduce)),
-              Step(_plugin("sort_fixup"), ("sorted", "cursor", "state", "head", "tail"), ("state",), _one(fixup))]
+    steps += [_step("sort_reduce_wide" if wide else "sort_reduce", ("src", "sorted", "cursor", "state", "head", "tail"), ("state", "head", "tail"),
+                    reduce),
+              _step("sort_fixup", ("sorted", "cursor", "state", "head", "tail"), ("state",), fixup)]
     scratch = (Scratch("counts", "int64", (N, expr(1)), 0), Scratch("tile_sums", "int32", (expr(plan.SORT_MAX_TILES),), 0),
                Scratch("cursor", "int32", (N + 1,), 0), Scratch("sorted", "int32", (E, expr(2)), 0),
                Scratch("head", "float32", (sort_partials(), F), 0), Scratch("tail", "float32", (sort_partials(), F), 0))
@@ -364,13 +442,14 @@ def sort_place_passes(edges: int, nodes: int) -> int:
 
 @functools.cache
 def split_chain() -> Chain:
-    """float16, F = 1, no counts: (node, sum) slots claimed per edge, then each node rounded once."""
+    """float16, F = 1, no counts: (node, sum) slots claimed per edge, then each node rounded once (the scatter reads
+    the state for N, the rounding the index for E, as table_chain)."""
     slots = split_capacity()
     scatter = _kernel("aot_split_table", cdiv(E, THREADS), (N, E, slots))
     apply = _kernel("aot_apply_split_table", minimum(cdiv(slots, THREADS),
                                                      plan.SPLIT_TABLE_APPLY_BLOCKS_PER_SM * SM_COUNT), (N, slots))
-    steps = (Step(_plugin("add_into_slots"), ("src", "index", "slots"), ("slots",), _one(scatter)),
-             Step(_plugin("round_slots"), ("state", "slots"), ("state",), _one(apply)))
+    steps = (_step("add_into_slots", ("state", "src", "index", "slots"), ("slots",), scatter),
+             _step("round_slots", ("state", "index", "slots"), ("state",), apply))
     return Chain(steps, (Scratch("slots", "int64", (slots,), -1),))
 
 
@@ -379,7 +458,7 @@ def block_chain() -> Chain:
     """float16, F = 1, no counts, at most BLOCK_TABLE_MAX_EDGES edges: one block, its table in shared memory."""
     block = _kernel("aot_block_table", expr(1), (N, E),
                     minimum(maximum(E * 64, 512), BLOCK_TABLE_BYTES), plan.BLOCK_TABLE_THREADS)
-    return Chain((Step(_plugin("add_block"), ("state", "src", "index"), ("state",), _one(block)),))
+    return Chain((_step("add_block", ("state", "src", "index"), ("state",), block),))
 
 
 def _counts_scratch(with_counts: bool) -> tuple[Scratch, ...]:
@@ -414,19 +493,27 @@ def _sorts(facts: BuildFacts, with_counts: bool) -> bool:
 
 def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     """With counts and rows of one feature (F and N build-time constants) where E_max lies from N to
-    PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired). Else
-    float32: the state chain. float16 with counts: the table. float16 without counts, rows of one feature: at most BLOCK_TABLE_MAX_EDGES edges in the profile, one block (BENCHMARKS.md "Small
-    updates re-timed against the windows": block_table 3.9-4.2 us against grid_table's 6.0-6.4); split_table
-    where its table is hashed at every E of the profile (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the
-    per-step tables, float16 B = 1e6, N >= 1e7, and the small-update rows); else the table."""
+    PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired); beyond,
+    up to PAIR_MAX_CHUNKS chunks of pairs where each has an edge per node and the scatter would not take shared
+    memory at E_max (plan.py Pairs' chunks; the same cells, N = 1e6, E = 1e8). Else float32: the state chain.
+    float16 with counts: the table. float16 without counts, rows of one feature: at most BLOCK_TABLE_MAX_EDGES
+    edges in the profile, one block (BENCHMARKS.md "Small updates re-timed against the windows": block_table
+    3.9-4.2 us against grid_table's 6.0-6.4); split_table where its table is hashed at every E of the profile
+    (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the per-step tables, float16 B = 1e6, N >= 1e7, and the
+    small-update rows); else the table."""
     edges, nodes = _known(facts, "E"), facts.constants.get("N")
     float32 = facts.dtypes["state"] == "float32"
-    if (with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None
-            and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges <= plan.PAIRED_MAX_EDGES):
-        return pairs_chain_float32() if float32 else pairs_chain()
+    if with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None:
+        chunks = plan.pair_chunks(edges)
+        if chunks == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges:
+            return pairs_chain()
+        sizes = {"N": nodes, "E": edges, "F": 1}
+        if (1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
+                and not _shared_rule(facts.dtypes["state"], True).yes.evaluate(sizes)):
+            return pair_chunks_chain(chunks)
     features = facts.constants.get("F")
     if edges is not None and nodes is not None and features is not None and _sorts(facts, with_counts):
-        return sorted_chain(with_counts, sort_place_passes(edges, nodes))
+        return sorted_chain(with_counts, sort_place_passes(edges, nodes), features > SORT_NARROW_MAX_FEATURES)
     if float32:
         return state_chain(with_counts)
     if with_counts or features != 1:
@@ -455,8 +542,10 @@ def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tu
 def scatter_add_op(with_counts: bool) -> InplaceOp:
     """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
     chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
-    chains += (pairs_chain(), pairs_chain_float32()) if with_counts else (split_chain(), block_chain())
-    chains += tuple(sorted_chain(with_counts, passes) for passes in range(1, plan.SORT_MAX_PLACE_PASSES + 1))
+    chains += ((pairs_chain(), *(pair_chunks_chain(k) for k in range(2, PAIR_MAX_CHUNKS + 1))) if with_counts
+               else (split_chain(), block_chain()))
+    chains += tuple(sorted_chain(with_counts, passes, wide) for wide in (False, True)
+                    for passes in range(1, plan.SORT_MAX_PLACE_PASSES + 1))
     returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()
     return InplaceOp(
         namespace=NAMESPACE, name="scatter_add_counts_" if with_counts else "scatter_add_",

@@ -456,9 +456,8 @@ fold_pairs(scalar_t* __restrict__ state, u64* __restrict__ counts, i64 num_nodes
 // Paired path beyond 2^24 edges, after each chunk of at most 2^24, a thread per node: the pairs live in the workspace
 // (float2 per node, zeroed by the launcher). The chunk's count is added into the int64 count and zeroed; the value
 // keeps summing in float32 over all chunks and is rounded into the state once after the last.
-PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
-fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* __restrict__ counts, i64 num_nodes,
-                int last) {
+__device__ __forceinline__ void fold_pair_chunk_body(scalar_t* __restrict__ state, float2* __restrict__ pairs,
+                                                     u64* __restrict__ counts, i64 num_nodes, bool last) {
     const i64 node = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (node >= num_nodes) return;
     const float2 pair = pairs[node];
@@ -469,6 +468,11 @@ fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* _
         if (!last) pairs[node].y = 0.0f;
     }
     if (last && count != 0) store_scalar(state + node, to_float(state[node]) + pair.x);
+}
+PLUGIN_KERNEL __launch_bounds__(THREADS_PER_BLOCK)
+fold_pair_chunk(scalar_t* __restrict__ state, float2* __restrict__ pairs, u64* __restrict__ counts, i64 num_nodes,
+                int last) {
+    fold_pair_chunk_body(state, pairs, counts, num_nodes, last != 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1393,10 +1397,13 @@ __device__ __forceinline__ int aot_window_loads(i64 num_edges) {
 #define AOT_ATOMICS 0  // modes (scatter_add_op.py): global atomics (float32 without counts: the direct kernel)
 #define AOT_SHARED 1   // the shared-memory kernel: row queues, then N (F + 1) words, in dynamic shared memory
 #define AOT_CHUNKED 2  // chunk_reduce: N + 1 cursors and a chunk's uint16 order in dynamic shared memory
+#define AOT_CHUNK_MAX_EDGES 32768  // plan.py CHUNK_EDGES: a chunk's offsets are uint16
 
-// chunk_reduce at the narrowest width dividing VEC whose 32 lanes cover the row (plan.py warp_row_vec), each block
-// sorting chunks as large as its shared memory holds (at most a fair share of the edges, a multiple of 32). False
-// where it cannot run: one node per slot needed, more feature slices than the grid's y, or too little memory.
+// chunk_reduce at the narrowest width dividing VEC whose 32 lanes cover the row (plan.py warp_row_vec), the edges
+// split as plan.py Chunked splits them over the grid: R = ceil(E / (blocks * most)) rounds (`most`: the edges the
+// shared memory holds beside the cursors), chunks of ceil(E / (blocks * R)) edges rounded up to a multiple of 32, so
+// every block runs R or R - 1 rounds, whatever the grid. False where it cannot run: one node per slot needed, more
+// feature slices than the grid's y, or too little memory.
 template <int VEC>
 __device__ __forceinline__ bool aot_chunked(const scalar_t* src, const i64* index, int num_nodes, int num_edges,
                                             int num_features, float* dest, u64* counts, unsigned given) {
@@ -1406,8 +1413,10 @@ __device__ __forceinline__ bool aot_chunked(const scalar_t* src, const i64* inde
     const u64 cursor_bytes = 4ull * ((u64)num_nodes + 1u);
     if (num_nodes < 1 || (unsigned)slices > gridDim.y || cursor_bytes + 64u > given) return false;
     if ((int)blockIdx.y >= slices) return true;
-    const i64 fair = 32 * (((i64)num_edges + 32ll * gridDim.x - 1) / (32ll * gridDim.x));
-    const int chunk = (int)max((i64)32, min(fair, (i64)(((given - cursor_bytes) / 2u) & ~31ull)));
+    const i64 most = (i64)min((u64)AOT_CHUNK_MAX_EDGES, ((given - cursor_bytes) / 2u) & ~31ull);
+    const i64 edges = max((i64)num_edges, (i64)1), blocks = (i64)gridDim.x;
+    const i64 rounds = (edges + blocks * most - 1) / (blocks * most);
+    const int chunk = (int)min(most, 32 * ((edges + 32 * blocks * rounds - 1) / (32 * blocks * rounds)));
     if (vec == 1) {
         chunk_reduce<1>(src, index, num_edges, num_nodes, num_features, chunk, dest, counts, nullptr);
     } else if (vec == 2) {
@@ -1509,6 +1518,40 @@ aot_fold_pairs(const scalar_t* state_in, const i64* counts_in,
 }
 #endif
 
+// F = 1 with counts beyond plan.py PAIRED_MAX_EDGES edges (scatter_add_op.py pair_chunks_chain), one chunk of the
+// edges [first_edge, first_edge + 2^24) per pair of steps: global atomics of its (value, count) pairs into `pairs`
+// (float2 [N], zeroed by the network), then aot_fold_pair_chunk (fold_pair_chunk: the counts into the int64
+// counts; the values rounded into the state by the last chunk that holds edges). A chunk beyond E does nothing.
+#define AOT_PAIR_CHUNK_EDGES (1ll << 24)  // plan.py PAIRED_MAX_EDGES
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_pair_chunk)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_pair_chunk(const scalar_t* src, const i64* index, const float* pairs_in,
+                       int num_nodes, int num_edges, int first_edge,
+                       float* pairs_out) {
+    extern __shared__ __align__(16) unsigned char aot_shared[];
+    RowQueue* queues = reinterpret_cast<RowQueue*>(aot_shared);
+    if (((u64)pairs_out & 7ull) != 0ull || dynamic_smem_bytes() < AOT_QUEUE_BYTES || first_edge < 0
+        || first_edge >= num_edges) {
+        return;
+    }
+    const i64 edges = min((i64)num_edges - first_edge, AOT_PAIR_CHUNK_EDGES);
+    scatter_rows_global<1, false, true>(queues, src + first_edge, index + first_edge, edges, num_nodes, 1, 0,
+                                        aot_window_loads(edges), pairs_out, nullptr, 0u, nullptr, nullptr, 0,
+                                        num_nodes);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_fold_pair_chunk)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_fold_pair_chunk(const scalar_t* state_in, const i64* index, const float* pairs_in, const i64* counts_in,
+                    int num_nodes, int num_edges, int first_edge,
+                    scalar_t* state_out, float* pairs_out, u64* counts_out) {
+    if (((u64)pairs_out & 7ull) != 0ull || first_edge < 0 || (first_edge > 0 && first_edge >= num_edges)) return;
+    fold_pair_chunk_body(state_out, reinterpret_cast<float2*>(pairs_out), counts_out, num_nodes,
+                         (i64)num_edges - first_edge <= AOT_PAIR_CHUNK_EDGES);
+}
+#endif
+
 // The sorted path as a chain (both dtypes; scatter_add_op.py sorted_chain): its kernels with the network's scratch
 // (counts, zeroed; cursors, tile sums, sorted pairs and partial sums, whatever they hold) in place of the workspace.
 // Tallies in shared memory only where the launch gave N words of it (else in global memory).
@@ -1538,7 +1581,7 @@ aot_sort_tile_sums(const i64* counts, const unsigned* tile_sums_in,
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_scan_tiles)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-aot_sort_scan_tiles(const unsigned* tile_sums_in, const unsigned* cursor_in,
+aot_sort_scan_tiles(const i64* counts, const unsigned* tile_sums_in, const unsigned* cursor_in,
                     int num_nodes, int num_tiles,
                     unsigned* tile_sums_out, unsigned* cursor_out) {
     sort_scan_tiles_body(tile_sums_out, min(num_tiles, SORT_MAX_TILES), cursor_out, num_nodes);
@@ -1557,7 +1600,7 @@ aot_sort_cursors(const i64* counts, const unsigned* tile_sums, const unsigned* c
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_place)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-aot_sort_place(const i64* index, const unsigned* cursor_in, const int2* sorted_in,
+aot_sort_place(const i64* index, const i64* counts, const unsigned* cursor_in, const int2* sorted_in,
                int num_nodes, int num_edges, int private_nodes, int node_lo, int node_hi,
                unsigned* cursor_out, int2* sorted_out) {
     sort_place_body(index, num_edges, num_nodes, cursor_out, sorted_out, aot_private_nodes(private_nodes, num_nodes),
@@ -1572,22 +1615,46 @@ __device__ __forceinline__ int aot_row_vec(int num_features, const void* a, int 
     return 32 >= num_features ? 1 : (vec >= 2 && 64 >= num_features) ? 2 : vec;
 }
 
+// sort_reduce at the row's width, at most WIDEST: 4 for rows of more than 64 features (plan.py warp_row_vec's width
+// there); rows of at most 64 take width 1 or 2 (plan.py's), so their kernel holds those alone and fits 64 registers:
+// 4 blocks per SM where the one holding width 4 too needs 78-80 (3 blocks; the reduce waits on its gathers, so
+// resident warps pay). Either kernel sums any F correctly (narrower widths: more feature slices).
+template <int WIDEST>
+__device__ __forceinline__ void aot_sort_reduce_body(const scalar_t* src, const int2* sorted, const unsigned* cursor,
+                                                     int num_nodes, int num_edges, int num_features, int span,
+                                                     scalar_t* state, float* head, float* tail) {
+    if (num_features < 1 || span < 1) return;
+    const int vec = min(aot_row_vec(num_features, src, sizeof(scalar_t), state, sizeof(scalar_t)), WIDEST);
+    if ((int)blockIdx.y >= (num_features + 32 * vec - 1) / (32 * vec)) return;
+    if (WIDEST >= 4 && vec == 4) {
+        sort_reduce<(WIDEST >= 4 ? 4 : 1)>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail,
+                                          num_edges);
+    } else if (vec == 2) {
+        sort_reduce<2>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail, num_edges);
+    } else {
+        sort_reduce<1>(src, sorted, cursor, num_nodes, num_features, span, state, head, tail, num_edges);
+    }
+}
+
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_reduce)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, 4)
 aot_sort_reduce(const scalar_t* src, const int2* sorted, const unsigned* cursor, const scalar_t* state_in,
                 const float* head_in, const float* tail_in,
                 int num_nodes, int num_edges, int num_features, int span,
                 scalar_t* state_out, float* head_out, float* tail_out) {
-    if (num_features < 1 || span < 1) return;
-    const int vec = aot_row_vec(num_features, src, sizeof(scalar_t), state_out, sizeof(scalar_t));
-    if ((int)blockIdx.y >= (num_features + 32 * vec - 1) / (32 * vec)) return;
-    if (vec == 4) {
-        sort_reduce<4>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
-    } else if (vec == 2) {
-        sort_reduce<2>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
-    } else {
-        sort_reduce<1>(src, sorted, cursor, num_nodes, num_features, span, state_out, head_out, tail_out, num_edges);
-    }
+    aot_sort_reduce_body<2>(src, sorted, cursor, num_nodes, num_edges, num_features, span, state_out, head_out,
+                            tail_out);
+}
+#endif
+
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_reduce_wide)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
+aot_sort_reduce_wide(const scalar_t* src, const int2* sorted, const unsigned* cursor, const scalar_t* state_in,
+                     const float* head_in, const float* tail_in,
+                     int num_nodes, int num_edges, int num_features, int span,
+                     scalar_t* state_out, float* head_out, float* tail_out) {
+    aot_sort_reduce_body<4>(src, sorted, cursor, num_nodes, num_edges, num_features, span, state_out, head_out,
+                            tail_out);
 }
 #endif
 
@@ -1637,7 +1704,8 @@ aot_scatter_state_counts(const float* state_in, const float* src, const i64* ind
 // where capacity >= N, else `capacity` slots hashed by keys (which then has `capacity` entries).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_table(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
+aot_scatter_table(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                  const float* values_in,
                   int num_nodes, int num_edges, int num_features, int capacity, int mode,
                   int* keys_out, float* values_out) {
     const bool hashed = capacity < num_nodes;
@@ -1648,7 +1716,8 @@ aot_scatter_table(const scalar_t* src, const i64* index, const int* keys_in, con
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_table_counts(const scalar_t* src, const i64* index, const int* keys_in, const float* values_in,
+aot_scatter_table_counts(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                         const float* values_in,
                          const i64* counts_in,
                          int num_nodes, int num_edges, int num_features, int capacity, int mode,
                          int* keys_out, float* values_out, u64* counts_out) {
@@ -1661,7 +1730,7 @@ aot_scatter_table_counts(const scalar_t* src, const i64* index, const int* keys_
 // float16, step 2: each node's float32 sum rounded into the state once (apply_table).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_apply_table)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_apply_table(const scalar_t* state_in, const int* keys, const float* values,
+aot_apply_table(const scalar_t* state_in, const i64* index, const int* keys, const float* values,
                 int num_nodes, int num_features, int capacity,
                 scalar_t* state_out) {
     if (num_features < 1) return;
@@ -1695,7 +1764,7 @@ aot_block_table(const scalar_t* state_in, const scalar_t* src, const i64* index,
 // float16, F = 1, no counts: split_table's two kernels over `capacity` 64-bit slots (all ones from the network).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_split_table)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-aot_split_table(const scalar_t* src, const i64* index, const u64* slots_in,
+aot_split_table(const scalar_t* state, const scalar_t* src, const i64* index, const u64* slots_in,
                 int num_nodes, int num_edges, int capacity,
                 u64* slots_out) {
     scatter_split_table_body(src, index, num_edges, num_nodes, slots_out, capacity, nullptr);
@@ -1704,7 +1773,7 @@ aot_split_table(const scalar_t* src, const i64* index, const u64* slots_in,
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_apply_split_table)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-aot_apply_split_table(const scalar_t* state_in, const u64* slots,
+aot_apply_split_table(const scalar_t* state_in, const i64* index, const u64* slots,
                       int num_nodes, int capacity,
                       scalar_t* state_out) {
     apply_split_table_body(slots, capacity, num_nodes, state_out);

@@ -15,14 +15,17 @@ from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
 from plugin.scatter_add_op import (
     SCATTER_ADD,
     SCATTER_ADD_COUNTS,
+    PAIR_MAX_CHUNKS,
+    SCATTER_TACTICS,
     SHARED_MAX_WORDS,
     _modes,
     at_least,
     at_most,
     block_chain,
     choose_chain,
+    chunked_blocks,
+    pair_chunks_chain,
     pairs_chain,
-    pairs_chain_float32,
     sort_span,
     sort_tiles,
     sorted_chain,
@@ -41,8 +44,9 @@ EXTRA_NAMES = {size("N"): "num_nodes", size("E"): "num_edges", size("F"): "num_f
                cdiv(size("E"), maximum(sort_span(), 32)): "num_ranges"}
 CHAINS = {"state": state_chain(False), "state_counts": state_chain(True), "table": table_chain(False),
           "table_counts": table_chain(True), "split": split_chain(), "block": block_chain(), "pairs": pairs_chain(),
-          "pairs_float32": pairs_chain_float32(), "sorted": sorted_chain(False), "sorted_counts": sorted_chain(True),
-          "sorted_4": sorted_chain(True, 4)}
+          "pair_chunks_2": pair_chunks_chain(2), "pair_chunks_8": pair_chunks_chain(PAIR_MAX_CHUNKS),
+          "sorted": sorted_chain(False), "sorted_counts": sorted_chain(True), "sorted_4": sorted_chain(True, 4),
+          "sorted_wide": sorted_chain(True, 2, wide=True)}
 DTYPES = {"state": "float32", "state_counts": "float32"}
 STEPS = [(name, step) for name, chain in CHAINS.items() for step in chain.steps]
 
@@ -70,8 +74,10 @@ def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order
     assert all(kind.endswith("*") for kind, _ in tensors_in + tensors_out)
     assert all(kind == "int" for kind, _ in extra)
     names = [p for _, p in extra]
-    # sizes by name; a scatter kernel's mode last; the sort's own (private_nodes, node_lo, node_hi) by position
-    expected = [EXTRA_NAMES.get(arg, name if kernel.name.startswith("aot_sort") else "mode")
+    # sizes by name; a scatter kernel's mode last; a pair chunk's first edge (a constant); the sort's own
+    # (private_nodes, node_lo, node_hi) by position
+    expected = [EXTRA_NAMES.get(arg, name if kernel.name.startswith("aot_sort") else "first_edge"
+                                if arg.op == "const" and "pair_chunk" in kernel.name else "mode")
                 for arg, name in zip(kernel.launch.extra_args, names)]
     assert names == expected
     assert [p[:-3] for _, p in tensors_in if p.endswith("_in")] == [o for o in step.outputs if o in step.inputs]
@@ -85,12 +91,15 @@ SIZES = [(n, e, f) for n in (0, 1, 10, 1000, 3071, 10**4, 10**6, 10**8) for e in
 def test_every_launch_is_one_tensorrt_can_make_at_any_size(name):
     chain = CHAINS[name]
     for n, e, f in SIZES:
-        if name in ("split", "block", "pairs", "pairs_float32") and f != 1 or name == "block" and e > 1024:
+        if (name in ("split", "block") or name.startswith("pair")) and f != 1 or name == "block" and e > 1024:
             continue
         sizes = {"N": n, "E": e, "F": f}
         for step in chain.steps:
-            grid, block, shared, extras = evaluate_launch(step.kernel({}), sizes)  # raises where TensorRT could not
-            assert grid[0] <= 2**31 - 1 and block[0] in (256, 1024)
+            for dtype in ("float32", "float16"):
+                dtypes = {"state": dtype, "src": dtype}
+                for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):
+                    grid, block, _, _ = evaluate_launch(kernel, sizes)  # raises where TensorRT could not launch it
+                    assert grid[0] <= 2**31 - 1 and block[0] in (256, 1024)
         scratch_bytes(chain, sizes)
 
 
@@ -149,16 +158,20 @@ def test_each_build_takes_the_chain_its_sizes_pay_for(facts, chain):
     assert SCATTER_ADD.chain_for(facts) == CHAINS[chain]
 
 
-def test_with_counts_rows_of_one_feature_take_the_pairs_from_one_edge_per_node_to_2_to_the_24():
+def test_with_counts_rows_of_one_feature_take_the_pairs_from_one_edge_per_node_chunked_beyond_2_to_the_24():
+    def chain(dtype, nodes, edges, features=1):
+        return choose_chain(BuildFacts({"state": dtype}, {"F": features, "N": nodes}, {"E": edges}), True)
+
     facts = BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 100})
     assert SCATTER_ADD_COUNTS.chain_for(facts) == CHAINS["table_counts"]
-    assert choose_chain(BuildFacts({"state": "float16"}, {"F": 1, "N": 10**4}, {"E": 10**6}), True) == CHAINS["pairs"]
-    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 1, "N": 10**6}, {"E": 2**24}), True) == CHAINS[
-        "pairs_float32"]
-    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 1, "N": 10**6}, {"E": 2**24 + 1}), True) == CHAINS[
-        "state_counts"]
-    assert choose_chain(BuildFacts({"state": "float32"}, {"F": 2, "N": 10**3}, {"E": 10**6}), True) == CHAINS[
-        "state_counts"]
+    assert chain("float16", 10**4, 10**6) == CHAINS["pairs"]
+    assert chain("float32", 10**6, 2**24) == CHAINS["pairs"]
+    assert chain("float32", 10**6, 2**24 + 1) == CHAINS["pair_chunks_2"]
+    assert chain("float16", 10**6, 10**8) == pair_chunks_chain(6)  # plan.py: 6 chunks at E = 1e8
+    assert chain("float32", 10**6, 2**27 + 1) == CHAINS["state_counts"]  # beyond PAIR_MAX_CHUNKS chunks
+    assert chain("float32", 10**7, 2**24 + 1) == CHAINS["state_counts"]  # fewer edges per node than chunks
+    assert chain("float32", 10**3, 10**8) == CHAINS["state_counts"]  # the shared-memory kernel
+    assert chain("float32", 10**3, 10**6, 2) == CHAINS["state_counts"]
     assert SCATTER_ADD_COUNTS.output_names() == ("state", "counts")
 
 
@@ -166,14 +179,74 @@ def test_with_counts_rows_of_one_feature_take_the_pairs_from_one_edge_per_node_t
 def test_the_pairs_take_shared_memory_where_plan_py_does(dtype):
     import numpy as np
 
-    chain = pairs_chain_float32() if dtype == "float32" else pairs_chain()
-    mode = chain.steps[0].kernel({}).launch.extra_args[-1]
+    mode = pairs_chain().steps[0].kernel({"src": dtype}).launch.extra_args[-1]
     for n, e in [(n, e) for n in (10, 100, 1000, 3000, 5000) for e in (10**4, 10**5, 10**6, 10**7) if e >= n]:
         path = plan_launch(LaunchRequest(n, e, 1, np.dtype(dtype), 1, True, workspace=1 << 40), H100)
         if 2 * n <= SHARED_MAX_WORDS:
             assert mode.evaluate({"N": n, "E": e}) == (path.algorithm == "shared"), (n, e, path.algorithm)
         else:  # more than 48 KiB holds: global atomics (plan.py's shared kernel opts in to more)
             assert mode.evaluate({"N": n, "E": e}) == 0
+
+
+def test_pair_chunks_cover_the_edges_of_plan_py_chunks_and_fold_after_each():
+    """Chunk k adds edges [k 2^24, (k + 1) 2^24) and folds them (the kernel skips a chunk beyond E); the pairs are
+    8 bytes per node, zeroed by the network, the counts are the op's."""
+    import numpy as np
+
+    chain = pair_chunks_chain(3)
+    firsts = [step.kernel({}).launch.extra_args[2].evaluate({}) for step in chain.steps]
+    assert firsts == [k * 2**24 for k in range(3) for _ in range(2)]
+    assert [step.kernel({}).name for step in chain.steps] == ["aot_scatter_pair_chunk", "aot_fold_pair_chunk"] * 3
+    assert scratch_bytes(chain, {"N": 1000, "E": 2**25, "F": 1}) == {"pairs": 8000, "counts": 8000}
+    plan = plan_launch(LaunchRequest(10**6, 3 * 2**24, 1, np.dtype("float32"), 1, True, workspace=1 << 40), H100)
+    assert plan.pair_chunks == 3 and plan.paired
+
+
+def test_every_plugin_id_is_one_step_and_no_chain_holds_a_plugin_twice():
+    """inplace/aot.py registers a plugin id once, for one Step: every chain of both ops shares it."""
+    steps: dict[str, object] = {}
+    for op in (SCATTER_ADD, SCATTER_ADD_COUNTS):
+        for chain in op.chains:
+            names = [step.plugin for step in chain.steps]
+            assert len(set(names)) == len(names), names
+            for step in chain.steps:
+                assert steps.setdefault(step.plugin, step) is step, step.plugin
+
+
+SCATTER_STEPS = [(name, step) for name, step in STEPS if step.kernel({}).name.startswith(("aot_scatter_state",
+                                                                                           "aot_scatter_table"))]
+
+
+@pytest.mark.parametrize("chain,step", SCATTER_STEPS, ids=[f"{name}:{step.plugin}" for name, step in SCATTER_STEPS])
+def test_scatter_steps_offer_global_atomics_and_chunked_as_tactics(chain, step):
+    """Tactic 0 is the plan's mode at every size; tactic 1 global atomics and tactic 2 chunk_reduce, forced (the
+    kernel adds by global atomics where chunk_reduce cannot run), each the same entry point."""
+    tactics = step.tactics({})
+    assert len(tactics) == len(SCATTER_TACTICS) == 2
+    assert {kernel.name for kernel in tactics} == {step.kernel({}).name}
+    for n, e, f in SIZES:
+        sizes = {"N": n, "E": e, "F": f}
+        atomics, chunked = (evaluate_launch(kernel, sizes) for kernel in tactics)
+        assert atomics[3][-1] == 0 and chunked[3][-1] == 2
+        assert chunked[0][1] == max(-(-f // 128), 1) and chunked[2] == 47 * 1024
+        assert atomics[0][1] == 1 and evaluate_launch(step.kernel({}), sizes)[3][-1] in (0, 1, 2)
+
+
+@pytest.mark.parametrize("counts", [False, True])
+def test_the_chunked_grid_fills_the_resident_slots_as_plan_py_does(counts):
+    """plan.py Chunked: min(resident slots / feature slices, chunks) blocks; here min(3 x 132 / slices, E / 32)."""
+    import numpy as np
+
+    checked = 0
+    for n, e, f in [(1000, 10**6, 64), (1000, 10**7, 64), (1000, 10**8, 64), (2048, 10**7, 256), (384, 10**6, 32)]:
+        path = plan_launch(LaunchRequest(n, e, f, np.dtype("float32"), 4, counts, workspace=1 << 40), H100)
+        if path.algorithm != "chunked":  # with counts at 1e6 edges: sorted
+            continue
+        checked += 1
+        blocks = chunked_blocks().evaluate({"N": n, "E": e, "F": f})
+        assert (blocks, -(-f // 128)) == path.scatter.grid, (n, e, f)
+    assert checked >= 4
+    assert chunked_blocks().evaluate({"N": 10, "E": 3200, "F": 64}) == 100
 
 
 def test_wide_rows_sort_where_plan_py_does_and_chunked_keeps_few_nodes():
@@ -188,3 +261,6 @@ def test_wide_rows_sort_where_plan_py_does_and_chunked_keeps_few_nodes():
     assert chain("float16", 10**3, 10**6, True) == sorted_chain(True, 1)  # tallies in shared memory
     assert chain("float16", 10**3, 10**7, True) == table_chain(True)  # chunked
     assert chain("float32", 10**4, 10**5, True) == state_chain(True)
+    wide = choose_chain(BuildFacts({"state": "float16"}, {"F": 128, "N": 10**6}, {"E": 10**6}), True)
+    assert wide == sorted_chain(True, 1, wide=True) and wide.steps[-2].kernel({}).name == "aot_sort_reduce_wide"
+    assert chain("float16", 10**6, 10**6, True).steps[-2].kernel({}).name == "aot_sort_reduce"

@@ -19,9 +19,10 @@ from plugin.device_array import DeviceArray
 from plugin.scatter_add_op import (
     SCATTER_ADD,
     SCATTER_ADD_COUNTS,
+    PAIR_MAX_CHUNKS,
     block_chain,
+    pair_chunks_chain,
     pairs_chain,
-    pairs_chain_float32,
     sorted_chain,
     split_chain,
     state_chain,
@@ -42,7 +43,7 @@ SIZES = [  # (N, E, F): shared memory, direct / global at widths 4, 2, 1, a hash
 ]
 
 
-def run_chain(chain, op, num_nodes, num_edges, num_features, dtype, *, index=None, runs=1, high=None):
+def run_chain(chain, op, num_nodes, num_edges, num_features, dtype, *, index=None, runs=1, high=None, tactics=None):
     """Runs `chain` `runs` times on guarded buffers (scratch garbage before the first run), each run with the
     same src and index (state and src normal, or uniform in [0, high)); returns (state before the last run,
     out, counts or None, src, index)."""
@@ -67,7 +68,7 @@ def run_chain(chain, op, num_nodes, num_edges, num_features, dtype, *, index=Non
             buffers[name].fill_bytes(0x5A)  # garbage the fills must replace (and counts' guards)
             pointers[name] = buffers[name].ptr + guard
         prepared = PreparedChain(op, chain, {"state": np.dtype(dtype).name, "src": np.dtype(dtype).name}, pointers,
-                                 sizes, 0)
+                                 sizes, 0, tactics)
         before = state
         for run in range(runs):
             if run:
@@ -113,10 +114,34 @@ def _run_and_check(chain, op, num_nodes, num_edges, num_features, dtype, **optio
 @pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (7, 1000), (1000, 10**4), (1000, 10**6), (10**4, 10**6),
                                                  (10**6, 10**6)])
 def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
-    chain = pairs_chain_float32() if dtype == np.float32 else pairs_chain()
-    _run_and_check(chain, SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
+    _run_and_check(pairs_chain(), SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("num_nodes,num_edges,chunks", [(10**4, 2**24 + 5000, 2), (1000, 10**5, 3), (5, 0, 2),
+                                                        (10**6, 2**24, PAIR_MAX_CHUNKS)])
+def test_aot_pair_chunks_match_float64_with_exact_counts(num_nodes, num_edges, chunks, dtype):
+    """Beyond 2^24 edges a fold after each chunk; a chunk beyond the run's edges does nothing."""
+    _run_and_check(pair_chunks_chain(chunks), SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
+
+
+TACTIC_SIZES = [(7, 1000, 3), (1000, 10**5, 1), (1000, 10**4, 64), (10**5, 10**6, 3), (100, 10**5, 64),
+                (1000, 10**6, 64), (300, 3 * 10**5, 33), (3000, 10**5, 256), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("tactic", [1, 2], ids=["atomics", "chunked"])
+@pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("num_nodes,num_edges,num_features", TACTIC_SIZES)
+def test_every_scatter_tactic_matches_float64(num_nodes, num_edges, num_features, dtype, with_counts, tactic):
+    """Each tactic TensorRT may pick at build runs correctly at any size (chunked falls back to global atomics
+    where chunk_reduce cannot run: many nodes, a hashed table)."""
+    chain = state_chain(with_counts) if dtype == np.float32 else table_chain(with_counts)
+    op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+    _run_and_check(chain, op, num_nodes, num_edges, num_features, dtype, tactics={chain.steps[0].plugin: tactic})
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["reduce", "reduce_wide"])
 @pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("num_nodes,num_edges,num_features,passes", [
@@ -128,8 +153,9 @@ def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
     (3, 1, 33, 1),            # one edge, one warp range, no fixup
     (1, 0, 64, 1),
 ])
-def test_aot_sorted_chain_matches_float64(num_nodes, num_edges, num_features, passes, dtype, with_counts):
-    _run_and_check(sorted_chain(with_counts, passes), SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD, num_nodes,
+def test_aot_sorted_chain_matches_float64(num_nodes, num_edges, num_features, passes, dtype, with_counts, wide):
+    """Either reduce kernel at any F (aot_sort_reduce at widths 1 and 2 only: more feature slices)."""
+    _run_and_check(sorted_chain(with_counts, passes, wide), SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD, num_nodes,
                    num_edges, num_features, dtype)
 
 
@@ -172,12 +198,14 @@ def test_every_kernels_ptx_parameters_are_pointers_then_int32_then_pointers(dtyp
     each extra argument, .u64 for each output, in that order."""
     from plugin.kernels.aot import aot_target_arch, compile_family_ptx
 
-    chains = [state_chain(False), state_chain(True), pairs_chain_float32(), sorted_chain(True, 2)] if (
+    chains = [state_chain(False), state_chain(True), pairs_chain(), pair_chunks_chain(2), sorted_chain(True, 2),
+                                                                         sorted_chain(True, 1, wide=True)] if (
         dtype == "float32") else [table_chain(False), table_chain(True), split_chain(), block_chain(), pairs_chain(),
-                                  sorted_chain(False, 1)]
+                                  pair_chunks_chain(2), sorted_chain(False, 1)]
     for chain in chains:
         for step in chain.steps:
             kernel = step.kernel({"state": dtype, "src": dtype})
+            assert all(tactic.name == kernel.name for tactic in step.tactics({"state": dtype, "src": dtype}))
             ptx = compile_family_ptx(kernel.name, dtype, aot_target_arch())
             entries = dict(_ENTRY.findall(ptx))
             assert list(entries) == [kernel.name.encode()]  # one plugin's PTX holds its kernel alone

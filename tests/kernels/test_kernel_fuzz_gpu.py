@@ -124,8 +124,9 @@ def family_chains() -> dict[str, Any]:
 
     return {"state": op.state_chain(False), "state_counts": op.state_chain(True), "table": op.table_chain(False),
             "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain(),
-            "pairs": op.pairs_chain(), "pairs_float32": op.pairs_chain_float32(), "sorted": op.sorted_chain(False),
-            "sorted_counts": op.sorted_chain(True), "sorted_4": op.sorted_chain(True, 4)}
+            "pairs": op.pairs_chain(), "pair_chunks": op.pair_chunks_chain(2), "sorted": op.sorted_chain(False),
+            "sorted_counts": op.sorted_chain(True), "sorted_4": op.sorted_chain(True, 4),
+            "sorted_wide": op.sorted_chain(True, 1, wide=True)}
 
 
 def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
@@ -225,10 +226,11 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     "family-float16-small": _family("float16", ("split",), ((10**6, 10000, 1), (1000, 2000, 1), (5, 0, 1)))
     + _family("float16", ("block",), ((10**6, 1024, 1), (1000, 5000, 1), (5, 0, 1))),
     # (value, count) pairs in the counts: global atomics and shared memory (100 nodes), E = 0
-    "family-pairs": _family("float32", ("pairs_float32",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1)))
-    + _family("float16", ("pairs",), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1))),
+    "family-pairs": _family("float32", ("pairs", "pair_chunks"), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1)))
+    + _family("float16", ("pairs", "pair_chunks"), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1))),
     # the sorted chain: ten scan tiles, tallies in shared memory (100 nodes), rows of 33 and 128, four placing passes
-    "family-sorted": _family("float32", ("sorted_counts",), ((20000, 10000, 8), (100, 10000, 128), (5, 0, 33)))
+    "family-sorted": _family("float32", ("sorted_counts", "sorted_wide"), ((20000, 10000, 8), (100, 10000, 128),
+                                                                           (5, 0, 33)))
     + _family("float16", ("sorted", "sorted_4"), ((20000, 10000, 64), (1000, 50000, 33))),
 }
 
@@ -462,16 +464,16 @@ def _family_launch(launch: FamilyLaunch, device: Any, say: Callable[[str], None]
     dtypes = {"state": dtype.name, "src": dtype.name}
     address = {name: device.alloc(size) for name, size in nbytes.items()}
     for step in chain.steps:
-        kernel = step.kernel(dtypes)
-        for pattern in PATTERNS:
-            for name in dict.fromkeys(step.inputs + step.outputs):
-                if nbytes[name]:
-                    device.fill(address[name], nbytes[name],
-                                pattern_bytes(pattern, kinds.get(name, "words"), nbytes[name], nodes, edges, rng))
-            say(f"LAUNCH {kernel.name} {pattern} {launch}")
-            device.launch_family(step, kernel, dtypes, address, sizes)
-            device.finish(kernel.name)
-            say(f"ENDED {kernel.name} {pattern}")
+        for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):  # every tactic TensorRT may pick
+            for pattern in PATTERNS:
+                for name in dict.fromkeys(step.inputs + step.outputs):
+                    if nbytes[name]:
+                        device.fill(address[name], nbytes[name],
+                                    pattern_bytes(pattern, kinds.get(name, "words"), nbytes[name], nodes, edges, rng))
+                say(f"LAUNCH {kernel.name} {pattern} {launch}")
+                device.launch_family(step, kernel, dtypes, address, sizes)
+                device.finish(kernel.name)
+                say(f"ENDED {kernel.name} {pattern}")
 
 
 def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
