@@ -119,7 +119,7 @@ def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("num_nodes,num_edges,chunks", [(10**4, 2**24 + 5000, 2), (1000, 10**5, 3), (5, 0, 2),
-                                                        (10**6, 2**24, PAIR_MAX_CHUNKS)])
+                                                        (10**4, 2**20, PAIR_MAX_CHUNKS)])
 def test_aot_pair_chunks_match_float64_with_exact_counts(num_nodes, num_edges, chunks, dtype):
     """Beyond 2^24 edges a fold after each chunk; a chunk beyond the run's edges does nothing."""
     _run_and_check(pair_chunks_chain(chunks), SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
