@@ -35,6 +35,7 @@ from plugin.scatter_add_op import (
     table_capacity,
     table_chain,
 )
+from tests.plugin.test_aot_plugin import aot  # noqa: F401 (a fixture: the real bindings' tensorrt.plugin, or skip)
 
 _KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(aot_\w+)\(([^)]*)\)', re.DOTALL)
 # the extra arguments' parameter names by the expression they are given
@@ -264,3 +265,14 @@ def test_wide_rows_sort_where_plan_py_does_and_chunked_keeps_few_nodes():
     wide = choose_chain(BuildFacts({"state": "float16"}, {"F": 128, "N": 10**6}, {"E": 10**6}), True)
     assert wide == sorted_chain(True, 1, wide=True) and wide.steps[-2].kernel({}).name == "aot_sort_reduce_wide"
     assert chain("float16", 10**6, 10**6, True).steps[-2].kernel({}).name == "aot_sort_reduce"
+
+
+@pytest.mark.trt_bindings
+def test_both_ops_register_every_plugin_of_every_chain_once(aot):
+    """inplace/aot.py registers SCATTER_ADD and SCATTER_ADD_COUNTS side by side (shared plugins are one step)."""
+    from inplace.aot import register_aot_op
+    from inplace.checks import plugin_id
+
+    ids = register_aot_op(SCATTER_ADD) + register_aot_op(SCATTER_ADD_COUNTS)
+    assert set(ids) == {plugin_id(op, step) for op in (SCATTER_ADD, SCATTER_ADD_COUNTS) for chain in op.chains
+                        for step in chain.steps}
