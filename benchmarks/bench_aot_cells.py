@@ -37,10 +37,13 @@ CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms"
 
 
 def chain_name(chain: Any) -> str:
-    """The chain's steps' kernels, e.g. 'scatter_table+apply_table'; the sorted chain as 'sorted, P place'."""
+    """The chain's steps' kernels, e.g. 'scatter_table+apply_table'; the sorted chain as 'sorted, P place', the
+    pair chunks as 'pair chunks, K'."""
     names = [step.kernel({}).name.removeprefix("aot_") for step in chain.steps]
     if names[0] == "sort_count":
-        return f"sorted, {names.count('sort_place')} place"
+        return f"sorted, {names.count('sort_place')} place" + (", wide" if "sort_reduce_wide" in names else "")
+    if names[0] == "scatter_pair_chunk":
+        return f"pair chunks, {names.count('scatter_pair_chunk')}"
     return "+".join(names)
 
 
@@ -213,7 +216,7 @@ def tactics_table(rows: list[dict], device: str) -> list[str]:
     lines = [f"{device}: the AOT chain with its scatter step's tactics forced, device ms (median)", "",
              "| dtype | N | E | F | counts | AOT chain | 0: rule | " + " | ".join(
                  f"{k}: {name}" for k, name in enumerate(SCATTER_TACTICS, 1)) + " | best |",
-             "|" + " --- |" * (7 + len(SCATTER_TACTICS))]
+             "|" + " --- |" * (8 + len(SCATTER_TACTICS))]
     for r in rows:
         if r["tactic_ms"]:
             times = [r["aot_ms"], *r["tactic_ms"]]
