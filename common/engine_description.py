@@ -4,7 +4,7 @@ runtime needs that TensorRT does not tell, above all which outputs are written i
 TensorRT reports no engine alias for a plugin's output (ICudaEngine.get_aliased_input_tensor answers null), so
 without this a runtime cannot know that an output must be bound at its input's address. The description also
 lists the engine's inputs and outputs (name, dtype, shape with dynamic dimensions named), the plugin kind, the
-rows each index input indexes and the optimization profile, so that a loaded engine's inputs are checked before
+rows each index input indexes (each row of a [2, E] edge index its own) and the optimization profile, so that a loaded engine's inputs are checked before
 TensorRT is touched. The format (docs/own_model_cpp.md) is one record a line, read by
 cpp/aliased_io_bindings.h as well; `format aliased_io_engine 1` comes first. Standard library only (the command line
 checks a description before numpy is imported): no TensorRT, no numpy.
@@ -27,6 +27,8 @@ DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "
 """The dtypes a description may name: TensorRT's I/O types, by numpy's names (bfloat16 has no numpy type)."""
 UNNAMED_DIM = "?"
 OWN_MAX = "own_max"  # `index NAME own_max`: the rows are the index's own largest value + 1
+ROW = "row="  # `index NAME ... row=R`: the record bounds row R (axis 0) of the index, not all of it
+WRAPS = "wraps"  # `index NAME ... wraps`: the model maps a negative value v to v + rows itself
 MAX_LINES = 100_000
 _NAME = re.compile(r"[A-Za-z0-9_.:+\-]+")  # a tensor name that is also a file name (NAME.npy) and one token
 _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:+\-]*|\?")
@@ -47,26 +49,31 @@ class TensorDescription:
 
 @dataclass(frozen=True)
 class IndexRows:
-    """The rows an index input's values lie in: [0, rows), [0, dimension `axis` of input `input`), or (own_max)
-    [0, its own largest value] (PyG's batch vector: the rows are its largest value + 1)."""
+    """One bound of an index input's values: [0, rows), [0, dimension `axis` of input `input`), or (own_max)
+    [0, its own largest value] (PyG's batch vector: the rows are its largest value + 1); of row `row` (axis 0)
+    of the index only (edge_index[0] indexes the sources' rows, edge_index[1] the targets'), and [-rows, rows)
+    where the model `wraps` a negative value into the rows itself. An index has one or more: its values lie
+    within each that bounds them (onnx_path.rewrite.IndexBound's parts)."""
 
     rows: int | None = None
     input: str | None = None
     axis: int = 0
     own_max: bool = False
+    row: int | None = None
+    wraps: bool = False
 
 
 @dataclass(frozen=True)
 class EngineDescription:
     """What the engine of a model of one's own needs at run time: plugin kind, inputs, outputs, aliases
-    {output: input} (the output is written into the input's memory: bind it at the input's address), index
-    rows and the optimization profile {input: (min, opt, max)} of the inputs with a dynamic dimension."""
+    {output: input} (the output is written into the input's memory: bind it at the input's address), the bounds
+    of each index input (IndexRows, one or more) and the optimization profile {input: (min, opt, max)} of the inputs with a dynamic dimension."""
 
     plugin: str
     inputs: tuple[TensorDescription, ...]
     outputs: tuple[TensorDescription, ...]
     aliases: dict[str, str] = field(default_factory=dict)
-    index_rows: dict[str, IndexRows] = field(default_factory=dict)
+    index_rows: dict[str, tuple[IndexRows, ...]] = field(default_factory=dict)
     profile: dict[str, ShapeRange] = field(default_factory=dict)
 
     def input(self, name: str) -> TensorDescription | None:
@@ -94,10 +101,11 @@ def check_name(name: str, what: str) -> str:
 
 
 def describe_engine(plugin: str, inputs: Iterable[TensorDescription], outputs: Iterable[TensorDescription],
-                    aliases: Mapping[str, str], index_rows: Mapping[str, IndexRows] | None = None,
+                    aliases: Mapping[str, str], index_rows: Mapping[str, Sequence[IndexRows]] | None = None,
                     profile: Mapping[str, ShapeRange] | None = None) -> EngineDescription:
     """The description of an engine, checked as parse_description checks a file (InputError, one line)."""
-    description = EngineDescription(plugin, tuple(inputs), tuple(outputs), dict(aliases), dict(index_rows or {}),
+    description = EngineDescription(plugin, tuple(inputs), tuple(outputs), dict(aliases),
+                                    {name: tuple(parts) for name, parts in (index_rows or {}).items()},
                                     {name: tuple(tuple(int(d) for d in s) for s in shapes)  # type: ignore[misc]
                                      for name, shapes in (profile or {}).items()})
     check_description(description, "the engine description")
@@ -137,16 +145,21 @@ def check_description(description: EngineDescription, source: str) -> None:
         if source_input in targets:
             fail(f"two outputs are written into input {source_input}'s memory")
         targets.add(source_input)
-    for name, rows in description.index_rows.items():
+    for name, parts in description.index_rows.items():
         index = description.input(name)
         if index is None or index.dtype not in ("int64", "int32"):
             fail(f"index {name}: not an int64 or int32 input")
-        if rows.input is not None:
-            indexed = description.input(rows.input)
-            if indexed is None or not 0 <= rows.axis < len(indexed.shape):
-                fail(f"index {name} {rows.input} {rows.axis}: no such input dimension")
-        elif not rows.own_max and (rows.rows is None or rows.rows < 0):
-            fail(f"index {name}: rows must be a number >= 0 or an input and its dimension")
+        if any(rows.own_max for rows in parts) and (len(parts) != 1 or parts[0].row is not None or parts[0].wraps):
+            fail(f"index {name} {OWN_MAX}: its only record, without {ROW}R or {WRAPS}")
+        for rows in parts:
+            if rows.input is not None:
+                indexed = description.input(rows.input)
+                if indexed is None or not 0 <= rows.axis < len(indexed.shape):
+                    fail(f"index {name} {rows.input} {rows.axis}: no such input dimension")
+            elif not rows.own_max and (rows.rows is None or rows.rows < 0):
+                fail(f"index {name}: rows must be a number >= 0 or an input and its dimension")
+            if rows.row is not None and rows.row < 0:
+                fail(f"index {name}: {ROW}{rows.row} is not a row")
     for name, shapes in description.profile.items():
         profiled = description.input(name)
         if profiled is None:
@@ -169,12 +182,37 @@ def format_description(description: EngineDescription) -> str:
     lines += [f"input {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.inputs]
     lines += [f"output {t.name} {t.dtype} {_shape_text(t.shape)}" for t in description.outputs]
     lines += [f"alias {output} {source}" for output, source in description.aliases.items()]
-    lines += [f"index {name} {rows.input} {rows.axis}" if rows.input is not None else
-              f"index {name} {OWN_MAX}" if rows.own_max else f"index {name} {rows.rows}"
-              for name, rows in description.index_rows.items()]
+    lines += [f"index {name} {_bound_text(rows)}" for name, parts in description.index_rows.items() for rows in parts]
     lines += [f"profile {name} " + " ".join(_shape_text(shape) for shape in shapes)
               for name, shapes in description.profile.items()]
     return "\n".join(lines) + "\n"
+
+
+def _bound_text(rows: IndexRows) -> str:
+    """An index record's fields after NAME: ROWS, INPUT AXIS or own_max, then row=R and wraps where they hold."""
+    bound = f"{rows.input} {rows.axis}" if rows.input is not None else OWN_MAX if rows.own_max else f"{rows.rows}"
+    return bound + (f" {ROW}{rows.row}" if rows.row is not None else "") + (f" {WRAPS}" if rows.wraps else "")
+
+
+def _parse_index(words: list[str]) -> IndexRows:
+    """The bound of an index record's fields after NAME (ValueError)."""
+    wraps = bool(words) and words[-1] == WRAPS
+    words = words[:-1] if wraps else words
+    row = None
+    if words and words[-1].startswith(ROW):
+        number = words[-1][len(ROW):]
+        if not (number.isdigit() and number.isascii()):
+            raise ValueError(f"row {number!r} is not a number")
+        row, words = int(number), words[:-1]
+    if len(words) == 1 and words[0] == OWN_MAX:
+        return IndexRows(own_max=True, row=row, wraps=wraps)
+    if len(words) not in (1, 2):
+        raise ValueError(f"index takes ROWS, INPUT AXIS or {OWN_MAX}, then {ROW}R and {WRAPS} where they hold")
+    if not (words[-1].isdigit() and words[-1].isascii()):
+        raise ValueError(f"{'rows' if len(words) == 1 else 'axis'} {words[-1]!r} is not a number")
+    if len(words) == 1:
+        return IndexRows(rows=int(words[0]), row=row, wraps=wraps)
+    return IndexRows(input=words[0], axis=int(words[1]), row=row, wraps=wraps)
 
 
 def _parse_shape(text: str, static_only: bool) -> tuple[int | str, ...]:
@@ -212,17 +250,18 @@ def parse_description(text: str, source: str) -> EngineDescription:
     inputs: list[TensorDescription] = []
     outputs: list[TensorDescription] = []
     aliases: dict[str, str] = {}
-    index_rows: dict[str, IndexRows] = {}
+    index_rows: dict[str, tuple[IndexRows, ...]] = {}
     profile: dict[str, ShapeRange] = {}
-    arity = {"plugin": (2,), "input": (4,), "output": (4,), "alias": (3,), "index": (3, 4), "profile": (5,)}
+    arity = {"plugin": (2,), "input": (4,), "output": (4,), "alias": (3,), "index": (3, 4, 5, 6), "profile": (5,)}
     for number, words in records[1:]:
         where = f"{source} line {number}"
         record = words[0]
         if record not in arity:
             raise InputError(f"{where}: unknown record {record!r} (expected {', '.join(arity)})")
         if len(words) not in arity[record]:
-            raise InputError(f"{where}: {record} takes {' or '.join(str(n - 1) for n in arity[record])} "
-                             f"field(s), got {len(words) - 1}")
+            low, high = arity[record][0] - 1, arity[record][-1] - 1
+            raise InputError(f"{where}: {record} takes {low if low == high else f'{low} to {high}'} field(s), "
+                             f"got {len(words) - 1}")
         try:
             if record == "plugin":
                 plugin.append(words[1])
@@ -233,19 +272,11 @@ def parse_description(text: str, source: str) -> EngineDescription:
                 if words[1] in aliases:
                     raise ValueError(f"output {words[1]} has two aliases")
                 aliases[words[1]] = words[2]
-            elif record == "index":
-                if words[1] in index_rows:
-                    raise ValueError(f"index {words[1]} is given twice")
-                if len(words) == 3 and words[2] == OWN_MAX:
-                    index_rows[words[1]] = IndexRows(own_max=True)
-                elif len(words) == 3:
-                    if not (words[2].isdigit() and words[2].isascii()):
-                        raise ValueError(f"rows {words[2]!r} is not a number")
-                    index_rows[words[1]] = IndexRows(rows=int(words[2]))
-                else:
-                    if not (words[3].isdigit() and words[3].isascii()):
-                        raise ValueError(f"axis {words[3]!r} is not a number")
-                    index_rows[words[1]] = IndexRows(input=words[2], axis=int(words[3]))
+            elif record == "index":  # one record per bound; an index may have several
+                rows = _parse_index(words[2:])
+                if rows in index_rows.get(words[1], ()):
+                    raise ValueError(f"index {words[1]}: the same record twice")
+                index_rows[words[1]] = (*index_rows.get(words[1], ()), rows)
             else:
                 if words[1] in profile:
                     raise ValueError(f"profile {words[1]} is given twice")
@@ -320,7 +351,7 @@ def binding_lines(description: EngineDescription) -> list[str]:
 
 
 def describe_built_engine(plugin: str, tensors: Sequence[EngineTensor], model_shapes: Mapping[str, Shape],
-                          aliases: Mapping[str, str], index_rows: Mapping[str, IndexRows],
+                          aliases: Mapping[str, str], index_rows: Mapping[str, Sequence[IndexRows]],
                           profile: Mapping[str, ShapeRange]) -> EngineDescription:
     """The description of an engine just built from a model: its I/O tensors as TensorRT reports them, each
     dynamic dimension (-1) named as the model names it (`model_shapes`, by tensor; "?" where it has no name),

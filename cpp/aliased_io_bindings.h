@@ -15,8 +15,9 @@
  * The format (docs/own_model_cpp.md): ASCII, one record a line, fields separated by spaces, '#' starts a comment
  * line; the first record is `format aliased_io_engine 1`, then `plugin python|aot`, `input NAME DTYPE [D0,D1]`,
  * `output NAME DTYPE [D0,D1]` (a dimension is a size or the name of a dynamic one), `alias OUTPUT INPUT`, `index
- * NAME ROWS`, `index NAME INPUT AXIS` or `index NAME own_max` (the rows an index input's values lie in), `profile
- * NAME [MIN] [OPT] [MAX]`.
+ * NAME ROWS`, `index NAME INPUT AXIS` or `index NAME own_max` (a bound of an index input's values; `row=R` after it:
+ * of row R of the index only; `wraps`: the model maps a negative value v to v + rows itself; an index may have
+ * several), `profile NAME [MIN] [OPT] [MAX]`.
  * Every rule that common/engine_description.py checks is checked here too.
  */
 
@@ -48,8 +49,10 @@ struct TensorDescription
     std::vector<std::string> dims;
 };
 
-//! The rows an index input's values lie in: [0, rows), [0, dimension `axis` of input `input`), or (ownMax)
-//! [0, its own largest value] (PyG's batch vector: the rows are its largest value + 1).
+//! One bound of an index input's values: [0, rows), [0, dimension `axis` of input `input`), or (ownMax) [0, its
+//! own largest value] (PyG's batch vector: the rows are its largest value + 1); of row `row` (axis 0) of the index
+//! only (-1: all of it), and [-rows, rows) where the model `wraps` a negative value into the rows itself. An index
+//! may have several: its values lie within each that bounds them.
 struct IndexRows
 {
     std::string index;
@@ -57,6 +60,8 @@ struct IndexRows
     std::string input;
     size_t axis{0};
     bool ownMax{false};
+    int64_t row{-1};
+    bool wraps{false};
 };
 
 //! Optimization profile 0 of one input: its min, opt and max shapes.
@@ -140,6 +145,50 @@ inline std::vector<std::string> parseDims(std::string const& text, bool sizes, s
     return dims;
 }
 
+//! An index record (`index NAME ROWS|INPUT AXIS|own_max [row=R] [wraps]`, 2 to 5 fields) as IndexRows.
+inline IndexRows parseIndex(std::vector<std::string> words, std::string const& where)
+{
+    IndexRows rows{words[1], -1, "", 0, false, -1, false};
+    rows.wraps = words.back() == "wraps";
+    if (rows.wraps)
+    {
+        words.pop_back();
+    }
+    if (words.size() > 2 && words.back().rfind("row=", 0) == 0)
+    {
+        std::string const number = words.back().substr(4);
+        if (!isSize(number))
+        {
+            throw DescriptionError(where + ": row '" + number + "' is not a number");
+        }
+        rows.row = std::stoll(number);
+        words.pop_back();
+    }
+    if (words.size() == 3 && words[2] == "own_max")
+    {
+        rows.ownMax = true;
+        return rows;
+    }
+    if (words.size() != 3 && words.size() != 4)
+    {
+        throw DescriptionError(where + ": index takes ROWS, INPUT AXIS or own_max, then row=R and wraps where they hold");
+    }
+    if (!isSize(words.back()))
+    {
+        throw DescriptionError(where + ": '" + words.back() + "' is not a number");
+    }
+    if (words.size() == 3)
+    {
+        rows.rows = std::stoll(words[2]);
+    }
+    else
+    {
+        rows.input = words[2];
+        rows.axis = std::stoul(words[3]);
+    }
+    return rows;
+}
+
 //! The rules of common/engine_description.py check_description.
 inline void checkDescription(EngineDescription const& d, std::string const& source)
 {
@@ -206,6 +255,12 @@ inline void checkDescription(EngineDescription const& d, std::string const& sour
         if (index == nullptr || (index->dtype != "int64" && index->dtype != "int32"))
         {
             fail("index " + rows.index + ": not an int64 or int32 input");
+        }
+        auto const records = std::count_if(
+            d.indexRows.begin(), d.indexRows.end(), [&](IndexRows const& other) { return other.index == rows.index; });
+        if (rows.ownMax && (records != 1 || rows.row >= 0 || rows.wraps))
+        {
+            fail("index " + rows.index + " own_max: its only record, without row=R or wraps");
         }
         TensorDescription const* indexed = rows.input.empty() ? nullptr : d.input(rows.input);
         if (!rows.input.empty() && (indexed == nullptr || rows.axis >= indexed->dims.size()))
@@ -315,22 +370,20 @@ inline EngineDescription parseEngineDescription(std::string const& text, std::st
         }
         else if (record == "index")
         {
-            if (words.size() != 3 && words.size() != 4)
+            if (words.size() < 3 || words.size() > 6)
             {
-                expectFields(2);
+                throw DescriptionError(where + ": index takes 2 to 5 field(s), got " + std::to_string(words.size() - 1));
             }
-            std::string const& last = words.back();
-            if (words.size() == 3 && last == "own_max")
+            d.indexRows.push_back(detail::parseIndex(words, where));
+            auto const same = [&](IndexRows const& r) {
+                IndexRows const& n = d.indexRows.back();
+                return r.index == n.index && r.rows == n.rows && r.input == n.input && r.axis == n.axis
+                    && r.ownMax == n.ownMax && r.row == n.row && r.wraps == n.wraps;
+            };
+            if (std::count_if(d.indexRows.begin(), d.indexRows.end(), same) > 1)
             {
-                d.indexRows.push_back(IndexRows{words[1], -1, "", 0, true});
-                continue;
+                throw DescriptionError(where + ": index " + words[1] + ": the same record twice");
             }
-            if (!isSize(last))
-            {
-                throw DescriptionError(where + ": '" + last + "' is not a number");
-            }
-            d.indexRows.push_back(words.size() == 3 ? IndexRows{words[1], std::stoll(last), "", 0}
-                                                    : IndexRows{words[1], -1, words[2], std::stoul(last)});
         }
         else if (record == "profile")
         {

@@ -1038,33 +1038,108 @@ double valueAt(npy::Array const& a, size_t i)
     return static_cast<double>(value);
 }
 
-//! Every index input's values in [0, rows) of what it indexes (the plugin writes row idx[e]).
-void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
+//! The bounds of row `row` (axis 0) of index `index` (-1: all of it): the row's own records and the whole index's,
+//! or every record of the index where none is the row's own (onnx_path IndexBound.of_row).
+std::vector<aliased_io::IndexRows> boundsOf(aliased_io::EngineDescription const& d, std::string const& index, int64_t row)
 {
+    std::vector<aliased_io::IndexRows> all;
+    std::vector<aliased_io::IndexRows> chosen;
+    bool own = false;
     for (aliased_io::IndexRows const& rows : d.indexRows)
     {
-        int64_t const limit = rows.ownMax ? INT64_MAX
-            : rows.input.empty()          ? rows.rows
-                                          : in.sets[0].at(rows.input).shape[rows.axis];
-        std::string const range = rows.ownMax ? "negative (its rows are its own largest value + 1)"
-            : "outside [0, " + std::to_string(limit) + "), "
-                + (rows.input.empty() ? "the " + std::to_string(limit) + " rows it indexes"
-                                      : "dimension " + std::to_string(rows.axis) + " of input " + rows.input
-                                          + " that it indexes");
+        if (rows.index == index)
+        {
+            all.push_back(rows);
+            own = own || (row >= 0 && rows.row == row);
+            if (row < 0 || rows.row < 0 || rows.row == row)
+            {
+                chosen.push_back(rows);
+            }
+        }
+    }
+    return own || row < 0 ? chosen : all;
+}
+
+//! Whether any record of index `index` bounds one row of it only.
+bool boundsRows(aliased_io::EngineDescription const& d, std::string const& index)
+{
+    return std::any_of(d.indexRows.begin(), d.indexRows.end(),
+        [&](aliased_io::IndexRows const& rows) { return rows.index == index && rows.row >= 0; });
+}
+
+//! The values `bounds` allow, [low, limit), and what they are: the fewest rows of any, from -rows where every one
+//! wraps negative values itself; an own_max index: [0, INT64_MAX).
+struct Range
+{
+    int64_t low;
+    int64_t limit;
+    std::string what;
+};
+
+Range rangeOf(std::vector<aliased_io::IndexRows> const& bounds, ModelInputs const& in)
+{
+    Range range{0, INT64_MAX, ""};
+    bool wraps = true;
+    for (aliased_io::IndexRows const& rows : bounds)
+    {
+        if (rows.ownMax)
+        {
+            return {0, INT64_MAX, "its rows are its own largest value + 1"};
+        }
+        int64_t const size = rows.input.empty() ? rows.rows : in.sets[0].at(rows.input).shape.at(rows.axis);
+        if (size < range.limit)
+        {
+            range.limit = size;
+            range.what = rows.input.empty() ? "the " + std::to_string(size) + " rows it indexes"
+                                            : "dimension " + std::to_string(rows.axis) + " of input " + rows.input
+                    + " that it indexes";
+        }
+        wraps = wraps && rows.wraps;
+    }
+    range.low = wraps ? -range.limit : 0;
+    range.what += wraps ? " (the model wraps a negative value into them)" : "";
+    return range;
+}
+
+//! Every index input's values within its bounds (the plugin writes row idx[e]): each row of an index whose
+//! records bound rows of it (edge_index [2, E] of two node types) in its own.
+void checkIndices(aliased_io::EngineDescription const& d, ModelInputs const& in)
+{
+    std::vector<std::string> checked;
+    for (aliased_io::IndexRows const& record : d.indexRows)
+    {
+        if (std::find(checked.begin(), checked.end(), record.index) != checked.end())
+        {
+            continue;
+        }
+        checked.push_back(record.index);
+        bool const byRow = boundsRows(d, record.index);
         for (size_t k = 0; k < in.sets.size(); ++k)
         {
-            auto const found = in.sets[k].find(rows.index);
+            auto const found = in.sets[k].find(record.index);
             if (found == in.sets[k].end())
             {
                 continue;
             }
             npy::Array const& index = found->second;
-            for (size_t i = 0; i < static_cast<size_t>(index.elements()); ++i)
+            size_t const elements = static_cast<size_t>(index.elements());
+            size_t const rows = byRow && !index.shape.empty() ? static_cast<size_t>(index.shape[0]) : 1;
+            size_t const perRow = rows == 0 ? 0 : elements / rows;
+            for (size_t r = 0; r < rows; ++r)
             {
-                double const value = valueAt(index, i);
-                check(value >= 0 && value < static_cast<double>(limit), kEXIT_BAD_INPUT,
-                    in.folders[k] + "/" + rows.index + ".npy: element " + std::to_string(i) + " is "
-                        + std::to_string(static_cast<long long>(value)) + ", " + range);
+                Range const range = rangeOf(boundsOf(d, record.index, byRow ? static_cast<int64_t>(r) : -1), in);
+                for (size_t i = r * perRow; i < (r + 1) * perRow; ++i)
+                {
+                    double const value = valueAt(index, i);
+                    check(value >= static_cast<double>(range.low) && value < static_cast<double>(range.limit),
+                        kEXIT_BAD_INPUT,
+                        in.folders[k] + "/" + record.index + ".npy: element " + std::to_string(i)
+                            + (byRow ? " (row " + std::to_string(r) + ")" : "") + " is "
+                            + std::to_string(static_cast<long long>(value)) + ", "
+                            + (range.limit == INT64_MAX ? "negative (" + range.what + ")"
+                                                        : "outside [" + std::to_string(range.low) + ", "
+                                    + std::to_string(range.limit) + "), " + range.what));
+                }
             }
         }
     }

@@ -4,6 +4,7 @@ model (common.engine_description: the aliases a runtime must bind, the I/O, the 
 --load_engine reads back (LoadedEngine); the .npy files of --save_outputs, each run's inputs and the last run's
 outputs, which cpp/aliased_io_state reads (--inputs, --expected). numpy only."""
 
+import dataclasses
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,8 +82,11 @@ def read_loaded_engine(path: str, description_file: str) -> LoadedEngine:
     from onnx_path.rewrite import IndexBound
 
     description = read_description(description_file)
-    bounds = {name: IndexBound(rows=rows.rows, input=rows.input, axis=rows.axis, own_max=rows.own_max)
-              for name, rows in description.index_rows.items()}
+    bounds = {}
+    for name, records in description.index_rows.items():
+        first, *also = (IndexBound(rows=rows.rows, input=rows.input, axis=rows.axis, own_max=rows.own_max, row=rows.row,
+                                   wraps=rows.wraps) for rows in records)
+        bounds[name] = dataclasses.replace(first, also=tuple(also))
     return LoadedEngine(path, description_file, description, bounds)
 
 
@@ -91,11 +95,17 @@ def model_engine_description(rewritten: Any, tensors: list[Any], shapes: Mapping
     """The text of E.desc for an engine built from a rewritten model (onnx_path.rewrite.Rewritten): its plugin,
     its tensors as TensorRT reports them, the model's shapes (dimension names), the aliases, the index rows and
     the engine's `profile` (network.model_engine.profile_shapes)."""
-    rows = {name: IndexRows(bound.rows, bound.input, bound.axis, bound.own_max)
-            for name, bound in rewritten.index_bounds.items()
-            if bound.rows is not None or bound.input is not None or bound.own_max}
+    rows = {name: parts for name, parts in ((name, description_bounds(bound))
+                                            for name, bound in rewritten.index_bounds.items()) if parts}
     description = describe_built_engine(rewritten.plugin, tensors, shapes, rewritten.aliases, rows, profile)
     return format_description(description)
+
+
+def description_bounds(bound: Any) -> tuple[IndexRows, ...]:
+    """Every part of an onnx_path.rewrite.IndexBound that the model tells (each state's or row's rows, whether it
+    wraps negative values) as the description's IndexRows: a runtime checks each, as the run checked them."""
+    return tuple(IndexRows(part.rows, part.input, part.axis, part.own_max, part.row, part.wraps)
+                 for part in bound.parts() if part.rows is not None or part.input is not None or part.own_max)
 
 
 def npy_bytes(array: np.ndarray) -> bytes:

@@ -98,6 +98,44 @@ def test_an_own_max_index_takes_any_row_from_zero_up(recent_program, tmp_path):
     assert "12" in bounded.stderr and "10" in bounded.stderr
 
 
+HETERO = format_description(describe_engine(  # to_hetero: edge_index row 0 gathers U's 50 rows, row 1 adds into X's 70
+    "aot", [TensorDescription("U", "float32", (50, 3)), TensorDescription("X", "float32", (70, 3)),
+            TensorDescription("edge_index", "int64", (2, "E"))], [TensorDescription("X_out", "float32", (70, 3))],
+    {"X_out": "X"}, {"edge_index": (IndexRows(input="X", row=1), IndexRows(input="U", row=0))}))
+
+
+def hetero_inputs(row_0: int, row_1: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(4)
+    edge_index = np.stack([rng.integers(0, 50, 40), rng.integers(0, 70, 40)])
+    edge_index[0, 7], edge_index[1, 3] = row_0, row_1
+    return {"U": rng.standard_normal((50, 3)).astype(np.float32), "X": rng.standard_normal((70, 3)).astype(np.float32),
+            "edge_index": edge_index}
+
+
+def test_each_row_of_an_edge_index_is_checked_against_the_rows_it_indexes(recent_program, tmp_path):
+    """A row 0 value of 55 lies in the items' 70 rows but past the users' 50 that row 0 indexes: exit 2 naming the
+    file, the element, the value and the bound; 49 in row 0 and 69 in row 1 are taken."""
+    result = plan(recent_program, tmp_path, text=HETERO, inputs=hetero_inputs(49, 69))
+    assert result.returncode == 0 and result.stderr == "", result.stdout + result.stderr
+    result = plan(recent_program, tmp_path, text=HETERO, inputs=hetero_inputs(55, 69))
+    assert_one_line(result, 2, f"{tmp_path / 'inputs'}/edge_index.npy: element 7 (row 0) is 55, outside [0, 50), "
+                               "dimension 0 of input U that it indexes")
+    result = plan(recent_program, tmp_path, text=HETERO, inputs=hetero_inputs(0, 70))
+    assert_one_line(result, 2, "edge_index.npy: element 43 (row 1) is 70, outside [0, 70), dimension 0 of input X")
+
+
+def test_an_index_the_model_wraps_takes_negative_values_down_to_minus_its_rows(recent_program, tmp_path):
+    text = GOOD.replace("index idx2 10", "index idx2 10 wraps")
+    inputs = dict(good_inputs(), idx2=np.array([9, -10, 4], np.int32))
+    result = plan(recent_program, tmp_path, text=text, inputs=inputs)
+    assert result.returncode == 0 and result.stderr == "", result.stdout + result.stderr
+    inputs["idx2"][1] = -11
+    assert_one_line(plan(recent_program, tmp_path, text=text, inputs=inputs), 2,
+                    "idx2.npy: element 1 is -11, outside [-10, 10), the 10 rows it indexes (the model wraps")
+    assert_one_line(plan(recent_program, tmp_path, text=GOOD, inputs=dict(inputs, idx2=np.array([9, -1, 4], np.int32))),
+                    2, "idx2.npy: element 1 is -1, outside [0, 10)")
+
+
 def test_expected_compares_with_the_tolerance_and_a_failure_writes_nothing(recent_program, tmp_path):
     inputs = good_inputs()
     expected = folder_of(tmp_path / "expected", {"S_out": inputs["S"], "T_out": inputs["T"],
@@ -142,7 +180,7 @@ def test_the_files_of_a_python_dry_run_are_read_step_by_step(recent_program, tmp
     text = format_description(describe_engine(
         "aot", [TensorDescription("state", "float32", ("N", 3)), TensorDescription("src", "float32", ("E", 3)),
                 TensorDescription("idx", "int64", ("E",))], [TensorDescription("X_out", "float32", ("N", 3))],
-        {"X_out": "state"}, {"idx": IndexRows(input="state")}))
+        {"X_out": "state"}, {"idx": (IndexRows(input="state"),)}))
     description = described(tmp_path, text)
     out = tmp_path / "out"
     result = run_program(recent_program, "--plan", f"--description={description}", f"--inputs={saved}/inputs",

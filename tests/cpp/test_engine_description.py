@@ -24,8 +24,10 @@ from common.engine_description import (
     parse_description,
     read_description,
 )
-from tests.support.onnx_helpers import REWRITE_MISSING
+from tests.support.onnx_helpers import REWRITE_MISSING, needs_export
+from tests.support.onnx_models import F, zoo_feeds, zoo_path
 from tests.cli.test_cli import assert_one_line_error
+from tests.cli.test_cli_onnx_any import npz
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,6 +82,12 @@ BAD_DESCRIPTIONS = [
     (edited("index idx2 10", "index rows 10"), "index rows: not an int64 or int32 input"),
     (edited("index idx S 0", "index idx S 2"), "index idx S 2: no such input dimension"),
     (edited("index idx2 10", "index idx2 x"), "'x' is not a number"),
+    (edited("index idx2 10", "index idx2 10 row=x"), "row 'x' is not a number"),
+    (edited("index idx2 10", "index idx2 row=0 wraps"), "index takes ROWS, INPUT AXIS or own_max, then row=R"),
+    (edited("index idx2 10", "index idx2 10 1 2 3 4"), "index takes 2 to 5 field(s), got 6"),
+    (edited("index idx2 10", "index idx2 own_max\nindex idx2 10"), "index idx2 own_max: its only record"),
+    (edited("index idx2 10", "index idx2 own_max wraps"), "index idx2 own_max: its only record"),
+    (edited("index idx2 10", "index idx2 10 row=1\nindex idx2 10 row=1"), "index idx2: the same record twice"),
     (GOOD + "profile Q [1] [1] [1]\n", "profile Q: not an input"),
     (edited("profile S [8,4] [8,4] [8,4]", "profile S [8,5] [8,5] [8,5]"),
      "profile S: dimension 1 is 4 in the input, not in the profile"),
@@ -97,14 +105,25 @@ def test_a_description_round_trips_through_its_text():
     assert description.aliases == {"S_out": "S", "T_out": "T"}
     assert description.inputs[0] == TensorDescription("S", "float32", ("N", 4))
     assert description.output("total") == TensorDescription("total", "float32", ())
-    assert description.index_rows == {"idx": IndexRows(input="S", axis=0), "idx2": IndexRows(rows=10)}
+    assert description.index_rows == {"idx": (IndexRows(input="S", axis=0),), "idx2": (IndexRows(rows=10),)}
     assert description.profile == {"S": ((8, 4), (8, 4), (8, 4))}
     text = format_description(description)
     assert text.startswith("format aliased_io_engine 1\n")
     assert parse_description(text, "again") == description
     own = parse_description(edited("index idx2 10", "index idx2 own_max"), "PyG's batch vector")
-    assert own.index_rows["idx2"] == IndexRows(own_max=True)
+    assert own.index_rows["idx2"] == (IndexRows(own_max=True),)
     assert "index idx2 own_max\n" in format_description(own)
+
+
+def test_each_row_of_an_index_keeps_its_own_bound_and_the_wrap_through_the_text():
+    """to_hetero's edge_index [2, E]: row 0 indexes the users' rows, row 1 the items'; a model that wraps negative
+    indices itself takes [-rows, rows). Every record is read back, in order."""
+    text = edited("index idx2 10", "index idx2 S 0 row=0\nindex idx2 T 0 row=1 wraps\nindex idx2 10")
+    description = parse_description(text, "hetero")
+    assert description.index_rows["idx2"] == (IndexRows(input="S", row=0), IndexRows(input="T", row=1, wraps=True),
+                                              IndexRows(rows=10))
+    assert "index idx2 S 0 row=0\nindex idx2 T 0 row=1 wraps\nindex idx2 10\n" in format_description(description)
+    assert parse_description(format_description(description), "again") == description
 
 
 @pytest.mark.parametrize("text, message", BAD_DESCRIPTIONS, ids=BAD_IDS)
@@ -130,7 +149,7 @@ def test_a_built_engine_is_described_with_the_models_dimension_names():
     tensors = [("state", True, "float32", (-1, 3)), ("idx", True, "int64", (-1,)), ("src", True, "float32", (-1, 3)),
                ("X_out", False, "float32", (-1, 3)), ("y", False, "float32", (-1, 7))]
     model = {"state": ("N", 3), "idx": ("E",), "src": ("E", 3), "X_out": ("N", 3), "y": ("?", 7)}
-    description = describe_built_engine("python", tensors, model, {"X_out": "state"}, {"idx": IndexRows(input="state")},
+    description = describe_built_engine("python", tensors, model, {"X_out": "state"}, {"idx": (IndexRows(input="state"),)},
                                         {"state": ((6, 3), (6, 3), (6, 3))})
     assert [t.shape for t in description.inputs] == [("N", 3), ("E",), ("E", 3)]
     assert description.output("y") == TensorDescription("y", "float32", ("?", 7))
@@ -259,7 +278,7 @@ def loaded_engine(tmp_path, text: str = GOOD) -> Path:
 STATE_DESCRIPTION = format_description(describe_engine(
     "aot", [TensorDescription("state", "float32", ("N", 3)), TensorDescription("src", "float32", ("E", 3)),
             TensorDescription("idx", "int64", ("E",))], [TensorDescription("X_out", "float32", ("N", 3))],
-    {"X_out": "state"}, {"idx": IndexRows(input="state")},
+    {"X_out": "state"}, {"idx": (IndexRows(input="state"),)},
     {"state": ((6, 3),) * 3, "src": ((4, 3),) * 3, "idx": ((4,),) * 3}))
 
 
@@ -354,7 +373,7 @@ def test_the_description_of_a_models_engine_is_held_and_written_with_it(tmp_path
     assert read_description(f"{engine}.desc") == describe_engine(
         "aot", [TensorDescription("state", "float32", ("N", 3)), TensorDescription("src", "float32", ("E", 3)),
                 TensorDescription("idx", "int64", ("E",))], [TensorDescription("X_out", "float32", ("N", 3))],
-        {"X_out": "state"}, {"idx": IndexRows(input="state")},
+        {"X_out": "state"}, {"idx": (IndexRows(input="state"),)},
         {"state": ((6, 3),) * 3, "src": ((4, 3),) * 3, "idx": ((4,),) * 3})
     assert not engine.exists()  # the engine's bytes come from the engine run only
 
@@ -382,23 +401,77 @@ def pool_model(tmp_path) -> str:
     return str(path)
 
 
-@needs_rewrite
-def test_the_held_description_keeps_an_index_that_bounds_its_own_rows(tmp_path, capsys, monkeypatch):
-    """A batch vector (own_max: global_add_pool without `size`) stays in E.desc, so that --load_engine and
-    cpp/ check it (a negative entry is refused) instead of taking any value."""
+def held_description(tmp_path, monkeypatch, model: str, shapes: str, tensors: list) -> Path:
+    """The engine path of --save_engine of `model` (`tensors`: the engine's I/O as TensorRT would report them):
+    the description run_model holds after the engine run, written as the run's OutputFiles write it. TensorRT's
+    presence, checked while planning, is stood in for. Returns the engine's path (E.desc lies beside it)."""
     from cli import own_model as planning
     from cli.own_run import hold_description
     from cli.options import parse_arguments
 
     monkeypatch.setattr(planning, "require_engine", lambda plugin: None)
-    engine = tmp_path / "pool.engine"
-    plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", pool_model(tmp_path),
-                                            "--onnx_shapes", "x:6x3", "--save_engine", str(engine)]))
+    engine = tmp_path / "held.engine"
+    plan = cli.read_inputs(parse_arguments(["--seed", "1", "--plugin", "aot", "--onnx", model, "--onnx_shapes", shapes,
+                                            "--save_engine", str(engine)]))
+    hold_description(plan, tensors, [name for name, is_input, _, dims in tensors if is_input and -1 in dims])
+    assert plan.engine.outputs.write() == [f"Engine description saved to {engine}.desc"]
+    engine.write_bytes(b"engine bytes")  # the engine run writes them; only read once TensorRT is there
+    return engine
+
+
+@needs_rewrite
+def test_the_held_description_keeps_an_index_that_bounds_its_own_rows(tmp_path, capsys, monkeypatch):
+    """A batch vector (own_max: global_add_pool without `size`) stays in E.desc, so that --load_engine and
+    cpp/ check it (a negative entry is refused) instead of taking any value."""
+    engine = held_description(tmp_path, monkeypatch, pool_model(tmp_path), "x:6x3",
+                              [("x", True, "float32", (-1, 3)), ("batch", True, "int64", (-1,)),
+                               ("pooled", False, "float32", (-1, 3))])
+    assert read_description(f"{engine}.desc").index_rows == {"batch": (IndexRows(own_max=True),)}
+
+
+HETERO_ENGINE = [("U", True, "float32", (-1, F)), ("X", True, "float32", (-1, F)), ("edge_index", True, "int64", (2, -1)),
+                 ("X_out", False, "float32", (-1, F))]
+
+
+@needs_export
+def test_a_loaded_engine_checks_each_row_of_an_edge_index_against_the_rows_it_indexes(tmp_path_factory, tmp_path,
+                                                                                        capsys, monkeypatch):
+    """to_hetero's edge_index [2, E] (row 0 gathers the 50 users' rows U, row 1 adds into the 70 items' X): E.desc
+    keeps both rows' bounds, so --load_engine refuses a row 0 value of 55 (past U) that the items' 70 rows would
+    admit, and takes 69 in row 1."""
+    engine = held_description(tmp_path, monkeypatch, str(zoo_path(tmp_path_factory, "two_node_types")),
+                              "U:50x3,X:70x3,edge_index:2x400", HETERO_ENGINE)
     capsys.readouterr()
-    hold_description(plan, [("x", True, "float32", (-1, 3)), ("batch", True, "int64", (-1,)),
-                            ("pooled", False, "float32", (-1, 3))], ["x", "batch"])
-    plan.engine.outputs.write()
-    assert read_description(f"{engine}.desc").index_rows == {"batch": IndexRows(own_max=True)}
+    assert read_description(f"{engine}.desc").index_rows["edge_index"] == (IndexRows(input="X", row=1),
+                                                                          IndexRows(input="U", row=0))
+    feeds = zoo_feeds("two_node_types", seed=2, sizes={"B": 50, "N": 70, "E": 400})
+    feeds["edge_index"][0] %= 50  # drawn in [0, N)
+    feeds["edge_index"][1, 3] = 69
+    status = cli.main(["--dry-run", "--load_engine", str(engine), "--onnx_inputs", npz(tmp_path, **feeds)])
+    assert status == 0, capsys.readouterr()
+    capsys.readouterr()
+    feeds["edge_index"][0, 7] = 55
+    status = cli.main(["--dry-run", "--load_engine", str(engine), "--onnx_inputs", npz(tmp_path, **feeds)])
+    assert_one_line_error(status, capsys.readouterr(), "edge_index[0, 7] = 55 is outside [0, 50), the rows of U")
+
+
+@needs_export
+def test_a_loaded_engine_of_a_model_that_wraps_negative_indices_takes_them(tmp_path_factory, tmp_path, capsys,
+                                                                          monkeypatch):
+    """torch.where(idx < 0, idx + N, idx): E.desc says `wraps`, so --load_engine takes [-N, N) as the run did."""
+    engine = held_description(tmp_path, monkeypatch, str(zoo_path(tmp_path_factory, "wrap_negative")),
+                              "X:9x3,src:23x3", [("X", True, "float32", (-1, F)), ("src", True, "float32", (-1, F)),
+                                                 ("idx", True, "int64", (-1,)), ("X_out", False, "float32", (-1, F))])
+    capsys.readouterr()
+    assert read_description(f"{engine}.desc").index_rows == {"idx": (IndexRows(input="X", wraps=True),)}
+    feeds = zoo_feeds("wrap_negative", seed=2, sizes={"N": 9, "E": 23})
+    feeds["idx"][5] = -9
+    status = cli.main(["--dry-run", "--load_engine", str(engine), "--onnx_inputs", npz(tmp_path, **feeds)])
+    assert status == 0, capsys.readouterr()
+    capsys.readouterr()
+    feeds["idx"][5] = -10
+    status = cli.main(["--dry-run", "--load_engine", str(engine), "--onnx_inputs", npz(tmp_path, **feeds)])
+    assert_one_line_error(status, capsys.readouterr(), "idx[5] = -10 is outside [-9, 9)")
 
 
 # --- the real engine path (TensorRT and a GPU) -------------------------------------------------------------------

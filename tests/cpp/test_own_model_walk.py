@@ -92,7 +92,8 @@ def test_the_pages_dry_run_rewrites_the_model_and_proves_it_against_onnx_runtime
 
 
 def test_the_cpp_plan_reads_the_walks_files_and_binds_each_state_output_at_its_input(walked, recent_program):
-    from common.engine_description import IndexRows, describe_built_engine, format_description
+    from common.engine_description import parse_description
+    from onnx_path.describe import model_engine_description
     from onnx_path.rewrite import load_model, model_io, rewrite_model
 
     folder, dry = walked
@@ -102,12 +103,9 @@ def test_the_cpp_plan_reads_the_walks_files_and_binds_each_state_output_at_its_i
     tensors = [(spec.name, is_input, np.dtype(spec.dtype).name, tuple(-1 if isinstance(d, str) else d
                                                                       for d in spec.shape))
                for specs, is_input in ((inputs, True), (outputs, False)) for spec in specs]
-    rows = {name: IndexRows(bound.rows, bound.input, bound.axis) for name, bound in rewritten.index_bounds.items()
-            if bound.rows is not None or bound.input is not None}
-    description = describe_built_engine("aot", tensors, {spec.name: spec.shape for spec in (*inputs, *outputs)},
-                                        rewritten.aliases, rows, {})
-    assert description.aliases == {"S_out": "S", "T_out": "T"}
-    (folder / "memory.engine.desc").write_text(format_description(description))
+    text = model_engine_description(rewritten, tensors, {spec.name: spec.shape for spec in (*inputs, *outputs)}, {})
+    assert parse_description(text, "the walk's description").aliases == {"S_out": "S", "T_out": "T"}
+    (folder / "memory.engine.desc").write_text(text)
     words = command("build/aliased_io_state --plan")
     result = run_program(recent_program, *words[1:], cwd=folder)
     assert result.returncode == 0, result.stdout + result.stderr
