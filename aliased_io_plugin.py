@@ -37,7 +37,7 @@ from cli.options import (
     check_options,
     parse_arguments,
 )
-from common.errors import CudaError, EngineError, InputError, MissingDependencyError, OutputError
+from common.errors import CudaError, EngineError, InputError, MissingDependencyError, ModelError, OutputError
 from common.progress import shows_progress
 
 if TYPE_CHECKING:
@@ -219,7 +219,9 @@ def _run(argv: list[str] | None) -> int:
         else:  # 3-5. network, engine, validation
             status = run_steps(options, prepared) if prepared.steps is not None else run_once(options, prepared)
         return write_outputs(prepared, status)  # 6
-    except InputError as error:  # also ONNX Runtime refusing an --onnx model
+    except ModelError as error:  # ONNX Runtime refusing the --onnx model or its feeds: the library names the file
+        return _error(f"--onnx {error}", EXIT_BAD_INPUT)
+    except InputError as error:
         return _error(error, EXIT_BAD_INPUT)
     except MemoryError:
         return _error("not enough memory for this input; try a smaller one", EXIT_BAD_INPUT)

@@ -6,7 +6,6 @@ from typing import Any
 from cli.options import EngineOptions
 from common.errors import InputError
 from common.text import shown_path
-from onnx_path.check import check_network_kind
 from onnx_path.read import OnnxModel, read_model, require_onnx_packages
 
 
@@ -15,10 +14,11 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     model holds plugin nodes of the other plugin than a given --plugin. The sample's network must suit --steps
     (checked here, before the graph is read)."""
     assert engine.onnx is not None
-    require_onnx_packages(with_runtime=bool(options.dry_run or options.validate))
+    with_runtime = bool(options.dry_run or options.validate)
+    require_onnx_packages(with_runtime, "--onnx with --validate or --dry-run" if with_runtime else "--onnx")
     path = engine.onnx
     try:
-        model = read_model(path, engine.plugin, engine.own_inputs)
+        model = read_model(path, engine.plugin, engine.own_inputs is not None)
     except InputError as error:
         raise InputError(f"--onnx {error}") from None
     if model.rewritten.plugin != engine.plugin and getattr(options, "plugin", None) is not None:
@@ -27,6 +27,24 @@ def read_onnx_model(options: Any, engine: EngineOptions) -> OnnxModel:
     if model.is_sample:
         check_network_kind(model, engine.steps, engine.batch_edges)
     return model
+
+
+def check_network_kind(model: OnnxModel, steps: int | None, batch_edges: int | None) -> None:
+    """InputError unless the sample's network suits the run: the classifier without `steps` (--steps), the
+    state update with --steps K --batch_edges B."""
+    from network.definition import CLASSIFIER, STATE_UPDATE
+
+    shown, kind, given = f"--onnx {shown_path(model.path)}", model.network.kind, steps is not None
+    if kind == CLASSIFIER and given:
+        raise InputError(f"{shown} holds the {CLASSIFIER} network; --steps needs the {STATE_UPDATE} network "
+                         "(python3 -m export.export_onnx --network state)")
+    if kind == STATE_UPDATE and not given:
+        raise InputError(f"{shown} holds the {STATE_UPDATE} network; a run without --steps needs the {CLASSIFIER} "
+                         "network (python3 -m export.export_onnx --network classifier), or add --steps K "
+                         "--batch_edges B to run this one")
+    if given and batch_edges is None:
+        raise InputError(f"{shown} holds the {STATE_UPDATE} network: --steps {steps} needs --batch_edges B, "
+                         "the number of edges each step adds")
 
 
 def hold_rewritten(model: OnnxModel, engine: EngineOptions) -> None:

@@ -1,5 +1,5 @@
 """--onnx with the sample's own network in a run of aliased_io_plugin.py: the model checked against the run
-(onnx_path.check) and what the rewrite did printed; with --dry-run the rewritten model run in ONNX Runtime, the
+(check_against_run) and what the rewrite did printed; with --dry-run the rewritten model run in ONNX Runtime, the
 plugin nodes by their CPU reference, instead of an engine (onnx_path.run); --validate against ONNX Runtime running
 the original model and against the float64 reference (onnx_path.compare), worded here."""
 
@@ -13,7 +13,8 @@ from cli.inputs import Prepared
 from cli.onnx_model import hold_rewritten
 from cli.options import Settings
 from cli.report import DRY_RUN_LINE, format_matrix, state_label, steps_note, unused_in_dry_run, verdict
-from onnx_path.check import check_against_run
+from common.errors import InputError
+from common.text import shown_path
 from onnx_path.compare import classifier_comparisons, state_comparisons
 from onnx_path.describe import model_lines
 from onnx_path.read import OnnxModel
@@ -31,6 +32,23 @@ def plan_onnx(model: OnnxModel, options: argparse.Namespace, settings: Settings,
     out("\n".join(model_lines(model)))
     out(flush=True)
     return dataclasses.replace(prepared, onnx=model)
+
+
+def check_against_run(model: OnnxModel, *, precision: str, num_features: int, num_classes: int) -> None:
+    """InputError naming the first difference between the sample network of the model and this run
+    (--precision, the graph's F, --num_classes), as an engine's are checked against a graph."""
+    from network.definition import CLASSIFIER
+
+    network, shown = model.network, f"--onnx {shown_path(model.path)}"
+    if network.precision != precision:
+        raise InputError(f"{shown} is an {network.precision} model (X, src are "
+                         f"{'float16' if network.precision == 'fp16' else 'float32'}); got --precision {precision}")
+    if network.num_features != num_features:
+        raise InputError(f"{shown} takes F={network.num_features} features per node (X [N, {network.num_features}]), "
+                         f"the graph has {num_features}")
+    if network.kind == CLASSIFIER and network.num_classes != num_classes:
+        raise InputError(f"{shown} has {network.num_classes} classes (W [{network.num_classes}, F]), got "
+                         f"--num_classes {num_classes}")
 
 
 def dry_run_sample(options: argparse.Namespace, prepared: Prepared) -> np.ndarray:

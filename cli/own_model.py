@@ -151,6 +151,7 @@ def check_tensor_names(engine: EngineOptions, inputs: Iterable[Any], outputs: It
             check_name(spec.name, f"{option}: the model's {kind}")
 
 
+GIVE_IT = "give it in --onnx_inputs FILE.npz"
 STEPS_HINT = ("give every run's inputs in --onnx_inputs FILE.json (a feed dict per run, as polygraphy run "
               "--save-inputs writes; an .npz holds one run)")
 DRY_RUN_HINT = " (or run with --dry-run: the inputs and ONNX Runtime need none of this)"
@@ -179,7 +180,8 @@ def plan_model(options: argparse.Namespace, settings: Settings, model: OnnxModel
     from onnx_path.rewrite import model_io
 
     shown = f"--onnx {shown_path(model.path)}"
-    why = f"{shown} runs with {model.own_inputs}" if model.own_inputs else f"{shown} is not the sample's network"
+    own = settings.engine.own_inputs
+    why = f"{shown} runs with {own}" if model.own_inputs else f"{shown} is not the sample's network"
     check_model_options(options, settings.engine, shown, why, model.rewritten.aliases)
     check_sample_options(options, model, shown)
     inputs, outputs = model_io(model.original)
@@ -191,7 +193,7 @@ def plan_model(options: argparse.Namespace, settings: Settings, model: OnnxModel
         check_tensor_names(settings.engine, inputs, outputs)
         hold_rewritten(model, settings.engine)
 
-    return plan_inputs(options, settings, inputs, outputs, model.rewritten.index_bounds, model_lines(model),
+    return plan_inputs(options, settings, inputs, outputs, model.rewritten.index_bounds, model_lines(model, own),
                        before_work, lambda: require_engine(model.rewritten.plugin), model=model)
 
 
@@ -212,9 +214,17 @@ def plan_loaded_engine(options: argparse.Namespace, settings: Settings) -> Model
             f"{shown_path(engine.description)} ({description.plugin} plugin); its tensors bound so:",
             *binding_lines(description)]
     return plan_inputs(options, settings, loaded.inputs, loaded.outputs, loaded.index_bounds, head,
-                       lambda shapes: check_profile(description, shapes, description_file),
+                       lambda shapes: check_engine_profile(description, shapes, description_file),
                        lambda: require_engine(None), loaded=loaded,
                        default_shapes={name: opt for name, (_, opt, _) in description.profile.items()})
+
+
+def check_engine_profile(description: Any, shapes: Mapping[str, tuple[int, ...]], source: str) -> None:
+    """onnx_path.check.check_profile, its advice naming the options that build an engine for other shapes."""
+    try:
+        check_profile(description, shapes, source)
+    except InputError as error:
+        raise InputError(f"{error} (--onnx ... --save_engine)") from None
 
 
 def plan_inputs(options: argparse.Namespace, settings: Settings, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
@@ -250,10 +260,13 @@ def plan_inputs(options: argparse.Namespace, settings: Settings, inputs: tuple[A
     if engine.onnx_inputs is not None:
         source = f"--onnx_inputs {shown_path(engine.onnx_inputs)}"
         json = engine.onnx_inputs.lower().endswith(".json")
-        feeds, *given = load_onnx_inputs(engine.onnx_inputs, inputs, ready=None if json else ready)
+        feeds, *given = load_onnx_inputs(engine.onnx_inputs, inputs, ready=None if json else ready, source=source)
         check_onnx_inputs(inputs, feeds, bounds, source)
         shapes = {name: tuple(array.shape) for name, array in feeds.items()}
-        check_later_runs(given, inputs, bounds, source, shapes, engine.steps)
+        if given and len(given) + 1 > runs:
+            raise InputError(f"{source} holds the inputs of {len(given) + 1} runs; " + (
+                f"--steps {runs} makes {runs}" if engine.steps else f"give --steps {len(given) + 1}"))
+        check_later_runs(given, inputs, bounds, source, shapes)
         if json:
             ready(shapes, len(given) + 1)
         if model is not None:
@@ -261,7 +274,7 @@ def plan_inputs(options: argparse.Namespace, settings: Settings, inputs: tuple[A
     else:
         given_by = "--onnx_shapes" if engine.onnx_shapes or not default_shapes else "the engine's profile"
         shapes, notes = input_shapes(inputs, engine.onnx_shapes or default_shapes, given_by)
-        check_made_inputs(inputs, shapes, bounds)
+        check_made_inputs(inputs, shapes, bounds, hint=GIVE_IT)
         ready(shapes)
         feeds = make_onnx_inputs(inputs, shapes, bounds, settings.seed)
     plan = ModelPlan(model, inputs, outputs, feeds, shapes, settings.seed, engine, tuple(given), loaded)

@@ -5,6 +5,11 @@ class InputError(ValueError):
     """A bad command-line value or input file: the CLI prints the message and exits with status 2."""
 
 
+class ModelError(InputError):
+    """An InputError about a model file that ONNX Runtime refuses (the model or its feeds): the message names the
+    file first ("PATH: ..."); the CLI prints the option that gave the file before it (exit status 2)."""
+
+
 class MissingDependencyError(RuntimeError):
     """A package or a GPU that this step needs is absent: the message says what to install or where to run."""
 

@@ -23,16 +23,18 @@ from common.text import shown_path
 from onnx_path.read import OnnxModel
 
 
-def model_lines(model: OnnxModel) -> list[str]:
+def model_lines(model: OnnxModel, own_inputs_from: str | None = None) -> list[str]:
     """What the model is and what the rewrite did (Rewritten.summary: each scatter, each output aliasing an
-    input)."""
+    input); `own_inputs_from` says where the inputs of the sample's network run as a model of one's own come
+    from."""
     network = model.network
     if network is None:
         what = "a model of your own (not the sample's network)"
     else:
         classes = f", C={network.num_classes}" if network.num_classes is not None else ""
         what = f"the sample's {network.kind} network ({network.precision}, F={network.num_features}{classes})"
-        what += f", run as a model of your own ({model.own_inputs})" if model.own_inputs else ""
+        what += ", run as a model of your own" if model.own_inputs else ""
+        what += f" ({own_inputs_from})" if model.own_inputs and own_inputs_from else ""
     lines = [f"ONNX model {model.path}: {what}, rewritten for the {model.rewritten.plugin} plugin:"]
     return lines + [f"  {line}" for line in model.rewritten.summary()]
 

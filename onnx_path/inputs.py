@@ -38,7 +38,7 @@ def describe(name: str, dtype: Any, shape: Iterable[Any]) -> str:
 
 
 def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | None,
-                 given_by: str = "--onnx_shapes") -> tuple[Shapes, list[str]]:
+                 given_by: str = "shape") -> tuple[Shapes, list[str]]:
     """Each input's shape: --onnx_shapes' where given, else the model's static dimensions with each dynamic one
     from a given input of the same dimension name, or DEFAULT_DYNAMIC_DIM. Returns the shapes and one note per
     dimension name ("N=16 (default)"). InputError for a name that is not an input, a rank or a static dimension
@@ -48,7 +48,7 @@ def input_shapes(specs: Iterable[Any], given: Mapping[str, tuple[int, ...]] | No
     names = [spec.name for spec in specs]
     unknown = [name for name in given if name not in names]
     if unknown:
-        raise InputError(f"--onnx_shapes {unknown[0]}: not an input of the model (its inputs: {', '.join(names)})")
+        raise InputError(f"{given_by} {unknown[0]}: not an input of the model (its inputs: {', '.join(names)})")
     sizes: dict[str, tuple[int, str]] = {}  # dimension name -> (size, the input that gave it)
     for spec in specs:
         if spec.name in given:
@@ -112,15 +112,16 @@ def index_rows(name: str, bound: Any, shapes: Mapping[str, tuple[int, ...]],
 
 
 def load_onnx_inputs(path: str, specs: Iterable[Any] | None = None,
-                     ready: Callable[[Shapes], None] | None = None) -> list[dict[str, np.ndarray]]:
+                     ready: Callable[[Shapes], None] | None = None,
+                     source: str | None = None) -> list[dict[str, np.ndarray]]:
     """The feed dicts of --onnx_inputs, one per run: an .npz's arrays by name (no pickled objects; one run), or
     the list polygraphy's JSON holds (`polygraphy run --save-inputs`; a .json file). With the model's input
     `specs`, an .npz's names, dtypes and shapes are checked from its headers (check_input_headers) before any
     array is decompressed, and then `ready(shapes)` is called (the caller's last checks before data is read).
-    InputError (one line)."""
+    InputError (one line) naming `source` (default: the inputs file and its path)."""
     from graph.files import npz_members, read_npz_member
 
-    source = f"--onnx_inputs {shown_path(path)}"
+    source = source or f"the inputs file {shown_path(path)}"
     if path.lower().endswith(".json"):
         return _polygraphy_inputs(path, source)
     members = npz_members(path, source)
@@ -224,14 +225,12 @@ def _check_index(name: str, index: np.ndarray, rows: int, what: str, source: str
         raise InputError(f"{source}: {name}{position} = {value} is outside [{low}, {rows}), {what}{wraps}")
 
 
-GIVE_IT = "give it in --onnx_inputs FILE.npz"
-
-
 def check_made_inputs(specs: Iterable[Any], shapes: Mapping[str, tuple[int, ...]], index_bounds: Mapping[str, Any],
-                      only: Iterable[str] | None = None, hint: str = GIVE_IT) -> None:
+                      only: Iterable[str] | None = None,
+                      hint: str = "give its values in an inputs file") -> None:
     """What make_onnx_inputs would refuse, decided from the specs and shapes alone before anything is drawn:
     InputError for an input of another kind than a float or a scatter's index (no value can be made up for it:
-    give it in --onnx_inputs), one larger than MAX_INPUT_ELEMENTS, or an index into zero rows."""
+    `hint` says where to give it), one larger than MAX_INPUT_ELEMENTS, or an index into zero rows."""
     wanted = None if only is None else set(only)
     for spec in specs:
         if wanted is not None and spec.name not in wanted:

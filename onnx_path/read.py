@@ -15,34 +15,35 @@ RUNTIME_PACKAGE = "onnxruntime"
 INSTALL_LINE = "pip install -r requirements-onnx.txt"
 
 
-def require_onnx_packages(with_runtime: bool) -> None:
+def require_onnx_packages(with_runtime: bool, needed_by: str | None = None) -> None:
     """MissingDependencyError (one line, exit 3) unless onnx and onnx-graphsurgeon (and, to run the model in
-    ONNX Runtime, onnxruntime) can be imported; checked before the model or the graph is read."""
+    ONNX Runtime, onnxruntime) can be imported; checked before the model or the graph is read. `needed_by` names
+    what needs them (default: reading, or reading and running, an ONNX model)."""
     import importlib.util
 
     wanted = ONNX_PACKAGES + ((RUNTIME_PACKAGE,) if with_runtime else ())
     absent = [name.replace("_", "-") for name in wanted if importlib.util.find_spec(name) is None]
     if absent:
-        needs = "--onnx needs" if not with_runtime else "--onnx with --validate or --dry-run needs"
-        raise MissingDependencyError(f"{', '.join(absent)} not installed; {needs} onnx, onnx-graphsurgeon"
+        needs = needed_by or ("reading and running an ONNX model" if with_runtime else "reading an ONNX model")
+        raise MissingDependencyError(f"{', '.join(absent)} not installed; {needs} needs onnx, onnx-graphsurgeon"
                                      + (" and onnxruntime" if with_runtime else "") + f": {INSTALL_LINE}")
 
 
 @dataclass(frozen=True)
 class OnnxModel:
     """The model as read (the original, for ONNX Runtime), its rewrite, and the sample network it is (None for
-    a model of the user's own). `own_inputs` names the option (--onnx_inputs, --onnx_shapes) that makes even the
-    sample's network run as a model of one's own, on those inputs instead of a graph."""
+    a model of the user's own). `own_inputs`: even the sample's network runs as a model of one's own, on inputs
+    of its own (given, or made from the seed for given shapes) instead of a graph."""
 
     path: str
     original: Any  # onnx.ModelProto
     rewritten: Any  # onnx_path.rewrite.Rewritten
     network: Any  # onnx_path.rewrite.SampleNetwork or None
-    own_inputs: str | None = None
+    own_inputs: bool = False
 
     @property
     def is_sample(self) -> bool:
-        return self.network is not None and self.own_inputs is None
+        return self.network is not None and not self.own_inputs
 
     @property
     def holds_plugin_nodes(self) -> bool:
@@ -71,7 +72,7 @@ class OnnxModel:
         return OnnxSource(self.rewritten.model.SerializeToString(), self.path, self.rewritten.plugin)
 
 
-def read_model(path: str, plugin: PluginKind, own_inputs: str | None = None) -> OnnxModel:
+def read_model(path: str, plugin: PluginKind, own_inputs: bool = False) -> OnnxModel:
     """The model at `path` loaded, its dimensions checked, rewritten for `plugin` (a model that holds plugin nodes
     already keeps theirs: Rewritten.plugin) and recognised as the sample's network or not; InputError naming the
     file and the problem (the node, for the rewrite). `own_inputs`: OnnxModel's."""

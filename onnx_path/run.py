@@ -1,6 +1,6 @@
 """Run: a read model on the CPU, each run(feeds) -> outputs by name: the ORIGINAL in ONNX Runtime (polygraphy's
 convention: what an engine is compared with) and the REWRITTEN one with the plugin nodes by their CPU reference
-(a dry run), in onnx_path.runtime's sessions, ONNX Runtime's refusals naming the --onnx file; the sample
+(a dry run), in onnx_path.runtime's sessions, ONNX Runtime's refusals naming the model's file; the sample
 network's output from such a run; outputs in the model's own dtypes. numpy (onnx and onnxruntime load inside the
 sessions)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from common.errors import InputError
+from common.errors import InputError, ModelError
 from common.text import shown_path
 from onnx_path.check import FLOAT16_LARGEST
 from onnx_path.read import OnnxModel
@@ -20,11 +20,12 @@ Run = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 @contextlib.contextmanager
 def naming_the_model(model: OnnxModel) -> Iterator[None]:
-    """An InputError of ONNX Runtime's (a model or feeds it refuses) with the --onnx file named first."""
+    """An InputError of ONNX Runtime's (a model or feeds it refuses) as a ModelError naming the model's file
+    first."""
     try:
         yield
     except InputError as error:
-        raise InputError(f"--onnx {shown_path(model.path)}: {error}") from None
+        raise ModelError(f"{shown_path(model.path)}: {error}") from None
 
 
 def original_run(model: OnnxModel, proto: Any = None) -> Run:
@@ -46,7 +47,7 @@ def rewritten_run(model: OnnxModel) -> Run:
 
 
 def _session_run(model: OnnxModel, session_type: Any, proto: Any) -> Run:
-    """run(feeds) of one `session_type` session of `proto`, ONNX Runtime's refusals naming the --onnx file."""
+    """run(feeds) of one `session_type` session of `proto`, ONNX Runtime's refusals naming the model's file."""
     with naming_the_model(model):
         session = session_type(proto)
 

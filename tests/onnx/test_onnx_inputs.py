@@ -58,14 +58,14 @@ def test_bad_onnx_shapes_are_one_line_naming_the_value(text, message):
 def test_dynamic_dimensions_come_from_the_given_shapes_by_name_else_the_default():
     shapes, notes = input_shapes(SPECS, {"src": (7, 2, 3)})
     assert shapes == {"X": (DEFAULT_DYNAMIC_DIM, 2, 3), "src": (7, 2, 3), "idx": (7,), "idx2": (DEFAULT_DYNAMIC_DIM,)}
-    assert notes == ["E=7 (--onnx_shapes src:7x2x3)", f"N={DEFAULT_DYNAMIC_DIM} (default)"]
+    assert notes == ["E=7 (shape src:7x2x3)", f"N={DEFAULT_DYNAMIC_DIM} (default)"]
 
 
 @pytest.mark.parametrize("given, message", [
-    ({"W": (3,)}, "--onnx_shapes W: not an input of the model (its inputs: X, src, idx, idx2)"),
-    ({"X": (4, 2)}, "--onnx_shapes X:4x2: rank 2, the model's input is X float32 [N, 2, 3]"),
-    ({"X": (4, 2, 5)}, "--onnx_shapes X:4x2x5: dimension 2 is 5, the model's input is X float32 [N, 2, 3]"),
-    ({"src": (7, 2, 3), "idx": (8,)}, "--onnx_shapes idx:8: dimension 0 (E) is 8, but --onnx_shapes src:7x2x3 "
+    ({"W": (3,)}, "shape W: not an input of the model (its inputs: X, src, idx, idx2)"),
+    ({"X": (4, 2)}, "shape X:4x2: rank 2, the model's input is X float32 [N, 2, 3]"),
+    ({"X": (4, 2, 5)}, "shape X:4x2x5: dimension 2 is 5, the model's input is X float32 [N, 2, 3]"),
+    ({"src": (7, 2, 3), "idx": (8,)}, "shape idx:8: dimension 0 (E) is 8, but shape src:7x2x3 "
                                       "makes E 7"),
 ])
 def test_shapes_that_do_not_fit_the_model_are_one_line(given, message):
@@ -114,7 +114,7 @@ def test_made_inputs_are_standard_normal_floats_and_indices_in_range_seeded_per_
 def test_an_input_that_is_neither_a_float_nor_an_index_cannot_be_made_up():
     specs = (*SPECS, TensorSpec("mask", np.dtype(np.bool_), ("E",)))
     shapes, _ = input_shapes(specs, None)
-    with pytest.raises(InputError, match=r"input mask bool \[E\]: no value can be made up .*--onnx_inputs FILE.npz"):
+    with pytest.raises(InputError, match=r"input mask bool \[E\]: no value can be made up .*give its values in an inputs file"):
         make_onnx_inputs(specs, shapes, BOUNDS, seed=0)
 
 
