@@ -20,7 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.arguments import ArgumentParser, dtype_names  # noqa: E402
 from benchmarks.bench_scatter_add import exp10, fmt, make_inputs, parse_sizes  # noqa: E402
-from benchmarks.gpu_timing import SLEEP_CYCLES, device_name, print_and_save, require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    SLEEP_CYCLES,
+    device_name,
+    driver_calls,
+    print_and_save,
+    require_torch_gpu,
+)
 
 DEFAULT_SIZES = "1e3:1e6:64,1e3:1e7:64,1e4:1e6:64,1e6:1e6:64,1e6:1e7:64"
 
@@ -49,8 +55,9 @@ def breakdown(num_nodes: int, num_edges: int, num_features: int, dtype_name: str
     stream = torch.cuda.current_stream().cuda_stream
     launch = PreparedScatterAdd(num_nodes=num_nodes, num_edges=num_edges, num_features=num_features, dtype=dtype_name,
                                 with_counts=True, workspace_size=size, algorithm=algorithm)
-    launch(state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), workspace.data_ptr(), stream)
-    calls = launch._calls
+    pointers = (state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), workspace.data_ptr(), stream)
+    launch(*pointers)  # loads the kernels
+    calls = driver_calls(launch, *pointers)
     times: list[list[float]] = [[] for _ in calls]
     for _ in range(runs + 2):
         events = [torch.cuda.Event(enable_timing=True) for _ in range(len(calls) + 1)]

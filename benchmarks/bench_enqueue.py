@@ -33,7 +33,12 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
-from benchmarks.gpu_timing import host_us_per_call_interleaved, print_and_save, require_torch_gpu  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    driver_calls,
+    host_us_per_call_interleaved,
+    print_and_save,
+    require_torch_gpu,
+)
 
 
 def plugin_rows(trt: Any, tensors: dict[str, Any], stream: int, *, graph_replay: bool = True
@@ -150,22 +155,21 @@ def host_trampoline_rows(trt: Any, tensors: dict[str, Any], stream: int, *, batc
 
 def launch_form_of(launch: Any, pointers: tuple[int, ...]) -> str:
     """The driver calls a prepared launch issues, e.g. "cuMemsetD32Async + cuLaunchKernel" (binds it to the pointers)."""
-    launch(*pointers)
-    return " + ".join(call.__name__ for call, _, _ in launch._calls)
+    return " + ".join(call.__name__ for call, _, _ in driver_calls(launch, *pointers))
 
 
-def kernel_launch_shape(launch: Any) -> tuple[Any, ...]:
-    """(function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch."""
+def kernel_launch_shape(launch: Any, pointers: tuple[int, ...]) -> tuple[Any, ...]:
+    """(function, grid x, grid y, block size, shared bytes, arguments) of the one kernel of a prepared launch
+    bound to `pointers` (state, src, index, counts, workspace, stream)."""
     from plugin.kernels.launch import MEMSET
 
-    (sequence,) = launch._sequences.values()
-    (operation,) = [operation for operation in sequence.operations if operation[0] != MEMSET]
-    _, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # _LaunchSequence's kernel shape
+    (operation,) = [operation for operation in launch.bind(*pointers) if operation[0] != MEMSET]
+    _, function, grid_x, grid_y, shared_bytes, arguments, _, block = operation  # PreparedScatterAdd.bind's kernel
     return function, grid_x, grid_y, block, shared_bytes, arguments
 
 
-def bare_launches(driver: Any, launch: Any) -> dict[str, Callable[[], Any]]:
-    """The kernel of a prepared launch (bound to its pointers, its arguments packed) launched straight through
+def bare_launches(driver: Any, launch: Any, pointers: tuple[int, ...]) -> dict[str, Callable[[], Any]]:
+    """The kernel of a prepared launch (bound to `pointers`, its arguments packed) launched straight through
     cuda.bindings' cuLaunchKernel and cuLaunchKernelEx with a CUlaunchConfig made once, and through ctypes."""
     from common.cuda_check import check
 
@@ -173,8 +177,8 @@ def bare_launches(driver: Any, launch: Any) -> dict[str, Callable[[], Any]]:
         check(function(*arguments), call=f"{function.__name__} (bare launch row)")  # once: a failing form is no row
         return lambda: (function(*arguments), keep)  # keep: the packed arguments stay alive with the row
 
-    stream = driver.CUstream(int(launch._pointers[-1]))
-    function, grid_x, grid_y, block, shared_bytes, packed = kernel_launch_shape(launch)
+    stream = driver.CUstream(int(pointers[-1]))
+    function, grid_x, grid_y, block, shared_bytes, packed = kernel_launch_shape(launch, pointers)
     shape = (function, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream)
     config = driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, grid_y, 1
@@ -308,7 +312,8 @@ def main() -> int:
     plan_with_counts = prepared[True](state.data_ptr(), src.data_ptr(), index.data_ptr(), counts.data_ptr(), 0, stream)
     from cuda.bindings import driver
 
-    calls.update(bare_launches(driver, prepared[False]))
+    calls.update(bare_launches(driver, prepared[False], (state.data_ptr(), src.data_ptr(), index.data_ptr(), 0, 0,
+                                                          stream)))
     calls["bare cuCtxGetId(NULL) (cuda.bindings: scatter_add_launch's context check)"] = lambda: driver.cuCtxGetId(None)
     counts_words = 2 * num_nodes
     calls["bare cuMemsetD32Async of the counts (cuda.bindings)"] = lambda: driver.cuMemsetD32Async(

@@ -196,6 +196,16 @@ def ours(state: Any, src: Any, index: Any, counts: Any, workspace: Any, *, algor
     return call
 
 
+def driver_calls(launch: Any, state: int, src: int, index: int, counts: int, workspace: int,
+                 stream: int) -> tuple[tuple[Any, tuple[Any, ...], str], ...]:
+    """The driver calls a PreparedScatterAdd issues for these pointers, in order, without issuing them: each
+    (cuda.bindings function, its arguments, what it does), bound through the launch's public bind()."""
+    from plugin.kernels.launch import bind_driver_calls
+
+    operations = launch.bind(state, src, index, counts, workspace, stream)
+    return bind_driver_calls(launch.backend.driver, list(operations), (state, src, index, counts, workspace, 0, stream))
+
+
 def print_and_save(text: str, out: Path | None, filename: str) -> None:
     """Prints a benchmark's table and, with --out, writes it to out/filename (the folder made if needed)."""
     print(text)
