@@ -134,7 +134,7 @@ def steps_report_lines(run: StepsRun, num_nodes: int, num_features: int, batch_e
 def plugin_alias_line(compute_counts: bool, plugin: PluginKind = PluginKind.PYTHON, loaded: bool = False) -> str:
     """The plugin's own I/O aliasing, for the plugin as this sample builds it (network.definition.scatter_add_plugin_for:
     counts in the classifier, compute_counts=0 in the state-update network; with PluginKind.AOT,
-    network.aot_layers.add_aot_scatter_add). A loaded engine holds whichever plugin it was built with."""
+    network.aot_layers.add_aot_scatter_add: plugin.scatter_add_op's chains). A loaded engine holds whichever plugin it was built with."""
     if loaded:
         return "Plugin: the scatter-add built into the engine file (--plugin only chooses for a new engine)"
     if plugin.aot:

@@ -1,20 +1,23 @@
-"""The AOT plugins' scatter-add (--plugin aot): the plugin pair of plugin/scatter_add_aot.py and the fill layers
-that give them their zeroed inputs (add_aot_scatter_add). TensorRT launches one kernel per AOT plugin and nothing
-before it, so what the atomics need already zeroed comes from layers here, as extra plugin inputs aliased to outputs:
+"""An in-place op's chain as network layers (--plugin aot): inplace/spec.py's InplaceOp built into a network.
 
-    counts [N, 1] int64 = 0          classifier only (the mean divides by them); O(N), like the counts themselves
-    keys [C] int32 = -1, values [C, F] float32 = 0, C = 2 E + 1     float16 only: the float32 accumulation
-                                                                    table; O(E F), so a --steps execution stays
-                                                                    independent of N
+    add_inplace_chain(trt, network, op, chain, tensors)   each Scratch of the chain as a fill layer (LINSPACE with
+                                                          start = its fill and delta 0), its shape the Scratch's
+                                                          Expr evaluated with shape layers (ShapeLayers), then one
+                                                          AOT plugin layer per Step (add_plugin(..., aot=True))
+    add_aot_scatter_add(...)                              --plugin aot: plugin/scatter_add_op.py's SCATTER_ADD
+                                                          (SCATTER_ADD_COUNTS in the classifier) on X, src, idx,
+                                                          the chain chosen from the dtype, F and the profile's E
 
-Each is a fill layer (LINSPACE with start = the value and delta = 0) whose shape is computed from X's and
-idx's shapes by shape layers, so one engine serves its whole optimization profile. A float16 state-update network
-of one feature whose profile allows at most 1024 edges (--max_edges) holds one plugin instead, scatter_add_block,
-which sums in one block's shared memory: no fills, one kernel (plugin.kernels.aot.aot_takes_one_block).
+TensorRT launches one kernel per AOT plugin and nothing before it, so what a chain needs already filled (the
+classifier's zeroed counts [N, 1], the float16 table's keys -1 and values 0) comes from fill layers here, as
+extra plugin inputs aliased to outputs. Their shapes are computed from the inputs' shapes by shape layers (a fixed
+dimension is a constant), so one engine serves its whole optimization profile; the same Expr becomes ONNX nodes in
+onnx_path/own_ops.py and TensorRT's symbolic sizes in inplace/aot.py. A chain without scratch adds no shape layers.
 The fill subgraph builds with TensorRT-RTX too (tests); the AOT plugins need TensorRT >= 10.16
 (INetworkDefinition.add_plugin(..., aot=True)).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +28,12 @@ from common.errors import EngineError
 if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes in as `trt` (maybe TensorRT-RTX)
     from tensorrt import INetworkDefinition, ITensor
 
+    from inplace.spec import BuildFacts, Chain, InplaceOp, Scratch
 
-KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu
-# plugin.kernels.aot.table_capacity: the float16 table has 2 E + 1 slots, computed from idx's shape here (shape
-# layers) and in onnx_path.rewrite (ONNX nodes; tests/onnx/test_onnx_rewrite.py checks their result)
+
+KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu (the ONNX rewrite's table plugins)
+# plugin.kernels.aot.table_capacity: the ONNX rewrite's float16 table has 2 E + 1 slots (onnx_path.nodes;
+# tests/onnx/test_onnx_rewrite.py checks their result)
 TABLE_SCALE, TABLE_OFFSET = 2, 1
 
 
@@ -69,7 +74,10 @@ class ShapeTensors:
     def filled(self, shape: "ITensor", rank: int, value: int | float, dtype: Any) -> "ITensor":
         """A tensor of `shape` (an int64 shape tensor of length `rank`) filled with `value` of numpy `dtype`
         (int32, int64 or float32), by a LINSPACE fill layer with start `value` and delta 0."""
+        dtype = np.dtype(dtype).type
         trt_types: dict[Any, Any] = {np.int32: self.trt.int32, np.int64: self.trt.int64, np.float32: self.trt.float32}
+        if dtype not in trt_types:
+            raise EngineError(f"a fill layer makes int32, int64 or float32 tensors, not {np.dtype(dtype).name}")
         fill = self.network.add_fill(self.trt.Dims([1] * rank), self.trt.FillOperation.LINSPACE, trt_types[dtype])
         fill.set_input(0, shape)
         fill.set_input(1, self.constant(np.array(value, dtype)))
@@ -77,65 +85,119 @@ class ShapeTensors:
         return fill.get_output(0)
 
 
-@dataclass(frozen=True)
-class AccumulationInputs:
-    """The zero/-1 tensors the AOT plugins alias: counts (or None), keys and values (or None for float32)."""
+class ShapeLayers:
+    """inplace.spec's Expr arithmetic as shape layers over int64 [1] tensors: the network's backend of the Expr an
+    op's scratch shapes are written in (onnx_path.own_ops.OnnxSizes is the ONNX one, SymbolicBackend the AOT
+    implementation's). Ints stay ints until a tensor meets them, so constant sizes give constant shapes."""
 
-    counts: "ITensor | None"
-    keys: "ITensor | None"
-    values: "ITensor | None"
+    def __init__(self, shapes: ShapeTensors) -> None:
+        self.shapes = shapes
+
+    def const(self, value: int) -> int:
+        return value
+
+    def _tensor(self, value: "ITensor | int") -> "ITensor":
+        return self.shapes.constant(np.array([value], np.int64)) if isinstance(value, int) else value
+
+    def _layer(self, name: str, a: Any, b: Any) -> "ITensor":
+        operation = getattr(self.shapes.trt.ElementWiseOperation, name)
+        return self.shapes.network.add_elementwise(self._tensor(a), self._tensor(b), operation).get_output(0)
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b if isinstance(a, int) and isinstance(b, int) else self._layer("SUM", a, b)
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return a * b if isinstance(a, int) and isinstance(b, int) else self._layer("PROD", a, b)
+
+    def floordiv(self, a: Any, b: Any) -> Any:
+        return a // b if isinstance(a, int) and isinstance(b, int) else self._layer("FLOOR_DIV", a, b)
+
+    def cdiv(self, a: Any, b: Any) -> Any:
+        if isinstance(a, int) and isinstance(b, int):
+            return -(-a // b)
+        return self._layer("FLOOR_DIV", self._layer("SUB", self._layer("SUM", a, b), 1), b)
+
+    def min(self, a: Any, b: Any) -> Any:
+        return min(a, b) if isinstance(a, int) and isinstance(b, int) else self._layer("MIN", a, b)
+
+    def max(self, a: Any, b: Any) -> Any:
+        return max(a, b) if isinstance(a, int) and isinstance(b, int) else self._layer("MAX", a, b)
 
 
-def add_accumulation_inputs(shapes: ShapeTensors, state: "ITensor", index: "ITensor", num_features: int, *,
-                            with_counts: bool, half: bool) -> AccumulationInputs:
-    """counts [N, 1] int64 zeros (with_counts); keys [2E+1] int32 -1 and values [2E+1, F] float32 zeros (half).
+class _Sizes(dict[str, Any]):
+    """Size name -> its int (a fixed dimension of the network) or an int64 [1] tensor (one shape layer per
+    tensor, sliced), made when an expression first reads it."""
 
-    The counts' shape comes from X (add_shape(X)), so in the classifier X has a second consumer, a shape layer
-    that reads X's dimensions, never its memory. N exists in no other tensor (src and idx carry E, W carries C
-    and F): the alternatives are an engine input carrying N, which every caller (trtexec, the C++ program)
-    would have to set, or zeroing inside the plugin, which TensorRT's one kernel per AOT plugin cannot do before
-    its atomics. Whether TensorRT copies X for a shape-only consumer (getAliasedInput: "TensorRT may insert
-    copies") has not been observed; the --steps network has no counts, and the table's size comes from idx."""
-    counts = keys = values = None
-    if with_counts:
-        counts = shapes.filled(shapes.shape(shapes.dim(state, 0), 1), 2, 0, np.int64)
-        counts.name = "aot_counts_zero"
-    if half:
-        capacity = shapes.affine(shapes.dim(index, 0), TABLE_SCALE, TABLE_OFFSET)
-        keys = shapes.filled(capacity, 1, KEYS_EMPTY, np.int32)
-        keys.name = "aot_table_keys_empty"
-        values = shapes.filled(shapes.shape(capacity, num_features), 2, 0.0, np.float32)
-        values.name = "aot_table_values_zero"
-    return AccumulationInputs(counts, keys, values)
+    def __init__(self, shapes: ShapeTensors, where: Mapping[str, tuple["ITensor", int]]) -> None:
+        super().__init__()
+        self.shapes, self.where = shapes, where
+        self.shape_of: dict[str, Any] = {}
+
+    def __missing__(self, name: str) -> Any:
+        tensor, axis = self.where[name]
+        if int(tensor.shape[axis]) >= 0:
+            self[name] = int(tensor.shape[axis])
+            return self[name]
+        if tensor.name not in self.shape_of:
+            self.shape_of[tensor.name] = self.shapes.network.add_shape(tensor).get_output(0)
+        trt = self.shapes.trt
+        self[name] = self.shapes.network.add_slice(self.shape_of[tensor.name], trt.Dims([axis]), trt.Dims([1]),
+                                                   trt.Dims([1])).get_output(0)
+        return self[name]
+
+
+def add_scratch(shapes: ShapeTensors, scratch: "Scratch", sizes: Mapping[str, Any]) -> "ITensor":
+    """One Scratch of a chain as a fill layer: its shape evaluated on `sizes` with shape layers (ShapeLayers)."""
+    backend = ShapeLayers(shapes)
+    parts = [dim.evaluate(sizes, backend) for dim in scratch.shape]
+    tensor = shapes.filled(shapes.shape(*parts), len(parts), scratch.fill, scratch.dtype)
+    tensor.name = f"{scratch.name}_fill"
+    return tensor
+
+
+def add_inplace_chain(trt: Any, network: "INetworkDefinition", op: "InplaceOp", chain: "Chain",
+                      tensors: Mapping[str, "ITensor"]) -> tuple[list["ITensor"], list[np.ndarray]]:
+    """Adds `chain` of `op` on `tensors` (op input name -> ITensor): each Scratch as a fill layer, then one AOT
+    plugin layer per Step (add_plugin(..., aot=True); inplace.aot registers the op's plugins first), the
+    tensors passed between them by name. Returns (the op's outputs in op.output_names() order, the constants'
+    arrays, which must stay alive until the engine is built). Needs TensorRT >= 10.16 with tensorrt.plugin."""
+    from inplace.aot import plugin_op, register_aot_op
+    from inplace.checks import plugin_id, plugin_name
+
+    register_aot_op(op)
+    shapes = ShapeTensors(trt, network)
+    sizes = _Sizes(shapes, {name: (tensors[tensor], axis) for name, (tensor, axis) in op.sizes.items()})
+    values: dict[str, "ITensor"] = dict(tensors)
+    for scratch in chain.scratch:
+        values[scratch.name] = add_scratch(shapes, scratch, sizes)
+    for step in chain.steps:
+        step_id = plugin_id(op, step)
+        layer = network.add_plugin(plugin_op(step_id)(*(values[name] for name in step.inputs)), aot=True)
+        if layer is None:
+            raise EngineError(f"TensorRT could not add the AOT plugin {step_id}")
+        layer.name = plugin_name(step)
+        values.update((name, layer.get_output(position)) for position, name in enumerate(step.outputs))
+    return [values[name] for name in op.output_names()], shapes.arrays
+
+
+def scatter_add_facts(trt: Any, state: "ITensor", num_features: int, max_edges: int | None) -> "BuildFacts":
+    """What a network knows when it builds the scatter-add: the dtypes, F (fixed) and the profile's max E."""
+    from inplace.spec import BuildFacts
+
+    dtype = "float16" if state.dtype == trt.float16 else "float32"
+    return BuildFacts({"state": dtype, "src": dtype, "index": "int64"}, constants={"F": num_features},
+                      maxima={} if max_edges is None else {"E": max_edges})
 
 
 def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor", src: "ITensor", index: "ITensor",
                         num_features: int, *, with_counts: bool, max_edges: int | None = None
                         ) -> tuple["ITensor", "ITensor | None", list[Any]]:
-    """Adds the AOT scatter-add on (X, src, idx); returns (aggregated [N, F] in X's memory, counts or None,
-    what must stay alive until the engine is built). float32: one plugin; float16: the table plugin, then
-    apply_table, or scatter_add_block alone where aot_takes_one_block(max_edges: the profile's bound on E)."""
-    from plugin import scatter_add_aot as aot
-    from plugin.kernels.aot import aot_takes_one_block
+    """Adds the AOT scatter-add on (X, src, idx): plugin.scatter_add_op's SCATTER_ADD (SCATTER_ADD_COUNTS with
+    counts), the chain it chooses for the network's dtype, F and the profile's bound on E (`max_edges`).
+    Returns (aggregated [N, F] in X's memory, counts or None, what must stay alive until the engine is built)."""
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
 
-    def add(plugin_id: str, *tensors: "ITensor") -> Any:
-        layer = network.add_plugin(aot.plugin_op(plugin_id)(*tensors), aot=True)
-        if layer is None:
-            raise EngineError(f"TensorRT could not add the AOT plugin {plugin_id}")
-        layer.name = plugin_id.replace("::", "_")
-        return layer
-
-    half = state.dtype == trt.float16
-    if aot_takes_one_block(half=half, with_counts=with_counts, num_features=num_features, max_edges=max_edges):
-        return add(aot.SCATTER_ADD_BLOCK, state, src, index).get_output(0), None, []  # no fills, no shape layers
-    shapes = ShapeTensors(trt, network)
-    extra = add_accumulation_inputs(shapes, state, index, num_features, with_counts=with_counts, half=half)
-    counts_tail = (extra.counts,) if extra.counts is not None else ()
-    if not half:
-        layer = add(aot.SCATTER_ADD_COUNTS if with_counts else aot.SCATTER_ADD, state, src, index, *counts_tail)
-        return layer.get_output(0), layer.get_output(1) if with_counts else None, shapes.arrays
-    assert extra.keys is not None and extra.values is not None
-    table = add(aot.SCATTER_TABLE_COUNTS if with_counts else aot.SCATTER_TABLE, src, index, extra.keys,
-                extra.values, *counts_tail)
-    apply = add(aot.APPLY_TABLE, state, table.get_output(0), table.get_output(1))
-    return apply.get_output(0), table.get_output(2) if with_counts else None, shapes.arrays
+    op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+    chain = op.chain_for(scatter_add_facts(trt, state, num_features, max_edges))
+    outputs, arrays = add_inplace_chain(trt, network, op, chain, {"state": state, "src": src, "index": index})
+    return outputs[0], outputs[1] if with_counts else None, arrays

@@ -20,8 +20,8 @@ With --steps the engine holds the state-update network instead: the same inputs 
 with compute_counts=0 (one output, aggregated: no counts, so no O(N) zeroing of counts per execution), and that
 output marked as the engine output "X_out", so the updated state outlives the execution (populate_state_network).
 
-With --plugin aot the scatter-add is the AOT plugin pair of plugin/scatter_add_aot.py and the fill layers they
-alias (network/aot_layers.py); the rest of each network is the same.
+With --plugin aot the scatter-add is plugin/scatter_add_op.py's chain of AOT plugins (SCATTER_ADD, with counts
+SCATTER_ADD_COUNTS) and the fill layers they alias (network/aot_layers.py); the rest of each network is the same.
 
 The network is strongly typed: every tensor's type follows from the inputs' types (float32 or float16 for
 X, src, W; int64 for idx), with one explicit Cast of the counts. N and E are dynamic (-1); F and C are fixed.
@@ -191,9 +191,9 @@ def populate_state_network(trt: Any, network: "INetworkDefinition", dtype: "Data
     reported by ICudaEngine.get_aliased_input_tensor("X_out"). The plugin is built with compute_counts=0, so
     aggregated is its only output and an execution costs in proportion to the batch, not to N (the field is
     serialized: a loaded engine keeps it). With PluginKind.AOT the AOT plugins without counts (float16: the table
-    is sized from E), so an execution is O(E*F) there too; `max_edges`, the profile's bound on E, may make the
-    float16 one a single kernel (add_aot_scatter_add). Needs the full TensorRT; keep the returned object alive
-    until the engine is built.
+    is sized from E), so an execution is O(E*F) there too; `max_edges`, the profile's bound on E, chooses the
+    chain (add_aot_scatter_add: a float16 state of one feature and at most 1024 edges takes one kernel). Needs
+    the full TensorRT; keep the returned object alive until the engine is built.
     """
     inputs = add_network_inputs(trt, network, dtype, num_features, None)
     aggregated, _, keep_alive = add_scatter_add(trt, network, inputs, STATE_UPDATE, plugin, max_edges)

@@ -230,7 +230,7 @@ def run_graph(
         aliased_inputs=outputs.aliased_inputs,
         state_changed_in_place=not np.array_equal(outputs.state_before, outputs.state_after),
         zero_update=update_is_zero(feeds[INPUT_SOURCE], feeds[INPUT_INDEX], num_nodes),
-        # the Python plugin and the float32 AOT plugin also output the counts; float16's apply_table has one output
+        # the Python plugin and the float32 AOT plugin also output the counts; float16's round_table has one output
         multi_output_plugin=load_engine is not None or not plugin.aot or precision == "fp32",
         benchmark=benchmark, engine_data=prepared.data,
     )

@@ -1,9 +1,10 @@
-"""The tensors the AOT plugins alias (network.aot_layers' fill layers), built with a real builder.
+"""An op's scratch tensors as network layers (network.aot_layers), built with a real builder, and the chain the
+--plugin aot network takes.
 
-On the `trt` fixture (TensorRT-RTX where the full TensorRT is missing): zeroed counts [N, 1] int64, keys
-[2E+1] int32 filled with -1 and values [2E+1, F] float32 zeros, shaped from X and idx by shape layers, mark as
-outputs with the right types and symbolic shapes and build an engine over a dynamic profile. The AOT plugins
-themselves need the full TensorRT (tests/network/test_e2e_aot.py).
+On the `trt` fixture (TensorRT-RTX where the full TensorRT is missing): the scratch of plugin/scatter_add_op.py's
+float16 table chain with counts (keys [K] int32 -1, values [C, F] float32 0, counts [N, 1] int64 0, shapes from
+the Expr through shape layers) marks as outputs with the right types and symbolic shapes and builds an engine
+over a dynamic profile. The AOT plugins themselves need the full TensorRT (tests/network/test_e2e_aot.py).
 """
 
 import pytest
@@ -13,40 +14,43 @@ pytestmark = pytest.mark.trt_standin
 NUM_FEATURES = 3
 
 
-def accumulation_network(trt, *, with_counts, half):
-    from network.aot_layers import ShapeTensors, add_accumulation_inputs
+def scratch_network(trt, chain, half):
+    from network.aot_layers import ShapeTensors, _Sizes, add_scratch
+    from plugin.scatter_add_op import SCATTER_ADD_COUNTS
 
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
     state = network.add_input("X", trt.float16 if half else trt.float32, trt.Dims([-1, NUM_FEATURES]))
     index = network.add_input("idx", trt.int64, trt.Dims([-1]))
     shapes = ShapeTensors(trt, network)
-    extra = add_accumulation_inputs(shapes, state, index, NUM_FEATURES, with_counts=with_counts, half=half)
-    return builder, network, extra, shapes
+    tensors = {"state": state, "index": index}
+    sizes = _Sizes(shapes, {name: (tensors[tensor], axis) for name, (tensor, axis) in SCATTER_ADD_COUNTS.sizes.items()
+                            if tensor in tensors})
+    made = {scratch.name: add_scratch(shapes, scratch, sizes) for scratch in chain.scratch}
+    return builder, network, made, shapes
 
 
-@pytest.mark.parametrize("with_counts,half", [(True, False), (False, True), (True, True)])
-def test_aot_accumulation_inputs_types_and_shapes(trt, with_counts, half):
-    _, _, extra, _ = accumulation_network(trt, with_counts=with_counts, half=half)
-    if with_counts:
-        assert extra.counts.dtype == trt.int64 and tuple(extra.counts.shape) == (-1, 1)
-    else:
-        assert extra.counts is None
-    if half:
-        assert extra.keys.dtype == trt.int32 and tuple(extra.keys.shape) == (-1,)
-        assert extra.values.dtype == trt.float32 and tuple(extra.values.shape) == (-1, NUM_FEATURES)
-    else:
-        assert extra.keys is None and extra.values is None
+def test_table_chain_scratch_types_and_shapes(trt):
+    from plugin.scatter_add_op import table_chain
+
+    _, _, made, _ = scratch_network(trt, table_chain(True), half=True)
+    assert made["keys"].dtype == trt.int32 and tuple(made["keys"].shape) == (-1,)
+    assert made["values"].dtype == trt.float32 and tuple(made["values"].shape) == (-1, NUM_FEATURES)
+    assert made["counts"].dtype == trt.int64 and tuple(made["counts"].shape) == (-1, 1)
 
 
-def test_aot_float32_without_counts_needs_no_extra_layers(trt):
-    _, network, extra, _ = accumulation_network(trt, with_counts=False, half=False)
-    assert network.num_layers == 0 and extra == type(extra)(None, None, None)
+def test_a_chain_without_scratch_adds_no_layers(trt):
+    from plugin.scatter_add_op import state_chain
+
+    _, network, made, _ = scratch_network(trt, state_chain(False), half=False)
+    assert network.num_layers == 0 and made == {}
 
 
-def test_aot_accumulation_inputs_build_over_a_dynamic_profile(trt):
-    builder, network, extra, shapes = accumulation_network(trt, with_counts=True, half=True)
-    for tensor in (extra.counts, extra.keys, extra.values):
+def test_table_chain_scratch_builds_over_a_dynamic_profile(trt):
+    from plugin.scatter_add_op import table_chain
+
+    builder, network, made, shapes = scratch_network(trt, table_chain(True), half=True)
+    for tensor in made.values():
         network.mark_output(tensor)
     fills = [network.get_layer(i) for i in range(network.num_layers)
              if network.get_layer(i).type == trt.LayerType.FILL]
@@ -60,13 +64,44 @@ def test_aot_accumulation_inputs_build_over_a_dynamic_profile(trt):
     assert shapes.arrays  # the constants' memory, kept until the build is done
 
 
-@pytest.mark.parametrize("with_counts,half", [(True, False), (False, True), (True, True), (False, False)])
-def test_x_feeds_only_one_shape_layer_and_only_where_the_counts_need_n(trt, with_counts, half):
+def test_x_feeds_at_most_one_shape_layer(trt):
     """The AOT plugin aliases X, and TensorRT may copy an aliased input it sees read elsewhere: the fills give X
-    at most one more consumer, a shape layer (dimensions only, never its memory), and only for the classifier's
-    counts, since N exists in no other tensor; the table's size comes from idx, so --steps engines add none."""
-    _, network, _, _ = accumulation_network(trt, with_counts=with_counts, half=half)
+    at most one more consumer, a shape layer (dimensions only, never its memory), however many sizes read N."""
+    from plugin.scatter_add_op import table_chain
+
+    _, network, _, _ = scratch_network(trt, table_chain(True), half=True)
     layers = [network.get_layer(i) for i in range(network.num_layers)]
     readers_of_x = [layer for layer in layers
                     if any(layer.get_input(j) is not None and layer.get_input(j).name == "X" for j in range(layer.num_inputs))]
-    assert [layer.type for layer in readers_of_x] == ([trt.LayerType.SHAPE] if with_counts else [])
+    assert [layer.type for layer in readers_of_x] == [trt.LayerType.SHAPE]
+
+
+def test_shape_layers_evaluate_an_expr_like_ints(trt):
+    """ShapeLayers and the int backend agree on constant sizes (no layer: ints stay ints)."""
+    from inplace.spec import cdiv, maximum, minimum, size
+    from network.aot_layers import ShapeLayers, ShapeTensors
+
+    network = trt.Builder(trt.Logger(trt.Logger.ERROR)).create_network(
+        1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    expression = maximum(minimum(size("N") * 4, size("E") + 3), cdiv(size("E"), 7)) // 2
+    sizes = {"N": 5, "E": 30}
+    assert expression.evaluate(sizes, ShapeLayers(ShapeTensors(trt, network))) == expression.evaluate(sizes)
+    assert network.num_layers == 0
+
+
+@pytest.mark.parametrize("half,counts,max_edges,steps", [
+    (False, False, None, ("add_rows",)),
+    (False, True, None, ("add_rows_counts",)),
+    (True, True, None, ("add_into_table_counts", "round_table")),
+    (True, False, None, ("add_into_table", "round_table")),
+])
+def test_the_network_chooses_the_ops_chain(trt, half, counts, max_edges, steps):
+    from network.aot_layers import scatter_add_facts
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+
+    network = trt.Builder(trt.Logger(trt.Logger.ERROR)).create_network(
+        1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    state = network.add_input("X", trt.float16 if half else trt.float32, trt.Dims([-1, NUM_FEATURES]))
+    op = SCATTER_ADD_COUNTS if counts else SCATTER_ADD
+    chain = op.chain_for(scatter_add_facts(trt, state, NUM_FEATURES, max_edges))
+    assert tuple(step.plugin.rpartition("::")[2] for step in chain.steps) == steps

@@ -61,7 +61,7 @@ def test_cli_aot_steps_validate_the_final_state(precision, cuda_graph):
 
 @pytest.mark.parametrize("cuda_graph", [False, True], ids=["execute", "cuda_graph"])
 def test_cli_aot_float16_steps_within_1024_edges_validate_the_final_state(cuda_graph):
-    # --max_edges 1024: the float16 state-update engine holds scatter_add_block alone (one block, no fills)
+    # --max_edges 1024: the float16 state-update engine holds add_block alone (one block, no fills)
     result = run(CLI, "--plugin", "aot", "--random_graph", "100000", "100000", "--steps", "6", "--batch_edges",
                  "1000", "--max_edges", "1024", "--precision", "fp16", "--validate", "--seed", "3",
                  *(["--cuda_graph"] if cuda_graph else []))
@@ -147,7 +147,7 @@ def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, preci
                 str(engine), "--seed", "1")
     assert built.returncode == 0, built.stdout + built.stderr
     # the network's choice, read back from the engine's layer names: one block only for float16 within 1024 edges
-    assert ("scatter_add_block" in engine_layers(engine)) == (precision == "fp16" and max_edges <= 1024)
+    assert ("add_block" in engine_layers(engine)) == (precision == "fp16" and max_edges <= 1024)
     empty = tmp_path / "empty"
     empty.mkdir()
     arguments = dict(engine=str(engine), precision=precision, nodes=50000, edges=edges, features=1, seed=2,
