@@ -89,19 +89,23 @@ def test_shape_layers_evaluate_an_expr_like_ints(trt):
     assert network.num_layers == 0
 
 
-@pytest.mark.parametrize("half,counts,max_edges,steps", [
-    (False, False, None, ("add_rows",)),
-    (False, True, None, ("add_rows_counts",)),
-    (True, True, None, ("add_into_table_counts", "round_table")),
-    (True, False, None, ("add_into_table", "round_table")),
+@pytest.mark.parametrize("half,counts,features,max_edges,steps", [
+    (False, False, NUM_FEATURES, None, ("add_rows",)),
+    (False, True, NUM_FEATURES, None, ("add_rows_counts",)),
+    (True, True, NUM_FEATURES, None, ("add_into_table_counts", "round_table")),
+    (True, False, NUM_FEATURES, None, ("add_into_table", "round_table")),
+    (True, False, 1, 1024, ("add_block",)),
+    (True, False, 1, 20000, ("add_into_slots", "round_slots")),
+    (True, False, 1, None, ("add_into_table", "round_table")),
 ])
-def test_the_network_chooses_the_ops_chain(trt, half, counts, max_edges, steps):
+def test_the_network_chooses_the_ops_chain(trt, half, counts, features, max_edges, steps):
+    """What --plugin aot puts in an engine (N is dynamic there, so never the pairs or the sorted chains)."""
     from network.aot_layers import scatter_add_facts
     from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
 
     network = trt.Builder(trt.Logger(trt.Logger.ERROR)).create_network(
         1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
-    state = network.add_input("X", trt.float16 if half else trt.float32, trt.Dims([-1, NUM_FEATURES]))
+    state = network.add_input("X", trt.float16 if half else trt.float32, trt.Dims([-1, features]))
     op = SCATTER_ADD_COUNTS if counts else SCATTER_ADD
-    chain = op.chain_for(scatter_add_facts(trt, state, NUM_FEATURES, max_edges))
+    chain = op.chain_for(scatter_add_facts(trt, state, features, max_edges))
     assert tuple(step.plugin.rpartition("::")[2] for step in chain.steps) == steps
