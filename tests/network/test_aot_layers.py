@@ -109,3 +109,58 @@ def test_the_network_chooses_the_ops_chain(trt, half, counts, features, max_edge
     op = SCATTER_ADD_COUNTS if counts else SCATTER_ADD
     chain = op.chain_for(scatter_add_facts(trt, state, features, max_edges))
     assert tuple(step.plugin.rpartition("::")[2] for step in chain.steps) == steps
+
+
+def recorded_aot_plugins(monkeypatch, *, half, num_features, max_edges, classifier=False):
+    """The AOT plugin ids populate_state_network (populate_network with `classifier`) adds, in order, on a
+    recording stand-in network (unittest.mock) with inplace.aot's registration and plugin calls stubbed: the real
+    plugins need TensorRT >= 10.16 (tests/network/test_e2e_aot.py builds them). Only which plugins and fills the
+    network composes is checked here, not TensorRT."""
+    from unittest import mock
+
+    import inplace.aot
+    from common.plugin_kind import PluginKind
+    from network.definition import populate_network, populate_state_network
+
+    monkeypatch.setattr(inplace.aot, "register_aot_op", lambda op: [])
+    monkeypatch.setattr(inplace.aot, "plugin_op", lambda plugin_id: lambda *tensors: plugin_id)
+    trt = mock.MagicMock()
+    trt.Dims = tuple
+    network = mock.MagicMock()
+    network.add_input.side_effect = lambda name, dtype, shape: mock.MagicMock(dtype=dtype, shape=shape)
+    added = []
+
+    def add_plugin(plugin_id, aot):
+        assert aot is True
+        added.append(plugin_id)
+        return mock.MagicMock()
+
+    network.add_plugin.side_effect = add_plugin
+    dtype = trt.float16 if half else trt.float32
+    if classifier:
+        populate_network(trt, network, dtype, num_features, 4, PluginKind.AOT)
+    else:
+        populate_state_network(trt, network, dtype, num_features, PluginKind.AOT, max_edges=max_edges)
+    return added, network.add_fill.call_count
+
+
+@pytest.mark.parametrize("half, num_features, max_edges, expected, fills", [
+    (True, 1, 1024, ["add_block"], 0),
+    (True, 1, 1, ["add_block"], 0),
+    (True, 1, 1025, ["add_into_slots", "round_slots"], 1),
+    (True, 1, 2**15 + 1, ["add_into_table", "round_table"], 2),
+    (True, 1, None, ["add_into_table", "round_table"], 2),
+    (True, 2, 100, ["add_into_table", "round_table"], 2),
+    (False, 1, 100, ["add_rows"], 0),
+])
+def test_aot_state_network_holds_the_chain_chosen_for_its_profile(monkeypatch, half, num_features, max_edges,
+                                                                    expected, fills):
+    added, filled = recorded_aot_plugins(monkeypatch, half=half, num_features=num_features, max_edges=max_edges)
+    assert added == [f"aliased_io::{name}" for name in expected] and filled == fills
+
+
+@pytest.mark.parametrize("half, expected, fills", [(False, ["add_rows_counts"], 1),
+                                                   (True, ["add_into_table_counts", "round_table"], 3)])
+def test_aot_classifier_holds_the_counts_chain(monkeypatch, half, expected, fills):
+    added, filled = recorded_aot_plugins(monkeypatch, half=half, num_features=3, max_edges=None, classifier=True)
+    assert added == [f"aliased_io::{name}" for name in expected] and filled == fills

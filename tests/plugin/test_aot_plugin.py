@@ -128,54 +128,6 @@ def test_aot_steps_of_a_profile_within_one_block_are_one_kernel_and_no_fills():
         aot_scatter_add_steps(half=True, with_counts=False, num_nodes=10, num_edges=101, num_features=1, max_edges=100)
 
 
-def recorded_aot_plugins(monkeypatch, *, half, num_features, max_edges):
-    """The AOT plugin ids populate_state_network adds, in order, on a recording stand-in network (unittest.mock)
-    with a stand-in plugin module: the real plugins need TensorRT >= 10.16 (tests/network/test_e2e_aot.py builds them).
-    Only which plugins the network composes is checked here, not TensorRT."""
-    import sys
-    import types
-    from unittest import mock
-
-    import plugin
-    from common.plugin_kind import PluginKind
-    from network.definition import populate_state_network
-
-    names = ("SCATTER_ADD", "SCATTER_ADD_COUNTS", "SCATTER_TABLE", "SCATTER_TABLE_COUNTS", "APPLY_TABLE",
-             "SCATTER_ADD_BLOCK")
-    stand_in = types.SimpleNamespace(**{name: f"aliased_io::{name.lower()}" for name in names},
-                                     plugin_op=lambda plugin_id: lambda *tensors: plugin_id)
-    monkeypatch.setitem(sys.modules, "plugin.scatter_add_aot", stand_in)
-    monkeypatch.setattr(plugin, "scatter_add_aot", stand_in, raising=False)
-    trt = mock.MagicMock()
-    trt.Dims = tuple
-    network = mock.MagicMock()
-    network.add_input.side_effect = lambda name, dtype, shape: mock.MagicMock(dtype=dtype, shape=shape)
-    added = []
-
-    def add_plugin(plugin_id, aot):
-        assert aot is True
-        added.append(plugin_id)
-        return mock.MagicMock()
-
-    network.add_plugin.side_effect = add_plugin
-    populate_state_network(trt, network, trt.float16 if half else trt.float32, num_features, PluginKind.AOT,
-                           max_edges=max_edges)
-    return added
-
-
-@pytest.mark.parametrize("half, num_features, max_edges, expected", [
-    (True, 1, BLOCK_MAX_EDGES, ["aliased_io::scatter_add_block"]),
-    (True, 1, 1, ["aliased_io::scatter_add_block"]),
-    (True, 1, BLOCK_MAX_EDGES + 1, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
-    (True, 1, None, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
-    (True, 2, 100, ["aliased_io::scatter_table", "aliased_io::apply_table"]),
-    (False, 1, 100, ["aliased_io::scatter_add"]),
-])
-def test_aot_state_network_holds_one_block_only_for_float16_rows_of_one_feature_within_its_edges(
-        monkeypatch, half, num_features, max_edges, expected):
-    assert recorded_aot_plugins(monkeypatch, half=half, num_features=num_features, max_edges=max_edges) == expected
-
-
 @pytest.mark.parametrize("max_edges", [1024, 1025])
 def test_aot_state_engine_is_populated_with_its_profiles_max_edges(monkeypatch, max_edges):
     """prepare_engine hands the profile's max E to the state-update network (where the one-block choice is made);
