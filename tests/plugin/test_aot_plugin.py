@@ -31,6 +31,7 @@ from plugin.kernels.aot import (
     compile_aot_ptx,
     table_capacity,
 )
+from tests.support.trt_plugin_internals import aot_plugin_instance, evaluated, qdp_registry, symbolic_builder
 
 SIZES = [  # (N, E, F)
     (1, 0, 1),
@@ -228,12 +229,8 @@ class SymbolicSizes:
 def symbolic(aot):
     """Sets tensorrt.plugin's expression builder to SymbolicSizes for one test, as TensorRT does during a build."""
     trt, trtp, _ = aot
-    symbolic_int = plugin_internals(trtp, "_tensor").SymIntExpr  # holds the builder of TensorRT's current call
-    builder = SymbolicSizes(trt)
-    previous = symbolic_int._exprBuilder
-    symbolic_int._exprBuilder = builder
-    yield builder
-    symbolic_int._exprBuilder = previous
+    with symbolic_builder(trtp, SymbolicSizes(trt)) as builder:
+        yield builder
 
 
 def tensor_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dtype):
@@ -249,28 +246,6 @@ def tensor_descs(aot, builder, kernel, num_nodes, num_edges, num_features, dtype
         shape = trtp.ShapeExprs.from_tuple(tuple(trtp.ShapeExpr(builder.expr(n)) for n in shapes[name]))
         descs[name] = trtp.from_shape_expr(shape, types[name])
     return descs
-
-
-def plugin_internals(trtp, name):
-    """A private module of tensorrt.plugin where its code lives (tensorrt_bindings.plugin in the wheels)."""
-    return importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "." + name)
-
-
-def qdp_registry():
-    """tensorrt.plugin's table of registered plugin definitions (register function, aot_impl, outputs)."""
-    return plugin_internals(importlib.import_module("tensorrt.plugin"), "_lib").QDP_REGISTRY
-
-
-def aot_plugin_instance(trtp, definition, name, namespace):
-    """TensorRT's own AOT plugin object (what the creator makes for add_plugin(..., aot=True)), no registry."""
-    instance = plugin_internals(trtp, "_plugin_class")._TemplateAOTPlugin(name, namespace, definition.num_outputs)
-    instance.init(definition.register_func, {}, definition.aot_impl_attr_names, definition.aot_impl_func,
-                  definition.autotune_attr_names, definition.autotune_func)
-    return instance
-
-
-def evaluated(expr):
-    return expr._expr.value
 
 
 VARIANTS = [  # (plugin id suffix, dtype name): both dtypes, with and without counts

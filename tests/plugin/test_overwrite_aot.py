@@ -14,12 +14,11 @@ from plugin.kernels.overwrite import OVERWRITE_KERNELS, OVERWRITE_SOURCE_PATH, c
 from tests.kernels.test_aot_kernel_signatures import KERNEL_SIGNATURE
 from tests.plugin.test_aot_plugin import (  # noqa: F401 (fixtures)
     aot,
-    aot_plugin_instance,
     assert_symbolic_launch,
     entry_params,
-    qdp_registry,
     symbolic,
 )
+from tests.support.trt_plugin_internals import aot_plugin_instance, qdp_registry
 
 SIZES = [(1, 0, 1), (5, 7, 3), (1000, 10**4, 64), (10**8, 10**6, 1), (2**31 - 1, 2**30 - 1, 4)]
 

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from tests.plugin_host.host import PluginHost, host_library_path
+from tests.support.trt_plugin_internals import qdp_registry, register_creator  # noqa: E402
 
 pytestmark = pytest.mark.trt_bindings
 
@@ -690,15 +691,13 @@ def register_aot_plugins(host, trt):
     if not host.aot:
         pytest.skip(f"the plugin host of TensorRT {trt.__version__} has no quickly deployable plugins (10.16+)")
     try:
-        trtp = importlib.import_module("tensorrt.plugin")
+        importlib.import_module("tensorrt.plugin")
     except ImportError:
         pytest.skip(f"this tensorrt ({trt.__version__}) has no tensorrt.plugin")
     module = importlib.import_module("plugin.scatter_add_aot")
-    lib = importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "._lib")
     for plugin_id in module.PLUGIN_KERNELS:
-        if plugin_id not in lib.QDP_CREATORS:
-            namespace, name = plugin_id.split("::")
-            lib._register_plugin_creator(name, namespace, {})  # what trtp.op.<namespace>.<name>(...) does first
+        namespace, name = plugin_id.split("::")
+        register_creator(name, namespace)  # what trtp.op.<namespace>.<name>(...) does first
     return module
 
 
@@ -819,9 +818,8 @@ def register_two_aliases_plugin(aot):
     plugin input can only be aliased to a single plugin output."; its aot_impl is never reached."""
     import tensorrt.plugin as trtp
 
-    lib = importlib.import_module(trtp.KernelLaunchParams.__module__.rsplit(".", 1)[0] + "._lib")
     namespace, name = TWO_ALIASES.split("::")
-    if TWO_ALIASES not in lib.QDP_REGISTRY:
+    if TWO_ALIASES not in qdp_registry():
         @trtp.register(TWO_ALIASES, lazy_register=True)
         def two_aliases_desc(state: trtp.TensorDesc, src: trtp.TensorDesc) -> tuple[trtp.TensorDesc, trtp.TensorDesc]:
             return state.aliased(), state.aliased()
@@ -831,8 +829,7 @@ def register_two_aliases_plugin(aot):
                             tactic: int) -> aot.AotResult:
             raise AssertionError("not reached: the host refuses the aliasing before getLaunchParams")
 
-    if TWO_ALIASES not in lib.QDP_CREATORS:
-        lib._register_plugin_creator(name, namespace, {})
+    register_creator(name, namespace)
     return name, namespace
 
 
