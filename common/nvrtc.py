@@ -101,3 +101,13 @@ def declare_ptx_isa(ptx: bytes, version: tuple[int, int]) -> bytes:
     if ptx_isa_version(ptx) <= version:
         return ptx
     return _VERSION_LINE.sub(f".version {version[0]}.{version[1]}".encode(), ptx, count=1)
+
+
+def compile_engine_ptx(source_path: Path, defines: tuple[str, ...] = (), *, arch: int = PTX_ARCH,
+                       isa: tuple[int, int] = PTX_ISA_VERSION, target: str = "") -> bytes:
+    """The PTX an AOT plugin hands TensorRT for the entry points of `source_path`: NVRTC for compute_<arch> with
+    `defines`, its `.version` declared `isa` (declare_ptx_isa), without nvrtcGetPTX's trailing NUL (as NVIDIA's
+    samples hand it over). NvrtcError carries the log on failure, naming the file and `target`."""
+    ptx, _ = nvrtc_compile(source_path, nvrtc_options(f"compute_{arch}", defines), ptx=True, target=target)
+    return declare_ptx_isa(ptx.rstrip(b"\0"), isa)
+

@@ -25,7 +25,6 @@ from typing import Any
 
 from inplace.checks import InplaceOpError
 
-PTX_ISA = (8, 0)  # what CudaSource declares (plugin.kernels.aot.PTX_ISA_VERSION: CUDA 12.0 drivers)
 TRITON_ARCH_VARIABLE = "ALIASED_IO_TRITON_ARCH"  # the architecture Triton compiles for (default 90: sm_90a)
 TRITON_PTX_VERSION = 80  # PTX ISA 8.0, the oldest that has sm_90a
 TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "int32": "i32", "int64": "i64"}
@@ -79,11 +78,9 @@ class CudaSource:
 
 @functools.cache
 def _cuda_ptx(path: Path, defines: tuple[str, ...]) -> bytes:
-    from common.nvrtc import PTX_ARCH, declare_ptx_isa
-    from common.nvrtc import nvrtc_compile, nvrtc_options
+    from common.nvrtc import compile_engine_ptx
 
-    ptx, _ = nvrtc_compile(path, nvrtc_options(f"compute_{PTX_ARCH}", defines), ptx=True)
-    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA)
+    return compile_engine_ptx(path, defines)
 
 
 def triton_arch() -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from common.cuda_check import check
-from common.nvrtc import PTX_ARCH, PTX_ISA_VERSION, declare_ptx_isa
+from common.nvrtc import PTX_ARCH
 
 AOT_SOURCE_PATH = Path(__file__).with_name("scatter_add_aot.cu")
 THREADS_PER_BLOCK = 256  # AOT_THREADS_PER_BLOCK in scatter_add_aot.cu
@@ -132,21 +132,13 @@ def check_aot_sizes(sizes: Mapping[str, int]) -> None:
         raise ValueError(f"num_features must be at least 1, got {sizes['num_features']}")
 
 
-def aot_compile_options() -> list[bytes]:
-    """NVRTC options: PTX for compute_<PTX_ARCH>, C++17, cuda_fp16.h's folder."""
-    from common.nvrtc import nvrtc_options
-
-    return nvrtc_options(f"compute_{PTX_ARCH}")
-
-
 @functools.cache
 def compile_aot_ptx() -> bytes:
-    """The PTX text of scatter_add_aot.cu (all six kernels; without nvrtcGetPTX's trailing NUL, as NVIDIA's
-    samples hand it over), compiled once with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
-    from common.nvrtc import nvrtc_compile
+    """The PTX text of scatter_add_aot.cu (all six kernels; common.nvrtc.compile_engine_ptx: compute_<PTX_ARCH>,
+    PTX ISA PTX_ISA_VERSION), compiled once with NVRTC (no GPU needed); NvrtcError carries the log on failure."""
+    from common.nvrtc import compile_engine_ptx
 
-    ptx, _ = nvrtc_compile(AOT_SOURCE_PATH, aot_compile_options(), ptx=True)
-    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
+    return compile_engine_ptx(AOT_SOURCE_PATH)
 
 
 FAMILY_PTX_ISA = {75: (8, 0), 90: (8, 1)}  # sm_90's vector float atomics need PTX ISA 8.1 (CUDA 12.1 drivers)
@@ -177,7 +169,7 @@ def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
     """The PTX of one AOT entry point of scatter_add.cu (the Python plugin's kernel family; SCATTER_AOT_ONLY: that
     entry point alone) for `dtype` ("float32" or "float16") and compute_<arch> (75 or 90), its ISA declared
     FAMILY_PTX_ISA[arch], without the trailing NUL. NvrtcError carries the log on failure."""
-    from common.nvrtc import nvrtc_compile, nvrtc_options
+    from common.nvrtc import compile_engine_ptx
     from plugin.kernels.compile import SOURCE_PATH
 
     if arch not in FAMILY_PTX_ISA or dtype not in ("float32", "float16"):
@@ -185,9 +177,8 @@ def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
                          f"compute_{arch}, {dtype}")
     defines = (f"-DSCATTER_HALF={int(dtype == 'float16')}", "-DSCATTER_GRID_SYNC=0", "-DSCATTER_AOT_ONLY=1",
                f"-DAOT_KERNEL_{kernel}=1")
-    ptx, _ = nvrtc_compile(SOURCE_PATH, nvrtc_options(f"compute_{arch}", defines), ptx=True,
-                           target=f" ({kernel}, compute_{arch}, {dtype})")
-    return declare_ptx_isa(ptx.rstrip(b"\0"), FAMILY_PTX_ISA[arch])
+    return compile_engine_ptx(SOURCE_PATH, defines, arch=arch, isa=FAMILY_PTX_ISA[arch],
+                              target=f" ({kernel}, compute_{arch}, {dtype})")
 
 
 def aot_argument_types(kernel: AotKernel) -> tuple[Any, ...]:

@@ -17,13 +17,11 @@ from typing import Any
 import numpy as np
 
 from common.cuda_check import check
-from common.nvrtc import PTX_ISA_VERSION, declare_ptx_isa
 from plugin.kernels.aot import (
     THREADS_PER_BLOCK,
     AotKernel,
     aot_arguments,
     aot_argument_types,
-    aot_compile_options,
     aot_launch_params,
     packed_aot_arguments,
 )
@@ -75,11 +73,10 @@ def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, i
 # --- compiling and loading ---------------------------------------------------------------------------------
 @functools.cache
 def compile_overwrite_ptx() -> bytes:
-    """The PTX text of overwrite.cu (compute_75, PTX ISA 8.0, no trailing NUL) that the AOT plugin embeds."""
-    from common.nvrtc import nvrtc_compile
+    """The PTX text of overwrite.cu that the AOT plugin embeds (common.nvrtc.compile_engine_ptx)."""
+    from common.nvrtc import compile_engine_ptx
 
-    ptx, _ = nvrtc_compile(OVERWRITE_SOURCE_PATH, aot_compile_options(), ptx=True)
-    return declare_ptx_isa(ptx.rstrip(b"\0"), PTX_ISA_VERSION)
+    return compile_engine_ptx(OVERWRITE_SOURCE_PATH)
 
 
 @functools.cache
