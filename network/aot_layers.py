@@ -50,18 +50,6 @@ class ShapeTensors:
         self.arrays.append(array)
         return self.network.add_constant(self.trt.Dims(array.shape), self.trt.Weights(array)).get_output(0)
 
-    def dim(self, tensor: "ITensor", axis: int) -> "ITensor":
-        """tensor.shape[axis] as an int64 [1] tensor."""
-        shape = self.network.add_shape(tensor).get_output(0)
-        return self.network.add_slice(shape, self.trt.Dims([axis]), self.trt.Dims([1]), self.trt.Dims([1])).get_output(0)
-
-    def affine(self, size: "ITensor", scale: int, offset: int) -> "ITensor":
-        """scale * size + offset for an int64 [1] size tensor."""
-        op = self.trt.ElementWiseOperation
-        scaled = self.network.add_elementwise(size, self.constant(np.array([scale], np.int64)), op.PROD)
-        return self.network.add_elementwise(scaled.get_output(0), self.constant(np.array([offset], np.int64)),
-                                            op.SUM).get_output(0)
-
     def shape(self, *sizes: "ITensor | int") -> "ITensor":
         """The int64 shape tensor [sizes...]; ints become constants."""
         parts = [self.constant(np.array([size], np.int64)) if isinstance(size, int) else size for size in sizes]
