@@ -7,15 +7,17 @@ For each cell of bench_scatter_add.py's table (both dtypes, with and without cou
 built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
 maximum), launched with inplace/launch.py exactly as TensorRT launches AOT plugins (the network's scratch fills
 as memsets, then each step's aot_* kernel with its launch expressions evaluated); beside it the Python plugin's
-plan (scatter_add_launch, its own memsets included) and torch (state.index_add_(0, index, src), plus
-torch.bincount(index, minlength=N) with counts). Then the per-step table of bench_aot.py's cells (F = 1, no counts,
-a new batch of B edges per step into N nodes) for the same three. Device time: CUDA events after warm-up, median
-of many runs (benchmarks/gpu_timing.py), fresh random inputs (standard normal values, uniform targets) rotating
-over several sets where they would stay in L2. Each AOT cell is checked once against float64 (torch) where
-E F <= 2^25. Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV
-(aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms). --tactics also times the AOT chain
-with each tactic of its scatter step forced (what TensorRT's autotuning compares when it builds; tactic 0 is the
-rule's choice) and prints that table (bench_aot_tactics.md).
+plan (scatter_add_launch, its own memsets included), torch (state.index_add_(0, index, src), plus
+torch.bincount(index, minlength=N) with counts) and TMA rows (benchmarks/tma_rows.py: each edge's row added into its
+node by the bulk-copy unit; sm_90+, rows of a multiple of 16 bytes, else "-"; + bincount with counts). Then the
+per-step table of bench_aot.py's cells (F = 1, no counts, a new batch of B edges per step into N nodes) for AOT,
+Python and torch. Device time: CUDA events after warm-up, median of many runs (benchmarks/gpu_timing.py), fresh random
+inputs (standard normal values, uniform targets) rotating over several sets where they would stay in L2. Each AOT and
+TMA rows cell is checked once against float64 (torch) where E F <= 2^25 (TMA rows within tma_rows.error_bound: it
+rounds every edge in float16). Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells'
+CSV (aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms; tma_ms blank where TMA rows
+does not apply). --tactics also times the AOT chain with each tactic of its scatter step forced (what TensorRT's
+autotuning compares when it builds; tactic 0 is the rule's choice) and prints that table (bench_aot_tactics.md).
 """
 
 import csv
@@ -33,7 +35,7 @@ STEP_NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 STEP_BATCHES = [10**4, 10**6]
 STEP_SETS = 8
 CHECK_MAX_VALUES = 2**25
-CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms", "torch_ms")
+CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms", "torch_ms", "tma_ms")
 
 
 def chain_name(chain: Any) -> str:
@@ -158,9 +160,35 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
             torch.bincount(index, minlength=num_nodes)
 
     row["torch_ms"] = time_gpu_ms(torch_call, sets=sets)
+    row["tma_ms"], row["tma_check"] = tma_cell(state, inputs, with_counts, sets)
     del state, inputs, counts
     torch.cuda.empty_cache()
     return row
+
+
+def tma_cell(state: Any, inputs: list[tuple[Any, Any]], with_counts: bool, sets: int) -> tuple[float | None, str]:
+    """(ms, check) of the TMA rows baseline (benchmarks/tma_rows.py) on this cell, + torch.bincount with counts,
+    as the torch column; (None, "") where it does not apply: a row not a multiple of 16 bytes, or below sm_90."""
+    import torch
+
+    from benchmarks import tma_rows
+
+    num_nodes, num_features = state.shape
+    dtype_name = "float32" if state.dtype == torch.float32 else "float16"
+    pointers = (state.data_ptr(), *(src.data_ptr() for src, _ in inputs))
+    if not tma_rows.applies(num_features, dtype_name, *pointers) or not tma_rows.supported():
+        return None, ""
+    src, index = inputs[0]
+    check = (tma_rows.check_tma_rows(state, src, index) if index.shape[0] * num_features <= CHECK_MAX_VALUES
+             else "")
+    kernel = tma_rows.TmaRows(state, inputs)
+
+    def call(i: int) -> None:
+        kernel(i)
+        if with_counts:
+            torch.bincount(inputs[i][1], minlength=num_nodes)
+
+    return time_gpu_ms(call, sets=sets), check
 
 
 def step_row(num_nodes: int, batch: int, dtype_name: str) -> dict:
@@ -193,14 +221,17 @@ def exp10(n: int) -> str:
 
 def cells_table(rows: list[dict], device: str) -> list[str]:
     lines = [f"{device}: the kernel table's cells, device ms (median); AOT = the family's AOT chain via "
-             "inplace/launch.py, Python = scatter_add_launch's plan, torch = index_add_ (+ bincount with counts)", "",
-             "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | AOT / Python | "
-             "AOT / torch | AOT check |", "|" + " --- |" * 13]
+             "inplace/launch.py, Python = scatter_add_launch's plan, torch = index_add_ (+ bincount with counts), "
+             "TMA rows = benchmarks/tma_rows.py, each edge's row added by cp.reduce.async.bulk (sm_90; rounds every "
+             "edge in float16: an anchor for speed; + bincount with counts; - where F * itemsize % 16 != 0)", "",
+             "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | TMA rows | AOT / Python | "
+             "AOT / torch | AOT check | TMA check |", "|" + " --- |" * 15]
     for r in rows:
+        tma = r.get("tma_ms")
         lines.append(f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | {'yes' if r['counts'] else 'no'} "
                      f"| {r['aot_plan']} | {r['aot_ms']:.4f} | {r['python_plan']} | {r['python_ms']:.4f} | "
-                     f"{r['torch_ms']:.4f} | {r['aot_ms'] / r['python_ms']:.2f} | {r['aot_ms'] / r['torch_ms']:.2f} | "
-                     f"{r['check']} |")
+                     f"{r['torch_ms']:.4f} | {'-' if tma is None else f'{tma:.4f}'} | {r['aot_ms'] / r['python_ms']:.2f} "
+                     f"| {r['aot_ms'] / r['torch_ms']:.2f} | {r['check']} | {r.get('tma_check') or '-'} |")
     within = sum(r["aot_ms"] <= 1.25 * r["python_ms"] for r in rows)
     below = sum(r["aot_ms"] <= r["torch_ms"] for r in rows)
     lines += ["", f"AOT within 1.25x of the Python plugin's plan: {within} of {len(rows)}; at or below torch: "
@@ -271,6 +302,7 @@ def main() -> int:
                     print(f"{dtype} {num_nodes}/{num_edges}/{num_features} counts={with_counts}: AOT "
                           f"{row['aot_ms']:.4f} ({row['aot_plan']}), Python {row['python_ms']:.4f} "
                           f"({row['python_plan']}), torch {row['torch_ms']:.4f}"
+                          + ("" if row["tma_ms"] is None else f", TMA rows {row['tma_ms']:.4f}")
                           + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"], 1)),
                           file=sys.stderr, flush=True)
         steps = []
@@ -291,7 +323,8 @@ def main() -> int:
             writer.writerow(CSV_COLUMNS)
             for r in rows:
                 writer.writerow([device, r["dtype"], r["N"], r["E"], r["F"], int(r["counts"]),
-                                 f"{r['aot_ms']:.5f}", f"{r['python_ms']:.5f}", f"{r['torch_ms']:.5f}"])
+                                 f"{r['aot_ms']:.5f}", f"{r['python_ms']:.5f}", f"{r['torch_ms']:.5f}",
+                                 "" if r.get("tma_ms") is None else f"{r['tma_ms']:.5f}"])
     return 0
 
 
