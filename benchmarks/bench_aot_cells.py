@@ -223,7 +223,7 @@ def cells_table(rows: list[dict], device: str) -> list[str]:
     lines = [f"{device}: the kernel table's cells, device ms (median); AOT = the family's AOT chain via "
              "inplace/launch.py, Python = scatter_add_launch's plan, torch = index_add_ (+ bincount with counts), "
              "TMA rows = benchmarks/tma_rows.py, each edge's row added by cp.reduce.async.bulk (sm_90; rounds every "
-             "edge in float16: an anchor for speed; + bincount with counts; - where F * itemsize % 16 != 0)", "",
+             "edge in float16: an anchor for speed; + bincount with counts; - where F * itemsize % 16 != 0 or below sm_90)", "",
              "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | TMA rows | AOT / Python | "
              "AOT / torch | AOT check | TMA check |", "|" + " --- |" * 15]
     for r in rows:
