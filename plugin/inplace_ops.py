@@ -11,9 +11,10 @@ facility's, so rewrite_calls leaves it to onnx_path/rewrite.py. Plain Python and
 TensorRT.
 """
 
+from inplace.checks import op_id
 from inplace.registry import register_chains
 from inplace.spec import InplaceOp
-from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+from plugin.scatter_add_op import NAMESPACE, SCATTER_ADD, SCATTER_ADD_COUNTS
 
 PROJECT_OPS: tuple[InplaceOp, ...] = (SCATTER_ADD, SCATTER_ADD_COUNTS)
 
@@ -24,6 +25,11 @@ for _op in PROJECT_OPS:
 def scatter_add_op(with_counts: bool) -> InplaceOp:
     """The op a scatter-add's AOT chain comes from: SCATTER_ADD_COUNTS where counts are wanted, else SCATTER_ADD."""
     return SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+
+
+def is_overwrite(op: InplaceOp) -> bool:
+    """Whether `op` writes rows rather than adding them (OVERWRITE_ROWS)."""
+    return op_id(op) == f"{NAMESPACE}::overwrite_rows_"
 
 
 def is_project_op(op: InplaceOp) -> bool:

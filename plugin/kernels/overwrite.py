@@ -1,8 +1,8 @@
 """Row overwrite in place (state[index[e]] = src[e]; where an index repeats, which edge wins is undefined):
 overwrite.cu's kernel, described, compiled and launched without TensorRT.
 
-One source serves both plugins. The AOT plugin (plugin/scatter_add_aot.py, aliased_io::overwrite_rows) hands
-TensorRT its PTX (compute_75, PTX ISA 8.0, as scatter_add_aot.cu's) and the launch of OVERWRITE_KERNELS. The
+One source serves both plugins. The AOT plugin (plugin/overwrite_op.py's OVERWRITE_ROWS, aliased_io::overwrite_rows)
+hands TensorRT its PTX (compute_75, PTX ISA 8.0) and the launch of OVERWRITE_KERNELS. The
 Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs PreparedOverwrite: one kernel
 launch per call. Every call is O(E F): nothing of size N, no workspace. docs/overwrite.md gives the design and
 its cost.
