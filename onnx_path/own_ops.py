@@ -9,7 +9,7 @@ by the export: inplace.torch_op) rewritten into what TensorRT builds, the chain 
                                           the step's plugin, domain and plugin_namespace op.namespace, aot=1), the
                                           tensors passed between them by name; the op's existing output tensors
                                           written by the last step that writes each
-    rewrite_calls(gs, graph, names) -> [CallRewrite]    every registered op's custom node in the graph replaced by
+    rewrite_calls(gs, graph, names, builder) -> [CallRewrite]    every registered op's custom node in the graph replaced by
                                           its chain (write_chain)
     call_aliases(graph, calls)            {graph output: graph input} for each mutated input that is a graph input
                                           and whose new value is a graph output (bind them at one address)
@@ -104,20 +104,19 @@ def _dtype_name(tensor: Any) -> str | None:
         return None
 
 
-def rewrite_calls(gs: Any, graph: Any, names: Any) -> list[CallRewrite]:
+def rewrite_calls(gs: Any, graph: Any, names: Any, builder: Any) -> list[CallRewrite]:
     """Replaces every registered op's custom node of `graph` (onnx-graphsurgeon) by its chain; `names` gives
-    unused tensor and node names (onnx_path.nodes.NameSource)."""
+    unused tensor and node names (onnx_path.nodes.NameSource), `builder` makes the node builder
+    (onnx_path.nodes.Builder: gs, names, base name)."""
     calls = []
     for node in list(graph.nodes):
         entry = find(node.domain or "", node.op)
         if entry is not None:
-            calls.append(_rewrite_call(gs, graph, names, node, entry.op))
+            calls.append(_rewrite_call(graph, builder(gs, names, node.name), node, entry.op))
     return calls
 
 
-def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> CallRewrite:
-    from onnx_path.nodes import Builder
-
+def _rewrite_call(graph: Any, build: Any, node: Any, op: InplaceOp) -> CallRewrite:
     label = f"node {node.name} ({op.namespace}::{op.name})"
     inputs = [tensor.name for tensor in op.inputs]
     outputs = op.output_names()
@@ -140,7 +139,6 @@ def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> 
     results = dict(zip(outputs, node.outputs))
     node.inputs.clear()
     node.outputs.clear()
-    build = Builder(gs, names, node.name)
     written = write_chain(build, op, values, results)
     graph.nodes.extend(build.nodes)
     return CallRewrite(node.name, f"{op.namespace}::{op.name}", written.plugin_nodes, written.scratch)

@@ -329,7 +329,7 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
     for state, _ in states:
         check_dtypes(state)
     names = NameSource(graph)
-    calls = tuple(rewrite_calls(gs, graph, names))
+    calls = tuple(rewrite_calls(gs, graph, names, Builder))
     results = [_replace(gs, graph, names, state, counts, kind, plugin)
                for (state, counts), kind in zip(states, kinds)]
     for node in found:  # a plugin node written by export/ops.py adds into its input 0 in place, as a rewrite does
