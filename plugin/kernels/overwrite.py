@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from common.cuda_check import check
+from common.nvrtc import PTX_ARCH
 from plugin.kernels.aot import (
+    FAMILY_PTX_ISA,
     THREADS_PER_BLOCK,
     AotKernel,
     aot_arguments,
@@ -72,11 +74,12 @@ def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, i
 
 # --- compiling and loading ---------------------------------------------------------------------------------
 @functools.cache
-def compile_overwrite_ptx() -> bytes:
-    """The PTX text of overwrite.cu that the AOT plugin embeds (common.nvrtc.compile_engine_ptx)."""
+def compile_overwrite_ptx(arch: int = PTX_ARCH) -> bytes:
+    """The PTX text of overwrite.cu that the AOT plugin embeds, for compute_<arch> (75 or 90, its ISA declared
+    plugin.kernels.aot FAMILY_PTX_ISA[arch]; common.nvrtc.compile_engine_ptx), compiled once per arch."""
     from common.nvrtc import compile_engine_ptx
 
-    return compile_engine_ptx(OVERWRITE_SOURCE_PATH)
+    return compile_engine_ptx(OVERWRITE_SOURCE_PATH, arch=arch, isa=FAMILY_PTX_ISA[arch], target=f" (compute_{arch})")
 
 
 @functools.cache
