@@ -11,12 +11,12 @@ facility's, so rewrite_calls leaves it to onnx_path/rewrite.py. Plain Python and
 TensorRT.
 """
 
-from inplace.checks import op_id
 from inplace.registry import register_chains
 from inplace.spec import InplaceOp
-from plugin.scatter_add_op import NAMESPACE, SCATTER_ADD, SCATTER_ADD_COUNTS
+from plugin.overwrite_op import OVERWRITE_ROWS
+from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
 
-PROJECT_OPS: tuple[InplaceOp, ...] = (SCATTER_ADD, SCATTER_ADD_COUNTS)
+PROJECT_OPS: tuple[InplaceOp, ...] = (SCATTER_ADD, SCATTER_ADD_COUNTS, OVERWRITE_ROWS)
 
 for _op in PROJECT_OPS:
     register_chains(_op, __name__)
@@ -29,7 +29,7 @@ def scatter_add_op(with_counts: bool) -> InplaceOp:
 
 def is_overwrite(op: InplaceOp) -> bool:
     """Whether `op` writes rows rather than adding them (OVERWRITE_ROWS)."""
-    return op_id(op) == f"{NAMESPACE}::overwrite_rows_"
+    return op is OVERWRITE_ROWS
 
 
 def is_project_op(op: InplaceOp) -> bool:
