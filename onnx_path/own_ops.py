@@ -154,6 +154,18 @@ def build_facts(op: InplaceOp, values: Mapping[str, Any]) -> BuildFacts:
     return BuildFacts(dtypes, constants)
 
 
+def _recorded_dim(dim: Any, values: Mapping[str, Any], op: InplaceOp) -> Any:
+    """What the model records of a scratch dimension: a constant, or a size read straight off an input's shape
+    (its symbolic name or number there); None for anything computed."""
+    if dim.op == "const":
+        return int(dim.value)
+    if dim.op == "size":
+        tensor, axis = op.sizes[dim.value]
+        shape = values[tensor].shape
+        return shape[axis] if shape is not None and len(shape) > axis else None
+    return None
+
+
 @dataclass(frozen=True)
 class WrittenChain:
     """The nodes write_chain added: the step nodes and the scratch fills' tensors, by name, in order."""
@@ -179,7 +191,7 @@ def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: M
         shape = build.concat(parts, f"{scratch.name}_shape") if parts else build.constant(
             np.zeros(0, np.int64), f"{scratch.name}_shape")
         filled = build.filled(shape, np.array([scratch.fill], np.dtype(scratch.dtype)), f"{scratch.name}_fill",
-                              [None] * len(scratch.shape))
+                              [_recorded_dim(dim, values, op) for dim in scratch.shape])
         values[scratch.name] = filled
         fills.append(filled.name)
     last = {name: position for position, step in enumerate(chain.steps) for name in step.outputs}
