@@ -25,11 +25,10 @@ KERNEL_NAMES = {"float32": "overwrite_rows_f32", "float16": "overwrite_rows_f16"
 class OverwritePtx:
     """overwrite.cu's PTX (both kernels) for the build's target: compute_90 where the engine is built on a Hopper
     or newer, else compute_75 (plugin.kernels.aot aot_target_arch, as the scatter-add's FamilyPtx), compiled by
-    NVRTC once per target (plugin.kernels.overwrite compile_overwrite_ptx)."""
+    NVRTC once per target (plugin.kernels.aot compile_overwrite_ptx)."""
 
     def ptx(self, kernel: str, dtypes: Mapping[str, str]) -> bytes:
-        from plugin.kernels.aot import aot_target_arch
-        from plugin.kernels.overwrite import compile_overwrite_ptx
+        from plugin.kernels.aot import aot_target_arch, compile_overwrite_ptx
 
         return compile_overwrite_ptx(aot_target_arch())
 

@@ -3,6 +3,7 @@
     compile_family_ptx(kernel, dtype, arch)   the PTX of one aot_* entry point of scatter_add.cu (the kernel family
                                               both plugins run; plugin/scatter_add_op.py's steps), for the build's
                                               target (aot_target_arch)
+    compile_overwrite_ptx(arch)               overwrite.cu's PTX (plugin/overwrite_op.py's step), the same way
     AotKernel, aot_launch_params, ...         a kernel launched as TensorRT launches an AOT plugin's, with
                                               (input pointers..., extra int32 arguments..., output pointers...):
                                               overwrite.cu's kernels (plugin/kernels/overwrite.py), for tests and
@@ -15,10 +16,12 @@ it, so that one engine loads on every GPU and driver TensorRT 10.16 and 11.x run
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from common.nvrtc import PTX_ARCH
 
+OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
 THREADS_PER_BLOCK = 256
 MAX_BLOCKS = 1 << 16  # the kernels loop over their elements, so a capped grid still covers any size
 
@@ -95,6 +98,15 @@ def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
                f"-DAOT_KERNEL_{kernel}=1")
     return compile_engine_ptx(SOURCE_PATH, defines, arch=arch, isa=FAMILY_PTX_ISA[arch],
                               target=f" ({kernel}, compute_{arch}, {dtype})")
+
+
+@functools.cache
+def compile_overwrite_ptx(arch: int = PTX_ARCH) -> bytes:
+    """The PTX text of overwrite.cu that the AOT plugin embeds, for compute_<arch> (75 or 90, its ISA declared
+    FAMILY_PTX_ISA[arch]; common.nvrtc.compile_engine_ptx), compiled once per arch."""
+    from common.nvrtc import compile_engine_ptx
+
+    return compile_engine_ptx(OVERWRITE_SOURCE_PATH, arch=arch, isa=FAMILY_PTX_ISA[arch], target=f" (compute_{arch})")
 
 
 def aot_argument_types(kernel: AotKernel) -> tuple[Any, ...]:

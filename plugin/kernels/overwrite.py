@@ -12,23 +12,21 @@ docs/overwrite.md gives the design and its cost.
 import functools
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from common.cuda_check import check
-from common.nvrtc import PTX_ARCH
-from plugin.kernels.aot import (
-    FAMILY_PTX_ISA,
+from plugin.kernels.aot import (  # the source and its AOT PTX live with the other AOT PTX (no import circle)
+    OVERWRITE_SOURCE_PATH,
     THREADS_PER_BLOCK,
     AotKernel,
     aot_arguments,
     aot_argument_types,
+    compile_overwrite_ptx,  # noqa: F401 (re-exported: the overwrite's callers read it here)
     packed_aot_arguments,
 )
 
-OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
 MAX_SIZE = 2**31 - 1  # the kernel takes int32 sizes
 SIZE_ARGS = ("num_nodes", "num_edges", "num_features")
 
@@ -86,15 +84,7 @@ def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, i
     return max(1, min(-(-sizes["num_edges"] * words // THREADS_PER_BLOCK), grid)), block, shared
 
 
-# --- compiling and loading ---------------------------------------------------------------------------------
-@functools.cache
-def compile_overwrite_ptx(arch: int = PTX_ARCH) -> bytes:
-    """The PTX text of overwrite.cu that the AOT plugin embeds, for compute_<arch> (75 or 90, its ISA declared
-    plugin.kernels.aot FAMILY_PTX_ISA[arch]; common.nvrtc.compile_engine_ptx), compiled once per arch."""
-    from common.nvrtc import compile_engine_ptx
-
-    return compile_engine_ptx(OVERWRITE_SOURCE_PATH, arch=arch, isa=FAMILY_PTX_ISA[arch], target=f" (compute_{arch})")
-
+# --- compiling and loading (the AOT plugin's PTX: plugin.kernels.aot compile_overwrite_ptx) ------------------
 
 @functools.cache
 def compile_overwrite_cubin(arch: int) -> bytes:

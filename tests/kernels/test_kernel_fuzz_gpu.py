@@ -465,12 +465,10 @@ def child_main(case: str, artifacts: Path) -> int:
         return (artifacts / f"family_{kernel}_{dtype}.ptx").read_bytes()
 
     aot.compile_family_ptx = family_ptx  # type: ignore[assignment]
-    from plugin.kernels import overwrite
-
     def overwrite_ptx(arch: int) -> bytes:
         return (artifacts / "overwrite.ptx").read_bytes()
 
-    overwrite.compile_overwrite_ptx = overwrite_ptx  # type: ignore[assignment]
+    aot.compile_overwrite_ptx = overwrite_ptx  # type: ignore[assignment]
     device = CudaDevice(artifacts)
     try:
         run_case(case, device, lambda line: print(line, flush=True))
@@ -626,8 +624,7 @@ def fuzz_runs(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("kernel_fuzz")
     for dtype in ("float32", "float16"):
         (folder / f"scatter_add_{dtype}.cubin").write_bytes(compile_scatter_add(arch, dtype))
-    from plugin.kernels.aot import aot_target_arch, compile_family_ptx
-    from plugin.kernels.overwrite import compile_overwrite_ptx
+    from plugin.kernels.aot import aot_target_arch, compile_family_ptx, compile_overwrite_ptx
 
     (folder / "overwrite.ptx").write_bytes(compile_overwrite_ptx(aot_target_arch()))
     for launch in {launch for launches in CASES.values() for launch in launches if isinstance(launch, FamilyLaunch)}:
