@@ -2,20 +2,18 @@
 
     python3 benchmarks/bench_aot.py [--out DIR] [--batches 10000 1000000] [--nodes 1000 ... 100000000]
 
-What an AOT --steps engine runs per execution, on the GPU: float32 one kernel (scatter_add_f32); float16 the
-two fills the network makes (keys -1, values 0, 2B+1 slots) and two kernels (scatter_table_f16,
-apply_table_f16). The PTX is the one the plugins put into an engine, loaded with cuModuleLoadData and launched
-with TensorRT's argument order and launch parameters, prepared once per batch's buffers as TensorRT prepares a
-plugin's launch (plugin.kernels.aot.PreparedAotLaunch: each step is the driver calls alone). F = 1, no counts
+What an AOT --steps engine runs per execution, on the GPU: the chain plugin/scatter_add_op.py's SCATTER_ADD
+chooses for a profile whose most edges are the batch's (float32 one kernel; float16 the network's scratch fills
+and the table's kernels, or at most 1024 edges one block), launched as TensorRT launches AOT plugins and
+prepared once per batch's buffers as TensorRT prepares a plugin's launch (bench_aot_cells.AotCell over
+inplace.launch.PreparedChain: each step is the driver calls alone). F = 1, no counts
 (the --steps network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating
 over 8 pre-generated ones: values standard normal, targets uniform) into the same state. Beside it, in the same
 run and on the same tensors: torch state.index_add_(0, index, src) and the Python plugin's kernel
 (scatter_add_launch, counts skipped, pointers and stream read once). Also each AOT step and each torch step
 captured once into a CUDA graph and replayed with one launch, as a captured engine runs (--cuda_graph,
 trtexec --useCudaGraph; torch.cuda.graph for torch): a graph's nodes start with less gap than separate
-launches, so the float16 AOT path's four operations cost less device time replayed. At float16 batches of at
-most BLOCK_MAX_EDGES (1024) edges also the AOT step of an engine whose profile allows no more (--max_edges):
-scatter_block_f16 alone, no fills. All methods run on one created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
+launches, so a chain of several operations costs less device time replayed. All methods run on one created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
 (benchmarks/gpu_timing.py); then the methods one step at a time, interleaved step by step
 (gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and between CUDA events
 recorded after a synchronisation (host launch latency + device time). Each table counts the cells at or below
@@ -42,34 +40,20 @@ NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 BATCHES_IN_ROTATION = 8
 
 
-def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> dict:
+def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     import torch
 
+    from benchmarks.bench_aot_cells import AotCell
     from plugin.cuda_graph import CapturedGraph
     from plugin.kernels import scatter_add_workspace_size
-    from plugin.kernels.aot import BLOCK_MAX_EDGES, PreparedAotLaunch, table_capacity
 
     dtype = getattr(torch, dtype_name)
-    half = dtype == torch.float16
     state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64))
                for _ in range(BATCHES_IN_ROTATION)]
-    capacity = table_capacity(batch)
-    keys = torch.empty(capacity, device="cuda", dtype=torch.int32)
-    values = torch.empty(capacity, 1, device="cuda", dtype=torch.float32)
-
-    aot_launches = []  # prepared once per batch's buffers, as TensorRT prepares a plugin's launch at build time
-    block_launches = []  # an engine whose profile allows at most BLOCK_MAX_EDGES edges: one block, no table
-    for src, index in batches:
-        pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        if half:
-            pointers.update(keys=keys.data_ptr(), values=values.data_ptr())
-        arguments = dict(half=half, pointers=pointers, num_nodes=num_nodes, num_edges=batch, num_features=1,
-                         stream=torch.cuda.current_stream().cuda_stream)
-        aot_launches.append(PreparedAotLaunch(functions, **arguments))
-        if half and batch <= BLOCK_MAX_EDGES:
-            block_launches.append(PreparedAotLaunch(functions, **arguments, max_edges=BLOCK_MAX_EDGES))
+    cell = AotCell(state, batches, False)  # prepared once per batch's buffers, as TensorRT prepares its launches
+    aot_launches = cell.launches
 
     def aot_step(i: int) -> None:
         aot_launches[i]()
@@ -79,7 +63,7 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     stream = torch.cuda.current_stream()
     aot_graphs: list[CapturedGraph] = []
     torch_graphs = []
-    row = dict(dtype=dtype_name, N=num_nodes, B=batch)
+    row = dict(dtype=dtype_name, N=num_nodes, B=batch, aot_plan=cell.describe())
     try:
         for launch in aot_launches:
             aot_graphs.append(CapturedGraph(stream.cuda_stream, launch))
@@ -95,8 +79,6 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
         steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
                  "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
                  "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
-        if block_launches:
-            steps["aot_block"] = lambda i: block_launches[i]()
         timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
         for name, step in steps.items():
             row[f"{name}_ms"] = time_gpu_ms(step, **timing)
@@ -105,14 +87,13 @@ def step_times(functions: dict, num_nodes: int, batch: int, dtype_name: str) -> 
     finally:
         for graph in aot_graphs:
             graph.close()
-    del state, batches, keys, values, workspace, python_plugin, steps, aot_launches, block_launches, aot_graphs
+    del state, batches, cell, workspace, python_plugin, steps, aot_launches, aot_graphs
     del torch_graphs
     torch.cuda.empty_cache()
     return row
 
 
-METHODS = (("aot", "AOT plugin"), ("aot_graph", "AOT plugin, captured"),
-           ("aot_block", "AOT plugin, one block (--max_edges <= 1024)"), ("torch", "torch index_add_"),
+METHODS = (("aot", "AOT plugin"), ("aot_graph", "AOT plugin, captured"), ("torch", "torch index_add_"),
            ("torch_graph", "torch index_add_, captured"), ("python_plugin", "Python plugin's kernel"))
 
 
@@ -130,7 +111,7 @@ def table(rows: list[dict], batches: list[int], nodes: list[int], suffix: str, s
             selected = [r for r in rows if r["dtype"] == dtype_name and r["B"] == batch]
             for key, label in METHODS:
                 if not selected or any(key + suffix not in r for r in selected):
-                    continue  # aot_block: float16 batches within its edges only
+                    continue
                 cells = " | ".join(f"{r[key + suffix] * scale:.1f}" for r in selected)
                 if key.startswith("torch"):
                     count = "–"
@@ -151,16 +132,13 @@ def main() -> int:
     require_torch_gpu("bench_aot.py")
     import torch
 
-    from plugin.kernels.aot import load_aot_functions
-
     torch.zeros(1, device="cuda")  # the primary context, shared with the driver API
-    _, functions = load_aot_functions()
     rows = []
     with torch.cuda.stream(torch.cuda.Stream()):  # every method on one created stream: captures need one
         for dtype_name in ("float32", "float16"):
             for batch in args.batches:
                 for num_nodes in args.nodes:
-                    row = step_times(functions, num_nodes, batch, dtype_name)
+                    row = step_times(num_nodes, batch, dtype_name)
                     rows.append(row)
                     print(f"{dtype_name} B={batch} N={num_nodes}: " + ", ".join(
                         f"{key} {row[key + '_ms'] * 1e3:.1f} us (one at a time {row[key + '_sync_us']:.1f})"

@@ -61,7 +61,7 @@ stage() {  # stage NAME COMMAND...: runs it and notes its seconds (printed toget
     stages+="run_gpu.sh: $name took $((SECONDS - began)) s"$'\n'
 }
 if want tests; then
-    gpu_tests="tests/kernels/test_kernels_gpu.py tests/kernels/test_small_updates_gpu.py tests/plugin/test_plugin_gpu.py tests/plugin/test_aot_plugin_gpu.py tests/network/test_cuda_graph_gpu.py tests/plugin/test_plugin_host_gpu.py tests/kernels/test_kernel_fuzz_gpu.py tests/kernels/test_overwrite_gpu.py tests/kernels/test_aot_family_gpu.py tests/inplace/test_own_op_gpu.py"
+    gpu_tests="tests/kernels/test_kernels_gpu.py tests/kernels/test_small_updates_gpu.py tests/plugin/test_plugin_gpu.py tests/kernels/test_overwrite_op_gpu.py tests/network/test_cuda_graph_gpu.py tests/plugin/test_plugin_host_gpu.py tests/kernels/test_kernel_fuzz_gpu.py tests/kernels/test_overwrite_gpu.py tests/kernels/test_aot_family_gpu.py tests/inplace/test_own_op_gpu.py"
     began=$SECONDS
     python3 -m pytest -m gpu $gpu_tests -q -p no:cacheprovider >"$out/gpu_tests.log" 2>&1
     tests=$?

@@ -20,7 +20,6 @@ from cli.onnx_shapes import parse_onnx_shapes
 from common.errors import InputError, OutputError
 from common.limits import (
     DEFAULT_DYNAMIC_DIM,
-    MAX_AOT_HALF_EDGES,
     MAX_BENCHMARK_ITERATIONS,
     MAX_INPUT_CHARS,
     MAX_PROFILE_SIZE,
@@ -476,14 +475,41 @@ def check_loaded_model_options(parsed: EngineOptions, options: argparse.Namespac
 
 
 def check_plugin_options(parsed: EngineOptions, plugin_given: bool, precision: str) -> None:
-    """--plugin applies to a new engine; --benchmark times the Python plugin's kernel; the AOT float16 table
-    (2 E + 1 slots) takes an int32 size. InputError naming the clash."""
+    """--plugin applies to a new engine; --benchmark times the Python plugin's kernel; --plugin aot's chains must
+    launch at the profile's maxima (check_aot_profile). InputError naming the clash."""
     if plugin_given and parsed.load_engine is not None:
         raise InputError(f"--plugin {parsed.plugin} chooses the scatter-add of a new engine; an engine from "
                          "--load_engine holds the plugin it was built with")
     if parsed.plugin.aot and parsed.benchmark is not None:
         raise InputError("--benchmark times the Python plugin's kernel beside the engine; for --plugin aot run "
                          "benchmarks/bench_aot.py")
-    if parsed.plugin.aot and precision == "fp16" and (parsed.max_edges or 0) > MAX_AOT_HALF_EDGES:
-        raise InputError(f"--max_edges {parsed.max_edges:,} is more than --plugin aot --precision fp16 takes "
-                         f"({MAX_AOT_HALF_EDGES:,}: its float32 table has 2 E + 1 slots, an int32 size)")
+    if parsed.plugin.aot and parsed.sets_profile:
+        check_aot_profile(precision, parsed.max_nodes, parsed.max_edges)
+
+
+AOT_PROFILE_FEATURES = 1  # F when the options are read (the graph's comes later): rows of one feature, the most chains
+
+
+def check_aot_profile(precision: str, max_nodes: int | None, max_edges: int | None,
+                      num_features: int = AOT_PROFILE_FEATURES) -> None:
+    """The chain each scatter-add op (plugin/scatter_add_op.py, with and without counts) chooses for this precision,
+    F and the profile's maxima, every step's launch evaluated there (inplace.launch.check_chain_launches): an extra
+    argument outside int32 is an InputError naming the option's size and the value. A maximum not given is taken
+    at MAX_PROFILE_SIZE (the graph's own is known later)."""
+    from inplace.launch import check_chain_launches
+    from inplace.spec import BuildFacts
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+
+    dtype = "float16" if precision == "fp16" else "float32"
+    dtypes = {"state": dtype, "src": dtype, "index": "int64"}
+    nodes = MAX_PROFILE_SIZE if max_nodes is None else max_nodes
+    edges = MAX_PROFILE_SIZE if max_edges is None else max_edges
+    facts = BuildFacts(dtypes, constants={"F": num_features}, maxima={"E": edges})
+    for op in (SCATTER_ADD, SCATTER_ADD_COUNTS):
+        try:
+            check_chain_launches(op.chain_for(facts), dtypes, {"N": nodes, "E": edges, "F": num_features})
+        except ValueError as error:
+            given = ", ".join(f"{option} {value:,}" for option, value in (("--max_nodes", max_nodes),
+                                                                          ("--max_edges", max_edges)) if value)
+            raise InputError(f"{given} is more than --plugin aot --precision {precision} takes: "
+                             f"{str(error).split(' for sizes ')[0]} at N = {nodes:,}, E = {edges:,}") from None

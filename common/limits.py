@@ -7,7 +7,6 @@ MAX_PROFILE_SIZE = 2**31 - 1  # largest --max_nodes / --max_edges: TensorRT dime
 MAX_STEPS = 1_000_000  # largest --steps
 MAX_BENCHMARK_ITERATIONS = 1_000_000  # largest --benchmark
 LARGE_FILE_BYTES = 64 << 20  # loading a file at least this large shows progress on stderr
-MAX_AOT_HALF_EDGES = (2**31 - 2) // 2  # largest E of --plugin aot --precision fp16: its table's 2 E + 1 slots are an int32
 MAX_RANDOM_EDGES = 100_000_000  # largest --random_graph EDGES and --steps K * --batch_edges B (1.6 GB of int64 ids)
 MAX_INPUT_CHARS = 32 * 2**20
 """Longest accepted --node_features / --edges string: 32 Mi characters, about two million edges written as

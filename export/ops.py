@@ -9,8 +9,9 @@ becomes TensorRT's (the plugin's output 0 is input 0's memory): the exported mod
 node, ScatterAddInPlace(X, src, idx) in domain aliased_io, written by the translation with no pattern matching.
 
 The op goes through the in-place facility (inplace/, docs/own_inplace_op.md) as a user's own op does: its
-description SCATTER_ADD, its torch op, functional form aliased_io::scatter_add (state, src, index) -> Tensor,
-Functionalize kernel (why: inplace/torch_op.py) and translation are inplace.torch_op's; only its node format
+description is plugin/scatter_add_op.py's SCATTER_ADD (whose chains --plugin aot builds); its torch op,
+functional form aliased_io::scatter_add (state, src, index) -> Tensor, Functionalize kernel (why:
+inplace/torch_op.py) and translation are inplace.torch_op's; only its node format
 (the Python plugin's ScatterAddInPlace with its attributes), its argument checks and their messages, and
 check_updates_exported's reader rule are its own. The exporter adds no output for the mutated input and inserts
 no copy: the model's outputs are what forward returns, so return the state (or something computed from it), or
@@ -24,13 +25,13 @@ import torch
 
 # The plugin node's format, the one the rewrite writes (numpy only: no onnx, no TensorRT).
 from inplace.entries import CustomNode, Registered
-from inplace.spec import InplaceOp, TensorInput
 from inplace.torch_op import define_torch_op, translation_table_of
 from onnx_path.nodes import PLUGIN_DOMAIN, PLUGIN_OP, plugin_attributes
 from onnx_path.patterns import SHAPE_ONLY_OPS
+from plugin.scatter_add_op import NAMESPACE as OP_NAMESPACE
+from plugin.scatter_add_op import SCATTER_ADD
 
-OP_NAMESPACE = "aliased_io"  # torch.ops.aliased_io.*
-OP_NAME = f"{OP_NAMESPACE}::scatter_add_"
+OP_NAME = f"{OP_NAMESPACE}::{SCATTER_ADD.name}"  # torch.ops.aliased_io.scatter_add_
 FEATURE_DTYPES = (torch.float32, torch.float16)
 
 
@@ -82,13 +83,6 @@ def _add_rows(state: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> No
     state.index_add_(0, index, src)
 
 
-SCATTER_ADD = InplaceOp(
-    namespace=OP_NAMESPACE, name="scatter_add_",
-    inputs=(TensorInput("state", ("float32", "float16"), 2), TensorInput("src", ("float32", "float16"), 2),
-            TensorInput("index", ("int64",), 1)),
-    mutates=("state",), sizes={"N": ("state", 0), "F": ("state", 1), "E": ("index", 0)},
-    chains=(),  # torch side only: --onnx turns its ScatterAddInPlace node into the plugins itself (onnx_path)
-)
 REGISTRATION = Registered(SCATTER_ADD, _add_rows, __name__,
                           CustomNode(PLUGIN_OP, plugin_attributes(compute_counts=False)),  # the Python plugin's node
                           functional="scatter_add", check=_check)

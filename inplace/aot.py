@@ -3,6 +3,7 @@ and one aot_impl per Step of every chain (and an autotune function where a Step 
 
     register_aot_op(op) -> plugin ids          checks the description (inplace.checks), then registers each
                                                "<op.namespace>::<plugin name>" once per process
+    require_aot_api() -> (trt, trtp)           --plugin aot's check: TensorRT >= 10.16 with tensorrt.plugin
 
 The register function declares, for each tensor a step writes, `input.aliased()` where it writes one of its inputs
 (TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the returned
@@ -19,7 +20,7 @@ from typing import Any
 
 from common.errors import MissingDependencyError
 from common.imports import import_tensorrt
-from common.versions import AOT_TENSORRT_FLOOR
+from common.versions import AOT_TENSORRT_FLOOR, check_aot_tensorrt_version
 from inplace.checks import check_op, op_id, plugin_name, step_kernels, step_size_sources
 from inplace.checks import plugin_id as step_plugin_id
 from inplace.ptx import check_entry_parameters
@@ -42,6 +43,20 @@ def import_plugin_api() -> tuple[Any, Any]:
         raise MissingDependencyError(f"an in-place op's AOT plugins need tensorrt.plugin.aot_impl (TensorRT >= "
                                      f"{AOT_TENSORRT_FLOOR}); this is TensorRT {getattr(trt, '__version__', '?')}")
     return trt, trtp
+
+
+def require_aot_api() -> tuple[Any, Any]:
+    """(tensorrt, tensorrt.plugin) for --plugin aot: MissingDependencyError (one line, exit 3) on a TensorRT older
+    than AOT_TENSORRT_FLOOR (common.versions.check_aot_tensorrt_version: a version, not hasattr(aot_impl), since
+    10.9-10.15 have one) or without tensorrt.plugin."""
+    trt = import_tensorrt()
+    check_aot_tensorrt_version(getattr(trt, "__version__", None))
+    try:
+        import tensorrt.plugin  # noqa: F401
+    except ImportError as error:
+        raise MissingDependencyError(f"--plugin aot needs tensorrt.plugin (TensorRT >= {AOT_TENSORRT_FLOOR}); this "
+                                     f"TensorRT {getattr(trt, '__version__', '?')} has none ({error})") from None
+    return import_plugin_api()
 
 
 class SymbolicBackend:

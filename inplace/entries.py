@@ -24,7 +24,8 @@ class CustomNode:
 class Registered:
     """A registered op: its eager implementation, the module that registers it, the custom node its export writes,
     its functional form's name and an op-specific call check (check(values, eager): one-line errors of its own,
-    `eager` False where the tensors are fake and hold no values)."""
+    `eager` False where the tensors are fake and hold no values). `chains_only`: registered for its chains alone
+    (inplace.registry.register_chains): its steps are found, its custom node is none of the facility's."""
 
     op: InplaceOp
     eager: Callable[..., Any] | None
@@ -32,6 +33,7 @@ class Registered:
     node: CustomNode
     functional: str
     check: Callable[[Mapping[str, Any], bool], None] | None = None
+    chains_only: bool = False
 
 
 OPS: dict[str, Registered] = {}

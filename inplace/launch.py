@@ -13,6 +13,7 @@ description gives the numbers an engine holding it would give, without TensorRT.
     PreparedKernel(function, grid, block, shared, values, types, stream)()   one launch, its driver call alone
     PreparedChain(op, chain, dtypes, pointers, sizes, stream)()              fills, then every step's launch
     scratch_bytes(chain, dtypes, sizes)             {scratch tensor: bytes} for the caller to allocate
+    check_chain_launches(chain, dtypes, sizes)      ValueError unless every step's kernel (every tactic) launches
 """
 
 import ctypes
@@ -142,6 +143,14 @@ def _elements(shape: Sequence[Any], sizes: Mapping[str, int]) -> int:
 def scratch_bytes(chain: Chain, sizes: Mapping[str, int]) -> dict[str, int]:
     """{scratch tensor: bytes} of a chain at these sizes (what the network's fill layers would make)."""
     return {scratch.name: _elements(scratch.shape, sizes) * ITEMSIZE[scratch.dtype] for scratch in chain.scratch}
+
+
+def check_chain_launches(chain: Chain, dtypes: Mapping[str, str], sizes: Mapping[str, int]) -> None:
+    """ValueError (evaluate_launch's one line: the kernel, the value, the sizes) unless TensorRT could launch every
+    step's kernel and every tactic of it at these sizes (a profile's maxima: an extra argument outside int32)."""
+    for step in chain.steps:
+        for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):
+            evaluate_launch(kernel, sizes, dtypes)
 
 
 def step_kernel(step: Step, dtypes: Mapping[str, str], tactic: int = 0) -> Kernel:

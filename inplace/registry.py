@@ -2,6 +2,9 @@
 
     register(op, eager=None) -> op     checks the description (one line per misuse); where torch is installed,
                                        defines torch.ops.<namespace>.<name> (inplace.torch_op) running `eager`
+    register_chains(op, module) -> op  an op whose chains alone are the facility's (the project's own, whose
+                                       node is a plugin's: plugin/inplace_ops.py): its steps are found, its
+                                       AOT plugins registered; `find` does not see it, so no rewrite expands it
     registered() / find(domain, op_type)         the ops, and the op whose ONNX custom node this is
     find_step(domain, op_type)         (op, chain, step) of an AOT plugin node the rewrite wrote
     import_model_ops(model)            imports the modules an exported model names (MODULES_KEY in its
@@ -49,6 +52,21 @@ def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str
     return op
 
 
+def register_chains(op: InplaceOp, module: str) -> InplaceOp:
+    """Registers `op` (checked) for its chains alone, under `module`: find_step, computed_here, node_outputs and
+    register_aot_plugins see its steps; `find` does not (no custom node of the facility's, no torch op). Registering
+    the same op again is a no-op."""
+    check_op(op)
+    key = op_id(op)
+    if key in OPS:
+        if OPS[key].op is op:
+            return op
+        raise InplaceOpError(f"{key}: registered already by {OPS[key].module}")
+    OPS[key] = Registered(op, None, module, CustomNode(op.name), f"{op.name.rstrip('_')}_functional",
+                          chains_only=True)
+    return op
+
+
 def register_aot_plugins() -> list[str]:
     """Registers every registered op's AOT plugins with tensorrt.plugin (inplace.aot.register_aot_op), as TensorRT's
     ONNX parser needs before it parses their nodes; returns the plugin ids."""
@@ -59,7 +77,7 @@ def register_aot_plugins() -> list[str]:
 
 def find(domain: str | None, op_type: str) -> Registered | None:
     """The op whose custom node (domain = namespace, op_type = its CustomNode's) this is."""
-    return next((entry for entry in OPS.values() if entry.op.namespace == (domain or "")
+    return next((entry for entry in OPS.values() if not entry.chains_only and entry.op.namespace == (domain or "")
                  and entry.node.op_type == op_type), None)
 
 

@@ -227,8 +227,9 @@ def translation(entry: Registered) -> Callable[..., Any]:
 
 
 def translation_table(ops: Iterable[InplaceOp] | None = None) -> dict[Any, Callable[..., Any]]:
-    """custom_translation_table entries of `ops` (default: every registered op)."""
-    return translation_table_of(registered() if ops is None else [entry_of(op) for op in ops])
+    """custom_translation_table entries of `ops` (default: every registered op with a torch op)."""
+    return translation_table_of([entry for entry in registered() if not entry.chains_only] if ops is None
+                                else [entry_of(op) for op in ops])
 
 
 def translation_table_of(entries: Iterable[Registered]) -> dict[Any, Callable[..., Any]]:

@@ -31,12 +31,6 @@ if TYPE_CHECKING:  # the types from tensorrt-stubs; at run time the module comes
     from inplace.spec import BuildFacts, Chain, InplaceOp, Scratch
 
 
-KEYS_EMPTY = -1  # EMPTY_KEY in scatter_add_aot.cu (the ONNX rewrite's table plugins)
-# plugin.kernels.aot.table_capacity: the ONNX rewrite's float16 table has 2 E + 1 slots (onnx_path.nodes;
-# tests/onnx/test_onnx_rewrite.py checks their result)
-TABLE_SCALE, TABLE_OFFSET = 2, 1
-
-
 @dataclass
 class ShapeTensors:
     """Builds small int64 shape tensors from the network's inputs; keeps the constants' arrays alive (TensorRT

@@ -198,7 +198,9 @@ def require_engine_dependencies(plugin: PluginKind = PluginKind.PYTHON, onnx: bo
         raise MissingDependencyError(f"this tensorrt ({trt.__version__}) has no OnnxParser (libnvonnxparser), which "
                                      f"--onnx needs: pip install 'tensorrt>={TENSORRT_FLOOR}'")
     if plugin.aot:
-        import_module("plugin.scatter_add_aot")  # MissingDependencyError before TensorRT 10.16
+        from inplace.aot import require_aot_api
+
+        require_aot_api()  # MissingDependencyError before TensorRT 10.16 or without tensorrt.plugin
     check_polygraphy_version(getattr(import_module("polygraphy"), "__version__", None))
     require_cuda_device(getattr(trt, "__version__", None))
     return trt

@@ -24,13 +24,15 @@ class OnnxSource:
 
 def register_plugin_creators(plugin: PluginKind) -> None:
     """Registers the creator(s) TensorRT's ONNX parser looks the plugin nodes up by: for the AOT plugins
-    tensorrt.plugin's, which importing plugin.scatter_add_aot registers; else ScatterAddPluginCreator."""
+    tensorrt.plugin's, the steps of every registered op's chains (the project's, plugin/inplace_ops.py, and
+    one's own; inplace.registry.register_aot_plugins); else ScatterAddPluginCreator."""
     if plugin.aot:
+        from inplace.aot import require_aot_api
         from inplace.registry import register_aot_plugins
-        from plugin.scatter_add_aot import require_aot_creators
+        from plugin.inplace_ops import PROJECT_OPS  # noqa: F401 (importing it registers the project's ops)
 
-        require_aot_creators()
-        register_aot_plugins()  # the AOT plugins of in-place ops of one's own (inplace.registry)
+        require_aot_api()  # MissingDependencyError before TensorRT 10.16 or without tensorrt.plugin
+        register_aot_plugins()
     else:
         from plugin.scatter_add_plugin import register_scatter_add_creator
 

@@ -10,13 +10,15 @@ The Python plugin (plugin/scatter_add_plugin.py), one node:
     aggregated is input 0's memory: row src[e] is added into state[idx[e]] in place.
     overwrite 1 (INT; 0 or absent: add) writes the rows instead, state[idx[e]] = src[e] (where an index repeats,
     one of its edges wins, which one undefined); it has one output, so compute_counts 0.
-The AOT plugins (plugin/scatter_add_aot.py, ids "aliased_io::<op>"), in domain "aliased_io" with
-plugin_namespace "aliased_io", plugin_version "1" and aot 1; their zero-filled inputs (counts0, keys0,
-values0) are ConstantOfShape nodes the rewrite adds:
-    float32:  scatter_add(state, src, idx) -> state'          scatter_add_counts(state, src, idx, counts0) -> (state', counts)
-    float16:  scatter_table[_counts](src, idx, keys0, values0[, counts0]) -> (keys, values[, counts])
-              apply_table(state, keys, values) -> state'
-    overwrite (either dtype): overwrite_rows(state, src, idx) -> state'
+The AOT plugins: the chains of the project's in-place ops (plugin/inplace_ops.py: plugin/scatter_add_op.py's
+SCATTER_ADD and SCATTER_ADD_COUNTS, plugin/overwrite_op.py's OVERWRITE_ROWS), written as a user's own op's are
+(onnx_path/own_ops.write_chain): the scratch tensors a chain needs filled as ConstantOfShape nodes, then one
+node per step, op_type the step's plugin name (plugin id "aliased_io::<name>"), in domain "aliased_io" with
+plugin_namespace "aliased_io", plugin_version "1" and aot 1, its inputs and outputs the step's in order (an
+output named like an input is that input's memory). The chain is the op's choice for the dtypes and the
+constant sizes the model records, e.g. float32: add_rows(state, src, index) -> state; float16 with rows of
+several features: add_into_table(state, src, index, keys, values) -> (keys, values), then
+round_table(state, index, keys, values) -> state; an overwrite: overwrite_rows(state, src, index) -> state.
 
 TensorRT's parser finds a creator by op_type, plugin_version and plugin_namespace (10.4 to 10.9); from 10.10 it
 also tries the node's domain when plugin_namespace finds none. docs/onnx.md says why the domain is declared.
@@ -29,7 +31,10 @@ import numpy as np
 
 from common.errors import InputError
 from common.plugin_kind import PluginKind
-from network.aot_layers import KEYS_EMPTY, TABLE_OFFSET, TABLE_SCALE
+from inplace.registry import find_step
+from inplace.spec import Chain, InplaceOp, Step
+from onnx_path.own_ops import step_attributes, write_chain
+from plugin.inplace_ops import scatter_add_op as project_scatter_add
 from plugin.rules import (COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE, PLUGIN_NAME,
                           PLUGIN_NAMESPACE, PLUGIN_VERSION)
 
@@ -39,30 +44,11 @@ PLUGIN_OP = PLUGIN_NAME  # the Python plugin's node: op_type, plugin_version, pl
 VERSION_ATTRIBUTE = "plugin_version"
 NAMESPACE_ATTRIBUTE = "plugin_namespace"
 COUNTS_ATTRIBUTE = COMPUTE_COUNTS_FIELD  # INT: the parser makes it the creator's one INT32 field
-# The AOT plugins: op_type is the id's name part; the namespace goes in the domain and in plugin_namespace.
-AOT_NAMESPACE = PLUGIN_DOMAIN
-AOT_SCATTER_ADD = "scatter_add"
-AOT_SCATTER_ADD_COUNTS = "scatter_add_counts"
-AOT_SCATTER_TABLE = "scatter_table"
-AOT_SCATTER_TABLE_COUNTS = "scatter_table_counts"
-AOT_APPLY_TABLE = "apply_table"
-AOT_OVERWRITE_ROWS = "overwrite_rows"
-AOT_PLUGIN_VERSION = "1"
-AOT_ATTRIBUTE = "aot"  # 1: TensorRT uses the AOT implementation (10.9+)
-AOT_OPS = (AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS, AOT_APPLY_TABLE,
-           AOT_OVERWRITE_ROWS)
 OVERWRITE_ATTRIBUTE = "overwrite"  # INT 1: the Python plugin writes rows (plugin.rules OVERWRITE_FIELD)
-PLUGIN_OPS = (PLUGIN_OP, *AOT_OPS)
 # What TensorRT's parser takes for an attribute a node leaves out (compute_counts: the creator's default).
 PARSER_DEFAULTS: dict[str, Any] = {VERSION_ATTRIBUTE: "1", NAMESPACE_ATTRIBUTE: "", COUNTS_ATTRIBUTE: int(DEFAULT_COMPUTE_COUNTS),
                                    OVERWRITE_ATTRIBUTE: 0}
-# Inputs and outputs of each plugin node, and which output is which input's memory (output -> input).
-NODE_ARITY = {PLUGIN_OP: (3, (1, 2)), AOT_SCATTER_ADD: (3, (1,)), AOT_SCATTER_ADD_COUNTS: (4, (2,)),
-              AOT_SCATTER_TABLE: (4, (2,)), AOT_SCATTER_TABLE_COUNTS: (5, (3,)), AOT_APPLY_TABLE: (3, (1,)),
-              AOT_OVERWRITE_ROWS: (3, (1,))}
-NODE_ALIASES = {PLUGIN_OP: {0: 0}, AOT_SCATTER_ADD: {0: 0}, AOT_SCATTER_ADD_COUNTS: {0: 0, 1: 3},
-                AOT_SCATTER_TABLE: {0: 2, 1: 3}, AOT_SCATTER_TABLE_COUNTS: {0: 2, 1: 3, 2: 4},
-                AOT_APPLY_TABLE: {0: 0}, AOT_OVERWRITE_ROWS: {0: 0}}
+PYTHON_ARITY = (3, (1, 2))  # the Python plugin node's inputs and outputs (output 0 is input 0's memory)
 
 
 def plugin_attributes(compute_counts: bool, overwrite: bool = False) -> dict[str, Any]:
@@ -79,13 +65,26 @@ def is_overwrite_node(node: Any) -> bool:
                                              for attribute in node.attribute)
 
 
-def aot_attributes() -> dict[str, Any]:
-    return {NAMESPACE_ATTRIBUTE: AOT_NAMESPACE, VERSION_ATTRIBUTE: AOT_PLUGIN_VERSION, AOT_ATTRIBUTE: 1}
+def step_of(domain: str | None, op_type: str) -> tuple[InplaceOp, Chain, Step] | None:
+    """(op, chain, step) of an AOT step node in the plugins' domain (a step of a project op's chain)."""
+    return find_step(domain, op_type) if domain == PLUGIN_DOMAIN else None
 
 
 def is_plugin_node(domain: str, op_type: str) -> bool:
-    """A node of the plugins' domain naming one of their ops (what run_rewritten computes on the CPU)."""
-    return domain == PLUGIN_DOMAIN and op_type in PLUGIN_OPS
+    """A node of the plugins' domain naming the Python plugin or a step of a project op's chain (what
+    run_rewritten computes on the CPU)."""
+    return domain == PLUGIN_DOMAIN and (op_type == PLUGIN_OP or step_of(domain, op_type) is not None)
+
+
+def node_aliases(domain: str, op_type: str) -> dict[int, int]:
+    """{output position: the input position whose memory it is} of a plugin node."""
+    if op_type == PLUGIN_OP:
+        return {0: 0}
+    found = step_of(domain, op_type)
+    if found is None:
+        return {}
+    step = found[2]
+    return {step.outputs.index(out): step.inputs.index(into) for out, into in step.aliases().items()}
 
 
 def declare_domain(model: Any) -> None:
@@ -117,8 +116,9 @@ def check_plugin_nodes(model: Any) -> list[Any]:
                              "opset_import")
         attributes = {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in node.attribute}
         kinds = {attribute.name: attribute.type for attribute in node.attribute}
-        expected = (_python_expected(name, node, attributes, kinds) if node.op_type == PLUGIN_OP
-                    else aot_attributes())
+        found = step_of(node.domain, node.op_type)
+        expected = (step_attributes(found[0]) if found is not None
+                    else _python_expected(name, node, attributes, kinds))
         for key, value in expected.items():
             kind = onnx.AttributeProto.INT if isinstance(value, int) else onnx.AttributeProto.STRING
             wanted = value.encode() if isinstance(value, str) else value
@@ -129,7 +129,8 @@ def check_plugin_nodes(model: Any) -> list[Any]:
                 shown = "missing" if got is None else repr(got.decode() if isinstance(got, bytes) else got)
                 raise InputError(f"node {name} ({node.op_type}): attribute {key} is {shown}; the plugin node has "
                                  f"{key}={value!r} ({onnx.AttributeProto.AttributeType.Name(kind)})")
-        inputs, outputs = NODE_ARITY[node.op_type]
+        inputs, outputs = (PYTHON_ARITY if found is None
+                           else (len(found[2].inputs), (len(found[2].outputs),)))
         if len(node.input) != inputs or len(node.output) not in outputs:
             raise InputError(f"node {name} ({node.op_type}): {len(node.input)} inputs and {len(node.output)} outputs; "
                              f"the plugin node has {inputs} and {' or '.join(map(str, outputs))}")
@@ -154,20 +155,28 @@ def _python_expected(name: str, node: Any, attributes: Mapping[str, Any], kinds:
 
 
 def _check_dtypes(name: str, node: Any, types: Mapping[str, np.dtype]) -> None:
-    """The recorded dtypes of a plugin node's inputs (where the model records them) against the plugin's."""
-    roles: tuple[tuple[str, str, np.dtype | None, tuple[Any, ...]], ...]
-    if node.op_type in (PLUGIN_OP, AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS, AOT_OVERWRITE_ROWS):
-        state, src, idx = (types.get(tensor) for tensor in node.input[:3])
-        roles = (("state", node.input[0], state, FEATURE_DTYPES), ("src", node.input[1], src, (state,) if state else FEATURE_DTYPES),
-                 ("idx", node.input[2], idx, (INDEX_DTYPE,)))
-    elif node.op_type in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
-        roles = (("src", node.input[0], types.get(node.input[0]), (np.dtype(np.float16),)),
-                 ("idx", node.input[1], types.get(node.input[1]), (INDEX_DTYPE,)))
+    """The recorded dtypes of a plugin node's inputs (where the model records them) against the plugin's: the
+    Python plugin's state, src (the state's dtype) and idx; a step node's inputs against its op's inputs and
+    its chain's scratch tensors."""
+    found = step_of(node.domain, node.op_type)
+    if found is None:
+        names: tuple[str, ...] = ("state", "src", "index")
+        declared: dict[str, tuple[Any, ...]] = {"state": FEATURE_DTYPES, "src": FEATURE_DTYPES, "index": (INDEX_DTYPE,)}
     else:
-        roles = (("state", node.input[0], types.get(node.input[0]), (np.dtype(np.float16),)),)
-    for role, tensor, dtype, allowed in roles:
-        if dtype is not None and dtype not in allowed:
-            raise InputError(f"node {name} ({node.op_type}): its {role} {tensor} is {dtype}; the plugin takes "
+        op, chain, step = found
+        names = step.inputs
+        declared = {tensor.name: tuple(np.dtype(dtype) for dtype in tensor.dtypes) for tensor in op.inputs}
+        declared.update((scratch.name, (np.dtype(scratch.dtype),)) for scratch in chain.scratch
+                        if scratch.name not in declared)
+    recorded = {role: types.get(tensor) for role, tensor in zip(names, node.input)}
+    for role, tensor in zip(names, node.input):
+        allowed: tuple[Any, ...] | None = declared.get(role)
+        if role == "src" and recorded.get("state") is not None:
+            allowed = (recorded["state"],)
+        dtype = recorded[role]
+        if allowed is not None and dtype is not None and dtype not in allowed:
+            shown = "idx" if role == "index" else role
+            raise InputError(f"node {name} ({node.op_type}): its {shown} {tensor} is {dtype}; the plugin takes "
                              f"{' or '.join(str(item) for item in allowed)}")
 
 
@@ -268,52 +277,24 @@ def _product(dims: Iterable[Any]) -> Any:
 def plugin_nodes(build: Builder, plugin: PluginKind, state: Any, src: Any, idx: Any, aggregated: Any,
                  counts: Any | None) -> None:
     """The `plugin` node(s) adding src [E, F] into state [R, F] at idx [E] int64, writing the existing tensors
-    `aggregated` (state's memory) and `counts` (int64 [R, 1], or None for compute_counts=0)."""
+    `aggregated` (state's memory) and `counts` (int64 [R, 1], or None for compute_counts=0): the Python plugin's
+    node, or for the AOT plugin the chain of SCATTER_ADD_COUNTS (with counts) or SCATTER_ADD (write_chain)."""
     if plugin.aot:
-        _aot_nodes(build, state, src, idx, aggregated, counts)
+        write_chain(build, project_scatter_add(counts is not None), {"state": state, "src": src, "index": idx},
+                    {"state": aggregated, "counts": counts})
     else:
         build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(counts is not None), name=PLUGIN_OP,
                    domain=PLUGIN_DOMAIN, outputs=[aggregated] + ([counts] if counts is not None else []))
 
 
-def _aot_nodes(build: Builder, x: Any, src: Any, idx: Any, aggregated: Any, counts: Any) -> None:
-    """The AOT plugin nodes and the zero-filled tensors they alias (network/aot_layers.py's fill layers, as ONNX
-    nodes): counts [R, 1] int64 zeros (with counts); float16: keys [2E+1] int32 -1, values [2E+1, F] float32 0."""
-    attrs = aot_attributes()
-    tail = []
-    if counts is not None:
-        rows = build.concat([build.dim(x, 0), build.constant(np.array([1], np.int64), "one")], "counts_shape")
-        tail = [build.filled(rows, np.array([0], np.int64), "counts_zero", [x.shape[0] if x.shape else None, 1])]
-    outputs_counts = [counts] if counts is not None else []
-    if np.dtype(x.dtype) == np.dtype(np.float32):
-        op = AOT_SCATTER_ADD_COUNTS if counts is not None else AOT_SCATTER_ADD
-        build.node(op, [x, src, idx, *tail], None, attrs, name=op, domain=PLUGIN_DOMAIN,
-                   outputs=[aggregated, *outputs_counts])
-        return
-    edges = build.dim(idx, 0)
-    scaled = build.node("Mul", [edges, build.constant(np.array([TABLE_SCALE], np.int64), "table_scale")], np.int64,
-                        shape=[1], name="table_scaled").outputs[0]
-    capacity = build.node("Add", [scaled, build.constant(np.array([TABLE_OFFSET], np.int64), "table_offset")],
-                          np.int64, shape=[1], name="table_capacity").outputs[0]
-    keys = build.filled(capacity, np.array([KEYS_EMPTY], np.int32), "table_keys_empty", [None])
-    width = src.shape[1] if src.shape else None
-    values = build.filled(build.concat([capacity, build.dim(src, 1)], "table_values_shape"),
-                          np.array([0.0], np.float32), "table_values_zero", [None, width])
-    op = AOT_SCATTER_TABLE_COUNTS if counts is not None else AOT_SCATTER_TABLE
-    table_keys = build.gs.Variable(build.names(f"{build.base}/table_keys"), dtype=np.int32, shape=[None])
-    table_values = build.gs.Variable(build.names(f"{build.base}/table_values"), dtype=np.float32, shape=[None, width])
-    build.node(op, [src, idx, keys, values, *tail], None, attrs, name=op, domain=PLUGIN_DOMAIN,
-               outputs=[table_keys, table_values, *outputs_counts])
-    build.node(AOT_APPLY_TABLE, [x, table_keys, table_values], None, attrs, name=AOT_APPLY_TABLE,
-               domain=PLUGIN_DOMAIN, outputs=[aggregated])
-
-
 def overwrite_nodes(build: Builder, plugin: PluginKind, state: Any, src: Any, idx: Any, written: Any) -> None:
-    """The `plugin` node writing rows src [E, F] into state [R, F] at idx [E] int64 (where an index repeats, one
-    of its edges wins), writing the existing tensor `written` (state's memory)."""
+    """The `plugin` node(s) writing rows src [E, F] into state [R, F] at idx [E] int64 (where an index repeats, one
+    of its edges wins), writing the existing tensor `written` (state's memory): the Python plugin's node with
+    overwrite=1, or for the AOT plugin OVERWRITE_ROWS's chain (write_chain)."""
     if plugin.aot:
-        build.node(AOT_OVERWRITE_ROWS, [state, src, idx], None, aot_attributes(), name=AOT_OVERWRITE_ROWS,
-                   domain=PLUGIN_DOMAIN, outputs=[written])
+        from plugin.overwrite_op import OVERWRITE_ROWS
+
+        write_chain(build, OVERWRITE_ROWS, {"state": state, "src": src, "index": idx}, {"state": written})
     else:
         build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(False, overwrite=True), name=PLUGIN_OP,
                    domain=PLUGIN_DOMAIN, outputs=[written])

@@ -1,13 +1,16 @@
 """The ONNX side of an in-place op of one's own (inplace/): its ONE custom node (domain op.namespace, op_type op.name, written
 by the export: inplace.torch_op) rewritten into what TensorRT builds, the chain of AOT plugin nodes.
 
-    rewrite_calls(gs, graph, names) -> [CallRewrite]    every registered op's custom node in the graph replaced by
-                                          its chain (InplaceOp.chain_for the node's dtypes and constant sizes):
+    write_chain(build, op, inputs, results)    the chain of `op` that InplaceOp.chain_for picks for the
+                                          inputs' dtypes and constant sizes, as nodes (the one writer of every
+                                          AOT chain in a model: the project's ops' too, onnx_path/nodes.py):
                                           each Scratch as ConstantOfShape over its shape expression (Shape,
                                           Gather, Add, Mul, Div, Min, Max nodes), then one node per Step (op_type
                                           the step's plugin, domain and plugin_namespace op.namespace, aot=1), the
-                                          tensors passed between them by name; the custom node's outputs are
+                                          tensors passed between them by name; the op's existing output tensors
                                           written by the last step that writes each
+    rewrite_calls(gs, graph, names, builder) -> [CallRewrite]    every registered op's custom node in the graph replaced by
+                                          its chain (write_chain)
     call_aliases(graph, calls)            {graph output: graph input} for each mutated input that is a graph input
                                           and whose new value is a graph output (bind them at one address)
 
@@ -15,6 +18,7 @@ InputError (one line naming the node) for a call the rewrite cannot take: wrong 
 take, or a mutated input that other nodes also read (nothing orders them before the in-place write).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,20 +104,19 @@ def _dtype_name(tensor: Any) -> str | None:
         return None
 
 
-def rewrite_calls(gs: Any, graph: Any, names: Any) -> list[CallRewrite]:
+def rewrite_calls(gs: Any, graph: Any, names: Any, builder: Any) -> list[CallRewrite]:
     """Replaces every registered op's custom node of `graph` (onnx-graphsurgeon) by its chain; `names` gives
-    unused tensor and node names (onnx_path.nodes.NameSource)."""
+    unused tensor and node names (onnx_path.nodes.NameSource), `builder` makes the node builder
+    (onnx_path.nodes.Builder: gs, names, base name)."""
     calls = []
     for node in list(graph.nodes):
         entry = find(node.domain or "", node.op)
         if entry is not None:
-            calls.append(_rewrite_call(gs, graph, names, node, entry.op))
+            calls.append(_rewrite_call(graph, builder(gs, names, node.name), node, entry.op))
     return calls
 
 
-def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> CallRewrite:
-    from onnx_path.nodes import Builder
-
+def _rewrite_call(graph: Any, build: Any, node: Any, op: InplaceOp) -> CallRewrite:
     label = f"node {node.name} ({op.namespace}::{op.name})"
     inputs = [tensor.name for tensor in op.inputs]
     outputs = op.output_names()
@@ -133,14 +136,53 @@ def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> 
             raise InputError(f"{label} updates {values[name].name} in place, but {', '.join(readers)} also read it, in "
                              "an order the engine need not keep: read it only after the update (through the op's "
                              "output)")
-    dtypes = {name: dtype for name, tensor in values.items() for dtype in [_dtype_name(tensor)] if dtype}
-    constants = {size: int(values[tensor].shape[axis]) for size, (tensor, axis) in op.sizes.items()
-                 if values[tensor].shape is not None and isinstance(values[tensor].shape[axis], int)}
-    chain = op.chain_for(BuildFacts(dtypes, constants))
     results = dict(zip(outputs, node.outputs))
     node.inputs.clear()
     node.outputs.clear()
-    build = Builder(gs, names, node.name)
+    written = write_chain(build, op, values, results)
+    graph.nodes.extend(build.nodes)
+    return CallRewrite(node.name, f"{op.namespace}::{op.name}", written.plugin_nodes, written.scratch)
+
+
+def build_facts(op: InplaceOp, values: Mapping[str, Any]) -> BuildFacts:
+    """What the model records of an op's inputs (op input name -> graphsurgeon tensor): their dtypes and the sizes
+    that are constant dimensions."""
+    dtypes = {name: dtype for name, tensor in values.items() for dtype in [_dtype_name(tensor)] if dtype}
+    constants = {size: int(values[tensor].shape[axis]) for size, (tensor, axis) in op.sizes.items()
+                 if values[tensor].shape is not None and len(values[tensor].shape) > axis
+                 and isinstance(values[tensor].shape[axis], int) and values[tensor].shape[axis] >= 0}
+    return BuildFacts(dtypes, constants)
+
+
+def _recorded_dim(dim: Any, values: Mapping[str, Any], op: InplaceOp) -> Any:
+    """What the model records of a scratch dimension: a constant, or a size read straight off an input's shape
+    (its symbolic name or number there); None for anything computed."""
+    if dim.op == "const":
+        return int(dim.value)
+    if dim.op == "size":
+        tensor, axis = op.sizes[dim.value]
+        shape = values[tensor].shape
+        return shape[axis] if shape is not None and len(shape) > axis else None
+    return None
+
+
+@dataclass(frozen=True)
+class WrittenChain:
+    """The nodes write_chain added: the step nodes and the scratch fills' tensors, by name, in order."""
+
+    plugin_nodes: tuple[str, ...]
+    scratch: tuple[str, ...]
+
+
+def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: Mapping[str, Any]) -> WrittenChain:
+    """Adds to `build` (onnx_path.nodes.Builder) the chain of `op` that InplaceOp.chain_for picks from what the
+    model records of `inputs` (op input name -> tensor): each Scratch as ConstantOfShape over its shape
+    expression, then one node per Step (op_type the step's plugin, domain op.namespace, step_attributes), the
+    tensors passed between them by name. The last step that writes each op output writes the existing tensor
+    `results[name]` (an output left out of `results` gets a tensor of its own)."""
+    gs, names = build.gs, build.names
+    values = dict(inputs)
+    chain = op.chain_for(build_facts(op, values))
     sizes = _Dims(build, {size: (values[tensor], axis) for size, (tensor, axis) in op.sizes.items()})
     arithmetic = OnnxSizes(build)
     fills = []
@@ -149,7 +191,7 @@ def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> 
         shape = build.concat(parts, f"{scratch.name}_shape") if parts else build.constant(
             np.zeros(0, np.int64), f"{scratch.name}_shape")
         filled = build.filled(shape, np.array([scratch.fill], np.dtype(scratch.dtype)), f"{scratch.name}_fill",
-                              [None] * len(scratch.shape))
+                              [_recorded_dim(dim, values, op) for dim in scratch.shape])
         values[scratch.name] = filled
         fills.append(filled.name)
     last = {name: position for position, step in enumerate(chain.steps) for name in step.outputs}
@@ -157,19 +199,18 @@ def _rewrite_call(gs: Any, graph: Any, names: Any, node: Any, op: InplaceOp) -> 
     for position, step in enumerate(chain.steps):
         written = []
         for name in step.outputs:
-            if last[name] == position and name in results:
+            if last[name] == position and results.get(name) is not None:
                 written.append(results[name])
             else:
                 like = values.get(name)
-                written.append(gs.Variable(names(f"{node.name}/{plugin_name(step)}_{name}"),
+                written.append(gs.Variable(names(f"{build.base}/{plugin_name(step)}_{name}"),
                                            dtype=None if like is None else like.dtype,
                                            shape=None if like is None else like.shape))
         plugin = build.node(plugin_name(step), [values[name] for name in step.inputs], None, step_attributes(op),
                             name=plugin_name(step), domain=op.namespace, outputs=written)
         values.update(zip(step.outputs, written))
         plugin_nodes.append(plugin.name)
-    graph.nodes.extend(build.nodes)
-    return CallRewrite(node.name, f"{op.namespace}::{op.name}", tuple(plugin_nodes), tuple(fills))
+    return WrittenChain(tuple(plugin_nodes), tuple(fills))
 
 
 def call_aliases(graph: Any, before: dict[str, tuple[str, str]]) -> dict[str, str]:

@@ -32,13 +32,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import InputError
-from onnx_path.nodes import (
-    AOT_APPLY_TABLE,
-    AOT_SCATTER_TABLE,
-    AOT_SCATTER_TABLE_COUNTS,
-    NODE_ALIASES,
-    is_plugin_node,
-)
+from onnx_path.nodes import PLUGIN_OP, is_plugin_node, node_aliases, step_of
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 SCATTER_OPS = ("ScatterND", "ScatterElements", "Scatter")
@@ -861,32 +855,72 @@ def is_plugin(node: Any) -> bool:
 
 def plugin_aliases(graph: Any) -> dict[str, str]:
     """Graph output -> the graph input whose memory it is: a plugin output aliased to an input that is a graph
-    input, through views either side (the rows view of a state of rank > 2: Reshape in, Reshape back)."""
+    input, through views either side (the rows view of a state of rank > 2: Reshape in, Reshape back) and
+    through the later steps of a chain that write it in place again."""
     aliases: dict[str, str] = {}
     outputs = {tensor.name for tensor in graph.outputs}
     for node in (node for node in graph.nodes if is_plugin(node)):
-        for out, into in NODE_ALIASES[node.op].items():
+        for out, into in node_aliases(node.domain or "", node.op).items():
             if out >= len(node.outputs) or into >= len(node.inputs):
                 continue
             source, _ = view_base(node.inputs[into])
             if source not in graph.inputs:
                 continue
             target = node.outputs[out]
-            while target.name not in outputs and len(target.outputs) == 1 and target.outputs[0].op in VIEW_OPS:
-                target = target.outputs[0].outputs[0]
+            for _ in range(len(graph.nodes)):
+                if target.name in outputs:
+                    break
+                following = _written_again(target)
+                if following is None and len(target.outputs) == 1 and target.outputs[0].op in VIEW_OPS:
+                    following = target.outputs[0].outputs[0]
+                if following is None:
+                    break
+                target = following
             if target.name in outputs:
                 aliases[target.name] = source.name
     return aliases
 
 
+def _written_again(tensor: Any) -> Any:
+    """The output of the plugin node that writes `tensor` in place again (a later step of its chain), if one does."""
+    for reader in tensor.outputs:
+        if not is_plugin(reader):
+            continue
+        for out, into in node_aliases(reader.domain or "", reader.op).items():
+            if into < len(reader.inputs) and reader.inputs[into] is tensor and out < len(reader.outputs):
+                return reader.outputs[out]
+    return None
+
+
 def plugin_state_and_index(graph: Any, node: Any) -> tuple[Any, Any] | None:
-    """(the state a plugin node adds into, its idx); for scatter_table, the state of the apply_table that reads it."""
-    if node.op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
-        readers = [reader for reader in node.outputs[0].outputs if reader.op == AOT_APPLY_TABLE]
-        return (readers[0].inputs[0], node.inputs[1]) if readers else None
-    if node.op == AOT_APPLY_TABLE:
+    """(the state a plugin node adds into, its idx): the Python plugin's inputs 0 and 2; of a chain, for the first
+    of its step nodes that reads the index, the index and the state that a step of the chain downstream of it
+    (or itself) reads. None for the chain's other step nodes."""
+    if node.op == PLUGIN_OP:
+        return node.inputs[0], node.inputs[2]
+    found = step_of(node.domain or "", node.op)
+    if found is None:
         return None
-    return node.inputs[0], node.inputs[2]
+    _, chain, step = found
+    if "index" not in step.inputs or len(node.inputs) != len(step.inputs):
+        return None
+    first = next(candidate for candidate in chain.steps if "index" in candidate.inputs)
+    if first is not step:
+        return None
+    index = node.inputs[step.inputs.index("index")]
+    seen, queue = set(), [node]
+    while queue:
+        here = queue.pop(0)
+        if id(here) in seen:
+            continue
+        seen.add(id(here))
+        here_step = step_of(here.domain or "", here.op)
+        if here_step is None:
+            continue
+        if "state" in here_step[2].inputs:
+            return here.inputs[here_step[2].inputs.index("state")], index
+        queue += [reader for tensor in here.outputs for reader in tensor.outputs if is_plugin(reader)]
+    return None
 
 
 def _one_value(tensor: Any) -> Any:

@@ -62,8 +62,6 @@ from network.definition import (
     STATE_UPDATE,
 )
 from onnx_path.nodes import (
-    AOT_OPS,
-    AOT_OVERWRITE_ROWS,
     COUNTS_ATTRIBUTE,
     OVERWRITE_ATTRIBUTE,
     PLUGIN_DOMAIN,
@@ -74,6 +72,7 @@ from onnx_path.nodes import (
     declare_domain,
     overwrite_nodes,
     plugin_nodes,
+    step_of,
 )
 from onnx_path.patterns import (
     FILL,
@@ -107,6 +106,7 @@ from onnx_path.patterns import (
 from onnx_path.own_ops import CallRewrite, call_aliases, mutated_pairs, rewrite_calls
 from inplace.registry import MODULES_KEY, import_model_ops
 from onnx_path.runtime import short_line as _first_line
+from plugin.inplace_ops import is_overwrite
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ def _rewrite(gs: Any, onnx: Any, source: "onnx.ModelProto", ir_version: int, plu
     for state, _ in states:
         check_dtypes(state)
     names = NameSource(graph)
-    calls = tuple(rewrite_calls(gs, graph, names))
+    calls = tuple(rewrite_calls(gs, graph, names, Builder))
     results = [_replace(gs, graph, names, state, counts, kind, plugin)
                for (state, counts), kind in zip(states, kinds)]
     for node in found:  # a plugin node written by export/ops.py adds into its input 0 in place, as a rewrite does
@@ -379,10 +379,10 @@ def _match(node: Any) -> Match:
 
 
 def plugin_of_found(found: list[Any], plugin: PluginKind) -> PluginKind:
-    """The plugin of a model that already holds plugin nodes: "aot" where one is an AOT node (they run only as
-    the AOT plugin, and the model's other scatters then get AOT nodes too, so that one plugin serves the
-    engine), else `plugin`."""
-    return PluginKind.AOT if any(node.op in AOT_OPS for node in found) else plugin
+    """The plugin of a model that already holds plugin nodes: "aot" where one is an AOT step node (a step of a
+    project op's chain: they run only as the AOT plugin, and the model's other scatters then get AOT nodes too,
+    so that one plugin serves the engine), else `plugin`."""
+    return PluginKind.AOT if any(step_of(node.domain or "", node.op) is not None for node in found) else plugin
 
 
 def _scatter_adds(graph: Any, matches: list[Match]) -> list[tuple[Match, Match | None]]:
@@ -548,7 +548,8 @@ def _index_bounds(graph: Any) -> dict[str, "IndexBound"]:
         source = index_sources(idx, inputs)
         if source is None:
             continue
-        if node.op == AOT_OVERWRITE_ROWS or node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
+        step = step_of(node.domain or "", node.op)
+        if (step is not None and is_overwrite(step[0])) or node.attrs.get(OVERWRITE_ATTRIBUTE, 0) == 1:
             overwritten.add(source.name)
         if rows_from_max_of(state, inputs) is source:
             bounds[source.name] = IndexBound(own_max=True)

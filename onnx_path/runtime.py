@@ -32,19 +32,7 @@ from common.errors import InputError
 from common.imports import import_module
 from common.text import first_line
 from inplace.registry import computed_here, node_outputs
-from network.aot_layers import KEYS_EMPTY
-from onnx_path.nodes import (
-    AOT_APPLY_TABLE,
-    AOT_OVERWRITE_ROWS,
-    AOT_SCATTER_ADD,
-    AOT_SCATTER_ADD_COUNTS,
-    AOT_SCATTER_TABLE,
-    AOT_SCATTER_TABLE_COUNTS,
-    PLUGIN_DOMAIN,
-    PLUGIN_OP,
-    is_overwrite_node,
-    is_plugin_node,
-)
+from onnx_path.nodes import PLUGIN_DOMAIN, PLUGIN_OP, is_overwrite_node, is_plugin_node, step_of
 from onnx_path.patterns import SCATTER_OPS
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
 from reference.gnn import last_edges, scatter_add_rows
@@ -346,44 +334,37 @@ def run_rewritten(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray]) -> 
 
 # --- the plugin nodes on the CPU ------------------------------------------------------------------------------------
 def plugin_reference(node: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """The outputs of one plugin node (a NodeProto of onnx_path/nodes.py's format) for its input arrays."""
-    if computed_here(node.domain, node.op_type):  # an in-place op of one's own, or a step of its chain
-        return node_outputs(node, inputs)
+    """The outputs of one plugin node (a NodeProto of onnx_path/nodes.py's format) for its input arrays: the Python
+    plugin's node here; a step node of an op's chain (the project's, or one of one's own) and an op's custom node
+    by inplace.registry.node_outputs, a project step's index checked against its state's rows first."""
     name = f"node {node.name or node.op_type} ({node.op_type})"
-    op = node.op_type
-    if is_overwrite_node(node) or op == AOT_OVERWRITE_ROWS:
+    if step_of(node.domain, node.op_type) is not None:
+        _check_step(name, node, inputs)
+    if computed_here(node.domain, node.op_type):  # a step of an op's chain, or an in-place op of one's own
+        return node_outputs(node, inputs)
+    if is_overwrite_node(node):
         return [_overwrite(name, *inputs[:3])]
-    if op in (PLUGIN_OP, AOT_SCATTER_ADD, AOT_SCATTER_ADD_COUNTS):
+    if node.op_type == PLUGIN_OP:
         state, src, idx = inputs[:3]
         added, counts = _scatter_add(name, state, src, idx)
-        if op == AOT_SCATTER_ADD_COUNTS:
-            return [added, _counts(name, inputs[3], state.shape[0]) + counts]
         return [added, counts][:len(node.output)]
-    if op in (AOT_SCATTER_TABLE, AOT_SCATTER_TABLE_COUNTS):
-        src, idx, keys, values = inputs[:4]
-        _check_edges(name, src, idx)
-        if keys.dtype != np.int32 or keys.ndim != 1 or not np.all(keys == KEYS_EMPTY):
-            raise InputError(f"{name}: its keys must arrive as int32 {KEYS_EMPTY} (an empty table)")
-        if values.dtype != np.float32 or values.shape != (keys.shape[0], src.shape[1]) or values.any():
-            raise InputError(f"{name}: its values must arrive as float32 zeros [{keys.shape[0]}, {src.shape[1]}]")
-        rows, slot = np.unique(idx, return_inverse=True)
-        if rows.size > keys.shape[0]:
-            raise InputError(f"{name}: {rows.size} distinct rows do not fit a table of {keys.shape[0]} slots")
-        table_keys, sums = keys.copy(), scatter_add_rows(src, None, slot.reshape(-1), keys.shape[0])
-        table_keys[:rows.size] = rows
-        outputs = [table_keys, sums.astype(np.float32)]
-        if op == AOT_SCATTER_TABLE_COUNTS:
-            rows_total = inputs[4].shape[0]
-            outputs.append(_counts(name, inputs[4], rows_total) + _edge_counts(name, idx, rows_total))
-        return outputs
-    if op == AOT_APPLY_TABLE:
-        state, keys, values = inputs
-        _check_state(name, state)
-        used = keys != KEYS_EMPTY
-        _check_range(name, "key", keys[used], state.shape[0], np.flatnonzero(used))
-        total = scatter_add_rows(values[used], None, keys[used], state.shape[0], start=state)
-        return [total.astype(state.dtype)]
     raise InputError(f"{name}: not a plugin node of this sample")
+
+
+STEP_ROWS = ("state", "counts", "pairs")  # a project step's tensors whose rows are the state's
+
+
+def _check_step(name: str, node: Any, inputs: list[np.ndarray]) -> None:
+    """A project op's step node: state, src and idx as the plugin takes them, and every index inside the rows of
+    the state (or of the tensors with a row per node the step reads instead); InputError otherwise."""
+    found = step_of(node.domain, node.op_type)
+    assert found is not None
+    values = dict(zip(found[2].inputs, inputs))
+    if all(role in values for role in ("state", "src", "index")):
+        _check_rows(name, values["state"], values["src"], values["index"])
+    rows = next((values[role].shape[0] for role in STEP_ROWS if role in values and values[role].ndim), None)
+    if "index" in values and rows is not None:
+        _check_range(name, "index", values["index"], rows, np.arange(values["index"].size))
 
 
 def _check_state(name: str, state: np.ndarray) -> None:
@@ -426,12 +407,6 @@ def _scatter_add(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray)
 def _edge_counts(name: str, idx: np.ndarray, rows: int) -> np.ndarray:
     _check_range(name, "index", idx, rows, np.arange(idx.size))
     return np.bincount(idx, minlength=rows).astype(np.int64)[:, None]
-
-
-def _counts(name: str, counts: np.ndarray, rows: int) -> np.ndarray:
-    if counts.dtype != np.int64 or counts.shape != (rows, 1) or counts.any():
-        raise InputError(f"{name}: its counts must arrive as int64 zeros [{rows}, 1]")
-    return counts
 
 
 def _overwrite(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -34,10 +34,14 @@ A step's launch reads only the sizes its own inputs carry (inplace/checks.py): w
 its tensors do not give, the step reads the state or the index as well (a pointer the kernel leaves alone).
 Grids are sized for SM_COUNT SMs (an H100 or H200); on another GPU the kernels still cover every element
 (grid-stride loops), the grids fit it less well.
+Every step of a chain of several steps has a numpy reference (Step.reference: the ONNX Runtime proof runs the
+chain on the CPU with them; a chain of one step is proved with the op's `reference`).
+A step's reference need only agree with its chain's others (the scratch layouts are theirs); the GPU tests prove the
+kernels.
 """
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +65,7 @@ from inplace.spec import (
     size,
 )
 from plugin.kernels import plan
+from reference.gnn import scatter_add_rows
 
 NAMESPACE = "aliased_io"
 SM_COUNT = 132  # H100 SXM and H200: the grids' caps below are resident blocks of this many SMs
@@ -260,19 +265,21 @@ _STEPS: dict[str, tuple[Step, tuple[Any, ...]]] = {}
 
 
 def _step(name: str, inputs: tuple[str, ...], outputs: tuple[str, ...], kernel: Kernel,
-          float32: Kernel | None = None, tactics: tuple[Kernel, ...] = ()) -> Step:
+          float32: Kernel | None = None, tactics: tuple[Kernel, ...] = (),
+          reference: Callable[..., tuple[Any, ...]] | None = None) -> Step:
     """The one Step of plugin `name` (a plugin id is registered for one step: every chain that holds it holds the
     same object, whichever op or chain asks first). `float32`: its kernel for float32 tensors where that differs;
-    `tactics`: the kernels TensorRT may time against it (tactic k = tactics[k - 1]). AssertionError where the
-    same name is defined twice differently."""
-    definition = (inputs, outputs, kernel, float32, tactics)
+    `tactics`: the kernels TensorRT may time against it (tactic k = tactics[k - 1]); `reference`: its numpy
+    reference (Step.reference; every step of a chain of several steps has one). AssertionError where the same
+    name is defined twice differently."""
+    definition = (inputs, outputs, kernel, float32, tactics, reference)
     made = _STEPS.get(name)
     if made is not None:
         assert made[1] == definition, f"plugin {name} defined twice differently"
         return made[0]
     step = Step(f"{NAMESPACE}::{name}", inputs, outputs,
                 lambda dtypes: float32 if float32 is not None and _dtype(dtypes) == "float32" else kernel,
-                lambda dtypes: tactics)
+                lambda dtypes: tactics, reference)
     _STEPS[name] = (step, definition)
     return step
 
@@ -301,8 +308,8 @@ def table_chain(with_counts: bool) -> Chain:
     counts = ("counts",) if with_counts else ()
     steps = (_step("add_into_table_counts" if with_counts else "add_into_table",
                    ("state", "src", "index", "keys", "values", *counts), ("keys", "values", *counts), scatter,
-                   tactics=tactics),
-             _step("round_table", ("state", "index", "keys", "values"), ("state",), apply))
+                   tactics=tactics, reference=_into_table),
+             _step("round_table", ("state", "index", "keys", "values"), ("state",), apply, reference=_round_table))
     scratch = (Scratch("keys", "int32", (table_keys(),), -1), Scratch("values", "float32", (capacity, F), 0))
     return Chain(steps, scratch + _counts_scratch(with_counts))
 
@@ -333,8 +340,8 @@ def pairs_chain() -> Chain:
     an int64, its value rounded into the state once."""
     fold = _kernel("aot_fold_pairs", cdiv(N, THREADS), (N,))
     steps = (_step("add_pairs", ("src", "index", "counts"), ("counts",), _pairs_kernel("float16"),
-                   float32=_pairs_kernel("float32")),
-             _step("fold_pairs", ("state", "counts"), ("state", "counts"), fold))
+                   float32=_pairs_kernel("float32"), reference=_into_pairs),
+             _step("fold_pairs", ("state", "counts"), ("state", "counts"), fold, reference=_fold_pairs))
     return Chain(steps, _counts_scratch(True))
 
 
@@ -352,9 +359,10 @@ def pair_chunks_chain(chunks: int) -> Chain:
         scatter = Kernel("aot_scatter_pair_chunk", PTX, Launch(_grid(global_blocks()), (THREADS, 1, 1),
                                                                (N, E, first), expr(QUEUE_BYTES)))
         fold = _kernel("aot_fold_pair_chunk", cdiv(N, THREADS), (N, E, first))
-        steps += [_step(f"add_pair_chunk_{k}", ("src", "index", "pairs"), ("pairs",), scatter),
+        add, fold_reference = _pair_chunk_references(k * plan.PAIRED_MAX_EDGES)
+        steps += [_step(f"add_pair_chunk_{k}", ("src", "index", "pairs"), ("pairs",), scatter, reference=add),
                   _step(f"fold_pair_chunk_{k}", ("state", "index", "pairs", "counts"), ("state", "pairs", "counts"),
-                        fold)]
+                        fold, reference=fold_reference)]
     return Chain(tuple(steps), (Scratch("pairs", "float32", (N, expr(2)), 0),) + _counts_scratch(True))
 
 
@@ -404,27 +412,29 @@ def _sorted_chain(with_counts: bool, place_passes: int, wide: bool) -> Chain:
     span, ranges = sort_span(), cdiv(E, maximum(sort_span(), 32))
     slices = maximum(cdiv(F, 32), 1)
     count = Kernel("aot_sort_count", PTX, Launch(_grid(blocks), (THREADS, 1, 1), (N, E, private_nodes), smem))
-    steps = [_step("sort_count", ("index", "counts"), ("counts",), count),
+    steps = [_step("sort_count", ("index", "counts"), ("counts",), count, reference=_sort_count),
              _step("sort_tile_sums", ("counts", "tile_sums"), ("tile_sums",),
-                   _kernel("aot_sort_tile_sums", tiles, (N, tile_nodes))),
+                   _kernel("aot_sort_tile_sums", tiles, (N, tile_nodes)), reference=_sort_tile_sums),
              _step("sort_scan_tiles", ("counts", "tile_sums", "cursor"), ("tile_sums", "cursor"),
-                   _kernel("aot_sort_scan_tiles", expr(1), (N, tiles))),
+                   _kernel("aot_sort_scan_tiles", expr(1), (N, tiles)), reference=_sort_scan_tiles),
              _step("sort_cursors", ("counts", "tile_sums", "cursor"), ("cursor",),
-                   _kernel("aot_sort_cursors", tiles, (N, tile_nodes)))]
+                   _kernel("aot_sort_cursors", tiles, (N, tile_nodes)), reference=_sort_cursors)]
     for k in range(place_passes):
         place = Kernel("aot_sort_place", PTX, Launch(_grid(blocks), (THREADS, 1, 1),
                                                      (N, E, private_nodes, N * k // place_passes,
                                                       N * (k + 1) // place_passes), smem))
         name = "sort_place" if place_passes == 1 else f"sort_place_{k + 1}_of_{place_passes}"
-        steps.append(_step(name, ("index", "counts", "cursor", "sorted"), ("cursor", "sorted"), place))
+        steps.append(_step(name, ("index", "counts", "cursor", "sorted"), ("cursor", "sorted"), place,
+                           reference=_place_reference(k, place_passes)))
     reduce = Kernel("aot_sort_reduce_wide" if wide else "aot_sort_reduce", PTX,
                     Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)), (THREADS, 1, 1),
                            (N, E, F, span)))
     fixup = Kernel("aot_sort_fixup", PTX, Launch((maximum(cdiv(ranges, plan.WARPS_PER_BLOCK), 1), slices, expr(1)),
                                                  (THREADS, 1, 1), (N, F, span, ranges)))
     steps += [_step("sort_reduce_wide" if wide else "sort_reduce", ("src", "sorted", "cursor", "state", "head", "tail"), ("state", "head", "tail"),
-                    reduce),
-              _step("sort_fixup", ("sorted", "cursor", "state", "head", "tail"), ("state",), fixup)]
+                    reduce, reference=_sort_reduce),
+              _step("sort_fixup", ("sorted", "cursor", "state", "head", "tail"), ("state",), fixup,
+                    reference=_sort_fixup)]
     scratch = (Scratch("counts", "int64", (N, expr(1)), 0), Scratch("tile_sums", "int32", (expr(plan.SORT_MAX_TILES),), 0),
                Scratch("cursor", "int32", (N + 1,), 0), Scratch("sorted", "int32", (E, expr(2)), 0),
                Scratch("head", "float32", (sort_partials(), F), 0), Scratch("tail", "float32", (sort_partials(), F), 0))
@@ -448,8 +458,8 @@ def split_chain() -> Chain:
     scatter = _kernel("aot_split_table", cdiv(E, THREADS), (N, E, slots))
     apply = _kernel("aot_apply_split_table", minimum(cdiv(slots, THREADS),
                                                      plan.SPLIT_TABLE_APPLY_BLOCKS_PER_SM * SM_COUNT), (N, slots))
-    steps = (_step("add_into_slots", ("state", "src", "index", "slots"), ("slots",), scatter),
-             _step("round_slots", ("state", "index", "slots"), ("state",), apply))
+    steps = (_step("add_into_slots", ("state", "src", "index", "slots"), ("slots",), scatter, reference=_into_slots),
+             _step("round_slots", ("state", "index", "slots"), ("state",), apply, reference=_round_slots))
     return Chain(steps, (Scratch("slots", "int64", (slots,), -1),))
 
 
@@ -531,12 +541,223 @@ def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tu
     in-degrees [N, 1] int64 with counts."""
     state = np.asarray(state, dtype=np.float64).copy()
     index = np.asarray(index, dtype=np.int64)
-    keep = (index >= 0) & (index < state.shape[0])
+    keep = _in_range(index, state.shape[0])
     np.add.at(state, index[keep], np.asarray(src, dtype=np.float64)[keep])
     if not with_counts:
         return (state,)
-    counts = np.bincount(index[keep], minlength=state.shape[0]).astype(np.int64).reshape(-1, 1)
-    return state, counts
+    return state, _in_degrees(index, state.shape[0])
+
+
+# --- the steps' references (Step.reference) --------------------------------------------------------------------
+# Each maps the step's inputs (in step.inputs order) to its outputs (in step.outputs order, each in its tensor's
+# dtype) and reads nothing else. The scratch tensors' layouts are the references' own, one helper pair per layout:
+# where the step that sums reads the state (the table, the slots, the sorted chain's reduce) it stores each touched
+# node's new row, summed in float64 and rounded once, so that the chain gives op.reference exactly; the pairs keep
+# the kernels' (value, count) float32 pairs (their scatter does not read the state): one more rounding of each
+# sum, in float32. Counts are exact everywhere.
+
+
+def _in_range(index: Any, num_nodes: int) -> Any:
+    """The edges whose index lies in [0, num_nodes): every kernel and reference skips the others."""
+    index = np.asarray(index)
+    return (index >= 0) & (index < num_nodes)
+
+
+def _in_degrees(index: Any, num_nodes: int) -> Any:
+    """int64 [N, 1]: the in-range edges into each node."""
+    index = np.asarray(index, dtype=np.int64)
+    return np.bincount(index[_in_range(index, num_nodes)], minlength=num_nodes).astype(np.int64).reshape(-1, 1)
+
+
+def _touched(index: Any, num_nodes: int) -> Any:
+    """The nodes in-range edges point to, ascending, once each."""
+    index = np.asarray(index, dtype=np.int64)
+    return np.unique(index[_in_range(index, num_nodes)])
+
+
+def _new_rows(state: Any, src: Any, index: Any) -> Any:
+    """The state after every in-range edge: op.reference's float64 sums rounded once to the state's dtype."""
+    return reference(state, src, index)[0].astype(np.asarray(state).dtype)
+
+
+def _added_degrees(counts: tuple[Any, ...], index: Any) -> tuple[Any, ...]:
+    """(counts + the in-degrees,) of a step that adds into the counts, or () where it has none."""
+    return tuple(np.asarray(c, dtype=np.int64) + _in_degrees(index, np.shape(c)[0]) for c in counts)
+
+
+def _to_table(keys: Any, values: Any, rows: Any, index: Any) -> tuple[Any, Any]:
+    """The float16 table's layout here: where it has a slot per node (C = N, no keys) row n in slot n, else the rows
+    of the touched nodes in the first slots, their nodes as keys. Rows are the state's dtype, exact in float32."""
+    keys, values = np.array(keys, dtype=np.int32), np.array(values, dtype=np.float32)
+    if keys.size == 0 and values.shape[0] == rows.shape[0]:
+        values[:] = rows
+    else:
+        nodes = _touched(index, rows.shape[0])
+        keys[:nodes.size], values[:nodes.size] = nodes, rows[nodes]
+    return keys, values
+
+
+def _from_table(state: Any, keys: Any, values: Any) -> Any:
+    """The state with the rows of _to_table's layout written into it."""
+    state = np.array(state)
+    keys = np.asarray(keys, dtype=np.int64)
+    if keys.size == 0 and np.shape(values)[0] == state.shape[0]:
+        state[:] = values
+    else:
+        used = _in_range(keys, state.shape[0])
+        state[keys[used]] = np.asarray(values)[used]
+    return state
+
+
+def _into_table(state: Any, src: Any, index: Any, keys: Any, values: Any, *counts: Any) -> tuple[Any, ...]:
+    """add_into_table[_counts]: the new rows into the table, the in-degrees into the counts."""
+    return (*_to_table(keys, values, _new_rows(state, src, index), index), *_added_degrees(counts, index))
+
+
+def _round_table(state: Any, index: Any, keys: Any, values: Any) -> tuple[Any, ...]:
+    """round_table: the table's rows into the state."""
+    return (_from_table(state, keys, values),)
+
+
+def _into_slots(state: Any, src: Any, index: Any, slots: Any) -> tuple[Any, ...]:
+    """add_into_slots (rows of one feature): a slot per touched node, (node << 32) | its new value's float32 bits;
+    -1 empty."""
+    rows = _new_rows(state, src, index)
+    assert rows.shape[1] == 1, "the slots hold rows of one feature"
+    nodes = _touched(index, rows.shape[0])
+    slots = np.array(slots, dtype=np.int64)
+    slots[:nodes.size] = (nodes << 32) | rows[nodes, 0].astype(np.float32).view(np.uint32).astype(np.int64)
+    return (slots,)
+
+
+def _round_slots(state: Any, index: Any, slots: Any) -> tuple[Any, ...]:
+    """round_slots: each used slot's value into its node."""
+    state = np.array(state)
+    used = np.asarray(slots, dtype=np.int64)
+    used = used[used >= 0]
+    state[used >> 32, 0] = (used & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return (state,)
+
+
+def _add_pairs(pairs: Any, src: Any, index: Any) -> Any:
+    """(value, count) float32 pairs [N, 2] (the kernels' layout) with the in-range edges' rows of one feature
+    added: each value summed in float64 from its old value and rounded once to float32, each count exact (up to
+    2^24, the most edges a chunk has)."""
+    pairs = np.array(pairs, dtype=np.float32)
+    index = np.asarray(index, dtype=np.int64)
+    keep = _in_range(index, pairs.shape[0])
+    pairs[:, 0] = scatter_add_rows(np.asarray(src)[keep], None, index[keep], pairs.shape[0], start=pairs[:, :1])[:, 0]
+    pairs[:, 1] += _in_degrees(index, pairs.shape[0])[:, 0]
+    return pairs
+
+
+def _pairs_in(counts: Any) -> Any:
+    """The pairs in the int64 counts' bytes [N, 1] (value in the low word, as the kernels write them)."""
+    return np.ascontiguousarray(counts, dtype=np.int64).view(np.float32).reshape(-1, 2)
+
+
+def _fold(state: Any, pairs: Any, counted: Any) -> Any:
+    """The state with each counted node's value added (float64, rounded once to the state's dtype); the other
+    nodes keep their value bit for bit."""
+    state = np.array(state)
+    state[counted, 0] = state[counted, 0].astype(np.float64) + np.asarray(pairs)[counted, 0]
+    return state
+
+
+def _into_pairs(src: Any, index: Any, counts: Any) -> tuple[Any, ...]:
+    """add_pairs: the pairs summed in the counts' bytes."""
+    return (_add_pairs(_pairs_in(counts), src, index).view(np.int64).reshape(-1, 1),)
+
+
+def _fold_pairs(state: Any, counts: Any) -> tuple[Any, ...]:
+    """fold_pairs: each node's value into the state, its count made the int64 count."""
+    pairs = _pairs_in(counts)
+    return _fold(state, pairs, pairs[:, 1] != 0), pairs[:, 1:].astype(np.int64)
+
+
+def _into_pair_chunk(src: Any, index: Any, pairs: Any, *, first: int) -> tuple[Any, ...]:
+    """add_pair_chunk_k: the pairs of the edges [first, first + PAIRED_MAX_EDGES) added."""
+    edges = slice(first, first + plan.PAIRED_MAX_EDGES)
+    return (_add_pairs(pairs, np.asarray(src)[edges], np.asarray(index)[edges]),)
+
+
+def _fold_pair_chunk(state: Any, index: Any, pairs: Any, counts: Any, *, first: int) -> tuple[Any, ...]:
+    """fold_pair_chunk_k: the chunk's counts into the int64 counts; the last chunk that holds edges adds the
+    values into the state, the others zero the pairs' counts. A chunk beyond E does nothing."""
+    edges = np.shape(index)[0]
+    pairs, counts = np.array(pairs, dtype=np.float32), np.array(counts, dtype=np.int64)
+    if first > 0 and first >= edges:
+        return np.array(state), pairs, counts
+    counts += pairs[:, 1:].astype(np.int64)
+    if edges - first <= plan.PAIRED_MAX_EDGES:
+        return _fold(state, pairs, counts[:, 0] != 0), pairs, counts
+    pairs[:, 1] = 0
+    return np.array(state), pairs, counts
+
+
+@functools.cache
+def _pair_chunk_references(first: int) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
+    """(add, fold) references of the chunk that starts at edge `first`: the same objects for every chain that holds
+    its steps (_step compares them)."""
+    return functools.partial(_into_pair_chunk, first=first), functools.partial(_fold_pair_chunk, first=first)
+
+
+# The sorted chain's layout here: counts the in-degrees; no tiles (tile_sums passed through); cursor[N] the edges
+# placed and, after the cursors, cursor[n] the end of node n's range of `sorted`, each placing pass counting its
+# nodes' cursors down to their ranges' starts; sorted[p] = (edge, node), each node's edges in edge order (the order
+# op.reference adds them in); the reduce writes the whole sum, head and tail pass through, the fixup nothing more.
+def _sort_count(index: Any, counts: Any) -> tuple[Any, ...]:
+    return _added_degrees((counts,), index)
+
+
+def _sort_tile_sums(counts: Any, tile_sums: Any) -> tuple[Any, ...]:
+    return (np.array(tile_sums),)
+
+
+def _sort_scan_tiles(counts: Any, tile_sums: Any, cursor: Any) -> tuple[Any, ...]:
+    cursor = np.array(cursor, dtype=np.int32)
+    cursor[-1] = np.sum(counts)
+    return np.array(tile_sums), cursor
+
+
+def _sort_cursors(counts: Any, tile_sums: Any, cursor: Any) -> tuple[Any, ...]:
+    cursor = np.array(cursor, dtype=np.int32)
+    cursor[:-1] = np.cumsum(np.asarray(counts).reshape(-1))
+    return (cursor,)
+
+
+def _sort_place(index: Any, counts: Any, cursor: Any, sorted_pairs: Any, *, part: int, parts: int
+                ) -> tuple[Any, ...]:
+    """sort_place (pass `part` of `parts`): the edges into the nodes [N part / parts, N (part + 1) / parts)."""
+    num_nodes = np.shape(counts)[0]
+    index = np.asarray(index, dtype=np.int64)
+    cursor, sorted_pairs = np.array(cursor, dtype=np.int32), np.array(sorted_pairs, dtype=np.int32)
+    edges = np.flatnonzero((index >= num_nodes * part // parts) & (index < num_nodes * (part + 1) // parts))
+    edges = edges[np.argsort(index[edges], kind="stable")]
+    nodes = index[edges]
+    cursor[:-1] -= np.bincount(nodes, minlength=num_nodes).astype(np.int32)
+    rank = np.arange(nodes.size) - np.searchsorted(nodes, nodes)
+    sorted_pairs[cursor[nodes] + rank] = np.stack([edges, nodes], axis=1)
+    return cursor, sorted_pairs
+
+
+@functools.cache
+def _place_reference(part: int, parts: int) -> Callable[..., tuple[Any, ...]]:
+    """The reference of placing pass `part` of `parts` (one object per pass, _step compares them)."""
+    return functools.partial(_sort_place, part=part, parts=parts)
+
+
+def _sort_reduce(src: Any, sorted_pairs: Any, cursor: Any, state: Any, head: Any, tail: Any) -> tuple[Any, ...]:
+    """sort_reduce[_wide]: every placed edge's row onto its node (float64 from the state, in edge order per node,
+    rounded once)."""
+    state = np.asarray(state)
+    placed = np.asarray(sorted_pairs, dtype=np.int64)[:int(np.asarray(cursor)[-1])]
+    rows = scatter_add_rows(np.asarray(src), placed[:, 0], placed[:, 1], state.shape[0], start=state)
+    return rows.astype(state.dtype), np.array(head), np.array(tail)
+
+
+def _sort_fixup(sorted_pairs: Any, cursor: Any, state: Any, head: Any, tail: Any) -> tuple[Any, ...]:
+    return (np.array(state),)
 
 
 def scatter_add_op(with_counts: bool) -> InplaceOp:

@@ -1,7 +1,7 @@
 // Row overwrite in place: state[index[e], :] = src[e, :] for every edge e. One kernel, one thread per word of a
 // row: O(E F), nothing of size N, no workspace. Both plugins launch it: the Python plugin from a CUBIN of this
 // file (plugin/kernels/overwrite.py), the AOT plugin from its PTX (aliased_io::overwrite_rows,
-// plugin/scatter_add_aot.py), so the parameters follow TensorRT's AOT order: input pointers, extra int32
+// plugin/overwrite_op.py), so the parameters follow TensorRT's AOT order: input pointers, extra int32
 // arguments, output pointers (the aliased output's pointer is its input's again).
 //
 // Rules:

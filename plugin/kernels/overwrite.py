@@ -1,32 +1,32 @@
 """Row overwrite in place (state[index[e]] = src[e]; where an index repeats, which edge wins is undefined):
 overwrite.cu's kernel, described, compiled and launched without TensorRT.
 
-One source serves both plugins. The AOT plugin (plugin/scatter_add_aot.py, aliased_io::overwrite_rows) hands
-TensorRT its PTX (compute_75, PTX ISA 8.0, as scatter_add_aot.cu's) and the launch of OVERWRITE_KERNELS. The
-Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs PreparedOverwrite: one kernel
-launch per call. Every call is O(E F): nothing of size N, no workspace. docs/overwrite.md gives the design and
-its cost.
+One source serves both plugins. The AOT plugin (plugin/overwrite_op.py OVERWRITE_ROWS, aliased_io::overwrite_rows)
+hands TensorRT its PTX (compile_overwrite_ptx for the build's target) and LAUNCH there, the overwrite's one launch
+rule, from which the Python plugin's grid is read too (overwrite_grid); OVERWRITE_KERNELS gives each kernel's
+parameter order. The Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs
+PreparedOverwrite: one kernel launch per call. Every call is O(E F): nothing of size N, no workspace.
+docs/overwrite.md gives the design and its cost.
 """
 
 import functools
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from common.cuda_check import check
-from plugin.kernels.aot import (
+from plugin.kernels.aot import (  # the source and its AOT PTX live with the other AOT PTX (no import circle)
+    OVERWRITE_SOURCE_PATH,
     THREADS_PER_BLOCK,
     AotKernel,
     aot_arguments,
     aot_argument_types,
-    aot_launch_params,
+    compile_overwrite_ptx,  # noqa: F401 (re-exported: the overwrite's callers read it here)
     packed_aot_arguments,
 )
 
-OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
 MAX_SIZE = 2**31 - 1  # the kernel takes int32 sizes
 SIZE_ARGS = ("num_nodes", "num_edges", "num_features")
 
@@ -60,24 +60,31 @@ def overwrite_sizes(num_nodes: int, num_edges: int, num_features: int, dtype: ob
     return {name: int(value) for name, value in sizes.items()}
 
 
+def aot_overwrite_launch(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(grid, block, shared) of the AOT plugin's launch for these sizes: plugin.overwrite_op LAUNCH, the one launch
+    rule of the overwrite, evaluated with ints (inplace.launch.evaluate_launch). ValueError for a dtype other than
+    float32 and float16."""
+    from inplace.launch import evaluate_launch
+    from plugin.overwrite_op import KERNELS
+
+    overwrite_kernel(dtype)  # float32 or float16
+    grid, block, shared, _ = evaluate_launch(KERNELS[np.dtype(dtype).name],  # type: ignore[call-overload]
+                                             {"N": sizes["num_nodes"], "E": sizes["num_edges"],
+                                              "F": sizes["num_features"]})
+    return grid[0], block[0], shared
+
+
 def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, int]:
-    """(grid, block, shared) of the Python plugin's launch: aot_launch_params' grid (one thread per feature),
-    except that it counts the 16-byte words of a row where a row has them (the kernel's widest copy). Any grid
-    of at least one block is correct: the kernel loops."""
-    grid, block, shared = aot_launch_params(overwrite_kernel(dtype), sizes)
+    """(grid, block, shared) of the Python plugin's launch: the AOT plugin's (aot_overwrite_launch: one thread per
+    feature), except that it counts the 16-byte words of a row where a row has them (the kernel's widest copy).
+    Any grid of at least one block is correct: the kernel loops."""
+    grid, block, shared = aot_overwrite_launch(dtype, sizes)
     row_bytes = sizes["num_features"] * np.dtype(dtype).itemsize  # type: ignore[call-overload]
     words = row_bytes // 16 if row_bytes % 16 == 0 else sizes["num_features"]
     return max(1, min(-(-sizes["num_edges"] * words // THREADS_PER_BLOCK), grid)), block, shared
 
 
-# --- compiling and loading ---------------------------------------------------------------------------------
-@functools.cache
-def compile_overwrite_ptx() -> bytes:
-    """The PTX text of overwrite.cu that the AOT plugin embeds (common.nvrtc.compile_engine_ptx)."""
-    from common.nvrtc import compile_engine_ptx
-
-    return compile_engine_ptx(OVERWRITE_SOURCE_PATH)
-
+# --- compiling and loading (the AOT plugin's PTX: plugin.kernels.aot compile_overwrite_ptx) ------------------
 
 @functools.cache
 def compile_overwrite_cubin(arch: int) -> bytes:
@@ -127,12 +134,12 @@ def prepare_overwrite_kernels() -> dict[str, Any]:
 # --- launching ---------------------------------------------------------------------------------------------
 def launch_overwrite(functions: Mapping[str, Any], dtype: object, pointers: Mapping[str, int],
                      sizes: Mapping[str, int], stream: int, grid: int | None = None) -> None:
-    """The kernel on `stream` as TensorRT runs the AOT plugin: aot_launch_params' grid (or `grid` blocks) with
+    """The kernel on `stream` as TensorRT runs the AOT plugin: aot_overwrite_launch's grid (or `grid` blocks) with
     aot_arguments. pointers: state, src, index. For tests and benchmarks."""
     from cuda.bindings import driver
 
     kernel = overwrite_kernel(dtype)
-    blocks, block, shared = aot_launch_params(kernel, sizes)
+    blocks, block, shared = aot_overwrite_launch(dtype, sizes)
     check(driver.cuLaunchKernel(functions[kernel.name], blocks if grid is None else grid, 1, 1, block, 1, 1, shared,
                                 stream, (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
 

@@ -4,6 +4,7 @@ line. --dry-run with --steps prints the reference of the final state. No TensorR
 process (imports, exit 3 without TensorRT, a subset of the bad values) go through a subprocess (run_cli), the
 others through main() in this process (run_main)."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -190,9 +191,55 @@ def test_without_tensorrt_engine_modes_stop_with_exit_3_and_one_line(args):
     assert len(lines) == 1 and "pip install" in lines[0]
 
 
-def test_the_aot_edge_limit_is_the_largest_whose_table_size_is_an_int32():
-    """The fp16 AOT edge limit is the largest E whose table capacity 2 E + 1 is still an int32."""
-    from common.limits import MAX_AOT_HALF_EDGES
-    from plugin.kernels.aot import table_capacity
+def largest_launched_edges(chain, dtypes, nodes, features):
+    """The largest E up to MAX_PROFILE_SIZE at which every step of `chain` launches (inplace.launch
+    check_chain_launches), by bisection; None where it launches at none."""
+    from inplace.launch import check_chain_launches
 
-    assert table_capacity(MAX_AOT_HALF_EDGES) <= 2**31 - 1 < table_capacity(MAX_AOT_HALF_EDGES + 1)
+    def launches(edges):
+        try:
+            check_chain_launches(chain, dtypes, {"N": nodes, "E": edges, "F": features})
+        except ValueError:
+            return False
+        return True
+
+    if not launches(0):
+        return None
+    low, high = 0, MAX_PROFILE_SIZE + 1  # launches(low); high: past the largest --max_edges
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if launches(middle) else (low, middle)
+    return low
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_the_aot_edge_limit_is_the_chains_own(capsys, monkeypatch, precision):
+    """--plugin aot's limit on the profile is the chosen chain's: every step's launch at the profile's maxima must
+    fit int32. The chains the sample's scatter-adds choose launch at every --max_edges (computed: the bisection
+    reaches MAX_PROFILE_SIZE); where a chain has a limit (split_table's slots, 2 E past 2^21: forced here as the
+    chosen chain), its largest E is accepted and the next refused in one line naming the size and the value."""
+    from inplace.spec import BuildFacts
+    from plugin import scatter_add_op
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS, split_chain
+
+    dtype = "float16" if precision == "fp16" else "float32"
+    dtypes = {"state": dtype, "src": dtype, "index": "int64"}
+    facts = BuildFacts(dtypes, constants={"F": 1}, maxima={"E": MAX_PROFILE_SIZE})
+    for op in (SCATTER_ADD, SCATTER_ADD_COUNTS):
+        assert largest_launched_edges(op.chain_for(facts), dtypes, MAX_PROFILE_SIZE, 1) == MAX_PROFILE_SIZE
+    assert cli.main(["--plugin", "aot", "--precision", precision, "--max_edges", str(MAX_PROFILE_SIZE),
+                     "--max_nodes", str(MAX_PROFILE_SIZE), "--dry-run", "--seed", "1"]) == 0
+    capsys.readouterr()
+
+    largest = largest_launched_edges(split_chain(), dtypes, MAX_PROFILE_SIZE, 1)
+    assert largest is not None and largest < MAX_PROFILE_SIZE
+    monkeypatch.setattr(scatter_add_op, "SCATTER_ADD", dataclasses.replace(SCATTER_ADD, choose=lambda _: split_chain()))
+    assert cli.main(["--plugin", "aot", "--precision", precision, "--max_edges", str(largest), "--dry-run",
+                     "--seed", "1"]) == 0
+    capsys.readouterr()
+    status = cli.main(["--plugin", "aot", "--precision", precision, "--max_edges", str(largest + 1), "--dry-run",
+                       "--seed", "1"])
+    slots = max(min(4 * (largest + 1), 2**21), 2 * (largest + 1))  # split_capacity's value at E + 1
+    assert_one_line_error(status, capsys.readouterr(), f"--max_edges {largest + 1:,} is more than --plugin aot "
+                                                      f"--precision {precision} takes: aot_split_table: extra argument "
+                                                      f"{slots} ")

@@ -58,10 +58,10 @@ def test_dry_run_rewrites_saves_and_runs_the_original_classifier_in_onnx_runtime
     assert "Against the float64 reference: largest absolute error" in result.stdout
     ops = onnx_ops(out)
     assert not [op for op in ops if op.startswith("Scatter") and op != "ScatterAddInPlace"], ops
-    expected = ["ScatterAddInPlace"] if plugin == "python" else (
-        ["scatter_add_counts"] if precision == "fp32" else ["scatter_table_counts", "apply_table"])
-    assert [op for op in ops if op in ("ScatterAddInPlace", "scatter_add_counts", "scatter_table_counts",
-                                       "apply_table")] == expected
+    expected = ["ScatterAddInPlace"] if plugin == "python" else (  # SCATTER_ADD_COUNTS's state or table chain
+        ["add_rows_counts"] if precision == "fp32" else ["add_into_table_counts", "round_table"])
+    assert [op for op in ops if op in ("ScatterAddInPlace", "add_rows_counts", "add_into_table_counts",
+                                       "round_table")] == expected
 
 
 @needs_export

@@ -1,6 +1,6 @@
 """Every example kernel's PTX, for every dtype combination its step takes, has exactly the parameters TensorRT
 launches an AOT plugin's kernel with (input pointers, int32 extra arguments, output pointers), as
-tests/kernels/test_aot_kernel_signatures.py checks the project's own. Triton's PTX for sm_90 is made here on the
+tests/kernels/test_aot_family.py and tests/plugin/test_overwrite_op.py check the project's own. Triton's PTX for sm_90 is made here on the
 CPU (triton 3.9 appends two scratch pointers, which inplace.ptx removes: checked); CUDA C through NVRTC."""
 
 import importlib

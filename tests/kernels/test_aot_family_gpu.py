@@ -3,7 +3,7 @@
 memory and (input pointers, int32 extra arguments, output pointers)), against float64 (skipped without a GPU).
 
 Fresh random inputs every run, a non-zero state, hot nodes and out-of-range indices (tests/plugin/
-test_aot_plugin_gpu.py random_indices), scratch tensors holding garbage before their fills, guard rows around the
+random_indices), scratch tensors holding garbage before their fills, guard rows around the
 state and the counts; a second run of the same prepared chain starts from clean tables. Error bounds:
 tests/kernels/test_kernels_gpu.py (float16: one rounding per node). Also each kernel's PTX parameters, as
 NVRTC emits them for the engine, against its step's order.
@@ -29,11 +29,21 @@ from plugin.scatter_add_op import (
     table_chain,
 )
 from tests.kernels.test_kernels_gpu import assert_within_bound, reference
-from tests.plugin.test_aot_plugin_gpu import random_indices
 
 pytestmark = pytest.mark.gpu
 
 RNG = np.random.default_rng()
+
+
+def random_indices(num_nodes, num_edges):
+    """Uniform targets, 10% of edges into node 0 (a hot node), about 1% out of range (negative, N and up,
+    and values beyond int32 that must not wrap into a node)."""
+    index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
+    index[RNG.random(num_edges) < 0.1] = 0
+    bad = RNG.random(num_edges) < 0.01
+    choices = np.array([-1, -num_nodes, num_nodes, num_nodes + 5, 2**31 + 3, 2**32, -(2**40)], dtype=np.int64)
+    index[bad] = RNG.choice(choices, int(bad.sum()))
+    return index
 GUARD_ROWS = 64
 SIZES = [  # (N, E, F): shared memory, direct / global at widths 4, 2, 1, a hashed table, E = 0, hot rows,
     # chunk_reduce (100 / 1000 nodes, F = 64), and rows of 33 features (chunked falls back to global atomics)

@@ -1,9 +1,10 @@
 """Every kernel on made-up inputs (issue 25): it must end and stay inside its buffers whatever they hold.
 
 TensorRT may time a plugin on inputs it made up while it builds, and an engine runs on whatever its inputs hold.
-Each kernel of scatter_add_aot.cu is launched as TensorRT launches it (plugin.kernels.aot launch_aot_kernel: its
-grid and argument order), and so is each AOT entry point of scatter_add.cu, step by step of its chain in
-plugin/scatter_add_op.py (inplace.launch; the scratch tensors made up too); each other kernel of scatter_add.cu as
+Each AOT entry point of scatter_add.cu is launched as TensorRT launches it, step by step of its chain in
+plugin/scatter_add_op.py, and so is overwrite.cu's kernel by plugin/overwrite_op.py OVERWRITE_ROWS's chain
+(inplace.launch.PreparedChain of the one step, every tactic; the scratch tensors made up too, not filled); each
+other kernel of scatter_add.cu as
 the launcher does (PreparedScatterAdd's own driver calls for one case of sizes and options, the memsets left out),
 on buffers refilled before every launch with:
   random    random bytes in every buffer;
@@ -42,15 +43,8 @@ if str(ROOT) not in sys.path:  # run as a child: python3 tests/kernels/test_kern
     sys.path.insert(0, str(ROOT))
 
 from plugin.kernels import plan  # noqa: E402
-from plugin.kernels.aot import (  # noqa: E402
-    AOT_KERNELS,
-    AOT_SOURCE_PATH,
-    aot_extra_args,
-    aot_launch_params,
-    check_aot_sizes,
-    table_capacity,
-)
 from plugin.kernels.compile import SOURCE_PATH  # noqa: E402
+from plugin.kernels.overwrite import OVERWRITE_SOURCE_PATH  # noqa: E402
 from plugin.kernels.plan import OwnedTable, workspace_size  # noqa: E402
 
 PATTERNS = ("random", "extreme", "in_range")
@@ -98,19 +92,10 @@ class PluginLaunch:
 
 
 @dataclass(frozen=True)
-class AotLaunch:
-    """One AOT kernel as TensorRT launches it for these sizes (the table's capacity follows E)."""
-
-    kernel: str
-    nodes: int
-    edges: int
-    features: int
-
-
-@dataclass(frozen=True)
 class FamilyLaunch:
-    """One chain of plugin/scatter_add_op.py (its aot_* kernels of scatter_add.cu), each step launched as TensorRT
-    launches its AOT plugin (inplace.launch) for these sizes, the scratch tensors made-up like every other buffer."""
+    """One chain of plugin/scatter_add_op.py (its aot_* kernels of scatter_add.cu) or OVERWRITE_ROWS's, each step
+    launched as TensorRT launches its AOT plugin (inplace.launch.PreparedChain of that step) for these sizes, the
+    scratch tensors made-up like every other buffer."""
 
     dtype: str
     chain: str  # a name of FAMILY_CHAINS
@@ -120,17 +105,29 @@ class FamilyLaunch:
 
 
 def family_chains() -> dict[str, Any]:
+    """{name: (op, chain)}: every chain of the project's ops (plugin/inplace_ops.py PROJECT_OPS)."""
     from plugin import scatter_add_op as op
+    from plugin.overwrite_op import OVERWRITE_ROWS
 
-    return {"state": op.state_chain(False), "state_counts": op.state_chain(True), "table": op.table_chain(False),
-            "table_counts": op.table_chain(True), "split": op.split_chain(), "block": op.block_chain(),
-            "pairs": op.pairs_chain(), "pair_chunks": op.pair_chunks_chain(2), "sorted": op.sorted_chain(False),
-            "sorted_counts": op.sorted_chain(True), "sorted_4": op.sorted_chain(True, 4),
-            "sorted_wide": op.sorted_chain(True, 1, wide=True)}
+    plain, counts = op.SCATTER_ADD, op.SCATTER_ADD_COUNTS
+    return {"state": (plain, op.state_chain(False)), "state_counts": (counts, op.state_chain(True)),
+            "table": (plain, op.table_chain(False)), "table_counts": (counts, op.table_chain(True)),
+            "split": (plain, op.split_chain()), "block": (plain, op.block_chain()),
+            "pairs": (counts, op.pairs_chain()), "pair_chunks": (counts, op.pair_chunks_chain(2)),
+            "sorted": (plain, op.sorted_chain(False)), "sorted_counts": (counts, op.sorted_chain(True)),
+            "sorted_4": (counts, op.sorted_chain(True, 4)), "sorted_wide": (counts, op.sorted_chain(True, 1, wide=True)),
+            "overwrite": (OVERWRITE_ROWS, OVERWRITE_ROWS.chains[0])}
+
+
+def family_dtypes(launch: FamilyLaunch) -> dict[str, str]:
+    return {"state": launch.dtype, "src": launch.dtype}
 
 
 def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
-    return tuple(step.kernel({}).name for step in family_chains()[launch.chain].steps)
+    """The kernel of every step and tactic of the launch's chain, for its dtype."""
+    dtypes = family_dtypes(launch)
+    return tuple(kernel.name for step in family_chains()[launch.chain][1].steps
+                 for kernel in (step.kernel(dtypes), *step.tactics(dtypes)))
 
 
 def _family(dtype: str, chains: tuple[str, ...], shapes: tuple[tuple[int, int, int], ...]) -> tuple[FamilyLaunch, ...]:
@@ -192,7 +189,7 @@ GLOBAL: dict[str, Any] = dict(algorithm="global", paired=False)
 # the AOT family's shapes: shared memory (few nodes, many edges each), global atomics or the direct kernel at
 # widths 1, 2 and 4 (F = 3, 2, 64), a hashed table (N > 4 E), chunk_reduce (100 nodes, 1000 edges each), E = 0
 FAMILY_SHAPES = ((8, 4096, 1), (1000, 5000, 3), (100, 2000, 64), (10**5, 1000, 2), (100, 10**5, 64), (5, 0, 2))
-CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
+CASES: dict[str, tuple[PluginLaunch | FamilyLaunch, ...]] = {
     "float32-global": _widths("float32", 1000, 5000, ("scatter_global",), **GLOBAL),
     "float32-shared": _shared("float32"),
     "float32-pairs": _pairs("float32"),
@@ -207,18 +204,6 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     "float16-sorted": _sorted("float16"),
     "float16-chunked": _chunked("float16"),
     "float16-small-updates": _small_updates("float16"),
-    # TensorRT's AOT kernels: float32 straight and privatised (N (F + counts) <= 10240, E >= 256 N), E = 0
-    "aot-float32": tuple(AotLaunch(kernel, nodes, edges, features)
-                         for kernel in ("scatter_add_f32", "scatter_add_f32_counts")
-                         for nodes, edges, features in ((1000, 5000, 3), (8, 4096, 1), (100, 2000, 64), (5, 0, 2))),
-    "aot-float16-table": tuple(AotLaunch(kernel, nodes, edges, features)
-                               for kernel in ("scatter_table_f16", "scatter_table_f16_counts")
-                               for nodes, edges, features in ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2))),
-    "aot-float16-apply": tuple(AotLaunch("apply_table_f16", nodes, edges, features)
-                               for nodes, edges, features in ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2))),
-    # one block, one feature: within its profile (1024 edges), and beyond its 4096 slots (the half-atomic overflow)
-    "aot-float16-block": tuple(AotLaunch("scatter_block_f16", nodes, edges, 1)
-                               for nodes, edges in ((1000, 1024), (10**5, 10**4), (5, 0))),
     # the kernel family's AOT entry points (plugin/scatter_add_op.py), launched as TensorRT launches them
     "family-float32": _family("float32", ("state", "state_counts"), FAMILY_SHAPES),
     "family-float16-table": _family("float16", ("table", "table_counts"), FAMILY_SHAPES),
@@ -232,13 +217,15 @@ CASES: dict[str, tuple[PluginLaunch | AotLaunch | FamilyLaunch, ...]] = {
     "family-sorted": _family("float32", ("sorted_counts", "sorted_wide"), ((20000, 10000, 8), (100, 10000, 128),
                                                                            (5, 0, 33)))
     + _family("float16", ("sorted", "sorted_4"), ((20000, 10000, 64), (1000, 50000, 33))),
+    # OVERWRITE_ROWS's one step: widths 1 to 4 words a thread (F = 3, 64), E = 0, more edges than nodes
+    "family-overwrite": _family("float32", ("overwrite",), ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2)))
+    + _family("float16", ("overwrite",), ((1000, 5000, 3), (10**5, 1000, 64), (5, 0, 2))),
 }
 
 
 def case_kernels(case: str) -> set[str]:
     return {kernel for launch in CASES[case] for kernel in (
-        launch.kernels if isinstance(launch, PluginLaunch)
-        else family_kernels(launch) if isinstance(launch, FamilyLaunch) else (launch.kernel,))}
+        launch.kernels if isinstance(launch, PluginLaunch) else family_kernels(launch))}
 
 
 # --- made-up buffer contents ------------------------------------------------------------------------------------
@@ -290,7 +277,6 @@ class CudaDevice:
 
         self.driver, self.artifacts = driver, artifacts
         self.buffers: list[Any] = []
-        self.aot: dict[str, Any] | None = None
 
     def alloc(self, nbytes: int) -> int:
         from plugin.device_array import DeviceArray
@@ -317,21 +303,13 @@ class CudaDevice:
         for call, arguments, what in bind_driver_calls(self.driver, [operation], pointers):
             check(call(*arguments), call=what)
 
-    def launch_aot(self, name: str, pointers: dict[str, int], sizes: dict[str, int]) -> None:
-        from plugin.kernels.aot import launch_aot_kernel, load_aot_functions
-
-        if self.aot is None:
-            self.aot = load_aot_functions((self.artifacts / "scatter_add_aot.ptx").read_bytes())[1]
-        launch_aot_kernel(self.aot[name], AOT_KERNELS[name], pointers, sizes, 0)
-
-    def launch_family(self, step: Any, kernel: Any, dtypes: dict[str, str], pointers: dict[str, int],
+    def launch_family(self, op: Any, step: Any, tactic: int, dtypes: dict[str, str], pointers: dict[str, int],
                       sizes: dict[str, int]) -> None:
-        from inplace.launch import PreparedKernel, evaluate_launch, load_function, step_arguments
+        """The step alone as a chain (no scratch: no fills, the made-up contents stay), at this tactic."""
+        from inplace.launch import PreparedChain
+        from inplace.spec import Chain
 
-        grid, block, shared, _ = evaluate_launch(kernel, sizes)
-        values, types = step_arguments(step, kernel, pointers, sizes)
-        function = load_function(kernel.source.ptx(kernel.name, dtypes), kernel.name)
-        PreparedKernel(function, grid, block, shared, values, types, 0, kernel.name)()
+        PreparedChain(op, Chain((step,)), dtypes, pointers, sizes, 0, {step.plugin: tactic})()
 
     def finish(self, name: str) -> None:
         from common.cuda_check import check
@@ -366,18 +344,12 @@ class DryDevice:
     def launch(self, operation: tuple[Any, ...], pointers: tuple[int, ...]) -> None:
         self.launches.append(operation[6])
 
-    def launch_aot(self, name: str, pointers: dict[str, int], sizes: dict[str, int]) -> None:
-        kernel = AOT_KERNELS[name]
-        check_aot_sizes(sizes)
-        aot_launch_params(kernel, sizes), aot_extra_args(kernel, sizes)
-        assert all(pointers[tensor] for tensor in kernel.inputs + kernel.outputs)
-        self.launches.append(name)
-
-    def launch_family(self, step: Any, kernel: Any, dtypes: dict[str, str], pointers: dict[str, int],
+    def launch_family(self, op: Any, step: Any, tactic: int, dtypes: dict[str, str], pointers: dict[str, int],
                       sizes: dict[str, int]) -> None:
-        from inplace.launch import evaluate_launch, step_arguments
+        from inplace.launch import evaluate_launch, step_arguments, step_kernel
 
-        evaluate_launch(kernel, sizes)
+        kernel = step_kernel(step, dtypes, tactic)
+        evaluate_launch(kernel, sizes, dtypes)
         values, _ = step_arguments(step, kernel, pointers, sizes)
         assert all(values[:len(step.inputs)]) and all(values[len(values) - len(step.outputs):])
         self.launches.append(kernel.name)
@@ -428,50 +400,28 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
             say(f"ENDED {operation[6]} {pattern}")
 
 
-def _aot_launch(launch: AotLaunch, device: Any, say: Callable[[str], None], rng: np.random.Generator) -> None:
-    kernel = AOT_KERNELS[launch.kernel]
-    dtype = np.dtype(np.float16 if launch.kernel.endswith(("f16", "f16_counts")) else np.float32)
-    nodes, edges, features = launch.nodes, launch.edges, launch.features
-    capacity = table_capacity(edges)
-    sizes = {"num_nodes": nodes, "num_edges": edges, "num_features": features, "capacity": capacity}
-    nbytes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize, "index": 8 * edges,
-              "counts": 8 * nodes, "keys": 4 * capacity, "values": 4 * capacity * features}
-    kinds = {"state": dtype.name, "src": dtype.name, "index": "index", "counts": "words", "keys": "words",
-             "values": "float32"}
-    tensors = dict.fromkeys(kernel.inputs + kernel.outputs)
-    address = {name: device.alloc(nbytes[name]) for name in tensors}
-    for pattern in PATTERNS:
-        for name in tensors:
-            if nbytes[name]:
-                first = pattern_bytes(pattern, kinds[name], nbytes[name], nodes, edges, rng)
-                device.fill(address[name], nbytes[name], first)
-        say(f"LAUNCH {launch.kernel} {pattern} {launch}")
-        device.launch_aot(launch.kernel, address, sizes)
-        device.finish(launch.kernel)
-        say(f"ENDED {launch.kernel} {pattern}")
-
-
 def _family_launch(launch: FamilyLaunch, device: Any, say: Callable[[str], None], rng: np.random.Generator) -> None:
     from inplace.launch import scratch_bytes
 
-    chain = family_chains()[launch.chain]
+    op, chain = family_chains()[launch.chain]
     dtype = np.dtype(launch.dtype)
     nodes, edges, features = launch.nodes, launch.edges, launch.features
     sizes = {"N": nodes, "E": edges, "F": features}
     nbytes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize,
               "index": 8 * edges, **scratch_bytes(chain, sizes)}
     kinds = {"state": dtype.name, "src": dtype.name, "index": "index", "values": "float32"}
-    dtypes = {"state": dtype.name, "src": dtype.name}
+    dtypes = family_dtypes(launch)
     address = {name: device.alloc(size) for name, size in nbytes.items()}
     for step in chain.steps:
-        for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):  # every tactic TensorRT may pick
+        kernels = (step.kernel(dtypes), *step.tactics(dtypes))
+        for tactic, kernel in enumerate(kernels):  # every tactic TensorRT may pick
             for pattern in PATTERNS:
                 for name in dict.fromkeys(step.inputs + step.outputs):
                     if nbytes[name]:
                         device.fill(address[name], nbytes[name],
                                     pattern_bytes(pattern, kinds.get(name, "words"), nbytes[name], nodes, edges, rng))
                 say(f"LAUNCH {kernel.name} {pattern} {launch}")
-                device.launch_family(step, kernel, dtypes, address, sizes)
+                device.launch_family(op, step, tactic, dtypes, address, sizes)
                 device.finish(kernel.name)
                 say(f"ENDED {kernel.name} {pattern}")
 
@@ -488,9 +438,7 @@ def run_case(case: str, device: Any, say: Callable[[str], None]) -> None:
             plan.owned_table = lambda entries, features, info: OwnedTable(*forced)
         launcher.backend.forget()
         try:
-            if isinstance(launch, AotLaunch):
-                _aot_launch(launch, device, say, rng)
-            elif isinstance(launch, FamilyLaunch):
+            if isinstance(launch, FamilyLaunch):
                 _family_launch(launch, device, say, rng)
             else:
                 _plugin_launch(launch, device, say, rng)
@@ -517,6 +465,10 @@ def child_main(case: str, artifacts: Path) -> int:
         return (artifacts / f"family_{kernel}_{dtype}.ptx").read_bytes()
 
     aot.compile_family_ptx = family_ptx  # type: ignore[assignment]
+    def overwrite_ptx(arch: int) -> bytes:
+        return (artifacts / "overwrite.ptx").read_bytes()
+
+    aot.compile_overwrite_ptx = overwrite_ptx  # type: ignore[assignment]
     device = CudaDevice(artifacts)
     try:
         run_case(case, device, lambda line: print(line, flush=True))
@@ -534,12 +486,14 @@ def test_the_launcher_names_every_kernel_of_scatter_add_cu():
     found = {name for name in entry_points(SOURCE_PATH) if not name.startswith("aot_")}  # the AOT plugins' own
     assert {"scatter_global_v4", "scatter_grid_table", "fold_pairs", "scatter_direct_v4"} <= found
     assert found == set(KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES)
-    assert entry_points(AOT_SOURCE_PATH) == set(AOT_KERNELS)
+    from plugin.overwrite_op import KERNEL_NAMES
+
+    assert entry_points(OVERWRITE_SOURCE_PATH) == set(KERNEL_NAMES.values())  # OVERWRITE_ROWS's, one per dtype
 
 
 def test_every_kernel_has_a_fuzz_case():
     covered = set().union(*(case_kernels(case) for case in CASES))
-    for source in (SOURCE_PATH, AOT_SOURCE_PATH):
+    for source in (SOURCE_PATH, OVERWRITE_SOURCE_PATH):
         missing = sorted(entry_points(source) - covered)
         assert not missing, f"kernels of {source.name} without a case in tests/kernels/test_kernel_fuzz_gpu.py CASES: {missing}"
 
@@ -659,9 +613,8 @@ class FuzzRuns:
 
 @pytest.fixture(scope="module")
 def fuzz_runs(request, tmp_path_factory):
-    """The kernels compiled once for this GPU (both dtypes' CUBINs, the AOT PTX) for the children to load, and
-    the (mode, case) pairs this session runs."""
-    from plugin.kernels.aot import compile_aot_ptx
+    """The kernels compiled once for this GPU (both dtypes' CUBINs, the chains' AOT PTX) for the children to load,
+    and the (mode, case) pairs this session runs."""
     from common.nvrtc import nvrtc_supported_archs
     from plugin.kernels.compile import compile_scatter_add, pick_arch
     from plugin.kernels.launch import current_context, read_device_info
@@ -671,10 +624,12 @@ def fuzz_runs(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("kernel_fuzz")
     for dtype in ("float32", "float16"):
         (folder / f"scatter_add_{dtype}.cubin").write_bytes(compile_scatter_add(arch, dtype))
-    (folder / "scatter_add_aot.ptx").write_bytes(compile_aot_ptx())
-    from plugin.kernels.aot import aot_target_arch, compile_family_ptx
+    from plugin.kernels.aot import aot_target_arch, compile_family_ptx, compile_overwrite_ptx
 
+    (folder / "overwrite.ptx").write_bytes(compile_overwrite_ptx(aot_target_arch()))
     for launch in {launch for launches in CASES.values() for launch in launches if isinstance(launch, FamilyLaunch)}:
+        if launch.chain == "overwrite":
+            continue
         for kernel in family_kernels(launch):
             (folder / f"family_{kernel}_{launch.dtype}.ptx").write_bytes(
                 compile_family_ptx(kernel, launch.dtype, aot_target_arch()))

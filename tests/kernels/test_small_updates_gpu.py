@@ -229,36 +229,3 @@ def test_auto_without_counts_takes_these_paths_and_matches_float64(dtype, nodes,
     out, skipped, launched = run(state, src, index, "auto")
     assert launched.algorithm == expected and skipped == 0
     assert_within_bound(out, state, src, index, dtype)
-
-
-@pytest.mark.parametrize("with_counts", [False, True], ids=["no_counts", "counts"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
-@pytest.mark.parametrize("nodes, edges, features", [(10**6, 10**4, 1), (1000, 10**5, 3), (5, 1, 1)])
-def test_prepared_aot_launch_matches_float64(monkeypatch, nodes, edges, features, dtype, with_counts):
-    run_prepared_aot_launch(monkeypatch, nodes, edges, features, dtype, with_counts)
-
-
-@pytest.mark.parametrize("nodes, edges", [(10**6, 1000), (5, 1)])
-def test_prepared_aot_launch_of_one_block_matches_float64(monkeypatch, nodes, edges):
-    from plugin.kernels.aot import BLOCK_MAX_EDGES
-
-    run_prepared_aot_launch(monkeypatch, nodes, edges, 1, np.float16, False, max_edges=BLOCK_MAX_EDGES)
-
-
-def run_prepared_aot_launch(monkeypatch, nodes, edges, features, dtype, with_counts, **options):
-    """The AOT kernels launched as bench_aot.py launches them (plugin.kernels.aot.PreparedAotLaunch: arguments
-    packed once), through test_aot_plugin_gpu's guarded buffers and checks."""
-    from plugin.kernels.aot import PreparedAotLaunch, load_aot_functions
-    from tests.plugin import test_aot_plugin_gpu as aot_tests
-
-    def prepared_once(functions, **arguments):
-        PreparedAotLaunch(functions, **arguments)()
-
-    monkeypatch.setattr(aot_tests, "run_aot_scatter_add", prepared_once)
-    module, functions = load_aot_functions()
-    try:
-        aot_tests.run_and_check(functions, nodes, edges, features, dtype, with_counts, **options)
-    finally:
-        from cuda.bindings import driver
-
-        driver.cuModuleUnload(module)

@@ -133,3 +133,49 @@ def test_a_users_model_builds_and_agrees_with_onnx_runtime(tmp_path_factory, nam
         session.close()
         for buffer in inputs.values():
             buffer.free()
+
+
+def custom_nodes(path: Path) -> list[str]:
+    import onnx
+
+    return [node.op_type for node in onnx.load(str(path)).graph.node if node.domain == "aliased_io"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("network", ["classifier", "state"])
+def test_the_aot_chains_build_run_and_match_the_reference(tmp_path_factory, tmp_path, network, precision):
+    """--plugin aot through the project ops' chains (plugin/scatter_add_op.py): the scatter-add with counts (the
+    classifier) and without (the state update), float32 (the state chain) and float16 (the table chain); the
+    engine is built from the saved model's step nodes, run, and validated against the float64 reference and ONNX
+    Runtime on the original."""
+    from tests.onnx.test_onnx_rewrite import AOT_EXPECTED
+
+    model = sample_model(tmp_path_factory, network, precision)
+    rewritten = tmp_path / "rewritten.onnx"
+    mode = ["--num_classes", str(NUM_CLASSES)] if network == "classifier" else ["--steps", "3", "--batch_edges", "400"]
+    result = run(*graph_args(tmp_path, 700, 2500, 8), *mode, "--precision", precision, "--plugin", "aot",
+                 "--onnx", str(model), "--save_onnx", str(rewritten), "--validate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_onnx_run(result.stdout, model, "aot")
+    assert custom_nodes(rewritten) == [op_type for op_type, _ in AOT_EXPECTED[(network, precision)]]
+    if network == "classifier":
+        assert "Against the float64 reference: " in result.stdout
+    else:
+        assert "Final state against the float64 reference of all 3 batches" in result.stdout
+        assert_state_report_is_consistent(result.stdout, 3)
+
+
+def test_the_aot_overwrite_chain_builds_runs_and_matches_onnx_runtime(tmp_path_factory, tmp_path):
+    """--plugin aot on an overwrite (index_copy_): OVERWRITE_ROWS's one step in the saved model, the engine run with
+    X_out bound at X and validated against ONNX Runtime on the original."""
+    from tests.onnx.test_e2e_onnx_any import assert_validated
+    from tests.support.onnx_models import zoo_feeds, zoo_path
+    from tests.cli.test_cli_onnx_any import npz
+
+    model = str(zoo_path(tmp_path_factory, "index_copy_"))
+    rewritten = tmp_path / "rewritten.onnx"
+    result = run("--seed", "1", "--plugin", "aot", "--onnx", model, "--onnx_inputs",
+                 npz(tmp_path, **zoo_feeds("index_copy_")), "--save_onnx", str(rewritten), "--validate")
+    assert_validated(result, model)
+    assert custom_nodes(rewritten) == ["overwrite_rows"]
+    assert "the runner binds X_out at X's address" in result.stdout

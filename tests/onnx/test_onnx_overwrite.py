@@ -75,7 +75,7 @@ def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(t
         assert [attributes(node).get("overwrite", 0) for node in plugins] == [int(flag) for flag in overwrites]
         assert all(attributes(node)["compute_counts"] == 0 and len(node.output) == 1 for node in plugins)
     else:
-        ops = ["overwrite_rows" if flag else "scatter_add" for flag in overwrites]
+        ops = ["overwrite_rows" if flag else "add_rows" for flag in overwrites]  # OVERWRITE_ROWS, SCATTER_ADD
         assert sorted(node.op_type for node in plugins) == sorted(ops)  # in topological order
     assert result.aliases == aliases
     assert [scatter.overwrite for scatter in result.scatters] == overwrites
@@ -95,14 +95,15 @@ def test_each_overwrite_is_rewritten_into_the_overwrite_plugin_and_round_trips(t
 @needs_export
 def test_the_aot_overwrite_is_one_node_writing_the_state_in_place(tmp_path_factory):
     """overwrite_rows reads the state, src and idx and nothing else (no table, no fill); its output is the
-    state's memory (NODE_ALIASES) and the graph output X_out."""
-    from onnx_path.nodes import NODE_ALIASES, NODE_ARITY
+    state's memory (node_aliases) and the graph output X_out: OVERWRITE_ROWS's chain, one step."""
+    from onnx_path.nodes import node_aliases, step_of
     from onnx_path.rewrite import rewrite_model
 
     model = rewrite_model(zoo_model(tmp_path_factory, "index_copy"), "aot").model
     (rows,) = (node for node in model.graph.node if node.domain == "aliased_io")
-    assert rows.op_type == "overwrite_rows" and NODE_ALIASES["overwrite_rows"] == {0: 0}
-    assert NODE_ARITY["overwrite_rows"] == (3, (1,))
+    assert rows.op_type == "overwrite_rows" and node_aliases("aliased_io", "overwrite_rows") == {0: 0}
+    _, chain, step = step_of("aliased_io", "overwrite_rows")
+    assert chain.steps == (step,) and (len(step.inputs), len(step.outputs)) == (3, 1)
     assert list(rows.input) == ["X", "src", "idx"] and list(rows.output) == ["X_out"]
     assert attributes(rows) == {"plugin_namespace": b"aliased_io", "plugin_version": b"1", "aot": 1}
     assert not [node for node in model.graph.node if node.op_type == "ConstantOfShape"]
@@ -446,8 +447,9 @@ def test_the_scatter_op_of_old_opsets_is_refused_in_one_line():
 @pytest.mark.trt_bindings
 @pytest.mark.parametrize("name", ["index_copy", "copy_and_add"])
 def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_factory, name):
-    """Each AOT node of an overwrite's rewrite names a plugin of plugin/scatter_add_aot.py (namespace::op_type)
-    with as many inputs and outputs as its registered descriptor function takes and returns (TensorRT >= 10.16's
+    """Each AOT node of an overwrite's rewrite names a plugin the project's ops registered (namespace::op_type,
+    inplace.registry's register_aot_plugins, as --onnx --plugin aot registers them before parsing) with as many
+    inputs and outputs as its registered descriptor function takes and returns (TensorRT >= 10.16's
     tensorrt.plugin)."""
     import inspect
     import typing
@@ -455,20 +457,20 @@ def test_the_aot_overwrite_nodes_match_the_registered_aot_plugins(tmp_path_facto
     from common.errors import MissingDependencyError
     from onnx_path.rewrite import rewrite_model
 
+    from inplace.registry import register_aot_plugins
+    from plugin.inplace_ops import PROJECT_OPS  # noqa: F401 (registers them)
+    from tests.support.trt_plugin_internals import qdp_registry
+
     try:
-        import plugin.scatter_add_aot as aot
+        ids = register_aot_plugins()
     except MissingDependencyError as error:
         pytest.skip(str(error))
-    names = ("SCATTER_ADD", "OVERWRITE_ROWS")
-    if not all(hasattr(aot, name) for name in names):
-        pytest.skip("plugin/scatter_add_aot.py registers no AOT overwrite plugins in this tree")
-    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.OVERWRITE_ROWS: aot.overwrite_rows_desc}
     model = rewrite_model(zoo_model(tmp_path_factory, name), "aot").model
     seen = []
     for node in (n for n in model.graph.node if n.domain):
         plugin_id = f"{attributes(node)['plugin_namespace'].decode()}::{node.op_type}"
-        assert node.domain == aot.NAMESPACE and plugin_id in descriptors
-        signature = inspect.signature(descriptors[plugin_id])
+        assert node.domain == "aliased_io" and plugin_id in ids
+        signature = inspect.signature(qdp_registry()[plugin_id].register_func)
         assert len(node.input) == len(signature.parameters), plugin_id
         returned = signature.return_annotation
         assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)

@@ -106,23 +106,23 @@ def test_rewrite_leaves_the_input_model_unchanged(tmp_path_factory):
 
 
 # --- the AOT plugins -----------------------------------------------------------------------------------------
-AOT_EXPECTED = {  # (network, precision) -> the AOT plugin nodes in order, with their inputs by role
-    ("classifier", "fp32"): [("scatter_add_counts", ["X", "src", "idx", "counts_zero"])],
-    ("state", "fp32"): [("scatter_add", ["X", "src", "idx"])],
-    ("classifier", "fp16"): [("scatter_table_counts", ["src", "idx", "keys", "values", "counts_zero"]),
-                             ("apply_table", ["X", "table_keys", "table_values"])],
-    ("state", "fp16"): [("scatter_table", ["src", "idx", "keys", "values"]),
-                        ("apply_table", ["X", "table_keys", "table_values"])],
+AOT_EXPECTED = {  # (network, precision) -> the chain's step nodes in order, with their inputs by role
+    ("classifier", "fp32"): [("add_rows_counts", ["X", "src", "idx", "counts"])],
+    ("state", "fp32"): [("add_rows", ["X", "src", "idx"])],
+    ("classifier", "fp16"): [("add_into_table_counts", ["X", "src", "idx", "keys", "values", "counts"]),
+                             ("round_table", ["X", "idx", "table_keys", "table_values"])],
+    ("state", "fp16"): [("add_into_table", ["X", "src", "idx", "keys", "values"]),
+                        ("round_table", ["X", "idx", "table_keys", "table_values"])],
 }
-FILLS = {"counts_zero": "ConstantOfShape", "keys": "ConstantOfShape", "values": "ConstantOfShape"}
+FILLS = {"counts": "ConstantOfShape", "keys": "ConstantOfShape", "values": "ConstantOfShape"}
 
 
 @needs_export
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("network", NETWORKS)
 def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precision):
-    """The AOT plugins of plugin/scatter_add_aot.py in their domain with aot=1, wired as network/aot_layers.py
-    wires them; their zero-filled inputs are ConstantOfShape nodes; no Scatter* left; outputs kept."""
+    """The steps of plugin/scatter_add_op.py's chains in their domain with aot=1, wired as network/aot_layers.py
+    wires them; their filled scratch inputs are ConstantOfShape nodes; no Scatter* left; outputs kept."""
     from onnx_path.rewrite import load_model, model_io
 
     original = load_model(sample_model(tmp_path_factory, network, precision))
@@ -154,30 +154,34 @@ def test_aot_plugin_nodes_replace_the_scatters(tmp_path_factory, network, precis
 @needs_export
 @pytest.mark.parametrize("network", NETWORKS)
 def test_aot_fills_compute_what_the_kernels_expect(tmp_path_factory, network):
-    """The fill nodes run in ONNX Runtime (cut out of the rewritten float16 model): counts int64 zeros [N, 1],
-    keys int32 -1 [2E+1] and values float32 zeros [2E+1, F], 2E+1 being plugin.kernels.aot.table_capacity(E)."""
+    """The fill nodes run in ONNX Runtime (cut out of the rewritten float16 model): the table chain's scratch, keys
+    int32 -1 [K] and values float32 zeros [C, F] (C, K: plugin/scatter_add_op.py's table_capacity and table_keys
+    of N and E), and with counts int64 zeros [N, 1]."""
     import onnx
     import onnxruntime
 
-    from plugin.kernels.aot import table_capacity
+    from plugin.scatter_add_op import table_capacity, table_keys
 
     model = rewritten(tmp_path_factory, network, "fp16", "aot").model
-    table = next(node for node in model.graph.node if node.op_type.startswith("scatter_table"))
-    fills = list(table.input[2:])
+    table = next(node for node in model.graph.node if node.op_type.startswith("add_into_table"))
+    fills = list(table.input[3:])
     cut = onnx.utils.Extractor(model).extract_model(STATE_NAMES, fills)
     session = onnxruntime.InferenceSession(cut.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds, _ = graph_inputs(num_nodes=7, num_edges=19, precision="fp16")
-    needed = [tensor.name for tensor in session.get_inputs()]
-    values = dict(zip(fills, session.run(fills, {name: feeds[name] for name in needed})))
-    keys, table_values = values[fills[0]], values[fills[1]]
-    assert keys.dtype == np.int32 and keys.shape == (table_capacity(19),) and (keys == -1).all()
-    assert table_values.dtype == np.float32 and table_values.shape == (table_capacity(19), NUM_FEATURES)
-    assert not table_values.any()
-    if network == "classifier":
-        counts = values[fills[2]]
-        assert counts.dtype == np.int64 and counts.shape == (7, 1) and not counts.any()
-    else:
-        assert len(fills) == 2
+    for nodes, edges in ((7, 19), (20, 20)):  # one slot per node (no keys: C = N)
+        feeds, _ = graph_inputs(num_nodes=nodes, num_edges=edges, precision="fp16")
+        needed = [tensor.name for tensor in session.get_inputs()]
+        values = dict(zip(fills, session.run(fills, {name: feeds[name] for name in needed})))
+        sizes = {"N": nodes, "E": edges, "F": NUM_FEATURES}
+        capacity, keys_size = table_capacity().evaluate(sizes), table_keys().evaluate(sizes)
+        keys, table_values = values[fills[0]], values[fills[1]]
+        assert keys.dtype == np.int32 and keys.shape == (keys_size,) and (keys == -1).all()
+        assert table_values.dtype == np.float32 and table_values.shape == (capacity, NUM_FEATURES)
+        assert not table_values.any()
+        if network == "classifier":
+            counts = values[fills[2]]
+            assert counts.dtype == np.int64 and counts.shape == (nodes, 1) and not counts.any()
+        else:
+            assert len(fills) == 2
 
 
 # --- other forms the rewrite takes ---------------------------------------------------------------------------
@@ -219,7 +223,7 @@ def test_other_exported_forms_are_rewritten(tmp_path_factory, name, exported, py
         assert attributes(plugin_node)["compute_counts"] == int(classes)
     else:
         assert [node.op_type for node in model.graph.node if node.domain] == (
-            ["scatter_add_counts"] if classes else ["scatter_add"])
+            ["add_rows_counts"] if classes else ["add_rows"])
     (scatter,) = result.scatters
     assert scatter.form == ("scatter_add" if name.startswith("scatter_add") else "index_add")
     assert model_io(model) == model_io(original)
@@ -455,23 +459,24 @@ def test_the_rewritten_node_creates_the_plugin_through_the_real_creator(trt, tmp
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("network", NETWORKS)
 def test_the_aot_nodes_match_the_registered_aot_plugins(tmp_path_factory, network, precision):
-    """Each AOT node names a plugin of plugin/scatter_add_aot.py (namespace::op_type) and has as many inputs and
-    outputs as its registered descriptor function takes and returns (TensorRT >= 10.16's tensorrt.plugin)."""
+    """Each AOT node names a plugin the project's ops registered (namespace::op_type, inplace.registry's
+    register_aot_plugins, as --onnx --plugin aot registers them before parsing) and has as many inputs and outputs
+    as its registered descriptor function takes and returns (TensorRT >= 10.16's tensorrt.plugin)."""
     from common.errors import MissingDependencyError
+    from inplace.registry import register_aot_plugins
+    from plugin.inplace_ops import PROJECT_OPS  # noqa: F401 (registers them)
+    from tests.support.trt_plugin_internals import qdp_registry
 
     try:
-        import plugin.scatter_add_aot as aot
+        ids = register_aot_plugins()
     except MissingDependencyError as error:
         pytest.skip(str(error))
-    descriptors = {aot.SCATTER_ADD: aot.scatter_add_desc, aot.SCATTER_ADD_COUNTS: aot.scatter_add_counts_desc,
-                   aot.SCATTER_TABLE: aot.scatter_table_desc, aot.SCATTER_TABLE_COUNTS: aot.scatter_table_counts_desc,
-                   aot.APPLY_TABLE: aot.apply_table_desc}
     model = rewritten(tmp_path_factory, network, precision, "aot").model
     for node in (n for n in model.graph.node if n.domain):
         attrs = {attribute.name: attribute for attribute in node.attribute}
         plugin_id = f"{attrs['plugin_namespace'].s.decode()}::{node.op_type}"
-        assert node.domain == aot.NAMESPACE and plugin_id in descriptors
-        signature = inspect.signature(descriptors[plugin_id])
+        assert node.domain == "aliased_io" and plugin_id in ids
+        signature = inspect.signature(qdp_registry()[plugin_id].register_func)
         assert len(node.input) == len(signature.parameters)
         returned = signature.return_annotation
         assert len(node.output) == (len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else 1)

@@ -74,7 +74,7 @@ def test_each_users_model_is_rewritten_and_validated(tmp_path_factory, name, plu
         assert [attributes(node)["compute_counts"] for node in plugins] == counts
         assert [len(node.output) for node in plugins] == [1 + flag for flag in counts]
     else:
-        ops = ["scatter_add_counts" if flag else "scatter_add" for flag in counts]
+        ops = ["add_rows_counts" if flag else "add_rows" for flag in counts]  # the float32 state chain's one step
         assert [node.op_type for node in plugins] == ops
     assert result.aliases == aliases
     assert result.index_bounds == {key: IndexBound(rows, source, axis) for key, (rows, source, axis) in bounds.items()}
@@ -161,7 +161,7 @@ def test_a_model_with_plugin_nodes_passes_through_checked(tmp_path_factory):
     assert again.aliases == {"X_out": "X", "Y_out": "Y"}
     assert [scatter.form for scatter in again.scatters] == ["plugin node"] * 2
     aot = rewrite_model(once, "aot")
-    assert [node.op_type for node in aot.model.graph.node if node.domain] == ["scatter_add"] * 2
+    assert [node.op_type for node in aot.model.graph.node if node.domain] == ["add_rows"] * 2
     onnx.checker.check_model(aot.model, full_check=True)
     round_trip(original, aot.model, zoo_feeds("two_states"))
     bare = onnx.ModelProto()  # plugin_version and plugin_namespace left out: the parser's defaults are the creator's
@@ -228,7 +228,7 @@ def test_the_reference_refuses_an_index_out_of_range_and_keeps_state_across_runs
 @needs_export
 @pytest.mark.parametrize("network", ("classifier", "state"))
 def test_the_float16_sample_round_trips_through_the_aot_table(tmp_path_factory, network):
-    """The float16 AOT path (scatter_table + apply_table and their fills) on the CPU against ONNX Runtime on the
+    """The float16 AOT path (the table chain: add_into_table + round_table and their fills) on the CPU against ONNX Runtime on the
     original (both run as their float32 copies)."""
     from onnx_path.rewrite import IndexBound, load_model, rewrite_model
     from onnx_path.runtime import RewrittenSession
@@ -237,9 +237,9 @@ def test_the_float16_sample_round_trips_through_the_aot_table(tmp_path_factory, 
     original = load_model(sample_model(tmp_path_factory, network, "fp16"))
     result = rewrite_model(original, "aot")
     model = result.model
-    assert result.index_bounds == {"idx": IndexBound(input="X", axis=0)}  # through apply_table's state
+    assert result.index_bounds == {"idx": IndexBound(input="X", axis=0)}  # through round_table's state
     assert result.aliases == ({} if network == "classifier" else {"X_out": "X"})
-    assert [node.op_type for node in model.graph.node if node.domain][-1] == "apply_table"
+    assert [node.op_type for node in model.graph.node if node.domain][-1] == "round_table"
     feeds, _ = graph_inputs(num_nodes=7, num_edges=19, precision="fp16")
     names = ["X", "src", "idx"] + (["W"] if network == "classifier" else [])
     outputs = round_trip(original, model, {name: feeds[name] for name in names})

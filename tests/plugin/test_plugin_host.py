@@ -660,10 +660,10 @@ def test_a_broken_runtime_method_fails_with_the_hosts_report(trt, host, sap, rec
 
 # --- quickly deployable AOT plugins (tensorrt.plugin, TensorRT 10.16 and 11.x) ------------------------------------
 
-AOT_PROFILE = {"N": (1, 1000, 10**6), "E": (1, 10**4, 10**7), "C": (3, 2 * 10**4 + 1, 2 * 10**7 + 1)}
+# The project's ops' steps (plugin/inplace_ops.py PROJECT_OPS, registered by inplace.aot.register_aot_op as
+# --onnx --plugin aot registers them). N = 10^5 > 4 E at kOPT: the float16 table is hashed there (keys of its own).
+AOT_PROFILE = {"N": (1, 10**5, 10**6), "E": (1, 10**4, 10**7)}
 AOT_SIZES = [(1, 0, 1), (5, 7, 3), (1000, 10**4, 64), (10**6, 10**7, 1)]  # (N, E, F)
-AOT_VARIANTS = [("scatter_add", "float32"), ("scatter_add_counts", "float32"), ("scatter_table", "float16"),
-                ("scatter_table_counts", "float16"), ("apply_table", "float16")]
 AOT_BUILD_CALLS = [
     "IPluginRegistry::getCreator", "IPluginCreatorV3Quick::createPlugin(kBUILD)",
     "IPluginV3::clone (addPluginV3: the network's copy)", "delete the parser's plugin (right after addPluginV3)",
@@ -680,133 +680,185 @@ AOT_BUILD_CALLS = [
 ]
 
 
+def aot_variants():
+    """(op, chain, step, dtypes) of every step of the chains an engine takes for F > 1 (the float32 state chain
+    and the float16 table, with and without counts; tests/plugin/test_aot_plugin.py variants) and their ids."""
+    from plugin.scatter_add_op import block_chain
+    from tests.plugin.test_aot_plugin import VARIANT_IDS, variants
+
+    return [(variant, name) for variant, name in zip(variants(), VARIANT_IDS) if variant[1] is not block_chain()]
+
+
+AOT_VARIANTS = [variant for variant, _ in aot_variants()]
+AOT_VARIANT_IDS = [name for _, name in aot_variants()]
+
+
+def block_variant():
+    """(op, chain, step, dtypes) of the one-block chain (float16, F = 1, at most 1024 edges in the profile)."""
+    from plugin.scatter_add_op import SCATTER_ADD, block_chain
+
+    chain = block_chain()
+    return SCATTER_ADD, chain, chain.steps[0], {"state": "float16", "src": "float16", "index": "int64"}
+
+
 @pytest.fixture(scope="module")
 def aot(host, trt):
     return register_aot_plugins(host, trt)
 
 
 def register_aot_plugins(host, trt):
-    """plugin.scatter_add_aot with its creators registered in the host's registry (tensorrt.plugin registers a
-    creator when a network first uses the plugin: lazy_register=True), or a skip saying why not."""
+    """The project's ops' step plugins registered with tensorrt.plugin (inplace.registry.register_aot_plugins) and
+    their creators in the host's registry (tensorrt.plugin registers a creator when a network first uses the
+    plugin: lazy_register=True); their plugin ids, or a skip saying why not."""
     if not host.aot:
         pytest.skip(f"the plugin host of TensorRT {trt.__version__} has no quickly deployable plugins (10.16+)")
     try:
         importlib.import_module("tensorrt.plugin")
     except ImportError:
         pytest.skip(f"this tensorrt ({trt.__version__}) has no tensorrt.plugin")
-    module = importlib.import_module("plugin.scatter_add_aot")
-    for plugin_id in module.PLUGIN_KERNELS:
+    importlib.import_module("plugin.inplace_ops")  # registers PROJECT_OPS
+    from inplace.registry import register_aot_plugins as register
+
+    ids = register()
+    for plugin_id in ids:
         namespace, name = plugin_id.split("::")
         register_creator(name, namespace)  # what trtp.op.<namespace>.<name>(...) does first
-    return module
+    return ids
 
 
-def aot_spec(host, trt, kernel, dtype_name, num_features=NUM_FEATURES):
-    shapes = {"state": ["N", num_features], "src": ["E", num_features], "index": ["E"], "counts": ["N", 1],
-              "keys": ["C"], "values": ["C", num_features]}
-    dtype = getattr(trt, dtype_name)
-    types = {"state": dtype, "src": dtype, "index": trt.int64, "counts": trt.int64, "keys": trt.int32,
-             "values": trt.float32}
-    return host.spec([(types[name], shapes[name]) for name in kernel.inputs], AOT_PROFILE)
+def input_dims(chain, step, num_features):
+    """{tensor: dims} of the step's inputs as the network gives them: state [N, F], src [E, F], index [E], each
+    scratch tensor by its shape expression, a dimension that is a computed size named <tensor><axis> (its
+    range in aot_profile, its value in aot_sizes)."""
+    dims = {"state": ["N", num_features], "src": ["E", num_features], "index": ["E"]}
+    for scratch in chain.scratch:
+        dims[scratch.name] = [num_features if dim.op == "size" and dim.value == "F" else dim.value
+                              if dim.op in ("size", "const") else f"{scratch.name}{axis}"
+                              for axis, dim in enumerate(scratch.shape)]
+    return {name: dims[name] for name in step.inputs}
 
 
-def aot_build(host, trt, aot, plugin, dtype_name, num_features=NUM_FEATURES):
-    from plugin.kernels.aot import AOT_KERNELS
+def aot_sizes(chain, num_nodes, num_edges, num_features):
+    """The host's dims for these sizes: N, E and each computed scratch dimension."""
+    sizes = {"N": num_nodes, "E": num_edges, "F": num_features}
+    dims = {"N": num_nodes, "E": num_edges}
+    for scratch in chain.scratch:
+        for axis, dim in enumerate(scratch.shape):
+            if dim.op not in ("size", "const"):
+                dims[f"{scratch.name}{axis}"] = dim.evaluate(sizes)
+    return dims
 
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[f"{aot.NAMESPACE}::{plugin}"]]
+
+def aot_profile(chain, num_features):
+    """AOT_PROFILE and each computed scratch dimension's (least, kOPT's, largest) over the profile's corners."""
+    corners = [aot_sizes(chain, n, e, num_features) for n in AOT_PROFILE["N"] for e in AOT_PROFILE["E"]]
+    opt = aot_sizes(chain, AOT_PROFILE["N"][1], AOT_PROFILE["E"][1], num_features)
+    return {**AOT_PROFILE, **{name: (min(c[name] for c in corners), opt[name], max(c[name] for c in corners))
+                              for name in opt if name not in AOT_PROFILE}}
+
+
+def aot_spec(host, trt, variant, num_features=NUM_FEATURES, dtypes=None):
+    _, chain, step, variant_dtypes = variant
+    types = dict(variant_dtypes, **(dtypes or {}))
+    dims = input_dims(chain, step, num_features)
+    return host.spec([(getattr(trt, types[name]), dims[name]) for name in step.inputs], aot_profile(chain, num_features))
+
+
+def aot_build(host, trt, variant, num_features=NUM_FEATURES):
+    """The step's plugin built by the host: (its kernel for the variant's dtypes, engine, report)."""
+    from inplace.checks import plugin_name
+
+    op, _, step, dtypes = variant
     with host.hook(churn):
-        engine, report = host.aot_build(plugin, aot.NAMESPACE, aot_spec(host, trt, kernel, dtype_name, num_features))
-    return kernel, engine, report
+        engine, report = host.aot_build(plugin_name(step), op.namespace, aot_spec(host, trt, variant, num_features))
+    return step.kernel(dtypes), engine, report
 
 
-@pytest.mark.parametrize("plugin, dtype_name", AOT_VARIANTS)
-def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, plugin, dtype_name):
+def expected_launch(kernel, dtypes, num_nodes, num_edges, num_features):
+    """The kernel's Launch evaluated on ints (inplace.launch.evaluate_launch), in the host's report's form."""
+    from inplace.launch import evaluate_launch
+
+    grid, block, shared, extra = evaluate_launch(kernel, {"N": num_nodes, "E": num_edges, "F": num_features}, dtypes)
+    return {"grid": list(grid), "block": list(block), "shared_mem": shared, "extra_args": list(extra)}
+
+
+@pytest.mark.parametrize("variant", range(len(AOT_VARIANTS)), ids=AOT_VARIANT_IDS)
+def test_aot_build_phase_gives_the_kernel_and_its_launch(trt, host, aot, variant):
     """createPlugin(kSTRICT_AOT) through the quick creator, then TensorRT's AOT build calls: the kernel name and
     PTX getKernel returns (read after the call), the aliasing, and getLaunchParams' symbolic launch and extra
-    arguments evaluated for concrete sizes against plugin.kernels.aot's own function of ints."""
-    from plugin.kernels.aot import compile_aot_ptx, table_capacity
-
-    kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name)
+    arguments evaluated for concrete sizes against the step's Launch evaluated on ints."""
+    _, chain, step, dtypes = AOT_VARIANTS[variant]
+    kernel, engine, report = aot_build(host, trt, AOT_VARIANTS[variant])
     try:
         assert report.ok, report
         assert report.calls == AOT_BUILD_CALLS, report
         build_interface = report.step("IPluginV3::getCapabilityInterface(kBUILD)")["interface"]
         assert build_interface["kind"] == "PLUGIN_V3QUICKAOT_BUILD"
-        assert report.step("getAliasedInput")["aliases"] == [kernel.inputs.index(name) for name in kernel.outputs]
+        assert report.step("getAliasedInput")["aliases"] == [
+            step.inputs.index(name) if name in step.inputs else -1 for name in step.outputs]
         name, ptx = host.aot_kernel(engine)
-        assert name == kernel.name and ptx == compile_aot_ptx()
+        assert name == kernel.name and ptx.rstrip(b"\0") == kernel.source.ptx(kernel.name, dtypes)
         for num_nodes, num_edges, num_features in AOT_SIZES:
             if num_features != NUM_FEATURES:
                 continue  # F is the network's constant; other F: test_aot_launch_for_every_feature_count
-            assert_evaluated_launch(host, engine, kernel, {"num_nodes": num_nodes, "num_edges": num_edges,
-                                                           "num_features": num_features,
-                                                           "capacity": table_capacity(num_edges)})
+            assert_evaluated_launch(host, engine, chain, kernel, dtypes, num_nodes, num_edges, num_features)
     finally:
         host.free(engine)
 
 
-def assert_evaluated_launch(host, engine, kernel, sizes):
-    """The engine's launch parameters and extra arguments, evaluated by the host for `sizes` (N, E and C as the
-    profile's dimensions), equal plugin.kernels.aot's aot_launch_params / aot_extra_args of the same ints."""
-    from plugin.kernels.aot import aot_extra_args, aot_launch_params
-
-    dims = {"N": sizes["num_nodes"], "E": sizes["num_edges"], **({"C": sizes["capacity"]} if "capacity" in sizes else {})}
-    evaluated = host.aot_evaluate(engine, dims)
+def assert_evaluated_launch(host, engine, chain, kernel, dtypes, num_nodes, num_edges, num_features):
+    """The engine's launch parameters and extra arguments, evaluated by the host for these sizes (N, E and the
+    scratch dimensions as the profile's dimensions), equal the step's Launch evaluated on the same ints."""
+    evaluated = host.aot_evaluate(engine, aot_sizes(chain, num_nodes, num_edges, num_features))
     assert evaluated.ok, evaluated
-    grid, block, shared = aot_launch_params(kernel, sizes)
-    assert evaluated.data["launch"] == {"grid": [grid, 1, 1], "block": [block, 1, 1], "shared_mem": shared,
-                                        "extra_args": list(aot_extra_args(kernel, sizes))}
+    assert evaluated.data["launch"] == expected_launch(kernel, dtypes, num_nodes, num_edges, num_features)
 
 
 @pytest.mark.parametrize("num_nodes, num_edges, num_features", AOT_SIZES)
 def test_aot_launch_for_every_feature_count(trt, host, aot, num_nodes, num_edges, num_features):
-    from plugin.kernels.aot import aot_extra_args, aot_launch_params, table_capacity
-
-    for plugin, dtype_name in AOT_VARIANTS:
-        kernel, engine, report = aot_build(host, trt, aot, plugin, dtype_name, num_features)
+    for variant, variant_id in zip(AOT_VARIANTS, AOT_VARIANT_IDS):
+        _, chain, _, dtypes = variant
+        kernel, engine, report = aot_build(host, trt, variant, num_features)
         try:
             assert report.ok, report
-            sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features,
-                     "capacity": table_capacity(num_edges)}
-            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": sizes["capacity"]})
-            grid, block, shared = aot_launch_params(kernel, sizes)
-            assert evaluated.data["launch"]["grid"] == [grid, 1, 1], (plugin, evaluated)
-            assert evaluated.data["launch"]["extra_args"] == list(aot_extra_args(kernel, sizes)), (plugin, evaluated)
+            evaluated = host.aot_evaluate(engine, aot_sizes(chain, num_nodes, num_edges, num_features))
+            expected = expected_launch(kernel, dtypes, num_nodes, num_edges, num_features)
+            assert evaluated.data["launch"]["grid"] == expected["grid"], (variant_id, evaluated)
+            assert evaluated.data["launch"]["extra_args"] == expected["extra_args"], (variant_id, evaluated)
         finally:
             host.free(engine)
 
 
 def test_aot_register_refusing_a_dtype_fails_the_build(trt, host, aot):
-    """scatter_add is float32 only: given float16 inputs, getOutputDataTypes fails with the plugin's message."""
-    from plugin.kernels.aot import AOT_KERNELS
+    """add_rows takes a float32 or float16 state: given int32 inputs, getOutputDataTypes fails with the plugin's
+    message."""
+    from inplace.checks import plugin_name
 
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD]]
-    engine, report = host.aot_build("scatter_add", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16"))
+    variant = AOT_VARIANTS[0]
+    op, _, step, _ = variant
+    spec = aot_spec(host, trt, variant, dtypes={"state": "int32", "src": "int32"})
+    engine, report = host.aot_build(plugin_name(step), op.namespace, spec)
     host.free(engine)
-    assert not report.ok and "state must be a 2-D" in report.error, report
+    assert not report.ok and "state must be a 2-D float32 or float16" in report.error, report
 
 
-def test_aot_scatter_add_block_builds_one_block_of_one_feature_rows_only(trt, host, aot):
-    """scatter_add_block (a profile of at most BLOCK_MAX_EDGES edges): one block of BLOCK_THREADS whatever the
-    sizes, (N, E) as its extra arguments, state aliased; rows of three features fail the build with its message."""
-    from plugin.kernels.aot import AOT_KERNELS, BLOCK_THREADS
-
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_BLOCK]]
-    with host.hook(churn):
-        engine, report = host.aot_build("scatter_add_block", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16", 1))
+def test_aot_scatter_add_block_builds_one_block_of_one_feature_rows(trt, host, aot):
+    """add_block (the float16 chain of a profile of at most 1024 edges, F = 1): one block whatever the sizes,
+    its Launch's threads, (N, E) as its extra arguments, state aliased."""
+    variant = block_variant()
+    _, chain, step, dtypes = variant
+    kernel, engine, report = aot_build(host, trt, variant, 1)
     try:
         assert report.ok, report
         assert report.step("getAliasedInput")["aliases"] == [0]
         for num_nodes, num_edges in [(1, 0), (10**6, 1000), (2**31 - 1, 10**7)]:
-            evaluated = host.aot_evaluate(engine, {"N": num_nodes, "E": num_edges, "C": 2 * num_edges + 1})
+            evaluated = host.aot_evaluate(engine, aot_sizes(chain, num_nodes, num_edges, 1))
             assert evaluated.ok, evaluated
-            assert evaluated.data["launch"] == {"grid": [1, 1, 1], "block": [BLOCK_THREADS, 1, 1], "shared_mem": 0,
-                                                "extra_args": [num_nodes, num_edges]}
+            assert evaluated.data["launch"] == expected_launch(kernel, dtypes, num_nodes, num_edges, 1)
+            assert evaluated.data["launch"]["grid"] == [1, 1, 1]
+            assert evaluated.data["launch"]["extra_args"] == [num_nodes, num_edges]
     finally:
         host.free(engine)
-    engine, report = host.aot_build("scatter_add_block", aot.NAMESPACE, aot_spec(host, trt, kernel, "float16", 3))
-    host.free(engine)
-    assert not report.ok and "state must have one feature per row" in report.error, report
 
 
 TWO_ALIASES = "host_test::two_outputs_alias_one_input"
@@ -826,7 +878,8 @@ def register_two_aliases_plugin(aot):
 
         @trtp.aot_impl(TWO_ALIASES)
         def two_aliases_aot(state: trtp.TensorDesc, src: trtp.TensorDesc, outputs: tuple[trtp.TensorDesc],
-                            tactic: int) -> aot.AotResult:
+                            tactic: int) -> tuple[str | bytes, str | bytes, trtp.KernelLaunchParams,
+                                                  trtp.SymIntExprs]:
             raise AssertionError("not reached: the host refuses the aliasing before getLaunchParams")
 
     register_creator(name, namespace)
@@ -876,25 +929,26 @@ import ctypes, json, sys
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # the recording driver, found by the host's dlopen("libcuda.so.1")
 import tensorrt as trt
 from tests.plugin_host.host import PluginHost
-from tests.plugin.test_plugin_host import aot_spec, register_aot_plugins
-from plugin.kernels.aot import AOT_KERNELS
+from tests.plugin.test_plugin_host import AOT_VARIANTS, aot_build, register_aot_plugins
 host = PluginHost(trt)
-aot = register_aot_plugins(host, trt)
-kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_COUNTS]]
-engine, report = host.aot_build("scatter_add_counts", aot.NAMESPACE, aot_spec(host, trt, kernel, "float32"))
+register_aot_plugins(host, trt)
+kernel, engine, report = aot_build(host, trt, AOT_VARIANTS[int(sys.argv[2])])
 assert report.ok, report
-launched = host.aot_launch(engine, {"N": 1000, "E": 5000, "C": 10001}, [11, 22, 33, 44], [0, 0], 99)
+launched = host.aot_launch(engine, {"N": 1000, "E": 5000}, [11, 22, 33, 44], [0, 0], 99)
 host.free(engine)
 print(json.dumps(launched.data))
 """
 
 
 def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, tmp_path):
-    """The host's launch of an AOT kernel, recorded by a stand-in libcuda in a fresh process (no GPU needed): the
-    grid of getLaunchParams for N = 1000, E = 5000, F = 3, then the input pointers, the extra int32 arguments and
-    the output pointers, each aliased output being its input's pointer (tests/plugin/test_plugin_host_gpu.py runs it)."""
-    from plugin.kernels.aot import AOT_KERNELS, aot_launch_params
-
+    """The host's launch of an AOT kernel (add_rows_counts, float32), recorded by a stand-in libcuda in a fresh
+    process (no GPU needed): the grid of getLaunchParams for N = 1000, E = 5000, F = 3, then the input pointers,
+    the extra int32 arguments and the output pointers, each aliased output being its input's pointer
+    (tests/plugin/test_plugin_host_gpu.py runs it)."""
+    variant = AOT_VARIANT_IDS.index("scatter_add_counts_add_rows_counts-float32")
+    _, _, step, dtypes = AOT_VARIANTS[variant]
+    kernel = step.kernel(dtypes)
+    launch = expected_launch(kernel, dtypes, 1000, 5000, 3)
     compiler = os.environ.get("CC", "gcc")
     library = tmp_path / "libcuda.so.1"
     source = tmp_path / "fake_cuda.c"
@@ -904,22 +958,22 @@ def test_aot_launch_passes_inputs_extra_arguments_then_outputs(trt, host, aot, t
     if build.returncode != 0:
         pytest.skip(f"cannot compile the recording driver with {compiler}: {build.stderr.strip()[-300:]}")
     log = tmp_path / "launch.log"
-    env = dict(os.environ, FAKE_CUDA_LOG=str(log), FAKE_CUDA_KINDS="ppppiiipp",
+    kinds = "p" * len(step.inputs) + "i" * len(launch["extra_args"]) + "p" * len(step.outputs)
+    env = dict(os.environ, FAKE_CUDA_LOG=str(log), FAKE_CUDA_KINDS=kinds,
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run([sys.executable, "-c", LAUNCH_SCRIPT, str(library)], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-c", LAUNCH_SCRIPT, str(library), str(variant)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_ADD_COUNTS]]
-    grid, block, shared = aot_launch_params(kernel, {"num_nodes": 1000, "num_edges": 5000, "num_features": 3})
+    grid, block = " ".join(map(str, launch["grid"])), " ".join(map(str, launch["block"]))
     assert log.read_text().splitlines() == [
-        "load", f"function {kernel.name}", f"launch {grid} 1 1 {block} 1 1 {shared} 99",
+        "load", f"function {kernel.name}", f"launch {grid} {block} {launch['shared_mem']} 99",
         "p 11", "p 22", "p 33", "p 44",  # state, src, index, counts
-        "i 1000", "i 5000", "i 3",  # N, E, F: the kernel's extra arguments
+        *(f"i {value}" for value in launch["extra_args"]),  # the kernel's extra arguments (N, E, F first)
         "p 11", "p 44",  # the outputs: state and counts, aliased to their inputs
         "unload",  # with the engine
     ], result.stdout[-2000:]
-    assert kernel.inputs == ("state", "src", "index", "counts") and kernel.extra_args == (
-        "num_nodes", "num_edges", "num_features") and kernel.outputs == ("state", "counts")
+    assert step.inputs == ("state", "src", "index", "counts") and step.outputs == ("state", "counts")
+    assert launch["extra_args"][:3] == [1000, 5000, 3]
 
 
 def test_a_host_built_from_another_source_is_refused_where_it_cannot_be_rebuilt(host, tmp_path):
@@ -1011,8 +1065,10 @@ from tests.plugin.test_plugin_host import network_spec
 host = PluginHost(trt)
 host.timing_limit(0.5)
 if sys.argv[2] == "aot":
-    from tests.plugin.test_plugin_host import aot_build, register_aot_plugins
-    kernel, engine, report = aot_build(host, trt, register_aot_plugins(host, trt), "scatter_table", "float16")
+    from tests.plugin.test_plugin_host import AOT_VARIANTS, AOT_VARIANT_IDS, aot_build, register_aot_plugins
+    register_aot_plugins(host, trt)
+    variant = AOT_VARIANTS[AOT_VARIANT_IDS.index("scatter_add_add_into_table-float16")]
+    kernel, engine, report = aot_build(host, trt, variant)
 else:
     sap.register_scatter_add_creator()
     engine, report = host.build(sap.PLUGIN_NAME, "1", "", network_spec(host, trt, "float16"))
@@ -1052,22 +1108,27 @@ def test_the_aot_builds_timing_launch_with_a_stand_in_driver(trt, host, aot, tmp
     """An AOT plugin's timing where a CUDA context is current (stand-in libcuda, fresh process): device buffers of
     the inputs at kOPT, the PTX loaded, the kernel launched with getLaunchParams at kOPT on the host's stream,
     waited for, the build's module unloaded; a kernel that never ends is reported and its buffers left alone."""
-    from plugin.kernels.aot import AOT_KERNELS, aot_launch_params
+    from inplace.launch import ITEMSIZE
 
     report, _, log = run_with_timing_driver(tmp_path, "aot", never_ends)
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[aot.SCATTER_TABLE]]
-    (n, e, c) = (AOT_PROFILE[name][1] for name in ("N", "E", "C"))
-    grid, block, shared = aot_launch_params(kernel, {"num_nodes": n, "num_edges": e, "num_features": NUM_FEATURES,
-                                                     "capacity": c})
-    allocations = [f"alloc {bytes_}" for bytes_ in (2 * 3 * e, 8 * e, 4 * c, 4 * 3 * c)]  # src, index, keys, values
-    assert log[:7] == [*allocations, "stream", "load", f"launch {grid} {block} {shared} {0x5700}"], log
+    variant = AOT_VARIANTS[AOT_VARIANT_IDS.index("scatter_add_add_into_table-float16")]
+    _, chain, step, dtypes = variant
+    kernel = step.kernel(dtypes)
+    n, e = AOT_PROFILE["N"][1], AOT_PROFILE["E"][1]
+    launch = expected_launch(kernel, dtypes, n, e, NUM_FEATURES)
+    opt = aot_sizes(chain, n, e, NUM_FEATURES)
+    allocations = [f"alloc {ITEMSIZE[dtypes[name]] * np.prod([opt.get(d, d) for d in dims], dtype=np.int64)}"
+                   for name, dims in input_dims(chain, step, NUM_FEATURES).items()]  # state, src, index, keys, values
+    assert len(allocations) == 5 and "alloc 0" not in allocations  # a hashed table at kOPT: keys of their own
+    assert log[:8] == [*allocations, "stream", "load",
+                       f"launch {launch['grid'][0]} {launch['block'][0]} {launch['shared_mem']} {0x5700}"], log
     kernel_step = report.step("the timing launch's kernel on made-up inputs")
     if never_ends:
         assert not report.ok and "did not end within 0.5 s" in kernel_step["message"], report
         assert "free" not in log and "unload" not in log
     else:
         assert report.ok and kernel_step["ok"], report
-        assert log[7:] == ["unload", "stream destroyed"] + ["free"] * 4  # the build's module, then its buffers
+        assert log[8:] == ["unload", "stream destroyed"] + ["free"] * 5  # the build's module, then its buffers
 
 
 def test_the_builds_timing_without_a_current_cuda_context_is_one_reported_error(trt, host, tmp_path):

@@ -11,8 +11,8 @@ threads, and enqueue inside the caller's CUDA graph capture.
 AOT plugins: the builder's timing launch at kOPT on device buffers of random bytes (the kernel must end within the
 time limit, without error), then the PTX getKernel returned, loaded with cuModuleLoadData and launched by the host
 with the grid and extra arguments getLaunchParams gave, evaluated for the sizes, in the order tensorrt.plugin
-documents (inputs, extra arguments, outputs; an aliased output is its input's buffer); the network's fills are
-memsets here.
+documents (inputs, extra arguments, outputs; an aliased output is its input's buffer), step by step of the project
+ops' chains (plugin/scatter_add_op.py); the network's fills are memsets here.
 """
 
 import importlib
@@ -22,7 +22,7 @@ import pytest
 
 from tests.kernels.test_kernels_gpu import assert_within_bound, reference
 from tests.plugin.test_plugin_gpu import expected_aggregation, random_graph, tolerance
-from tests.plugin.test_plugin_host import aot_spec, churn, register_aot_plugins
+from tests.plugin.test_plugin_host import aot_build, aot_sizes, block_variant, churn, register_aot_plugins
 
 pytestmark = [pytest.mark.gpu, pytest.mark.trt_bindings]
 
@@ -339,22 +339,46 @@ def aot(host, trt):
     return register_aot_plugins(host, trt)
 
 
-def aot_engine(host, trt, aot, plugin, dtype_name, num_features):
-    from plugin.kernels.aot import AOT_KERNELS
-
-    kernel = AOT_KERNELS[aot.PLUGIN_KERNELS[f"{aot.NAMESPACE}::{plugin}"]]
-    engine, report = host.aot_build(plugin, aot.NAMESPACE, aot_spec(host, trt, kernel, dtype_name, num_features))
+def aot_engine(host, trt, variant, num_features):
+    """The step's plugin built by the host (its timing launch at kOPT on random bytes included): (kernel, engine)."""
+    kernel, engine, report = aot_build(host, trt, variant, num_features)
     assert report.ok, report
     # the builder's timing: the kernel launched at kOPT on device buffers of random bytes, ended without error
     assert report.step("the timing launch's kernel on made-up inputs")["ok"], report
     return kernel, engine
 
 
-def launch(host, engine, kernel, pointers, sizes, stream):
-    report = host.aot_launch(engine, sizes, [pointers[name] for name in kernel.inputs], [0] * len(kernel.outputs),
-                             stream)
-    assert report.ok, report
-    return report
+def run_chain_by_the_host(host, trt, op, chain, dtypes, buffers, num_nodes, num_edges, num_features, stream):
+    """The chain as an engine runs it: each scratch tensor allocated and filled (memsets where the network has
+    fill layers), then each step's plugin built by the host and its kernel launched by it, in order."""
+    from cuda.bindings import driver
+
+    from common.cuda_check import check
+    from inplace.launch import fill_words, scratch_bytes
+    from plugin.device_array import DeviceArray
+
+    sizes = {"N": num_nodes, "E": num_edges, "F": num_features}
+    for scratch in chain.scratch:
+        nbytes = scratch_bytes(chain, sizes)[scratch.name]
+        buffers[scratch.name] = DeviceArray((max(nbytes, 1),), np.uint8)
+        buffers[scratch.name].fill_bytes(0x5A)  # garbage the fill must replace
+        pattern, per_element = fill_words(scratch.dtype, scratch.fill)
+        words = nbytes // {"float32": 4, "int32": 4, "int64": 8}[scratch.dtype] * per_element
+        if words:
+            check(driver.cuMemsetD32Async(buffers[scratch.name].ptr, pattern, words, driver.CUstream(stream)))
+    pointers = {name: buffer.ptr for name, buffer in buffers.items()}
+    engines = []
+    try:
+        for step in chain.steps:
+            kernel, engine = aot_engine(host, trt, (op, chain, step, dtypes), num_features)
+            engines.append(engine)
+            report = host.aot_launch(engine, aot_sizes(chain, num_nodes, num_edges, num_features),
+                                     [pointers[name] for name in step.inputs], [0] * len(step.outputs), stream)
+            assert report.ok, report
+        synchronize(stream)
+    finally:
+        for engine in engines:
+            host.free(engine)
 
 
 @pytest.mark.parametrize("num_nodes, num_edges, num_features", [(1, 0, 1), (7, 1000, 3), (1000, 10**4, 64),
@@ -363,75 +387,48 @@ def launch(host, engine, kernel, pointers, sizes, stream):
 @pytest.mark.parametrize("dtype_name", ["float32", "float16"])
 def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream, dtype_name, with_counts, num_nodes,
                                                          num_edges, num_features):
-    from cuda.bindings import driver
-
-    from common.cuda_check import check
+    """The float32 state chain or the float16 table chain (plugin/scatter_add_op.py), with or without counts."""
     from plugin.device_array import DeviceArray
-    from plugin.kernels.aot import table_capacity
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS, state_chain, table_chain
 
     dtype = DTYPES[dtype_name]
     state = RNG.standard_normal((num_nodes, num_features)).astype(dtype)
     src = RNG.standard_normal((num_edges, num_features)).astype(dtype)
     index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
-    capacity = table_capacity(num_edges)
-    sizes = {"N": num_nodes, "E": num_edges, "C": capacity}
+    op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+    chain = state_chain(with_counts) if dtype_name == "float32" else table_chain(with_counts)
+    dtypes = {"state": dtype_name, "src": dtype_name, "index": "int64",
+              **{scratch.name: scratch.dtype for scratch in chain.scratch}}
     buffers = {"state": DeviceArray.from_array(state), "src": DeviceArray.from_array(src),
                "index": DeviceArray.from_array(index)}
-    engines = []
     try:
-        if with_counts:
-            buffers["counts"] = DeviceArray.from_array(np.full((num_nodes, 1), 77, np.int64))
-            check(driver.cuMemsetD32Async(buffers["counts"].ptr, 0, 2 * num_nodes, driver.CUstream(stream)))  # a fill
-        pointers = {name: buffer.ptr for name, buffer in buffers.items()}
-        suffix = "_counts" if with_counts else ""
-        if dtype_name == "float32":
-            kernel, engine = aot_engine(host, trt, aot, "scatter_add" + suffix, dtype_name, num_features)
-            engines.append(engine)
-            launch(host, engine, kernel, pointers, sizes, stream)
-        else:
-            buffers["keys"] = DeviceArray((capacity,), np.int32)
-            buffers["values"] = DeviceArray((capacity, num_features), np.float32)
-            pointers.update(keys=buffers["keys"].ptr, values=buffers["values"].ptr)
-            check(driver.cuMemsetD32Async(pointers["keys"], 0xFFFFFFFF, capacity, driver.CUstream(stream)))
-            check(driver.cuMemsetD32Async(pointers["values"], 0, capacity * num_features, driver.CUstream(stream)))
-            for plugin in ("scatter_table" + suffix, "apply_table"):
-                kernel, engine = aot_engine(host, trt, aot, plugin, dtype_name, num_features)
-                engines.append(engine)
-                launch(host, engine, kernel, pointers, sizes, stream)
-        synchronize(stream)
+        run_chain_by_the_host(host, trt, op, chain, dtypes, buffers, num_nodes, num_edges, num_features, stream)
         out = buffers["state"].download()
-        counts = buffers["counts"].download() if with_counts else None
+        counts = buffers["counts"].download().view(np.int64)[:num_nodes] if with_counts else None
     finally:
-        for engine in engines:
-            host.free(engine)
         for buffer in buffers.values():
             buffer.free()
     assert_within_bound(out, state, src, index, dtype)
     if with_counts:
-        np.testing.assert_array_equal(counts[:, 0], reference(state, src, index)[1])
+        np.testing.assert_array_equal(counts, reference(state, src, index)[1])
 
 
 @pytest.mark.parametrize("num_nodes, num_edges", [(1, 0), (1000, 1000), (10**6, 1024)])
 def test_aot_one_block_launched_by_the_host_matches_float64(trt, host, aot, stream, num_nodes, num_edges):
-    """scatter_add_block (a float16 profile of at most 1024 edges), built through the host (its timing launch on
-    random bytes at kOPT included) and launched by it: no table, one block."""
+    """add_block (the float16 chain of a profile of at most 1024 edges, F = 1), built through the host (its timing
+    launch on random bytes at kOPT included) and launched by it: no table, one block."""
     from plugin.device_array import DeviceArray
 
+    op, chain, _, dtypes = block_variant()
     state = RNG.standard_normal((num_nodes, 1)).astype(np.float16)
     src = RNG.standard_normal((num_edges, 1)).astype(np.float16)
     index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)
     buffers = {"state": DeviceArray.from_array(state), "src": DeviceArray.from_array(src),
                "index": DeviceArray.from_array(index)}
-    engine = None
     try:
-        kernel, engine = aot_engine(host, trt, aot, "scatter_add_block", "float16", 1)
-        launch(host, engine, kernel, {name: buffer.ptr for name, buffer in buffers.items()},
-               {"N": num_nodes, "E": num_edges, "C": 2 * num_edges + 1}, stream)
-        synchronize(stream)
+        run_chain_by_the_host(host, trt, op, chain, dtypes, buffers, num_nodes, num_edges, 1, stream)
         out = buffers["state"].download()
     finally:
-        if engine is not None:
-            host.free(engine)
         for buffer in buffers.values():
             buffer.free()
     assert_within_bound(out, state, src, index, np.float16)
