@@ -35,17 +35,10 @@ def register(op: InplaceOp, eager: Callable[..., Any] | None = None, module: str
     that registers it when imported: default eager's or the reference's). Where torch is installed the torch op
     is defined too. `node`, `functional` and `check`: Registered's (defaults: op_type op.name, no attributes,
     "<name without its trailing _>_functional", none). Registering the same op again is a no-op."""
-    check_op(op)
-    key = op_id(op)
-    if key in OPS:
-        if OPS[key].op is op:
-            return op
-        raise InplaceOpError(f"{key}: registered already by {OPS[key].module}")
     owner = module or getattr(eager, "__module__", None) or getattr(op.reference, "__module__", None) or ""
-    entry = Registered(op, eager, owner, node or CustomNode(op.name), functional or f"{op.name.rstrip('_')}_functional",
-                       check)
-    OPS[key] = entry
-    if eager is not None and importlib.util.find_spec("torch") is not None:
+    entry = _add(op, lambda: Registered(op, eager, owner, node or CustomNode(op.name),
+                                        functional or f"{op.name.rstrip('_')}_functional", check))
+    if entry is not None and eager is not None and importlib.util.find_spec("torch") is not None:
         from inplace.torch_op import define_torch_op
 
         define_torch_op(entry)
@@ -56,15 +49,22 @@ def register_chains(op: InplaceOp, module: str) -> InplaceOp:
     """Registers `op` (checked) for its chains alone, under `module`: find_step, computed_here, node_outputs and
     register_aot_plugins see its steps; `find` does not (no custom node of the facility's, no torch op). Registering
     the same op again is a no-op."""
+    _add(op, lambda: Registered(op, None, module, CustomNode(op.name), f"{op.name.rstrip('_')}_functional",
+                                chains_only=True))
+    return op
+
+
+def _add(op: InplaceOp, make: Callable[[], Registered]) -> Registered | None:
+    """Checks `op` and adds make()'s entry for it; None where this op is registered already (a no-op),
+    InplaceOpError where another op of its id is."""
     check_op(op)
     key = op_id(op)
     if key in OPS:
         if OPS[key].op is op:
-            return op
+            return None
         raise InplaceOpError(f"{key}: registered already by {OPS[key].module}")
-    OPS[key] = Registered(op, None, module, CustomNode(op.name), f"{op.name.rstrip('_')}_functional",
-                          chains_only=True)
-    return op
+    OPS[key] = make()
+    return OPS[key]
 
 
 def register_aot_plugins() -> list[str]:
