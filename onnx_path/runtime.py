@@ -35,7 +35,8 @@ from inplace.registry import computed_here, node_outputs
 from onnx_path.nodes import PLUGIN_DOMAIN, PLUGIN_OP, is_overwrite_node, is_plugin_node, step_of
 from onnx_path.patterns import SCATTER_OPS
 from plugin.rules import FEATURE_DTYPES, INDEX_DTYPE
-from reference.gnn import last_edges, scatter_add_rows
+from plugin.scatter_add_op import reference as scatter_add_reference
+from reference.gnn import scatter_overwrite_numpy
 
 if TYPE_CHECKING:
     import onnx
@@ -397,16 +398,12 @@ def _check_range(name: str, what: str, values: np.ndarray, rows: int, positions:
 
 
 def _scatter_add(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """state with row src[e] added into row idx[e] (float64 sums, rounded once), and the edges per row."""
+    """state with row src[e] added into row idx[e] (float64 sums, rounded once), and the edges per row: the
+    scatter-add's one reference (plugin/scatter_add_op.py), which the AOT chains' steps are proved against too."""
     _check_rows(name, state, src, idx)
-    counts = _edge_counts(name, idx, state.shape[0])
-    total = scatter_add_rows(src, None, idx, state.shape[0], start=state)
+    _check_range(name, "index", idx, state.shape[0], np.arange(idx.size))
+    total, counts = scatter_add_reference(state, src, idx, with_counts=True)
     return total.astype(state.dtype), counts
-
-
-def _edge_counts(name: str, idx: np.ndarray, rows: int) -> np.ndarray:
-    _check_range(name, "index", idx, rows, np.arange(idx.size))
-    return np.bincount(idx, minlength=rows).astype(np.int64)[:, None]
 
 
 def _overwrite(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -414,7 +411,4 @@ def _overwrite(name: str, state: np.ndarray, src: np.ndarray, idx: np.ndarray) -
     plugin may keep; rows copied exactly, in the state's dtype)."""
     _check_rows(name, state, src, idx)
     _check_range(name, "index", idx, state.shape[0], np.arange(idx.size))
-    rows, edges = last_edges(idx)
-    written = state.copy()
-    written[rows] = src[edges]
-    return written
+    return scatter_overwrite_numpy(state, src, idx)

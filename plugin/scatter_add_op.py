@@ -539,10 +539,10 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
 def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tuple[Any, ...]:
     """float64 numpy: the state with every in-range edge's row added (out-of-range indices skipped), and the
     in-degrees [N, 1] int64 with counts."""
-    state = np.asarray(state, dtype=np.float64).copy()
+    state = np.asarray(state)
     index = np.asarray(index, dtype=np.int64)
     keep = _in_range(index, state.shape[0])
-    np.add.at(state, index[keep], np.asarray(src, dtype=np.float64)[keep])
+    state = scatter_add_rows(np.asarray(src)[keep], None, index[keep], state.shape[0], start=state)
     if not with_counts:
         return (state,)
     return state, _in_degrees(index, state.shape[0])

@@ -297,9 +297,9 @@ def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_fact
     """The comparison is not vacuous: a reference that writes a repeated index's row from an edge of another row
     fails at the repeated rows (the rule's check), one that writes a row off by one fails at the defined rows
     (ONNX Runtime's)."""
-    import onnx_path.runtime as runtime
+    import reference.gnn as gnn  # the overwrite's one reference (scatter_overwrite_numpy) picks its winners here
 
-    correct = runtime.last_edges
+    correct = gnn.last_edges
 
     def another_rows_edge(idx):
         rows, edges = correct(idx)
@@ -311,7 +311,7 @@ def test_a_wrong_overwrite_fails_the_validation_and_writes_nothing(tmp_path_fact
         rows, edges = correct(idx)
         return (rows + 1) % 9, edges
 
-    monkeypatch.setattr(runtime, "last_edges", another_rows_edge if rule == "another row's edge" else wrong_row)
+    monkeypatch.setattr(gnn, "last_edges", another_rows_edge if rule == "another row's edge" else wrong_row)
     status, printed, out = dry_run(tmp_path, capsys, zoo_path(tmp_path_factory, "index_copy"),
                                    zoo_feeds("index_copy", 0, REPEATED, repeats=True))
     assert status == 1, printed
