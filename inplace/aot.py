@@ -30,18 +30,18 @@ TRT_TYPE_NAMES = {"float32": "FP32", "float16": "FP16", "int32": "INT32", "int64
 _REGISTERED: dict[str, Step] = {}  # plugin id -> the step registered under it (one per process)
 
 
-def import_plugin_api() -> tuple[Any, Any]:
-    """(tensorrt, tensorrt.plugin); MissingDependencyError (one line) where TensorRT or its plugin API is absent."""
+def import_plugin_api(needs: str = "an in-place op's AOT plugins need") -> tuple[Any, Any]:
+    """(tensorrt, tensorrt.plugin); MissingDependencyError (one line, beginning with `needs`) where TensorRT or its
+    plugin API is absent."""
     trt = import_tensorrt()
     try:
         import tensorrt.plugin as trtp
     except ImportError as error:
-        raise MissingDependencyError(f"an in-place op's AOT plugins need tensorrt.plugin (TensorRT >= "
-                                     f"{AOT_TENSORRT_FLOOR}); this TensorRT {getattr(trt, '__version__', '?')} has none "
-                                     f"({error})") from None
+        raise MissingDependencyError(f"{needs} tensorrt.plugin (TensorRT >= {AOT_TENSORRT_FLOOR}); this TensorRT "
+                                     f"{getattr(trt, '__version__', '?')} has none ({error})") from None
     if not hasattr(trtp, "aot_impl"):
-        raise MissingDependencyError(f"an in-place op's AOT plugins need tensorrt.plugin.aot_impl (TensorRT >= "
-                                     f"{AOT_TENSORRT_FLOOR}); this is TensorRT {getattr(trt, '__version__', '?')}")
+        raise MissingDependencyError(f"{needs} tensorrt.plugin.aot_impl (TensorRT >= {AOT_TENSORRT_FLOOR}); this is "
+                                     f"TensorRT {getattr(trt, '__version__', '?')}")
     return trt, trtp
 
 
@@ -49,14 +49,8 @@ def require_aot_api() -> tuple[Any, Any]:
     """(tensorrt, tensorrt.plugin) for --plugin aot: MissingDependencyError (one line, exit 3) on a TensorRT older
     than AOT_TENSORRT_FLOOR (common.versions.check_aot_tensorrt_version: a version, not hasattr(aot_impl), since
     10.9-10.15 have one) or without tensorrt.plugin."""
-    trt = import_tensorrt()
-    check_aot_tensorrt_version(getattr(trt, "__version__", None))
-    try:
-        import tensorrt.plugin  # noqa: F401
-    except ImportError as error:
-        raise MissingDependencyError(f"--plugin aot needs tensorrt.plugin (TensorRT >= {AOT_TENSORRT_FLOOR}); this "
-                                     f"TensorRT {getattr(trt, '__version__', '?')} has none ({error})") from None
-    return import_plugin_api()
+    check_aot_tensorrt_version(getattr(import_tensorrt(), "__version__", None))
+    return import_plugin_api("--plugin aot needs")
 
 
 class SymbolicBackend:
