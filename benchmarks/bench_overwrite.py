@@ -62,8 +62,9 @@ def methods(case: dict, functions: dict, dtype_name: str) -> dict:
     from cuda.bindings import driver
 
     from common.cuda_check import check
-    from plugin.kernels.aot import aot_launch_params, packed_aot_arguments
-    from plugin.kernels.overwrite import PreparedOverwrite, overwrite_kernel, overwrite_sizes
+    from inplace.launch import pack_arguments
+    from plugin.kernels.overwrite import (PreparedOverwrite, aot_overwrite_launch, overwrite_arguments, overwrite_kernel,
+                                          overwrite_sizes)
 
     state, batches = case["state"], case["batches"]
     num_nodes, num_features = state.shape
@@ -73,12 +74,12 @@ def methods(case: dict, functions: dict, dtype_name: str) -> dict:
                                dtype=np.dtype(dtype_name))
     sizes = overwrite_sizes(num_nodes, batch, num_features, dtype_name)
     kernel = overwrite_kernel(dtype_name)
-    grid, block, shared = aot_launch_params(kernel, sizes)
+    grid, block, shared = aot_overwrite_launch(dtype_name, sizes)
     on = driver.CUstream(int(stream))
     aot_calls = []  # per batch, prepared once, as TensorRT prepares an AOT launch
     for src, index in batches:
         pointers = {"state": state.data_ptr(), "src": src.data_ptr(), "index": index.data_ptr()}
-        address, owner = packed_aot_arguments(kernel, pointers, sizes)
+        address, owner = pack_arguments(*overwrite_arguments(dtype_name, pointers, sizes))
         aot_calls.append(((functions[kernel.name], grid, 1, 1, block, 1, 1, shared, on, address, 0), owner))
 
     def aot(i: int) -> None:

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from inplace.spec import Chain, InplaceOp, Kernel, Launch, Step, TensorInput, cdiv, expr, maximum, minimum, size
-from plugin.kernels.aot import MAX_BLOCKS, THREADS_PER_BLOCK
 from plugin.scatter_add_op import NAMESPACE
 from reference.gnn import scatter_overwrite_numpy
 
 N, E, F = size("N"), size("E"), size("F")
+THREADS_PER_BLOCK = 256  # overwrite.cu's OVERWRITE_THREADS
+MAX_BLOCKS = 1 << 16  # the grid's cap: the kernel loops over its elements, so any grid covers any size
 KERNEL_NAMES = {"float32": "overwrite_rows_f32", "float16": "overwrite_rows_f16"}  # by the state's dtype
 
 

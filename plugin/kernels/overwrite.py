@@ -3,8 +3,8 @@ overwrite.cu's kernel, described, compiled and launched without TensorRT.
 
 One source serves both plugins. The AOT plugin (plugin/overwrite_op.py OVERWRITE_ROWS, aliased_io::overwrite_rows)
 hands TensorRT its PTX (compile_overwrite_ptx for the build's target) and LAUNCH there, the overwrite's one launch
-rule, from which the Python plugin's grid is read too (overwrite_grid); OVERWRITE_KERNELS gives each kernel's
-parameter order. The Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs
+rule: the Python plugin reads its grid from it too (overwrite_grid) and packs its arguments in the step's order
+(overwrite_arguments). The Python plugin (ScatterAddInPlace with overwrite = 1) loads a CUBIN of it and runs
 PreparedOverwrite: one kernel launch per call. Every call is O(E F): nothing of size N, no workspace.
 docs/overwrite.md gives the design and its cost.
 """
@@ -17,33 +17,30 @@ from typing import Any
 import numpy as np
 
 from common.cuda_check import check
+from inplace.spec import Kernel
 from plugin.kernels.aot import (  # the source and its AOT PTX live with the other AOT PTX (no import circle)
     OVERWRITE_SOURCE_PATH,
-    THREADS_PER_BLOCK,
-    AotKernel,
-    aot_arguments,
-    aot_argument_types,
     compile_overwrite_ptx,  # noqa: F401 (re-exported: the overwrite's callers read it here)
-    packed_aot_arguments,
 )
+from plugin.overwrite_op import KERNEL_NAMES, KERNELS, STEP, THREADS_PER_BLOCK
 
 MAX_SIZE = 2**31 - 1  # the kernel takes int32 sizes
 SIZE_ARGS = ("num_nodes", "num_edges", "num_features")
-
-# The kernels as TensorRT launches them (plugin.kernels.aot), by name, and the kernel of each state dtype.
-OVERWRITE_KERNELS: dict[str, AotKernel] = {
-    name: AotKernel(name, ("state", "src", "index"), SIZE_ARGS, ("state",), "num_edges")
-    for name in ("overwrite_rows_f32", "overwrite_rows_f16")
-}
-DTYPE_KERNELS = {np.dtype(np.float32): "overwrite_rows_f32", np.dtype(np.float16): "overwrite_rows_f16"}
+OVERWRITE_KERNELS = tuple(KERNEL_NAMES.values())  # the kernels' names (plugin.overwrite_op: one per state dtype)
 
 
-def overwrite_kernel(dtype: object) -> AotKernel:
-    """The kernel of a state dtype (float32 or float16); ValueError for another."""
+def overwrite_kernel(dtype: object) -> Kernel:
+    """The kernel of a state dtype (float32 or float16): plugin.overwrite_op's, its name and the one launch;
+    ValueError for another."""
     resolved = np.dtype(dtype)  # type: ignore[call-overload]
-    if resolved not in DTYPE_KERNELS:
+    if resolved.name not in KERNELS:
         raise ValueError(f"the overwrite kernels take a float32 or float16 state, got {resolved}")
-    return OVERWRITE_KERNELS[DTYPE_KERNELS[resolved]]
+    return KERNELS[resolved.name]
+
+
+def _op_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
+    """The step's size names (N, E, F) of {num_nodes, num_edges, num_features}."""
+    return {"N": sizes["num_nodes"], "E": sizes["num_edges"], "F": sizes["num_features"]}
 
 
 def overwrite_sizes(num_nodes: int, num_edges: int, num_features: int, dtype: object) -> dict[str, int]:
@@ -65,13 +62,18 @@ def aot_overwrite_launch(dtype: object, sizes: Mapping[str, int]) -> tuple[int, 
     rule of the overwrite, evaluated with ints (inplace.launch.evaluate_launch). ValueError for a dtype other than
     float32 and float16."""
     from inplace.launch import evaluate_launch
-    from plugin.overwrite_op import KERNELS
 
-    overwrite_kernel(dtype)  # float32 or float16
-    grid, block, shared, _ = evaluate_launch(KERNELS[np.dtype(dtype).name],  # type: ignore[call-overload]
-                                             {"N": sizes["num_nodes"], "E": sizes["num_edges"],
-                                              "F": sizes["num_features"]})
+    grid, block, shared, _ = evaluate_launch(overwrite_kernel(dtype), _op_sizes(sizes))
     return grid[0], block[0], shared
+
+
+def overwrite_arguments(dtype: object, pointers: Mapping[str, int], sizes: Mapping[str, int]
+                        ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """(values, ctypes) of the kernel's parameters in TensorRT's AOT order, as the step's (inplace.launch
+    step_arguments): the state, src and index pointers, (N, E, F), the state's pointer again (its aliased output)."""
+    from inplace.launch import step_arguments
+
+    return step_arguments(STEP, overwrite_kernel(dtype), pointers, _op_sizes(sizes))
 
 
 def overwrite_grid(dtype: object, sizes: Mapping[str, int]) -> tuple[int, int, int]:
@@ -135,13 +137,12 @@ def prepare_overwrite_kernels() -> dict[str, Any]:
 def launch_overwrite(functions: Mapping[str, Any], dtype: object, pointers: Mapping[str, int],
                      sizes: Mapping[str, int], stream: int, grid: int | None = None) -> None:
     """The kernel on `stream` as TensorRT runs the AOT plugin: aot_overwrite_launch's grid (or `grid` blocks) with
-    aot_arguments. pointers: state, src, index. For tests and benchmarks."""
+    overwrite_arguments. pointers: state, src, index. For tests and benchmarks."""
     from cuda.bindings import driver
 
-    kernel = overwrite_kernel(dtype)
     blocks, block, shared = aot_overwrite_launch(dtype, sizes)
-    check(driver.cuLaunchKernel(functions[kernel.name], blocks if grid is None else grid, 1, 1, block, 1, 1, shared,
-                                stream, (aot_arguments(kernel, pointers, sizes), aot_argument_types(kernel)), 0))
+    check(driver.cuLaunchKernel(functions[overwrite_kernel(dtype).name], blocks if grid is None else grid, 1, 1, block,
+                                1, 1, shared, stream, overwrite_arguments(dtype, pointers, sizes), 0))
 
 
 class PreparedOverwrite:
@@ -167,8 +168,10 @@ class PreparedOverwrite:
     def _bind(self, state: int, src: int, index: int, stream: int) -> None:
         if not (state and src and index):
             raise ValueError("state, src and index must be device addresses")
-        address, self._keep = packed_aot_arguments(self.kernel, {"state": state, "src": src, "index": index},
-                                                   self.sizes)
+        from inplace.launch import pack_arguments
+
+        address, self._keep = pack_arguments(*overwrite_arguments(self.dtype, {"state": state, "src": src,
+                                                                                "index": index}, self.sizes))
         self._launch = (self.function, self.grid, 1, 1, self.block, 1, 1, self.shared,
                         self._driver.CUstream(int(stream)), address, 0)
         self._bound = (state, src, index, stream)

@@ -1,6 +1,6 @@
 """The overwrite kernel on a GPU, both ways it runs: "python" as the Python plugin's enqueue runs it
 (PreparedOverwrite on overwrite.cu's CUBIN, called twice with the same pointers) and "aot" as TensorRT runs the
-AOT plugin (overwrite.cu's PTX loaded with cuModuleLoadData, on aot_launch_params' grid with TensorRT's argument
+AOT plugin (overwrite.cu's PTX loaded with cuModuleLoadData, on its step's launch grid with TensorRT's argument
 order). Against the rule (assert_overwritten): rows no edge writes keep their bits, a row one edge writes is
 that edge's row bit for bit, and each element of a row written at a repeated index is that element of one of
 its edges' rows. Fresh random inputs each run, repeated indices, a hot node, out-of-range indices (negative, N,

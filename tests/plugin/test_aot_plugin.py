@@ -15,7 +15,6 @@ import re
 import pytest
 
 from common.nvrtc import declare_ptx_isa, ptx_isa_version
-from plugin.kernels.aot import check_aot_sizes
 from tests.support.trt_plugin_internals import aot_plugin_instance, evaluated, qdp_registry, symbolic_builder
 
 SIZES = [  # (N, E, F)
@@ -51,14 +50,6 @@ def test_aot_state_engine_is_populated_with_its_profiles_max_edges(monkeypatch, 
                               num_features=1, num_classes=0, profile=bounds, plugin=PluginKind.AOT)
     populate = built.value.args[0]
     assert populate.keywords["max_edges"] == max_edges and populate.keywords["plugin"] is PluginKind.AOT
-
-
-def test_aot_check_sizes_rejects_what_int32_arguments_cannot_carry():
-    check_aot_sizes({"num_nodes": 2**31 - 1, "num_edges": 0, "num_features": 1})
-    with pytest.raises(ValueError, match="num_edges"):
-        check_aot_sizes({"num_edges": 2**31})
-    with pytest.raises(ValueError, match="num_features"):
-        check_aot_sizes({"num_features": 0})
 
 
 def test_aot_declare_ptx_isa_lowers_only_a_newer_version():

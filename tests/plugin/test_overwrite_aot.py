@@ -12,7 +12,7 @@ import pytest
 from common.nvrtc import PTX_ARCH, PTX_ISA_VERSION, ptx_isa_version
 from inplace.checks import plugin_id, plugin_name
 from inplace.launch import evaluate_launch
-from plugin.kernels.aot import MAX_BLOCKS, THREADS_PER_BLOCK
+from plugin.overwrite_op import MAX_BLOCKS, THREADS_PER_BLOCK
 from plugin.kernels.overwrite import OVERWRITE_SOURCE_PATH, compile_overwrite_ptx
 from plugin.overwrite_op import KERNEL_NAMES, OVERWRITE_ROWS, STEP, kernel
 from tests.plugin.test_aot_plugin import aot, symbolic, tensor_descs  # noqa: F401 (fixtures)

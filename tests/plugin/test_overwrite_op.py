@@ -1,5 +1,5 @@
 """plugin/overwrite_op.py's OVERWRITE_ROWS without a GPU: the description passes inplace.checks, its one launch
-is the one the AOT plugin has launched with (plugin.kernels.aot aot_launch_params of overwrite_kernel), the Python
+is the one the AOT plugin has launched with (a thread per element, at most 2^16 blocks, (N, E, F)), the Python
 plugin reads its grid from it, its reference copies rows (the last edge of a repeated index winning, indices
 outside [0, N) skipped), and the PTX an engine would hold takes TensorRT's AOT order (NVRTC through cuda-python;
 skipped with the reason where it is missing)."""
@@ -10,8 +10,7 @@ import pytest
 from inplace.checks import check_op, op_id, plugin_id, step_kernels
 from inplace.launch import evaluate_launch
 from inplace.ptx import check_entry_parameters, entry_parameters
-from plugin.kernels.aot import aot_extra_args, aot_launch_params
-from plugin.kernels.overwrite import OVERWRITE_KERNELS, aot_overwrite_launch, overwrite_grid, overwrite_kernel
+from plugin.kernels.overwrite import aot_overwrite_launch, overwrite_grid
 from plugin.overwrite_op import OVERWRITE_ROWS, STEP, kernel
 
 # (N, E, F): E = 0, one node, one feature, rows of 3 and 64, float16 rows of odd width, the grid's cap, int32's edge
@@ -41,16 +40,16 @@ def test_each_dtype_takes_its_kernel_and_src_of_another_dtype_is_refused():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES)
 def test_the_launch_is_the_aot_plugins(dtype, num_nodes, num_edges, num_features):
-    """LAUNCH evaluated with ints equals aot_launch_params / aot_extra_args of overwrite_kernel: the same grid, block,
-    shared memory and (N, E, F) as the AOT plugin launched with."""
-    old = overwrite_kernel(dtype)
+    """LAUNCH evaluated with ints is the grid, block, shared memory and (N, E, F) the AOT plugin has launched with:
+    a thread per element of the E rows, at most 2^16 blocks, at least one; 256 threads; no shared memory."""
     sizes = {"num_nodes": num_nodes, "num_edges": num_edges, "num_features": num_features}
     grid, block, shared, extra = evaluate_launch(kernel({"state": dtype}), {"N": num_nodes, "E": num_edges,
                                                                             "F": num_features})
-    assert (grid[0], block[0], shared) == aot_launch_params(old, sizes)
+    expected = (max(min(-(-num_edges * num_features // 256), 1 << 16), 1), 256, 0)
+    assert (grid[0], block[0], shared) == expected
     assert grid[1:] == (1, 1) and block[1:] == (1, 1)
-    assert extra == aot_extra_args(old, sizes)
-    assert aot_overwrite_launch(dtype, sizes) == aot_launch_params(old, sizes)
+    assert extra == (num_nodes, num_edges, num_features)
+    assert aot_overwrite_launch(dtype, sizes) == expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -64,14 +63,6 @@ def test_the_python_plugins_grid_is_read_from_the_launch(dtype, num_nodes, num_e
     words = row_bytes // 16 if row_bytes % 16 == 0 else num_features
     assert (block, shared) == (launch_block, launch_shared)
     assert grid == max(1, min(-(-num_edges * words // 256), launch_grid))
-
-
-def test_the_kernels_arguments_are_in_the_steps_order():
-    """OVERWRITE_KERNELS (the Python plugin's argument packing) and the step name the same tensors and sizes."""
-    for name, described in OVERWRITE_KERNELS.items():
-        assert described.inputs == STEP.inputs and described.outputs == STEP.outputs
-        assert len(described.extra_args) == len(kernel({"state": "float32"}).launch.extra_args)
-    assert kernel({"state": "float16"}).launch.extra_args == kernel({"state": "float32"}).launch.extra_args
 
 
 def looped(state, src, index):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from plugin import rules
-from plugin.kernels.aot import MAX_BLOCKS
+from plugin.overwrite_op import MAX_BLOCKS
 from plugin.kernels.overwrite import MAX_SIZE, OVERWRITE_KERNELS, overwrite_grid, overwrite_kernel, overwrite_sizes
 from reference.gnn import scatter_overwrite_numpy
 from tests.plugin.test_plugin import int32_field, profile_inputs, tensor_desc
