@@ -15,8 +15,9 @@ object as its entry of `chains`; a plugin is one Step object in every chain that
     float16 split    F = 1, no counts, a hashed table at every E of the profile or at most 2^15 edges: slots -1
                      [S] (64-bit), aot_split_table, aot_apply_split_table
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
-    pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype: (value, count) pairs summed
-                     in the counts (aot_scatter_pairs: shared memory or global atomics), aot_fold_pairs
+    pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype (float16 without counts too,
+                     the counts a scratch tensor): (value, count) pairs summed in the counts (aot_scatter_pairs:
+                     shared memory or global atomics), aot_fold_pairs
     pair chunks      the same beyond 2^24 edges (up to PAIR_MAX_CHUNKS chunks): pairs 0 [N, 2] made by the
                      network, per chunk of 2^24 edges aot_scatter_pair_chunk and aot_fold_pair_chunk
     sorted           wide rows where sorting pays (plan.py Sorted), either dtype, with or without counts: the
@@ -335,9 +336,10 @@ def _pairs_kernel(dtype: str) -> Kernel:
 
 @functools.cache
 def pairs_chain() -> Chain:
-    """F = 1 with counts, either dtype, at most PAIRED_MAX_EDGES edges: (value, count) float32 pairs summed in the
-    counts (shared memory or global atomics, _pairs_shared by the dtype), then each node folded: its count made
-    an int64, its value rounded into the state once."""
+    """F = 1, at most PAIRED_MAX_EDGES edges, with counts either dtype (float16 without counts too: the counts are
+    then a scratch tensor of the chain alone): (value, count) float32 pairs summed in the counts (shared memory or
+    global atomics, _pairs_shared by the dtype), then each node folded: its count made an int64, its value
+    rounded into the state once."""
     fold = _kernel("aot_fold_pairs", cdiv(N, THREADS), (N,))
     steps = (_step("add_pairs", ("src", "index", "counts"), ("counts",), _pairs_kernel("float16"),
                    float32=_pairs_kernel("float32"), reference=_into_pairs),
@@ -510,13 +512,16 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     edges in the profile, one block (BENCHMARKS.md "Small updates re-timed against the windows": block_table
     3.9-4.2 us against grid_table's 6.0-6.4); split_table where its table is hashed at every E of the profile
     (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the per-step tables, float16 B = 1e6, N >= 1e7, and the
-    small-update rows); else the table."""
+    small-update rows); else the pairs where they would run with counts (their counts a scratch tensor: the
+    kernel table's float16 F = 1 cells, pairs with counts against the table without), else the table."""
     edges, nodes = _known(facts, "E"), facts.constants.get("N")
     float32 = facts.dtypes["state"] == "float32"
+    pairs = (facts.constants.get("F") == 1 and edges is not None and nodes is not None
+             and plan.pair_chunks(edges) == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges)
+    if with_counts and pairs:
+        return pairs_chain()
     if with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None:
         chunks = plan.pair_chunks(edges)
-        if chunks == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges:
-            return pairs_chain()
         sizes = {"N": nodes, "E": edges, "F": 1}
         if (1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
                 and not _shared_rule(facts.dtypes["state"], True).yes.evaluate(sizes)):
@@ -533,7 +538,7 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     if edges is not None and (edges <= plan.GRID_TABLE_MAX_EDGES
                               or (nodes is not None and nodes > TABLE_SLOTS_PER_EDGE * edges)):
         return split_chain()
-    return table_chain(with_counts)
+    return pairs_chain() if pairs else table_chain(with_counts)
 
 
 def reference(state: Any, src: Any, index: Any, with_counts: bool = False) -> tuple[Any, ...]:
@@ -764,7 +769,7 @@ def scatter_add_op(with_counts: bool) -> InplaceOp:
     """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
     chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
     chains += ((pairs_chain(), *(pair_chunks_chain(k) for k in range(2, PAIR_MAX_CHUNKS + 1))) if with_counts
-               else (split_chain(), block_chain()))
+               else (split_chain(), block_chain(), pairs_chain()))
     chains += tuple(sorted_chain(with_counts, passes, wide) for wide in (False, True)
                     for passes in range(1, plan.SORT_MAX_PLACE_PASSES + 1))
     returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()

@@ -36,6 +36,7 @@ from plugin.kernels.plan import (
     LaunchPlan,
     LaunchRequest,
     check_sizes,
+    pairs_in_workspace,
     plan_launch,
     table_layout,
     vector_width,
@@ -431,7 +432,8 @@ class PreparedScatterAdd:
         if sequence is None:
             sequence = self._sequences[key] = self._build(vec, counts_aligned=key[1], workspace_aligned=key[2])
         plan = sequence.plan
-        if plan is not None and (plan.sort or plan.slots or plan.pair_chunks > 1) and not workspace:
+        if plan is not None and (plan.sort or plan.slots or (plan.paired and pairs_in_workspace(
+                self.with_counts, self.num_edges))) and not workspace:
             raise ValueError(f"this launch was prepared with a workspace for its {plan.path} path; got none")
         for arguments in sequence.arguments:
             arguments.patch(pointers)
@@ -471,8 +473,8 @@ class PreparedScatterAdd:
         kernel = functools.partial(self._kernel, operations)
         num_nodes, num_edges, num_features = self.num_nodes, self.num_edges, self.num_features
         table = plan.table  # None on the paired path
-        if plan.paired:  # (value, count) pairs in the counts, or beyond 2^24 edges in the workspace
-            dest: tuple[int, int] = (COUNTS, 0) if plan.pair_chunks == 1 else (WORKSPACE, 0)
+        if plan.paired:  # (value, count) pairs in the counts, else in the workspace (plan.pairs_in_workspace)
+            dest: tuple[int, int] = (WORKSPACE, 0) if pairs_in_workspace(self.with_counts, num_edges) else (COUNTS, 0)
         elif table is not None:
             dest = (WORKSPACE, table.values_offset)
         else:
@@ -482,7 +484,7 @@ class PreparedScatterAdd:
             if keys:
                 operations.append((MEMSET, keys, 0xFFFFFFFF, table.capacity))
             operations.append((MEMSET, dest, 0, table.capacity * num_features))
-        if plan.pair_chunks > 1:
+        if plan.paired and dest[0] == WORKSPACE:  # pairs in the counts: zeroed with them
             operations.append((MEMSET, dest, 0, 2 * num_nodes))
         counts: Any = 0 if plan.paired or not self.with_counts else (COUNTS, 0)
         for chunk in range(plan.pair_chunks):
@@ -501,7 +503,7 @@ class PreparedScatterAdd:
             if plan.fold is not None and plan.pair_chunks > 1:
                 kernel(plan.fold, (STATE, 0), dest, (COUNTS, 0), num_nodes, int(chunk == plan.pair_chunks - 1))
         if plan.fold is not None and plan.pair_chunks == 1:
-            kernel(plan.fold, (STATE, 0), (COUNTS, 0), num_nodes)
+            kernel(plan.fold, (STATE, 0), dest, num_nodes)
         if plan.apply is not None and table is not None:
             kernel(plan.apply, (STATE, 0), keys, dest, table.capacity, num_features, plan.apply_lanes_log2, num_nodes)
 
@@ -628,9 +630,9 @@ def scatter_add_launch(
     word: rows whose index is < 0 or >= num_nodes, which are never written) are zeroed and filled when given;
     counts = 0 skips them and their O(N) zeroing. float16 needs `workspace` of at least
     scatter_add_workspace_size(...) bytes; float32 runs without one, and with it where that size is not 0.
-    The paired path (counts, F = 1) sums in the counts buffer itself, so it needs counts 8-byte aligned, and the
-    grid_table and split_table paths an 8-byte aligned workspace (cuMemAlloc and TensorRT give 256); else "auto"
-    takes another path. `algorithm` (plan.py ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only),
+    The paired path (F = 1) sums in the counts buffer itself, so it needs counts 8-byte aligned (float16 without
+    counts: in the workspace), and the paired path in the workspace, grid_table and split_table an 8-byte aligned
+    workspace (cuMemAlloc and TensorRT give 256); else "auto" takes another path. `algorithm` (plan.py ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only),
     `node_passes` and `paired` override plan.py's choices for tests and benchmarks. Returns
     the plan (None when E = 0). The work for each set of sizes and options is prepared once (a PreparedScatterAdd,
     kept per thread and checked against the current CUDA context).

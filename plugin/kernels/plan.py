@@ -711,10 +711,20 @@ class Sorted(Path):
 
 
 def _pairs_possible(r: LaunchRequest) -> bool:
-    """One feature, counts in an 8-byte-aligned buffer (the pairs live in it), beyond PAIRED_MAX_EDGES edges a
-    workspace for the pairs."""
-    return (r.with_counts and r.counts_aligned and r.num_features == 1 and r.num_nodes > 0
-            and r.workspace >= Pairs().workspace(r))
+    """One feature and an 8-byte-aligned buffer for the pairs (pairs_in_workspace): the counts, or float16 without
+    counts up to PAIRED_MAX_EDGES edges the workspace; with counts beyond them, a workspace as well."""
+    if r.num_features != 1 or r.num_nodes < 1 or r.workspace < Pairs().workspace(r):
+        return False
+    if r.with_counts:
+        return r.counts_aligned
+    return r.half and r.num_edges <= PAIRED_MAX_EDGES and r.workspace_aligned
+
+
+def pairs_in_workspace(with_counts: bool, num_edges: int) -> bool:
+    """Where the paired path keeps its pairs: in the counts up to PAIRED_MAX_EDGES edges, else in the workspace
+    (beyond them, a chunk's pairs; float16 without counts, each node's float32 sum beside its count, as a table
+    would hold it, so those launches run as the same cells with counts do)."""
+    return not with_counts or num_edges > PAIRED_MAX_EDGES
 
 
 def _pairs_pay(r: LaunchRequest, d: DeviceInfo) -> bool:
@@ -724,10 +734,10 @@ def _pairs_pay(r: LaunchRequest, d: DeviceInfo) -> bool:
 
 def _paired(r: LaunchRequest, default: bool) -> bool:
     if r.paired and not _pairs_possible(r):
-        raise ValueError(f"the paired path needs counts ({PAIR_BYTES}-byte aligned), one feature and, beyond "
-                         f"{PAIRED_MAX_EDGES} edges, a workspace for the pairs (got counts={r.with_counts}, "
-                         f"aligned={r.counts_aligned}, {r.num_features} features, {r.num_edges} edges, "
-                         f"workspace={r.workspace})")
+        raise ValueError(f"the paired path needs one feature, counts ({PAIR_BYTES}-byte aligned) or float16 "
+                         f"without counts up to {PAIRED_MAX_EDGES} edges, and where the pairs do not live in the "
+                         f"counts a workspace for the pairs (got counts={r.with_counts}, aligned={r.counts_aligned}, "
+                         f"{r.num_features} features, {r.num_edges} edges, workspace={r.workspace})")
     return r.paired if r.paired is not None else default
 
 
@@ -825,8 +835,13 @@ class Pairs(Path):
         return r.paired is not False and _pairs_pay(r, d)
 
     def workspace(self, r: LaunchRequest) -> int:
-        """8 N with counts beyond PAIRED_MAX_EDGES edges, whatever F."""
-        return PAIR_BYTES * r.num_nodes if r.with_counts and r.num_edges > PAIRED_MAX_EDGES else 0
+        """8 N with counts beyond PAIRED_MAX_EDGES edges, whatever F; float16 of one feature without counts, 8
+        min(N, E): the pairs of the nodes a launch of at most these sizes may pair (at least one edge each)."""
+        if r.with_counts:
+            return PAIR_BYTES * r.num_nodes if r.num_edges > PAIRED_MAX_EDGES else 0
+        if r.half and r.num_features == 1 and r.num_edges <= PAIRED_MAX_EDGES:
+            return PAIR_BYTES * min(r.num_nodes, r.num_edges // PAIRED_MIN_EDGES_PER_NODE)
+        return 0
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         return Global().plan(r, d, pairs=True)

@@ -325,6 +325,21 @@ def test_paired_value_count_path_matches_float64(nodes, algorithm, paired, dtype
         assert scatter_add_workspace_size(nodes, edges, 1, dtype) == 0
 
 
+@pytest.mark.parametrize("nodes, edges, algorithm", [(1000, 300_000, "shared"), (10**4, 10**6, "global"),
+                                                     (10**5, 300_000, "auto")])
+def test_float16_without_counts_pairs_in_the_poisoned_workspace_and_leaves_the_counts(nodes, edges, algorithm):
+    # float16 of one feature without counts: the (value, count) pairs in the workspace (poisoned here; the launch
+    # zeroes them), each node rounded once; the counts buffer is never written.
+    state, src, index = random_inputs(nodes, edges, 1, np.float16)
+    bad = RNG.choice(edges, 1000, replace=False)
+    index[bad] = RNG.choice(np.array([-1, nodes, 2**31, -(2**63), 2**63 - 1]), len(bad))
+    out, _, skipped, guards_intact, untouched_counts, plan = launch_with_guards(
+        state, src, index, with_counts=False, algorithm=algorithm, paired=True if algorithm != "auto" else None)
+    assert plan.paired and plan.fold is not None and plan.table is None
+    assert guards_intact and untouched_counts and skipped == len(bad)
+    assert_within_bound(out, state, src, index, np.float16)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_counts_not_8_byte_aligned_take_the_two_atomic_path(dtype):
     # The pairs live in the counts: an int64 buffer 4 bytes off 8-byte alignment cannot hold float2 atomics.
