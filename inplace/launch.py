@@ -12,7 +12,7 @@ description gives the numbers an engine holding it would give, without TensorRT.
     pack_arguments(values, types)                   (kernelParams address, owner): packed once
     PreparedKernel(function, grid, block, shared, values, types, stream)()   one launch, its driver call alone
     PreparedChain(op, chain, dtypes, pointers, sizes, stream)()              fills, then every step's launch
-    scratch_bytes(chain, dtypes, sizes)             {scratch tensor: bytes} for the caller to allocate
+    scratch_bytes(chain, sizes)                     {scratch tensor: bytes} for the caller to allocate
     check_chain_launches(chain, dtypes, sizes)      LaunchError unless every step's kernel (every tactic) launches
     LaunchError(kernel, value, wrong, sizes)        a ValueError: why a kernel could not launch, as fields and a line
 """
