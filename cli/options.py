@@ -496,7 +496,7 @@ def check_aot_profile(precision: str, max_nodes: int | None, max_edges: int | No
     F and the profile's maxima, every step's launch evaluated there (inplace.launch.check_chain_launches): an extra
     argument outside int32 is an InputError naming the option's size and the value. A maximum not given is taken
     at MAX_PROFILE_SIZE (the graph's own is known later)."""
-    from inplace.launch import check_chain_launches
+    from inplace.launch import LaunchError, check_chain_launches
     from inplace.spec import BuildFacts
     from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
 
@@ -508,8 +508,8 @@ def check_aot_profile(precision: str, max_nodes: int | None, max_edges: int | No
     for op in (SCATTER_ADD, SCATTER_ADD_COUNTS):
         try:
             check_chain_launches(op.chain_for(facts), dtypes, {"N": nodes, "E": edges, "F": num_features})
-        except ValueError as error:
+        except LaunchError as error:
             given = ", ".join(f"{option} {value:,}" for option, value in (("--max_nodes", max_nodes),
                                                                           ("--max_edges", max_edges)) if value)
             raise InputError(f"{given} is more than --plugin aot --precision {precision} takes: "
-                             f"{str(error).split(' for sizes ')[0]} at N = {nodes:,}, E = {edges:,}") from None
+                             f"{error.kernel}: {error.problem} at N = {nodes:,}, E = {edges:,}") from None

@@ -12,8 +12,9 @@ description gives the numbers an engine holding it would give, without TensorRT.
     pack_arguments(values, types)                   (kernelParams address, owner): packed once
     PreparedKernel(function, grid, block, shared, values, types, stream)()   one launch, its driver call alone
     PreparedChain(op, chain, dtypes, pointers, sizes, stream)()              fills, then every step's launch
-    scratch_bytes(chain, dtypes, sizes)             {scratch tensor: bytes} for the caller to allocate
-    check_chain_launches(chain, dtypes, sizes)      ValueError unless every step's kernel (every tactic) launches
+    scratch_bytes(chain, sizes)                     {scratch tensor: bytes} for the caller to allocate
+    check_chain_launches(chain, dtypes, sizes)      LaunchError unless every step's kernel (every tactic) launches
+    LaunchError(kernel, value, wrong, sizes)        a ValueError: why a kernel could not launch, as fields and a line
 """
 
 import ctypes
@@ -29,9 +30,21 @@ INT32_MAX = 2**31 - 1
 ITEMSIZE = {"float32": 4, "float16": 2, "int32": 4, "int64": 8}
 
 
+class LaunchError(ValueError):
+    """A kernel TensorRT could not launch at `sizes`: `kernel` (its name), `problem` (what is wrong: the value and
+    what is wrong with it, without the sizes) and `sizes`, so a caller can word its own line from them. str() is
+    evaluate_launch's one line: the kernel, the value, the sizes that made it (where `show_sizes`), what is wrong."""
+
+    def __init__(self, kernel: str, value: str, wrong: str, sizes: Mapping[str, int], show_sizes: bool = True
+                 ) -> None:
+        self.kernel, self.problem, self.sizes = kernel, f"{value} {wrong}", dict(sizes)
+        shown = f" for sizes {self.sizes}" if show_sizes else ""
+        super().__init__(f"{kernel}: {value}{shown} {wrong}")
+
+
 def evaluate_launch(kernel: Kernel, sizes: Mapping[str, int], dtypes: Mapping[str, str] | None = None
                     ) -> tuple[tuple[int, int, int], tuple[int, int, int], int, tuple[int, ...]]:
-    """(grid, block, shared bytes, extra arguments) of `kernel` for int sizes; ValueError where TensorRT could
+    """(grid, block, shared bytes, extra arguments) of `kernel` for int sizes; LaunchError where TensorRT could
     not launch it: an extra argument outside int32, a grid dimension below 1, shared memory beyond the 48 KiB
     of a launch without an opt-in. Shared memory: the launch's, or more where the source states the kernel
     needs more for these dtypes (`shared_bytes(dtypes)`: Triton decides it when it compiles), as the AOT
@@ -44,13 +57,13 @@ def evaluate_launch(kernel: Kernel, sizes: Mapping[str, int], dtypes: Mapping[st
     if stated is not None and dtypes is not None:
         shared = max(shared, int(stated(dtypes)))
     if any(dim < 1 for dim in grid):
-        raise ValueError(f"{kernel.name}: grid {grid} for sizes {dict(sizes)} has a dimension below 1")
+        raise LaunchError(kernel.name, f"grid {grid}", "has a dimension below 1", sizes)
     for value in extra:
         if not 0 <= value <= INT32_MAX:
-            raise ValueError(f"{kernel.name}: extra argument {value} for sizes {dict(sizes)} is outside int32")
+            raise LaunchError(kernel.name, f"extra argument {value}", "is outside int32", sizes)
     if shared > NO_OPT_IN_SHARED_BYTES:
-        raise ValueError(f"{kernel.name}: {shared} bytes of dynamic shared memory; an AOT launch gets at most "
-                         f"{NO_OPT_IN_SHARED_BYTES}")
+        raise LaunchError(kernel.name, f"{shared} bytes of dynamic shared memory;",
+                          f"an AOT launch gets at most {NO_OPT_IN_SHARED_BYTES}", sizes, show_sizes=False)
     return (grid[0], grid[1], grid[2]), launch.block, shared, extra
 
 
@@ -146,7 +159,7 @@ def scratch_bytes(chain: Chain, sizes: Mapping[str, int]) -> dict[str, int]:
 
 
 def check_chain_launches(chain: Chain, dtypes: Mapping[str, str], sizes: Mapping[str, int]) -> None:
-    """ValueError (evaluate_launch's one line: the kernel, the value, the sizes) unless TensorRT could launch every
+    """LaunchError (evaluate_launch's: the kernel, the value, the sizes) unless TensorRT could launch every
     step's kernel and every tactic of it at these sizes (a profile's maxima: an extra argument outside int32)."""
     for step in chain.steps:
         for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):

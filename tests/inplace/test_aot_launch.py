@@ -6,7 +6,8 @@ import struct
 
 import pytest
 
-from inplace.launch import evaluate_launch, fill_words, pack_arguments, scratch_bytes, step_arguments, step_kernel
+from inplace.launch import (LaunchError, evaluate_launch, fill_words, pack_arguments, scratch_bytes, step_arguments,
+                            step_kernel)
 from inplace.spec import Chain, Kernel, Launch, Scratch, Step, cdiv, expr, maximum, minimum, size
 
 
@@ -53,6 +54,15 @@ def test_what_tensorrt_cannot_launch_is_refused():
     zero_grid = Kernel("z", NoPtx(), Launch((size("E"), expr(1), expr(1)), (32, 1, 1)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="below 1"):
         evaluate_launch(zero_grid, {"E": 0})
+
+
+def test_a_launch_error_carries_the_kernel_the_problem_and_the_sizes():
+    with pytest.raises(LaunchError) as raised:
+        evaluate_launch(kernel(extra=(size("E") * 4,)), {"N": 1, "E": 2**30})
+    error = raised.value
+    assert (error.kernel, error.problem, error.sizes) == ("k", f"extra argument {2**32} is outside int32",
+                                                          {"N": 1, "E": 2**30})
+    assert str(error) == f"k: extra argument {2**32} for sizes {{'N': 1, 'E': {2**30}}} is outside int32"
 
 
 def test_tactics_pick_the_kernel():
