@@ -22,12 +22,14 @@ bench_enqueue.py; an AOT engine has none in Python.
 """
 
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.arguments import ArgumentParser, positive_int  # noqa: E402
 from benchmarks.gpu_timing import (  # noqa: E402
+    captured,
     device_name,
     one_step_us_interleaved,
     ours,
@@ -44,7 +46,6 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     import torch
 
     from benchmarks.bench_aot_cells import AotCell
-    from plugin.cuda_graph import CapturedGraph
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = getattr(torch, dtype_name)
@@ -58,37 +59,24 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     def aot_step(i: int) -> None:
         aot_launches[i]()
 
-    for launch in aot_launches:  # nothing first-run inside a capture
-        launch()
-    stream = torch.cuda.current_stream()
-    aot_graphs: list[CapturedGraph] = []
-    torch_graphs = []
+    def torch_step(i: int) -> None:
+        state.index_add_(0, batches[i][1], batches[i][0])
+
     row = dict(dtype=dtype_name, N=num_nodes, B=batch, aot_plan=cell.describe())
-    try:
-        for launch in aot_launches:
-            aot_graphs.append(CapturedGraph(stream.cuda_stream, launch))
-        for src, index in batches:
-            state.index_add_(0, index, src)  # its first run outside the capture too
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                state.index_add_(0, index, src)
-            torch_graphs.append(graph)
+    # each captured on this (created) stream after a first run outside the capture (gpu_timing.captured)
+    with (captured(aot_launches) as aot_graph,
+          captured([partial(torch_step, i) for i in range(len(batches))], torch_ops=True) as torch_graph):
         size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
         workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
         python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
-        steps = {"aot": aot_step, "aot_graph": lambda i: aot_graphs[i].launch(),
-                 "torch": lambda i: state.index_add_(0, batches[i][1], batches[i][0]),
-                 "torch_graph": lambda i: torch_graphs[i].replay(), "python_plugin": lambda i: python_plugin[i]()}
+        steps = {"aot": aot_step, "aot_graph": aot_graph, "torch": torch_step, "torch_graph": torch_graph,
+                 "python_plugin": lambda i: python_plugin[i]()}
         timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
         for name, step in steps.items():
             row[f"{name}_ms"] = time_gpu_ms(step, **timing)
         for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():
             row[f"{name}_sync_us"], row[f"{name}_event_us"] = wall, events
-    finally:
-        for graph in aot_graphs:
-            graph.close()
-    del state, batches, cell, workspace, python_plugin, steps, aot_launches, aot_graphs
-    del torch_graphs
+    del state, batches, cell, workspace, python_plugin, steps, aot_launches, aot_graph, torch_graph
     torch.cuda.empty_cache()
     return row
 

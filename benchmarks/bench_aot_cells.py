@@ -6,22 +6,32 @@
 For each cell of bench_scatter_add.py's table (both dtypes, with and without counts): the AOT chain an engine
 built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
 maximum), launched with inplace/launch.py exactly as TensorRT launches AOT plugins (the network's scratch fills
-as memsets, then each step's aot_* kernel with its launch expressions evaluated); beside it the Python plugin's
-plan (scatter_add_launch, its own memsets included), torch (state.index_add_(0, index, src), plus
+as memsets, then each step's aot_* kernel with its launch expressions evaluated), its memsets and kernels issued
+one by one; beside it the Python plugin's plan (scatter_add_launch, its own memsets included; it replays a CUDA
+graph of its own launches when the same pointers repeat), torch (state.index_add_(0, index, src), plus
 torch.bincount(index, minlength=N) with counts) and TMA rows (benchmarks/tma_rows.py: each edge's row added into its
-node by the bulk-copy unit; sm_90+, rows of a multiple of 16 bytes, else "-"; + bincount with counts). Then the
-per-step table of bench_aot.py's cells (F = 1, no counts, a new batch of B edges per step into N nodes) for AOT,
-Python and torch. Device time: CUDA events after warm-up, median of many runs (benchmarks/gpu_timing.py), fresh random
-inputs (standard normal values, uniform targets) rotating over several sets where they would stay in L2. Each AOT and
-TMA rows cell is checked once against float64 (torch) where E F <= 2^25 (TMA rows within tma_rows.error_bound: it
-rounds every edge in float16). Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells'
-CSV (aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms; tma_ms blank where TMA rows
-does not apply). --tactics also times the AOT chain with each tactic of its scatter step forced (what TensorRT's
-autotuning compares when it builds; tactic 0 is the rule's choice) and prints that table (bench_aot_tactics.md).
+node by the bulk-copy unit; sm_90+, rows of a multiple of 16 bytes, else "-"; + bincount with counts). Then, like
+for like with a captured engine (trtexec 11.x captures an engine's execution into a CUDA graph by default; any
+captured deployment does the same): AOT captured, the same AOT chain (each input set's launches) captured once
+into a CUDA graph and replayed with one cuGraphLaunch per call (plugin.cuda_graph.CapturedGraph), and torch
+captured, torch's call captured with torch.cuda.CUDAGraph and replayed: index_add_, and with counts the counts
+zeroed and each edge's 1 added with index_add_ (the same counts as torch.bincount, which reads the index's min
+and max back to the host and so cannot be captured). Both captured on main()'s created stream, each after a first
+run outside the capture (gpu_timing.captured). Then the per-step table of bench_aot.py's cells (F = 1, no counts,
+a new batch of B edges per step into N nodes) for AOT, Python and torch, launched plainly. Device time: CUDA events
+after warm-up, median of many runs (benchmarks/gpu_timing.py), fresh random inputs (standard normal values, uniform
+targets) rotating over several sets where they would stay in L2. Each AOT and TMA rows cell is checked once against
+float64 (torch) where E F <= 2^25 (TMA rows within tma_rows.error_bound: it rounds every edge in float16). Prints
+two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV (aot_cells.csv: device, dtype,
+N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms, aot_graph_ms, torch_graph_ms; tma_ms blank where TMA rows
+does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also times the AOT chain with each
+tactic of its scatter step forced, launched plainly (what TensorRT's autotuning compares when it builds; tactic 0
+is the rule's choice) and prints that table (bench_aot_tactics.md).
 """
 
 import csv
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +39,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.arguments import ArgumentParser, dtype_names  # noqa: E402
 from benchmarks.bench_scatter_add import FULL_SIZES, QUICK_SIZES, SMALL_BYTES, floor_bytes, parse_sizes  # noqa: E402
-from benchmarks.gpu_timing import device_name, ours, print_and_save, require_torch_gpu, time_gpu_ms  # noqa: E402
+from benchmarks.gpu_timing import (  # noqa: E402
+    captured,
+    device_name,
+    ours,
+    print_and_save,
+    require_torch_gpu,
+    time_gpu_ms,
+)
 
 STEP_NODES = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
 STEP_BATCHES = [10**4, 10**6]
 STEP_SETS = 8
 CHECK_MAX_VALUES = 2**25
-CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms", "torch_ms", "tma_ms")
+CSV_COLUMNS = ("device", "dtype", "N", "E", "F", "counts", "aot_ms", "python_ms", "torch_ms", "tma_ms",
+               "aot_graph_ms", "torch_graph_ms")
 
 
 def chain_name(chain: Any) -> str:
@@ -138,6 +156,8 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
     aot = AotCell(state, inputs, with_counts)
     row["aot_plan"] = aot.describe()
     row["aot_ms"] = time_gpu_ms(aot, sets=sets)
+    with captured(aot.launches) as replay:  # each input set's chain: one graph launch per call
+        row["aot_graph_ms"] = time_gpu_ms(replay, sets=sets)
     step = tactic_step(aot.chain)
     del aot
     row["tactic_ms"] = []
@@ -160,10 +180,27 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
             torch.bincount(index, minlength=num_nodes)
 
     row["torch_ms"] = time_gpu_ms(torch_call, sets=sets)
+    # torch.bincount reads the index's min and max back to the host (a synchronisation, not capturable): captured,
+    # the counts are zeroed and each edge's 1 added with index_add_, the same counts without a host read
+    ones = torch.ones(num_edges, device="cuda", dtype=torch.int64) if with_counts else None
+    torch_counts = torch.empty(num_nodes, device="cuda", dtype=torch.int64) if with_counts else None
+    calls = [partial(torch_capturable, state, src, index, torch_counts, ones) for src, index in inputs]
+    with captured(calls, torch_ops=True) as replay:
+        row["torch_graph_ms"] = time_gpu_ms(replay, sets=sets)
+    del calls, ones, torch_counts
     row["tma_ms"], row["tma_check"] = tma_cell(state, inputs, with_counts, sets)
     del state, inputs, counts
     torch.cuda.empty_cache()
     return row
+
+
+def torch_capturable(state: Any, src: Any, index: Any, counts: Any, ones: Any) -> None:
+    """torch's scatter-add as it can be captured: index_add_, and with counts (counts not None) the counts zeroed
+    and each edge's 1 (ones, int64 [E]) added with index_add_: torch.bincount's counts without its host reads."""
+    state.index_add_(0, index, src)
+    if counts is not None:
+        counts.zero_()
+        counts.index_add_(0, index, ones)
 
 
 def tma_cell(state: Any, inputs: list[tuple[Any, Any]], with_counts: bool, sets: int) -> tuple[float | None, str]:
@@ -221,22 +258,47 @@ def exp10(n: int) -> str:
 
 def cells_table(rows: list[dict], device: str) -> list[str]:
     lines = [f"{device}: the kernel table's cells, device ms (median); AOT = the family's AOT chain via "
-             "inplace/launch.py, Python = scatter_add_launch's plan, torch = index_add_ (+ bincount with counts), "
+             "inplace/launch.py, its launches issued one by one, Python = scatter_add_launch's plan (which replays a "
+             "CUDA graph of its own launches), torch = index_add_ (+ bincount with counts), "
              "TMA rows = benchmarks/tma_rows.py, each edge's row added by cp.reduce.async.bulk (sm_90; rounds every "
-             "edge in float16: an anchor for speed; + bincount with counts; - where F * itemsize % 16 != 0 or below sm_90)", "",
-             "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | TMA rows | AOT / Python | "
-             "AOT / torch | AOT check | TMA check |", "|" + " --- |" * 15]
+             "edge in float16: an anchor for speed; + bincount with counts; - where F * itemsize % 16 != 0 or below "
+             "sm_90); captured = each input set's call captured once into a CUDA graph and replayed with one launch, "
+             "as trtexec 11.x (by default) and a captured deployment run an engine: AOT captured = the same AOT chain, "
+             "torch captured = index_add_ (+ with counts: the counts zeroed and index_add_ of ones, as torch.bincount "
+             "reads the index back to the host and cannot be captured)", "",
+             "| dtype | N | E | F | counts | AOT chain | AOT | Python plan | Python | torch | TMA rows | AOT captured | "
+             "torch captured | AOT / Python | AOT / torch | AOT captured / Python | AOT captured / torch captured | "
+             "AOT check | TMA check |", "|" + " --- |" * 19]
     for r in rows:
         tma = r.get("tma_ms")
         lines.append(f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | {'yes' if r['counts'] else 'no'} "
                      f"| {r['aot_plan']} | {r['aot_ms']:.4f} | {r['python_plan']} | {r['python_ms']:.4f} | "
-                     f"{r['torch_ms']:.4f} | {'-' if tma is None else f'{tma:.4f}'} | {r['aot_ms'] / r['python_ms']:.2f} "
-                     f"| {r['aot_ms'] / r['torch_ms']:.2f} | {r['check']} | {r.get('tma_check') or '-'} |")
+                     f"{r['torch_ms']:.4f} | {'-' if tma is None else f'{tma:.4f}'} | {r['aot_graph_ms']:.4f} | "
+                     f"{r['torch_graph_ms']:.4f} | {r['aot_ms'] / r['python_ms']:.2f} | "
+                     f"{r['aot_ms'] / r['torch_ms']:.2f} | {r['aot_graph_ms'] / r['python_ms']:.2f} | "
+                     f"{r['aot_graph_ms'] / r['torch_graph_ms']:.2f} | {r['check']} | {r.get('tma_check') or '-'} |")
     within = sum(r["aot_ms"] <= 1.25 * r["python_ms"] for r in rows)
     below = sum(r["aot_ms"] <= r["torch_ms"] for r in rows)
+    captured_within = sum(r["aot_graph_ms"] <= 1.25 * r["python_ms"] for r in rows)
+    captured_below = sum(r["aot_graph_ms"] <= r["torch_graph_ms"] for r in rows)
     lines += ["", f"AOT within 1.25x of the Python plugin's plan: {within} of {len(rows)}; at or below torch: "
-              f"{below} of {len(rows)}"]
+              f"{below} of {len(rows)}; captured: within 1.25x of the Python plugin's plan: {captured_within} of "
+              f"{len(rows)}; at or below captured torch: {captured_below} of {len(rows)}"]
     return lines
+
+
+def csv_row(r: dict, device: str) -> list[Any]:
+    """One cell's row of aot_cells.csv, in CSV_COLUMNS' order (tma_ms blank where TMA rows does not apply)."""
+    return [device, r["dtype"], r["N"], r["E"], r["F"], int(r["counts"]), f"{r['aot_ms']:.5f}",
+            f"{r['python_ms']:.5f}", f"{r['torch_ms']:.5f}", "" if r.get("tma_ms") is None else f"{r['tma_ms']:.5f}",
+            f"{r['aot_graph_ms']:.5f}", f"{r['torch_graph_ms']:.5f}"]
+
+
+def write_csv(path: Path, rows: list[dict], device: str) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(csv_row(r, device) for r in rows)
 
 
 def tactics_table(rows: list[dict], device: str) -> list[str]:
@@ -303,7 +365,8 @@ def main() -> int:
                           f"{row['aot_ms']:.4f} ({row['aot_plan']}), Python {row['python_ms']:.4f} "
                           f"({row['python_plan']}), torch {row['torch_ms']:.4f}"
                           + ("" if row["tma_ms"] is None else f", TMA rows {row['tma_ms']:.4f}")
-                          + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"], 1)),
+                          + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"], 1))
+                          + f"; captured: AOT {row['aot_graph_ms']:.4f}, torch {row['torch_graph_ms']:.4f}",
                           file=sys.stderr, flush=True)
         steps = []
         if not args.no_steps:
@@ -318,13 +381,7 @@ def main() -> int:
         text += [""] + steps_table(steps, device)
     print_and_save("\n".join(text), args.out, "bench_aot_cells.md")
     if args.out:
-        with open(args.out / "aot_cells.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(CSV_COLUMNS)
-            for r in rows:
-                writer.writerow([device, r["dtype"], r["N"], r["E"], r["F"], int(r["counts"]),
-                                 f"{r['aot_ms']:.5f}", f"{r['python_ms']:.5f}", f"{r['torch_ms']:.5f}",
-                                 "" if r.get("tma_ms") is None else f"{r['tma_ms']:.5f}"])
+        write_csv(args.out / "aot_cells.csv", rows, device)
     return 0
 
 

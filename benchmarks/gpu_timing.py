@@ -4,12 +4,14 @@ GPU time of one call = CUDA events recorded right before and after it on the cur
 is queued before the start event, so the host has finished enqueueing the call (several driver calls for
 ours) before the GPU reaches it: the events then measure device time, not Python launch overhead. Each
 figure is the median over many calls after warm-up, rotating over several input sets where the inputs would
-otherwise stay in L2 between calls.
+otherwise stay in L2 between calls. captured() captures calls into CUDA graphs, to time their replays alike.
 """
 
 import statistics
 import sys
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,6 +48,44 @@ def _one(call: Callable[[int], Any], i: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end)
+
+
+@contextmanager
+def captured(calls: Sequence[Callable[[], Any]], *, torch_ops: bool = False) -> Iterator[Callable[[int], None]]:
+    """Each call (one per input set) captured once into a CUDA graph on the current stream, which must be a created
+    one (the legacy default stream cannot be captured); yields replay(i): one launch of call i's graph on that
+    stream, as a captured engine runs (trtexec 11.x by default, --useCudaGraph; the sample's --cuda_graph). Each
+    call runs once outside its capture first, so that no first-run work (module loading, lazy set-up) happens
+    inside it. One way per kind of call: driver-API launches (bench_aot_cells.AotCell's, through cuda-python)
+    with plugin.cuda_graph.CapturedGraph, as network/timing.py captures an engine execution; torch ops
+    (torch_ops=True) with torch.cuda.CUDAGraph, whose capture also keeps the ops' memory in the graph's own pool
+    of torch's allocator. The graphs are freed on leaving the block."""
+    import torch
+
+    from plugin.cuda_graph import CapturedGraph
+
+    stream = torch.cuda.current_stream()
+    if not int(stream.cuda_stream):
+        raise ValueError("captured() needs a created stream (with torch.cuda.stream(torch.cuda.Stream()))")
+    graphs: list[Any] = []
+    try:
+        for call in calls:
+            call()  # its first run, outside the capture
+            if torch_ops:
+                graph = torch.cuda.CUDAGraph()
+                graphs.append(graph)
+                with torch.cuda.graph(graph, stream=stream):
+                    call()
+            else:
+                graphs.append(CapturedGraph(stream.cuda_stream, call))
+        replays = [graph.replay if torch_ops else graph.launch for graph in graphs]
+        yield lambda i: replays[i]()
+    finally:
+        for graph in graphs:
+            if torch_ops:
+                graph.reset()
+            else:
+                graph.close()
 
 
 HOST_SLEEP_CYCLES = 20_000_000  # ~10 ms at H200 boost clocks: longer than queueing a batch of calls
