@@ -1,7 +1,7 @@
 """The AOT plugins on the kernel family, cell by cell: the kernel table's sizes and the per-step table.
 
     python3 benchmarks/bench_aot_cells.py [--out DIR] [--quick | --sizes N:E:F,...] [--dtypes D,...]
-                                          [--counts yes|no|both] [--tactics] [--no-steps]
+                                          [--counts yes|no|both] [--tactics] [--no-steps] [--floor]
 
 For each cell of bench_scatter_add.py's table (both dtypes, with and without counts): the AOT chain an engine
 built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
@@ -26,7 +26,8 @@ two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' 
 N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms, aot_graph_ms, torch_graph_ms; tma_ms blank where TMA rows
 does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also times the AOT chain with each
 tactic of its scatter step forced, launched plainly (what TensorRT's autotuning compares when it builds; tactic 0
-is the rule's choice) and prints that table (bench_aot_tactics.md).
+is the rule's choice) and prints that table after the cells (in bench_aot_cells.md). --floor also times the launch
+floor (empty_launches_ms: k empty launches back to back, plain and captured) and prints it after the cells.
 """
 
 import csv
@@ -337,6 +338,51 @@ def steps_table(rows: list[dict], device: str) -> list[str]:
     return lines
 
 
+FLOOR_LAUNCHES = (1, 2, 3, 4)
+EMPTY_KERNEL = 'extern "C" __global__ void empty_kernel() {}\n'
+
+
+def empty_launches_ms(counts: tuple[int, ...] = FLOOR_LAUNCHES) -> list[dict]:
+    """The launch floor: for each k of `counts`, the device ms of k launches of an empty kernel (one warp) back to
+    back on the current stream, as plain launches and captured into one CUDA graph: what any chain of k operations
+    (fills and kernels) costs doing nothing. One rounding per node in float16 needs at least three (zeroed memory,
+    and a kernel that sums before the one that rounds: an AOT plugin gets no grid barrier)."""
+    import tempfile
+
+    import torch
+
+    from benchmarks.gpu_timing import captured
+    from common.nvrtc import compile_engine_ptx
+    from inplace.launch import PreparedKernel, load_function
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "empty_kernel.cu"
+        path.write_text(EMPTY_KERNEL)
+        function = load_function(compile_engine_ptx(path), "empty_kernel")
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = []
+    for count in counts:
+        launches = [PreparedKernel(function, (1, 1, 1), (32, 1, 1), 0, (), (), stream, "empty_kernel")
+                    for _ in range(count)]
+
+        def call(i: int, launches: list[Any] = launches) -> None:
+            for launch in launches:
+                launch()
+
+        row = {"launches": count, "plain_ms": time_gpu_ms(call, min_reps=50, max_reps=200)}
+        with captured([lambda launches=launches: call(0, launches)]) as replay:
+            row["graph_ms"] = time_gpu_ms(replay, min_reps=50, max_reps=200)
+        rows.append(row)
+    return rows
+
+
+def floor_table(rows: list[dict], device: str) -> list[str]:
+    lines = [f"{device}: the launch floor, device us (median): k empty launches back to back (empty_launches_ms)", "",
+             "| launches | plain | captured |", "| --- | --- | --- |"]
+    lines += [f"| {r['launches']} | {r['plain_ms'] * 1e3:.2f} | {r['graph_ms'] * 1e3:.2f} |" for r in rows]
+    return lines
+
+
 def main() -> int:
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for bench_aot_cells.md and aot_cells.csv")
@@ -347,6 +393,7 @@ def main() -> int:
                         "without, or both")
     parser.add_argument("--tactics", action="store_true", help="also time each tactic of the scatter steps")
     parser.add_argument("--no-steps", action="store_true", help="leave out the per-step table")
+    parser.add_argument("--floor", action="store_true", help="also time the launch floor (empty_launches_ms)")
     args = parser.parse_args()
     require_torch_gpu("bench_aot_cells.py")
     import torch
@@ -374,7 +421,10 @@ def main() -> int:
                 for batch in ([10**4] if args.quick else STEP_BATCHES):
                     for num_nodes in STEP_NODES:
                         steps.append(step_row(num_nodes, batch, dtype))
+        floor = empty_launches_ms() if args.floor else []
     text = cells_table(rows, device)
+    if floor:
+        text += [""] + floor_table(floor, device)
     if args.tactics:
         text += [""] + tactics_table(rows, device)
     if steps:

@@ -68,3 +68,12 @@ def test_the_csv_rows_carry_both_captured_times_and_a_blank_tma_where_it_does_no
     assert [(r["tma_ms"], r["aot_graph_ms"], r["torch_graph_ms"]) for r in read] == [
         ("", "0.01200", "0.05000"), ("0.03000", "0.01200", "0.05000")]
     assert [r["counts"] for r in read] == ["1", "0"] and read[1]["device"] == "NVIDIA H100"
+
+
+def test_the_launch_floor_table_gives_microseconds_per_count_of_empty_launches():
+    from benchmarks.bench_aot_cells import floor_table
+
+    lines = floor_table([{"launches": 1, "plain_ms": 0.0021, "graph_ms": 0.0019},
+                         {"launches": 3, "plain_ms": 0.0063, "graph_ms": 0.00425}], "GPU")
+    assert lines[0].startswith("GPU: the launch floor")
+    assert lines[-2:] == ["| 1 | 2.10 | 1.90 |", "| 3 | 6.30 | 4.25 |"]
