@@ -9,7 +9,7 @@ run on the same tensors and one created stream:
   python plugin     what ScatterAddInPlace's enqueue runs with overwrite = 1 (plugin.kernels.overwrite
                     PreparedOverwrite, overwrite.cu's CUBIN): one kernel launch
   aot plugin        what an engine of the AOT plugin runs, as TensorRT launches it: one launch of
-                    overwrite_rows, the PTX the plugin embeds, launch parameters of plugin.kernels.aot
+                    overwrite_rows, the PTX the plugin embeds, its launch from plugin.overwrite_op
   torch index_copy_ state.index_copy_(0, index, src): in place, a repeated index's winner undefined
   copy + scatter    state.index_copy(0, index, src): a new state each step, what an out-of-place scatter layer
                     (TensorRT's ScatterND / scatter layer) must do
