@@ -127,6 +127,12 @@ def test_aot_pairs_match_float64_with_exact_counts(num_nodes, num_edges, dtype):
     _run_and_check(pairs_chain(), SCATTER_ADD_COUNTS, num_nodes, num_edges, 1, dtype)
 
 
+@pytest.mark.parametrize("num_nodes,num_edges", [(7, 1000), (1000, 10**5), (10**4, 10**6)])
+def test_aot_float16_pairs_without_counts_match_float64(num_nodes, num_edges):
+    """The op without counts on the pairs chain: its counts a scratch tensor of the chain alone."""
+    _run_and_check(pairs_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("num_nodes,num_edges,chunks", [(10**4, 2**24 + 5000, 2), (1000, 10**5, 3), (5, 0, 2),
                                                         (10**4, 2**20, PAIR_MAX_CHUNKS)])
