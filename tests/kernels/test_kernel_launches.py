@@ -344,6 +344,27 @@ def test_prepared_float16_split_table_is_a_memset_and_two_launches_over_the_work
     assert small(STATE_PTR, SRC_PTR, INDEX_PTR, 0, workspace, 5).algorithm == "hashed"  # beyond OWNED_MAX_EDGES
 
 
+def test_prepared_float16_pairs_without_counts_zero_sum_and_fold_in_the_workspace(recorded):
+    # float16 of one feature without counts pairs as with counts; the (value, count) pairs live in the workspace,
+    # which a memset zeroes first, and the fold reads them there; no counts pointer reaches either kernel.
+    driver, launch = recorded
+    functions = launch.prepare_kernels(np.float16).functions
+    nodes, edges = 10**4, 10**6
+    prepared = uncounted_float16(launch, nodes, edges)
+    plan = prepared(STATE_PTR, SRC_PTR, INDEX_PTR, 0, WORKSPACE_PTR, 5)
+    assert plan.paired and plan.algorithm == "global" and plan.table is None
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
+    address, value, words = driver.calls[0][1][:3]
+    assert (int(address), value, words) == (WORKSPACE_PTR, 0, 2 * nodes)
+    scatter, fold = driver.calls[1][1], driver.calls[2][1]
+    assert scatter[0] is functions["scatter_global_pairs"] and fold[0] is functions["fold_pairs"]
+    slots = argument_slots(scatter[9], 14)
+    assert slots[:4] == [SRC_PTR, INDEX_PTR, edges, nodes] and slots[7] == WORKSPACE_PTR and slots[10] == 0
+    assert argument_slots(fold[9], 3) == [STATE_PTR, WORKSPACE_PTR, nodes]
+    with pytest.raises(ValueError, match="needs a workspace of [0-9]+ bytes; got none"):
+        uncounted_float16(launch, nodes, edges)(STATE_PTR, SRC_PTR, INDEX_PTR, 0, 0, 5)
+
+
 # The chunked pairs path (F = 1 with counts, more than 2^24 edges): each chunk's scatter launch reads its own
 # edges, at the chunk's offset into src and index, and a fold follows each chunk.
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
