@@ -8,7 +8,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.network.test_e2e_state import assert_state_report_is_consistent
@@ -159,3 +161,94 @@ def test_aot_engine_runs_in_a_fresh_process_without_project_code(tmp_path, preci
     assert not any(namespace == "aliased_io" or name == "ScatterAddInPlace"
                    for name, namespace in report["creators_before"])  # neither the AOT nor the Python plugin
     assert report["within_bound"], report
+
+
+def _chain_cases() -> list[Any]:
+    """(op, chain, dtype, N, E, F) for every chain of the project's scatter-adds (plugin/scatter_add_op.py), so
+    every AOT plugin the two ops register, at sizes each chain's steps hold; float32 and float16 where a chain
+    takes both (the pairs, alternately the pair chunks and the sorted chain's placing passes)."""
+    from benchmarks.bench_aot_cells import chain_name
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+
+    cases = []
+    for op in (SCATTER_ADD, SCATTER_ADD_COUNTS):
+        counted = "counts" in op.output_names()
+        for chain in op.chains:
+            name = chain_name(chain)
+            parity = ("float32", "float16")[int(name.split(", ")[1].split()[0]) % 2] if ", " in name else None
+            if name.startswith("scatter_state"):
+                cases.append((op, chain, "float32", 1000, 5000, 4))
+            elif name.startswith("scatter_table"):
+                cases.append((op, chain, "float16", 1000, 5000, 4))
+            elif name.startswith("split_table"):
+                cases.append((op, chain, "float16", 10**5, 5000, 1))
+            elif name.startswith("block_table"):
+                cases.append((op, chain, "float16", 1000, 700, 1))
+            elif name.startswith("scatter_pairs"):
+                cases += [(op, chain, dtype, 1000, 5000, 1) for dtype in (("float32",) if counted else ()) + ("float16",)]
+            elif name.startswith("pair chunks"):
+                cases.append((op, chain, parity, 1000, 5000, 1))
+            else:  # sorted, P place[, wide]
+                features = 96 if name.endswith("wide") else 64
+                cases.append((op, chain, parity, 1000, 5000, features) if counted
+                             else (op, chain, "float16", 10**5, 20000, features))
+    return cases
+
+
+def _case_id(case: Any) -> str:
+    from benchmarks.bench_aot_cells import chain_name
+
+    op, chain, dtype, nodes, edges, features = case
+    return f"{op.name}-{chain_name(chain)}-{dtype}-{nodes}x{edges}x{features}".replace(" ", "").replace(",", "_")
+
+
+@pytest.mark.parametrize("case", _chain_cases(), ids=_case_id)
+def test_every_chain_of_the_scatter_adds_builds_runs_and_matches_the_reference(case):
+    """Each chain an engine may hold, built into an engine of its own (state X [N, F] with X_out bound at X,
+    src and idx of E edges, some out of range), run once and compared with the op's float64 reference (counts
+    exactly): every AOT plugin of the two ops in an engine. TensorRT times each scatter step's tactics and keeps
+    the fastest (tests/kernels/test_aot_family_gpu.py runs every tactic's kernel on a GPU without TensorRT)."""
+    pytest.importorskip("tensorrt.plugin", reason="the AOT plugins need TensorRT >= 10.16 (tensorrt.plugin)")
+    from common.imports import import_tensorrt
+    from network.aot_layers import add_inplace_chain
+    from network.engine import build_engine_bytes, deserialize_engine
+    from network.execution import ExecutionSession
+    from plugin.device_array import DeviceArray
+
+    op, chain, dtype, nodes, edges, features = case
+    trt = import_tensorrt()
+    rng = np.random.default_rng(7)
+    state = rng.standard_normal((nodes, features)).astype(dtype)
+    src = rng.standard_normal((edges, features)).astype(dtype)
+    index = rng.integers(-3, nodes + 3, edges).astype(np.int64)
+
+    def populate(trt: Any, network: Any) -> Any:
+        kind = trt.float16 if dtype == "float16" else trt.float32
+        tensors = {"state": network.add_input("X", kind, (nodes, features)),
+                   "src": network.add_input("src", kind, (-1, features)),
+                   "index": network.add_input("idx", trt.int64, (-1,))}
+        outputs, arrays = add_inplace_chain(trt, network, op, chain, tensors)
+        for tensor, name in zip(outputs, ("X_out", "counts")):
+            tensor.name = name
+            network.mark_output(tensor)
+        return arrays
+
+    data, _ = build_engine_bytes(populate, {"src": ((edges, features),) * 3, "idx": ((edges,),) * 3})
+    engine = deserialize_engine(data, _case_id(case), just_built=True)
+    inputs = {"X": DeviceArray.from_array(state), "src": DeviceArray.from_array(src),
+              "idx": DeviceArray.from_array(index)}
+    session = ExecutionSession(trt, engine, inputs, outputs_at_inputs={"X_out": "X"})
+    try:
+        session.execute()
+        session.synchronize()
+        out = inputs["X"].download()
+        counts = session.outputs["counts"].download() if "counts" in op.output_names() else None
+    finally:
+        session.close()
+        for buffer in inputs.values():
+            buffer.free()
+    expected = op.reference(state, src, index)
+    tolerance = 2e-3 if dtype == "float16" else 1e-5
+    np.testing.assert_allclose(out.astype(np.float64), expected[0], rtol=tolerance, atol=tolerance)
+    if counts is not None:
+        assert np.array_equal(counts, expected[1])
