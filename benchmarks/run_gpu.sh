@@ -13,7 +13,8 @@
 # still run), then bench_enqueue.py (host time beside torch), bench_state_update.py, bench_aot.py and
 # bench_overwrite.py (per-step device time, host time and one step at a time beside torch, cells at or below
 # torch counted), bench_scatter_add.py (the kernel table beside torch and PyG), bench_aot_cells.py (the AOT
-# chains on the kernel table's cells and per step) and bench_breakdown.py, each with --out, in ONE device call
+# chains on the kernel table's cells, plain and captured, per step, and the launch floor) and bench_breakdown.py,
+# each with --out, in ONE device call
 # (each stage's seconds printed together at the end). Under OUT_DIR, 11 files (the device tool brings back 8 at
 # most: run RUN_GPU_PART=steps and kernel in separate calls there): gpu_tests.log (the tests' output),
 # bench_scatter_add.{md,csv}, scatter_add.png, bench_enqueue.md, bench_state_update.md, bench_aot.md,
@@ -80,7 +81,7 @@ if want step-benches; then
 fi
 if want kernel; then
     stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
-    stage bench_aot_cells python3 benchmarks/bench_aot_cells.py $(size --quick "") --out "$out"
+    stage bench_aot_cells python3 benchmarks/bench_aot_cells.py $(size --quick "") --floor --out "$out"
     stage bench_breakdown python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out"
 fi
 printf '%srun_gpu.sh: all stages %s s\n' "$stages" "$SECONDS"
