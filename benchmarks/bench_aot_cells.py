@@ -85,12 +85,12 @@ class AotCell:
 
         from inplace.launch import PreparedChain, scratch_bytes
         from inplace.spec import BuildFacts
-        from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+        from plugin.scatter_add_op import scatter_add_for
 
         num_nodes, num_features = state.shape
         num_edges = inputs[0][1].shape[0]
         dtype = "float32" if state.dtype == torch.float32 else "float16"
-        self.op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+        self.op = scatter_add_for(with_counts)
         self.chain = self.op.chain_for(BuildFacts({"state": dtype, "src": dtype}, {"N": num_nodes, "F": num_features},
                                                   {"E": num_edges}))
         self.sizes = {"N": num_nodes, "E": num_edges, "F": num_features}
@@ -351,7 +351,6 @@ def empty_launches_ms(counts: tuple[int, ...] = FLOOR_LAUNCHES) -> list[dict]:
 
     import torch
 
-    from benchmarks.gpu_timing import captured
     from common.nvrtc import compile_engine_ptx
     from inplace.launch import PreparedKernel, load_function
 
@@ -365,12 +364,12 @@ def empty_launches_ms(counts: tuple[int, ...] = FLOOR_LAUNCHES) -> list[dict]:
         launches = [PreparedKernel(function, (1, 1, 1), (32, 1, 1), 0, (), (), stream, "empty_kernel")
                     for _ in range(count)]
 
-        def call(i: int, launches: list[Any] = launches) -> None:
+        def run_all(launches: list[Any] = launches) -> None:
             for launch in launches:
                 launch()
 
-        row = {"launches": count, "plain_ms": time_gpu_ms(call, min_reps=50, max_reps=200)}
-        with captured([lambda launches=launches: call(0, launches)]) as replay:
+        row = {"launches": count, "plain_ms": time_gpu_ms(lambda i: run_all(), min_reps=50, max_reps=200)}
+        with captured([run_all]) as replay:
             row["graph_ms"] = time_gpu_ms(replay, min_reps=50, max_reps=200)
         rows.append(row)
     return rows

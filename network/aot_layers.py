@@ -177,9 +177,9 @@ def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor
     """Adds the AOT scatter-add on (X, src, idx): plugin.scatter_add_op's SCATTER_ADD (SCATTER_ADD_COUNTS with
     counts), the chain it chooses for the network's dtype, F and the profile's bound on E (`max_edges`).
     Returns (aggregated [N, F] in X's memory, counts or None, what must stay alive until the engine is built)."""
-    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS
+    from plugin.scatter_add_op import scatter_add_for
 
-    op = SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
+    op = scatter_add_for(with_counts)
     chain = op.chain_for(scatter_add_facts(trt, state, num_features, max_edges))
     outputs, arrays = add_inplace_chain(trt, network, op, chain, {"state": state, "src": src, "index": index})
     return outputs[0], outputs[1] if with_counts else None, arrays

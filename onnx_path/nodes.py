@@ -34,9 +34,10 @@ from common.plugin_kind import PluginKind
 from inplace.registry import find_step
 from inplace.spec import Chain, InplaceOp, Step
 from onnx_path.own_ops import step_attributes, write_chain
-from plugin.inplace_ops import scatter_add_op as project_scatter_add
+from plugin.inplace_ops import PROJECT_OPS  # noqa: F401 (importing it registers them: step_of finds their steps)
 from plugin.rules import (COMPUTE_COUNTS_FIELD, DEFAULT_COMPUTE_COUNTS, FEATURE_DTYPES, INDEX_DTYPE, PLUGIN_NAME,
                           PLUGIN_NAMESPACE, PLUGIN_VERSION)
+from plugin.scatter_add_op import scatter_add_for
 
 PLUGIN_DOMAIN = "aliased_io"
 PLUGIN_DOMAIN_VERSION = 1
@@ -280,7 +281,7 @@ def plugin_nodes(build: Builder, plugin: PluginKind, state: Any, src: Any, idx: 
     `aggregated` (state's memory) and `counts` (int64 [R, 1], or None for compute_counts=0): the Python plugin's
     node, or for the AOT plugin the chain of SCATTER_ADD_COUNTS (with counts) or SCATTER_ADD (write_chain)."""
     if plugin.aot:
-        write_chain(build, project_scatter_add(counts is not None), {"state": state, "src": src, "index": idx},
+        write_chain(build, scatter_add_for(counts is not None), {"state": state, "src": src, "index": idx},
                     {"state": aggregated, "counts": counts})
     else:
         build.node(PLUGIN_OP, [state, src, idx], None, plugin_attributes(counts is not None), name=PLUGIN_OP,

@@ -22,11 +22,6 @@ for _op in PROJECT_OPS:
     register_chains(_op, __name__)
 
 
-def scatter_add_op(with_counts: bool) -> InplaceOp:
-    """The op a scatter-add's AOT chain comes from: SCATTER_ADD_COUNTS where counts are wanted, else SCATTER_ADD."""
-    return SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD
-
-
 def is_overwrite(op: InplaceOp) -> bool:
     """Whether `op` writes rows rather than adding them (OVERWRITE_ROWS)."""
     return op is OVERWRITE_ROWS

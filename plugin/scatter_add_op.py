@@ -514,19 +514,17 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the per-step tables, float16 B = 1e6, N >= 1e7, and the
     small-update rows); else the pairs where they would run with counts (their counts a scratch tensor: the
     kernel table's float16 F = 1 cells, pairs with counts against the table without), else the table."""
-    edges, nodes = _known(facts, "E"), facts.constants.get("N")
+    edges, nodes, features = _known(facts, "E"), facts.constants.get("N"), facts.constants.get("F")
     float32 = facts.dtypes["state"] == "float32"
-    pairs = (facts.constants.get("F") == 1 and edges is not None and nodes is not None
-             and plan.pair_chunks(edges) == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges)
-    if with_counts and pairs:
-        return pairs_chain()
-    if with_counts and facts.constants.get("F") == 1 and edges is not None and nodes is not None:
+    pairs = False
+    if features == 1 and edges is not None and nodes is not None:
         chunks = plan.pair_chunks(edges)
-        sizes = {"N": nodes, "E": edges, "F": 1}
-        if (1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
-                and not _shared_rule(facts.dtypes["state"], True).yes.evaluate(sizes)):
+        pairs = chunks == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
+        if with_counts and pairs:
+            return pairs_chain()
+        if (with_counts and 1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
+                and not _shared_rule(facts.dtypes["state"], True).yes.evaluate({"N": nodes, "E": edges, "F": 1})):
             return pair_chunks_chain(chunks)
-    features = facts.constants.get("F")
     if edges is not None and nodes is not None and features is not None and _sorts(facts, with_counts):
         return sorted_chain(with_counts, sort_place_passes(edges, nodes), features > SORT_NARROW_MAX_FEATURES)
     if float32:
@@ -784,3 +782,8 @@ def scatter_add_op(with_counts: bool) -> InplaceOp:
 
 SCATTER_ADD = scatter_add_op(False)
 SCATTER_ADD_COUNTS = scatter_add_op(True)
+
+
+def scatter_add_for(with_counts: bool) -> InplaceOp:
+    """The op a scatter-add's AOT chain comes from: SCATTER_ADD_COUNTS where counts are wanted, else SCATTER_ADD."""
+    return SCATTER_ADD_COUNTS if with_counts else SCATTER_ADD

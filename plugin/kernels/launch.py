@@ -632,8 +632,9 @@ def scatter_add_launch(
     scatter_add_workspace_size(...) bytes; float32 runs without one, and with it where that size is not 0.
     The paired path (F = 1) sums in the counts buffer itself, so it needs counts 8-byte aligned (float16 without
     counts: in the workspace), and the paired path in the workspace, grid_table and split_table an 8-byte aligned
-    workspace (cuMemAlloc and TensorRT give 256); else "auto" takes another path. `algorithm` (plan.py ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only),
-    `node_passes` and `paired` override plan.py's choices for tests and benchmarks. Returns
+    workspace (cuMemAlloc and TensorRT give 256); else "auto" takes another path. `algorithm` (plan.py
+    ALGORITHMS; UNCOUNTED_ALGORITHMS without counts only), `node_passes` and `paired` override plan.py's choices
+    for tests and benchmarks. Returns
     the plan (None when E = 0). The work for each set of sizes and options is prepared once (a PreparedScatterAdd,
     kept per thread and checked against the current CUDA context).
     """

@@ -715,9 +715,12 @@ def _pairs_possible(r: LaunchRequest) -> bool:
     counts up to PAIRED_MAX_EDGES edges the workspace; with counts beyond them, a workspace as well."""
     if r.num_features != 1 or r.num_nodes < 1 or r.workspace < Pairs().workspace(r):
         return False
-    if r.with_counts:
-        return r.counts_aligned
-    return r.half and r.num_edges <= PAIRED_MAX_EDGES and r.workspace_aligned
+    return r.counts_aligned if r.with_counts else _uncounted_pairs(r) and r.workspace_aligned
+
+
+def _uncounted_pairs(r: LaunchRequest) -> bool:
+    """Whether a launch without counts may pair: float16 of one feature, up to PAIRED_MAX_EDGES edges."""
+    return not r.with_counts and r.half and r.num_features == 1 and r.num_edges <= PAIRED_MAX_EDGES
 
 
 def pairs_in_workspace(with_counts: bool, num_edges: int) -> bool:
@@ -839,9 +842,7 @@ class Pairs(Path):
         min(N, E): the pairs of the nodes a launch of at most these sizes may pair (at least one edge each)."""
         if r.with_counts:
             return PAIR_BYTES * r.num_nodes if r.num_edges > PAIRED_MAX_EDGES else 0
-        if r.half and r.num_features == 1 and r.num_edges <= PAIRED_MAX_EDGES:
-            return PAIR_BYTES * min(r.num_nodes, r.num_edges // PAIRED_MIN_EDGES_PER_NODE)
-        return 0
+        return PAIR_BYTES * min(r.num_nodes, r.num_edges // PAIRED_MIN_EDGES_PER_NODE) if _uncounted_pairs(r) else 0
 
     def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
         return Global().plan(r, d, pairs=True)
