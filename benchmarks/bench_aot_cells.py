@@ -7,7 +7,8 @@ For each cell of bench_scatter_add.py's table (both dtypes, with and without cou
 built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and F constant and E the profile's
 maximum), launched with inplace/launch.py exactly as TensorRT launches AOT plugins (the network's scratch fills
 as memsets, then each step's aot_* kernel with its launch expressions evaluated), its memsets and kernels issued
-one by one; beside it the Python plugin's plan (scatter_add_launch, its own memsets included; it replays a CUDA
+one by one, at the tactic TensorRT's build would keep (where the scatter step offers tactics, each is timed at the
+cell's sizes, as autotuning does, and the fastest is the cell's); beside it the Python plugin's plan (scatter_add_launch, its own memsets included; it replays a CUDA
 graph of its own launches when the same pointers repeat), torch (state.index_add_(0, index, src), plus
 torch.bincount(index, minlength=N) with counts) and TMA rows (benchmarks/tma_rows.py: each edge's row added into its
 node by the bulk-copy unit; sm_90+, rows of a multiple of 16 bytes, else "-"; + bincount with counts). Then, like
@@ -24,9 +25,8 @@ targets) rotating over several sets where they would stay in L2. Each AOT and TM
 float64 (torch) where E F <= 2^25 (TMA rows within tma_rows.error_bound: it rounds every edge in float16). Prints
 two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV (aot_cells.csv: device, dtype,
 N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms, aot_graph_ms, torch_graph_ms; tma_ms blank where TMA rows
-does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also times the AOT chain with each
-tactic of its scatter step forced, launched plainly (what TensorRT's autotuning compares when it builds; tactic 0
-is the rule's choice) and prints that table after the cells (in bench_aot_cells.md). --floor also times the launch
+does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also prints each tactic's time,
+launched plainly (tactic 0 is the rule's choice), after the cells (in bench_aot_cells.md). --floor also times the launch
 floor (empty_launches_ms: k empty launches back to back, plain and captured) and prints it after the cells.
 """
 
@@ -139,8 +139,7 @@ def check_cell(state: Any, src: Any, index: Any, with_counts: bool) -> str:
     return f"{error:.1e}"
 
 
-def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str, with_counts: bool,
-             tactics: bool = False) -> dict:
+def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str, with_counts: bool) -> dict:
     import torch
 
     from benchmarks.bench_scatter_add import make_inputs
@@ -155,17 +154,21 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
     row["check"] = (check_cell(state, *inputs[0], with_counts) if num_edges * num_features <= CHECK_MAX_VALUES
                     else "")
     aot = AotCell(state, inputs, with_counts)
-    row["aot_plan"] = aot.describe()
-    row["aot_ms"] = time_gpu_ms(aot, sets=sets)
-    with captured(aot.launches) as replay:  # each input set's chain: one graph launch per call
-        row["aot_graph_ms"] = time_gpu_ms(replay, sets=sets)
     step = tactic_step(aot.chain)
-    del aot
-    row["tactic_ms"] = []
-    for tactic in range(1, len(step.tactics({})) + 1) if tactics and step is not None else ():
+    row["tactic_ms"] = [time_gpu_ms(aot, sets=sets)]
+    for tactic in range(1, len(step.tactics({})) + 1) if step is not None else ():
         forced = AotCell(state, inputs, with_counts, tactic)
         row["tactic_ms"].append(time_gpu_ms(forced, sets=sets))
         del forced
+    # the tactic TensorRT's build keeps: the fastest at the profile's sizes (this cell's)
+    row["tactic"] = row["tactic_ms"].index(min(row["tactic_ms"]))
+    if row["tactic"]:
+        aot = AotCell(state, inputs, with_counts, row["tactic"])
+    row["aot_plan"] = aot.describe() + (f", tactic {row['tactic']}" if row["tactic"] else "")
+    row["aot_ms"] = min(row["tactic_ms"])
+    with captured(aot.launches) as replay:  # each input set's chain: one graph launch per call
+        row["aot_graph_ms"] = time_gpu_ms(replay, sets=sets)
+    del aot
     counts = torch.empty(num_nodes, 1, device="cuda", dtype=torch.int64) if with_counts else None
     size = scatter_add_workspace_size(num_nodes, num_edges, num_features, dtype_name, with_counts=with_counts)
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
@@ -312,11 +315,10 @@ def tactics_table(rows: list[dict], device: str) -> list[str]:
                  f"{k}: {name}" for k, name in enumerate(SCATTER_TACTICS, 1)) + " | best |",
              "|" + " --- |" * (8 + len(SCATTER_TACTICS))]
     for r in rows:
-        if r["tactic_ms"]:
-            times = [r["aot_ms"], *r["tactic_ms"]]
+        if len(r["tactic_ms"]) > 1:
             lines.append(f"| {r['dtype']} | {exp10(r['N'])} | {exp10(r['E'])} | {r['F']} | "
                          f"{'yes' if r['counts'] else 'no'} | {r['aot_plan']} | "
-                         + " | ".join(f"{t:.4f}" for t in times) + f" | {times.index(min(times))} |")
+                         + " | ".join(f"{t:.4f}" for t in r["tactic_ms"]) + f" | {r['tactic']} |")
     return lines
 
 
@@ -390,7 +392,7 @@ def main() -> int:
     parser.add_argument("--dtypes", type=dtype_names, default=["float32", "float16"])
     parser.add_argument("--counts", choices=("yes", "no", "both"), default="both", help="cells with counts, "
                         "without, or both")
-    parser.add_argument("--tactics", action="store_true", help="also time each tactic of the scatter steps")
+    parser.add_argument("--tactics", action="store_true", help="also print each tactic's time of the scatter steps")
     parser.add_argument("--no-steps", action="store_true", help="leave out the per-step table")
     parser.add_argument("--floor", action="store_true", help="also time the launch floor (empty_launches_ms)")
     args = parser.parse_args()
@@ -405,13 +407,13 @@ def main() -> int:
         for dtype in args.dtypes:
             for with_counts in {"no": (False,), "yes": (True,), "both": (False, True)}[args.counts]:
                 for num_nodes, num_edges, num_features in sizes:
-                    row = cell_row(num_nodes, num_edges, num_features, dtype, with_counts, args.tactics)
+                    row = cell_row(num_nodes, num_edges, num_features, dtype, with_counts)
                     rows.append(row)
                     print(f"{dtype} {num_nodes}/{num_edges}/{num_features} counts={with_counts}: AOT "
                           f"{row['aot_ms']:.4f} ({row['aot_plan']}), Python {row['python_ms']:.4f} "
                           f"({row['python_plan']}), torch {row['torch_ms']:.4f}"
                           + ("" if row["tma_ms"] is None else f", TMA rows {row['tma_ms']:.4f}")
-                          + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"], 1))
+                          + "".join(f", tactic {k} {t:.4f}" for k, t in enumerate(row["tactic_ms"]) if k)
                           + f"; captured: AOT {row['aot_graph_ms']:.4f}, torch {row['torch_graph_ms']:.4f}",
                           file=sys.stderr, flush=True)
         steps = []

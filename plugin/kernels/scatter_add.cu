@@ -1677,6 +1677,13 @@ aot_sort_fixup(const int2* sorted, const unsigned* cursor, const scalar_t* state
 }
 #endif
 
+// Each scatter kernel comes twice (scatter_add_op.py _scatter_kernels): NAME runs `mode`, the launch's choice for
+// each run's sizes (tactic 0; chunked when forced: tactic 2), and NAME_atomics global atomics alone (the direct
+// kernel for float32 without counts; tactic 1), whatever `mode` says. Holding one mode's code, NAME_atomics fits
+// its registers without spills at AOT_ATOMICS_MIN_BLOCKS blocks per SM; NAME, holding every mode and width, spills.
+#ifndef AOT_ATOMICS_MIN_BLOCKS
+#define AOT_ATOMICS_MIN_BLOCKS 2
+#endif
 #if !SCATTER_HALF
 // float32: state[index[e]] += src[e] (shared memory, chunked, else the direct kernel).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state)
@@ -1688,6 +1695,15 @@ aot_scatter_state(const float* state_in, const float* src, const i64* index,
                           nullptr);
 }
 #endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_atomics)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
+aot_scatter_state_atomics(const float* state_in, const float* src, const i64* index,
+                          int num_nodes, int num_edges, int num_features, int mode,
+                          float* state_out) {
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, true, state_out, nullptr, 0u,
+                          nullptr);
+}
+#endif
 
 // float32 with counts (zeroed by the network): shared memory, chunked, else global atomics.
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts)
@@ -1696,6 +1712,15 @@ aot_scatter_state_counts(const float* state_in, const float* src, const i64* ind
                          int num_nodes, int num_edges, int num_features, int mode,
                          float* state_out, u64* counts_out) {
     aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, state_out, nullptr, 0u,
+                          counts_out);
+}
+#endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts_atomics)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
+aot_scatter_state_counts_atomics(const float* state_in, const float* src, const i64* index, const i64* counts_in,
+                                 int num_nodes, int num_edges, int num_features, int mode,
+                                 float* state_out, u64* counts_out) {
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, state_out, nullptr, 0u,
                           counts_out);
 }
 #endif
@@ -1713,6 +1738,17 @@ aot_scatter_table(const scalar_t* state, const scalar_t* src, const i64* index, 
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
 }
 #endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_atomics)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
+aot_scatter_table_atomics(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                          const float* values_in,
+                          int num_nodes, int num_edges, int num_features, int capacity, int mode,
+                          int* keys_out, float* values_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, values_out,
+                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
+}
+#endif
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
@@ -1723,6 +1759,18 @@ aot_scatter_table_counts(const scalar_t* state, const scalar_t* src, const i64* 
                          int* keys_out, float* values_out, u64* counts_out) {
     const bool hashed = capacity < num_nodes;
     aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
+                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
+}
+#endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts_atomics)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
+aot_scatter_table_counts_atomics(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                                 const float* values_in,
+                                 const i64* counts_in,
+                                 int num_nodes, int num_edges, int num_features, int capacity, int mode,
+                                 int* keys_out, float* values_out, u64* counts_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, values_out,
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
 }
 #endif

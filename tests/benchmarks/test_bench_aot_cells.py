@@ -77,3 +77,14 @@ def test_the_launch_floor_table_gives_microseconds_per_count_of_empty_launches()
                          {"launches": 3, "plain_ms": 0.0063, "graph_ms": 0.00425}], "GPU")
     assert lines[0].startswith("GPU: the launch floor")
     assert lines[-2:] == ["| 1 | 2.10 | 1.90 |", "| 3 | 6.30 | 4.25 |"]
+
+
+def test_the_tactics_table_shows_every_tactic_and_the_one_the_build_keeps():
+    from benchmarks.bench_aot_cells import tactics_table
+
+    rows = [cell(tactic_ms=[0.03, 0.02, 0.05], tactic=1, aot_plan="scatter_table_counts+apply_table, tactic 1"),
+            cell(tactic_ms=[0.04], tactic=0)]  # a chain without tactics: not in the table
+    lines = tactics_table(rows, "GPU")
+    cells = [[value.strip() for value in line.strip("|").split("|")] for line in lines if line.startswith("| float")]
+    assert cells == [["float16", "1e3", "1e6", "1", "yes", "scatter_table_counts+apply_table, tactic 1",
+                      "0.0300", "0.0200", "0.0500", "1"]]

@@ -59,8 +59,8 @@ def aot_parameters() -> dict[str, list[tuple[str, str]]]:
             for name, params in _KERNEL.findall(source)}
 
 
-def test_every_aot_entry_point_is_a_step_of_some_chain():
-    used = {step.kernel({}).name for _, step in STEPS}
+def test_every_aot_entry_point_is_a_step_or_tactic_of_some_chain():
+    used = {kernel.name for _, step in STEPS for kernel in (step.kernel({}), *step.tactics({}))}
     assert used == set(aot_parameters())
 
 
@@ -68,6 +68,8 @@ def test_every_aot_entry_point_is_a_step_of_some_chain():
 def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order(chain, step):
     kernel = step.kernel({})
     parameters = aot_parameters()[kernel.name]
+    for tactic in step.tactics({}):  # the same launch arguments, whichever entry point a tactic names
+        assert aot_parameters()[tactic.name] == parameters
     inputs, extras = len(step.inputs), len(kernel.launch.extra_args)
     tensors_in, extra, tensors_out = parameters[:inputs], parameters[inputs:inputs + extras], parameters[inputs + extras:]
     assert [re.sub(r"_in$", "", p) for _, p in tensors_in] == list(step.inputs)
@@ -223,11 +225,11 @@ SCATTER_STEPS = [(name, step) for name, step in STEPS if step.kernel({}).name.st
 
 @pytest.mark.parametrize("chain,step", SCATTER_STEPS, ids=[f"{name}:{step.plugin}" for name, step in SCATTER_STEPS])
 def test_scatter_steps_offer_global_atomics_and_chunked_as_tactics(chain, step):
-    """Tactic 0 is the plan's mode at every size; tactic 1 global atomics and tactic 2 chunk_reduce, forced (the
-    kernel adds by global atomics where chunk_reduce cannot run), each the same entry point."""
+    """Tactic 0 is the plan's mode at every size; tactic 1 global atomics (its own entry point, holding that mode
+    alone) and tactic 2 chunk_reduce, forced (the kernel adds by global atomics where chunk_reduce cannot run)."""
     tactics = step.tactics({})
     assert len(tactics) == len(SCATTER_TACTICS) == 2
-    assert {kernel.name for kernel in tactics} == {step.kernel({}).name}
+    assert [kernel.name for kernel in tactics] == [step.kernel({}).name + "_atomics", step.kernel({}).name]
     for n, e, f in SIZES:
         sizes = {"N": n, "E": e, "F": f}
         atomics, chunked = (evaluate_launch(kernel, sizes) for kernel in tactics)

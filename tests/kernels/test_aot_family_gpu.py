@@ -220,12 +220,12 @@ def test_every_kernels_ptx_parameters_are_pointers_then_int32_then_pointers(dtyp
                                   pair_chunks_chain(2), sorted_chain(False, 1)]
     for chain in chains:
         for step in chain.steps:
-            kernel = step.kernel({"state": dtype, "src": dtype})
-            assert all(tactic.name == kernel.name for tactic in step.tactics({"state": dtype, "src": dtype}))
-            ptx = compile_family_ptx(kernel.name, dtype, aot_target_arch())
-            entries = dict(_ENTRY.findall(ptx))
-            assert list(entries) == [kernel.name.encode()]  # one plugin's PTX holds its kernel alone
-            kinds = re.findall(rb"\.param \.(\w+)", entries[kernel.name.encode()])
-            expected = ([b"u64"] * len(step.inputs) + [b"u32"] * len(kernel.launch.extra_args)
-                        + [b"u64"] * len(step.outputs))
-            assert kinds == expected, (kernel.name, kinds)
+            dtypes = {"state": dtype, "src": dtype}
+            for kernel in (step.kernel(dtypes), *step.tactics(dtypes)):
+                ptx = compile_family_ptx(kernel.name, dtype, aot_target_arch())
+                entries = dict(_ENTRY.findall(ptx))
+                assert list(entries) == [kernel.name.encode()]  # one plugin's PTX holds its kernel alone
+                kinds = re.findall(rb"\.param \.(\w+)", entries[kernel.name.encode()])
+                expected = ([b"u64"] * len(step.inputs) + [b"u32"] * len(kernel.launch.extra_args)
+                            + [b"u64"] * len(step.outputs))
+                assert kinds == expected, (kernel.name, kinds)
