@@ -6,13 +6,13 @@ and one aot_impl per Step of every chain (and an autotune function where a Step 
     require_aot_api() -> (trt, trtp)           --plugin aot's check: TensorRT >= 10.16 with tensorrt.plugin
 
 The register function declares, for each tensor a step writes, `input.aliased()` where it writes one of its inputs
-(TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the dtype and
-the shape expressions of the returned tensor (TensorOutput) or of the unfilled scratch tensor the first step
-creates (Scratch with fill None: TensorRT allocates it and nothing initialises it). The aot_impl returns the step
-kernel's name, its PTX (checked: input pointers, int32 extra arguments, output pointers), the launch and the extra
-arguments, each an Expr evaluated with tensorrt.plugin's symbolic sizes (SymbolicBackend). The engine then holds the PTX and runs with no
-Python. Where TensorRT has no plugin registry (its real bindings over stand-in libraries, in tests) the creators
-are registered lazily, when a network first uses one.
+(TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the dtype and the
+shape expressions of the returned tensor (TensorOutput) or of the unfilled scratch tensor the first step creates
+(Scratch with fill None: TensorRT allocates it and nothing initialises it). The aot_impl returns the step kernel's
+name, its PTX (checked: input pointers, int32 extra arguments, output pointers), the launch and the extra arguments,
+each an Expr evaluated with tensorrt.plugin's symbolic sizes (SymbolicBackend). The engine then holds the PTX and
+runs with no Python. Where TensorRT has no plugin registry (its real bindings over stand-in libraries, in tests) the
+creators are registered lazily, when a network first uses one.
 """
 
 import inspect

@@ -8,9 +8,11 @@ and what to do, before any kernel, torch export or TensorRT work.
     check_call(op, values)          a call's tensors: dtypes the kernel takes, ranks, no view as a mutated argument
     check_new_values(op, ...)       what an implementation or reference returned for the mutated inputs: their shape
     step_size_sources(op, chain, step)   where a step finds each size: {size: (tensor, axis)} among its own inputs
+    new_outputs(op, chain, step)    what a step creates (TensorRT allocates): {output: (dtype, shape)}
 
 A returned tensor named like a scratch tensor is that scratch tensor after the chain (the network makes and fills
-it, or the first step creates it unfilled; a step writes it in place): e.g. counts the network zeroes, which the scatter step adds into.
+it, or the first step creates it unfilled; a step writes it in place): e.g. counts the network zeroes, which the
+scatter step adds into.
 """
 
 import itertools
