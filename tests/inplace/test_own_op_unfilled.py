@@ -98,8 +98,9 @@ def test_the_chain_is_two_plugin_nodes_and_no_fill_proved_step_by_step(exported,
     np.savez(tmp_path / "inputs.npz", state=rng.standard_normal((20, 3)).astype(np.float32),
              idx=rng.integers(0, 20, 11).astype(np.int64), rows=rng.standard_normal((11, 3)).astype(np.float32))
     saved = tmp_path / "rewritten.onnx"
-    status = aliased_io_plugin.main(["--dry-run", "--onnx", str(exported), "--onnx_inputs", str(tmp_path / "inputs.npz"),
-                                     "--validate", "--save_onnx", str(saved), "--seed", "1"])
+    status = aliased_io_plugin.main(["--dry-run", "--onnx", str(exported), "--onnx_inputs",
+                                     str(tmp_path / "inputs.npz"), "--validate", "--save_onnx", str(saved),
+                                     "--seed", "1"])
     out = capsys.readouterr().out
     assert status == 0, out
     assert ("-> node_sum_rows_functional/fill_table + node_sum_rows_functional/apply_table (AOT plugins, in place)"
