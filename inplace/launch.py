@@ -190,7 +190,9 @@ class PreparedChain:
 
         on = driver.CUstream(int(stream))
         self.calls: list[Any] = []
-        for scratch in chain.filled():
+        for scratch in chain.scratch:
+            if scratch.fill is None:  # unfilled: the first step's output, which nothing sets
+                continue
             words = _elements(scratch.shape, sizes)
             pattern, per_element = fill_words(scratch.dtype, scratch.fill)
             if words:

@@ -130,7 +130,10 @@ class _Sizes(dict[str, Any]):
 
 
 def add_scratch(shapes: ShapeTensors, scratch: "Scratch", sizes: Mapping[str, Any]) -> "ITensor":
-    """One Scratch of a chain as a fill layer: its shape evaluated on `sizes` with shape layers (ShapeLayers)."""
+    """One filled Scratch of a chain as a fill layer: its shape evaluated on `sizes` with shape layers (ShapeLayers).
+    ValueError for an unfilled one (fill None): the chain's first step creates it."""
+    if scratch.fill is None:
+        raise ValueError(f"scratch tensor {scratch.name} is unfilled: the chain's first step creates it, no layer")
     backend = ShapeLayers(shapes)
     parts = [dim.evaluate(sizes, backend) for dim in scratch.shape]
     tensor = shapes.filled(shapes.shape(*parts), len(parts), scratch.fill, scratch.dtype)
