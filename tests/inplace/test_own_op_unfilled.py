@@ -157,7 +157,9 @@ def test_the_created_table_is_a_new_output_of_the_scratchs_dtype_and_shape(aot, 
 @pytest.mark.trt_bindings
 @pytest.mark.parametrize("nodes, edges, features", [(10, 100, 64), (1000, 10**6, 3)])
 def test_sort_count_creates_the_sorted_chains_unfilled_scratch_of_their_shapes(aot, symbolic, nodes, edges, features):
-    """tile_sums [SORT_MAX_TILES], cursor [N + 1], sorted [E, 2] int32; head and tail [partials, F] float32."""
+    """tile_sums [SORT_MAX_TILES], cursor [N + 1], sorted [E, 2] int32; head and tail [partials, F] float32; the
+    kernel's PTX takes the three inputs, the extra arguments and the six outputs (NVRTC)."""
+    from inplace.ptx import entry_parameters
     from plugin.scatter_add_op import sort_partials
     from tests.plugin.test_aot_plugin import evaluated, qdp_registry
 
@@ -168,11 +170,13 @@ def test_sort_count_creates_the_sorted_chains_unfilled_scratch_of_their_shapes(a
         return trtp.from_shape_expr(trtp.ShapeExprs.from_tuple(exprs), dtype)
 
     definition = qdp_registry()["aliased_io::sort_count"]
-    outputs = definition.register_func(desc((nodes, features), trt.float16), desc((edges,), trt.int64),
-                                       desc((nodes, 1), trt.int64))
+    inputs = (desc((nodes, features), trt.float16), desc((edges,), trt.int64), desc((nodes, 1), trt.int64))
+    outputs = definition.register_func(*inputs)
     got = [(out.dtype, [dim if isinstance(dim, int) else evaluated(dim) for dim in out.shape_expr])
            for out in outputs[1:]]
     partials = sort_partials().evaluate({"E": edges})
     assert got == [(trt.int32, [1024]), (trt.int32, [nodes + 1]), (trt.int32, [edges, 2]),
                    (trt.float32, [partials, features]), (trt.float32, [partials, features])]
     assert partials == (4 if edges == 100 else 4096)
+    name, ptx, _, extra = definition.aot_impl_func(*inputs, outputs, 0)  # its PTX's parameters checked there
+    assert name == "aot_sort_count" and len(entry_parameters(ptx, name)) == 3 + len(extra) + 6 == 12
