@@ -217,13 +217,12 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
         if len(set(step.outputs)) != len(step.outputs) or not step.outputs:
             _fail(op, f"{label} writes {list(step.outputs)}: each tensor once (TensorRT aliases an input to one "
                       "output), at least one")
-        creates = {name: created[name] for name in step.outputs if name in created and name not in step.inputs}
         for name in step.outputs:
-            if name in step.inputs or name in returns and name not in scratch_names:
+            if name in step.inputs or (name in returns and name not in scratch_names):
                 continue
-            if name in creates and step is first:
+            if name in created and step is first:
                 continue
-            if name in creates:
+            if name in created:
                 _fail(op, f"{label} creates unfilled scratch tensor {name!r}; only the first step "
                           f"({plugin_name(first)}) creates one, later steps take it as an input and write it in place")
             if name in scratch_names:
