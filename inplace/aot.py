@@ -6,12 +6,13 @@ and one aot_impl per Step of every chain (and an autotune function where a Step 
     require_aot_api() -> (trt, trtp)           --plugin aot's check: TensorRT >= 10.16 with tensorrt.plugin
 
 The register function declares, for each tensor a step writes, `input.aliased()` where it writes one of its inputs
-(TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the returned
-tensor's shape from its TensorOutput expressions. The aot_impl returns the step kernel's name, its PTX (checked:
-input pointers, int32 extra arguments, output pointers), the launch and the extra arguments, each an Expr
-evaluated with tensorrt.plugin's symbolic sizes (SymbolicBackend). The engine then holds the PTX and runs with no
-Python. Where TensorRT has no plugin registry (its real bindings over stand-in libraries, in tests) the creators
-are registered lazily, when a network first uses one.
+(TensorRT then gives that output the input's memory: IPluginV3OneBuildV2.get_aliased_input), else the dtype and the
+shape expressions of the returned tensor (TensorOutput) or of the unfilled scratch tensor the first step creates
+(Scratch with fill None: TensorRT allocates it and nothing initialises it). The aot_impl returns the step kernel's
+name, its PTX (checked: input pointers, int32 extra arguments, output pointers), the launch and the extra arguments,
+each an Expr evaluated with tensorrt.plugin's symbolic sizes (SymbolicBackend). The engine then holds the PTX and
+runs with no Python. Where TensorRT has no plugin registry (its real bindings over stand-in libraries, in tests) the
+creators are registered lazily, when a network first uses one.
 """
 
 import inspect
@@ -21,7 +22,7 @@ from typing import Any
 from common.errors import MissingDependencyError
 from common.imports import import_tensorrt
 from common.versions import AOT_TENSORRT_FLOOR, check_aot_tensorrt_version
-from inplace.checks import check_op, op_id, plugin_name, step_kernels, step_size_sources
+from inplace.checks import check_op, new_outputs, op_id, plugin_name, step_kernels, step_size_sources
 from inplace.checks import plugin_id as step_plugin_id
 from inplace.ptx import check_entry_parameters
 from inplace.spec import Chain, Expr, InplaceOp, Kernel, Step, expr, maximum
@@ -131,7 +132,7 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
     names = _dtype_names(trt)
     declared = {tensor.name: tensor for tensor in op.inputs}
     scratch = {tensor.name: tensor for tensor in chain.scratch}
-    returns = {out.name: out for out in op.returns}
+    created = new_outputs(op, chain, step)
     sources = step_size_sources(op, chain, step)
     backend = SymbolicBackend(trtp)
     single = len(step.outputs) == 1
@@ -175,10 +176,10 @@ def _register_step(trt: Any, trtp: Any, op: InplaceOp, chain: Chain, step: Step,
             if name in by_name:
                 outputs.append(by_name[name].aliased())
                 continue
-            out = returns[name]
-            dtype = out.dtype.removeprefix("like:")
+            declared_dtype, declared_shape = created[name]
+            dtype = declared_dtype.removeprefix("like:")
             dtype = dtypes.get(dtype, dtype)
-            shape = tuple(evaluate(dim, sizes) for dim in out.shape)
+            shape = tuple(evaluate(dim, sizes) for dim in declared_shape)
             outputs.append(trtp.from_shape_expr(shape, getattr(trt, dtype)))
         return outputs[0] if single else tuple(outputs)
 

@@ -8,9 +8,11 @@ and what to do, before any kernel, torch export or TensorRT work.
     check_call(op, values)          a call's tensors: dtypes the kernel takes, ranks, no view as a mutated argument
     check_new_values(op, ...)       what an implementation or reference returned for the mutated inputs: their shape
     step_size_sources(op, chain, step)   where a step finds each size: {size: (tensor, axis)} among its own inputs
+    new_outputs(op, chain, step)    what a step creates (TensorRT allocates): {output: (dtype, shape)}
 
 A returned tensor named like a scratch tensor is that scratch tensor after the chain (the network makes and fills
-it; a step writes it in place): e.g. counts the network zeroes, which the scatter step adds into.
+it, or the first step creates it unfilled; a step writes it in place): e.g. counts the network zeroes, which the
+scatter step adds into.
 """
 
 import itertools
@@ -130,6 +132,16 @@ def step_size_sources(op: InplaceOp, chain: Chain, step: Step) -> dict[str, tupl
     return sources
 
 
+def new_outputs(op: InplaceOp, chain: Chain, step: Step) -> dict[str, tuple[str, tuple[Expr, ...]]]:
+    """{output: (dtype, shape)} of the outputs a step creates rather than aliases, each allocated by TensorRT: the
+    returned tensors (TensorOutput; dtype "like:INPUT" for an input's) and, for the chain's first step, the
+    unfilled scratch tensors (Scratch)."""
+    described = {out.name: (out.dtype, out.shape) for out in op.returns}
+    if chain.steps and step is chain.steps[0]:
+        described.update((scratch.name, (scratch.dtype, scratch.shape)) for scratch in chain.created())
+    return {name: described[name] for name in step.outputs if name not in step.inputs and name in described}
+
+
 def dtype_choices(op: InplaceOp, tensors: Sequence[str], chain: Chain) -> list[dict[str, str]]:
     """Every {tensor: dtype} a step reading `tensors` may see: the declared dtypes of the op's inputs among them
     (a scratch tensor's or returned tensor's dtype is fixed by its description)."""
@@ -168,6 +180,7 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
     inputs = [tensor.name for tensor in op.inputs]
     returns = {out.name for out in op.returns}
     returned = {out.name: out for out in op.returns}
+    scratch_names = {scratch.name for scratch in chain.scratch}
     for scratch in chain.scratch:
         _identifier(op, "scratch tensor", scratch.name)
         if scratch.name in inputs:
@@ -179,10 +192,16 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
         if scratch.dtype not in DTYPES:
             _fail(op, f"{where}: scratch tensor {scratch.name} has dtype {scratch.dtype!r}; give one of {list(DTYPES)}")
         _check_expressions(op, f"{where}: the shape of scratch tensor {scratch.name}", scratch.shape)
-    known = set(inputs) | {scratch.name for scratch in chain.scratch}
+    known = set(inputs) | {scratch.name for scratch in chain.filled()}
+    created = {scratch.name: scratch for scratch in chain.created()}
     written: set[str] = set()
     if not chain.steps:
         _fail(op, f"{where} has no step")
+    first = chain.steps[0]
+    for name in created:
+        if name in first.inputs or name not in first.outputs:
+            _fail(op, f"{where}: unfilled scratch tensor {name} (fill None) is created by the first step "
+                      f"{plugin_name(first)}: list it in that step's outputs, not in its inputs")
     plugins = [plugin_name(step) for step in chain.steps]
     for step in chain.steps:
         namespace, _, name = step.plugin.rpartition("::")
@@ -199,9 +218,19 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
             _fail(op, f"{label} writes {list(step.outputs)}: each tensor once (TensorRT aliases an input to one "
                       "output), at least one")
         for name in step.outputs:
-            if name not in step.inputs and name not in returns:
-                _fail(op, f"{label} writes {name!r}, which is neither one of its inputs (written in place) nor a "
-                          f"returned tensor ({', '.join(sorted(returns)) or 'none'})")
+            if name in step.inputs or (name in returns and name not in scratch_names):
+                continue
+            if name in created and step is first:
+                continue
+            if name in created:
+                _fail(op, f"{label} creates unfilled scratch tensor {name!r}; only the first step "
+                          f"({plugin_name(first)}) creates one, later steps take it as an input and write it in place")
+            if name in scratch_names:
+                _fail(op, f"{label} creates scratch tensor {name!r}, which has a fill: the network makes it, so a "
+                          "step takes it as an input; give it fill None for the first step to create it unfilled")
+            _fail(op, f"{label} writes {name!r}, which is neither one of its inputs (written in place), a returned "
+                      f"tensor ({', '.join(sorted(returns)) or 'none'}) nor an unfilled scratch tensor of the first "
+                      "step")
         kernels = step_kernels(op, chain, step)
         if not kernels:
             _fail(op, f"{label}: its kernel function takes none of the dtype combinations of its inputs")
@@ -219,12 +248,11 @@ def _check_chain(op: InplaceOp, chain: Chain, number: int) -> None:
                               f"its inputs ({', '.join(step.inputs)}) carries; read that input in the step too")
                 if any(not isinstance(b, int) or b < 1 for b in launch.block) or len(launch.block) != 3:
                     _fail(op, f"{label}: kernel {tactic.name}'s block {launch.block} must be three positive ints")
-        for out in op.returns:
-            if out.name in step.outputs:
-                missing = sorted(set().union(*(e.sizes() for e in out.shape)) - set(sources))
-                if missing:
-                    _fail(op, f"{label} writes {out.name}, whose shape reads size {missing[0]!r}, which none of its "
-                              f"inputs carries")
+        for name, (_, shape) in new_outputs(op, chain, step).items():
+            missing = sorted(set().union(*(e.sizes() for e in shape)) - set(sources))
+            if missing:
+                _fail(op, f"{label} writes {name}, whose shape reads size {missing[0]!r}, which none of its "
+                          f"inputs carries")
         known |= set(step.outputs)
         written |= set(step.outputs)
     if len(set(plugins)) != len(plugins):

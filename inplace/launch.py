@@ -1,11 +1,11 @@
 """A Step's kernel launched with cuda-python exactly as TensorRT launches an AOT plugin's: the one AOT launcher.
 
-TensorRT loads the PTX an AOT implementation returned (cuModuleLoadData) and launches its ONE kernel with the
-grid, block and dynamic shared memory of the launch parameters and the arguments (input pointers..., int32 extra
-arguments..., output pointers...); an aliased output's pointer is its input's, and it makes no opt-in to more
-than the 48 KiB of dynamic shared memory a launch gets without one. Here the same Launch is evaluated with ints
-(inplace/spec.py Expr), the arguments are packed once as cuLaunchKernel's kernelParams, and scratch tensors
-are filled with memsets where the network would fill them with layers. For tests and benchmarks: a GPU run of a
+TensorRT loads the PTX an AOT implementation returned (cuModuleLoadData) and launches its ONE kernel with the grid,
+block and dynamic shared memory of the launch parameters and the arguments (input pointers..., int32 extra arguments...,
+output pointers...); an aliased output's pointer is its input's, and it makes no opt-in to more than the 48 KiB of
+dynamic shared memory a launch gets without one. Here the same Launch is evaluated with ints (inplace/spec.py Expr), the
+arguments are packed once as cuLaunchKernel's kernelParams, and scratch tensors are filled with memsets where the
+network would fill them with layers (an unfilled one is left as it is). For tests and benchmarks: a GPU run of a
 description gives the numbers an engine holding it would give, without TensorRT.
 
     step_arguments(step, kernel, pointers, sizes)   the argument values and their ctypes, in TensorRT's order
@@ -154,7 +154,8 @@ def _elements(shape: Sequence[Any], sizes: Mapping[str, int]) -> int:
 
 
 def scratch_bytes(chain: Chain, sizes: Mapping[str, int]) -> dict[str, int]:
-    """{scratch tensor: bytes} of a chain at these sizes (what the network's fill layers would make)."""
+    """{scratch tensor: bytes} of a chain at these sizes (what the network's fill layers and, for an unfilled one,
+    TensorRT's allocation of the first step's output would make)."""
     return {scratch.name: _elements(scratch.shape, sizes) * ITEMSIZE[scratch.dtype] for scratch in chain.scratch}
 
 
@@ -177,10 +178,11 @@ def step_kernel(step: Step, dtypes: Mapping[str, str], tactic: int = 0) -> Kerne
 
 
 class PreparedChain:
-    """A chain of an InplaceOp run as an engine runs it: each scratch tensor filled (a cuMemsetD32Async where the
-    network has a fill layer), then each step's kernel launched as TensorRT launches its AOT plugin. `pointers`
-    maps every tensor name of the chain (the op's inputs and returns and the scratch tensors, allocated by the
-    caller: scratch_bytes) to a device address; `tactics` picks a step's tactic by plugin id (default 0)."""
+    """A chain of an InplaceOp run as an engine runs it: each filled scratch tensor set (a cuMemsetD32Async where the
+    network has a fill layer; an unfilled one is left as it is), then each step's kernel launched as TensorRT launches
+    its AOT plugin. `pointers` maps every tensor name of the chain (the op's inputs and returns and the scratch tensors,
+    allocated by the caller: scratch_bytes) to a device address; `tactics` picks a step's tactic by plugin id (default
+    0)."""
 
     def __init__(self, op: InplaceOp, chain: Chain, dtypes: Mapping[str, str], pointers: Mapping[str, int],
                  sizes: Mapping[str, int], stream: int, tactics: Mapping[str, int] | None = None) -> None:
@@ -189,6 +191,8 @@ class PreparedChain:
         on = driver.CUstream(int(stream))
         self.calls: list[Any] = []
         for scratch in chain.scratch:
+            if scratch.fill is None:  # unfilled: the first step's output, which nothing sets
+                continue
             words = _elements(scratch.shape, sizes)
             pattern, per_element = fill_words(scratch.dtype, scratch.fill)
             if words:

@@ -157,7 +157,9 @@ def node_outputs(node: Any, inputs: Sequence[np.ndarray], eager: bool = True) ->
         raise InplaceOpError(f"{op_id(op)}: step {plugin_name(step)} of a chain of {len(chain.steps)} steps has no "
                              "reference; give Step.reference for the ONNX Runtime proof")
     results = step.reference(*inputs)
-    return [np.asarray(value).astype(values[name].dtype if name in values else np.asarray(value).dtype)
+    declared = {scratch.name: np.dtype(scratch.dtype) for scratch in chain.created()}
+    return [np.asarray(value).astype(values[name].dtype if name in values
+                                     else declared.get(name, np.asarray(value).dtype))
             for name, value in zip(step.outputs, results)]
 
 

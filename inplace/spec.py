@@ -3,7 +3,8 @@
 TensorRT launches ONE kernel per AOT plugin, with (input pointers..., int32 extra arguments..., output pointers...)
 and grid, block and shared memory given as expressions of the inputs' shapes. An operation that needs more than
 one kernel, or memory that must be filled before its kernel runs, is a chain: scratch tensors the network makes
-(fill layers, or ConstantOfShape nodes in ONNX), then one plugin per kernel, tensors passed between them by name.
+(fill layers, or ConstantOfShape nodes in ONNX) or the first plugin creates unfilled, then one plugin per kernel,
+tensors passed between them by name.
 
     InplaceOp      the operation: its inputs, which of them it updates in place (an output aliased to each),
                    the new tensors it returns, its named sizes, its chains and a float64 numpy reference
@@ -153,12 +154,19 @@ class TensorOutput:
 
 @dataclass(frozen=True)
 class Scratch:
-    """A tensor the network makes before the chain, filled with `fill` (the first step that writes it aliases it)."""
+    """A tensor of the chain that the operation neither takes nor returns (unless returned under its name).
+
+    Filled (`fill` a number): the network makes it before the chain, every element `fill` (a fill layer, a
+    ConstantOfShape node, a memset), and the steps take it as an input and alias it. Unfilled (`fill` None): no
+    fill is made, since each one costs a launch and a pass over its memory on every run; the chain's first step
+    creates it as an output that is not one of its inputs, TensorRT allocating it with this dtype and shape, and
+    later steps take it as an input and alias it. Its content is undefined until a kernel writes it, so an
+    unfilled scratch tensor suits memory that a kernel fully writes before any kernel reads it."""
 
     name: str
     dtype: str
     shape: tuple[Expr, ...]
-    fill: int | float = 0
+    fill: int | float | None = 0
 
 
 class PtxSource(Protocol):
@@ -191,11 +199,13 @@ class Kernel:
 @dataclass(frozen=True)
 class Step:
     """One AOT plugin (id "<namespace>::<plugin>"): reads `inputs`, writes `outputs` (each named like one of
-    `inputs` is that input's memory; any other is a TensorOutput of the operation). `kernel` maps the dtypes of
+    `inputs` is that input's memory; any other is a TensorOutput of the operation, or an unfilled scratch tensor
+    the first step creates). `kernel` maps the dtypes of
     the step's tensors to the kernel that runs (one per dtype variant); `tactics` are alternative kernels for
     the same dtypes, timed by TensorRT when it builds (tensorrt.plugin autotune; tactic 0 is `kernel`'s).
-    `reference` (numpy, the step's inputs -> its outputs) lets the ONNX Runtime proof run a chain of several
-    steps; a chain of one step is proved with the operation's own reference."""
+    `reference` (numpy, the step's inputs -> its outputs, an unfilled scratch tensor it creates of any content)
+    lets the ONNX Runtime proof run a chain of several steps; a chain of one step is proved with the operation's
+    own reference."""
 
     plugin: str
     inputs: tuple[str, ...]
@@ -215,6 +225,14 @@ class Chain:
 
     steps: tuple[Step, ...]
     scratch: tuple[Scratch, ...] = ()
+
+    def filled(self) -> tuple[Scratch, ...]:
+        """The scratch tensors the network makes and fills before the first step."""
+        return tuple(scratch for scratch in self.scratch if scratch.fill is not None)
+
+    def created(self) -> tuple[Scratch, ...]:
+        """The unfilled scratch tensors: the first step's outputs, TensorRT's allocation, no fill."""
+        return tuple(scratch for scratch in self.scratch if scratch.fill is None)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """An in-place op's chain as network layers (--plugin aot): inplace/spec.py's InplaceOp built into a network.
 
-    add_inplace_chain(trt, network, op, chain, tensors)   each Scratch of the chain as a fill layer (LINSPACE with
+    add_inplace_chain(trt, network, op, chain, tensors)   each filled Scratch as a fill layer (LINSPACE with
                                                           start = its fill and delta 0), its shape the Scratch's
                                                           Expr evaluated with shape layers (ShapeLayers), then one
-                                                          AOT plugin layer per Step (add_plugin(..., aot=True))
+                                                          AOT plugin layer per Step (add_plugin(..., aot=True));
+                                                          an unfilled Scratch is the first plugin layer's output
     add_aot_scatter_add(...)                              --plugin aot: plugin/scatter_add_op.py's SCATTER_ADD
                                                           (SCATTER_ADD_COUNTS in the classifier) on X, src, idx,
                                                           the chain chosen from the dtype, F and the profile's E
@@ -129,7 +130,10 @@ class _Sizes(dict[str, Any]):
 
 
 def add_scratch(shapes: ShapeTensors, scratch: "Scratch", sizes: Mapping[str, Any]) -> "ITensor":
-    """One Scratch of a chain as a fill layer: its shape evaluated on `sizes` with shape layers (ShapeLayers)."""
+    """One filled Scratch of a chain as a fill layer: its shape evaluated on `sizes` with shape layers (ShapeLayers).
+    ValueError for an unfilled one (fill None): the chain's first step creates it."""
+    if scratch.fill is None:
+        raise ValueError(f"scratch tensor {scratch.name} is unfilled: the chain's first step creates it, no layer")
     backend = ShapeLayers(shapes)
     parts = [dim.evaluate(sizes, backend) for dim in scratch.shape]
     tensor = shapes.filled(shapes.shape(*parts), len(parts), scratch.fill, scratch.dtype)
@@ -139,10 +143,11 @@ def add_scratch(shapes: ShapeTensors, scratch: "Scratch", sizes: Mapping[str, An
 
 def add_inplace_chain(trt: Any, network: "INetworkDefinition", op: "InplaceOp", chain: "Chain",
                       tensors: Mapping[str, "ITensor"]) -> tuple[list["ITensor"], list[np.ndarray]]:
-    """Adds `chain` of `op` on `tensors` (op input name -> ITensor): each Scratch as a fill layer, then one AOT
-    plugin layer per Step (add_plugin(..., aot=True); inplace.aot registers the op's plugins first), the
-    tensors passed between them by name. Returns (the op's outputs in op.output_names() order, the constants'
-    arrays, which must stay alive until the engine is built). Needs TensorRT >= 10.16 with tensorrt.plugin."""
+    """Adds `chain` of `op` on `tensors` (op input name -> ITensor): each filled Scratch as a fill layer (an unfilled
+    one is the first plugin layer's output), then one AOT plugin layer per Step (add_plugin(..., aot=True); inplace.aot
+    registers the op's plugins first), the tensors passed between them by name. Returns (the op's outputs in
+    op.output_names() order, the constants' arrays, which must stay alive until the engine is built). Needs TensorRT >=
+    10.16 with tensorrt.plugin."""
     from inplace.aot import plugin_op, register_aot_op
     from inplace.checks import plugin_id, plugin_name
 
@@ -150,7 +155,7 @@ def add_inplace_chain(trt: Any, network: "INetworkDefinition", op: "InplaceOp", 
     shapes = ShapeTensors(trt, network)
     sizes = _Sizes(shapes, {name: (tensors[tensor], axis) for name, (tensor, axis) in op.sizes.items()})
     values: dict[str, "ITensor"] = dict(tensors)
-    for scratch in chain.scratch:
+    for scratch in chain.filled():
         values[scratch.name] = add_scratch(shapes, scratch, sizes)
     for step in chain.steps:
         step_id = plugin_id(op, step)

@@ -4,8 +4,9 @@ by the export: inplace.torch_op) rewritten into what TensorRT builds, the chain 
     write_chain(build, op, inputs, results)    the chain of `op` that InplaceOp.chain_for picks for the
                                           inputs' dtypes and constant sizes, as nodes (the one writer of every
                                           AOT chain in a model: the project's ops' too, onnx_path/nodes.py):
-                                          each Scratch as ConstantOfShape over its shape expression (Shape,
-                                          Gather, Add, Mul, Div, Min, Max nodes), then one node per Step (op_type
+                                          each filled Scratch as ConstantOfShape over its shape expression
+                                          (Shape, Gather, Add, Mul, Div, Min, Max nodes; an unfilled one is the
+                                          first step node's output), then one node per Step (op_type
                                           the step's plugin, domain and plugin_namespace op.namespace, aot=1), the
                                           tensors passed between them by name; the op's existing output tensors
                                           written by the last step that writes each
@@ -176,8 +177,8 @@ class WrittenChain:
 
 def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: Mapping[str, Any]) -> WrittenChain:
     """Adds to `build` (onnx_path.nodes.Builder) the chain of `op` that InplaceOp.chain_for picks from what the
-    model records of `inputs` (op input name -> tensor): each Scratch as ConstantOfShape over its shape
-    expression, then one node per Step (op_type the step's plugin, domain op.namespace, step_attributes), the
+    model records of `inputs` (op input name -> tensor): each filled Scratch as ConstantOfShape over its shape
+    expression (an unfilled one is the first step node's output), then one node per Step (op_type the step's plugin, domain op.namespace, step_attributes), the
     tensors passed between them by name. The last step that writes each op output writes the existing tensor
     `results[name]` (an output left out of `results` gets a tensor of its own)."""
     gs, names = build.gs, build.names
@@ -186,7 +187,7 @@ def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: M
     sizes = _Dims(build, {size: (values[tensor], axis) for size, (tensor, axis) in op.sizes.items()})
     arithmetic = OnnxSizes(build)
     fills = []
-    for scratch in chain.scratch:
+    for scratch in chain.filled():
         parts = [dim.evaluate(sizes, arithmetic) for dim in scratch.shape]
         shape = build.concat(parts, f"{scratch.name}_shape") if parts else build.constant(
             np.zeros(0, np.int64), f"{scratch.name}_shape")
@@ -194,6 +195,7 @@ def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: M
                               [_recorded_dim(dim, values, op) for dim in scratch.shape])
         values[scratch.name] = filled
         fills.append(filled.name)
+    created = {scratch.name: scratch for scratch in chain.created()}
     last = {name: position for position, step in enumerate(chain.steps) for name in step.outputs}
     plugin_nodes = []
     for position, step in enumerate(chain.steps):
@@ -201,6 +203,11 @@ def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: M
         for name in step.outputs:
             if last[name] == position and results.get(name) is not None:
                 written.append(results[name])
+            elif name in created and name not in values:
+                scratch = created[name]
+                written.append(gs.Variable(names(f"{build.base}/{plugin_name(step)}_{name}"),
+                                           dtype=np.dtype(scratch.dtype),
+                                           shape=[_recorded_dim(dim, values, op) for dim in scratch.shape]))
             else:
                 like = values.get(name)
                 written.append(gs.Variable(names(f"{build.base}/{plugin_name(step)}_{name}"),

@@ -246,7 +246,7 @@ def split_capacity() -> Expr:
 
 class FamilyPtx:
     """The PTX of one aot_* entry point of scatter_add.cu for the step's dtype (its state's, else its src's; a
-    step reading neither, e.g. the sort's counting, has no floating-point data: float32's), compiled by NVRTC
+    step reading neither, e.g. the sort's tile sums, has no floating-point data: float32's), compiled by NVRTC
     for the build's target (plugin.kernels.aot compile_family_ptx, aot_target_arch)."""
 
     def ptx(self, kernel: str, dtypes: Mapping[str, str]) -> bytes:
@@ -389,6 +389,14 @@ def sort_partials() -> Expr:
     return maximum(minimum(cdiv(E, 32), plan.SORT_TARGET_RANGES), 1)
 
 
+# The sorted chain's scratch tensors besides the in-degrees (counts, zeroed): each element a kernel reads is one a
+# kernel of the chain wrote first (the tile sums by sort_tile_sums, the cursors by the scan and sort_cursors, the
+# sorted pairs by the placing, the partial sums by the reduce), and every kernel stays in bounds whatever they hold,
+# so none is filled: sort_count creates them (Scratch fill None) and TensorRT allocates them.
+SORT_UNFILLED = (Scratch("tile_sums", "int32", (expr(plan.SORT_MAX_TILES),), None),
+                 Scratch("cursor", "int32", (N + 1,), None), Scratch("sorted", "int32", (E, expr(2)), None),
+                 Scratch("head", "float32", (sort_partials(), F), None),
+                 Scratch("tail", "float32", (sort_partials(), F), None))
 SORT_NARROW_MAX_FEATURES = 64  # rows up to 64 features: widths 1 and 2 (plan.py warp_row_vec), aot_sort_reduce
 
 
@@ -407,7 +415,9 @@ def _sorted_chain(with_counts: bool, place_passes: int, wide: bool) -> Chain:
     KiB hold them) with at least SORT_PRIVATE_MIN_EDGES_PER_NODE edges each), the scan tiles' sums and their scan,
     the cursors, `place_passes` placing passes over node ranges (each keeps its part of the sorted pairs in L2; a
     plugin each, sort_place_K_of_P), the reduce and the fixup of nodes that straddle warp ranges. The in-degrees
-    are the op's counts with counts, else scratch; the scan and the placing read them only for N."""
+    are the op's counts with counts, else scratch; the scan and the placing read them only for N. Only the counts
+    are filled (zeros); the other scratch tensors are SORT_UNFILLED, created by the count step (it reads the state for
+    F, which the partial sums' shape reads)."""
     private = (at_most(N, min(plan.SORT_PRIVATE_MAX_NODES, DYNAMIC_SHARED_BYTES // 4))
                & at_least(E, N * plan.SORT_PRIVATE_MIN_EDGES_PER_NODE))
     private_nodes = N * private.yes
@@ -419,7 +429,8 @@ def _sorted_chain(with_counts: bool, place_passes: int, wide: bool) -> Chain:
     span, ranges = sort_span(), cdiv(E, maximum(sort_span(), 32))
     slices = maximum(cdiv(F, 32), 1)
     count = Kernel("aot_sort_count", PTX, Launch(_grid(blocks), (THREADS, 1, 1), (N, E, private_nodes), smem))
-    steps = [_step("sort_count", ("index", "counts"), ("counts",), count, reference=_sort_count),
+    created = tuple(scratch.name for scratch in SORT_UNFILLED)
+    steps = [_step("sort_count", ("state", "index", "counts"), ("counts", *created), count, reference=_sort_count),
              _step("sort_tile_sums", ("counts", "tile_sums"), ("tile_sums",),
                    _kernel("aot_sort_tile_sums", tiles, (N, tile_nodes)), reference=_sort_tile_sums),
              _step("sort_scan_tiles", ("counts", "tile_sums", "cursor"), ("tile_sums", "cursor"),
@@ -442,10 +453,7 @@ def _sorted_chain(with_counts: bool, place_passes: int, wide: bool) -> Chain:
                     reduce, reference=_sort_reduce),
               _step("sort_fixup", ("sorted", "cursor", "state", "head", "tail"), ("state",), fixup,
                     reference=_sort_fixup)]
-    scratch = (Scratch("counts", "int64", (N, expr(1)), 0), Scratch("tile_sums", "int32", (expr(plan.SORT_MAX_TILES),), 0),
-               Scratch("cursor", "int32", (N + 1,), 0), Scratch("sorted", "int32", (E, expr(2)), 0),
-               Scratch("head", "float32", (sort_partials(), F), 0), Scratch("tail", "float32", (sort_partials(), F), 0))
-    return Chain(tuple(steps), scratch)
+    return Chain(tuple(steps), (Scratch("counts", "int64", (N, expr(1)), 0), *SORT_UNFILLED))
 
 
 def sort_place_passes(edges: int, nodes: int) -> int:
@@ -714,8 +722,13 @@ def _pair_chunk_references(first: int) -> tuple[Callable[..., tuple[Any, ...]], 
 # placed and, after the cursors, cursor[n] the end of node n's range of `sorted`, each placing pass counting its
 # nodes' cursors down to their ranges' starts; sorted[p] = (edge, node), each node's edges in edge order (the order
 # op.reference adds them in); the reduce writes the whole sum, head and tail pass through, the fixup nothing more.
-def _sort_count(index: Any, counts: Any) -> tuple[Any, ...]:
-    return _added_degrees((counts,), index)
+def _sort_count(state: Any, index: Any, counts: Any) -> tuple[Any, ...]:
+    """The in-degrees added into counts, and the scratch tensors sort_count creates (SORT_UNFILLED: zeros of their
+    shapes here; the kernels' later steps write what they read)."""
+    sizes = {"N": np.shape(state)[0], "E": np.shape(index)[0], "F": np.shape(state)[1]}
+    created = (np.zeros(tuple(int(dim.evaluate(sizes)) for dim in scratch.shape), np.dtype(scratch.dtype))
+               for scratch in SORT_UNFILLED)
+    return (*_added_degrees((counts,), index), *created)
 
 
 def _sort_tile_sums(counts: Any, tile_sums: Any) -> tuple[Any, ...]:

@@ -1560,11 +1560,14 @@ __device__ __forceinline__ int aot_private_nodes(int private_nodes, int num_node
                ? private_nodes : 0;
 }
 
+// state, tile_sums, cursor, sorted, head and tail are unused here: the step reads the state for its shape (F, the
+// partial sums' width); the others are the chain's unfilled scratch tensors, outputs TensorRT allocates for this
+// step that the steps after it write before they read them.
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_sort_count)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK)
-aot_sort_count(const i64* index, const i64* counts_in,
+aot_sort_count(const scalar_t* state, const i64* index, const i64* counts_in,
                int num_nodes, int num_edges, int private_nodes,
-               u64* counts_out) {
+               u64* counts_out, unsigned* tile_sums, unsigned* cursor, int2* sorted, float* head, float* tail) {
     sort_count_body(index, num_edges, num_nodes, counts_out, nullptr, aot_private_nodes(private_nodes, num_nodes));
 }
 #endif

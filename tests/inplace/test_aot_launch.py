@@ -90,3 +90,34 @@ def test_a_source_that_states_more_shared_memory_gets_it():
     stated = Kernel("t", Stated(), Launch((expr(1), expr(1), expr(1)), (32, 1, 1)))  # type: ignore[arg-type]
     assert evaluate_launch(stated, {}, {"x": "float32"})[2] == 16
     assert evaluate_launch(kernel(shared=64), {"N": 1, "E": 1}, {})[2] == 64
+
+
+def test_a_prepared_chain_memsets_only_its_filled_scratch_tensors(monkeypatch):
+    """counts (filled 0) is set by a cuMemsetD32Async before the launches; table (fill None, the first step's
+    output) gets none: TensorRT allocates it and a kernel writes it. Recorded: no GPU."""
+    import cuda.bindings
+
+    import inplace.launch as launch
+    from tests.support.kernel_fakes import RecordingDriver
+
+    driver = RecordingDriver()
+    driver.cuFuncGetAttribute = lambda attribute, function: (driver.CUresult.CUDA_SUCCESS, 0)
+    monkeypatch.setattr(cuda.bindings, "driver", driver)
+    monkeypatch.setattr(launch, "load_function", lambda ptx, name: driver.CUfunction(0x1000))
+
+    class EmptyPtx:
+        def ptx(self, kernel: str, dtypes: object) -> bytes:
+            return b""
+
+    one = Kernel("k", EmptyPtx(), Launch((expr(1), expr(1), expr(1)), (32, 1, 1)))  # type: ignore[arg-type]
+    first = Step("ns::first", ("index", "counts"), ("counts", "table"), lambda dtypes: one)
+    second = Step("ns::second", ("state", "counts", "table"), ("state", "table"), lambda dtypes: one)
+    chain = Chain((first, second), (Scratch("counts", "int64", (size("N"),), 0),
+                                    Scratch("table", "float32", (size("E"), expr(2)), None)))
+    pointers = {"state": 0x1000, "index": 0x2000, "counts": 0x3000, "table": 0x4000}
+    prepared = launch.PreparedChain(None, chain, {}, pointers, {"N": 10, "E": 7}, 0)  # type: ignore[arg-type]
+    prepared()
+    assert driver.names() == ["cuMemsetD32Async", "cuLaunchKernel", "cuLaunchKernel"]
+    pointer, pattern, words, _ = driver.calls[0][1]
+    assert (int(pointer), pattern, words) == (0x3000, 0, 20)
+    assert scratch_bytes(chain, {"N": 10, "E": 7}) == {"counts": 80, "table": 56}

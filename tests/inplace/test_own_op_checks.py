@@ -137,3 +137,52 @@ def test_a_step_may_name_its_plugin_by_id_in_the_ops_namespace_only():
     assert (plugin_name(step), plugin_id(description, step)) == ("update", "mine::update")
     other = Step("theirs::update", ("state", "idx", "rows"), ("state", "total"), lambda dtypes: kernel)
     refused(op(step=other), "step plugin 'theirs::update' is in namespace 'theirs'")
+
+
+def unfilled_chain(first_inputs, first_outputs, second_outputs=("state",), fill=None, second_inputs=None):
+    """Two steps over a scratch table [B, F]: `first` (its inputs and outputs given) then `second`, which reads the
+    table and writes `second_outputs`; the table filled with `fill` (None: the first step creates it)."""
+    from inplace.spec import Scratch
+
+    kernel = Kernel("k", NoSource(), launch())
+    first = Step("first", first_inputs, first_outputs, lambda dtypes: kernel)
+    second = Step("second", second_inputs or ("state", "idx", "table"), second_outputs, lambda dtypes: kernel)
+    return op(chains=(Chain(steps=(first, second), scratch=(Scratch("table", "float32", (size("B"), size("F")),
+                                                                    fill),)),))
+
+
+def test_an_unfilled_scratch_tensor_is_an_output_of_the_first_step():
+    check_op(unfilled_chain(("state", "idx", "rows"), ("total", "table")))
+
+
+UNFILLED_MISUSES = [
+    ((("state", "idx", "rows", "table"), ("total", "table")), {},
+     "chain 0: unfilled scratch tensor table (fill None) is created by the first step first: list it in that "
+     "step's outputs, not in its inputs"),
+    ((("state", "idx", "rows"), ("total",)), {},
+     "unfilled scratch tensor table (fill None) is created by the first step first: list it in that step's outputs"),
+    ((("state", "idx", "rows"), ("total", "table")),
+     {"second_inputs": ("state", "idx"), "second_outputs": ("state", "table")},
+     "chain 0, step second creates unfilled scratch tensor 'table'; only the first step (first) creates one"),
+    ((("state", "idx", "rows"), ("total", "table")), {"fill": 0},
+     "chain 0, step first creates scratch tensor 'table', which has a fill: the network makes it, so a step takes "
+     "it as an input; give it fill None"),
+    ((("state", "idx", "rows"), ("total", "table", "extra")), {},
+     "chain 0, step first writes 'extra', which is neither one of its inputs (written in place), a returned tensor "
+     "(total) nor an unfilled scratch tensor of the first step"),
+]
+
+
+@pytest.mark.parametrize("steps, changes, message", UNFILLED_MISUSES,
+                         ids=["an input", "not an output", "a later step", "filled", "another"])
+def test_each_misuse_of_an_unfilled_scratch_tensor_is_one_line_naming_it(steps, changes, message):
+    text = refused(unfilled_chain(*steps, **changes), "scratch|writes")
+    assert message in text
+
+
+def test_an_unfilled_scratch_tensors_shape_must_be_carried_by_the_first_steps_inputs():
+    """The table is [B, F]: a first step that reads idx alone knows B, not F, when TensorRT builds it."""
+    text = refused(unfilled_chain(("idx",), ("table",), second_outputs=("state", "total"),
+                                  second_inputs=("state", "idx", "rows", "table")), "none of its inputs")
+    assert text.endswith("chain 0, step first writes table, whose shape reads size 'F', which none of its inputs "
+                         "carries")

@@ -281,3 +281,29 @@ def test_both_ops_register_every_plugin_of_every_chain_once(aot):
     ids = register_aot_op(SCATTER_ADD) + register_aot_op(SCATTER_ADD_COUNTS)
     assert set(ids) == {plugin_id(op, step) for op in (SCATTER_ADD, SCATTER_ADD_COUNTS) for chain in op.chains
                         for step in chain.steps}
+
+
+@pytest.mark.parametrize("name", [name for name in CHAINS if name.startswith("sorted")])
+def test_the_sorted_chain_fills_only_its_counts_and_its_count_step_creates_the_rest(name):
+    """The tile sums, cursors, sorted pairs and partial sums are written before they are read: no fill for them
+    (one launch and one pass over their memory less per run); sort_count creates them, read by later steps."""
+    chain = CHAINS[name]
+    assert [(scratch.name, scratch.fill) for scratch in chain.scratch] == [
+        ("counts", 0), ("tile_sums", None), ("cursor", None), ("sorted", None), ("head", None), ("tail", None)]
+    assert [scratch.name for scratch in chain.filled()] == ["counts"]
+    first = chain.steps[0]
+    assert first.plugin == "aliased_io::sort_count" and first.inputs == ("state", "index", "counts")
+    assert first.outputs == ("counts", "tile_sums", "cursor", "sorted", "head", "tail")
+    for step in chain.steps[1:]:
+        assert all(step.outputs.count(name) == step.inputs.count(name) for name in step.outputs)
+
+
+def test_the_sort_counts_reference_gives_the_created_tensors_their_shapes_and_dtypes():
+    import numpy as np
+
+    state, index = np.zeros((10, 64), np.float16), np.array([3, 3, 9, -1] * 25, np.int64)
+    counts, tile_sums, cursor, pairs, head, tail = sorted_chain(True).steps[0].reference(
+        state, index, np.zeros((10, 1), np.int64))
+    assert counts[:, 0].tolist() == [0, 0, 0, 50, 0, 0, 0, 0, 0, 25]
+    assert [(array.shape, array.dtype.name) for array in (tile_sums, cursor, pairs, head, tail)] == [
+        ((1024,), "int32"), ((11,), "int32"), ((100, 2), "int32"), ((4, 64), "float32"), ((4, 64), "float32")]

@@ -361,7 +361,9 @@ def run_chain_by_the_host(host, trt, op, chain, dtypes, buffers, num_nodes, num_
     for scratch in chain.scratch:
         nbytes = scratch_bytes(chain, sizes)[scratch.name]
         buffers[scratch.name] = DeviceArray((max(nbytes, 1),), np.uint8)
-        buffers[scratch.name].fill_bytes(0x5A)  # garbage the fill must replace
+        buffers[scratch.name].fill_bytes(0x5A)  # garbage the fill must replace (an unfilled one keeps it)
+        if scratch.fill is None:
+            continue
         pattern, per_element = fill_words(scratch.dtype, scratch.fill)
         words = nbytes // {"float32": 4, "int32": 4, "int64": 8}[scratch.dtype] * per_element
         if words:

@@ -1,6 +1,7 @@
 """The step references of plugin/scatter_add_op.py's chains of several steps, composed on the CPU as the ONNX
-Runtime proof composes them (inplace/registry.py node_outputs): each scratch tensor made from its fill at the sizes
-its Exprs give, then each step's reference on its own inputs, its outputs replacing the tensors they name. The
+Runtime proof composes them (inplace/registry.py node_outputs): each filled scratch tensor made from its fill at the
+sizes its Exprs give, then each step's reference on its own inputs, its outputs replacing the tensors they name (an
+unfilled scratch tensor is the first step's output, of its Scratch's shape and dtype). The
 result must be op.reference's: counts exactly; the state exactly (both round the same float64 sums once), except
 in the pairs chains, whose scatter does not read the state and keeps float32 sums as the kernels do: there within
 one float32 rounding of each node's sum per chunk, plus one rounding of the state. No GPU."""
@@ -62,9 +63,9 @@ def compose(op, chain, state, src, index, references=None):
     and dtype (an output named like a tensor is that tensor's new value; node_outputs casts to its dtype)."""
     sizes = {"N": state.shape[0], "E": index.shape[0], "F": state.shape[1]}
     values = {"state": state, "src": src, "index": index}
-    for scratch in chain.scratch:
-        shape = tuple(int(dim.evaluate(sizes)) for dim in scratch.shape)
-        values[scratch.name] = np.full(shape, scratch.fill, np.dtype(scratch.dtype))
+    made = {scratch.name: np.zeros(tuple(int(dim.evaluate(sizes)) for dim in scratch.shape), np.dtype(scratch.dtype))
+            for scratch in chain.scratch}  # the shape and dtype of each; an unfilled one the first step creates
+    values.update((scratch.name, np.full_like(made[scratch.name], scratch.fill)) for scratch in chain.filled())
     for step in chain.steps:
         reference = (references or {}).get(step.plugin, step.reference)
         assert reference is not None, f"{step.plugin} has no reference"
@@ -77,7 +78,8 @@ def compose(op, chain, state, src, index, references=None):
         assert len(outputs) == len(step.outputs), step.plugin
         for name, value in zip(step.outputs, outputs):
             value = np.asarray(value)
-            assert (value.shape, value.dtype) == (values[name].shape, values[name].dtype), (step.plugin, name)
+            like = values.get(name, made.get(name))
+            assert like is not None and (value.shape, value.dtype) == (like.shape, like.dtype), (step.plugin, name)
             values[name] = value
     return [values[name] for name in op.output_names()]
 
