@@ -30,9 +30,9 @@ kernel, the shared-memory kernel, or chunk_reduce: an extra argument), its grid 
 expressions of N, E and F that hold plan.py's rules (_shared_rule, _chunked_rule), and the kernel itself takes the
 vector width from F and the pointers' alignment and a hashed table where C < N. What only a measurement can
 decide is a tactic: each scatter step offers global atomics and chunk_reduce forced (SCATTER_TACTICS), which
-TensorRT times at the profile's sizes when it builds; tactic 0 is the rule's choice. The atomics tactic launches
-its own entry point (aot_scatter_*_atomics), which holds global atomics alone and so runs without the spilled
-registers of the entry point that holds every mode and width.
+TensorRT times at the profile's sizes when it builds; tactic 0 is the rule's choice. Each tactic launches an entry
+point of its own (aot_scatter_*_atomics, aot_scatter_*_chunked) that holds its mode alone and so runs without the
+spilled registers of the entry point that holds every mode and width.
 A step's launch reads only the sizes its own inputs carry (inplace/checks.py): where a kernel needs N or E that
 its tensors do not give, the step reads the state or the index as well (a pointer the kernel leaves alone).
 Grids are sized for SM_COUNT SMs (an H100 or H200); on another GPU the kernels still cover every element
@@ -197,13 +197,11 @@ SCATTER_TACTICS = ("atomics", "chunked")  # tactics 1 and 2 of every scatter ste
 def _scatter_kernels(name: str, dtype: str, with_counts: bool, direct: bool,
                      extra: tuple[Expr, ...]) -> tuple[Kernel, tuple[Kernel, ...]]:
     """(the plan's kernel, its tactics): each mode of SCATTER_TACTICS forced, which TensorRT times at the
-    profile's sizes where a measurement must choose; tactic 0 follows plan.py's rules at every run's sizes. The
-    atomics tactic runs entry point NAME_atomics, which holds that mode alone and so needs no spilled registers
-    (NAME holds every mode; scatter_add.cu); chunked runs NAME with its mode forced (it falls back to atomics where
-    chunk_reduce cannot run)."""
+    profile's sizes where a measurement must choose; tactic 0 follows plan.py's rules at every run's sizes. Tactic
+    k runs entry point NAME_<mode>, which holds that mode alone (chunked: global atomics apart, where chunk_reduce
+    cannot run) and so needs no spilled registers, where NAME, holding every mode, spills (scatter_add.cu)."""
     plan_kernel = Kernel(name, PTX, _scatter_launch(dtype, with_counts, direct, extra))
-    return plan_kernel, tuple(Kernel(f"{name}_atomics" if mode == "atomics" else name, PTX,
-                                     _scatter_launch(dtype, with_counts, direct, extra, mode))
+    return plan_kernel, tuple(Kernel(f"{name}_{mode}", PTX, _scatter_launch(dtype, with_counts, direct, extra, mode))
                               for mode in SCATTER_TACTICS)
 
 

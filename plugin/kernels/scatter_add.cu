@@ -1484,6 +1484,32 @@ __device__ __forceinline__ void aot_scatter_any_width(const scalar_t* src, const
     }
 }
 
+// Global atomics (or the direct kernel) as a function of its own: the chunked entry points' fallback, kept out of
+// their register allocation.
+__device__ __noinline__ void aot_scatter_atomics_apart(const scalar_t* src, const i64* index, int num_nodes,
+                                                       int num_edges, int num_features, bool direct, float* dest,
+                                                       int* keys, unsigned capacity, u64* counts) {
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, direct, dest, keys, capacity,
+                          counts);
+}
+
+// chunk_reduce at the width of the rows and dest, else (it cannot run: hashed table, too many nodes or feature
+// slices for the launch) aot_scatter_atomics_apart.
+__device__ __forceinline__ void aot_scatter_chunked(const scalar_t* src, const i64* index, int num_nodes,
+                                                    int num_edges, int num_features, bool direct, float* dest,
+                                                    int* keys, unsigned capacity, u64* counts) {
+    if (num_features < 1) return;
+    const int vec = aot_vector_width(num_features, src, sizeof(scalar_t), dest, sizeof(float));
+    const unsigned given = dynamic_smem_bytes();
+    const bool done =
+        keys == nullptr
+        && (vec == 4   ? aot_chunked<4>(src, index, num_nodes, num_edges, num_features, dest, counts, given)
+            : vec == 2 ? aot_chunked<2>(src, index, num_nodes, num_edges, num_features, dest, counts, given)
+                       : aot_chunked<1>(src, index, num_nodes, num_edges, num_features, dest, counts, given));
+    if (!done) aot_scatter_atomics_apart(src, index, num_nodes, num_edges, num_features, direct, dest, keys, capacity,
+                                         counts);
+}
+
 // F = 1 with counts (both dtypes), at most plan.py PAIRED_MAX_EDGES edges: (value, count) float32 pairs summed in
 // the counts (zeroed by the network, 8-byte aligned as TensorRT's tensors are), by the shared-memory kernel where
 // `mode` is AOT_SHARED and the launch gave its memory, else global atomics; then aot_fold_pairs.
@@ -1680,10 +1706,11 @@ aot_sort_fixup(const int2* sorted, const unsigned* cursor, const scalar_t* state
 }
 #endif
 
-// Each scatter kernel comes twice (scatter_add_op.py _scatter_kernels): NAME runs `mode`, the launch's choice for
-// each run's sizes (tactic 0; chunked when forced: tactic 2), and NAME_atomics global atomics alone (the direct
-// kernel for float32 without counts; tactic 1), whatever `mode` says. Holding one mode's code, NAME_atomics fits
-// its registers without spills at AOT_ATOMICS_MIN_BLOCKS blocks per SM; NAME, holding every mode and width, spills.
+// Each scatter kernel comes three times (scatter_add_op.py _scatter_kernels), with the same parameters: NAME runs
+// `mode`, the launch's choice for each run's sizes (tactic 0); NAME_atomics global atomics alone (the direct kernel
+// for float32 without counts; tactic 1) and NAME_chunked chunk_reduce (tactic 2, global atomics where it cannot
+// run), whatever `mode` says. NAME, holding every mode and width, spills registers; holding one mode, NAME_atomics
+// fits its registers without spills at AOT_ATOMICS_MIN_BLOCKS blocks per SM and NAME_chunked at MIN_BLOCKS_PER_SM.
 #ifndef AOT_ATOMICS_MIN_BLOCKS
 #define AOT_ATOMICS_MIN_BLOCKS 2
 #endif
@@ -1707,6 +1734,15 @@ aot_scatter_state_atomics(const float* state_in, const float* src, const i64* in
                           nullptr);
 }
 #endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_chunked)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_state_chunked(const float* state_in, const float* src, const i64* index,
+                           int num_nodes, int num_edges, int num_features, int mode,
+                           float* state_out) {
+    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, true, state_out, nullptr, 0u,
+                        nullptr);
+}
+#endif
 
 // float32 with counts (zeroed by the network): shared memory, chunked, else global atomics.
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts)
@@ -1725,6 +1761,15 @@ aot_scatter_state_counts_atomics(const float* state_in, const float* src, const 
                                  float* state_out, u64* counts_out) {
     aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, state_out, nullptr, 0u,
                           counts_out);
+}
+#endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts_chunked)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_state_counts_chunked(const float* state_in, const float* src, const i64* index, const i64* counts_in,
+                                  int num_nodes, int num_edges, int num_features, int mode,
+                                  float* state_out, u64* counts_out) {
+    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, state_out, nullptr, 0u,
+                        counts_out);
 }
 #endif
 #else
@@ -1752,6 +1797,17 @@ aot_scatter_table_atomics(const scalar_t* state, const scalar_t* src, const i64*
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
 }
 #endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_chunked)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_table_chunked(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                           const float* values_in,
+                           int num_nodes, int num_edges, int num_features, int capacity, int mode,
+                           int* keys_out, float* values_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, values_out,
+                        hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
+}
+#endif
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts)
 extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
@@ -1775,6 +1831,18 @@ aot_scatter_table_counts_atomics(const scalar_t* state, const scalar_t* src, con
     const bool hashed = capacity < num_nodes;
     aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, values_out,
                           hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
+}
+#endif
+#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts_chunked)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+aot_scatter_table_counts_chunked(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
+                                  const float* values_in,
+                                  const i64* counts_in,
+                                  int num_nodes, int num_edges, int num_features, int capacity, int mode,
+                                  int* keys_out, float* values_out, u64* counts_out) {
+    const bool hashed = capacity < num_nodes;
+    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, values_out,
+                        hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
 }
 #endif
 

@@ -225,11 +225,11 @@ SCATTER_STEPS = [(name, step) for name, step in STEPS if step.kernel({}).name.st
 
 @pytest.mark.parametrize("chain,step", SCATTER_STEPS, ids=[f"{name}:{step.plugin}" for name, step in SCATTER_STEPS])
 def test_scatter_steps_offer_global_atomics_and_chunked_as_tactics(chain, step):
-    """Tactic 0 is the plan's mode at every size; tactic 1 global atomics (its own entry point, holding that mode
-    alone) and tactic 2 chunk_reduce, forced (the kernel adds by global atomics where chunk_reduce cannot run)."""
+    """Tactic 0 is the plan's mode at every size; tactic 1 global atomics and tactic 2 chunk_reduce, forced (the
+    kernel adds by global atomics where chunk_reduce cannot run), each an entry point holding that mode alone."""
     tactics = step.tactics({})
     assert len(tactics) == len(SCATTER_TACTICS) == 2
-    assert [kernel.name for kernel in tactics] == [step.kernel({}).name + "_atomics", step.kernel({}).name]
+    assert [kernel.name for kernel in tactics] == [step.kernel({}).name + "_atomics", step.kernel({}).name + "_chunked"]
     for n, e, f in SIZES:
         sizes = {"N": n, "E": e, "F": f}
         atomics, chunked = (evaluate_launch(kernel, sizes) for kernel in tactics)
