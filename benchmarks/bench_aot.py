@@ -3,8 +3,9 @@
     python3 benchmarks/bench_aot.py [--out DIR] [--batches 10000 1000000] [--nodes 1000 ... 100000000]
 
 What an AOT --steps engine runs per execution, on the GPU: the chain plugin/scatter_add_op.py's SCATTER_ADD
-chooses for a profile whose most edges are the batch's (float32 one kernel; float16 the network's scratch fills
-and the table's kernels, or at most 1024 edges one block), launched as TensorRT launches AOT plugins and
+chooses for a profile whose most edges are the batch's (float32 one kernel, at the tactic TensorRT's build would
+keep: each timed, the fastest; float16 the network's scratch fills and the table's kernels, or at most 1024 edges
+one block), launched as TensorRT launches AOT plugins and
 prepared once per batch's buffers as TensorRT prepares a plugin's launch (bench_aot_cells.AotCell over
 inplace.launch.PreparedChain: each step is the driver calls alone). F = 1, no counts
 (the --steps network), a fixed batch of B edges into a state of N nodes; each step takes a new batch (rotating
@@ -13,7 +14,8 @@ run and on the same tensors: torch state.index_add_(0, index, src) and the Pytho
 (scatter_add_launch, counts skipped, pointers and stream read once). Also each AOT step and each torch step
 captured once into a CUDA graph and replayed with one launch, as a captured engine runs (--cuda_graph,
 trtexec --useCudaGraph; torch.cuda.graph for torch): a graph's nodes start with less gap than separate
-launches, so a chain of several operations costs less device time replayed. All methods run on one created stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
+launches, so a chain of several operations costs less device time replayed. All methods run on one created
+stream (a capture needs one). Device time from CUDA events after warm-up, median of many steps
 (benchmarks/gpu_timing.py); then the methods one step at a time, interleaved step by step
 (gpu_timing.one_step_us_interleaved), on the wall clock (call + synchronisation) and between CUDA events
 recorded after a synchronisation (host launch latency + device time). Each table counts the cells at or below
@@ -45,7 +47,7 @@ BATCHES_IN_ROTATION = 8
 def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     import torch
 
-    from benchmarks.bench_aot_cells import AotCell
+    from benchmarks.bench_aot_cells import built_cell
     from plugin.kernels import scatter_add_workspace_size
 
     dtype = getattr(torch, dtype_name)
@@ -53,7 +55,9 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64))
                for _ in range(BATCHES_IN_ROTATION)]
-    cell = AotCell(state, batches, False)  # prepared once per batch's buffers, as TensorRT prepares its launches
+    timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
+    # prepared once per batch's buffers, as TensorRT prepares its launches, at the tactic its build would keep
+    cell, _ = built_cell(state, batches, False, **timing)
     aot_launches = cell.launches
 
     def aot_step(i: int) -> None:
@@ -71,7 +75,6 @@ def step_times(num_nodes: int, batch: int, dtype_name: str) -> dict:
         python_plugin = [ours(state, src, index, None, workspace) for src, index in batches]
         steps = {"aot": aot_step, "aot_graph": aot_graph, "torch": torch_step, "torch_graph": torch_graph,
                  "python_plugin": lambda i: python_plugin[i]()}
-        timing = dict(sets=BATCHES_IN_ROTATION, min_reps=50, max_reps=200)
         for name, step in steps.items():
             row[f"{name}_ms"] = time_gpu_ms(step, **timing)
         for name, (events, wall) in one_step_us_interleaved(steps, sets=BATCHES_IN_ROTATION).items():

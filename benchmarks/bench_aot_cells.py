@@ -8,8 +8,9 @@ built for that cell would hold (plugin/scatter_add_op.py: `chain_for` with N and
 maximum), launched with inplace/launch.py exactly as TensorRT launches AOT plugins (the network's scratch fills
 as memsets, then each step's aot_* kernel with its launch expressions evaluated), its memsets and kernels issued
 one by one, at the tactic TensorRT's build would keep (where the scatter step offers tactics, each is timed at the
-cell's sizes, as autotuning does, and the fastest is the cell's); beside it the Python plugin's plan (scatter_add_launch, its own memsets included; it replays a CUDA
-graph of its own launches when the same pointers repeat), torch (state.index_add_(0, index, src), plus
+cell's sizes, as autotuning does, and the fastest is the cell's: built_cell); beside it the Python plugin's plan
+(scatter_add_launch, its own memsets included; it replays a CUDA graph of its own launches when the same pointers
+repeat), torch (state.index_add_(0, index, src), plus
 torch.bincount(index, minlength=N) with counts) and TMA rows (benchmarks/tma_rows.py: each edge's row added into its
 node by the bulk-copy unit; sm_90+, rows of a multiple of 16 bytes, else "-"; + bincount with counts). Then, like
 for like with a captured engine (trtexec 11.x captures an engine's execution into a CUDA graph by default; any
@@ -77,6 +78,19 @@ def tactic_step(chain: Any) -> Any:
     return next((step for step in chain.steps if step.tactics({})), None)
 
 
+def built_cell(state: Any, inputs: list[tuple[Any, Any]], with_counts: bool, **timing: Any) -> tuple[Any, list[float]]:
+    """The AotCell an engine built for these sizes runs: every tactic of its scatter step timed at them (plain
+    launches, time_gpu_ms with `timing`), as TensorRT's autotuning does, and the fastest kept. Returns (that cell,
+    the device ms of tactics 0, 1, ...)."""
+    cell = AotCell(state, inputs, with_counts)
+    step = tactic_step(cell.chain)
+    times = [time_gpu_ms(cell, **timing)]
+    for tactic in range(1, len(step.tactics({})) + 1) if step is not None else ():
+        times.append(time_gpu_ms(AotCell(state, inputs, with_counts, tactic), **timing))
+    fastest = times.index(min(times))
+    return (AotCell(state, inputs, with_counts, fastest) if fastest else cell), times
+
+
 class AotCell:
     """The AOT chain for one cell's profile, prepared per input set as TensorRT prepares its plugins' launches."""
 
@@ -107,12 +121,13 @@ class AotCell:
                                                self.sizes, stream, tactics))
         self.mode = max((kernel.launch.extra_args[-1].evaluate(self.sizes) for kernel in self.launches[0].kernels
                          if kernel.name.startswith(MODE_KERNELS)), default=0)
+        self.tactic = tactic
 
     def __call__(self, i: int) -> None:
         self.launches[i]()
 
     def describe(self) -> str:
-        return chain_name(self.chain) + MODES[self.mode]
+        return chain_name(self.chain) + MODES[self.mode] + (f", tactic {self.tactic}" if self.tactic else "")
 
     def counts(self) -> Any:
         import torch
@@ -153,18 +168,9 @@ def cell_row(num_nodes: int, num_edges: int, num_features: int, dtype_name: str,
     row: dict[str, Any] = dict(dtype=dtype_name, N=num_nodes, E=num_edges, F=num_features, counts=with_counts)
     row["check"] = (check_cell(state, *inputs[0], with_counts) if num_edges * num_features <= CHECK_MAX_VALUES
                     else "")
-    aot = AotCell(state, inputs, with_counts)
-    step = tactic_step(aot.chain)
-    row["tactic_ms"] = [time_gpu_ms(aot, sets=sets)]
-    for tactic in range(1, len(step.tactics({})) + 1) if step is not None else ():
-        forced = AotCell(state, inputs, with_counts, tactic)
-        row["tactic_ms"].append(time_gpu_ms(forced, sets=sets))
-        del forced
-    # the tactic TensorRT's build keeps: the fastest at the profile's sizes (this cell's)
-    row["tactic"] = row["tactic_ms"].index(min(row["tactic_ms"]))
-    if row["tactic"]:
-        aot = AotCell(state, inputs, with_counts, row["tactic"])
-    row["aot_plan"] = aot.describe() + (f", tactic {row['tactic']}" if row["tactic"] else "")
+    aot, row["tactic_ms"] = built_cell(state, inputs, with_counts, sets=sets)
+    row["tactic"] = aot.tactic
+    row["aot_plan"] = aot.describe()
     row["aot_ms"] = min(row["tactic_ms"])
     with captured(aot.launches) as replay:  # each input set's chain: one graph launch per call
         row["aot_graph_ms"] = time_gpu_ms(replay, sets=sets)
@@ -242,13 +248,13 @@ def step_row(num_nodes: int, batch: int, dtype_name: str) -> dict:
     state = torch.randn(num_nodes, 1, device="cuda", dtype=dtype)
     batches = [(torch.randn(batch, 1, device="cuda", dtype=dtype),
                 torch.randint(0, num_nodes, (batch,), device="cuda", dtype=torch.int64)) for _ in range(STEP_SETS)]
-    aot = AotCell(state, batches, False)
+    timing = dict(sets=STEP_SETS, min_reps=50, max_reps=200)
+    aot, tactic_ms = built_cell(state, batches, False, **timing)
     size = scatter_add_workspace_size(num_nodes, batch, 1, dtype_name, with_counts=False)
     workspace = torch.empty(size, device="cuda", dtype=torch.uint8) if size else None
     python = [ours(state, src, index, None, workspace) for src, index in batches]
-    timing = dict(sets=STEP_SETS, min_reps=50, max_reps=200)
     row = dict(dtype=dtype_name, N=num_nodes, B=batch, aot_plan=aot.describe())
-    row["aot_ms"] = time_gpu_ms(aot, **timing)
+    row["aot_ms"] = min(tactic_ms)
     row["python_ms"] = time_gpu_ms(lambda i: python[i](), **timing)
     row["torch_ms"] = time_gpu_ms(lambda i: state.index_add_(0, batches[i][1], batches[i][0]), **timing)
     del state, batches, aot, python, workspace

@@ -81,7 +81,7 @@ if want step-benches; then
 fi
 if want kernel; then
     stage bench_scatter_add python3 benchmarks/bench_scatter_add.py $(size --quick "") --out "$out"
-    stage bench_aot_cells python3 benchmarks/bench_aot_cells.py $(size --quick "") --floor --out "$out"
+    stage bench_aot_cells python3 benchmarks/bench_aot_cells.py $(size --quick "") --floor --tactics --out "$out"
     stage bench_breakdown python3 benchmarks/bench_breakdown.py $(size "--sizes 1e3:1e6:64" "--dtypes float32,float16") --out "$out"
 fi
 printf '%srun_gpu.sh: all stages %s s\n' "$stages" "$SECONDS"
