@@ -68,6 +68,7 @@ from inplace.spec import (
     size,
 )
 from plugin.kernels import plan
+from plugin.kernels.aot import SCATTER_TACTICS
 from reference.gnn import scatter_add_rows
 
 NAMESPACE = "aliased_io"
@@ -191,7 +192,7 @@ def _scatter_launch(dtype: str, with_counts: bool, direct: bool, extra: tuple[Ex
     return Launch(grid, (THREADS, 1, 1), (*extra, shared.yes + chunked.yes * 2), smem)
 
 
-SCATTER_TACTICS = ("atomics", "chunked")  # tactics 1 and 2 of every scatter step (tactic 0: the plan's mode)
+# SCATTER_TACTICS (plugin/kernels/aot.py): the modes of tactics 1 and 2 of every scatter step (0: the plan's mode)
 
 
 def _scatter_kernels(name: str, dtype: str, with_counts: bool, direct: bool,

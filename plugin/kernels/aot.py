@@ -1,8 +1,9 @@
 """The AOT plugins' PTX, compiled without TensorRT or a GPU.
 
     compile_family_ptx(kernel, dtype, arch)   the PTX of one aot_* entry point of scatter_add.cu (the kernel family
-                                              both plugins run; plugin/scatter_add_op.py's steps), for the build's
-                                              target (aot_target_arch)
+                                              both plugins run; plugin/scatter_add_op.py's steps and tactics), for
+                                              the build's target (aot_target_arch)
+    family_entry(kernel)                      (its entry point in scatter_add.cu, the tactic it is compiled for)
     compile_overwrite_ptx(arch)               overwrite.cu's PTX (plugin/overwrite_op.py's step), the same way
 
 Their launches are the steps' own (inplace/spec.py Launch), launched without TensorRT by inplace/launch.py.
@@ -19,6 +20,17 @@ from common.nvrtc import PTX_ARCH
 OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
 
 FAMILY_PTX_ISA = {75: (8, 0), 90: (8, 1)}  # sm_90's vector float atomics need PTX ISA 8.1 (CUDA 12.1 drivers)
+# A scatter kernel's tactics 1, 2, ...: NAME_<mode> is NAME compiled with AOT_TACTIC 1, 2, ... (scatter_add.cu)
+SCATTER_TACTICS = ("atomics", "chunked")
+
+
+def family_entry(kernel: str) -> tuple[str, int]:
+    """(the entry point of scatter_add.cu that `kernel` is compiled from, its AOT_TACTIC): a scatter kernel's
+    tactic NAME_atomics or NAME_chunked is NAME at tactic 1 or 2, any other kernel itself at 0."""
+    for tactic, mode in enumerate(SCATTER_TACTICS, 1):
+        if kernel.startswith("aot_scatter_") and kernel.endswith(f"_{mode}"):
+            return kernel.removesuffix(f"_{mode}"), tactic
+    return kernel, 0
 
 
 @functools.cache
@@ -44,16 +56,18 @@ def aot_target_arch() -> int:
 @functools.cache
 def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
     """The PTX of one AOT entry point of scatter_add.cu (the Python plugin's kernel family; SCATTER_AOT_ONLY: that
-    entry point alone) for `dtype` ("float32" or "float16") and compute_<arch> (75 or 90), its ISA declared
-    FAMILY_PTX_ISA[arch], without the trailing NUL. NvrtcError carries the log on failure."""
+    entry point alone; a tactic's, family_entry, renamed by a define) for `dtype` ("float32" or "float16") and
+    compute_<arch> (75 or 90), its ISA declared FAMILY_PTX_ISA[arch], without the trailing NUL. NvrtcError carries
+    the log on failure."""
     from common.nvrtc import compile_engine_ptx
     from plugin.kernels.compile import SOURCE_PATH
 
     if arch not in FAMILY_PTX_ISA or dtype not in ("float32", "float16"):
         raise ValueError(f"the family's AOT PTX is for compute_75 or compute_90 and float32 or float16, got "
                          f"compute_{arch}, {dtype}")
+    entry, tactic = family_entry(kernel)
     defines = (f"-DSCATTER_HALF={int(dtype == 'float16')}", "-DSCATTER_GRID_SYNC=0", "-DSCATTER_AOT_ONLY=1",
-               f"-DAOT_KERNEL_{kernel}=1")
+               f"-DAOT_KERNEL_{entry}=1", f"-DAOT_TACTIC={tactic}", *((f"-D{entry}={kernel}",) if tactic else ()))
     return compile_engine_ptx(SOURCE_PATH, defines, arch=arch, isa=FAMILY_PTX_ISA[arch],
                               target=f" ({kernel}, compute_{arch}, {dtype})")
 

@@ -1706,143 +1706,81 @@ aot_sort_fixup(const int2* sorted, const unsigned* cursor, const scalar_t* state
 }
 #endif
 
-// Each scatter kernel comes three times (scatter_add_op.py _scatter_kernels), with the same parameters: NAME runs
-// `mode`, the launch's choice for each run's sizes (tactic 0); NAME_atomics global atomics alone (the direct kernel
-// for float32 without counts; tactic 1) and NAME_chunked chunk_reduce (tactic 2, global atomics where it cannot
-// run), whatever `mode` says. NAME, holding every mode and width, spills registers; holding one mode, NAME_atomics
-// fits its registers without spills at AOT_ATOMICS_MIN_BLOCKS blocks per SM and NAME_chunked at MIN_BLOCKS_PER_SM.
-#ifndef AOT_ATOMICS_MIN_BLOCKS
-#define AOT_ATOMICS_MIN_BLOCKS 2
+// The scatter kernels' tactics (scatter_add_op.py _scatter_kernels) are NAME_atomics and NAME_chunked: NAME
+// compiled apart (plugin/kernels/aot.py) with AOT_TACTIC 1 or 2 and renamed, the same parameters. NAME runs `mode`,
+// the launch's choice for each run's sizes (tactic 0); tactic 1 global atomics alone (the direct kernel for float32
+// without counts) and tactic 2 chunk_reduce (global atomics apart where it cannot run), whatever `mode` says.
+// Holding every mode and width, NAME spills registers under MIN_BLOCKS_PER_SM's cap; holding one mode, tactic 1
+// fits without spills at AOT_ATOMICS_MIN_BLOCKS blocks per SM and tactic 2 at MIN_BLOCKS_PER_SM.
+#ifndef AOT_TACTIC
+#define AOT_TACTIC 0
 #endif
+#define AOT_ATOMICS_MIN_BLOCKS 2
+#if AOT_TACTIC == 1
+#define AOT_SCATTER_MIN_BLOCKS AOT_ATOMICS_MIN_BLOCKS
+#else
+#define AOT_SCATTER_MIN_BLOCKS MIN_BLOCKS_PER_SM
+#endif
+
+// A scatter kernel's body at this compilation's tactic.
+__device__ __forceinline__ void aot_scatter_tactic(const scalar_t* src, const i64* index, int num_nodes, int num_edges,
+                                                   int num_features, int mode, bool direct, float* dest, int* keys,
+                                                   unsigned capacity, u64* counts) {
+#if AOT_TACTIC == 2
+    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, direct, dest, keys, capacity, counts);
+#else
+    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_TACTIC == 1 ? AOT_ATOMICS : mode, direct,
+                          dest, keys, capacity, counts);
+#endif
+}
+
 #if !SCATTER_HALF
 // float32: state[index[e]] += src[e] (shared memory, chunked, else the direct kernel).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_SCATTER_MIN_BLOCKS)
 aot_scatter_state(const float* state_in, const float* src, const i64* index,
                   int num_nodes, int num_edges, int num_features, int mode,
                   float* state_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, true, state_out, nullptr, 0u,
-                          nullptr);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_atomics)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
-aot_scatter_state_atomics(const float* state_in, const float* src, const i64* index,
-                          int num_nodes, int num_edges, int num_features, int mode,
-                          float* state_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, true, state_out, nullptr, 0u,
-                          nullptr);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_chunked)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_state_chunked(const float* state_in, const float* src, const i64* index,
-                           int num_nodes, int num_edges, int num_features, int mode,
-                           float* state_out) {
-    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, true, state_out, nullptr, 0u,
-                        nullptr);
+    aot_scatter_tactic(src, index, num_nodes, num_edges, num_features, mode, true, state_out, nullptr, 0u,
+                       nullptr);
 }
 #endif
 
 // float32 with counts (zeroed by the network): shared memory, chunked, else global atomics.
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_SCATTER_MIN_BLOCKS)
 aot_scatter_state_counts(const float* state_in, const float* src, const i64* index, const i64* counts_in,
                          int num_nodes, int num_edges, int num_features, int mode,
                          float* state_out, u64* counts_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, state_out, nullptr, 0u,
-                          counts_out);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts_atomics)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
-aot_scatter_state_counts_atomics(const float* state_in, const float* src, const i64* index, const i64* counts_in,
-                                 int num_nodes, int num_edges, int num_features, int mode,
-                                 float* state_out, u64* counts_out) {
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, state_out, nullptr, 0u,
-                          counts_out);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_state_counts_chunked)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_state_counts_chunked(const float* state_in, const float* src, const i64* index, const i64* counts_in,
-                                  int num_nodes, int num_edges, int num_features, int mode,
-                                  float* state_out, u64* counts_out) {
-    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, state_out, nullptr, 0u,
-                        counts_out);
+    aot_scatter_tactic(src, index, num_nodes, num_edges, num_features, mode, false, state_out, nullptr, 0u,
+                       counts_out);
 }
 #endif
 #else
 // float16, step 1: float32 sums of src rows in the table (keys -1 and values 0 from the network): one slot per node
 // where capacity >= N, else `capacity` slots hashed by keys (which then has `capacity` entries).
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_SCATTER_MIN_BLOCKS)
 aot_scatter_table(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
                   const float* values_in,
                   int num_nodes, int num_edges, int num_features, int capacity, int mode,
                   int* keys_out, float* values_out) {
     const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
-                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_atomics)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
-aot_scatter_table_atomics(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
-                          const float* values_in,
-                          int num_nodes, int num_edges, int num_features, int capacity, int mode,
-                          int* keys_out, float* values_out) {
-    const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, values_out,
-                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_chunked)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_table_chunked(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
-                           const float* values_in,
-                           int num_nodes, int num_edges, int num_features, int capacity, int mode,
-                           int* keys_out, float* values_out) {
-    const bool hashed = capacity < num_nodes;
-    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, values_out,
-                        hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
+    aot_scatter_tactic(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
+                       hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, nullptr);
 }
 #endif
 
 #if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_SCATTER_MIN_BLOCKS)
 aot_scatter_table_counts(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
                          const float* values_in,
                          const i64* counts_in,
                          int num_nodes, int num_edges, int num_features, int capacity, int mode,
                          int* keys_out, float* values_out, u64* counts_out) {
     const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
-                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts_atomics)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, AOT_ATOMICS_MIN_BLOCKS)
-aot_scatter_table_counts_atomics(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
-                                 const float* values_in,
-                                 const i64* counts_in,
-                                 int num_nodes, int num_edges, int num_features, int capacity, int mode,
-                                 int* keys_out, float* values_out, u64* counts_out) {
-    const bool hashed = capacity < num_nodes;
-    aot_scatter_any_width(src, index, num_nodes, num_edges, num_features, AOT_ATOMICS, false, values_out,
-                          hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
-}
-#endif
-#if defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_scatter_table_counts_chunked)
-extern "C" __global__ void __launch_bounds__(THREADS_PER_BLOCK, MIN_BLOCKS_PER_SM)
-aot_scatter_table_counts_chunked(const scalar_t* state, const scalar_t* src, const i64* index, const int* keys_in,
-                                  const float* values_in,
-                                  const i64* counts_in,
-                                  int num_nodes, int num_edges, int num_features, int capacity, int mode,
-                                  int* keys_out, float* values_out, u64* counts_out) {
-    const bool hashed = capacity < num_nodes;
-    aot_scatter_chunked(src, index, num_nodes, num_edges, num_features, false, values_out,
-                        hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
+    aot_scatter_tactic(src, index, num_nodes, num_edges, num_features, mode, false, values_out,
+                       hashed ? keys_out : nullptr, hashed ? (unsigned)max(capacity, 0) : 0u, counts_out);
 }
 #endif
 

@@ -11,6 +11,7 @@ import pytest
 from inplace.registry import register
 from inplace.spec import Chain, InplaceOp, Kernel, Launch, Scratch, Step, TensorInput, cdiv, expr, size
 from tests.plugin.test_aot_plugin import aot, symbolic  # noqa: F401 (fixtures)
+from tests.support.own_ops import export_sum_rows
 
 TABLE_ROWS = cdiv(size("B"), 2) * 2 + 1
 
@@ -71,22 +72,7 @@ OP = register(InplaceOp(
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    torch = pytest.importorskip("torch", reason="torch is needed for the export (requirements-onnx.txt)")
-    pytest.importorskip("onnxruntime", reason="onnxruntime is needed for the dry run (requirements-onnx.txt)")
-    from export.export_onnx import quiet_exporter
-    from inplace.torch_op import export_onnx
-
-    class Model(torch.nn.Module):
-        def forward(self, state, idx, rows):
-            torch.ops.unfilled_tests.sum_rows_(state, idx, rows)
-            return state
-
-    args = (torch.zeros(20, 3), torch.tensor([1, 4, 4, 7, 9]), torch.ones(5, 3))
-    batch = torch.export.Dim("batch")
-    with quiet_exporter():
-        return export_onnx(Model().eval(), args, tmp_path_factory.mktemp("unfilled") / "sum_rows.onnx", [OP],
-                           dynamic_shapes=(None, {0: batch}, {0: batch}), input_names=["state", "idx", "rows"],
-                           output_names=["state_out"])
+    return export_sum_rows(OP, tmp_path_factory.mktemp("unfilled") / "sum_rows.onnx")
 
 
 def test_the_chain_is_two_plugin_nodes_and_no_fill_proved_step_by_step(exported, tmp_path, capsys):

@@ -10,6 +10,7 @@ import pytest
 
 from inplace.launch import evaluate_launch, scratch_bytes
 from inplace.spec import BuildFacts, cdiv, maximum, size
+from plugin.kernels.aot import family_entry
 from plugin.kernels.compile import SOURCE_PATH
 from plugin.kernels.plan import DeviceInfo, LaunchRequest, plan_launch
 from plugin.scatter_add_op import (
@@ -60,16 +61,23 @@ def aot_parameters() -> dict[str, list[tuple[str, str]]]:
 
 
 def test_every_aot_entry_point_is_a_step_or_tactic_of_some_chain():
-    used = {kernel.name for _, step in STEPS for kernel in (step.kernel({}), *step.tactics({}))}
+    used = {family_entry(kernel.name)[0] for _, step in STEPS for kernel in (step.kernel({}), *step.tactics({}))}
     assert used == set(aot_parameters())
+
+
+def test_a_tactic_is_its_scatter_kernel_compiled_at_that_tactic():
+    assert family_entry("aot_scatter_table_counts_atomics") == ("aot_scatter_table_counts", 1)
+    assert family_entry("aot_scatter_state_chunked") == ("aot_scatter_state", 2)
+    assert family_entry("aot_scatter_state") == ("aot_scatter_state", 0)
+    assert family_entry("aot_sort_count") == ("aot_sort_count", 0)
 
 
 @pytest.mark.parametrize("chain,step", STEPS, ids=[f"{name}:{step.plugin}" for name, step in STEPS])
 def test_parameters_are_inputs_then_int32_extras_then_outputs_in_the_steps_order(chain, step):
     kernel = step.kernel({})
     parameters = aot_parameters()[kernel.name]
-    for tactic in step.tactics({}):  # the same launch arguments, whichever entry point a tactic names
-        assert aot_parameters()[tactic.name] == parameters
+    for tactic in step.tactics({}):  # the step's kernel compiled at another tactic: the same parameters
+        assert family_entry(tactic.name) == (kernel.name, SCATTER_TACTICS.index(tactic.name[len(kernel.name) + 1:]) + 1)
     inputs, extras = len(step.inputs), len(kernel.launch.extra_args)
     tensors_in, extra, tensors_out = parameters[:inputs], parameters[inputs:inputs + extras], parameters[inputs + extras:]
     assert [re.sub(r"_in$", "", p) for _, p in tensors_in] == list(step.inputs)

@@ -105,3 +105,25 @@ def exported_model(name: str, tmp_path_factory: Any) -> Path:
     pytest.importorskip("torch", reason="torch is needed for the export (requirements-onnx.txt)")
     pytest.importorskip("onnxscript", reason="onnxscript is needed for the export (requirements-onnx.txt)")
     return _exported(name, str(tmp_path_factory.getbasetemp()))
+
+
+def export_sum_rows(op: Any, path: Path) -> Path:
+    """The tests' own sum_rows_(state, idx, rows) op (torch.ops.<op.namespace>.sum_rows_) exported to `path` with
+    the batch dynamic: state [20, 3], idx and rows of the batch. Skips without torch and onnxruntime."""
+    torch = pytest.importorskip("torch", reason="torch is needed for the export (requirements-onnx.txt)")
+    pytest.importorskip("onnxruntime", reason="onnxruntime is needed for the dry run (requirements-onnx.txt)")
+    from export.export_onnx import quiet_exporter
+    from inplace.torch_op import export_onnx
+
+    call = getattr(getattr(torch.ops, op.namespace), op.name)
+
+    class Model(torch.nn.Module):
+        def forward(self, state: Any, idx: Any, rows: Any) -> Any:
+            call(state, idx, rows)
+            return state
+
+    args = (torch.zeros(20, 3), torch.tensor([1, 4, 4, 7, 9]), torch.ones(5, 3))
+    batch = torch.export.Dim("batch")
+    with quiet_exporter():
+        return export_onnx(Model().eval(), args, path, [op], dynamic_shapes=(None, {0: batch}, {0: batch}),
+                           input_names=["state", "idx", "rows"], output_names=["state_out"])
