@@ -10,7 +10,7 @@ import pytest
 
 from inplace.registry import register
 from inplace.spec import Chain, InplaceOp, Kernel, Launch, Scratch, Step, TensorInput, cdiv, expr, size
-from tests.support.own_ops import export_sum_rows
+from tests.support.own_ops import dry_run_sum_rows, export_sum_rows
 
 TABLE_ROWS = cdiv(size("B"), 2) * 2 + 1
 
@@ -75,22 +75,8 @@ def exported(tmp_path_factory):
 
 
 def test_the_chain_is_a_fill_and_two_plugin_nodes_proved_step_by_step(exported, tmp_path, capsys):
-    import onnx
-
-    import aliased_io_plugin
-
-    rng = np.random.default_rng(4)
-    np.savez(tmp_path / "inputs.npz", state=rng.standard_normal((20, 3)).astype(np.float32),
-             idx=rng.integers(0, 20, 11).astype(np.int64), rows=rng.standard_normal((11, 3)).astype(np.float32))
-    saved = tmp_path / "rewritten.onnx"
-    status = aliased_io_plugin.main(["--dry-run", "--onnx", str(exported), "--onnx_inputs", str(tmp_path / "inputs.npz"),
-                                     "--validate", "--save_onnx", str(saved), "--seed", "1"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    out, model = dry_run_sum_rows(exported, tmp_path, capsys)
     assert "-> node_sum_rows_functional/fill_table + node_sum_rows_functional/apply_table after 1 scratch fill(s)" in out
-    assert "Validation against reference successful!" in out
-    model = onnx.load(str(saved))
-    onnx.checker.check_model(model, full_check=True)
     ops = [node.op_type for node in model.graph.node]
     assert ops.index("ConstantOfShape") < ops.index("fill_table") < ops.index("apply_table")
     fill = next(node for node in model.graph.node if node.op_type == "fill_table")

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from inplace.registry import register
-from inplace.spec import Chain, InplaceOp, Kernel, Launch, Scratch, Step, TensorInput, cdiv, expr, size
+from inplace.spec import Chain, InplaceOp, Kernel, Scratch, Step, TensorInput, size
+from tests.inplace.test_own_op_chain import LAUNCH, TABLE_ROWS, apply_table, reference, sum_rows_
 from tests.plugin.test_aot_plugin import aot, symbolic  # noqa: F401 (fixtures)
-from tests.support.own_ops import export_sum_rows
-
-TABLE_ROWS = cdiv(size("B"), 2) * 2 + 1
+from tests.support.own_ops import dry_run_sum_rows, export_sum_rows
 
 PTX = """.version 8.0
 .target sm_75
@@ -39,23 +38,6 @@ def fill_table(idx, rows):
     return (table,)
 
 
-def apply_table(state, idx, table):
-    total = state.astype(np.float64)
-    np.add.at(total, idx, table[: idx.shape[0]].astype(np.float64))
-    return (total.astype(state.dtype),)
-
-
-def reference(state, idx, rows):
-    total = state.astype(np.float64)
-    np.add.at(total, idx, rows.astype(np.float64))
-    return (total,)
-
-
-def sum_rows_(state, idx, rows):
-    state.index_add_(0, idx, rows)
-
-
-LAUNCH = Launch(grid=(cdiv(size("B"), 128) + 1, expr(1), expr(1)), block=(128, 1, 1), extra_args=(size("B"),))
 CHAIN = Chain(scratch=(Scratch("table", "float32", (TABLE_ROWS, size("F")), None),),
               steps=(Step("fill_table", ("idx", "rows"), ("table",),
                           lambda dtypes: Kernel("fill", TextPtx(), LAUNCH), reference=fill_table),
@@ -76,24 +58,9 @@ def exported(tmp_path_factory):
 
 
 def test_the_chain_is_two_plugin_nodes_and_no_fill_proved_step_by_step(exported, tmp_path, capsys):
-    import onnx
-
-    import aliased_io_plugin
-
-    rng = np.random.default_rng(4)
-    np.savez(tmp_path / "inputs.npz", state=rng.standard_normal((20, 3)).astype(np.float32),
-             idx=rng.integers(0, 20, 11).astype(np.int64), rows=rng.standard_normal((11, 3)).astype(np.float32))
-    saved = tmp_path / "rewritten.onnx"
-    status = aliased_io_plugin.main(["--dry-run", "--onnx", str(exported), "--onnx_inputs",
-                                     str(tmp_path / "inputs.npz"), "--validate", "--save_onnx", str(saved),
-                                     "--seed", "1"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    out, model = dry_run_sum_rows(exported, tmp_path, capsys)
     assert ("-> node_sum_rows_functional/fill_table + node_sum_rows_functional/apply_table (AOT plugins, in place)"
             in out)
-    assert "Validation against reference successful!" in out
-    model = onnx.load(str(saved))
-    onnx.checker.check_model(model, full_check=True)
     ops = [node.op_type for node in model.graph.node]
     assert "ConstantOfShape" not in ops and ops.index("fill_table") < ops.index("apply_table")
     fill = next(node for node in model.graph.node if node.op_type == "fill_table")

@@ -127,3 +127,24 @@ def export_sum_rows(op: Any, path: Path) -> Path:
     with quiet_exporter():
         return export_onnx(Model().eval(), args, path, [op], dynamic_shapes=(None, {0: batch}, {0: batch}),
                            input_names=["state", "idx", "rows"], output_names=["state_out"])
+
+
+def dry_run_sum_rows(exported: Path, tmp_path: Path, capsys: Any) -> tuple[str, Any]:
+    """--dry-run --validate of an exported sum_rows_ model (export_sum_rows) on 11 random rows into 20 nodes, the
+    rewritten model saved: (the printed output, the saved model, checked in full by onnx.checker)."""
+    import onnx
+
+    import aliased_io_plugin
+
+    rng = np.random.default_rng(4)
+    np.savez(tmp_path / "inputs.npz", state=rng.standard_normal((20, 3)).astype(np.float32),
+             idx=rng.integers(0, 20, 11).astype(np.int64), rows=rng.standard_normal((11, 3)).astype(np.float32))
+    saved = tmp_path / "rewritten.onnx"
+    status = aliased_io_plugin.main(["--dry-run", "--onnx", str(exported), "--onnx_inputs", str(tmp_path / "inputs.npz"),
+                                     "--validate", "--save_onnx", str(saved), "--seed", "1"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "Validation against reference successful!" in out
+    model = onnx.load(str(saved))
+    onnx.checker.check_model(model, full_check=True)
+    return out, model
