@@ -88,3 +88,11 @@ def test_the_tactics_table_shows_every_tactic_and_the_one_the_build_keeps():
     cells = [[value.strip() for value in line.strip("|").split("|")] for line in lines if line.startswith("| float")]
     assert cells == [["float16", "1e3", "1e6", "1", "yes", "scatter_table_counts+apply_table, tactic 1",
                       "0.0300", "0.0200", "0.0500", "1"]]
+
+
+def test_a_cell_is_timed_and_checked_at_every_tactic_its_scatter_step_offers():
+    from benchmarks.bench_aot_cells import tactics_of
+    from plugin.scatter_add_op import sorted_chain, split_chain, state_chain, table_chain
+
+    assert tactics_of(state_chain(True)) == tactics_of(table_chain(False)) == range(3)
+    assert tactics_of(split_chain()) == tactics_of(sorted_chain(True)) == range(1)
