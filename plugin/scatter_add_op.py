@@ -192,9 +192,6 @@ def _scatter_launch(dtype: str, with_counts: bool, direct: bool, extra: tuple[Ex
     return Launch(grid, (THREADS, 1, 1), (*extra, shared.yes + chunked.yes * 2), smem)
 
 
-# SCATTER_TACTICS (plugin/kernels/aot.py): the modes of tactics 1 and 2 of every scatter step (0: the plan's mode)
-
-
 def _scatter_kernels(name: str, dtype: str, with_counts: bool, direct: bool,
                      extra: tuple[Expr, ...]) -> tuple[Kernel, tuple[Kernel, ...]]:
     """(the plan's kernel, its tactics): each mode of SCATTER_TACTICS forced, which TensorRT times at the
