@@ -10,7 +10,7 @@ import pytest
 
 from inplace.registry import register
 from inplace.spec import Chain, InplaceOp, Kernel, Launch, Scratch, Step, TensorInput, cdiv, expr, size
-from tests.support.own_ops import dry_run_sum_rows, export_sum_rows
+from tests.support.own_ops import TextPtx, dry_run_sum_rows, export_sum_rows
 
 TABLE_ROWS = cdiv(size("B"), 2) * 2 + 1
 
@@ -23,13 +23,6 @@ PTX = """.version 8.0
 .visible .entry apply(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 d, .param .u64 e)
 { ret; }
 """
-
-
-class TextPtx:
-    """Two empty entry points with the steps' parameters: the registration checks them; nothing runs them here."""
-
-    def ptx(self, kernel, dtypes):
-        return PTX.encode()
 
 
 def fill_table(idx, rows, table):
@@ -62,9 +55,9 @@ OP = register(InplaceOp(
     mutates=("state",), sizes={"N": ("state", 0), "F": ("state", 1), "B": ("idx", 0)},
     chains=(Chain(scratch=(Scratch("table", "float32", (TABLE_ROWS, size("F"))),),
                   steps=(Step("fill_table", ("idx", "rows", "table"), ("table",),
-                              lambda dtypes: Kernel("fill", TextPtx(), LAUNCH), reference=fill_table),
+                              lambda dtypes: Kernel("fill", TextPtx(PTX), LAUNCH), reference=fill_table),
                          Step("apply_table", ("state", "idx", "table"), ("state",),
-                              lambda dtypes: Kernel("apply", TextPtx(), LAUNCH), reference=apply_table))),),
+                              lambda dtypes: Kernel("apply", TextPtx(PTX), LAUNCH), reference=apply_table))),),
     reference=reference,
 ), eager=sum_rows_, module=__name__)
 

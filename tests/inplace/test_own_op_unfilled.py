@@ -12,7 +12,7 @@ from inplace.registry import register
 from inplace.spec import Chain, InplaceOp, Kernel, Scratch, Step, TensorInput, size
 from tests.inplace.test_own_op_chain import LAUNCH, TABLE_ROWS, apply_table, reference, sum_rows_
 from tests.plugin.test_aot_plugin import aot, symbolic  # noqa: F401 (fixtures)
-from tests.support.own_ops import dry_run_sum_rows, export_sum_rows
+from tests.support.own_ops import TextPtx, dry_run_sum_rows, export_sum_rows
 
 PTX = """.version 8.0
 .target sm_75
@@ -24,13 +24,6 @@ PTX = """.version 8.0
 """
 
 
-class TextPtx:
-    """Two empty entry points with the steps' parameters: the registration checks them; nothing runs them here."""
-
-    def ptx(self, kernel, dtypes):
-        return PTX.encode()
-
-
 def fill_table(idx, rows):
     """The table fill_table creates: rows in its first B rows, the rest whatever it holds (here 7, never read)."""
     table = np.full((-(-idx.shape[0] // 2) * 2 + 1, rows.shape[1]), 7, np.float32)
@@ -40,9 +33,9 @@ def fill_table(idx, rows):
 
 CHAIN = Chain(scratch=(Scratch("table", "float32", (TABLE_ROWS, size("F")), None),),
               steps=(Step("fill_table", ("idx", "rows"), ("table",),
-                          lambda dtypes: Kernel("fill", TextPtx(), LAUNCH), reference=fill_table),
+                          lambda dtypes: Kernel("fill", TextPtx(PTX), LAUNCH), reference=fill_table),
                      Step("apply_table", ("state", "idx", "table"), ("state",),
-                          lambda dtypes: Kernel("apply", TextPtx(), LAUNCH), reference=apply_table)))
+                          lambda dtypes: Kernel("apply", TextPtx(PTX), LAUNCH), reference=apply_table)))
 OP = register(InplaceOp(
     namespace="unfilled_tests", name="sum_rows_",
     inputs=(TensorInput("state", ("float32",), 2), TensorInput("idx", ("int64",), 1),

@@ -148,3 +148,14 @@ def dry_run_sum_rows(exported: Path, tmp_path: Path, capsys: Any) -> tuple[str, 
     model = onnx.load(str(saved))
     onnx.checker.check_model(model, full_check=True)
     return out, model
+
+
+@dataclass(frozen=True)
+class TextPtx:
+    """A PtxSource of fixed text (empty entry points with the steps' parameters): the registration checks them;
+    nothing runs them."""
+
+    text: str
+
+    def ptx(self, kernel: str, dtypes: Any) -> bytes:
+        return self.text.encode()
