@@ -83,14 +83,12 @@ def cell_chain(state: Any, num_edges: int, with_counts: bool) -> Any:
     import torch
 
     from inplace.spec import BuildFacts
-    from plugin.kernels.aot import aot_target_arch
     from plugin.scatter_add_op import scatter_add_for
 
     dtype = "float32" if state.dtype == torch.float32 else "float16"
     num_nodes, num_features = state.shape
-    facts = BuildFacts({"state": dtype, "src": dtype}, {"N": num_nodes, "F": num_features}, {"E": num_edges},
-                       aot_target_arch())
-    return scatter_add_for(with_counts).chain_for(facts)
+    return scatter_add_for(with_counts).chain_for(BuildFacts({"state": dtype, "src": dtype},
+                                                             {"N": num_nodes, "F": num_features}, {"E": num_edges}))
 
 
 def tactics_of(chain: Any) -> range:

@@ -238,14 +238,11 @@ class Chain:
 @dataclass(frozen=True)
 class BuildFacts:
     """What is known when the engine is built: each tensor's dtype, the sizes fixed by the network (constant
-    dimensions), the profile's maxima where known, and the compute capability the engine is built for (TensorRT
-    builds for the GPU it builds on; 0: not known, no chain that needs a newer GPU). `InplaceOp.choose` decides a
-    chain from these alone."""
+    dimensions) and the profile's maxima where known. `InplaceOp.choose` decides a chain from these alone."""
 
     dtypes: Mapping[str, str]
     constants: Mapping[str, int] = field(default_factory=dict)
     maxima: Mapping[str, int] = field(default_factory=dict)
-    arch: int = 0
 
 
 @dataclass(frozen=True)

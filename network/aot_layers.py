@@ -170,11 +170,10 @@ def add_inplace_chain(trt: Any, network: "INetworkDefinition", op: "InplaceOp", 
 def scatter_add_facts(trt: Any, state: "ITensor", num_features: int, max_edges: int | None) -> "BuildFacts":
     """What a network knows when it builds the scatter-add: the dtypes, F (fixed) and the profile's max E."""
     from inplace.spec import BuildFacts
-    from plugin.kernels.aot import aot_target_arch
 
     dtype = "float16" if state.dtype == trt.float16 else "float32"
     return BuildFacts({"state": dtype, "src": dtype, "index": "int64"}, constants={"F": num_features},
-                      maxima={} if max_edges is None else {"E": max_edges}, arch=aot_target_arch())
+                      maxima={} if max_edges is None else {"E": max_edges})
 
 
 def add_aot_scatter_add(trt: Any, network: "INetworkDefinition", state: "ITensor", src: "ITensor", index: "ITensor",

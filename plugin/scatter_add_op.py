@@ -15,8 +15,6 @@ object as its entry of `chains`; a plugin is one Step object in every chain that
     float16 split    F = 1, no counts, a hashed table at every E of the profile or at most 2^15 edges: slots -1
                      [S] (64-bit), aot_split_table, aot_apply_split_table
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
-    float16 cluster  F = 1, no counts, at most 2^14 edges, built for a Hopper or newer: aot_cluster_table alone (one
-                     thread block cluster, its table in the blocks' shared memory: no scratch, no fill)
     pairs            F = 1 with counts, N <= E <= 2^24 in the profile, either dtype (float16 without counts too,
                      the counts a scratch tensor): (value, count) pairs summed in the counts (aot_scatter_pairs:
                      shared memory or global atomics), aot_fold_pairs
@@ -88,7 +86,6 @@ CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the gri
 TABLE_SLOTS_PER_EDGE = 4  # the float16 table: min(N, 4 E) slots (plan.table_layout: min(N, 2-4 E))
 PAIR_MAX_CHUNKS = 8  # pair_chunks_chain: up to 2^27 edges (beyond: global atomics into the state or the table)
 BLOCK_TABLE_BYTES = 8 << 12  # aot_block_table's table for plan.BLOCK_TABLE_MAX_EDGES edges (4096 slots)
-CLUSTER_BLOCK_BYTES = 8 << plan.CLUSTER_TABLE_MAX_LOG2  # each aot_cluster_table block's table, at most
 
 N, E, F = size("N"), size("E"), size("F")
 
@@ -485,18 +482,6 @@ def block_chain() -> Chain:
     return Chain((_step("add_block", ("state", "src", "index"), ("state",), block),))
 
 
-@functools.cache
-def cluster_chain() -> Chain:
-    """float16, F = 1, no counts, at most CLUSTER_TABLE_MAX_EDGES edges, on a Hopper or newer: one cluster of
-    CLUSTER_TABLE_BLOCKS blocks (a compile-time cluster: a plain launch of a multiple of that many blocks), each
-    block's table in its shared memory: 8 E bytes hold plan.cluster_table_log2(E)'s slots (the kernel takes the
-    largest that fits), at most CLUSTER_BLOCK_BYTES."""
-    cluster = Kernel("aot_cluster_table", PTX, Launch((expr(plan.CLUSTER_TABLE_BLOCKS), expr(1), expr(1)),
-                                                      (plan.BLOCK_TABLE_THREADS, 1, 1), (N, E),
-                                                      minimum(maximum(E * 8, 512), CLUSTER_BLOCK_BYTES)))
-    return Chain((_step("add_cluster", ("state", "src", "index"), ("state",), cluster),))
-
-
 def _counts_scratch(with_counts: bool) -> tuple[Scratch, ...]:
     return (Scratch("counts", "int64", (N, expr(1)), 0),) if with_counts else ()
 
@@ -534,8 +519,7 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     memory at E_max (plan.py Pairs' chunks; the same cells, N = 1e6, E = 1e8). Else float32: the state chain.
     float16 with counts: the table. float16 without counts, rows of one feature: at most BLOCK_TABLE_MAX_EDGES
     edges in the profile, one block (BENCHMARKS.md "Small updates re-timed against the windows": block_table
-    3.9-4.2 us against grid_table's 6.0-6.4); at most CLUSTER_TABLE_MAX_EDGES built for a Hopper or newer, one
-    cluster (BENCHMARKS.md per step, float16 B = 1e4); split_table where its table is hashed at every E of the profile
+    3.9-4.2 us against grid_table's 6.0-6.4); split_table where its table is hashed at every E of the profile
     (N > 4 E_max) or at most GRID_TABLE_MAX_EDGES edges (the per-step tables, float16 B = 1e6, N >= 1e7, and the
     small-update rows); else the pairs where they would run with counts (their counts a scratch tensor: the
     kernel table's float16 F = 1 cells, pairs with counts against the table without), else the table."""
@@ -558,8 +542,6 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
         return table_chain(with_counts)
     if edges is not None and edges <= plan.BLOCK_TABLE_MAX_EDGES:
         return block_chain()
-    if edges is not None and edges <= plan.CLUSTER_TABLE_MAX_EDGES and facts.arch >= plan.CLUSTER_TABLE_MIN_ARCH:
-        return cluster_chain()
     if edges is not None and (edges <= plan.GRID_TABLE_MAX_EDGES
                               or (nodes is not None and nodes > TABLE_SLOTS_PER_EDGE * edges)):
         return split_chain()
@@ -799,7 +781,7 @@ def scatter_add_op(with_counts: bool) -> InplaceOp:
     """scatter_add_ (and with counts scatter_add_counts_): every chain an engine may hold, choose_chain."""
     chains: tuple[Chain, ...] = (state_chain(with_counts), table_chain(with_counts))
     chains += ((pairs_chain(), *(pair_chunks_chain(k) for k in range(2, PAIR_MAX_CHUNKS + 1))) if with_counts
-               else (split_chain(), block_chain(), cluster_chain(), pairs_chain()))
+               else (split_chain(), block_chain(), pairs_chain()))
     chains += tuple(sorted_chain(with_counts, passes, wide) for wide in (False, True)
                     for passes in range(1, plan.SORT_MAX_PLACE_PASSES + 1))
     returns = (TensorOutput("counts", "int64", (N, expr(1))),) if with_counts else ()

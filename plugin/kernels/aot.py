@@ -22,7 +22,6 @@ OVERWRITE_SOURCE_PATH = Path(__file__).with_name("overwrite.cu")
 FAMILY_PTX_ISA = {75: (8, 0), 90: (8, 1)}  # sm_90's vector float atomics need PTX ISA 8.1 (CUDA 12.1 drivers)
 # A scatter kernel's tactics 1, 2, ...: NAME_<mode> is NAME compiled with AOT_TACTIC 1, 2, ... (scatter_add.cu)
 SCATTER_TACTICS = ("atomics", "chunked")
-CLUSTER_KERNELS = ("aot_cluster_table",)  # compute_90 PTX only (scatter_add.cu: __cluster_dims__)
 
 
 def family_entry(kernel: str) -> tuple[str, int]:
@@ -66,8 +65,6 @@ def compile_family_ptx(kernel: str, dtype: str, arch: int) -> bytes:
     if arch not in FAMILY_PTX_ISA or dtype not in ("float32", "float16"):
         raise ValueError(f"the family's AOT PTX is for compute_75 or compute_90 and float32 or float16, got "
                          f"compute_{arch}, {dtype}")
-    if kernel in CLUSTER_KERNELS and arch < 90:
-        raise ValueError(f"{kernel} is a kernel of thread block clusters: compute_90 or newer, not compute_{arch}")
     entry, tactic = family_entry(kernel)
     defines = (f"-DSCATTER_HALF={int(dtype == 'float16')}", "-DSCATTER_GRID_SYNC=0", "-DSCATTER_AOT_ONLY=1",
                f"-DAOT_KERNEL_{entry}=1", f"-DAOT_TACTIC={tactic}", *((f"-D{entry}={kernel}",) if tactic else ()))

@@ -28,9 +28,7 @@ from plugin.kernels.plan import (
     PAIR_BYTES,
     PAIRED_MAX_EDGES,
     PATHS,
-    CLUSTER_TABLE_MIN_ARCH,
     SLOT_ALIGNMENT,
-    ClusterTable,
     DeviceInfo,
     Direct,
     GridTable,
@@ -46,22 +44,19 @@ from plugin.kernels.plan import (
 
 # The entry points of scatter_add.cu: the kernels of plan.PATHS, "_v*" standing for the vector widths 1, 2 and 4.
 COOPERATIVE_KERNEL_NAMES = GridTable.kernels  # compiled with cooperative groups only
-CLUSTER_KERNEL_NAMES = ClusterTable.kernels  # compiled for sm_90 or newer only (thread block clusters)
 FLOAT32_ONLY = tuple(kernel.removesuffix("*") for kernel in Direct.kernels)  # name prefixes float16's module lacks
 KERNEL_NAMES = tuple(dict.fromkeys(
-    name for path in PATHS if not isinstance(path, (GridTable, ClusterTable)) for kernel in path.kernels
+    name for path in PATHS if not isinstance(path, GridTable) for kernel in path.kernels
     for name in ([kernel[:-1] + str(vec) for vec in (1, 2, 4)] if kernel.endswith("*") else [kernel])))
 # kernels that may use all the opt-in shared memory (their dynamic shared memory is raised to it at load)
 LARGE_SHARED_KERNELS = ("scatter_shared", "chunk_reduce", "scatter_owned")
 
 
-def kernel_names(dtype: object, cooperative: bool, arch: int) -> tuple[str, ...]:
-    """The entry points of scatter_add.cu compiled for dtype and sm_<arch> (with cooperative groups: and
-    grid_table's; from sm_90: and cluster_table's)."""
+def kernel_names(dtype: object, cooperative: bool) -> tuple[str, ...]:
+    """The entry points of scatter_add.cu compiled for dtype (with cooperative groups: and grid_table's)."""
     half = kernel_dtype(dtype) == np.float16
     names = tuple(name for name in KERNEL_NAMES if not (half and name.startswith(FLOAT32_ONLY)))
-    return (names + (COOPERATIVE_KERNEL_NAMES if cooperative else ())
-            + (CLUSTER_KERNEL_NAMES if arch >= CLUSTER_TABLE_MIN_ARCH else ()))
+    return names + (COOPERATIVE_KERNEL_NAMES if cooperative else ())
 
 
 @dataclass(frozen=True)
@@ -159,11 +154,11 @@ class Backend:
     def _load(self, dtype: np.dtype) -> LoadedKernels:
         driver = self.driver
         device = self.device_info()
-        arch = pick_arch(device.arch, nvrtc_supported_archs())
-        module = check(driver.cuModuleLoadData(compile_scatter_add(arch, dtype)))
+        module = check(driver.cuModuleLoadData(compile_scatter_add(pick_arch(device.arch, nvrtc_supported_archs()),
+                                                                   dtype)))
         cooperative = grid_sync_available()
         functions = {name: check(driver.cuModuleGetFunction(module, name.encode()))
-                     for name in kernel_names(dtype, cooperative, arch)}
+                     for name in kernel_names(dtype, cooperative)}
         attribute = driver.CUfunction_attribute
         for name, function in functions.items():
             if name.startswith(LARGE_SHARED_KERNELS):
@@ -461,7 +456,7 @@ class PreparedScatterAdd:
         plan = self.backend.plan(request, self.kernels.device)
         if plan.sort is not None:
             self._sort_operations(plan, operations)
-        elif plan.path in ("block_table", "cluster_table", "grid_table", "split_table", "owned", "direct"):
+        elif plan.path in ("block_table", "grid_table", "split_table", "owned", "direct"):
             self._uncounted_operations(plan, operations)
         else:
             self._atomics_operations(plan, operations)
@@ -518,7 +513,7 @@ class PreparedScatterAdd:
         slots, state, skipped = plan.slots, (STATE, 0), self._skipped
         if plan.algorithm == "direct":
             values: tuple[Any, ...] = (*head, self.num_features, state, skipped)
-        elif plan.algorithm in ("block_table", "cluster_table"):
+        elif plan.algorithm == "block_table":
             values = (*head, plan.block_log2, state, skipped)
         elif plan.algorithm == "grid_table":
             assert slots is not None

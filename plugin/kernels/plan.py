@@ -108,13 +108,6 @@ BLOCK_TABLE_THREADS = 1024
 BLOCK_TABLE_MAX_EDGES = 1024
 BLOCK_TABLE_SLOTS_PER_EDGE = 4
 BLOCK_TABLE_MIN_LOG2 = 6
-# cluster_table (float16, F = 1, no counts, a Hopper or newer: CLUSTER_TABLE_MIN_ARCH): block_table over a thread
-# block cluster of CLUSTER_TABLE_BLOCKS blocks, its table in their shared memory, up to CLUSTER_TABLE_MAX_EDGES edges
-# (each block 2^CLUSTER_TABLE_MAX_LOG2 slots at most: 32 KiB, no opt-in); one launch, nothing in the workspace.
-CLUSTER_TABLE_MIN_ARCH = 90
-CLUSTER_TABLE_BLOCKS = 8  # scatter_add.cu CLUSTER_TABLE_BLOCKS: the largest portable cluster
-CLUSTER_TABLE_MAX_LOG2 = 12  # scatter_add.cu CLUSTER_TABLE_MAX_LOG2
-CLUSTER_TABLE_MAX_EDGES = 2**14
 # grid_table (float16, F = 1, no counts, kernels with cooperative groups): up to GRID_TABLE_MAX_EDGES edges and
 # below GRID_TABLE_MAX_EDGES_PER_NODE edges per node (beyond, its slots contend: split_table), blocks of
 # GRID_TABLE_THREADS, at most GRID_TABLE_RESIDENT_BLOCKS_PER_SM per SM; one slot per node up to
@@ -266,7 +259,7 @@ class LaunchPlan:
     chunk_edges: int = 0  # "chunked": edges each block sorts at a time
     owned: OwnedTable | None = None  # "owned" (scatter = scatter_owned)
     slots: SlotTable | None = None  # "grid_table" / "split_table"
-    block_log2: int = 0  # "block_table", "cluster_table": log2 of each block's shared table's slots
+    block_log2: int = 0  # "block_table": log2 of its shared table's slots
 
     @property
     def cooperative(self) -> bool:
@@ -405,13 +398,6 @@ def block_table_log2(num_edges: int) -> int:
     """log2 of block_table's slots for E edges (BLOCK_TABLE_SLOTS_PER_EDGE; at most 2^12 for
     BLOCK_TABLE_MAX_EDGES: 32 KiB of shared memory)."""
     return max(BLOCK_TABLE_MIN_LOG2, (BLOCK_TABLE_SLOTS_PER_EDGE * max(1, num_edges) - 1).bit_length())
-
-
-def cluster_table_log2(num_edges: int) -> int:
-    """log2 of each cluster_table block's slots for E edges: BLOCK_TABLE_SLOTS_PER_EDGE x E over the cluster, at
-    least 2^BLOCK_TABLE_MIN_LOG2 and at most 2^CLUSTER_TABLE_MAX_LOG2 per block (scatter_add.cu aot_cluster_table)."""
-    total = (BLOCK_TABLE_SLOTS_PER_EDGE * max(1, num_edges) - 1).bit_length()
-    return min(CLUSTER_TABLE_MAX_LOG2, max(BLOCK_TABLE_MIN_LOG2, total - (CLUSTER_TABLE_BLOCKS.bit_length() - 1)))
 
 
 def vector_width(num_features: int, src_address: int, src_itemsize: int, dest_address: int) -> int:
@@ -572,26 +558,6 @@ class BlockTable(Uncounted):
         log2 = block_table_log2(r.num_edges)  # an int32 key and a float32 sum per slot
         return self._one_plan(r, KernelLaunch("scatter_block_table", (1, 1), 8 << log2, BLOCK_TABLE_THREADS),
                               block_log2=log2)
-
-
-class ClusterTable(Uncounted):
-    name, kernels = "cluster_table", ("scatter_cluster_table",)
-    float16_rows_of_one, max_edges = True, CLUSTER_TABLE_MAX_EDGES  # a cluster's shared tables
-
-    def fits(self, r: LaunchRequest, d: DeviceInfo) -> str | None:
-        why = super().fits(r, d)
-        if why is None and d.arch < CLUSTER_TABLE_MIN_ARCH:
-            why = f"the cluster_table path needs thread block clusters (sm_{CLUSTER_TABLE_MIN_ARCH} or newer), not sm_{d.arch}"
-        return why
-
-    def pays(self, r: LaunchRequest, d: DeviceInfo) -> bool:
-        """Forced only: auto's rules come from the recorded H200 cells (auto_cells_h200.csv), which do not time it."""
-        return False
-
-    def plan(self, r: LaunchRequest, d: DeviceInfo) -> LaunchPlan:
-        log2 = cluster_table_log2(r.num_edges)
-        return self._one_plan(r, KernelLaunch("scatter_cluster_table", (CLUSTER_TABLE_BLOCKS, 1), 8 << log2,
-                                              BLOCK_TABLE_THREADS), block_log2=log2)
 
 
 class GridTable(Uncounted):
@@ -882,15 +848,14 @@ class Pairs(Path):
         return Global().plan(r, d, pairs=True)
 
 
-PATHS: tuple[Path, ...] = (Chunked(), BlockTable(), ClusterTable(), GridTable(), SplitTable(), Owned(), Direct(),
-                           Sorted(), Shared(), Pairs(), Global())
-AUTO = tuple(path.name for path in PATHS if not isinstance(path, ClusterTable))  # the paths "auto" may take
+PATHS: tuple[Path, ...] = (Chunked(), BlockTable(), GridTable(), SplitTable(), Owned(), Direct(), Sorted(), Shared(),
+                           Pairs(), Global())
+AUTO = tuple(path.name for path in PATHS)
 _BY_NAME = {path.name: path for path in PATHS}
 # what `algorithm` may force ("pairs" is forced with paired=True)
-ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", "direct", "block_table", "cluster_table", "grid_table",
-              "split_table", "owned")
-# without counts only
-UNCOUNTED_ALGORITHMS = ("direct", "block_table", "cluster_table", "grid_table", "split_table", "owned")
+ALGORITHMS = ("auto", "global", "shared", "sorted", "chunked", "direct", "block_table", "grid_table", "split_table",
+              "owned")
+UNCOUNTED_ALGORITHMS = ("direct", "block_table", "grid_table", "split_table", "owned")  # without counts only
 
 
 def plan_launch(request: LaunchRequest, device: DeviceInfo) -> LaunchPlan:

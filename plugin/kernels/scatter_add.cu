@@ -1278,83 +1278,42 @@ apply_split_table(const u64* slots, int capacity, i64 num_nodes, scalar_t* state
     apply_split_table_body(slots, capacity, num_nodes, state);
 }
 
-// block_table and cluster_table (float16, F = 1, no counts): CLUSTER blocks of 1024 threads (a thread block cluster
-// of compile-time size; 1: block_table) sum the whole batch in one table spread over their shared memory, each block
-// 2^capacity_log2 int32 keys then as many float32 sums; an edge's node claims a slot by linear probing over all
-// CLUSTER 2^capacity_log2 slots from a multiplicative hash (whose top bits pick the block: a slot of another block is
-// reached through distributed shared memory). After one barrier of the cluster each block rounds the nodes of its
-// own slots into the state once. No global scratch, so no memset: the one launch is the whole step.
+// block_table (float16, F = 1, at most plan.py BLOCK_TABLE_MAX_EDGES edges): one block sums the whole batch in
+// shared memory, 2^capacity_log2 int32 keys then as many float32 sums, each edge's node claimed by linear probing
+// from a multiplicative hash; after one block barrier it rounds each claimed node's sum into the state once.
 #define BLOCK_TABLE_THREADS 1024  // plan.py BLOCK_TABLE_THREADS
-#define CLUSTER_TABLE_BLOCKS 8    // plan.py CLUSTER_TABLE_BLOCKS: the largest portable cluster
-#define CLUSTER_TABLE_MAX_LOG2 12  // plan.py CLUSTER_TABLE_MAX_LOG2: 32 KiB per block, within 48 KiB without opt-in
-template <int CLUSTER>
-__device__ __forceinline__ void cluster_barrier() {
-    if constexpr (CLUSTER == 1) {
-        __syncthreads();
-    } else {  // every thread of the cluster arrives (its shared writes released) and waits (acquiring the others')
-        asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-    }
-}
-template <int CLUSTER>
-__device__ __forceinline__ unsigned cluster_rank() {
-    if constexpr (CLUSTER == 1) {
-        return 0u;
-    } else {
-        unsigned rank;
-        asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-        return rank;
-    }
-}
-// The generic address of `p` (this block's shared memory) in the shared memory of cluster block `rank`.
-template <int CLUSTER>
-__device__ __forceinline__ int* cluster_shared(int* p, unsigned rank) {
-    if constexpr (CLUSTER == 1) {
-        return p;
-    } else {
-        u64 mapped;
-        asm("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"(p), "r"(rank));
-        return reinterpret_cast<int*>(mapped);
-    }
-}
-template <int CLUSTER>
-__device__ __forceinline__ void scatter_cluster_table_body(const scalar_t* __restrict__ src,
-                                                           const i64* __restrict__ index, i64 num_edges,
-                                                           i64 num_nodes, int capacity_log2,
-                                                           scalar_t* __restrict__ state, u64* __restrict__ skipped) {
-    static_assert(CLUSTER > 0 && (CLUSTER & (CLUSTER - 1)) == 0, "a power-of-two cluster");
-    constexpr int cluster_log2 = CLUSTER >= 8 ? 3 : CLUSTER >= 4 ? 2 : CLUSTER >= 2 ? 1 : 0;
+__device__ __forceinline__ void scatter_block_table_body(const scalar_t* __restrict__ src,
+                                                         const i64* __restrict__ index, i64 num_edges, i64 num_nodes,
+                                                         int capacity_log2, scalar_t* __restrict__ state,
+                                                         u64* __restrict__ skipped) {
     extern __shared__ int block_keys[];  // [capacity] keys (-1: empty), then [capacity] float32 sums
     const unsigned capacity = 1u << capacity_log2, mask = capacity - 1u;
-    const int total_log2 = capacity_log2 + cluster_log2;
-    const unsigned total_mask = (capacity << cluster_log2) - 1u;
     float* sums = reinterpret_cast<float*>(block_keys + capacity);
     for (unsigned s = threadIdx.x; s < capacity; s += blockDim.x) {
         block_keys[s] = -1;
         sums[s] = 0.0f;
     }
-    cluster_barrier<CLUSTER>();  // every block's table is clear
+    __syncthreads();
     unsigned skipped_here = 0;
-    const i64 stride = (i64)CLUSTER * blockDim.x;
-    for (i64 edge = (i64)cluster_rank<CLUSTER>() * blockDim.x + threadIdx.x; edge < num_edges; edge += stride) {
+    for (i64 edge = threadIdx.x; edge < num_edges; edge += blockDim.x) {
         const i64 node = __ldg(index + edge);
         if ((u64)node >= (u64)num_nodes) {
             ++skipped_here;
             continue;
         }
         const float value = to_float(src[edge]);
-        unsigned slot = total_log2 == 0 ? 0u : ((unsigned)node * 2654435761u) >> (32 - total_log2);
-        for (unsigned probe = 0; probe <= total_mask; ++probe) {  // a table without room (never the plan's) drops the row
-            int* keys = cluster_shared<CLUSTER>(block_keys, slot >> capacity_log2);
-            const int previous = atomicCAS(keys + (slot & mask), -1, (int)node);
+        unsigned slot = capacity_log2 == 0 ? 0u : ((unsigned)node * 2654435761u) >> (32 - capacity_log2);
+        for (unsigned probe = 0; probe < capacity; ++probe) {  // a table without room (never the plan's) drops the row
+            const int previous = atomicCAS(block_keys + slot, -1, (int)node);
             if (previous == -1 || previous == (int)node) {
-                atomicAdd(reinterpret_cast<float*>(keys + capacity) + (slot & mask), value);
+                atomicAdd(sums + slot, value);
                 break;
             }
-            slot = (slot + 1u) & total_mask;
+            slot = (slot + 1u) & mask;
         }
     }
     if (skipped != nullptr) add_skipped(skipped, skipped_here);  // every warp runs this: blockDim is 1024
-    cluster_barrier<CLUSTER>();  // every edge is in its node's sum; no block reads another's table after this
+    __syncthreads();
     for (unsigned s = threadIdx.x; s < capacity; s += blockDim.x) {
         round_into_state((unsigned)block_keys[s], __float_as_uint(sums[s]), num_nodes, state);
     }
@@ -1362,16 +1321,8 @@ __device__ __forceinline__ void scatter_cluster_table_body(const scalar_t* __res
 PLUGIN_KERNEL __launch_bounds__(BLOCK_TABLE_THREADS)
 scatter_block_table(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int capacity_log2,
                     scalar_t* state, u64* skipped) {
-    scatter_cluster_table_body<1>(src, index, num_edges, num_nodes, capacity_log2, state, skipped);
+    scatter_block_table_body(src, index, num_edges, num_nodes, capacity_log2, state, skipped);
 }
-#if __CUDA_ARCH__ >= 900  // thread block clusters
-PLUGIN_KERNEL __cluster_dims__(CLUSTER_TABLE_BLOCKS, 1, 1) __launch_bounds__(BLOCK_TABLE_THREADS)
-scatter_cluster_table(const scalar_t* src, const i64* index, i64 num_edges, i64 num_nodes, int capacity_log2,
-                      scalar_t* state, u64* skipped) {
-    if (blockIdx.x >= CLUSTER_TABLE_BLOCKS) return;  // one cluster (a whole cluster returns together)
-    scatter_cluster_table_body<CLUSTER_TABLE_BLOCKS>(src, index, num_edges, num_nodes, capacity_log2, state, skipped);
-}
-#endif
 
 #if SCATTER_GRID_SYNC
 // grid_table (float16, F = 1, a cooperative launch of a thread per edge, no memset): the grid clears the
@@ -1863,23 +1814,7 @@ aot_block_table(const scalar_t* state_in, const scalar_t* src, const i64* index,
     int log2 = max(6, 32 - __clz(max(4 * min(num_edges, 1 << 28), 1) - 1));
     while (log2 > 0 && (8u << log2) > dynamic_smem_bytes()) --log2;
     if ((8u << log2) > dynamic_smem_bytes()) return;
-    scatter_cluster_table_body<1>(src, index, num_edges, num_nodes, log2, state_out, nullptr);
-}
-#endif
-
-// float16, F = 1, no counts, at most plan.py CLUSTER_TABLE_MAX_EDGES edges, on a Hopper or newer: one cluster of
-// scatter_cluster_table, each block's table of cluster_table_log2(E) slots or the largest the launch's dynamic shared
-// memory holds (every block of the cluster has the same, so all return together or none).
-#if (defined(AOT_ALL_KERNELS) || defined(AOT_KERNEL_aot_cluster_table)) && __CUDA_ARCH__ >= 900
-extern "C" __global__ void __cluster_dims__(CLUSTER_TABLE_BLOCKS, 1, 1) __launch_bounds__(BLOCK_TABLE_THREADS)
-aot_cluster_table(const scalar_t* state_in, const scalar_t* src, const i64* index,
-                  int num_nodes, int num_edges,
-                  scalar_t* state_out) {
-    if (blockIdx.x >= CLUSTER_TABLE_BLOCKS) return;
-    int log2 = min(CLUSTER_TABLE_MAX_LOG2, max(6, 29 - __clz(max(4 * min(num_edges, 1 << 28), 1) - 1)));
-    while (log2 > 0 && (8u << log2) > dynamic_smem_bytes()) --log2;
-    if ((8u << log2) > dynamic_smem_bytes()) return;
-    scatter_cluster_table_body<CLUSTER_TABLE_BLOCKS>(src, index, num_edges, num_nodes, log2, state_out, nullptr);
+    scatter_block_table_body(src, index, num_edges, num_nodes, log2, state_out, nullptr);
 }
 #endif
 

@@ -24,7 +24,6 @@ from plugin.scatter_add_op import (
     at_most,
     block_chain,
     choose_chain,
-    cluster_chain,
     chunked_blocks,
     pair_chunks_chain,
     pairs_chain,
@@ -39,16 +38,14 @@ from plugin.scatter_add_op import (
 )
 from tests.plugin.test_aot_plugin import aot  # noqa: F401 (a fixture: the real bindings' tensorrt.plugin, or skip)
 
-_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:(?:__cluster_dims__|__launch_bounds__)\([^)]*\)\s*)*(aot_\w+)'
-                     r'\(([^)]*)\)', re.DOTALL)
+_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(aot_\w+)\(([^)]*)\)', re.DOTALL)
 # the extra arguments' parameter names by the expression they are given
 EXTRA_NAMES = {size("N"): "num_nodes", size("E"): "num_edges", size("F"): "num_features",
                table_capacity(): "capacity", split_capacity(): "capacity", sort_tiles(): "num_tiles",
                cdiv(size("N"), sort_tiles()): "tile_nodes", sort_span(): "span",
                cdiv(size("E"), maximum(sort_span(), 32)): "num_ranges"}
 CHAINS = {"state": state_chain(False), "state_counts": state_chain(True), "table": table_chain(False),
-          "table_counts": table_chain(True), "split": split_chain(), "block": block_chain(), "cluster": cluster_chain(),
-          "pairs": pairs_chain(),
+          "table_counts": table_chain(True), "split": split_chain(), "block": block_chain(), "pairs": pairs_chain(),
           "pair_chunks_2": pair_chunks_chain(2), "pair_chunks_8": pair_chunks_chain(PAIR_MAX_CHUNKS),
           "sorted": sorted_chain(False), "sorted_counts": sorted_chain(True), "sorted_4": sorted_chain(True, 4),
           "sorted_wide": sorted_chain(True, 2, wide=True)}
@@ -105,8 +102,7 @@ SIZES = [(n, e, f) for n in (0, 1, 10, 1000, 3071, 10**4, 10**6, 10**8) for e in
 def test_every_launch_is_one_tensorrt_can_make_at_any_size(name):
     chain = CHAINS[name]
     for n, e, f in SIZES:
-        if ((name in ("split", "block", "cluster") or name.startswith("pair")) and f != 1 or name == "block" and e > 1024
-                or name == "cluster" and e > 2**14):
+        if (name in ("split", "block") or name.startswith("pair")) and f != 1 or name == "block" and e > 1024:
             continue
         sizes = {"N": n, "E": e, "F": f}
         for step in chain.steps:
@@ -162,12 +158,6 @@ def test_the_table_has_one_slot_per_node_up_to_4_slots_per_edge_and_keys_only_wh
     (BuildFacts({"state": "float16"}, {"F": 64}, {"E": 10**6}), "table"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 1000}), "block"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**3}, {"E": 10**4}), "split"),
-    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**3}, {"E": 10**4}, arch=89), "split"),
-    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**3}, {"E": 10**4}, arch=90), "cluster"),
-    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**8}, {"E": 2**14}, arch=100), "cluster"),
-    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**8}, {"E": 2**14 + 1}, arch=90), "split"),
-    (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 1000}, arch=90), "block"),
-    (BuildFacts({"state": "float16"}, {"F": 2, "N": 10**6}, {"E": 1000}, arch=90), "table"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**7}, {"E": 10**6}), "split"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**6}, {"E": 10**6}), "pairs"),
     (BuildFacts({"state": "float16"}, {"F": 1, "N": 10**4}, {"E": 10**6}), "pairs"),
@@ -325,18 +315,3 @@ def test_the_sort_counts_reference_gives_the_created_tensors_their_shapes_and_dt
     assert counts[:, 0].tolist() == [0, 0, 0, 50, 0, 0, 0, 0, 0, 25]
     assert [(array.shape, array.dtype.name) for array in (tile_sums, cursor, pairs, head, tail)] == [
         ((1024,), "int32"), ((11,), "int32"), ((100, 2), "int32"), ((4, 64), "float32"), ((4, 64), "float32")]
-
-
-def test_the_cluster_chains_launch_is_one_cluster_whose_shared_memory_holds_plan_pys_table():
-    """aot_cluster_table: CLUSTER_TABLE_BLOCKS blocks (a multiple of its compile-time cluster) of 1024 threads, each
-    with at least the 8 bytes per slot of plan.cluster_table_log2(E) (the kernel takes the largest that fits) and
-    at most 32 KiB, for every E it takes; forced beyond, the kernel's table fills and it drops rows, in bounds."""
-    from plugin.kernels.plan import BLOCK_TABLE_THREADS, CLUSTER_TABLE_BLOCKS, CLUSTER_TABLE_MAX_EDGES, cluster_table_log2
-
-    (step,) = cluster_chain().steps
-    assert step.inputs == ("state", "src", "index") and step.outputs == ("state",) and not cluster_chain().scratch
-    for edges in (*range(0, 4200), *range(CLUSTER_TABLE_MAX_EDGES - 100, CLUSTER_TABLE_MAX_EDGES + 1), 10**8):
-        grid, block, shared, _ = evaluate_launch(step.kernel({"state": "float16"}), {"N": 10**6, "E": edges, "F": 1})
-        assert grid == (CLUSTER_TABLE_BLOCKS, 1, 1) and block == (BLOCK_TABLE_THREADS, 1, 1)
-        assert 8 << min(cluster_table_log2(edges), 12) <= shared <= 32 * 1024
-

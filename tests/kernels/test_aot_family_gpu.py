@@ -21,7 +21,6 @@ from plugin.scatter_add_op import (
     SCATTER_ADD_COUNTS,
     PAIR_MAX_CHUNKS,
     block_chain,
-    cluster_chain,
     pair_chunks_chain,
     pairs_chain,
     sorted_chain,
@@ -186,28 +185,10 @@ def test_aot_block_table_matches_float64(num_nodes, num_edges):
     _run_and_check(block_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
 
 
-def skip_without_clusters():
-    from plugin.kernels.aot import aot_target_arch
-    from plugin.kernels.plan import CLUSTER_TABLE_MIN_ARCH
-
-    if aot_target_arch() < CLUSTER_TABLE_MIN_ARCH:
-        pytest.skip("the cluster chain needs thread block clusters (compute_90 PTX: a Hopper or newer)")
-
-
-@pytest.mark.parametrize("num_nodes,num_edges", [(1, 0), (5, 1), (7, 1000), (1000, 1025), (1000, 10**4),
-                                                 (10**6, 3000), (10**8, 2**14)])
-def test_aot_cluster_table_matches_float64(num_nodes, num_edges):
-    skip_without_clusters()
-    _run_and_check(cluster_chain(), SCATTER_ADD, num_nodes, num_edges, 1, np.float16)
-
-
-@pytest.mark.parametrize("chain", ["state", "table", "split", "block", "cluster", "pairs", "sorted"])
+@pytest.mark.parametrize("chain", ["state", "table", "split", "block", "pairs", "sorted"])
 def test_a_second_run_starts_from_clean_scratch(chain):
-    if chain == "cluster":
-        skip_without_clusters()
     made = {"state": state_chain(False), "table": table_chain(True), "split": split_chain(),
-            "block": block_chain(), "cluster": cluster_chain(), "pairs": pairs_chain(),
-            "sorted": sorted_chain(True, 2)}[chain]
+            "block": block_chain(), "pairs": pairs_chain(), "sorted": sorted_chain(True, 2)}[chain]
     dtype = np.float32 if chain == "state" else np.float16
     op = SCATTER_ADD_COUNTS if chain in ("table", "pairs", "sorted") else SCATTER_ADD
     features = 40 if chain == "sorted" else 1
@@ -215,14 +196,11 @@ def test_a_second_run_starts_from_clean_scratch(chain):
     check(before, out, counts, src, index, dtype)
 
 
-@pytest.mark.parametrize("chain", ["table", "split", "block", "cluster"])
+@pytest.mark.parametrize("chain", ["table", "split", "block"])
 def test_float16_hot_node_sums_in_float32(chain):
     """Values of one sign into one node: half additions would stop growing at 2048-4096."""
-    if chain == "cluster":
-        skip_without_clusters()
-    made = {"table": table_chain(False), "split": split_chain(), "block": block_chain(),
-            "cluster": cluster_chain()}[chain]
-    edges = {"block": 1024, "cluster": 2**14}.get(chain, 2**15)
+    made = {"table": table_chain(False), "split": split_chain(), "block": block_chain()}[chain]
+    edges = 1024 if chain == "block" else 2**15
     index = np.full(edges, RNG.integers(0, 1000), np.int64)
     _run_and_check(made, SCATTER_ADD, 1000, edges, 1, np.float16, index=index, high=0.125)
 
@@ -240,8 +218,6 @@ def test_every_kernels_ptx_parameters_are_pointers_then_int32_then_pointers(dtyp
                                                                          sorted_chain(True, 1, wide=True)] if (
         dtype == "float32") else [table_chain(False), table_chain(True), split_chain(), block_chain(), pairs_chain(),
                                   pair_chunks_chain(2), sorted_chain(False, 1)]
-    if dtype == "float16" and aot_target_arch() >= 90:  # the cluster chain: compute_90 PTX only
-        chains.append(cluster_chain())
     for chain in chains:
         for step in chain.steps:
             dtypes = {"state": dtype, "src": dtype}

@@ -8,7 +8,7 @@ from common.cuda_check import CudaError, NvrtcError, check
 from plugin.kernels import compile_scatter_add
 from common.nvrtc import grid_sync_available, nvrtc_supported_archs
 from plugin.kernels.compile import MIN_ARCH, compile_cubin, kernel_dtype, pick_arch
-from plugin.kernels.launch import CLUSTER_KERNEL_NAMES, COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES, kernel_names
+from plugin.kernels.launch import COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES, kernel_names
 
 DTYPES = [np.float32, np.float16]
 
@@ -24,11 +24,10 @@ def test_source_compiles_to_a_cubin_for_every_supported_arch(cubin_for, arch, dt
     assert cubin[:4] == b"\x7fELF"
     # grid_table's kernel exists exactly where CCCL's headers are found (nvidia-cuda-cccl, a test requirement as
     # it is a runtime one), so the cooperative-groups source is compiled here as on a user's machine; float16's
-    # module has no direct kernel (float16 takes the table paths); cluster_table's exists from sm_90.
+    # module has no direct kernel (float16 takes the table paths).
     cooperative = grid_sync_available()
-    expected = set(kernel_names(dtype, cooperative, arch))
-    assert ("scatter_cluster_table" in expected) == (arch >= 90)
-    for name in KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES + CLUSTER_KERNEL_NAMES:
+    expected = set(kernel_names(dtype, cooperative))
+    for name in KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES:
         assert (name.encode() in cubin) == (name in expected), f"{name} in the sm_{arch} cubin: expected {name in expected}"
 
 

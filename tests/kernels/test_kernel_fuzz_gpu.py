@@ -52,8 +52,7 @@ FILL_CHUNK = 1 << 20  # bytes generated per buffer; larger buffers repeat them (
 
 
 # --- the kernels the sources define -------------------------------------------------------------------------
-_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\s*\([^)]*\)\s*)*'
-                    r'([\w#]+)\s*\(')
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)*([\w#]+)\s*\(')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)(.*)$", re.MULTILINE)
 
 
@@ -113,7 +112,7 @@ def family_chains() -> dict[str, Any]:
     plain, counts = op.SCATTER_ADD, op.SCATTER_ADD_COUNTS
     return {"state": (plain, op.state_chain(False)), "state_counts": (counts, op.state_chain(True)),
             "table": (plain, op.table_chain(False)), "table_counts": (counts, op.table_chain(True)),
-            "split": (plain, op.split_chain()), "block": (plain, op.block_chain()), "cluster": (plain, op.cluster_chain()),
+            "split": (plain, op.split_chain()), "block": (plain, op.block_chain()),
             "pairs": (counts, op.pairs_chain()), "pair_chunks": (counts, op.pair_chunks_chain(2)),
             "sorted": (plain, op.sorted_chain(False)), "sorted_counts": (counts, op.sorted_chain(True)),
             "sorted_4": (counts, op.sorted_chain(True, 4)), "sorted_wide": (counts, op.sorted_chain(True, 1, wide=True)),
@@ -129,13 +128,6 @@ def family_kernels(launch: FamilyLaunch) -> tuple[str, ...]:
     dtypes = family_dtypes(launch)
     return tuple(kernel.name for step in family_chains()[launch.chain][1].steps
                  for kernel in (step.kernel(dtypes), *step.tactics(dtypes)))
-
-
-def family_runs_here(launch: FamilyLaunch) -> bool:
-    """Whether this GPU runs the launch's chain: the cluster chain's kernel exists for compute_90 PTX only."""
-    from plugin.kernels.aot import aot_target_arch
-
-    return launch.chain != "cluster" or aot_target_arch() >= plan.CLUSTER_TABLE_MIN_ARCH
 
 
 def _family(dtype: str, chains: tuple[str, ...], shapes: tuple[tuple[int, int, int], ...]) -> tuple[FamilyLaunch, ...]:
@@ -186,8 +178,6 @@ def _small_updates(dtype: str) -> tuple[PluginLaunch, ...]:
             PluginLaunch(dtype, 10**6, 4096, 1, ("scatter_owned",), owned_table=(64, 64), **owned))
     if dtype == "float16":  # one cooperative launch (hashed slots, then one slot per node); the split table; one block
         cases += (PluginLaunch(dtype, 10**6, 1000, 1, ("scatter_block_table",), counts=False, algorithm="block_table"),
-                  PluginLaunch(dtype, 10**6, 10000, 1, ("scatter_cluster_table",), counts=False,
-                               algorithm="cluster_table"),
                   PluginLaunch(dtype, 10**6, 2000, 1, ("scatter_grid_table",), counts=False, algorithm="grid_table"),
                   PluginLaunch(dtype, 10**6, 10000, 1, ("scatter_split_table", "apply_split_table"), counts=False,
                                algorithm="split_table"),
@@ -220,8 +210,6 @@ CASES: dict[str, tuple[PluginLaunch | FamilyLaunch, ...]] = {
     # one feature: split_table's slots; one block within its 1024 edges and beyond (a full table drops rows)
     "family-float16-small": _family("float16", ("split",), ((10**6, 10000, 1), (1000, 2000, 1), (5, 0, 1)))
     + _family("float16", ("block",), ((10**6, 1024, 1), (1000, 5000, 1), (5, 0, 1))),
-    # one thread block cluster (sm_90 or newer) within its 2^14 edges and beyond (more nodes than its 32768 slots)
-    "family-float16-cluster": _family("float16", ("cluster",), ((10**6, 2**14, 1), (10**6, 40000, 1), (5, 0, 1))),
     # (value, count) pairs in the counts: global atomics and shared memory (100 nodes), E = 0
     "family-pairs": _family("float32", ("pairs", "pair_chunks"), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1)))
     + _family("float16", ("pairs", "pair_chunks"), ((1000, 5000, 1), (100, 10**5, 1), (5, 0, 1))),
@@ -381,9 +369,6 @@ def _plugin_launch(launch: PluginLaunch, device: Any, say: Callable[[str], None]
     if launch.algorithm == "grid_table" and not launcher.prepare_kernels(dtype).cooperative:
         say(f"SKIP {launch.kernels}: the kernels were compiled without cooperative groups (no CCCL headers)")
         return
-    if launch.algorithm == "cluster_table" and launcher.prepare_kernels(dtype).device.arch < plan.CLUSTER_TABLE_MIN_ARCH:
-        say(f"SKIP {launch.kernels}: thread block clusters need sm_{plan.CLUSTER_TABLE_MIN_ARCH} or newer")
-        return
     work = workspace_size(nodes, edges, features, dtype, with_counts=launch.counts, algorithm=launch.algorithm)
     sizes = {"state": nodes * features * dtype.itemsize, "src": edges * features * dtype.itemsize, "index": 8 * edges,
              "counts": 8 * nodes, "workspace": work, "skipped": 8}
@@ -419,9 +404,6 @@ def _family_launch(launch: FamilyLaunch, device: Any, say: Callable[[str], None]
     from inplace.launch import scratch_bytes
 
     op, chain = family_chains()[launch.chain]
-    if not family_runs_here(launch):
-        say(f"SKIP {launch.chain}: thread block clusters need sm_{plan.CLUSTER_TABLE_MIN_ARCH} or newer")
-        return
     dtype = np.dtype(launch.dtype)
     nodes, edges, features = launch.nodes, launch.edges, launch.features
     sizes = {"N": nodes, "E": edges, "F": features}
@@ -499,11 +481,11 @@ def child_main(case: str, artifacts: Path) -> int:
 
 # --- CPU tests ------------------------------------------------------------------------------------------------
 def test_the_launcher_names_every_kernel_of_scatter_add_cu():
-    from plugin.kernels.launch import CLUSTER_KERNEL_NAMES, COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES
+    from plugin.kernels.launch import COOPERATIVE_KERNEL_NAMES, KERNEL_NAMES
 
     found = {name for name in entry_points(SOURCE_PATH) if not name.startswith("aot_")}  # the AOT plugins' own
     assert {"scatter_global_v4", "scatter_grid_table", "fold_pairs", "scatter_direct_v4"} <= found
-    assert found == set(KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES + CLUSTER_KERNEL_NAMES)
+    assert found == set(KERNEL_NAMES + COOPERATIVE_KERNEL_NAMES)
     from plugin.overwrite_op import KERNEL_NAMES
 
     assert entry_points(OVERWRITE_SOURCE_PATH) == set(KERNEL_NAMES.values())  # OVERWRITE_ROWS's, one per dtype
@@ -518,13 +500,11 @@ def test_every_kernel_has_a_fuzz_case():
 
 @pytest.fixture
 def dry_launcher(monkeypatch):
-    """The launcher with 'loaded' kernels (fake handles, an H200-like device, cooperative groups), no GPU; the AOT
-    PTX built for it (compute_90)."""
-    from plugin.kernels import aot, launch
+    """The launcher with 'loaded' kernels (fake handles, an H200-like device, cooperative groups), no GPU."""
+    from plugin.kernels import launch
     from tests.support.kernel_fakes import RecordingDriver, fake_backend
 
     monkeypatch.setattr(launch, "backend", fake_backend(RecordingDriver()))
-    monkeypatch.setattr(aot, "aot_target_arch", lambda: 90)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -648,7 +628,7 @@ def fuzz_runs(request, tmp_path_factory):
 
     (folder / "overwrite.ptx").write_bytes(compile_overwrite_ptx(aot_target_arch()))
     for launch in {launch for launches in CASES.values() for launch in launches if isinstance(launch, FamilyLaunch)}:
-        if launch.chain == "overwrite" or not family_runs_here(launch):
+        if launch.chain == "overwrite":
             continue
         for kernel in family_kernels(launch):
             (folder / f"family_{kernel}_{launch.dtype}.ptx").write_bytes(

@@ -485,7 +485,7 @@ def test_owned_blocks_each_get_a_table_for_their_share_of_the_edges(edges):
 
 def test_paths_without_counts_refuse_counts_and_direct_refuses_float16():
     half, single = np.dtype(np.float16), np.dtype(np.float32)
-    for algorithm in ("direct", "owned", "block_table", "cluster_table", "grid_table", "split_table"):
+    for algorithm in ("direct", "owned", "block_table", "grid_table", "split_table"):
         with pytest.raises(ValueError, match="without counts"):
             plan_for(1000, 1000, 1, half if "table" in algorithm else single, H200_LIKE, 1, algorithm=algorithm,
                      with_counts=True, workspace=ENOUGH)
@@ -613,36 +613,6 @@ def test_float16_block_table_is_one_block_with_a_shared_table_of_four_slots_per_
                                             (1, half, 1025, "at most 1024 edges, not 1025")):
         with pytest.raises(ValueError, match=message):
             plan_for(10**8, edges, features, dtype, H200_LIKE, 1, algorithm="block_table")
-
-
-def test_float16_cluster_table_is_one_cluster_of_shared_tables_forced_only_and_from_sm_90():
-    from plugin.kernels.plan import (
-        BLOCK_TABLE_THREADS,
-        CLUSTER_TABLE_BLOCKS,
-        CLUSTER_TABLE_MAX_EDGES,
-        KernelLaunch,
-        cluster_table_log2,
-    )
-
-    half = np.dtype(np.float16)
-    # four slots per edge over the cluster's 8 blocks, 64 to 4096 per block (32 KiB: no opt-in)
-    assert [cluster_table_log2(e) for e in (0, 1, 128, 129, 1024, 8192, 10**4, 2**14)] == [6, 6, 6, 7, 9, 12, 12, 12]
-    assert CLUSTER_TABLE_BLOCKS * 2**12 >= 2 * CLUSTER_TABLE_MAX_EDGES  # at most half full
-    for nodes, edges in ((10**8, 1), (1000, 10**4), (10**6, CLUSTER_TABLE_MAX_EDGES)):
-        plan = plan_for(nodes, edges, 1, half, H200_LIKE, 1, algorithm="cluster_table")
-        log2 = cluster_table_log2(edges)
-        assert plan.algorithm == "cluster_table" and plan.block_log2 == log2 and plan.table is None
-        assert plan.scatter == KernelLaunch("scatter_cluster_table", (CLUSTER_TABLE_BLOCKS, 1), 8 << log2,
-                                            BLOCK_TABLE_THREADS)
-        assert plan_for(nodes, edges, 1, half, H200_LIKE, 1).algorithm != "cluster_table"  # auto never takes it
-    older = dataclasses.replace(H200_LIKE, arch=89)
-    for features, dtype, edges, device, message in (
-            (2, half, 10, H200_LIKE, "one feature, not 2 float16"),
-            (1, np.dtype(np.float32), 10, H200_LIKE, "one feature, not 1 float32"),
-            (1, half, CLUSTER_TABLE_MAX_EDGES + 1, H200_LIKE, "at most 16384 edges, not 16385"),
-            (1, half, 10, older, "thread block clusters \\(sm_90 or newer\\), not sm_89")):
-        with pytest.raises(ValueError, match=message):
-            plan_for(10**8, edges, features, dtype, device, 1, algorithm="cluster_table")
 
 
 

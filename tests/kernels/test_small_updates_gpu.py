@@ -29,11 +29,9 @@ def with_bad_ids(index, num_nodes, count):
 
 
 def skip_unless_available(algorithm):
-    """Skips a path these kernels cannot run: grid_table needs cooperative groups, cluster_table sm_90."""
+    """Skips a path these kernels cannot run: grid_table needs cooperative groups."""
     if algorithm == "grid_table" and not launch.prepare_kernels(np.float16).cooperative:
         pytest.skip("the grid_table path needs kernels compiled with cooperative groups (no CCCL headers here)")
-    if algorithm == "cluster_table" and launch.prepare_kernels(np.float16).device.arch < plan.CLUSTER_TABLE_MIN_ARCH:
-        pytest.skip("the cluster_table path needs thread block clusters (sm_90 or newer)")
 
 
 def run(state, src, index, algorithm):
@@ -123,11 +121,6 @@ def test_owned_path_matches_float64(algorithm, nodes, edges, features, dtype):
     ("block_table", 1000, 1000),       # one slot's node hit about once
     ("block_table", 7, 1000),          # ~140 edges per node
     ("block_table", 5, 1),
-    ("cluster_table", 10**8, 10**4),    # what an AOT engine built on a Hopper runs per step at B = 1e4
-    ("cluster_table", 10**6, 2**14),    # the largest batch it takes: 32768 slots over 8 blocks
-    ("cluster_table", 1000, 10**4),     # ~10 edges per node, probes across blocks
-    ("cluster_table", 7, 5000),
-    ("cluster_table", 5, 1),
 ])
 def test_slot_tables_match_float64(algorithm, nodes, edges):
     skip_unless_available(algorithm)
@@ -144,7 +137,6 @@ FULL_TABLES = {
     "split_table": ("SPLIT_TABLE_SLOTS_PER_EDGE", 4096,
                     lambda planned: planned.slots is not None and planned.slots.capacity == 4096),
     "grid_table": ("GRID_TABLE_SLOTS_PER_EDGE", 4096, lambda planned: planned.slots == SlotTable(4096, True)),
-    "cluster_table": ("BLOCK_TABLE_SLOTS_PER_EDGE", 4096, lambda planned: planned.block_log2 == 9),  # 8 x 512 slots
 }
 
 
@@ -168,7 +160,7 @@ def test_slot_tables_filled_to_their_last_slot_match_float64(full_table):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.mark.parametrize("algorithm", ["block_table", "cluster_table", "grid_table", "split_table"])
+@pytest.mark.parametrize("algorithm", ["block_table", "grid_table", "split_table"])
 def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     # -0.0 + (+0.0) would be +0.0: a node whose edges sum to +0.0 in float32 must keep its -0.0
     skip_unless_available(algorithm)
@@ -187,8 +179,8 @@ def test_slot_tables_leave_a_node_whose_sum_is_plus_zero_bit_for_bit(algorithm):
     assert_within_bound(out, state, src, index, np.float16)
 
 
-@pytest.mark.parametrize("algorithm, edges", [("block_table", 1024), ("cluster_table", 2**14), ("owned", 30_000),
-                                              ("grid_table", 30_000), ("split_table", 10**6)])
+@pytest.mark.parametrize("algorithm, edges", [("block_table", 1024), ("owned", 30_000), ("grid_table", 30_000),
+                                              ("split_table", 10**6)])
 def test_float16_with_all_edges_into_one_node_is_summed_in_float32(algorithm, edges):
     # values in [0, 1): a half accumulator would stop growing at 2048-4096; a hub among random edges too
     nodes = 10**6

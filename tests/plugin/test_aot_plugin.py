@@ -137,21 +137,13 @@ def tensor_descs(aot, builder, op, chain, step, sizes, dtypes):
 
 def variants():
     """(op, chain, step, dtypes) of each step of the chains an engine takes for both dtypes, with and without
-    counts (float32 the state chain, float16 the table, F = 1 without counts at most 1024 edges one block, at most
-    2^14 on a Hopper one cluster)."""
-    from plugin.scatter_add_op import (
-        SCATTER_ADD,
-        SCATTER_ADD_COUNTS,
-        block_chain,
-        cluster_chain,
-        state_chain,
-        table_chain,
-    )
+    counts (float32 the state chain, float16 the table, F = 1 without counts at most 1024 edges one block)."""
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS, block_chain, state_chain, table_chain
 
     found = []
     for op, chain, dtype in ((SCATTER_ADD, state_chain(False), "float32"), (SCATTER_ADD_COUNTS, state_chain(True), "float32"),
                              (SCATTER_ADD, table_chain(False), "float16"), (SCATTER_ADD_COUNTS, table_chain(True), "float16"),
-                             (SCATTER_ADD, block_chain(), "float16"), (SCATTER_ADD, cluster_chain(), "float16")):
+                             (SCATTER_ADD, block_chain(), "float16")):
         dtypes = {"state": dtype, "src": dtype, "index": "int64",
                   **{scratch.name: scratch.dtype for scratch in chain.scratch}}
         found += [(op, chain, step, dtypes) for step in chain.steps]
@@ -164,20 +156,14 @@ VARIANT_IDS = [f"{op.name}{step.plugin.rpartition('::')[2]}-{dtypes['state']}" f
 @pytest.mark.trt_bindings
 @pytest.mark.parametrize("num_nodes,num_edges,num_features", SIZES[:4])
 @pytest.mark.parametrize("variant", range(len(VARIANT_IDS)), ids=VARIANT_IDS)
-def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, variant, num_nodes, num_edges, num_features,
-                                                          monkeypatch):
+def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, variant, num_nodes, num_edges, num_features):
     """Each step's registration as TensorRT calls it: the register function, then aot_impl with symbolic shapes,
-    its kernel's PTX and the launch and extra arguments of the step's Launch evaluated on these sizes (the cluster
-    chain's as an engine built on a Hopper holds it: compute_90 PTX of cluster dimensions 8, 1, 1)."""
+    its kernel's PTX and the launch and extra arguments of the step's Launch evaluated on these sizes."""
     from inplace.aot import shared_memory
     from inplace.checks import plugin_id
-    from plugin.kernels import aot as family
-    from plugin.scatter_add_op import cluster_chain
 
     trt, trtp, _ = aot
     op, chain, step, dtypes = variants()[variant]
-    if chain is cluster_chain():
-        monkeypatch.setattr(family, "aot_target_arch", lambda: 90)
     sizes = {"N": num_nodes, "E": num_edges, "F": num_features}
     descs = tensor_descs(aot, symbolic, op, chain, step, sizes, dtypes)
     definition = qdp_registry()[plugin_id(op, step)]
@@ -189,7 +175,6 @@ def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, variant,
     kernel = step.kernel(dtypes)
     assert name == kernel.name and isinstance(ptx, bytes)
     assert re.search(rb"\.visible \.entry " + name.encode() + rb"\(", ptx)
-    assert (b".reqnctapercluster 8, 1, 1" in ptx) == (chain is cluster_chain())
     assert isinstance(launch, trtp.KernelLaunchParams)
     assert isinstance(extra, trtp.SymIntExprs) and len(extra) == len(kernel.launch.extra_args)
     assert all(isinstance(arg, trtp.SymInt32) for arg in extra)  # what get_launch_params accepts

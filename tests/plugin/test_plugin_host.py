@@ -683,23 +683,21 @@ AOT_BUILD_CALLS = [
 def aot_variants():
     """(op, chain, step, dtypes) of every step of the chains an engine takes for F > 1 (the float32 state chain
     and the float16 table, with and without counts; tests/plugin/test_aot_plugin.py variants) and their ids."""
-    from plugin.scatter_add_op import block_chain, cluster_chain
+    from plugin.scatter_add_op import block_chain
     from tests.plugin.test_aot_plugin import VARIANT_IDS, variants
 
-    return [(variant, name) for variant, name in zip(variants(), VARIANT_IDS)
-            if variant[1] not in (block_chain(), cluster_chain())]
+    return [(variant, name) for variant, name in zip(variants(), VARIANT_IDS) if variant[1] is not block_chain()]
 
 
 AOT_VARIANTS = [variant for variant, _ in aot_variants()]
 AOT_VARIANT_IDS = [name for _, name in aot_variants()]
 
 
-def block_variant(cluster: bool = False):
-    """(op, chain, step, dtypes) of the one-block chain (float16, F = 1, at most 1024 edges in the profile), or
-    with `cluster` the one-cluster chain (at most 2^14 edges, built for a Hopper or newer)."""
-    from plugin.scatter_add_op import SCATTER_ADD, block_chain, cluster_chain
+def block_variant():
+    """(op, chain, step, dtypes) of the one-block chain (float16, F = 1, at most 1024 edges in the profile)."""
+    from plugin.scatter_add_op import SCATTER_ADD, block_chain
 
-    chain = cluster_chain() if cluster else block_chain()
+    chain = block_chain()
     return SCATTER_ADD, chain, chain.steps[0], {"state": "float16", "src": "float16", "index": "int64"}
 
 

@@ -415,19 +415,13 @@ def test_aot_kernel_launched_by_the_host_matches_float64(trt, host, aot, stream,
         np.testing.assert_array_equal(counts, reference(state, src, index)[1])
 
 
-@pytest.mark.parametrize("cluster, num_nodes, num_edges", [(False, 1, 0), (False, 1000, 1000), (False, 10**6, 1024),
-                                                            (True, 1, 0), (True, 1000, 10**4), (True, 10**8, 2**14)])
-def test_aot_one_block_or_cluster_launched_by_the_host_matches_float64(trt, host, aot, stream, cluster, num_nodes,
-                                                                       num_edges):
-    """add_block (the float16 chain of a profile of at most 1024 edges, F = 1) or add_cluster (at most 2^14, a
-    kernel of compile-time cluster dimensions: a plain cuLaunchKernel of whole clusters), built through the host
-    (its timing launch on random bytes at kOPT included) and launched by it: no table, one block or cluster."""
+@pytest.mark.parametrize("num_nodes, num_edges", [(1, 0), (1000, 1000), (10**6, 1024)])
+def test_aot_one_block_launched_by_the_host_matches_float64(trt, host, aot, stream, num_nodes, num_edges):
+    """add_block (the float16 chain of a profile of at most 1024 edges, F = 1), built through the host (its timing
+    launch on random bytes at kOPT included) and launched by it: no table, one block."""
     from plugin.device_array import DeviceArray
-    from plugin.kernels.aot import aot_target_arch
 
-    if cluster and aot_target_arch() < 90:
-        pytest.skip("the cluster chain needs thread block clusters (compute_90 PTX: a Hopper or newer)")
-    op, chain, _, dtypes = block_variant(cluster)
+    op, chain, _, dtypes = block_variant()
     state = RNG.standard_normal((num_nodes, 1)).astype(np.float16)
     src = RNG.standard_normal((num_edges, 1)).astype(np.float16)
     index = RNG.integers(0, num_nodes, num_edges, dtype=np.int64)

@@ -77,7 +77,7 @@ def fake_backend(driver, device=H200_LIKE, cooperative=True):
     """A launch.Backend over `driver` whose kernels are 'loaded' (fake function handles) in its context."""
     from plugin.kernels import launch
 
-    names = launch.KERNEL_NAMES + launch.COOPERATIVE_KERNEL_NAMES + launch.CLUSTER_KERNEL_NAMES
+    names = launch.KERNEL_NAMES + launch.COOPERATIVE_KERNEL_NAMES
     functions = {name: driver.CUfunction(0x1000 + i) for i, name in enumerate(names)}
     kernels = launch.LoadedKernels(None, functions, device, cooperative)
 
