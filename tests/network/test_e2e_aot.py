@@ -1,6 +1,8 @@
 """End to end with --plugin aot on the full TensorRT (>= 10.16) with a GPU: --validate in both precisions, --steps
-(also with --cuda_graph; float16 also within 1024 edges, where the engine holds one block), and an AOT engine saved by the CLI then run by a fresh process that imports tensorrt,
-numpy and cuda-python but no project code and registers no plugin. Skipped (with the reason) where TensorRT or a GPU is missing.
+(also with --cuda_graph; float16 also within 1024 edges, where the engine holds one block), an AOT engine saved by
+the CLI then run by a fresh process that imports tensorrt, numpy and cuda-python but no project code and registers
+no plugin, and an engine of every chain of the scatter-adds and of every scatter tactic (pinned: tests/support/
+tactics.py). Skipped (with the reason) where TensorRT or a GPU is missing.
 """
 
 import json
@@ -195,19 +197,36 @@ def _chain_cases() -> list[Any]:
     return cases
 
 
+def _tactic_cases() -> list[Any]:
+    """(op, chain, dtype, N, E, F) of each chain whose scatter step offers tactics, pinned to each tactic
+    (tests/support/tactics.py), at sizes where chunk_reduce runs (N = 1000, rows of 64)."""
+    from plugin.scatter_add_op import SCATTER_TACTICS, state_chain, table_chain
+    from tests.support.tactics import OPS, pinned_tactic
+
+    cases = []
+    for name, op in OPS.items():
+        counted = "counts" in op.output_names()
+        for chain, dtype in ((state_chain(counted), "float32"), (table_chain(counted), "float16")):
+            for tactic in range(1, len(SCATTER_TACTICS) + 1):
+                cases.append((*pinned_tactic(op, chain, tactic), dtype, 1000, 20000, 64))
+    return cases
+
+
 def _case_id(case: Any) -> str:
     from benchmarks.bench_aot_cells import chain_name
 
     op, chain, dtype, nodes, edges, features = case
-    return f"{op.name}-{chain_name(chain)}-{dtype}-{nodes}x{edges}x{features}".replace(" ", "").replace(",", "_")
+    name = f"{op.namespace.removeprefix('aliased_io').lstrip('_')}-{op.name}" if op.namespace != "aliased_io" else op.name
+    return f"{name}-{chain_name(chain)}-{dtype}-{nodes}x{edges}x{features}".replace(" ", "").replace(",", "_")
 
 
-@pytest.mark.parametrize("case", _chain_cases(), ids=_case_id)
+@pytest.mark.parametrize("case", _chain_cases() + _tactic_cases(), ids=_case_id)
 def test_every_chain_of_the_scatter_adds_builds_runs_and_matches_the_reference(case):
     """Each chain an engine may hold, built into an engine of its own (state X [N, F] with X_out bound at X,
     src and idx of E edges, some out of range), run once and compared with the op's float64 reference (counts
     exactly): every AOT plugin of the two ops in an engine. TensorRT times each scatter step's tactics and keeps
-    the fastest (tests/kernels/test_aot_family_gpu.py runs every tactic's kernel on a GPU without TensorRT)."""
+    the fastest, so each chain with tactics is also built pinned to each tactic (tests/support/tactics.py): every
+    tactic's kernel runs in an engine."""
     pytest.importorskip("tensorrt.plugin", reason="the AOT plugins need TensorRT >= 10.16 (tensorrt.plugin)")
     from common.imports import import_tensorrt
     from network.aot_layers import add_inplace_chain

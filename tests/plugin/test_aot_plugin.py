@@ -186,6 +186,37 @@ def test_aot_impl_returns_kernel_ptx_and_symbolic_launch(aot, symbolic, variant,
 
 
 @pytest.mark.trt_bindings
+@pytest.mark.parametrize("tactic", [1, 2])
+@pytest.mark.parametrize("counted", [False, True], ids=["no counts", "counts"])
+def test_a_chain_pinned_to_a_tactic_registers_that_kernel_alone(aot, symbolic, counted, tactic):
+    """tests/support/tactics.py, which the end-to-end tests build an engine of per tactic: the pinned op registers
+    with tensorrt.plugin beside the project's, its scatter step offers TensorRT no tactic to time (no autotune)
+    and its aot_impl returns the tactic's kernel, the other steps their own."""
+    from inplace.aot import register_aot_op
+    from inplace.checks import plugin_id
+    from plugin.scatter_add_op import SCATTER_ADD, SCATTER_ADD_COUNTS, SCATTER_TACTICS, table_chain
+    from tests.support.tactics import pinned_tactic
+
+    op, chain = pinned_tactic(SCATTER_ADD_COUNTS if counted else SCATTER_ADD, table_chain(counted), tactic)
+    assert register_aot_op(op) == [plugin_id(op, step) for step in chain.steps]
+    assert op.namespace == f"aliased_io_tactic{tactic}" and op.chain_for(None) is chain  # type: ignore[arg-type]
+    dtypes = {"state": "float16", "src": "float16", "index": "int64",
+              **{scratch.name: scratch.dtype for scratch in chain.scratch}}
+    sizes = {"N": 1000, "E": 20000, "F": 64}
+    kernels = []
+    for step in chain.steps:
+        definition = qdp_registry()[plugin_id(op, step)]
+        descs = tensor_descs(aot, symbolic, op, chain, step, sizes, dtypes)
+        outputs = definition.register_func(*descs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        name, ptx, _, _ = definition.aot_impl_func(*descs, outputs, 0)
+        assert re.search(rb"\.visible \.entry " + name.encode() + rb"\(", ptx) and definition.autotune_func is None
+        kernels.append(name)
+    suffix = SCATTER_TACTICS[tactic - 1]
+    assert kernels == [f"aot_scatter_table{'_counts' if counted else ''}_{suffix}", "aot_apply_table"]
+
+
+@pytest.mark.trt_bindings
 @pytest.mark.parametrize("variant", range(len(VARIANT_IDS)), ids=VARIANT_IDS)
 def test_aot_register_declares_aliased_outputs_through_tensorrts_plugin_class(aot, variant):
     """TensorRT's own AOT plugin class (tensorrt.plugin) reports get_aliased_input from the step's registration:
