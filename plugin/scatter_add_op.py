@@ -86,6 +86,13 @@ CHUNK_SLICE_FEATURES = 128  # a warp's row at width 4: feature slices in the gri
 TABLE_SLOTS_PER_EDGE = 4  # the float16 table: min(N, 4 E) slots (plan.table_layout: min(N, 2-4 E))
 PAIR_MAX_CHUNKS = 8  # pair_chunks_chain: up to 2^27 edges (beyond: global atomics into the state or the table)
 BLOCK_TABLE_BYTES = 8 << 12  # aot_block_table's table for plan.BLOCK_TABLE_MAX_EDGES edges (4096 slots)
+# With counts and rows of one feature (BENCHMARKS.md "The AOT chains' choices with counts", H100, ms plain): float32
+# keeps the state chain over the pairs where its shared-memory kernel runs, up to STATE_OVER_PAIRS_MAX_EDGES (N = 1e3,
+# E = 1e5: 0.0116 against 0.0129; E = 1e6: 0.0206 against 0.0217); float16 takes the pairs beyond one edge per node
+# up to PAIRS_MAX_NODES_PER_EDGE nodes per edge, the counts' zeroing being O(N) anyway (N = 1e6, E = 1e5: 0.0165
+# against the table's 0.0284).
+STATE_OVER_PAIRS_MAX_EDGES = 10**6
+PAIRS_MAX_NODES_PER_EDGE = 10
 
 N, E, F = size("N"), size("E"), size("F")
 
@@ -514,7 +521,9 @@ def _sorts(facts: BuildFacts, with_counts: bool) -> bool:
 
 def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     """With counts and rows of one feature (F and N build-time constants) where E_max lies from N to
-    PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired); beyond,
+    PAIRED_MAX_EDGES: the pairs (BENCHMARKS.md kernel table, F = 1 with counts: pairs against unpaired), except
+    float32 where the state chain's shared-memory kernel runs at E_max <= STATE_OVER_PAIRS_MAX_EDGES, and float16
+    from N / PAIRS_MAX_NODES_PER_EDGE edges (the constants' comment); beyond,
     up to PAIR_MAX_CHUNKS chunks of pairs where each has an edge per node and the scatter would not take shared
     memory at E_max (plan.py Pairs' chunks; the same cells, N = 1e6, E = 1e8). Else float32: the state chain.
     float16 with counts: the table. float16 without counts, rows of one feature: at most BLOCK_TABLE_MAX_EDGES
@@ -529,7 +538,11 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     if features == 1 and edges is not None and nodes is not None:
         chunks = plan.pair_chunks(edges)
         pairs = chunks == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
-        if with_counts and pairs:
+        shared_state = (float32 and edges <= STATE_OVER_PAIRS_MAX_EDGES
+                        and _shared_rule("float32", True).yes.evaluate({"N": nodes, "E": edges, "F": 1}))
+        counted_pairs = (pairs and not shared_state
+                         or chunks == 1 and not float32 and nodes <= PAIRS_MAX_NODES_PER_EDGE * edges)
+        if with_counts and counted_pairs:
             return pairs_chain()
         if (with_counts and 1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
                 and not _shared_rule(facts.dtypes["state"], True).yes.evaluate({"N": nodes, "E": edges, "F": 1})):

@@ -186,6 +186,14 @@ def test_with_counts_rows_of_one_feature_take_the_pairs_from_one_edge_per_node_c
     assert chain("float32", 10**7, 2**24 + 1) == CHAINS["state_counts"]  # fewer edges per node than chunks
     assert chain("float32", 10**3, 10**8) == CHAINS["state_counts"]  # the shared-memory kernel
     assert chain("float32", 10**3, 10**6, 2) == CHAINS["state_counts"]
+    # float32 keeps the state chain where its shared-memory kernel runs, up to STATE_OVER_PAIRS_MAX_EDGES
+    assert chain("float32", 10**3, 10**5) == chain("float32", 10**3, 10**6) == CHAINS["state_counts"]
+    assert chain("float32", 10**3, 10**6 + 1) == chain("float32", 10**4, 10**6) == CHAINS["pairs"]
+    assert chain("float16", 10**3, 10**5) == CHAINS["pairs"]
+    # float16 pairs up to PAIRS_MAX_NODES_PER_EDGE nodes per edge (the counts are zeroed O(N) anyway); float32 not
+    assert chain("float16", 10**6, 10**5) == CHAINS["pairs"]
+    assert chain("float16", 10**6 + 1, 10**5) == CHAINS["table_counts"]
+    assert chain("float32", 10**6, 10**5) == CHAINS["state_counts"]
     assert SCATTER_ADD_COUNTS.output_names() == ("state", "counts")
 
 

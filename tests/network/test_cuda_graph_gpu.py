@@ -92,7 +92,7 @@ def test_every_launch_adds_its_new_batch_in_place_direct_replayed_or_captured(st
             state=buffers["state"].ptr, src=buffers["src"].ptr, index=buffers["index"].ptr,
             counts=buffers["counts"].ptr if with_counts else 0, num_nodes=nodes, num_edges=edges,
             num_features=features, dtype=dtype, stream=stream, workspace=buffers["workspace"].ptr,
-            workspace_size=size, algorithm=algorithm)
+            workspace_size=size, algorithm=algorithm, paired=False if path == "table" else None)
 
     def execute_and_check(execute):
         state = buffers["state"].download()
