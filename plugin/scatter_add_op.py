@@ -15,9 +15,9 @@ object as its entry of `chains`; a plugin is one Step object in every chain that
     float16 split    F = 1, no counts, a hashed table at every E of the profile or at most 2^15 edges: slots -1
                      [S] (64-bit), aot_split_table, aot_apply_split_table
     float16 block    F = 1, no counts, at most 1024 edges in the profile: aot_block_table alone (one block)
-    pairs            F = 1 with counts, N <= E <= 2^24 in the profile (float32: unless the state chain's shared
-                     kernel runs; float16: from N / 10 edges), float16 without counts too (the counts
-                     a scratch tensor): (value, count) pairs summed in the counts (aot_scatter_pairs:
+    pairs            F = 1 with counts, E <= 2^24 in the profile and float32 E >= N (unless the state chain's
+                     shared kernel runs), float16 E >= N / 10; float16 without counts too (the counts a
+                     scratch tensor): (value, count) pairs summed in the counts (aot_scatter_pairs:
                      shared memory or global atomics), aot_fold_pairs
     pair chunks      the same beyond 2^24 edges (up to PAIR_MAX_CHUNKS chunks): pairs 0 [N, 2] made by the
                      network, per chunk of 2^24 edges aot_scatter_pair_chunk and aot_fold_pair_chunk
