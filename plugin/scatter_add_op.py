@@ -539,15 +539,15 @@ def choose_chain(facts: BuildFacts, with_counts: bool) -> Chain:
     if features == 1 and edges is not None and nodes is not None:
         chunks = plan.pair_chunks(edges)
         pairs = chunks == 1 and nodes * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
-        shared_state = (float32 and edges <= STATE_OVER_PAIRS_MAX_EDGES
-                        and _shared_rule("float32", True).yes.evaluate({"N": nodes, "E": edges, "F": 1}))
-        counted_pairs = (pairs and not shared_state
-                         or chunks == 1 and not float32 and nodes <= PAIRS_MAX_NODES_PER_EDGE * edges)
-        if with_counts and counted_pairs:
-            return pairs_chain()
-        if (with_counts and 1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
-                and not _shared_rule(facts.dtypes["state"], True).yes.evaluate({"N": nodes, "E": edges, "F": 1})):
-            return pair_chunks_chain(chunks)
+        if with_counts:
+            shared = _shared_rule(facts.dtypes["state"], True).yes.evaluate({"N": nodes, "E": edges, "F": 1})
+            counted_pairs = (pairs and not (shared and edges <= STATE_OVER_PAIRS_MAX_EDGES) if float32
+                             else chunks == 1 and nodes <= PAIRS_MAX_NODES_PER_EDGE * edges)
+            if counted_pairs:
+                return pairs_chain()
+            if (1 < chunks <= PAIR_MAX_CHUNKS and nodes * chunks * plan.PAIRED_MIN_EDGES_PER_NODE <= edges
+                    and not shared):
+                return pair_chunks_chain(chunks)
     if edges is not None and nodes is not None and features is not None and _sorts(facts, with_counts):
         return sorted_chain(with_counts, sort_place_passes(edges, nodes), features > SORT_NARROW_MAX_FEATURES)
     if float32:
