@@ -24,11 +24,12 @@ a new batch of B edges per step into N nodes) for AOT, Python and torch, launche
 after warm-up, median of many runs (benchmarks/gpu_timing.py), fresh random inputs (standard normal values, uniform
 targets) rotating over several sets where they would stay in L2. Each AOT and TMA rows cell is checked once against
 float64 (torch) where E F <= 2^25, the AOT chain at every tactic (TMA rows within tma_rows.error_bound: it rounds
-every edge in float16). Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV (aot_cells.csv: device, dtype,
-N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms, aot_graph_ms, torch_graph_ms; tma_ms blank where TMA rows
-does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also prints each tactic's time,
-launched plainly (tactic 0 is the rule's choice), after the cells (in bench_aot_cells.md). --floor also times the launch
-floor (empty_launches_ms: k empty launches back to back, plain and captured) and prints it after the cells.
+every edge in float16). Prints two markdown tables; with --out writes them (bench_aot_cells.md) and the cells' CSV
+(aot_cells.csv: device, dtype, N, E, F, counts, aot_ms, python_ms, torch_ms, tma_ms, aot_graph_ms, torch_graph_ms;
+tma_ms blank where TMA rows does not apply; aot_graph_ms and torch_graph_ms the captured columns). --tactics also
+prints each tactic's time, launched plainly (tactic 0 is the rule's choice), after the cells (in
+bench_aot_cells.md). --floor also times the launch floor (empty_launches_ms: k empty launches back to back, plain
+and captured) and prints it after the cells.
 """
 
 import csv
@@ -101,11 +102,13 @@ def built_cell(state: Any, inputs: list[tuple[Any, Any]], with_counts: bool, **t
     """The AotCell an engine built for these sizes runs: every tactic of its scatter step timed at them (plain
     launches, time_gpu_ms with `timing`), as TensorRT's autotuning does, and the fastest kept. Returns (that cell,
     the device ms of tactics 0, 1, ...)."""
-    cell = AotCell(state, inputs, with_counts)
-    times = [time_gpu_ms(cell if tactic == 0 else AotCell(state, inputs, with_counts, tactic), **timing)
-             for tactic in tactics_of(cell.chain)]
-    fastest = times.index(min(times))
-    return (AotCell(state, inputs, with_counts, fastest) if fastest else cell), times
+    fastest, times = None, []
+    for tactic in tactics_of(cell_chain(state, inputs[0][1].shape[0], with_counts)):
+        cell = AotCell(state, inputs, with_counts, tactic)
+        times.append(time_gpu_ms(cell, **timing))
+        if fastest is None or times[-1] < min(times[:-1]):
+            fastest = cell
+    return fastest, times
 
 
 class AotCell:

@@ -96,3 +96,28 @@ def test_a_cell_is_timed_and_checked_at_every_tactic_its_scatter_step_offers():
 
     assert tactics_of(state_chain(True)) == tactics_of(table_chain(False)) == range(3)
     assert tactics_of(split_chain()) == tactics_of(sorted_chain(True)) == range(1)
+
+
+def test_the_build_keeps_the_first_fastest_tactic_each_prepared_once(monkeypatch):
+    """built_cell as TensorRT's autotuning: every tactic timed once, the first of the fastest kept, no tactic's
+    launches prepared twice (the AotCell and the timer stand in for the GPU)."""
+    from benchmarks import bench_aot_cells
+    from plugin.scatter_add_op import state_chain
+
+    made = []
+
+    class Cell:
+        def __init__(self, state, inputs, with_counts, tactic=0):
+            made.append(tactic)
+            self.tactic = tactic
+
+    times = {0: 0.03, 1: 0.02, 2: 0.02}
+    monkeypatch.setattr(bench_aot_cells, "AotCell", Cell)
+    monkeypatch.setattr(bench_aot_cells, "cell_chain", lambda state, num_edges, with_counts: state_chain(True))
+    monkeypatch.setattr(bench_aot_cells, "time_gpu_ms", lambda cell, **timing: times[cell.tactic])
+
+    class Index:
+        shape = (1000,)
+
+    kept, timed = bench_aot_cells.built_cell(None, [(None, Index())], True, sets=1)
+    assert kept.tactic == 1 and timed == [0.03, 0.02, 0.02] and made == [0, 1, 2]
