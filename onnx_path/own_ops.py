@@ -179,8 +179,9 @@ def write_chain(build: Any, op: InplaceOp, inputs: Mapping[str, Any], results: M
     """Adds to `build` (onnx_path.nodes.Builder) the chain of `op` that InplaceOp.chain_for picks from what the
     model records of `inputs` (op input name -> tensor): each filled Scratch as ConstantOfShape over its shape
     expression (an unfilled one is the first step node's output), then one node per Step (op_type the step's
-    plugin, domain op.namespace, step_attributes), the tensors passed between them by name. The last step that writes each op output writes the existing tensor
-    `results[name]` (an output left out of `results` gets a tensor of its own)."""
+    plugin, domain op.namespace, step_attributes), the tensors passed between them by name. The last step that
+    writes each op output writes the existing tensor `results[name]` (an output left out of `results` gets a tensor
+    of its own)."""
     gs, names = build.gs, build.names
     values = dict(inputs)
     chain = op.chain_for(build_facts(op, values))

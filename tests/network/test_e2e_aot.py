@@ -216,7 +216,8 @@ def _case_id(case: Any) -> str:
     from benchmarks.bench_aot_cells import chain_name
 
     op, chain, dtype, nodes, edges, features = case
-    name = f"{op.namespace.removeprefix('aliased_io').lstrip('_')}-{op.name}" if op.namespace != "aliased_io" else op.name
+    pinned = op.namespace.removeprefix("aliased_io").lstrip("_")  # tests/support/tactics.py's <op's>_tactic<k>
+    name = f"{pinned}-{op.name}" if pinned else op.name
     return f"{name}-{chain_name(chain)}-{dtype}-{nodes}x{edges}x{features}".replace(" ", "").replace(",", "_")
 
 
